@@ -1,0 +1,220 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const minimal = `
+lanes:
+  - name: free
+    kind: free
+    api: openai
+    base_url: http://127.0.0.1:1/v1
+    model: m
+`
+
+func TestLoadEveryShippedConfig(t *testing.T) {
+	files, err := filepath.Glob("../configs/*.yaml")
+	if err != nil || len(files) < 3 {
+		t.Fatalf("want the shipped configs, got %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Lanes) == 0 || cfg.Location == nil {
+				t.Fatalf("loaded config is incomplete: %+v", cfg)
+			}
+			if !filepath.IsAbs(cfg.Policy.Out) {
+				t.Errorf("policy.out %q is not absolute", cfg.Policy.Out)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(minimal), "/etc/lanewatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := cfg.Lanes[0]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"timezone", cfg.Location.String(), "UTC"},
+		{"schedule", cfg.Schedule, DefaultSchedule},
+		{"jitter", cfg.Jitter.D(), DefaultJitter},
+		{"concurrency", cfg.Concurrency, DefaultConcurrency},
+		{"store.kind", cfg.Store.Kind, "file"},
+		{"store.path", cfg.Store.Path, "/etc/lanewatch/data/samples.lp"},
+		{"policy.out", cfg.Policy.Out, "/etc/lanewatch/policies"},
+		{"policy.lookback_days", cfg.Policy.LookbackDays, 7},
+		{"lane prompt", l.Prompt, DefaultPrompt},
+		{"lane max_tokens", l.MaxTokens, DefaultMaxTokens},
+		{"lane timeout", l.Timeout.D(), DefaultTimeout},
+		{"lane include_usage", *l.IncludeUsage, true},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+}
+
+func TestLaneOverrides(t *testing.T) {
+	src := `
+probe: {prompt: "say hi", max_tokens: 8, timeout: 30s, include_usage: false}
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
+  - {name: b, kind: paid, api: anthropic, base_url: "https://x", model: m, prompt: "other", max_tokens: 3, timeout: 5s, include_usage: true}
+`
+	cfg, err := Parse(strings.NewReader(src), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Lanes[0], cfg.Lanes[1]
+	if a.Prompt != "say hi" || a.MaxTokens != 8 || a.Timeout.D() != 30*time.Second || *a.IncludeUsage {
+		t.Errorf("lane a did not inherit the probe defaults: %+v", a)
+	}
+	if b.Prompt != "other" || b.MaxTokens != 3 || b.Timeout.D() != 5*time.Second || !*b.IncludeUsage {
+		t.Errorf("lane b lost its overrides: %+v", b)
+	}
+}
+
+func TestRelativePathsResolveAgainstConfigFolder(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "etc")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(sub, "lw.yaml")
+	src := "store: {kind: file, path: ../var/s.lp}\npolicy: {out: out}\n" + minimal
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "var", "s.lp"); cfg.Store.Path != want {
+		t.Errorf("store.path = %q, want %q", cfg.Store.Path, want)
+	}
+	if want := filepath.Join(sub, "out"); cfg.Policy.Out != want {
+		t.Errorf("policy.out = %q, want %q", cfg.Policy.Out, want)
+	}
+}
+
+// Each bad fixture names the field (or line) at fault in one line.
+func TestBadConfigs(t *testing.T) {
+	lane := func(extra string) string {
+		return "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m" + extra + "}\n"
+	}
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown top key", "timezon: UTC\n" + lane(""), `:1: unknown key "timezon"`},
+		{"unknown lane key", lane(", modle: x"), `unknown key "modle"`},
+		{"bad timezone", "timezone: Mars/Olympus\n" + lane(""), `timezone: unknown time zone "Mars/Olympus"`},
+		{"bad schedule", "schedule: \"61 * * * *\"\n" + lane(""), `schedule: bad cron spec "61 * * * *"`},
+		{"tz in schedule", "schedule: \"TZ=UTC 7 * * * *\"\n" + lane(""), `schedule: set the zone with timezone:`},
+		{"bad duration", "jitter: soon\n" + lane(""), `want a duration such as "30s", got "soon"`},
+		{"negative jitter", "jitter: -1s\n" + lane(""), `jitter: must be >= 0`},
+		{"zero concurrency", "concurrency: 0\n" + lane(""), `concurrency: must be between 1 and 4096`},
+		{"bad store kind", "store: {kind: s3}\n" + lane(""), `store.kind: want file or influx, got "s3"`},
+		{"influx without url", "store: {kind: influx}\n" + lane(""), `store.url: want an http(s) URL`},
+		{"influx url with password", "store: {kind: influx, url: \"http://u:hunter2@h:8086\"}\n" + lane(""), `store.url: must not carry credentials`},
+		{"influx bad token_env", "store: {kind: influx, url: \"http://h:8086\", token_env: \"my token\"}\n" + lane(""), `store.token_env: must name an environment variable`},
+		{"no lanes", "timezone: UTC\n", `lanes: at least one lane is required`},
+		{"bad lane name", "lanes:\n  - {name: A!, kind: free, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].name: want [a-z0-9_-]+, got "A!"`},
+		{"duplicate lane", lane("") + "  - {name: a, kind: free, api: openai, base_url: \"http://x\", model: m}\n", `lanes[1].name: "a" is already the name of lanes[0]`},
+		{"bad kind", "lanes:\n  - {name: a, kind: cheap, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].kind: want free or paid`},
+		{"bad api", "lanes:\n  - {name: a, kind: free, api: gemini, base_url: \"http://x\", model: m}\n", `lanes[0].api: want openai or anthropic`},
+		{"bad base_url", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"ftp://x\", model: m}\n", `lanes[0].base_url: want an http(s) URL`},
+		{"base_url with key", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://k:sk-secret@x\", model: m}\n", `lanes[0].base_url: must not carry credentials`},
+		{"no model", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://x\"}\n", `lanes[0].model: must not be empty`},
+		{"bad api_key_env", lane(", api_key_env: \"sk-abc-123\""), `lanes[0].api_key_env: must name an environment variable`},
+		{"lane max_tokens", lane(", max_tokens: 100000"), `lanes[0].max_tokens: must be between 1 and 4096`},
+		{"lane timeout", lane(", timeout: -5s"), `lanes[0].timeout: must be > 0`},
+		{"empty prompt", "probe: {prompt: \" \"}\n" + lane(""), `probe.prompt: must not be empty`},
+		{"lookback", "policy: {lookback_days: -1}\n" + lane(""), `policy.lookback_days: must be between 0 and 366`},
+		{"class deadline", "policy: {classes: [{name: c, deadline_s: 0, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be > 0`},
+		{"class est above ceiling", "policy: {classes: [{name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 50}]}\n" + lane(""), `policy.classes[0].est_tokens: 50 is above ceiling_tokens 10`},
+		{"wrong type", "concurrency: many\n" + lane(""), `:1: cannot unmarshal`},
+		{"not yaml", "lanes: [\n", `yaml`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "bad.yaml")
+			if err := os.WriteFile(p, []byte(c.src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(p)
+			if err == nil {
+				t.Fatalf("loaded a bad config; want error containing %q", c.want)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("error %q does not contain %q", msg, c.want)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error is more than one line: %q", msg)
+			}
+			if strings.Contains(msg, "hunter2") || strings.Contains(msg, "sk-secret") {
+				t.Errorf("error repeats a secret: %q", msg)
+			}
+			if !strings.HasPrefix(msg, p) {
+				t.Errorf("error %q does not start with the file name", msg)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Errorf("error is %T, want *config.Error", err)
+			}
+		})
+	}
+}
+
+func TestAPIKeyFromEnv(t *testing.T) {
+	env := map[string]string{"SET": "sk-live-123"}
+	getenv := func(k string) string { return env[k] }
+	l := Lane{Name: "a", APIKeyEnv: "SET"}
+	if k, err := l.APIKey(getenv); err != nil || k != "sk-live-123" {
+		t.Fatalf("APIKey = %q, %v", k, err)
+	}
+	l.APIKeyEnv = "UNSET"
+	_, err := l.APIKey(getenv)
+	if err == nil || !strings.Contains(err.Error(), "UNSET is not set") {
+		t.Fatalf("want an error naming the variable, got %v", err)
+	}
+	if k, err := (Lane{Name: "b"}).APIKey(getenv); k != "" || err != nil {
+		t.Fatalf("a lane without api_key_env wants no key, got %q %v", k, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(minimal)
+	f.Add("timezone: UTC\nschedule: \"* * * * *\"\n" + minimal)
+	f.Add("lanes: [{name: a}]")
+	f.Add("store: {kind: influx, url: \"http://h\"}\n" + minimal)
+	f.Fuzz(func(t *testing.T, src string) {
+		cfg, err := Parse(strings.NewReader(src), "/tmp")
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error: %q", err)
+			}
+			return
+		}
+		if cfg.Location == nil || len(cfg.Lanes) == 0 {
+			t.Errorf("accepted an incomplete config")
+		}
+	})
+}
