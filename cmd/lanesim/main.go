@@ -1,0 +1,206 @@
+// Command lanesim is a local stand-in LLM lane for demos, tests and
+// benchmarks. It serves the OpenAI chat completions and Anthropic Messages
+// streaming APIs behind a FIFO queue in front of -slots generation slots, so
+// queue time comes from load: other requests and, with -background, synthetic
+// jobs whose rate follows an optional time-of-day -curve.
+//
+// Lane config: api openai with base_url http://HOST:PORT/v1, or api anthropic
+// with base_url http://HOST:PORT.
+//
+// Once listening it prints one line, "lanesim listening on http://HOST:PORT",
+// and with -addr-file writes the URL to that file (removed again on exit). It
+// stops on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError is a bad flag or argument: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode maps run's error to the exit status, printing it on stderr:
+// 0 done or -h, 2 bad usage, 1 anything else.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "lanesim:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "lanesim:", err)
+		return 1
+	}
+}
+
+// config is what the flags say.
+type config struct {
+	listen   string
+	addrFile string
+	level    slog.Level
+	opts     lanesim.Options
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	c := config{opts: lanesim.DefaultOptions()}
+	o := &c.opts
+	fs := flag.NewFlagSet("lanesim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
+	fs.StringVar(&c.addrFile, "addr-file", "", "write the server URL to this file once listening (atomically; removed on exit)")
+	fs.TextVar(&c.level, "log-level", slog.LevelInfo, "log level: debug logs every request")
+
+	fs.IntVar(&o.Slots, "slots", o.Slots, "generation slots; requests beyond them wait in a FIFO queue")
+	fs.DurationVar(&o.Prefill, "prefill", o.Prefill, "time to first token once a request holds a slot")
+	fs.DurationVar(&o.TokenInterval, "token-interval", o.TokenInterval, "time between two tokens")
+	fs.IntVar(&o.Tokens, "tokens", o.Tokens, "tokens per reply (capped by the request's max_tokens)")
+	fs.DurationVar(&o.KeepAlive, "keepalive", o.KeepAlive, "period of ': queued' SSE comments while a request waits (0: none)")
+
+	fs.Float64Var(&o.Background, "background", o.Background, "synthetic background jobs arriving per minute (Poisson) at load multiplier 1; 0: off")
+	fs.DurationVar(&o.BackgroundHold, "background-hold", o.BackgroundHold, "how long each background job holds a slot")
+	fs.IntVar(&o.BackgroundBuffer, "background-buffer", o.BackgroundBuffer, "most background jobs waiting at once; further arrivals are dropped")
+	curve := fs.String("curve", "", `background load multiplier by simulated hour of day (UTC), e.g. "0:1,9:4,14:8,20:2"; linear between points, wrapping at midnight`)
+	hourSeconds := fs.Float64("hour-seconds", 0, "real seconds per simulated hour, to run a day in minutes (0: real time)")
+	fs.DurationVar(&o.ClockOffset, "clock-offset", 0, "shift of the simulated clock from the real one, e.g. 5h")
+
+	fs.Float64Var(&o.Fail429, "fail-429", 0, "probability (0..1) of a 429 with Retry-After: "+lanesim.RetryAfter)
+	fs.Float64Var(&o.FailMidstream, "fail-midstream", 0, "probability (0..1) of an SSE error event half-way through a reply")
+	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the fault and arrival draws (0: from the clock)")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, usageError{err}
+	}
+	bad := func(format string, a ...any) (config, error) {
+		return c, usageError{fmt.Errorf(format, a...)}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case o.Slots < 1:
+		return bad("-slots %d: want at least 1", o.Slots)
+	case o.Tokens < 0:
+		return bad("-tokens %d: want 0 or more", o.Tokens)
+	case o.Prefill < 0 || o.TokenInterval < 0 || o.KeepAlive < 0 || o.BackgroundHold < 0:
+		return bad("-prefill, -token-interval, -keepalive and -background-hold must not be negative")
+	case o.Background < 0:
+		return bad("-background %g: want 0 or more", o.Background)
+	case o.BackgroundBuffer < 0:
+		return bad("-background-buffer %d: want 0 or more", o.BackgroundBuffer)
+	case *hourSeconds < 0:
+		return bad("-hour-seconds %g: want 0 or more", *hourSeconds)
+	case !(o.Fail429 >= 0 && o.Fail429 <= 1):
+		return bad("-fail-429 %g: want a probability from 0 to 1", o.Fail429)
+	case !(o.FailMidstream >= 0 && o.FailMidstream <= 1):
+		return bad("-fail-midstream %g: want a probability from 0 to 1", o.FailMidstream)
+	}
+	cv, err := lanesim.ParseCurve(*curve)
+	if err != nil {
+		return bad("-curve: %w", err)
+	}
+	o.Curve = cv
+	o.HourLength = time.Duration(*hourSeconds * float64(time.Second))
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.level}))
+	c.opts.Logger = log
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	sim := lanesim.New(c.opts)
+	defer sim.Close()
+	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(sim.Close) // ends open streams so Shutdown can finish
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	url := "http://" + ln.Addr().String()
+	if c.addrFile != "" {
+		if err := writeFileAtomic(c.addrFile, []byte(url)); err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer os.Remove(c.addrFile)
+	}
+	fmt.Fprintf(stdout, "lanesim listening on %s\n", url)
+	o := c.opts
+	log.Info("lanesim started", "url", url, "slots", o.Slots, "prefill", o.Prefill,
+		"token_interval", o.TokenInterval, "tokens", o.Tokens, "background_per_min", o.Background,
+		"background_hold", o.BackgroundHold, "curve", o.Curve.String(), "hour_length", o.HourLength,
+		"fail_429", o.Fail429, "fail_midstream", o.FailMidstream)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	<-serveErr // http.ErrServerClosed
+	log.Info("lanesim stopped", "served", sim.Stats().Served)
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it
+// into place, so a reader never sees a partial file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("addr file: %w", err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("addr file: %w", err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("addr file: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("addr file: %w", err)
+	}
+	return nil
+}

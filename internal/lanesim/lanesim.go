@@ -1,0 +1,205 @@
+// Package lanesim is a local stand-in for a shared LLM lane. It speaks the
+// OpenAI chat completions and Anthropic Messages streaming APIs and puts a
+// real FIFO queue in front of a fixed number of generation slots, so the
+// time to the first token comes from load (requests and synthetic background
+// jobs waiting for a slot), not from a fixed sleep. Faults (429s and errors
+// in the middle of a stream) can be injected with a seeded random source.
+//
+// It is meant for demos, tests and benchmarks: tests of other packages start
+// it in-process with httptest.NewServer(lanesim.New(opts).Handler()).
+package lanesim
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure a Server. Values are used as given (a zero Prefill is no
+// prefill, zero Tokens is an empty reply); start from DefaultOptions.
+type Options struct {
+	Slots         int           // generation slots; fewer than 1 means 1
+	Prefill       time.Duration // slot taken → first token
+	TokenInterval time.Duration // between two tokens
+	Tokens        int           // tokens per reply, capped by the request's max_tokens
+	KeepAlive     time.Duration // ": queued" comment period while waiting; 0: none
+
+	// Background load: synthetic jobs that queue for a slot like requests do.
+	Background       float64       // arrivals per real minute at multiplier 1; 0: off
+	BackgroundHold   time.Duration // how long each job holds its slot
+	BackgroundBuffer int           // most background jobs waiting at once; more are dropped
+	Curve            Curve         // multiplier by simulated hour of day (UTC)
+	HourLength       time.Duration // real duration of one simulated hour; 0: real time
+	ClockOffset      time.Duration // added to the real clock to get the simulated one
+
+	// Faults, drawn per request from a source seeded with Seed.
+	Fail429       float64 // probability of 429 with Retry-After: 7
+	FailMidstream float64 // probability of an error event half-way through the reply
+	Seed          uint64  // 0: seeded from the clock
+
+	Logger *slog.Logger // nil: discard
+}
+
+// DefaultOptions returns the options lanesim runs with when no flag is given.
+func DefaultOptions() Options {
+	return Options{
+		Slots:            1,
+		Prefill:          50 * time.Millisecond,
+		TokenInterval:    20 * time.Millisecond,
+		Tokens:           8,
+		KeepAlive:        time.Second,
+		BackgroundHold:   5 * time.Second,
+		BackgroundBuffer: 64,
+	}
+}
+
+// RetryAfter is the Retry-After value of injected 429 responses.
+const RetryAfter = "7"
+
+// Server is one simulated lane. Its zero value is not usable; call New.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	queue *fifo
+	clock simClock
+
+	ctx    context.Context // cancelled by Close: ends streams and background jobs
+	cancel context.CancelFunc
+	once   sync.Once
+	wg     sync.WaitGroup // background generator and jobs
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	seq               atomic.Int64 // request ids
+	served            atomic.Int64
+	rateLimited       atomic.Int64
+	midstreamFailures atomic.Int64
+	bgStarted         atomic.Int64
+	bgDropped         atomic.Int64
+	bgWaiting         atomic.Int64
+}
+
+// New builds a Server and starts its background load generator, if any.
+// Call Close to stop it.
+func New(opts Options) *Server {
+	if opts.Slots < 1 {
+		opts.Slots = 1
+	}
+	opts.Tokens = max(opts.Tokens, 0)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		opts:   opts,
+		log:    opts.Logger,
+		queue:  newFIFO(opts.Slots),
+		clock:  newSimClock(time.Now(), opts.ClockOffset, opts.HourLength),
+		ctx:    ctx,
+		cancel: cancel,
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}
+	if opts.Background > 0 && opts.BackgroundHold > 0 {
+		s.wg.Go(s.runLoad)
+	}
+	return s
+}
+
+// Close ends every open stream and the background load, and waits for the
+// background goroutines. It is safe to call more than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+	})
+}
+
+// Handler serves:
+//
+//	POST /v1/chat/completions  OpenAI chat completions, stream: true only
+//	POST /v1/messages          Anthropic Messages, stream: true only
+//	GET  /healthz              200 with the current Stats as JSON
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handleOpenAI)
+	mux.HandleFunc("POST /v1/messages", s.handleAnthropic)
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	return mux
+}
+
+// Stats is a snapshot of the lane.
+type Stats struct {
+	Slots             int     `json:"slots"`
+	Busy              int     `json:"busy"`   // slots held (requests and background jobs)
+	Queued            int     `json:"queued"` // requests and background jobs waiting
+	Served            int64   `json:"served"` // requests that got a slot
+	RateLimited       int64   `json:"rate_limited"`
+	MidstreamFailures int64   `json:"midstream_failures"`
+	BackgroundStarted int64   `json:"background_started"` // background jobs that arrived and queued
+	BackgroundDropped int64   `json:"background_dropped"` // arrivals dropped: buffer full
+	SimHour           float64 `json:"sim_hour"`           // simulated hour of day, UTC
+	LoadMultiplier    float64 `json:"load_multiplier"`    // curve value at SimHour
+}
+
+// Stats returns a snapshot of the queue and the counters.
+func (s *Server) Stats() Stats {
+	busy, queued := s.queue.counts()
+	hour := s.clock.hour(time.Now())
+	return Stats{
+		Slots:             s.opts.Slots,
+		Busy:              busy,
+		Queued:            queued,
+		Served:            s.served.Load(),
+		RateLimited:       s.rateLimited.Load(),
+		MidstreamFailures: s.midstreamFailures.Load(),
+		BackgroundStarted: s.bgStarted.Load(),
+		BackgroundDropped: s.bgDropped.Load(),
+		SimHour:           hour,
+		LoadMultiplier:    s.opts.Curve.At(hour),
+	}
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(s.Stats())
+}
+
+// chance draws from the seeded source: true with probability p.
+func (s *Server) chance(p float64) bool {
+	s.rngMu.Lock()
+	x := s.rng.Float64()
+	s.rngMu.Unlock()
+	return x < p
+}
+
+// expFloat draws an exponential variate with mean 1.
+func (s *Server) expFloat() float64 {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	return s.rng.ExpFloat64()
+}
+
+// sleep waits for d or until ctx ends; it reports whether the full d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

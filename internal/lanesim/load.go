@@ -1,0 +1,193 @@
+package lanesim
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CurvePoint sets the background load multiplier at one hour of the day.
+type CurvePoint struct {
+	Hour float64 // 0 <= Hour < 24
+	Mult float64 // >= 0
+}
+
+// Curve is a time-of-day load curve: points sorted by hour. Between two
+// points the multiplier is interpolated linearly, and the last point of the
+// day runs linearly into the first point of the next day. An empty curve is
+// a flat multiplier of 1.
+type Curve []CurvePoint
+
+// ParseCurve reads "hour:mult,hour:mult,...", for example "0:1,9:4,14:8,20:2".
+// Hours are 0 to <24 (fractions allowed, e.g. 9.5) and must be unique;
+// multipliers must be >= 0. The empty string is the flat curve.
+func ParseCurve(s string) (Curve, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var c Curve
+	for part := range strings.SplitSeq(s, ",") {
+		h, m, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, fmt.Errorf("curve point %q: want hour:multiplier", part)
+		}
+		hour, err := strconv.ParseFloat(strings.TrimSpace(h), 64)
+		if err != nil || math.IsNaN(hour) || hour < 0 || hour >= 24 {
+			return nil, fmt.Errorf("curve point %q: hour must be a number from 0 to below 24", part)
+		}
+		mult, err := strconv.ParseFloat(strings.TrimSpace(m), 64)
+		if err != nil || math.IsNaN(mult) || math.IsInf(mult, 0) || mult < 0 {
+			return nil, fmt.Errorf("curve point %q: multiplier must be a number >= 0", part)
+		}
+		c = append(c, CurvePoint{Hour: hour, Mult: mult})
+	}
+	slices.SortFunc(c, func(a, b CurvePoint) int { return cmp.Compare(a.Hour, b.Hour) })
+	for i := 1; i < len(c); i++ {
+		if c[i].Hour == c[i-1].Hour {
+			return nil, fmt.Errorf("curve: hour %g given twice", c[i].Hour)
+		}
+	}
+	return c, nil
+}
+
+// At returns the multiplier at hour of day h (0 <= h < 24; other values wrap).
+func (c Curve) At(h float64) float64 {
+	switch len(c) {
+	case 0:
+		return 1
+	case 1:
+		return c[0].Mult
+	}
+	h = math.Mod(h, 24)
+	if h < 0 {
+		h += 24
+	}
+	// The points around h; before the first point and after the last one the
+	// segment wraps round midnight.
+	i, _ := slices.BinarySearchFunc(c, h, func(p CurvePoint, h float64) int {
+		if p.Hour <= h {
+			return -1
+		}
+		return 1
+	})
+	var prev, next CurvePoint
+	switch i {
+	case 0:
+		prev, next = c[len(c)-1], c[0]
+		prev.Hour -= 24
+	case len(c):
+		prev, next = c[len(c)-1], c[0]
+		next.Hour += 24
+	default:
+		prev, next = c[i-1], c[i]
+	}
+	span := next.Hour - prev.Hour
+	if span <= 0 {
+		return prev.Mult
+	}
+	return prev.Mult + (next.Mult-prev.Mult)*(h-prev.Hour)/span
+}
+
+// String formats the curve the way ParseCurve reads it.
+func (c Curve) String() string {
+	parts := make([]string, len(c))
+	for i, p := range c {
+		parts[i] = strconv.FormatFloat(p.Hour, 'g', -1, 64) + ":" + strconv.FormatFloat(p.Mult, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// simClock maps real time to simulated time: the simulated clock starts at
+// start+offset and runs speed times faster than the real one.
+type simClock struct {
+	start  time.Time
+	offset time.Duration
+	speed  float64 // simulated seconds per real second
+}
+
+func newSimClock(start time.Time, offset, hourLength time.Duration) simClock {
+	speed := 1.0
+	if hourLength > 0 {
+		speed = float64(time.Hour) / float64(hourLength)
+	}
+	return simClock{start: start, offset: offset, speed: speed}
+}
+
+// at returns the simulated time at real time now.
+func (c simClock) at(now time.Time) time.Time {
+	elapsed := float64(now.Sub(c.start)) * c.speed
+	return c.start.Add(c.offset).Add(time.Duration(elapsed))
+}
+
+// hour returns the simulated hour of day in UTC, with its fraction.
+func (c simClock) hour(now time.Time) float64 {
+	t := c.at(now).UTC()
+	return float64(t.Hour()) + float64(t.Minute())/60 + float64(t.Second())/3600
+}
+
+// loadStep is how often the background generator integrates its arrival rate.
+const loadStep = 50 * time.Millisecond
+
+// runLoad runs the background load until Close: a Poisson process whose rate
+// (Background per minute times the curve at the simulated hour) is integrated
+// every loadStep, so the load follows the curve as the simulated day goes by.
+func (s *Server) runLoad() {
+	tick := time.NewTicker(loadStep)
+	defer tick.Stop()
+	last := time.Now()
+	need := s.expFloat() // integrated rate still to go before the next arrival
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-tick.C:
+			minutes := now.Sub(last).Minutes()
+			last = now
+			need -= s.opts.Background * s.opts.Curve.At(s.clock.hour(now)) * minutes
+			for need <= 0 {
+				s.arrive()
+				need += s.expFloat()
+			}
+		}
+	}
+}
+
+// arrive queues one background job. It is dropped when it would have to wait
+// while BackgroundBuffer jobs already wait, so an overloaded lane stays bounded.
+func (s *Server) arrive() {
+	t := s.queue.join()
+	granted := false
+	select {
+	case <-t.ready:
+		granted = true
+	default:
+	}
+	if !granted && s.bgWaiting.Load() >= int64(s.opts.BackgroundBuffer) {
+		s.queue.leave(t)
+		s.bgDropped.Add(1)
+		return
+	}
+	s.bgStarted.Add(1)
+	if !granted {
+		s.bgWaiting.Add(1)
+	}
+	s.wg.Go(func() {
+		if !granted {
+			select {
+			case <-t.ready:
+				s.bgWaiting.Add(-1)
+			case <-s.ctx.Done():
+				s.bgWaiting.Add(-1)
+				s.queue.leave(t)
+				return
+			}
+		}
+		sleep(s.ctx, s.opts.BackgroundHold)
+		s.queue.release()
+	})
+}

@@ -1,0 +1,76 @@
+package lanesim
+
+import (
+	"container/list"
+	"sync"
+)
+
+// fifo is a counting semaphore over the generation slots that grants slots
+// strictly in arrival order: a request that joins while others wait goes to
+// the back, even if a slot frees up at that very moment.
+type fifo struct {
+	mu      sync.Mutex
+	slots   int
+	free    int
+	waiters list.List // of *ticket, oldest first
+}
+
+// ticket is one place in the queue. ready is closed when the slot is granted.
+type ticket struct {
+	ready   chan struct{}
+	elem    *list.Element
+	granted bool // guarded by fifo.mu
+}
+
+func newFIFO(slots int) *fifo {
+	return &fifo{slots: slots, free: slots}
+}
+
+// join takes a place in the queue. The ticket is granted at once when a slot
+// is free and nobody waits; otherwise it waits behind every earlier ticket.
+func (q *fifo) join() *ticket {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t := &ticket{ready: make(chan struct{})}
+	if q.free > 0 && q.waiters.Len() == 0 {
+		q.free--
+		t.granted = true
+		close(t.ready)
+		return t
+	}
+	t.elem = q.waiters.PushBack(t)
+	return t
+}
+
+// leave withdraws a ticket whose holder gave up. A ticket that was granted in
+// the meantime hands its slot on, so no slot is ever lost.
+func (q *fifo) leave(t *ticket) {
+	q.mu.Lock()
+	if !t.granted {
+		q.waiters.Remove(t.elem)
+		q.mu.Unlock()
+		return
+	}
+	q.mu.Unlock()
+	q.release()
+}
+
+// release frees a granted slot: it goes to the oldest waiter, if any.
+func (q *fifo) release() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if front := q.waiters.Front(); front != nil {
+		t := q.waiters.Remove(front).(*ticket)
+		t.granted = true
+		close(t.ready)
+		return
+	}
+	q.free++
+}
+
+// counts returns the busy slots and the number of waiting tickets.
+func (q *fifo) counts() (busy, waiting int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.slots - q.free, q.waiters.Len()
+}

@@ -1,0 +1,223 @@
+package lanesim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// tokenText is the text of every generated token.
+const tokenText = "tok "
+
+// maxBody caps a request body.
+const maxBody = 1 << 20
+
+// dialect writes one API's stream events; the Server owns queueing, pacing
+// and faults.
+type dialect interface {
+	rateLimited() any                       // JSON body of a 429
+	begin(sw *sseWriter) error              // once the slot is taken, before prefill
+	token(sw *sseWriter, text string) error // one content delta
+	fail(sw *sseWriter) error               // injected mid-stream error; the stream ends after it
+	end(sw *sseWriter) error                // normal end of stream
+}
+
+// replyLen is how many tokens a reply gets under the request's max_tokens
+// (nil: no limit), and whether that limit cut it short.
+func (s *Server) replyLen(limit *int) (n int, truncated bool) {
+	n = s.opts.Tokens
+	if limit != nil && *limit < n {
+		return *limit, true
+	}
+	return n, false
+}
+
+// serve runs one streamed request: fault draws, headers, the FIFO wait with
+// keep-alive comments, prefill, paced tokens, end of stream.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id int64, n int, d dialect) {
+	// Draw both faults for every request, so with a fixed seed the n-th
+	// request meets the same faults whatever the probabilities are.
+	limited := s.chance(s.opts.Fail429)
+	failMid := s.chance(s.opts.FailMidstream)
+	log := s.log.With("api", api, "id", id)
+	if limited {
+		s.rateLimited.Add(1)
+		w.Header().Set("Retry-After", RetryAfter)
+		writeJSON(w, http.StatusTooManyRequests, d.rateLimited())
+		log.Debug("request rate limited (injected)")
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel) // Close ends open streams
+	defer stop()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	if err := sw.flush(); err != nil {
+		log.Debug("request ended before headers", "err", err)
+		return
+	}
+
+	arrived := time.Now()
+	if err := s.wait(ctx, sw, s.queue.join()); err != nil {
+		log.Debug("request left the queue", "waited", time.Since(arrived), "err", err)
+		return
+	}
+	defer s.queue.release()
+	s.served.Add(1)
+	queued := time.Since(arrived)
+
+	emitted, err := s.reply(ctx, sw, n, failMid, d)
+	switch {
+	case err != nil:
+		log.Debug("stream cut", "queued", queued, "tokens", emitted, "err", err)
+	case failMid:
+		s.midstreamFailures.Add(1)
+		log.Debug("stream failed (injected)", "queued", queued, "tokens", emitted)
+	default:
+		log.Debug("stream done", "queued", queued, "tokens", emitted)
+	}
+}
+
+// wait holds the request in the queue until its ticket is granted, sending a
+// ": queued" comment at once and then every KeepAlive while it waits.
+func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
+	select {
+	case <-t.ready:
+		return nil
+	default:
+	}
+	var tick <-chan time.Time
+	if s.opts.KeepAlive > 0 {
+		if err := sw.comment("queued"); err != nil {
+			s.queue.leave(t)
+			return err
+		}
+		tk := time.NewTicker(s.opts.KeepAlive)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
+		select {
+		case <-t.ready:
+			return nil
+		case <-tick:
+			if err := sw.comment("queued"); err != nil {
+				s.queue.leave(t)
+				return err
+			}
+		case <-ctx.Done():
+			s.queue.leave(t)
+			return ctx.Err()
+		}
+	}
+}
+
+// reply writes one reply of n tokens while the request holds its slot.
+// With failMid it stops after half the tokens (at least one) with an error
+// event. It returns the number of tokens written.
+func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, d dialect) (int, error) {
+	if err := d.begin(sw); err != nil {
+		return 0, err
+	}
+	if !sleep(ctx, s.opts.Prefill) {
+		return 0, ctx.Err()
+	}
+	stopAt := n
+	if failMid {
+		stopAt = min(n, max(1, n/2))
+	}
+	for i := range stopAt {
+		if i > 0 && !sleep(ctx, s.opts.TokenInterval) {
+			return i, ctx.Err()
+		}
+		if err := d.token(sw, tokenText); err != nil {
+			return i, err
+		}
+	}
+	if failMid {
+		return stopAt, d.fail(sw)
+	}
+	return stopAt, d.end(sw)
+}
+
+// sseWriter writes server-sent events and flushes each one.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (sw *sseWriter) flush() error {
+	if err := sw.rc.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+func (sw *sseWriter) write(s string) error {
+	if _, err := sw.w.Write([]byte(s)); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return sw.flush()
+}
+
+// comment writes ": text", which SSE clients ignore.
+func (sw *sseWriter) comment(text string) error {
+	return sw.write(": " + text + "\n\n")
+}
+
+// data writes an unnamed event whose data is v as JSON (or v itself if it is a string).
+func (sw *sseWriter) data(v any) error {
+	b, err := encode(v)
+	if err != nil {
+		return err
+	}
+	return sw.write("data: " + b + "\n\n")
+}
+
+// event writes a named event whose data is v as JSON.
+func (sw *sseWriter) event(name string, v any) error {
+	b, err := encode(v)
+	if err != nil {
+		return err
+	}
+	return sw.write("event: " + name + "\ndata: " + b + "\n\n")
+}
+
+func encode(v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encode event: %w", err)
+	}
+	return string(b), nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeBody reads a JSON request body of at most maxBody bytes.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %w", err)
+	}
+	return nil
+}
+
+// promptTokens is a rough count of the prompt's tokens: a token per 4 bytes.
+func promptTokens(raw json.RawMessage) int {
+	return max(1, len(raw)/4)
+}
