@@ -66,6 +66,7 @@ type Sample struct {
 
 	Start      time.Time // just before the request is sent
 	Connected  time.Time // httptrace ConnectDone (zero if the connection was reused)
+	Sent       time.Time // httptrace WroteRequest: the request is on the wire
 	Headers    time.Time // response headers received
 	FirstToken time.Time // first non-empty content or reasoning delta
 	End        time.Time // end of stream, or the moment the probe gave up
@@ -95,6 +96,13 @@ func (s Sample) GenS() float64 { return seconds(s.FirstToken, s.End) }
 
 // HeadersS is start → response headers, in seconds.
 func (s Sample) HeadersS() float64 { return seconds(s.Start, s.Headers) }
+
+// SentS is start → request written, in seconds.
+func (s Sample) SentS() float64 { return seconds(s.Start, s.Sent) }
+
+// ServerQueueS is request written → first generated token, in seconds: the
+// queue as the server saw it, without the client's connect and scheduling.
+func (s Sample) ServerQueueS() float64 { return seconds(s.Sent, s.FirstToken) }
 
 // ConnectS is start → connection established, in seconds.
 func (s Sample) ConnectS() float64 { return seconds(s.Start, s.Connected) }

@@ -1,0 +1,73 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkQueueError probes N lanes at once against one server that sends
+// the first token exactly 200 ms after each request arrives, and reports
+// the median and max of (measured queue_s - 200 ms): the measurement error,
+// i.e. connect, request, scheduling and delivery overhead. It also reports
+// the same for ServerQueueS (request written → first token), which leaves
+// out the client's connect and the scheduling before the request went out.
+//
+//	go test -run '^$' -bench QueueError -benchtime 3x ./probe
+func BenchmarkQueueError(b *testing.B) {
+	const delay = 200 * time.Millisecond
+	url := serve(b, script{steps: []step{
+		{0, oaRole() + ": queued\n\n"}, {delay, oaText("ok") + oaFinish() + oaDone},
+	}})
+	for _, lanes := range []int{1, 16, 50, 200, 500} {
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+			var queue, server []float64
+			for b.Loop() {
+				q, s := probeLanes(b, url, lanes, delay)
+				queue, server = append(queue, q...), append(server, s...)
+			}
+			report(b, queue, "")
+			report(b, server, "server-")
+		})
+	}
+}
+
+// report sorts errs and reports its median, p99 and max in ms.
+func report(b *testing.B, errs []float64, prefix string) {
+	slices.Sort(errs)
+	if errs[0] < 0 {
+		b.Fatalf("a %squeue fell %.3f ms below the true wait", prefix, -errs[0])
+	}
+	b.ReportMetric(errs[len(errs)/2], prefix+"median-err-ms")
+	b.ReportMetric(errs[len(errs)*99/100], prefix+"p99-err-ms")
+	b.ReportMetric(errs[len(errs)-1], prefix+"max-err-ms")
+}
+
+// probeLanes runs one probe per lane concurrently and returns each probe's
+// queue error and server-side queue error in milliseconds.
+func probeLanes(b *testing.B, url string, lanes int, delay time.Duration) (queue, server []float64) {
+	queue, server = make([]float64, lanes), make([]float64, lanes)
+	var wg sync.WaitGroup
+	var failed sync.Once
+	for i := range lanes {
+		wg.Go(func() {
+			tg := target(OpenAI, url)
+			tg.Lane = fmt.Sprintf("lane%d", i)
+			s, err := Run(context.Background(), tg)
+			if err != nil {
+				failed.Do(func() { b.Errorf("lane %d: %v", i, err) })
+				return
+			}
+			queue[i] = (s.QueueS() - delay.Seconds()) * 1000
+			server[i] = (s.ServerQueueS() - delay.Seconds()) * 1000
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return queue, server
+}

@@ -1,0 +1,124 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// tally is what a decoder learns from the stream so far.
+type tally struct {
+	deltas   int  // non-empty content or reasoning deltas
+	usage    int  // server-reported output tokens, if hasUsage
+	hasUsage bool //
+	done     bool // terminal event seen ([DONE], message_stop)
+	finished bool // the model reported a stop reason
+}
+
+// tokens returns the token count and where it came from.
+func (tl tally) tokens() (int, TokensSource) {
+	if tl.hasUsage {
+		return tl.usage, TokensUsage
+	}
+	return tl.deltas, TokensDeltas
+}
+
+// decoder applies one SSE event of a dialect to the tally. Its errors are
+// *failure values whose details never quote the event's data.
+type decoder interface {
+	event(ev Event, tl *tally) error
+}
+
+// dialect is the wire format of one API.
+type dialect struct {
+	newRequest func(ctx context.Context, t Target) (*http.Request, error)
+	decoder    decoder
+}
+
+func dialectFor(api API) (dialect, bool) {
+	switch api {
+	case OpenAI:
+		return dialect{newOpenAIRequest, openaiDecoder{}}, true
+	case Anthropic:
+		return dialect{newAnthropicRequest, anthropicDecoder{}}, true
+	}
+	return dialect{}, false
+}
+
+// newJSONRequest builds a streaming POST of body to base_url + path.
+func newJSONRequest(ctx context.Context, base, path string, body any) (*http.Request, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fail(ConnError, ErrInvalidTarget, "base_url is not an http(s) URL")
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawPath = ""
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fail(ConnError, ErrInvalidTarget, "encode request body")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(b))
+	if err != nil {
+		return nil, fail(ConnError, ErrInvalidTarget, "build request")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("User-Agent", "lanewatch-probe")
+	return req, nil
+}
+
+// decodeJSON decodes one data line. Invalid UTF-8, which encoding/json would
+// silently replace, is an error here.
+func decodeJSON(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return fail(StreamError, ErrInvalidUTF8, "invalid UTF-8 in a data line")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		if json.Valid(data) {
+			return fail(StreamError, ErrMalformed, "unexpected JSON shape in a data line")
+		}
+		return fail(StreamError, ErrMalformed, "malformed JSON in a data line")
+	}
+	return nil
+}
+
+func isSet(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// errorEvent turns an in-stream error into a failure naming its type.
+func errorEvent(data []byte) error {
+	if tok := errorType(data); tok != "" {
+		return fail(StreamError, ErrErrorEvent, "error event: %s", tok)
+	}
+	return fail(StreamError, ErrErrorEvent, "error event")
+}
+
+// errorType extracts a safe error type or code from an OpenAI or Anthropic
+// error body, or "" if there is none. Messages are never read.
+func errorType(data []byte) string {
+	var body struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &body) != nil || !isSet(body.Error) {
+		return ""
+	}
+	var e struct {
+		Type any `json:"type"`
+		Code any `json:"code"`
+	}
+	if json.Unmarshal(body.Error, &e) != nil {
+		return ""
+	}
+	for _, v := range []any{e.Type, e.Code} {
+		if s, ok := v.(string); ok && safeToken(s) != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,142 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxRedirects is how many same-origin redirects a probe follows.
+const maxRedirects = 3
+
+// errBodyPeek is how much of a non-stream body is read to name its error.
+const errBodyPeek = 8 << 10
+
+// newTransport returns a transport for one probe: no shared connections, no
+// transparent compression (a gzip stream is decoded by the probe itself),
+// HTTP/2 offered over TLS.
+func newTransport(scheme string) *http.Transport {
+	return &http.Transport{
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            (&net.Dialer{KeepAlive: -1}).DialContext, // the probe is short and bounded
+		ForceAttemptHTTP2:      scheme == "https",
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+}
+
+// checkRedirect follows only same-origin redirects, and only a few: Go strips
+// Authorization on a cross-host redirect but would forward x-api-key.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return ErrRedirectLoop
+	}
+	if origin(req.URL) != origin(via[0].URL) {
+		return ErrRedirectHost
+	}
+	return nil
+}
+
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// sendError classifies a failed client.Do.
+func (r *run) sendError(ctx context.Context, resp *http.Response, err error) error {
+	if resp != nil { // a refused redirect still hands back its response
+		r.s.Status = resp.StatusCode
+	}
+	switch {
+	case ctx.Err() != nil:
+		return r.timeout(ctx)
+	case errors.Is(err, ErrRedirectHost):
+		return fail(ConnError, ErrRedirectHost, "redirect to another host or scheme refused")
+	case errors.Is(err, ErrRedirectLoop):
+		return fail(ConnError, ErrRedirectLoop, "more than %d redirects", maxRedirects)
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) { // drop "Post <url>:", keep the cause
+		return fail(ConnError, err, "%s", uerr.Err)
+	}
+	return fail(ConnError, err, "%s", err)
+}
+
+// checkResponse sorts out non-stream responses and returns the body to read
+// as an event stream: capped, and gunzipped if the server gzipped it.
+func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
+	code := resp.StatusCode
+	if code < 200 || code > 299 {
+		o := HTTPError
+		if code == http.StatusTooManyRequests {
+			o = RateLimited
+			r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After"))
+		}
+		return nil, fail(o, ErrStatus, "http %d%s", code, bodyErrorType(resp.Body))
+	}
+	body, err := r.decodedBody(resp)
+	if err != nil {
+		return nil, err
+	}
+	if mt := mediaType(resp); mt != "" && mt != "text/event-stream" {
+		return nil, fail(HTTPError, ErrNotStream, "http %d with content-type %s, not an event stream%s",
+			code, orUnknown(safeToken(mt)), bodyErrorType(body))
+	}
+	br := bufio.NewReaderSize(body, readBuf)
+	if b, err := br.Peek(1); err == nil && (b[0] == '{' || b[0] == '[') {
+		return nil, fail(HTTPError, ErrNotStream, "http %d with a JSON body, not an event stream%s",
+			code, bodyErrorType(br))
+	}
+	return br, nil
+}
+
+// decodedBody caps the raw body and, if it is gzipped, the decoded bytes too.
+func (r *run) decodedBody(resp *http.Response) (io.Reader, error) {
+	raw := &capReader{r: resp.Body, max: r.t.MaxBytes}
+	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	switch enc {
+	case "", "identity":
+		return raw, nil
+	case "gzip", "x-gzip":
+		return &capReader{r: &gunzip{r: raw}, max: r.t.MaxBytes}, nil
+	}
+	return nil, fail(HTTPError, ErrEncoding, "unsupported content-encoding %s", orUnknown(safeToken(enc)))
+}
+
+func mediaType(resp *http.Response) string {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "invalid"
+	}
+	return mt
+}
+
+// bodyErrorType reads a little of an error body and returns ": <type>" when
+// it names an error type or code, else "". The body itself is never quoted.
+func bodyErrorType(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, errBodyPeek))
+	if tok := errorType(b); tok != "" {
+		return ": " + tok
+	}
+	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unprintable)"
+	}
+	return s
+}

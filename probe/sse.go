@@ -1,0 +1,157 @@
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// ErrLineTooLong is returned by the SSE reader when one line, or the data of
+// one event, exceeds its cap. The reader stops there: it never buffers more
+// than the cap, however long the line on the wire is.
+var ErrLineTooLong = errors.New("sse line over the cap")
+
+// Event is one dispatched server-sent event. Data is only valid until the
+// next call to Next.
+type Event struct {
+	Type string // the "event:" field, "message" when absent
+	Data []byte // the "data:" lines joined with "\n"
+}
+
+// SSEReader reads server-sent events (the WHATWG event-stream format) from an
+// io.Reader: lines end in CRLF, LF or CR; lines starting with ':' are
+// comments; an empty line dispatches the event, unless it has no data. A
+// leading byte order mark is skipped. Fields other than event and data
+// (id, retry, unknown names) are ignored.
+type SSEReader struct {
+	br      *bufio.Reader
+	max     int
+	line    []byte
+	data    []byte
+	typ     string
+	hasData bool
+	afterCR bool // last line ended in CR: a following LF belongs to it
+	started bool
+}
+
+// NewSSEReader returns a reader over r that fails with ErrLineTooLong once a
+// line or an event's data exceeds maxLine bytes.
+func NewSSEReader(r io.Reader, maxLine int) *SSEReader {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	return &SSEReader{br: bufio.NewReaderSize(r, readBuf), max: maxLine}
+}
+
+// Next returns the next event. At the end of input it returns io.EOF when
+// the stream stopped between events, and io.ErrUnexpectedEOF when it stopped
+// inside a line or inside an event that was never dispatched. Any other
+// error comes from the underlying reader or is ErrLineTooLong.
+func (r *SSEReader) Next() (Event, error) {
+	if !r.started {
+		r.started = true
+		r.skipBOM()
+	}
+	r.data, r.typ, r.hasData = r.data[:0], "", false
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			if err == io.EOF && (len(r.line) > 0 || r.hasData || r.typ != "") {
+				err = io.ErrUnexpectedEOF
+			}
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if ev, ok := r.dispatch(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		if err := r.field(line); err != nil {
+			return Event{}, err
+		}
+	}
+}
+
+func (r *SSEReader) skipBOM() {
+	bom := []byte("\xef\xbb\xbf")
+	if b, _ := r.br.Peek(len(bom)); bytes.Equal(b, bom) {
+		_, _ = r.br.Discard(len(bom))
+	}
+}
+
+// dispatch ends the current event. An event without data is not dispatched.
+func (r *SSEReader) dispatch() (Event, bool) {
+	if !r.hasData {
+		r.data, r.typ = r.data[:0], ""
+		return Event{}, false
+	}
+	typ := r.typ
+	if typ == "" {
+		typ = "message"
+	}
+	return Event{Type: typ, Data: bytes.TrimSuffix(r.data, []byte("\n"))}, true
+}
+
+// field applies one non-empty line to the event being built.
+func (r *SSEReader) field(line []byte) error {
+	if line[0] == ':' {
+		return nil // comment
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		value = bytes.TrimPrefix(value, []byte(" "))
+	}
+	switch string(name) {
+	case "data":
+		if len(r.data)+len(value)+1 > r.max+1 {
+			return ErrLineTooLong
+		}
+		r.data = append(r.data, value...)
+		r.data = append(r.data, '\n')
+		r.hasData = true
+	case "event":
+		r.typ = string(value)
+	}
+	return nil
+}
+
+// readLine returns the next line without its terminator. The returned slice
+// is reused by the next call. At most max bytes are ever held.
+func (r *SSEReader) readLine() ([]byte, error) {
+	r.line = r.line[:0]
+	for {
+		if _, err := r.br.Peek(1); err != nil {
+			return nil, err
+		}
+		buf, _ := r.br.Peek(r.br.Buffered())
+		if r.afterCR {
+			r.afterCR = false
+			if buf[0] == '\n' {
+				_, _ = r.br.Discard(1)
+				continue
+			}
+		}
+		i := bytes.IndexAny(buf, "\r\n")
+		n := i
+		if i < 0 {
+			n = len(buf)
+		}
+		if len(r.line)+n > r.max {
+			return nil, ErrLineTooLong
+		}
+		r.line = append(r.line, buf[:n]...)
+		if i < 0 {
+			_, _ = r.br.Discard(n)
+			continue
+		}
+		r.afterCR = buf[i] == '\r'
+		_, _ = r.br.Discard(i + 1)
+		return r.line, nil
+	}
+}
+
+// readBuf is the read buffer size; longer lines are assembled across reads.
+const readBuf = 4 << 10

@@ -1,0 +1,146 @@
+package probe
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQueueTiming runs exact-delay servers and checks that queue_s never
+// falls below the true wait, that the first token is stamped within slack
+// after the server wrote it (not at headers, a role chunk, a comment or a
+// ping, nor at a later token), that the end is stamped within slack of the
+// server's last write, and that tokens and timestamps add up. Comparing with
+// the server's own write times keeps the test honest on a loaded machine:
+// a stall before the server writes moves both clocks.
+func TestQueueTiming(t *testing.T) {
+	// slack bounds how late a stamp may be after the server's write. It is
+	// generous because this machine is shared (stalls of 200 ms were seen
+	// at load 9); gap > 2*slack still tells the first token from the next.
+	// The precise error is BenchmarkQueueError's job.
+	const (
+		delay = 150 * time.Millisecond
+		gap   = 400 * time.Millisecond
+		slack = 150 * time.Millisecond
+	)
+	comments := func(n int, every time.Duration, line string) []step {
+		var s []step
+		for range n {
+			s = append(s, step{every, line})
+		}
+		return s
+	}
+	tests := []struct {
+		name       string
+		api        API
+		noUsage    bool
+		sc         script
+		queue, gen time.Duration
+		tokens     int
+		source     TokensSource
+	}{
+		{name: "openai usage", api: OpenAI, sc: script{steps: []step{
+			{0, oaRole()}, {0, ": comment\n\n"}, {delay, oaText(genText)}, {gap, oaText(genText)},
+			{gap, oaText(genText)}, {0, oaFinish()}, {0, oaUsage(7)}, {0, oaDone},
+		}}, queue: delay, gen: 2 * gap, tokens: 7, source: TokensUsage},
+		{name: "openai deltas", api: OpenAI, noUsage: true, sc: script{steps: []step{
+			{0, oaRole()}, {delay, oaText(genText)}, {gap, oaText(genText)}, {gap, oaText(genText)},
+			{0, oaFinish()}, {0, oaDone},
+		}}, queue: delay, gen: 2 * gap, tokens: 3, source: TokensDeltas},
+		{name: "openai comments while queued", api: OpenAI, noUsage: true, sc: script{steps: append(
+			append([]step{{0, oaRole()}}, comments(6, delay/6, ": queued\n\n")...),
+			step{0, oaText(genText)}, step{gap, oaText(genText)}, step{0, oaDone},
+		)}, queue: delay, gen: gap, tokens: 2, source: TokensDeltas},
+		{name: "openai empty deltas then reasoning_content", api: OpenAI, noUsage: true, sc: script{steps: []step{
+			{0, oaRole()}, {delay / 2, oaText("")}, {delay / 2, oaReasoning("reasoning_content", genText)},
+			{gap, oaText(genText)}, {0, oaDone},
+		}}, queue: delay, gen: gap, tokens: 2, source: TokensDeltas},
+		{name: "openai reasoning field", api: OpenAI, noUsage: true, sc: script{steps: []step{
+			{delay, oaReasoning("reasoning", genText)}, {gap, oaText(genText)}, {0, oaDone},
+		}}, queue: delay, gen: gap, tokens: 2, source: TokensDeltas},
+		{name: "openai headers late", api: OpenAI, noUsage: true, sc: script{headerWait: delay, steps: []step{
+			{0, oaText(genText)}, {gap, oaDone},
+		}}, queue: delay, gen: gap, tokens: 1, source: TokensDeltas},
+		{name: "openai gzip", api: OpenAI, sc: script{gzip: true, header: map[string]string{"Content-Encoding": "gzip"},
+			steps: []step{
+				{0, oaRole()}, {delay, oaText(genText)}, {gap, oaText(genText)}, {0, oaUsage(4)}, {0, oaDone},
+			}}, queue: delay, gen: gap, tokens: 4, source: TokensUsage},
+		{name: "anthropic usage", api: Anthropic, sc: script{steps: []step{
+			{0, anStart()}, {0, anPing()}, {0, anBlock()}, {delay, anText(genText)}, {gap, anText(genText)},
+			{gap, anText(genText)}, {0, anBlockStop()}, {0, anDelta(5)}, {0, anStop()},
+		}}, queue: delay, gen: 2 * gap, tokens: 5, source: TokensUsage},
+		{name: "anthropic thinking without usage", api: Anthropic, sc: script{steps: []step{
+			{0, anStart()}, {delay, anThinking(genText)}, {gap, anText(genText)}, {0, anDelta(-1)}, {0, anStop()},
+		}}, queue: delay, gen: gap, tokens: 2, source: TokensDeltas},
+		{name: "anthropic pings while queued", api: Anthropic, sc: script{steps: append(
+			append([]step{{0, anStart()}, {0, anBlock()}}, comments(5, delay/5, anPing())...),
+			step{0, anText(genText)}, step{gap, anDelta(1)}, step{0, anStop()},
+		)}, queue: delay, gen: gap, tokens: 1, source: TokensUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			log := &stepLog{}
+			tt.sc.log = log
+			tg := target(tt.api, serve(t, tt.sc))
+			tg.IncludeUsage = !tt.noUsage
+			s, err := Run(context.Background(), tg)
+			if err != nil || s.Outcome != OK {
+				t.Fatalf("Run: outcome %s, err %v", s.Outcome, err)
+			}
+			if q := s.QueueS(); q < tt.queue.Seconds() {
+				t.Errorf("queue_s = %s, below the true wait %s", ms(q), tt.queue)
+			}
+			at := log.times()
+			first, last := at[firstTokenStep(tt.sc.steps)], at[len(at)-1]
+			within(t, "first token", s.FirstToken, first, slack)
+			within(t, "end", s.End, last, slack)
+			if g, want := s.GenS(), last.Sub(first); g < (want-slack).Seconds() || g > (want+slack).Seconds() {
+				t.Errorf("gen_s = %s, server wrote over %s (nominal %s)", ms(g), want, tt.gen)
+			}
+			if s.Tokens != tt.tokens || s.TokensSource != tt.source {
+				t.Errorf("tokens = %d (%s), want %d (%s)", s.Tokens, s.TokensSource, tt.tokens, tt.source)
+			}
+			checkOrder(t, s)
+		})
+	}
+}
+
+// within checks that got is in [wrote, wrote+slack].
+func within(t *testing.T, what string, got, wrote time.Time, slack time.Duration) {
+	t.Helper()
+	if d := got.Sub(wrote); d < 0 || d > slack {
+		t.Errorf("%s stamped %s after the server wrote it, want in [0, %s]", what, d, slack)
+	}
+}
+
+// firstTokenStep is the index of the first step that carries generated text.
+func firstTokenStep(steps []step) int {
+	for i, s := range steps {
+		if strings.Contains(s.data, genText) {
+			return i
+		}
+	}
+	return -1
+}
+
+func checkOrder(t *testing.T, s Sample) {
+	t.Helper()
+	if s.Status != 200 || !s.HeadersSeen || s.Lane != "lane1" || s.Kind != "free" {
+		t.Errorf("status %d, headers seen %v, lane %q kind %q", s.Status, s.HeadersSeen, s.Lane, s.Kind)
+	}
+	order := []time.Time{s.Start, s.Connected, s.Sent, s.Headers, s.FirstToken, s.End}
+	for i, ts := range order {
+		if ts.IsZero() {
+			t.Fatalf("timestamp %d of start/connected/sent/headers/first token/end is zero", i)
+		}
+		if i > 0 && ts.Before(order[i-1]) {
+			t.Errorf("timestamp %d (%v) before timestamp %d (%v)", i, ts, i-1, order[i-1])
+		}
+	}
+	if s.ConnectS() <= 0 || s.SentS() < s.ConnectS() || s.HeadersS() < s.SentS() || s.ServerQueueS() > s.QueueS() {
+		t.Errorf("connect_s %v, sent_s %v, headers_s %v, server queue %v, queue %v",
+			s.ConnectS(), s.SentS(), s.HeadersS(), s.ServerQueueS(), s.QueueS())
+	}
+}
