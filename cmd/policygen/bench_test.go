@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// The benchmark history: a year of three rounds an hour for 50 lanes in the
+// embedded store, 1.31 million probe points and as many hourly points (the
+// sampler rewrites a lane-hour's point after each round), ending in benchHour.
+const (
+	benchLanes = 50
+	benchDays  = 365
+	benchHour  = "2026-11-30T14"
+)
+
+// benchHistory returns a folder holding lanewatch.yaml and data/samples.lp,
+// generated once and cached in the temp dir under a name made of the
+// parameters (delete the folder to regenerate).
+func benchHistory(tb testing.TB) string {
+	tb.Helper()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("lanewatch-policygen-bench-v1-%dlanes-%ddays-%s", benchLanes, benchDays, benchHour))
+	ready := filepath.Join(dir, "ready")
+	if _, err := os.Stat(ready); err == nil {
+		return dir
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	var cfg strings.Builder
+	cfg.WriteString("timezone: UTC\nstore:\n  kind: file\n  path: data/samples.lp\nlanes:\n")
+	for i := range benchLanes {
+		kind := "free"
+		if i%5 == 4 {
+			kind = "paid"
+		}
+		fmt.Fprintf(&cfg, "  - {name: lane-%02d, kind: %s, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m}\n", i, kind)
+	}
+	cfg.WriteString(`policy:
+  out: policies
+  lookback_days: 7
+  classes:
+    - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
+    - {name: batch, deadline_s: 900, ceiling_tokens: 20000, est_tokens: 4000, paid_usd_per_1k: 0.001}
+    - {name: nightly, deadline_s: 3600, ceiling_tokens: 100000, est_tokens: 16000, paid_usd_per_1k: 0.0005}
+`)
+	if err := os.WriteFile(filepath.Join(dir, "lanewatch.yaml"), []byte(cfg.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+
+	start := time.Now()
+	st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	end, _ := time.Parse("2006-01-02T15", benchHour)
+	first := end.Truncate(24*time.Hour).AddDate(0, 0, -benchDays+1)
+	rng := rand.New(rand.NewPCG(42, 365))
+	var probes []series.Probe
+	var hourly []series.Hourly
+	nProbes := 0
+	for day := first; !day.After(end); day = day.AddDate(0, 0, 1) {
+		probes, hourly = probes[:0], hourly[:0]
+		for h := range 24 {
+			hour := day.Add(time.Duration(h) * time.Hour)
+			if hour.After(end) {
+				break
+			}
+			diurnal := 10 * (1 + math.Sin(float64(h)/24*2*math.Pi))
+			var sofar [benchLanes][]series.Probe
+			for _, m := range []int{7, 27, 47} {
+				at := hour.Add(time.Duration(m)*time.Minute + time.Duration(rng.Int64N(int64(30*time.Second))))
+				for i := range benchLanes {
+					kind := "free"
+					if i%5 == 4 {
+						kind = "paid"
+					}
+					p := series.Probe{Lane: fmt.Sprintf("lane-%02d", i), Kind: kind, Time: at.Add(time.Duration(rng.Int64N(int64(time.Second)))),
+						QueueS: float64(i%7) + diurnal + rng.Float64()*20, GenS: 0.2 + rng.Float64(), HeadersS: 0.05 + rng.Float64()/10,
+						Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+					if rng.IntN(100) == 0 {
+						p.OK, p.Outcome, p.Status, p.QueueS, p.GenS, p.Tokens = false, "timeout", 0, 0, 0, 0
+					}
+					probes = append(probes, p)
+					sofar[i] = append(sofar[i], p)
+					hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, hour, sofar[i]))
+				}
+			}
+		}
+		nProbes += len(probes)
+		if err := st.Write(context.Background(), probes, hourly); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(ready, nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "data", "samples.lp"))
+	tb.Logf("generated %d probe points and as many hourly points (%d MiB) in %s: %s", nProbes, fi.Size()>>20, time.Since(start).Round(time.Second), dir)
+	return dir
+}
+
+// BenchmarkPolicyHourYear times run() for `policygen -hour` on the year of
+// history, in process.
+func BenchmarkPolicyHourYear(b *testing.B) {
+	dir := benchHistory(b)
+	out := b.TempDir()
+	args := []string{"-config", filepath.Join(dir, "lanewatch.yaml"), "-hour", benchHour, "-out", out}
+	b.ReportAllocs()
+	for b.Loop() {
+		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+		if err := e.run(context.Background(), args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPolicyHourYearBinary runs the built policygen binary on the year
+// of history and reports its wall time and peak RSS (from rusage).
+func BenchmarkPolicyHourYearBinary(b *testing.B) {
+	dir := benchHistory(b)
+	bin := filepath.Join(b.TempDir(), "policygen")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := b.TempDir()
+	var peak int64
+	var wall time.Duration
+	n := 0
+	for b.Loop() {
+		cmd := exec.Command(bin, "-config", filepath.Join(dir, "lanewatch.yaml"), "-hour", benchHour, "-out", out)
+		cmd.Stderr = os.Stderr
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		wall += time.Since(t0)
+		n++
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			peak = max(peak, ru.Maxrss) // KiB on Linux
+		}
+	}
+	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
+	b.ReportMetric(wall.Seconds()/float64(n), "wall-s/run")
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lanewatch/lanewatch/policy"
+)
+
+// runBook is `policygen book [-policy FILE -class NAME] < attempts.json`.
+func (e *env) runBook(args []string) error {
+	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
+	className := fs.String("class", "", "class `name` in the -policy file")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: policygen book [-policy FILE -class NAME] < attempts.json
+
+Reads {"attempts": [...], "policy": {...}} on stdin, or with -policy and
+-class {"attempts": [...]} and the class's book from the policy file, and
+prints the retry ledger's answer as one line of JSON.
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("book: unexpected argument %q (the input comes on stdin)", fs.Arg(0))
+	case (*policyPath == "") != (*className == ""):
+		return usagef("book: -policy and -class go together")
+	}
+	var fromFile *policy.BookPolicy
+	if *policyPath != "" {
+		data, err := os.ReadFile(*policyPath)
+		if err != nil {
+			return fmt.Errorf("policy file: %w", err)
+		}
+		f, err := policy.ParseFile(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *policyPath, err)
+		}
+		b, err := f.Book(*className)
+		if err != nil {
+			return fmt.Errorf("%s: %w", *policyPath, err)
+		}
+		fromFile = &b
+	}
+	data, err := io.ReadAll(io.LimitReader(e.stdin, maxBookInput+1))
+	if err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	if len(data) > maxBookInput {
+		return fmt.Errorf("input: larger than %d bytes", maxBookInput)
+	}
+	in, err := decodeBookInput(data, fromFile == nil)
+	if err != nil {
+		return err
+	}
+	if fromFile != nil {
+		in.Policy = *fromFile
+	}
+	out, err := json.Marshal(policy.Book(in.Attempts, in.Policy))
+	if err != nil {
+		return fmt.Errorf("book: %w", err)
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", out)
+	return err
+}

@@ -1,0 +1,100 @@
+// Command policygen turns the stored hourly queue records into policy files
+// and answers the retry ledger.
+//
+//	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]  # policy for an hour (default: now)
+//	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
+//	policygen swings -config F [-days N] [-svg FILE]               # time-of-day report
+//	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
+//
+// Exit status: 0 done; 1 bad config, bad input or a store error, with one line
+// on stderr; 2 bad usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError marks bad flags or arguments: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitCode prints err as one line and maps it to the exit status.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	// One line, whatever the error holds.
+	fmt.Fprintf(stderr, "policygen: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// env is what a run gets from the process; tests replace parts of it.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+	// writeHook, when set, is called while a policy file is being written:
+	// with stage "partial" after half of the bytes are in the temp file and
+	// "synced" after all of them are written and synced, before the rename.
+	// An error aborts the write. Tests inject faults and kills here.
+	writeHook func(stage, tmpPath string) error
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+	return e.run(ctx, args)
+}
+
+func (e *env) run(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "swings":
+			return runSwings(ctx, args[1:], e.stdout, e.stderr)
+		case "book":
+			return e.runBook(args[1:])
+		}
+	}
+	return e.runPolicy(ctx, args)
+}
+
+const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]
+       policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
+       policygen swings -config F [-days N] [-svg FILE]
+       policygen book [-policy FILE -class NAME] < attempts.json
+
+Writes <out>/<hour>.yaml for the hour (default: the current hour in the
+config's timezone) or, with -day, the 24 forecast files of that day, each
+atomically, and prints the paths written. -print prints the YAML instead,
+each file after a "# wrote PATH" comment.
+
+book reads {"attempts": [...], "policy": {...}} on stdin (with -policy and
+-class: {"attempts": [...]} and the class's book from the policy file) and
+prints the ledger's answer as JSON.
+
+Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage.
+`

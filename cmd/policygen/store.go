@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/storeopen"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// openStore opens the configured store for reading. The embedded file is
+// opened read-only (no writer lock), so policygen runs while a sampler
+// appends to it; InfluxDB goes through storeopen.
+func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, error) {
+	warn := warner(stderr)
+	if cfg.Store.Kind == "file" {
+		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: true, Warn: warn})
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return st, nil
+	}
+	return storeopen.Open(ctx, cfg, warn, getenv)
+}
+
+// warner prints a store warning as one line: "policygen: warning: msg k=v ...".
+func warner(w io.Writer) func(msg string, args ...any) {
+	return func(msg string, args ...any) {
+		var b strings.Builder
+		b.WriteString("policygen: warning: ")
+		b.WriteString(msg)
+		for i := 0; i+1 < len(args); i += 2 {
+			fmt.Fprintf(&b, " %v=%q", args[i], fmt.Sprint(args[i+1]))
+		}
+		b.WriteByte('\n')
+		_, _ = io.WriteString(w, b.String())
+	}
+}

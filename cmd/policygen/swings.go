@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
+
+Time-of-day report: for each lane and hour of day (in the config's timezone),
+the median and the max of the hourly worst queue times over the hourly
+records of [now - N days, now), the probes and failed probes behind them, and
+per lane the peak hour, the quietest hour and the swing between them.
+
+  table  fits 100 columns; "-" where there is no value
+  csv    lane,kind,hour,median_s,worst_s,measured,days,samples,failures
+         (24 rows per lane; median_s and worst_s empty without an ok probe)
+  json   {timezone, from, to, days, first_record, last_record, records,
+          lanes: [{name, kind, records, samples, failures, peak_hour,
+          peak_median_s, quiet_hour, quiet_median_s, swing_s, swing_ratio,
+          hours: [{hour, median_s, worst_s, measured, days, samples,
+          failures}]}]}; null where there is no value
+
+-svg FILE also draws the chart (a PNG when FILE ends in .png), written atomically.
+
+`
+
+// maxSwingsDays bounds -days (ten years of hourly records).
+const maxSwingsDays = 3660
+
+// swingsEnv is what the report takes from the process; tests replace now.
+type swingsEnv struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+}
+
+// runSwings is the `policygen swings` subcommand.
+func runSwings(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return swingsEnv{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}.run(ctx, args)
+}
+
+func (e swingsEnv) run(ctx context.Context, args []string) error {
+	fset := flag.NewFlagSet("policygen swings", flag.ContinueOnError)
+	fset.SetOutput(e.stderr)
+	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
+	days := fset.Int("days", 7, "report the last `N` days")
+	lane := fset.String("lane", "", "report only the lane `NAME`")
+	svg := fset.String("svg", "", "also draw the chart into `FILE` (PNG when it ends in .png)")
+	format := fset.String("format", "table", "output `format`: table, csv or json")
+	fset.Usage = func() {
+		fmt.Fprint(fset.Output(), swingsUsage)
+		fset.PrintDefaults()
+	}
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{fmt.Errorf("swings: %w", err)}
+	}
+	var write func(io.Writer, *swings.Report) error
+	switch *format {
+	case "table":
+		write = swings.WriteTable
+	case "csv":
+		write = swings.WriteCSV
+	case "json":
+		write = swings.WriteJSON
+	default:
+		return usagef("swings: -format %q: want table, csv or json", *format)
+	}
+	switch {
+	case fset.NArg() > 0:
+		return usagef("swings: unexpected argument %q", fset.Arg(0))
+	case *configPath == "":
+		return usagef("swings: -config is required")
+	case *days < 1 || *days > maxSwingsDays:
+		return usagef("swings: -days %d: want 1 to %d", *days, maxSwingsDays)
+	}
+
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	to := e.now().In(cfg.Location)
+	from := to.AddDate(0, 0, -*days)
+	recs, err := e.hourly(ctx, cfg, from, to)
+	if err != nil {
+		return err
+	}
+	lanes := make([]swings.Lane, len(cfg.Lanes))
+	for i, l := range cfg.Lanes {
+		lanes[i] = swings.Lane{Name: l.Name, Kind: l.Kind}
+	}
+	rep := swings.Compute(recs, swings.Options{Location: cfg.Location, From: from, To: to, Days: *days, Lanes: lanes})
+	if *lane != "" {
+		l, ok := rep.Lane(*lane)
+		if !ok {
+			names := make([]string, len(rep.Lanes))
+			for i, l := range rep.Lanes {
+				names[i] = l.Name
+			}
+			return fmt.Errorf("swings: unknown lane %q (lanes: %s)", *lane, strings.Join(names, ", "))
+		}
+		rep.Lanes = []swings.LaneReport{l}
+	}
+
+	// The chart goes first: a report on stdout means everything was written.
+	if *svg != "" {
+		var buf bytes.Buffer
+		if err := swings.WriteChart(&buf, rep, swings.ChartFormat(*svg)); err != nil {
+			return fmt.Errorf("swings: %w", err)
+		}
+		if err := writeAtomic(*svg, buf.Bytes(), nil); err != nil {
+			return fmt.Errorf("swings: %w", err)
+		}
+	}
+	var out bytes.Buffer
+	if err := write(&out, rep); err != nil {
+		return fmt.Errorf("swings: %w", err)
+	}
+	if _, err := e.stdout.Write(out.Bytes()); err != nil {
+		return fmt.Errorf("swings: write report: %w", err)
+	}
+	return nil
+}
+
+// hourly reads the hourly records of [from, to). A samples file that does not
+// exist yet is an empty store (no sampler round has run): a warning, no error.
+func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time) ([]series.Hourly, error) {
+	st, err := openStore(ctx, cfg, e.stderr, e.getenv)
+	if err != nil {
+		if cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
+			warner(e.stderr)("samples file does not exist yet; reporting no data", "path", cfg.Store.Path)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("swings: %w", err)
+	}
+	defer st.Close()
+	recs, err := st.Hourly(ctx, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)
+	}
+	return recs, nil
+}

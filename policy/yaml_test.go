@@ -1,0 +1,209 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+func TestMarshalRoundTrip(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "golden", "*.yaml"))
+	if err != nil || len(paths) < 5 {
+		t.Fatalf("golden files: %v %v", paths, err)
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := ParseFile(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Records == 0 {
+				t.Error("Records not read from the header")
+			}
+			again, err := Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(again, data) {
+				t.Fatalf("Marshal(ParseFile(x)) != x:\n%s", again)
+			}
+		})
+	}
+	t.Run("ForHour value", func(t *testing.T) {
+		p, recs, h := utcScenario(t)
+		f := ForHour(p, recs, h)
+		data, err := Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseFile(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, f) {
+			t.Fatalf("round trip\n got %+v\nwant %+v", back, f)
+		}
+	})
+}
+
+func TestMarshalQuotesAmbiguousStrings(t *testing.T) {
+	f := File{Hour: "2026-01-01T00", Timezone: "UTC", Basis: BasisLive, Classes: []Class{}, Lanes: []Lane{
+		{Name: "yes", Kind: "free", Reason: ReasonOK},
+		{Name: "1e3", Kind: "free", Reason: ReasonOK},
+		{Name: "a: b", Kind: "free", Reason: ReasonOK},
+		{Name: "null", Kind: "free", Reason: ReasonOK},
+	}}
+	data, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseFile(data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	for i, l := range back.Lanes {
+		if l.Name != f.Lanes[i].Name {
+			t.Errorf("name %q came back as %q", f.Lanes[i].Name, l.Name)
+		}
+	}
+}
+
+func TestParseFileErrors(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "golden", "utc_live.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"unknown key", "basis: live\n", "basis: live\nextra: 1\n", "line 5: unknown key extra"},
+		{"missing book key", "      next_gen_s: 26.67\n", "", "classes[0].book.next_gen_s: missing"},
+		{"missing lane key", "    failures: 1\n", "", "lanes[1].failures: missing"},
+		{"negative", "next_queue_s: 6\n", "next_queue_s: -6\n", "lanes[1].next_queue_s: must be >= 0"},
+		{"bad reason", "reason: probe_failed", "reason: flaky", "lanes[1].reason: must be"},
+		{"bad basis", "basis: live", "basis: guess", "basis: must be live or forecast"},
+		{"bad hour", `hour: "2026-11-30T14"`, `hour: "2026-11-30 14h"`, "hour: want YYYY-MM-DDTHH"},
+		{"bad last_sample", `"2026-11-30T11:47:03Z"`, `"yesterday"`, "lanes[3].last_sample: want an RFC 3339 time"},
+		{"not a number", "tok_per_s: 30\n", "tok_per_s: fast\n", "cannot unmarshal"},
+		{"infinite", "tok_per_s: 30\n", "tok_per_s: .inf\n", "lanes[0].tok_per_s: must be a finite number"},
+		{"two documents", "basis: live\n", "basis: live\n---\nhour: x\n", "more than one YAML document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), tc.from, tc.to, 1)
+			if bad == string(good) {
+				t.Fatalf("fixture: %q not found", tc.from)
+			}
+			_, err := ParseFile([]byte(bad))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("paid_eligible absent means true", func(t *testing.T) {
+		old := strings.ReplaceAll(string(good), "      paid_eligible: true\n", "")
+		f, err := ParseFile([]byte(old))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := f.Book("interactive"); !b.PaidEligible {
+			t.Fatal("paid_eligible should default to true")
+		}
+	})
+}
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	raw, err := os.Open(filepath.Join("..", "configs", "policy.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	doc, err := jsonschema.UnmarshalJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("policy.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("policy.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+// yamlToJSON turns a YAML document into the values jsonschema validates.
+func yamlToJSON(t *testing.T, data []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+func TestSchema(t *testing.T) {
+	sch := compileSchema(t)
+	paths, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.yaml"))
+	if len(paths) == 0 {
+		t.Fatal("no golden files")
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sch.Validate(yamlToJSON(t, data)); err != nil {
+				t.Fatalf("%s does not validate: %v", p, err)
+			}
+		})
+	}
+	good, err := os.ReadFile(filepath.Join("testdata", "golden", "utc_live.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, from, to string }{
+		{"missing book key", "      next_gen_s: 26.67\n", ""},
+		{"unknown key", "basis: live\n", "basis: live\nextra: 1\n"},
+		{"bad basis", "basis: live", "basis: guess"},
+		{"bad reason", "reason: probe_failed", "reason: flaky"},
+		{"eligible but not ok", "    eligible: false\n    reason: probe_failed", "    eligible: true\n    reason: probe_failed"},
+		{"negative seconds", "next_queue_s: 6\n", "next_queue_s: -6\n"},
+		{"fractional count", "samples: 9\n", "samples: 9.5\n"},
+		{"bad hour", `hour: "2026-11-30T14"`, `hour: "2026-11-30T24"`},
+		{"hour as a number", `hour: "2026-11-30T14"`, `hour: 2026`},
+		{"bad last_sample", `"2026-11-30T11:47:03Z"`, `"2026-11-30 11:47"`},
+		{"lanes not a list", "lanes: [paid, paid-slow]", "lanes: paid"},
+	} {
+		t.Run("broken/"+tc.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), tc.from, tc.to, 1)
+			if bad == string(good) {
+				t.Fatalf("fixture: %q not found", tc.from)
+			}
+			if err := sch.Validate(yamlToJSON(t, []byte(bad))); err == nil {
+				t.Fatal("a broken file validates")
+			}
+		})
+	}
+}
