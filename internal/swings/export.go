@@ -1,0 +1,151 @@
+package swings
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+)
+
+// CSVHeader is the header row of WriteCSV; the column order is a contract
+// for scripts.
+//
+//	lane      lane name
+//	kind      free | paid ("" for a lane only seen in older records without a kind)
+//	hour      hour of day, 0..23, in the report's timezone
+//	median_s  median of the hourly worst queue times, seconds (3 decimals); empty when no ok probe
+//	worst_s   max of the hourly worst queue times, seconds (3 decimals); empty when no ok probe
+//	measured  hourly records with at least one ok probe (the values behind median_s and worst_s)
+//	days      days with a record at this hour
+//	samples   probes at this hour of day over the window
+//	failures  of which failed
+var CSVHeader = []string{"lane", "kind", "hour", "median_s", "worst_s", "measured", "days", "samples", "failures"}
+
+// WriteCSV writes one row per lane and hour of day (24 per lane, hours with no
+// data included), lanes in report order. See CSVHeader for the columns.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return fmt.Errorf("csv: %w", err)
+	}
+	for _, l := range r.Lanes {
+		for _, h := range l.Hours {
+			med, worst := "", ""
+			if h.HasQueue() {
+				med = strconv.FormatFloat(h.MedianS, 'f', 3, 64)
+				worst = strconv.FormatFloat(h.WorstS, 'f', 3, 64)
+			}
+			row := []string{
+				l.Name, l.Kind, strconv.Itoa(h.Hour), med, worst,
+				strconv.Itoa(h.Measured), strconv.Itoa(h.Days),
+				strconv.FormatInt(h.Samples, 10), strconv.FormatInt(h.Failures, 10),
+			}
+			if err := cw.Write(row); err != nil {
+				return fmt.Errorf("csv: %w", err)
+			}
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("csv: %w", err)
+	}
+	return nil
+}
+
+// JSONReport is the document WriteJSON writes (field names are a contract).
+// Seconds are rounded to milliseconds; a value that does not exist (no ok
+// probe, no ratio) is null, never NaN.
+type JSONReport struct {
+	Timezone string     `json:"timezone"`
+	From     string     `json:"from"` // RFC 3339 in the report's timezone, "" if unbounded
+	To       string     `json:"to"`
+	Days     int        `json:"days"`
+	First    *string    `json:"first_record"` // earliest record hour in the window
+	Last     *string    `json:"last_record"`
+	Records  int        `json:"records"`
+	Lanes    []JSONLane `json:"lanes"`
+}
+
+// JSONLane is one lane of a JSONReport.
+type JSONLane struct {
+	Name      string     `json:"name"`
+	Kind      string     `json:"kind"`
+	Records   int        `json:"records"`
+	Samples   int64      `json:"samples"`
+	Failures  int64      `json:"failures"`
+	PeakHour  *int       `json:"peak_hour"`
+	PeakS     *float64   `json:"peak_median_s"`
+	QuietHour *int       `json:"quiet_hour"`
+	QuietS    *float64   `json:"quiet_median_s"`
+	SwingS    *float64   `json:"swing_s"`
+	Ratio     *float64   `json:"swing_ratio"`
+	Hours     []JSONHour `json:"hours"` // always 24, hour 0 first
+}
+
+// JSONHour is one hour of day of a JSONLane.
+type JSONHour struct {
+	Hour     int      `json:"hour"`
+	MedianS  *float64 `json:"median_s"`
+	WorstS   *float64 `json:"worst_s"`
+	Measured int      `json:"measured"`
+	Days     int      `json:"days"`
+	Samples  int64    `json:"samples"`
+	Failures int64    `json:"failures"`
+}
+
+// JSON converts the report to its JSON document.
+func (r *Report) JSON() JSONReport {
+	loc := r.location()
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.In(loc).Format(time.RFC3339)
+	}
+	out := JSONReport{
+		Timezone: r.Timezone, From: stamp(r.From), To: stamp(r.To), Days: r.Days,
+		Records: r.Records, Lanes: []JSONLane{},
+	}
+	if r.Records > 0 {
+		f, l := stamp(r.First), stamp(r.Last)
+		out.First, out.Last = &f, &l
+	}
+	for _, l := range r.Lanes {
+		jl := JSONLane{Name: l.Name, Kind: l.Kind, Records: l.Records, Samples: l.Samples, Failures: l.Failures}
+		if s := l.Swing; s.OK {
+			jl.PeakHour, jl.PeakS = ptr(s.PeakHour), ms(s.PeakS)
+			jl.QuietHour, jl.QuietS = ptr(s.QuietHour), ms(s.QuietS)
+			jl.SwingS = ms(s.SwingS)
+			if s.HasRatio {
+				jl.Ratio = ptr(math.Round(s.Ratio*1000) / 1000)
+			}
+		}
+		for _, h := range l.Hours {
+			jh := JSONHour{Hour: h.Hour, Measured: h.Measured, Days: h.Days, Samples: h.Samples, Failures: h.Failures}
+			if h.HasQueue() {
+				jh.MedianS, jh.WorstS = ms(h.MedianS), ms(h.WorstS)
+			}
+			jl.Hours = append(jl.Hours, jh)
+		}
+		out.Lanes = append(out.Lanes, jl)
+	}
+	return out
+}
+
+// WriteJSON writes the report as one indented JSON document (see JSONReport).
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r.JSON()); err != nil {
+		return fmt.Errorf("json: %w", err)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ms rounds seconds to milliseconds.
+func ms(x float64) *float64 { return ptr(math.Round(x*1000) / 1000) }

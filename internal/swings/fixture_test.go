@@ -1,0 +1,54 @@
+package swings_test
+
+import (
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// weekStart is the first hour of the generated week (UTC).
+var weekStart = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+
+// week generates 7 days of hourly records with a known daily curve:
+//
+//	free: queue = 5 + 20·[9 <= hour <= 17] + 0.5·day seconds; 3 probes an hour;
+//	      at hour 3 one probe failed on days 0 and 2.
+//	paid: queue = 2 + 1·[12 <= hour <= 14] seconds, every day; 3 probes an hour.
+//
+// So free's medians are 6.5 s off-peak and 26.5 s from 09 to 17 (worst 8 and
+// 28), peak 09, quietest 00, swing 20 s (26.5/6.5 = 4.077x); paid peaks at 12
+// with 3 s against 2 s (swing 1 s, 1.5x).
+func week() []series.Hourly {
+	var recs []series.Hourly
+	for d := range 7 {
+		for h := range 24 {
+			t := weekStart.Add(time.Duration(d*24+h) * time.Hour)
+			q := 5 + 0.5*float64(d)
+			if h >= 9 && h <= 17 {
+				q += 20
+			}
+			free := series.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, WorstGenS: 1, MinTokPerS: 40, Samples: 3, Eligible: true}
+			if h == 3 && (d == 0 || d == 2) {
+				free.Failures, free.Eligible = 1, false
+			}
+			p := 2.0
+			if h >= 12 && h <= 14 {
+				p = 3
+			}
+			paid := series.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, WorstGenS: 0.5, MinTokPerS: 90, Samples: 3, Eligible: true}
+			recs = append(recs, free, paid)
+		}
+	}
+	return recs
+}
+
+func weekOptions() swings.Options {
+	return swings.Options{
+		Location: time.UTC,
+		From:     weekStart,
+		To:       weekStart.AddDate(0, 0, 7),
+		Days:     7,
+		Lanes:    []swings.Lane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}},
+	}
+}

@@ -1,0 +1,183 @@
+package swings
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TableWidth is the widest line WriteTable writes, in columns: the table fits
+// a 100-column terminal.
+const TableWidth = 100
+
+// Table layout: an hour column, then per lane " | " and a cell of four
+// right-aligned columns (med, worst, fail, days). Three lanes fit in
+// TableWidth; more lanes are split into blocks of three, each with all 24 hours.
+const (
+	hourW         = 4
+	medW, worstW  = 7, 7
+	failW, daysW  = 8, 4
+	cellW         = medW + 1 + worstW + 1 + failW + 1 + daysW
+	laneSep       = " | "
+	lanesPerBlock = (TableWidth - hourW) / (len(laneSep) + cellW)
+	nameW         = 24 // lane column of the summary
+	summaryFailW  = 11 // fail column of the summary
+)
+
+const tableTime = "2006-01-02 15:04"
+
+// WriteTable writes the report as a fixed-width table no wider than
+// TableWidth: a header, the 24 hours of day per block of lanes, then one
+// summary line per lane (peak hour, quietest hour, swing). Missing values are "-".
+func WriteTable(w io.Writer, r *Report) error {
+	bw := bufio.NewWriter(w)
+	line := func(format string, args ...any) {
+		fmt.Fprintln(bw, strings.TrimRight(fmt.Sprintf(format, args...), " "))
+	}
+	loc := r.location()
+	line("lanewatch swings: queue time to first token by hour of day, in seconds")
+	window := fmt.Sprintf("%d days", r.Days)
+	if !r.From.IsZero() && !r.To.IsZero() {
+		window = fmt.Sprintf("%s .. %s (%d days)", r.From.In(loc).Format(tableTime), r.To.In(loc).Format(tableTime), r.Days)
+	}
+	line("timezone %s; window %s", r.Timezone, window)
+	if r.Records == 0 {
+		line("records: none in the window")
+	} else {
+		line("records: %d hourly, %s .. %s", r.Records, r.First.In(loc).Format(tableTime), r.Last.In(loc).Format(tableTime))
+	}
+	line("med = median of the hourly worst queues, worst = their max, fail = failed/all probes (or %%),")
+	line("days = days with a record at that hour")
+	if len(r.Lanes) == 0 {
+		line("")
+		line("no lanes")
+		return bw.Flush()
+	}
+
+	for start := 0; start < len(r.Lanes); start += lanesPerBlock {
+		block := r.Lanes[start:min(start+lanesPerBlock, len(r.Lanes))]
+		var names, heads, rule strings.Builder
+		names.WriteString(strings.Repeat(" ", hourW))
+		heads.WriteString(fmt.Sprintf("%-*s", hourW, "hour"))
+		rule.WriteString(strings.Repeat("-", hourW))
+		for _, l := range block {
+			names.WriteString(laneSep + fmt.Sprintf("%-*s", cellW, laneLabel(l, cellW)))
+			heads.WriteString(laneSep + fmt.Sprintf("%*s %*s %*s %*s", medW, "med", worstW, "worst", failW, "fail", daysW, "days"))
+			rule.WriteString("-+-" + strings.Repeat("-", cellW))
+		}
+		line("")
+		line("%s", names.String())
+		line("%s", heads.String())
+		line("%s", rule.String())
+		for h := range HoursPerDay {
+			var row strings.Builder
+			row.WriteString(fmt.Sprintf("%-*s", hourW, fmt.Sprintf("%02d", h)))
+			for _, l := range block {
+				st := l.Hours[h]
+				row.WriteString(laneSep + fmt.Sprintf("%*s %*s %*s %*s",
+					medW, secsOrDash(st.MedianS, st.HasQueue()),
+					worstW, secsOrDash(st.WorstS, st.HasQueue()),
+					failW, failsOrDash(st.Failures, st.Samples, failW),
+					daysW, intOrDash(st.Days)))
+			}
+			line("%s", row.String())
+		}
+	}
+
+	line("")
+	line("%-*s %-11s   %-11s   %-15s   %s", nameW, "lane", "peak", "quietest", "swing", "fail")
+	for _, l := range r.Lanes {
+		s := l.Swing
+		peak, quiet, swing := "-", "-", "-"
+		note := ""
+		if s.OK {
+			peak = fmt.Sprintf("%02dh %7s", s.PeakHour, secs(s.PeakS))
+			quiet = fmt.Sprintf("%02dh %7s", s.QuietHour, secs(s.QuietS))
+			ratio := "-"
+			if s.HasRatio {
+				ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
+			}
+			swing = fmt.Sprintf("%7s %7s", secs(s.SwingS), ratio)
+		} else if l.Records == 0 {
+			note = "  no data"
+		} else {
+			note = "  no ok probe"
+		}
+		line("%-*s %-11s   %-11s   %-15s   %s%s", nameW, truncate(l.Name, nameW), peak, quiet, swing, failsOrDash(l.Failures, l.Samples, summaryFailW), note)
+	}
+	return bw.Flush()
+}
+
+func (r *Report) location() *time.Location {
+	if r.Location == nil {
+		return time.UTC
+	}
+	return r.Location
+}
+
+// laneLabel is "name (kind)" when it fits in w columns, else the name, cut to w.
+func laneLabel(l LaneReport, w int) string {
+	if l.Kind != "" {
+		if s := l.Name + " (" + l.Kind + ")"; len(s) <= w {
+			return s
+		}
+	}
+	return truncate(l.Name, w)
+}
+
+// truncate cuts s to w columns by eliding its middle with "...", so that
+// names that differ only at the end stay apart. Lane names are ASCII.
+func truncate(s string, w int) string {
+	if len(s) <= w {
+		return s
+	}
+	if w <= 3 {
+		return s[:w]
+	}
+	head := (w - 3) / 2
+	tail := w - 3 - head
+	return s[:head] + "..." + s[len(s)-tail:]
+}
+
+// secs formats seconds in at most 7 columns: one decimal, none from 100000 s,
+// an exponent from 10^7 s.
+func secs(x float64) string {
+	switch {
+	case x < 99999.95:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	case x < 9999999.5:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	default:
+		return strconv.FormatFloat(x, 'e', 1, 64)
+	}
+}
+
+func secsOrDash(x float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return secs(x)
+}
+
+// failsOrDash is "failed/all" when it fits in w columns, else the share of
+// failed probes in percent, rounded up (so a single failure never shows as 0%).
+func failsOrDash(failures, samples int64, w int) string {
+	if samples == 0 {
+		return "-"
+	}
+	if s := fmt.Sprintf("%d/%d", failures, samples); len(s) <= w {
+		return s
+	}
+	pct := (failures*100 + samples - 1) / samples
+	return strconv.FormatInt(pct, 10) + "%"
+}
+
+func intOrDash(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
+}
