@@ -22,11 +22,20 @@ func BenchmarkQueueError(b *testing.B) {
 	url := serve(b, script{steps: []step{
 		{0, oaRole() + ": queued\n\n"}, {delay, oaText("ok") + oaFinish() + oaDone},
 	}})
-	for _, lanes := range []int{1, 16, 50, 200, 500} {
-		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+	cases := []struct{ lanes, bound int }{
+		{1, 0}, {16, 0}, {50, 0}, {200, 0}, {500, 0},
+		// The sampler's default: every lane in one round, 16 in flight.
+		{200, 16}, {500, 16},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("lanes=%d", c.lanes)
+		if c.bound > 0 {
+			name += fmt.Sprintf(",concurrency=%d", c.bound)
+		}
+		b.Run(name, func(b *testing.B) {
 			var queue, server []float64
 			for b.Loop() {
-				q, s := probeLanes(b, url, lanes, delay)
+				q, s := probeLanes(b, url, c.lanes, c.bound, delay)
 				queue, server = append(queue, q...), append(server, s...)
 			}
 			report(b, queue, "")
@@ -46,14 +55,21 @@ func report(b *testing.B, errs []float64, prefix string) {
 	b.ReportMetric(errs[len(errs)-1], prefix+"max-err-ms")
 }
 
-// probeLanes runs one probe per lane concurrently and returns each probe's
-// queue error and server-side queue error in milliseconds.
-func probeLanes(b *testing.B, url string, lanes int, delay time.Duration) (queue, server []float64) {
+// probeLanes runs one probe per lane concurrently (at most bound at once when
+// bound > 0, as the sampler does) and returns each probe's queue error and
+// server-side queue error in milliseconds.
+func probeLanes(b *testing.B, url string, lanes, bound int, delay time.Duration) (queue, server []float64) {
 	queue, server = make([]float64, lanes), make([]float64, lanes)
+	if bound <= 0 {
+		bound = lanes
+	}
+	sem := make(chan struct{}, bound)
 	var wg sync.WaitGroup
 	var failed sync.Once
 	for i := range lanes {
+		sem <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-sem }()
 			tg := target(OpenAI, url)
 			tg.Lane = fmt.Sprintf("lane%d", i)
 			s, err := Run(context.Background(), tg)

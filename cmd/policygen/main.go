@@ -3,7 +3,7 @@
 //
 //	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]  # policy for an hour (default: now)
 //	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
-//	policygen swings -config F [-days N] [-svg FILE]               # time-of-day report
+//	policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
 //
 // Exit status: 0 done; 1 bad config, bad input or a store error, with one line
@@ -84,7 +84,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 
 const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]
        policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
-       policygen swings -config F [-days N] [-svg FILE]
+       policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
        policygen book [-policy FILE -class NAME] < attempts.json
 
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the

@@ -13,17 +13,9 @@ import (
 
 // openStore opens the configured store for reading. The embedded file is
 // opened read-only (no writer lock), so policygen runs while a sampler
-// appends to it; InfluxDB goes through storeopen.
+// appends to it.
 func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, error) {
-	warn := warner(stderr)
-	if cfg.Store.Kind == "file" {
-		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: true, Warn: warn})
-		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		return st, nil
-	}
-	return storeopen.Open(ctx, cfg, warn, getenv)
+	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), getenv)
 }
 
 // warner prints a store warning as one line: "policygen: warning: msg k=v ...".

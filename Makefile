@@ -1,0 +1,31 @@
+# lanewatch — two commands matter: `make demo` and `make test`.
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+
+.PHONY: all build demo test vet lint bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The whole job on this machine: lanesim stand-in lanes, sampler rounds into
+# the embedded store, what was stored, and the policy for the current hour.
+demo: build
+	./scripts/demo.sh
+
+# vet, staticcheck (when installed) and every test under -race, with a real
+# InfluxDB server and the mock-llm interop server started for them.
+test:
+	./scripts/test.sh
+
+vet:
+	$(GO) vet $(PKGS)
+	test -z "$$(gofmt -l . | grep -v node_modules)"
+
+bench:
+	./scripts/bench.sh
+
+clean:
+	rm -rf $(BIN) .demo

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/storeopen"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// runImport moves line-protocol files (an embedded store, or a spool) into the
+// configured store, so a user who started with the file can switch to
+// InfluxDB without losing history. Points keep their timestamps, so running
+// it twice rewrites instead of double counting.
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	fs := flag.NewFlagSet("sampler import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config naming the destination store (required)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sampler import -config F FILE...\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if *configPath == "" {
+		return usageError{errors.New("import: -config is required")}
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("import: name at least one line-protocol file")}
+	}
+	log, _ := newLogger(stderr, "text", "info")
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
+	dst, err := storeopen.Open(ctx, cfg, warn, getenv)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	for _, name := range fs.Args() {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		probes, hourly, err := series.Import(ctx, dst, f, warn)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("import %s: %w", name, err)
+		}
+		fmt.Fprintf(stdout, "%s: imported %d probe and %d queue_hourly points into the %s store\n", name, probes, hourly, cfg.Store.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+// Command sampler probes every configured lane on a cron schedule and stores
+// each probe and the worst queue per lane and hour.
+//
+//	sampler -config F            # daemon: cron rounds until SIGINT/SIGTERM
+//	sampler -config F -once      # one round now, print the samples, exit
+//	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// usageError marks bad flags or arguments: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode prints err as one line and maps it to the exit status.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "sampler: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	if len(args) > 0 && args[0] == "import" {
+		return runImport(ctx, args[1:], stdout, stderr, getenv)
+	}
+	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	once := fs.Bool("once", false, "run one round now, print the samples and exit")
+	listen := fs.String("listen", "", "serve /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-once] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *configPath == "" {
+		return usageError{errors.New("-config is required")}
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return usageError{err}
+	}
+	s, err := newSampler(ctx, *configPath, log, getenv)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if *listen != "" {
+		_, stopServe, err := s.serveMetrics(*listen)
+		if err != nil {
+			return err
+		}
+		defer stopServe()
+	}
+	if *once {
+		return s.once(ctx, stdout)
+	}
+	return s.daemon(ctx)
+}

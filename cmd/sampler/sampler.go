@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/storeopen"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// sampler owns one configuration, its store and the current hour's probes.
+type sampler struct {
+	cfg     *config.Config
+	store   series.Store
+	log     *slog.Logger
+	targets []probe.Target
+	metrics *metrics
+	probeFn func(context.Context, probe.Target) (probe.Sample, error)
+
+	mu         sync.Mutex                // guards the hour cache below
+	hour       time.Time                 // the hour hourProbe holds
+	hourProbe  map[string][]series.Probe // lane → probes of that hour
+	hourLoaded bool                      // the store's probes of the hour were read
+}
+
+func newSampler(ctx context.Context, path string, log *slog.Logger, getenv func(string) string) (*sampler, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]probe.Target, 0, len(cfg.Lanes))
+	for _, l := range cfg.Lanes {
+		key, err := l.APIKey(getenv)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, probe.Target{
+			Lane:         l.Name,
+			Kind:         l.Kind,
+			API:          probe.API(l.API),
+			BaseURL:      l.BaseURL,
+			Model:        l.Model,
+			APIKey:       key,
+			Prompt:       l.Prompt,
+			MaxTokens:    l.MaxTokens,
+			Timeout:      l.Timeout.D(),
+			IncludeUsage: *l.IncludeUsage,
+		})
+	}
+	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
+	st, err := storeopen.Open(ctx, cfg, warn, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &sampler{
+		cfg:     cfg,
+		store:   st,
+		log:     log,
+		targets: targets,
+		metrics: newMetrics(),
+		probeFn: probe.Run,
+	}, nil
+}
+
+func (s *sampler) close() {
+	if err := s.store.Close(); err != nil {
+		s.log.Error("store close", "err", err)
+	}
+}
+
+// roundTimeout bounds one round: the slowest lane's timeout plus room to store.
+func (s *sampler) roundTimeout() time.Duration {
+	var longest time.Duration
+	for _, t := range s.targets {
+		longest = max(longest, t.Timeout)
+	}
+	return longest + time.Minute
+}
+
+// round probes every lane (at most cfg.Concurrency at once), then stores the
+// probes and the refreshed hourly worst of each lane in one write. It runs on
+// a context detached from shutdown so an in-flight round is always stored.
+func (s *sampler) round(parent context.Context) ([]probe.Sample, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.roundTimeout())
+	defer cancel()
+	start := time.Now()
+
+	samples := make([]probe.Sample, len(s.targets))
+	sem := make(chan struct{}, s.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, t := range s.targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			// The probe's error is its outcome, already in the sample:
+			// a failed probe is data, not an error of the round.
+			samples[i], _ = s.probeFn(ctx, t)
+			samples[i].Lane, samples[i].Kind = t.Lane, t.Kind
+		}()
+	}
+	wg.Wait()
+
+	points := make([]series.Probe, len(samples))
+	for i, sm := range samples {
+		points[i] = toPoint(sm)
+		s.metrics.observeProbe(sm)
+	}
+	err := s.store.Write(ctx, points, s.hourly(ctx, points))
+	s.metrics.observeRound(time.Since(start), err, s.spoolDepth())
+	if err != nil {
+		return samples, fmt.Errorf("store round: %w", err)
+	}
+	s.remember(points)
+	return samples, nil
+}
+
+func toPoint(sm probe.Sample) series.Probe {
+	return series.Probe{
+		Lane:     sm.Lane,
+		Kind:     sm.Kind,
+		Time:     sm.Start.Round(0).UTC(),
+		QueueS:   sm.QueueS(),
+		GenS:     sm.GenS(),
+		HeadersS: sm.HeadersS(),
+		Tokens:   int64(sm.Tokens),
+		OK:       sm.OK(),
+		Outcome:  string(sm.Outcome),
+		Status:   int64(sm.Status),
+	}
+}
+
+// hourly returns the refreshed queue_hourly point of every lane-hour the new
+// points fall in, from the probes of that hour already stored plus the new ones.
+func (s *sampler) hourly(ctx context.Context, points []series.Probe) []series.Hourly {
+	type key struct {
+		lane string
+		hour time.Time
+	}
+	groups := map[key][]series.Probe{}
+	kinds := map[string]string{}
+	for _, p := range points {
+		h := series.HourStart(p.Time, s.cfg.Location)
+		prev := s.hourProbes(ctx, h)
+		k := key{p.Lane, h}
+		if _, ok := groups[k]; !ok {
+			groups[k] = append([]series.Probe(nil), prev[p.Lane]...)
+		}
+		groups[k] = append(groups[k], p)
+		kinds[p.Lane] = p.Kind
+	}
+	out := make([]series.Hourly, 0, len(groups))
+	for k, ps := range groups {
+		out = append(out, series.Aggregate(k.lane, kinds[k.lane], k.hour, ps))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Hour.Equal(out[j].Hour) {
+			return out[i].Hour.Before(out[j].Hour)
+		}
+		return out[i].Lane < out[j].Lane
+	})
+	return out
+}
+
+// hourProbes returns the probes of hour h by lane: those read from the store
+// (once per hour) merged with those this process stored since. When the store
+// cannot be read (an outage at the top of the hour), the hourly worst is
+// computed from this process's own probes and the read is tried again next
+// round; the complete aggregate then replaces the partial one.
+func (s *sampler) hourProbes(ctx context.Context, h time.Time) map[string][]series.Probe {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hourProbe == nil || !s.hour.Equal(h) {
+		s.hour, s.hourProbe, s.hourLoaded = h, map[string][]series.Probe{}, false
+	}
+	if !s.hourLoaded {
+		stored, err := s.store.Probes(ctx, h, h.Add(time.Hour))
+		if err != nil {
+			s.log.Warn("probes of the hour unreadable; hourly worst from this run's probes until the store answers",
+				"hour", h.Format(time.RFC3339), "err", err)
+		} else {
+			for _, p := range stored {
+				s.addLocked(p)
+			}
+			s.hourLoaded = true
+		}
+	}
+	return s.hourProbe
+}
+
+// addLocked adds p to the hour cache unless a probe of that lane and time is
+// already there. s.mu must be held.
+func (s *sampler) addLocked(p series.Probe) {
+	for _, q := range s.hourProbe[p.Lane] {
+		if q.Time.Equal(p.Time) {
+			return
+		}
+	}
+	s.hourProbe[p.Lane] = append(s.hourProbe[p.Lane], p)
+}
+
+// remember adds stored points to the current hour's cache.
+func (s *sampler) remember(points []series.Probe) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range points {
+		if s.hourProbe != nil && series.HourStart(p.Time, s.cfg.Location).Equal(s.hour) {
+			s.addLocked(p)
+		}
+	}
+}
+
+func (s *sampler) spoolDepth() int {
+	if sp, ok := s.store.(interface{ SpoolDepth() int }); ok {
+		return sp.SpoolDepth()
+	}
+	return 0
+}
+
+// once runs one round and prints a table of what was stored.
+func (s *sampler) once(ctx context.Context, stdout io.Writer) error {
+	samples, err := s.round(ctx)
+	printTable(stdout, samples)
+	if n := s.spoolDepth(); n > 0 {
+		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, s.cfg.Store.Spool)
+	}
+	return err
+}
+
+func printTable(w io.Writer, samples []probe.Sample) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "lane\tkind\toutcome\tstatus\tqueue_s\tgen_s\ttokens\tsource\t")
+	for _, sm := range samples {
+		status := "-"
+		if sm.Status != 0 {
+			status = fmt.Sprint(sm.Status)
+		}
+		src := string(sm.TokensSource)
+		if src == "" {
+			src = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.3f\t%d\t%s\t\n",
+			sm.Lane, sm.Kind, sm.Outcome, status, sm.QueueS(), sm.GenS(), sm.Tokens, src)
+	}
+	tw.Flush()
+}
+
+// daemon runs rounds on the cron schedule until ctx is cancelled, then waits
+// for the in-flight round to be stored.
+func (s *sampler) daemon(ctx context.Context) error {
+	c := newCron(s.cfg.Location, s.log)
+	_, err := c.AddFunc(s.cfg.Schedule, func() { s.scheduledRound(ctx) })
+	if err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
+	s.log.Info("sampler started", "lanes", len(s.targets), "schedule", s.cfg.Schedule,
+		"timezone", s.cfg.Location.String(), "store", s.cfg.Store.Kind)
+	c.Start()
+	<-ctx.Done()
+	s.log.Info("sampler stopping: waiting for the round in flight")
+	<-c.Stop().Done()
+	s.log.Info("sampler stopped")
+	return nil
+}
+
+// scheduledRound waits a random jitter, then runs and logs one round.
+func (s *sampler) scheduledRound(ctx context.Context) {
+	if j := s.cfg.Jitter.D(); j > 0 {
+		t := time.NewTimer(rand.N(j))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	samples, err := s.round(ctx)
+	failed := 0
+	for _, sm := range samples {
+		if !sm.OK() {
+			failed++
+			s.log.Warn("probe failed", "lane", sm.Lane, "outcome", string(sm.Outcome), "status", sm.Status, "detail", sm.Detail)
+		}
+	}
+	if err != nil {
+		s.log.Error("round not stored", "err", err, "probes", len(samples))
+		return
+	}
+	s.log.Info("round stored", "probes", len(samples), "failed", failed, "spooled", s.spoolDepth())
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level: want debug, info, warn or error, got %q", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, errors.New("-log-format: want text or json")
+}

@@ -1,0 +1,57 @@
+// Package storeopen opens the series.Store a configuration names: the
+// embedded line-protocol file or InfluxDB with its spool.
+package storeopen
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Open opens the configured store. warn receives non-fatal warnings (a torn
+// line in the file, a spool past its cap). getenv resolves store.token_env.
+func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
+	return open(ctx, cfg, false, warn, getenv)
+}
+
+// OpenReadOnly opens the configured store for reading: the embedded file
+// without the writer lock, so readers (policygen) run while a sampler appends.
+func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
+	return open(ctx, cfg, true, warn, getenv)
+}
+
+func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	switch cfg.Store.Kind {
+	case "file":
+		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: readOnly, Warn: warn})
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return st, nil
+	case "influx":
+		st, err := series.OpenInflux(ctx, series.InfluxOptions{
+			URL:            cfg.Store.URL,
+			Org:            cfg.Store.Org,
+			Bucket:         cfg.Store.Bucket,
+			Token:          cfg.Store.Token(getenv),
+			SpoolPath:      cfg.Store.Spool,
+			DeadLetterPath: cfg.Store.DeadLetter,
+			SpoolMaxBytes:  cfg.Store.SpoolMaxBytes,
+			Warn:           warn,
+			// A writer starts during an outage and spools; a reader needs the server.
+			StartUnreachable: !readOnly,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return st, nil
+	default:
+		return nil, fmt.Errorf("store: unknown kind %q", cfg.Store.Kind)
+	}
+}

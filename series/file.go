@@ -1,0 +1,243 @@
+package series
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultFilePath is where the embedded store lives unless the config says
+// otherwise (relative to the config file's folder).
+const DefaultFilePath = "data/samples.lp"
+
+// FileOptions tune OpenFile.
+type FileOptions struct {
+	// ReadOnly opens an existing file for reading only (policygen): no
+	// writer lock is taken, so it works while a sampler appends, and Write
+	// fails.
+	ReadOnly bool
+	// Warn receives non-fatal problems (torn or corrupt lines that were
+	// skipped); msg is lowercase, args are slog-style key/value pairs. The
+	// store never logs by itself. Nil discards them.
+	Warn func(msg string, args ...any)
+}
+
+// File is the embedded store: one InfluxDB line-protocol file that rounds are
+// appended to (each in one write and fsync). Later lines replace earlier ones
+// with the same measurement, tags and time. Any of its lines imports into
+// InfluxDB as is.
+//
+// A writer holds an exclusive lock on path+".lock" while open, so two
+// samplers cannot append to one file. Reads stream the file under a shared
+// flock, so they never see half a round; they skip a torn last line or a
+// corrupt line with a warning instead of failing.
+type File struct {
+	path string
+	warn func(string, ...any)
+	enc  encoder // guarded by mu (write lock)
+
+	mu     sync.RWMutex
+	w      *appendFile // nil when read-only
+	closed bool
+}
+
+var _ Store = (*File)(nil)
+
+// OpenFile opens the line-protocol file at path. For writing it creates the
+// file and its folder if needed and cuts off a torn last line left by a
+// crash; it fails, naming the path, when another writer holds the file. A
+// read-only open needs the file to exist.
+func OpenFile(path string, opts FileOptions) (*File, error) {
+	s := &File{path: path, warn: opts.Warn}
+	if s.warn == nil {
+		s.warn = func(string, ...any) {}
+	}
+	if opts.ReadOnly {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open samples file: %w", err)
+		}
+		_ = f.Close()
+		return s, nil
+	}
+	w, err := openAppend(path, s.warn)
+	if err != nil {
+		return nil, fmt.Errorf("open samples file: %w", err)
+	}
+	s.w = w
+	return s, nil
+}
+
+// Path returns the file's path.
+func (s *File) Path() string { return s.path }
+
+// Write appends the round (probes, then hourly points) in one write and
+// fsyncs it. An invalid point fails the whole round before anything is
+// written.
+func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return fmt.Errorf("write %s: %w", s.path, os.ErrClosed)
+	case s.w == nil:
+		return fmt.Errorf("write %s: %w", s.path, errReadOnly)
+	}
+	b, err := s.enc.round(probes, hourly)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
+	}
+	if err := s.w.append(b); err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Probes returns the probe points with from <= time < to, sorted by time
+// then lane.
+func (s *File) Probes(ctx context.Context, from, to time.Time) ([]Probe, error) {
+	out := []Probe{}
+	idx := map[pointKey]int{}
+	err := s.scan(ctx, kindProbe, from, to, func(line []byte) error {
+		p, err := decodeProbe(line)
+		if err != nil {
+			return err
+		}
+		k := pointKey{p.Lane, p.Kind, p.Time.UnixNano()}
+		if i, ok := idx[k]; ok {
+			out[i] = p
+			return nil
+		}
+		idx[k] = len(out)
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Probe) int {
+		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
+	})
+	return out, nil
+}
+
+// Hourly returns the hourly points with from <= hour < to, sorted by hour
+// then lane. Probe lines are skipped by their measurement prefix and lines
+// out of range by their timestamp, without decoding either.
+func (s *File) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, error) {
+	out := []Hourly{}
+	idx := map[pointKey]int{}
+	err := s.scan(ctx, kindHourly, from, to, func(line []byte) error {
+		h, err := decodeHourly(line)
+		if err != nil {
+			return err
+		}
+		k := pointKey{h.Lane, h.Kind, h.Hour.UnixNano()}
+		if i, ok := idx[k]; ok {
+			out[i] = h
+			return nil
+		}
+		idx[k] = len(out)
+		out = append(out, h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Hourly) int {
+		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
+	})
+	return out, nil
+}
+
+// pointKey identifies a point: same key, same point (the later line wins).
+type pointKey struct {
+	lane, kind string
+	ns         int64
+}
+
+// scan streams the file and hands each complete line of measurement want
+// whose timestamp lies in [from, to) to decode. Bad lines are skipped with a
+// warning: decode errors, lines of no known measurement, a torn last line.
+func (s *File) scan(ctx context.Context, want pointKind, from, to time.Time, decode func(line []byte) error) error {
+	if !from.Before(to) {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("read %s: %w", s.path, os.ErrClosed)
+	}
+	fromNs, toNs := clampNano(from), clampNano(to)
+	err := readLocked(s.path, func(n int64, line []byte, terminated bool) error {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !terminated {
+			s.warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", s.path, "line", n)
+			return nil
+		}
+		switch kindOf(line) {
+		case want:
+		case kindProbe, kindHourly, kindSkip:
+			return nil
+		default:
+			s.warn("skipped corrupt line: not a probe or queue_hourly point", "path", s.path, "line", n)
+			return nil
+		}
+		if ns, ok := lineTime(line); ok && (ns < fromNs || ns >= toNs) {
+			return nil
+		}
+		if err := decode(line); err != nil {
+			s.warn("skipped corrupt line", "path", s.path, "line", n, "err", err.Error())
+		}
+		return nil
+	}, func(n int64) {
+		s.warn("skipped corrupt line: longer than 1 MiB", "path", s.path, "line", n)
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// clampNano converts t to Unix nanoseconds, saturating outside int64's range.
+func clampNano(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return minTime.UnixNano()
+	case t.After(maxTime):
+		return maxTime.UnixNano() + 1
+	}
+	return t.UnixNano()
+}
+
+// Close releases the writer lock. Further calls fail.
+func (s *File) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.w == nil {
+		return nil
+	}
+	if err := s.w.close(); err != nil {
+		return fmt.Errorf("close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// errReadOnly is returned by writes to a read-only store.
+var errReadOnly = errors.New("store is open read-only")

@@ -1,0 +1,362 @@
+package series_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/series/storetest"
+)
+
+func TestFileContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) series.Store {
+		s, err := series.OpenFile(filepath.Join(t.TempDir(), "data", "samples.lp"), series.FileOptions{Warn: failOnWarn(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// warnings collects Warn calls.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) warn(msg string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	b.WriteString(msg)
+	for i := 0; i+1 < len(args); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", args[i], args[i+1])
+	}
+	w.msgs = append(w.msgs, b.String())
+}
+
+func (w *warnings) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msgs, "\n")
+}
+
+func (w *warnings) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.msgs)
+}
+
+func failOnWarn(t *testing.T) func(string, ...any) {
+	return func(msg string, args ...any) {
+		t.Errorf("unexpected warning: %s %v", msg, args)
+	}
+}
+
+var (
+	ctx   = context.Background()
+	hour0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+)
+
+func probeAt(lane string, d time.Duration, queue float64) series.Probe {
+	return series.Probe{Lane: lane, Kind: "free", Time: hour0.Add(d), QueueS: queue, GenS: 2, HeadersS: 0.5, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+}
+
+func hourlyAt(lane string, h int, worst float64) series.Hourly {
+	return series.Hourly{Lane: lane, Kind: "free", Hour: hour0.Add(time.Duration(h) * time.Hour), WorstQueueS: worst, WorstGenS: 2, MinTokPerS: 8, Samples: 1, Eligible: true}
+}
+
+func TestFileLineFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "deep", "er", "samples.lp")
+	s, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := series.Probe{Lane: "free", Kind: "free", Time: hour0.Add(7*time.Minute + 3*time.Second + 5), QueueS: 35.25, GenS: 1.5, HeadersS: 0.125, Tokens: 16, OK: true, Outcome: `stream_error "x"`, Status: 200}
+	h := series.Hourly{Lane: "a b", Kind: "paid", Hour: hour0, WorstQueueS: 1, WorstGenS: 0, MinTokPerS: 41.5, Samples: 3, Failures: 1, Eligible: false}
+	if err := s.Write(ctx, []series.Probe{p}, []series.Hourly{h}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := hour0.UnixNano()
+	want := fmt.Sprintf("probe,kind=free,lane=free queue_s=35.25,gen_s=1.5,headers_s=0.125,tokens=16i,ok=true,outcome=\"stream_error \\\"x\\\"\",status=200i %d\n"+
+		"queue_hourly,kind=paid,lane=a\\ b worst_queue_s=1,worst_gen_s=0,min_tok_per_s=41.5,samples=3i,failures=1i,eligible=false %d\n",
+		ns+int64(7*time.Minute+3*time.Second+5), ns)
+	if string(got) != want {
+		t.Fatalf("file holds\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestFileBadLines(t *testing.T) {
+	good1 := "queue_hourly,kind=free,lane=a worst_queue_s=1,worst_gen_s=2,min_tok_per_s=3,samples=1i,failures=0i,eligible=true %d\n"
+	probe1 := "probe,kind=free,lane=a queue_s=1,gen_s=2,headers_s=0.5,tokens=16i,ok=true,outcome=\"ok\",status=200i %d\n"
+	ns := hour0.UnixNano()
+	for _, c := range []struct {
+		name       string
+		content    string
+		hourly     int    // points Hourly returns
+		probes     int    // points Probes returns
+		warnHourly string // substring of the warnings of Hourly ("" = none)
+	}{
+		{"torn last line", fmt.Sprintf(good1, ns) + fmt.Sprintf(probe1, ns) + "queue_hourly,kind=free,lane=b worst_queue_s=1,worst_g", 1, 1, "line=3"},
+		{"torn last line that parses", fmt.Sprintf(good1, ns) + strings.TrimSuffix(fmt.Sprintf(good1, ns+1), "\n"), 1, 0, "line=2"},
+		{"corrupt middle line", fmt.Sprintf(good1, ns) + fmt.Sprintf("queue_hourly,kind=free,lane=b worst_queue_s=oops %d\n", ns) + fmt.Sprintf(good1, ns+int64(time.Hour)), 2, 0, "line=2"},
+		{"hourly with a string field", fmt.Sprintf(good1, ns) + fmt.Sprintf("queue_hourly,kind=free,lane=b worst_queue_s=\"1\" %d\n", ns), 1, 0, "worst_queue_s is string"},
+		{"no timestamp", "queue_hourly,kind=free,lane=b worst_queue_s=1\n" + fmt.Sprintf(good1, ns), 1, 0, "line=1"},
+		{"no lane tag", fmt.Sprintf("queue_hourly,kind=free worst_queue_s=1 %d\n", ns), 0, 0, "no lane tag"},
+		{"unknown measurement", "cpu,host=a usage=1 1\n" + fmt.Sprintf(good1, ns), 1, 0, "not a probe or queue_hourly"},
+		{"garbage", "\x00\x01\xff\n" + fmt.Sprintf(probe1, ns), 0, 1, "line=1"},
+		{"blank lines and comments", "\n# a comment\n   \n" + fmt.Sprintf(good1, ns), 1, 0, ""},
+		{"line longer than 1 MiB", "queue_hourly,kind=free,lane=" + strings.Repeat("x", 2<<20) + " worst_queue_s=1 1\n" + fmt.Sprintf(good1, ns), 1, 0, "longer than 1 MiB"},
+		{"windows line ending", strings.ReplaceAll(fmt.Sprintf(good1, ns), "\n", "\r\n"), 1, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "samples.lp")
+			if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var w warnings
+			s, err := series.OpenFile(path, series.FileOptions{ReadOnly: true, Warn: w.warn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			hs, err := s.Hourly(ctx, hour0.Add(-time.Hour), hour0.Add(24*time.Hour))
+			if err != nil {
+				t.Fatalf("Hourly: %v (bad lines must not be fatal)", err)
+			}
+			if len(hs) != c.hourly {
+				t.Errorf("Hourly returned %d points, want %d: %+v", len(hs), c.hourly, hs)
+			}
+			if c.warnHourly == "" && w.count() > 0 {
+				t.Errorf("unexpected warnings: %s", w.all())
+			}
+			if c.warnHourly != "" && !strings.Contains(w.all(), c.warnHourly) {
+				t.Errorf("warnings %q do not mention %q", w.all(), c.warnHourly)
+			}
+			ps, err := s.Probes(ctx, hour0.Add(-time.Hour), hour0.Add(24*time.Hour))
+			if err != nil {
+				t.Fatalf("Probes: %v", err)
+			}
+			if len(ps) != c.probes {
+				t.Errorf("Probes returned %d points, want %d", len(ps), c.probes)
+			}
+		})
+	}
+}
+
+// A crash mid-append leaves a torn line; reopening for writing cuts it off so
+// the next round is not glued onto it.
+func TestFileAppendAfterTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.lp")
+	s, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, []series.Probe{probeAt("a", 0, 1)}, []series.Hourly{hourlyAt("a", 0, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("probe,kind=free,lane=b queue_s=9,gen_s=1,headers_s=0.2,tokens=3i,ok=tr"); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+
+	var w warnings
+	s, err = series.OpenFile(path, series.FileOptions{Warn: w.warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !strings.Contains(w.all(), "torn") || !strings.Contains(w.all(), "line=3") {
+		t.Errorf("open warnings = %q, want a torn line 3", w.all())
+	}
+	if err := s.Write(ctx, []series.Probe{probeAt("b", time.Minute, 2)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if n := bytes.Count(b, []byte("\n")); n != 3 || !bytes.HasSuffix(b, []byte("\n")) {
+		t.Fatalf("file has %d lines, want 3 whole lines:\n%s", n, b)
+	}
+	ps, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+	if err != nil || len(ps) != 2 || ps[1].Lane != "b" || ps[1].QueueS != 2 {
+		t.Fatalf("Probes = %+v, %v; want a then b(2)", ps, err)
+	}
+	if w.count() != 1 {
+		t.Errorf("warnings after repair: %s", w.all())
+	}
+}
+
+func TestFileLocking(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.lp")
+	w1, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("second writer is refused, naming the path", func(t *testing.T) {
+		_, err := series.OpenFile(path, series.FileOptions{})
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "in use") {
+			t.Fatalf("second OpenFile = %v; want an in-use error naming %s", err, path)
+		}
+	})
+	t.Run("reader works while the writer holds the lock", func(t *testing.T) {
+		if err := w1.Write(ctx, nil, []series.Hourly{hourlyAt("a", 0, 5)}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only open while locked: %v", err)
+		}
+		defer r.Close()
+		hs, err := r.Hourly(ctx, hour0, hour0.Add(time.Hour))
+		if err != nil || len(hs) != 1 || hs[0].WorstQueueS != 5 {
+			t.Fatalf("reader Hourly = %+v, %v", hs, err)
+		}
+		if err := r.Write(ctx, nil, []series.Hourly{hourlyAt("a", 0, 6)}); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Fatalf("Write on read-only store = %v; want a read-only error", err)
+		}
+	})
+	t.Run("lock is released by Close", func(t *testing.T) {
+		if err := w1.Close(); err != nil {
+			t.Fatal(err)
+		}
+		w2, err := series.OpenFile(path, series.FileOptions{})
+		if err != nil {
+			t.Fatalf("OpenFile after Close: %v", err)
+		}
+		_ = w2.Close()
+	})
+	t.Run("closed store refuses calls", func(t *testing.T) {
+		if err := w1.Write(ctx, nil, nil); err == nil {
+			t.Error("Write after Close succeeded")
+		}
+		if _, err := w1.Hourly(ctx, hour0, hour0.Add(time.Hour)); err == nil {
+			t.Error("Hourly after Close succeeded")
+		}
+	})
+	t.Run("read-only open of a missing file fails", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nope.lp")
+		_, err := series.OpenFile(missing, series.FileOptions{ReadOnly: true})
+		if err == nil || !strings.Contains(err.Error(), missing) {
+			t.Fatalf("OpenFile = %v; want an error naming %s", err, missing)
+		}
+	})
+}
+
+// A reader running while rounds are appended never sees half a round.
+func TestFileReadWhileWriting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.lp")
+	w, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var warn warnings
+	r, err := series.OpenFile(path, series.FileOptions{ReadOnly: true, Warn: warn.warn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const lanes, rounds = 50, 40
+	done := make(chan error)
+	go func() {
+		for i := range rounds {
+			var ps []series.Probe
+			for l := range lanes {
+				ps = append(ps, probeAt(fmt.Sprintf("l%02d", l), time.Duration(i)*time.Second, float64(i)))
+			}
+			if err := w.Write(ctx, ps, nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for reading := true; reading; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			reading = false
+		default:
+		}
+		ps, err := r.Probes(ctx, hour0, hour0.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps)%lanes != 0 {
+			t.Fatalf("reader saw %d probes: half a round", len(ps))
+		}
+	}
+	if warn.count() > 0 {
+		t.Errorf("reader warned: %s", warn.all())
+	}
+}
+
+func TestFileReplacementAcrossRounds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.lp")
+	s, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 3 {
+		if err := s.Write(ctx, nil, []series.Hourly{hourlyAt("a", 0, float64(i)), hourlyAt("b", 0, float64(10+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	if err != nil || len(hs) != 2 || hs[0].WorstQueueS != 2 || hs[1].WorstQueueS != 12 {
+		t.Fatalf("Hourly = %+v, %v; want a=2, b=12 (the last rewrite)", hs, err)
+	}
+	// Reopened, the rule still holds: it is in the file, not in memory.
+	_ = s.Close()
+	r, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hs, err = r.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	if err != nil || len(hs) != 2 || hs[0].WorstQueueS != 2 {
+		t.Fatalf("after reopen Hourly = %+v, %v", hs, err)
+	}
+}
+
+func TestFileReadCancelled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "samples.lp")
+	s, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ps []series.Probe
+	for i := range 70000 {
+		ps = append(ps, probeAt("a", time.Duration(i)*time.Millisecond, 1))
+	}
+	if err := s.Write(ctx, ps, nil); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Probes(cctx, hour0, hour0.Add(time.Hour)); err == nil {
+		t.Fatal("Probes with a cancelled context succeeded")
+	}
+}

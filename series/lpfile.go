@@ -1,0 +1,272 @@
+package series
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// maxLine bounds one line of a line-protocol file; a longer line is corrupt
+// (ours are under 300 bytes) and is skipped instead of growing memory.
+const maxLine = 1 << 20
+
+// readBuf is the read buffer of a scan.
+const readBuf = 256 << 10
+
+// scanLines streams r line by line and calls fn for each line, without its
+// newline. terminated is false only for a last line that has no newline. n is
+// the one-based line number. Lines longer than maxLine are reported to long
+// and not passed to fn. fn's line is only valid during the call.
+func scanLines(r io.Reader, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	return scanLinesSize(r, readBuf, fn, long)
+}
+
+func scanLinesSize(r io.Reader, size int, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	br := bufio.NewReaderSize(r, size)
+	var n int64
+	var big []byte // a line longer than the buffer, assembled
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if !tooLong {
+				if len(big)+len(chunk) > maxLine {
+					tooLong, big = true, big[:0]
+				} else {
+					big = append(big, chunk...)
+				}
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if len(chunk) == 0 && len(big) == 0 && !tooLong {
+			return nil // clean EOF
+		}
+		n++
+		line := chunk
+		if len(big) > 0 || tooLong {
+			if !tooLong {
+				if len(big)+len(chunk) > maxLine {
+					tooLong = true
+				} else {
+					big = append(big, chunk...)
+				}
+			}
+			line = big
+		}
+		terminated := len(line) > 0 && line[len(line)-1] == '\n'
+		if terminated {
+			line = line[:len(line)-1]
+		}
+		if tooLong {
+			if long != nil {
+				long(n)
+			}
+		} else if ferr := fn(n, line, terminated); ferr != nil {
+			return ferr
+		}
+		big, tooLong = big[:0], false
+		if err != nil { // io.EOF after a last line without newline
+			return nil
+		}
+	}
+}
+
+// appendFile is a line-protocol file that one process appends to. It holds
+// an exclusive lock on path+".lock" for its whole life, so a second writer
+// fails at open, and an exclusive flock on the data file while appending, so
+// readers that take a shared flock never see half a round.
+type appendFile struct {
+	path string
+	f    *os.File
+	lock *os.File
+}
+
+// openAppend opens (creating it and its folder if needed) a line-protocol file
+// for appending. A torn last line left by a crash is cut off, with a warning,
+// so the next append does not glue onto it.
+func openAppend(path string, warn func(string, ...any)) (*appendFile, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockExclusiveNB(lock); err != nil {
+		_ = lock.Close()
+		if errors.Is(err, errLocked) {
+			return nil, fmt.Errorf("%s is in use by another writer (lock %s is held)", path, path+".lock")
+		}
+		return nil, fmt.Errorf("lock %s: %w", path+".lock", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	syncDir(filepath.Dir(path)) // a new file's directory entry must survive a crash too
+	a := &appendFile{path: path, f: f, lock: lock}
+	if err := a.repairTail(warn); err != nil {
+		_ = a.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// repairTail truncates the file after its last newline when it does not end
+// with one: that tail is a write that never completed (Write fsyncs whole
+// lines, so it was never acknowledged).
+func (a *appendFile) repairTail(warn func(string, ...any)) error {
+	if err := lockExclusive(a.f); err != nil {
+		return fmt.Errorf("lock %s: %w", a.path, err)
+	}
+	defer func() { _ = unlock(a.f) }()
+	size, err := a.f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	if size == 0 {
+		return nil
+	}
+	var last [1]byte
+	if _, err := a.f.ReadAt(last[:], size-1); err != nil {
+		return err
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	// Find the last newline, reading backwards in blocks.
+	cut := int64(0)
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0 && cut == 0; {
+		start := max(end-int64(len(buf)), 0)
+		b := buf[:end-start]
+		if _, err := a.f.ReadAt(b, start); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			cut = start + int64(i) + 1
+		}
+		end = start
+	}
+	lines, err := countLines(a.f, cut)
+	if err != nil {
+		return err
+	}
+	if err := a.f.Truncate(cut); err != nil {
+		return err
+	}
+	if err := a.f.Sync(); err != nil {
+		return err
+	}
+	if warn != nil {
+		warn("removed torn last line (a write cut short by a crash)", "path", a.path, "line", lines+1, "bytes", size-cut)
+	}
+	return nil
+}
+
+// countLines counts the newlines in the first n bytes of f.
+func countLines(f *os.File, n int64) (int64, error) {
+	var lines int64
+	buf := make([]byte, readBuf)
+	for off := int64(0); off < n; {
+		b := buf[:min(int64(len(buf)), n-off)]
+		if _, err := f.ReadAt(b, off); err != nil {
+			return 0, err
+		}
+		lines += int64(bytes.Count(b, []byte{'\n'}))
+		off += int64(len(b))
+	}
+	return lines, nil
+}
+
+// append writes b (whole lines) in one write and fsyncs. On failure it cuts
+// the file back to its size before the write, so no partial line remains.
+func (a *appendFile) append(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := lockExclusive(a.f); err != nil {
+		return err
+	}
+	defer func() { _ = unlock(a.f) }()
+	fi, err := a.f.Stat()
+	if err != nil {
+		return err
+	}
+	if _, err := a.f.Write(b); err != nil {
+		_ = a.f.Truncate(fi.Size())
+		return err
+	}
+	if err := a.f.Sync(); err != nil {
+		_ = a.f.Truncate(fi.Size())
+		return err
+	}
+	return nil
+}
+
+// truncate empties the file durably.
+func (a *appendFile) truncate() error {
+	if err := lockExclusive(a.f); err != nil {
+		return err
+	}
+	defer func() { _ = unlock(a.f) }()
+	if err := a.f.Truncate(0); err != nil {
+		return err
+	}
+	return a.f.Sync()
+}
+
+// size returns the current file size.
+func (a *appendFile) size() (int64, error) {
+	fi, err := a.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// read streams the file's complete lines under a shared lock.
+func (a *appendFile) read(fn func(n int64, line []byte, terminated bool) error) error {
+	return readLocked(a.path, fn, nil)
+}
+
+func (a *appendFile) close() error {
+	err := a.f.Close()
+	if lerr := a.lock.Close(); err == nil { // closing releases the lock
+		err = lerr
+	}
+	return err
+}
+
+// readLocked opens path, takes a shared flock (so no append is half visible)
+// and streams its lines to fn.
+func readLocked(path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if err := lockShared(f); err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	return scanLines(f, fn, long)
+}
+
+// syncDir fsyncs a folder so that entries created in it are durable. It is
+// best effort: some platforms and file systems cannot sync a folder.
+func syncDir(dir string) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	_ = d.Sync()
+	_ = d.Close()
+}

@@ -1,0 +1,323 @@
+// Package storetest is the contract every series.Store passes: one suite,
+// run against the embedded file and against a real InfluxDB.
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// base is an hour start well inside what every store keeps.
+var base = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+
+// Run runs the contract suite. open must return a fresh, empty store for
+// each call; Run closes it.
+func Run(t *testing.T, open func(t *testing.T) series.Store) {
+	ctx := context.Background()
+	fresh := func(t *testing.T) series.Store {
+		t.Helper()
+		s := open(t)
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+		})
+		return s
+	}
+
+	t.Run("empty store returns empty slices", func(t *testing.T) {
+		s := fresh(t)
+		ps, err := s.Probes(ctx, base.Add(-24*time.Hour), base.Add(24*time.Hour))
+		if err != nil || ps == nil || len(ps) != 0 {
+			t.Fatalf("Probes = %v, %v; want empty non-nil slice, nil", ps, err)
+		}
+		hs, err := s.Hourly(ctx, base.Add(-24*time.Hour), base.Add(24*time.Hour))
+		if err != nil || hs == nil || len(hs) != 0 {
+			t.Fatalf("Hourly = %v, %v; want empty non-nil slice, nil", hs, err)
+		}
+	})
+
+	t.Run("field types round trip", func(t *testing.T) {
+		s := fresh(t)
+		probes := []series.Probe{
+			{Lane: "free", Kind: "free", Time: base.Add(7*time.Minute + 3*time.Second + 123456789),
+				QueueS: 35.25, GenS: 1.5, HeadersS: 0.125, Tokens: 1 << 40, OK: true, Outcome: "ok", Status: 200},
+			{Lane: "paid", Kind: "paid", Time: base.Add(7*time.Minute + 4*time.Second),
+				QueueS: 0, GenS: 0, HeadersS: 1e-9, Tokens: 0, OK: false, Outcome: `stream_error "quoted" \ ü`, Status: 0},
+			{Lane: "zeros", Kind: "free", Time: base.Add(8 * time.Minute),
+				Outcome: "", Status: -1, Tokens: -5, QueueS: 1e300},
+		}
+		hourly := []series.Hourly{
+			{Lane: "free", Kind: "free", Hour: base, WorstQueueS: 35.25, WorstGenS: 1.5, MinTokPerS: 41.5, Samples: 3, Failures: 0, Eligible: true},
+			{Lane: "paid", Kind: "paid", Hour: base, Samples: 1, Failures: 1, Eligible: false},
+		}
+		if err := s.Write(ctx, probes, hourly); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		gotP, err := s.Probes(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Probes: %v", err)
+		}
+		assertProbes(t, gotP, probes)
+		gotH, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Hourly: %v", err)
+		}
+		assertHourly(t, gotH, hourly)
+	})
+
+	t.Run("hourly rewrite of the same lane and hour replaces it", func(t *testing.T) {
+		s := fresh(t)
+		h := series.Hourly{Lane: "free", Kind: "free", Hour: base, WorstQueueS: 10, WorstGenS: 2, MinTokPerS: 50, Samples: 1, Eligible: true}
+		other := series.Hourly{Lane: "free", Kind: "free", Hour: base.Add(time.Hour), WorstQueueS: 1, Samples: 1, Eligible: true}
+		if err := s.Write(ctx, nil, []series.Hourly{h, other}); err != nil {
+			t.Fatalf("Write 1: %v", err)
+		}
+		h2 := h
+		h2.WorstQueueS, h2.Samples, h2.Failures, h2.Eligible = 40, 2, 1, false
+		if err := s.Write(ctx, nil, []series.Hourly{h2}); err != nil {
+			t.Fatalf("Write 2: %v", err)
+		}
+		got, err := s.Hourly(ctx, base, base.Add(2*time.Hour))
+		if err != nil {
+			t.Fatalf("Hourly: %v", err)
+		}
+		assertHourly(t, got, []series.Hourly{h2, other})
+	})
+
+	t.Run("probe at the same lane and time is replaced", func(t *testing.T) {
+		s := fresh(t)
+		p := series.Probe{Lane: "free", Kind: "free", Time: base.Add(time.Minute), QueueS: 3, OK: true, Outcome: "ok", Status: 200}
+		if err := s.Write(ctx, []series.Probe{p}, nil); err != nil {
+			t.Fatalf("Write 1: %v", err)
+		}
+		p.QueueS, p.OK, p.Outcome, p.Status = 120, false, "timeout", 0
+		if err := s.Write(ctx, []series.Probe{p}, nil); err != nil {
+			t.Fatalf("Write 2: %v", err)
+		}
+		got, err := s.Probes(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Probes: %v", err)
+		}
+		assertProbes(t, got, []series.Probe{p})
+	})
+
+	t.Run("ranges include from, exclude to, sort by time then lane", func(t *testing.T) {
+		s := fresh(t)
+		at := func(lane string, d time.Duration) series.Probe {
+			return series.Probe{Lane: lane, Kind: "free", Time: base.Add(d), QueueS: d.Seconds(), OK: true, Outcome: "ok"}
+		}
+		hr := func(lane string, h int) series.Hourly {
+			return series.Hourly{Lane: lane, Kind: "free", Hour: base.Add(time.Duration(h) * time.Hour), Samples: int64(h)}
+		}
+		probes := []series.Probe{
+			at("b", time.Hour), at("a", time.Hour-time.Nanosecond), at("b", 0), at("a", 0),
+			at("a", -time.Nanosecond), at("c", 30*time.Minute),
+		}
+		hourly := []series.Hourly{hr("b", 1), hr("c", 0), hr("a", 0), hr("a", -1), hr("b", 0), hr("a", 1)}
+		// Written in two rounds, in scrambled order.
+		if err := s.Write(ctx, probes[:3], hourly[:3]); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		if err := s.Write(ctx, probes[3:], hourly[3:]); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		gotP, err := s.Probes(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Probes: %v", err)
+		}
+		assertProbes(t, gotP, []series.Probe{at("a", 0), at("b", 0), at("c", 30*time.Minute), at("a", time.Hour-time.Nanosecond)})
+		gotH, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Hourly: %v", err)
+		}
+		assertHourly(t, gotH, []series.Hourly{hr("a", 0), hr("b", 0), hr("c", 0)})
+		gotH, err = s.Hourly(ctx, base.Add(-time.Hour), base.Add(2*time.Hour))
+		if err != nil {
+			t.Fatalf("Hourly wide: %v", err)
+		}
+		assertHourly(t, gotH, []series.Hourly{hr("a", -1), hr("a", 0), hr("b", 0), hr("c", 0), hr("a", 1), hr("b", 1)})
+		for _, r := range []struct {
+			name     string
+			from, to time.Time
+		}{
+			{"to before from", base.Add(time.Hour), base},
+			{"from equals to", base, base},
+			{"range with no points", base.Add(48 * time.Hour), base.Add(72 * time.Hour)},
+		} {
+			ps, err := s.Probes(ctx, r.from, r.to)
+			if err != nil || len(ps) != 0 {
+				t.Errorf("%s: Probes = %v, %v; want none", r.name, ps, err)
+			}
+			hs, err := s.Hourly(ctx, r.from, r.to)
+			if err != nil || len(hs) != 0 {
+				t.Errorf("%s: Hourly = %v, %v; want none", r.name, hs, err)
+			}
+		}
+	})
+
+	t.Run("tricky lane names", func(t *testing.T) {
+		s := fresh(t)
+		var probes []series.Probe
+		var hourly []series.Hourly
+		for i, lane := range []string{"a-b_1", "A.b", "with space", "comma,equals=x", `back\slash`, "ünï"} {
+			probes = append(probes, series.Probe{Lane: lane, Kind: "paid", Time: base.Add(time.Duration(i) * time.Second), QueueS: float64(i), OK: true, Outcome: "ok"})
+			hourly = append(hourly, series.Hourly{Lane: lane, Kind: "paid", Hour: base, Samples: int64(i + 1)})
+		}
+		if err := s.Write(ctx, probes, hourly); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		gotP, err := s.Probes(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Probes: %v", err)
+		}
+		assertProbes(t, gotP, probes)
+		gotH, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		if err != nil {
+			t.Fatalf("Hourly: %v", err)
+		}
+		want := append([]series.Hourly(nil), hourly...)
+		sortHourly(want)
+		assertHourly(t, gotH, want)
+	})
+
+	t.Run("invalid point fails the round and stores nothing", func(t *testing.T) {
+		good := series.Probe{Lane: "free", Kind: "free", Time: base, OK: true, Outcome: "ok"}
+		goodH := series.Hourly{Lane: "free", Kind: "free", Hour: base}
+		for _, c := range []struct {
+			name   string
+			probes []series.Probe
+			hourly []series.Hourly
+		}{
+			{"empty lane", []series.Probe{good, {Kind: "free", Time: base}}, nil},
+			{"empty kind", []series.Probe{good, {Lane: "x", Time: base}}, nil},
+			{"zero time", []series.Probe{good}, []series.Hourly{goodH, {Lane: "x", Kind: "free"}}},
+			{"NaN queue", []series.Probe{good, {Lane: "x", Kind: "free", Time: base, QueueS: math.NaN()}}, nil},
+			{"Inf tok/s", []series.Probe{good}, []series.Hourly{{Lane: "x", Kind: "free", Hour: base, MinTokPerS: math.Inf(1)}}},
+			{"bad UTF-8 outcome", []series.Probe{good, {Lane: "x", Kind: "free", Time: base, Outcome: "\xff"}}, nil},
+			{"newline in lane", []series.Probe{good, {Lane: "x\ny", Kind: "free", Time: base}}, nil},
+			{"year 3000", []series.Probe{good, {Lane: "x", Kind: "free", Time: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}}, nil},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				s := fresh(t)
+				if err := s.Write(ctx, c.probes, c.hourly); err == nil {
+					t.Fatal("Write accepted an invalid point")
+				}
+				ps, err := s.Probes(ctx, base.Add(-time.Hour), base.Add(time.Hour))
+				if err != nil || len(ps) != 0 {
+					t.Fatalf("after a refused round Probes = %v, %v; want none", ps, err)
+				}
+				hs, err := s.Hourly(ctx, base.Add(-time.Hour), base.Add(time.Hour))
+				if err != nil || len(hs) != 0 {
+					t.Fatalf("after a refused round Hourly = %v, %v; want none", hs, err)
+				}
+			})
+		}
+	})
+
+	t.Run("empty round is a no-op", func(t *testing.T) {
+		s := fresh(t)
+		if err := s.Write(ctx, nil, nil); err != nil {
+			t.Fatalf("Write(nil, nil) = %v", err)
+		}
+		ps, err := s.Probes(ctx, base.Add(-time.Hour), base.Add(time.Hour))
+		if err != nil || len(ps) != 0 {
+			t.Fatalf("Probes = %v, %v; want none", ps, err)
+		}
+	})
+
+	t.Run("concurrent writers lose nothing", func(t *testing.T) {
+		s := fresh(t)
+		const writers, rounds = 8, 5
+		var wg sync.WaitGroup
+		errs := make(chan error, writers*rounds)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				lane := fmt.Sprintf("lane%02d", w)
+				for r := range rounds {
+					p := series.Probe{Lane: lane, Kind: "free", Time: base.Add(time.Duration(r) * time.Minute), QueueS: float64(r), OK: true, Outcome: "ok"}
+					h := series.Hourly{Lane: lane, Kind: "free", Hour: base, Samples: int64(r + 1)}
+					errs <- s.Write(ctx, []series.Probe{p}, []series.Hourly{h})
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+		}
+		ps, err := s.Probes(ctx, base, base.Add(time.Hour))
+		if err != nil || len(ps) != writers*rounds {
+			t.Fatalf("Probes: %d points, %v; want %d", len(ps), err, writers*rounds)
+		}
+		hs, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		if err != nil || len(hs) != writers {
+			t.Fatalf("Hourly: %d points, %v; want %d", len(hs), err, writers)
+		}
+		for _, h := range hs {
+			if h.Samples != rounds {
+				t.Errorf("lane %s: samples %d, want %d (the last round of each writer)", h.Lane, h.Samples, rounds)
+			}
+		}
+	})
+}
+
+func sortHourly(hs []series.Hourly) {
+	slices.SortFunc(hs, func(a, b series.Hourly) int {
+		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane))
+	})
+}
+
+// assertProbes compares in order; times compare as instants and must come back in UTC.
+func assertProbes(t *testing.T, got, want []series.Probe) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d probes, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Time.Location() != time.UTC {
+			t.Errorf("probe %d: time in %v, want UTC", i, g.Time.Location())
+		}
+		if !g.Time.Equal(w.Time) {
+			t.Errorf("probe %d: time %v, want %v", i, g.Time, w.Time)
+		}
+		g.Time, w.Time = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("probe %d:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
+}
+
+func assertHourly(t *testing.T, got, want []series.Hourly) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d hourly points, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Hour.Location() != time.UTC {
+			t.Errorf("hourly %d: hour in %v, want UTC", i, g.Hour.Location())
+		}
+		if !g.Hour.Equal(w.Hour) {
+			t.Errorf("hourly %d: hour %v, want %v", i, g.Hour, w.Hour)
+		}
+		g.Hour, w.Hour = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("hourly %d:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
+}
