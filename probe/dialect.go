@@ -116,9 +116,21 @@ func errorType(data []byte) string {
 		return ""
 	}
 	for _, v := range []any{e.Type, e.Code} {
-		if s, ok := v.(string); ok && safeToken(s) != "" {
+		if s, ok := v.(string); ok && knownErrorTypes[s] {
 			return s
 		}
 	}
 	return ""
+}
+
+// knownErrorTypes are the error types and codes the OpenAI and Anthropic APIs
+// document. Only these reach a Detail: a server's own string could echo the
+// prompt or the generated text, however short and token-like it looks.
+var knownErrorTypes = map[string]bool{
+	"invalid_request_error": true, "authentication_error": true, "permission_error": true,
+	"not_found_error": true, "rate_limit_error": true, "api_error": true,
+	"overloaded_error": true, "request_too_large": true, "billing_error": true,
+	"timeout_error": true, "server_error": true, "insufficient_quota": true,
+	"rate_limit_exceeded": true, "model_not_found": true, "invalid_api_key": true,
+	"context_length_exceeded": true, "server_overloaded": true,
 }

@@ -89,7 +89,7 @@ func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
 	}
 	if mt := mediaType(resp); mt != "" && mt != "text/event-stream" {
 		return nil, fail(HTTPError, ErrNotStream, "http %d with content-type %s, not an event stream%s",
-			code, orUnknown(safeToken(mt)), bodyErrorType(body))
+			code, knownOr(mt, knownMediaTypes), bodyErrorType(body))
 	}
 	br := bufio.NewReaderSize(body, readBuf)
 	if b, err := br.Peek(1); err == nil && (b[0] == '{' || b[0] == '[') {
@@ -109,7 +109,7 @@ func (r *run) decodedBody(resp *http.Response) (io.Reader, error) {
 	case "gzip", "x-gzip":
 		return &capReader{r: &gunzip{r: raw}, max: r.t.MaxBytes}, nil
 	}
-	return nil, fail(HTTPError, ErrEncoding, "unsupported content-encoding %s", orUnknown(safeToken(enc)))
+	return nil, fail(HTTPError, ErrEncoding, "unsupported content-encoding %s", knownOr(enc, knownEncodings))
 }
 
 func mediaType(resp *http.Response) string {
@@ -139,4 +139,21 @@ func orUnknown(s string) string {
 		return "(unprintable)"
 	}
 	return s
+}
+
+// Media types and encodings a Detail may name; any other value a server sends
+// is reported as "other", since a server's string could echo the prompt.
+var (
+	knownMediaTypes = map[string]bool{
+		"application/json": true, "text/html": true, "text/plain": true,
+		"application/octet-stream": true, "application/x-ndjson": true, "application/xml": true,
+	}
+	knownEncodings = map[string]bool{"br": true, "deflate": true, "compress": true, "zstd": true}
+)
+
+func knownOr(s string, known map[string]bool) string {
+	if known[s] {
+		return s
+	}
+	return "other"
 }

@@ -134,8 +134,8 @@ func scenarios() []scenario {
 			{0, "data: " + errorBody("server_error") + "\n\n"}}},
 			want: StreamError, status: 200, headersSeen: true, cause: ErrErrorEvent, detail: "server_error"},
 		{name: "openai error event", api: OpenAI, sc: script{steps: []step{{0, oaRole()},
-			{0, "event: error\ndata: " + errorBody("overloaded") + "\n\n"}}},
-			want: StreamError, status: 200, headersSeen: true, cause: ErrErrorEvent, detail: "overloaded"},
+			{0, "event: error\ndata: " + errorBody("server_overloaded") + "\n\n"}}},
+			want: StreamError, status: 200, headersSeen: true, cause: ErrErrorEvent, detail: "server_overloaded"},
 		{name: "anthropic error event", api: Anthropic, sc: script{steps: []step{{0, anStart()}, {0, anText(genText)},
 			{0, "event: error\ndata: " + errorBody("overloaded_error") + "\n\n"}}},
 			want: StreamError, status: 200, headersSeen: true, cause: ErrErrorEvent, detail: "overloaded_error"},
@@ -275,6 +275,21 @@ func TestNoLeaks(t *testing.T) {
 						t.Errorf("%q found in %q", secret, text)
 					}
 				}
+			}
+		})
+	}
+}
+
+// A server's own error type is named in a Detail only when the APIs document
+// it: a token-shaped string could still echo the prompt.
+func TestDetailNamesOnlyKnownErrorTypes(t *testing.T) {
+	for _, typ := range []string{"PROMPTMARK-a64", "echo_" + genText} {
+		t.Run(typ, func(t *testing.T) {
+			url := serve(t, script{status: 400, header: map[string]string{"Content-Type": "application/json"},
+				steps: []step{{0, errorBody(typ)}}})
+			s, _ := Run(context.Background(), target(OpenAI, url))
+			if s.Outcome != HTTPError || strings.Contains(s.Detail, typ) {
+				t.Errorf("outcome %s, detail %q repeats the server's string", s.Outcome, s.Detail)
 			}
 		})
 	}
