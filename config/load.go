@@ -55,7 +55,8 @@ func (e *Error) Error() string {
 		b.WriteString(e.Field)
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Err.Error())
+	// One line, whatever the YAML library quoted back.
+	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
 	return b.String()
 }
 

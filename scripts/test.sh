@@ -28,3 +28,31 @@ fi
 echo "== go test -race (INFLUX_URL=$INFLUX_URL)"
 # -p 2: this is a 2-core machine; fuzz targets run their seed corpora only.
 go test -race -p 2 -timeout 20m ./... "$@"
+
+# Every fuzz target, briefly: the seed corpora ran above; this explores a
+# little beyond them each run (LANEWATCH_FUZZTIME=0 skips; run longer locally).
+# A new failing input is written to testdata/fuzz/ and fails the run. A run
+# that only hits the fuzz engine's own "context deadline exceeded" at the end
+# of -fuzztime (a known go test -fuzz flake) is run once more.
+fuzztime="${LANEWATCH_FUZZTIME:-5s}"
+fuzz() {
+	go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "./$1" >"$fuzzlog" 2>&1
+}
+if [[ "$fuzztime" != "0" ]]; then
+	echo "== fuzz ($fuzztime per target)"
+	fuzzlog="$(mktemp)"
+	for target in config:FuzzParse probe:FuzzSSE series:FuzzDecode series:FuzzFileRead cmd/policygen:FuzzBookInput; do
+		pkg="${target%%:*}" name="${target##*:}"
+		if ! fuzz "$pkg" "$name"; then
+			if grep -q "context deadline exceeded" "$fuzzlog" && ! grep -q "Failing input written" "$fuzzlog"; then
+				echo "$name: fuzz engine deadline flake; running it again"
+				fuzz "$pkg" "$name" || { grep -v '^fuzz: elapsed' "$fuzzlog"; exit 1; }
+			else
+				grep -v '^fuzz: elapsed' "$fuzzlog"
+				exit 1
+			fi
+		fi
+		echo "$name: $(tail -n 1 "$fuzzlog")"
+	done
+	rm -f "$fuzzlog"
+fi
