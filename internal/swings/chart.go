@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -133,6 +135,7 @@ func chart(r *Report) (*plot.Plot, plot.Legend, error) {
 	p.Y.Label.TextStyle.Font.Size = vg.Points(12)
 	p.X.Min, p.X.Max = -0.5, HoursPerDay-0.5
 	p.X.Tick.Marker = hourTicks{}
+	p.Y.Tick.Marker = secondsTicks{}
 	p.Y.Min = 0
 	for _, sty := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label} {
 		sty.Font.Variant = "Sans"
@@ -258,6 +261,37 @@ func (hourTicks) Ticks(float64, float64) []plot.Tick {
 			t.Label = fmt.Sprintf("%02d", h)
 		}
 		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// secondsTicks labels the y axis every "nice" step (1, 2, 5, 10, 15, 30 s …)
+// so that five to ten values are readable, whatever the range.
+type secondsTicks struct{}
+
+func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if !(span > 0) {
+		return []plot.Tick{{Value: lo, Label: fmt.Sprintf("%g", lo)}}
+	}
+	step := 0.0
+	for _, s := range []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600} {
+		if span/s <= 10 {
+			step = s
+			break
+		}
+	}
+	if step == 0 {
+		step = span / 8
+	}
+	dec := 0
+	for d := step; d < 1 && dec < 3; d *= 10 {
+		dec++
+	}
+	var ticks []plot.Tick
+	for k := math.Ceil(lo / step); k*step <= hi+step*1e-9; k++ {
+		v := k * step
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', dec, 64)})
 	}
 	return ticks
 }
