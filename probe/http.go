@@ -134,13 +134,6 @@ func bodyErrorType(body io.Reader) string {
 	return ""
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "(unprintable)"
-	}
-	return s
-}
-
 // Media types and encodings a Detail may name; any other value a server sends
 // is reported as "other", since a server's string could echo the prompt.
 var (

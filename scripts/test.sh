@@ -27,7 +27,7 @@ if command -v staticcheck >/dev/null || [[ -x "$(go env GOPATH)/bin/staticcheck"
 fi
 echo "== go test -race (INFLUX_URL=$INFLUX_URL)"
 # -p 2: this is a 2-core machine; fuzz targets run their seed corpora only.
-go test -race -p 2 -timeout 20m ./... "$@"
+go test -race -count=1 -p 2 -timeout 20m ./... "$@"
 
 # Every fuzz target, briefly: the seed corpora ran above; this explores a
 # little beyond them each run (LANEWATCH_FUZZTIME=0 skips; run longer locally).

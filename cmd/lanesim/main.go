@@ -17,6 +17,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"log/slog"
 	"net"
@@ -71,7 +72,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c := config{opts: lanesim.DefaultOptions()}
 	o := &c.opts
 	fs := flag.NewFlagSet("lanesim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
 	fs.StringVar(&c.addrFile, "addr-file", "", "write the server URL to this file once listening (atomically; removed on exit)")
 	fs.TextVar(&c.level, "log-level", slog.LevelInfo, "log level: debug logs every request")
@@ -93,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&o.FailMidstream, "fail-midstream", 0, "probability (0..1) of an SSE error event half-way through a reply")
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the fault and arrival draws (0: from the clock)")
 
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return c, err
 		}

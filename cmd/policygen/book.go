@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"os"
 
@@ -14,7 +15,6 @@ import (
 // runBook is `policygen book [-policy FILE -class NAME] < attempts.json`.
 func (e *env) runBook(args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
 	className := fs.String("class", "", "class `name` in the -policy file")
 	fs.Usage = func() {
@@ -26,7 +26,7 @@ prints the retry ledger's answer as one line of JSON.
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, e.stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

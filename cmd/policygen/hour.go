@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"path/filepath"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 // runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
 	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
 	hourFlag := fs.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
 	dayFlag := fs.String("day", "", "write the 24 forecast files of day `YYYY-MM-DD` instead")
@@ -25,7 +25,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, e.stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

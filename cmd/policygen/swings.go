@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"io/fs"
 	"os"
@@ -54,7 +55,6 @@ func runSwings(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func (e swingsEnv) run(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("policygen swings", flag.ContinueOnError)
-	fset.SetOutput(e.stderr)
 	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
 	days := fset.Int("days", 7, "report the last `N` days")
 	lane := fset.String("lane", "", "report only the lane `NAME`")
@@ -64,7 +64,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		fmt.Fprint(fset.Output(), swingsUsage)
 		fset.PrintDefaults()
 	}
-	if err := fset.Parse(args); err != nil {
+	if err := cli.Parse(fset, args, e.stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"os"
 
@@ -19,13 +20,12 @@ import (
 // it twice rewrites instead of double counting.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("sampler import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "config naming the destination store (required)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sampler import -config F FILE...\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -53,10 +53,15 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
-		probes, hourly, err := series.Import(ctx, dst, f, warn)
+		skipped := 0
+		countWarn := func(msg string, args ...any) { skipped++; warn(msg, args...) }
+		probes, hourly, err := series.Import(ctx, dst, f, countWarn)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("import %s: %w", name, err)
+		}
+		if probes+hourly == 0 && skipped > 0 {
+			return fmt.Errorf("import %s: no lanewatch points in it, %d lines skipped (is it a line-protocol store or spool?)", name, skipped)
 		}
 		fmt.Fprintf(stdout, "%s: imported %d probe and %d queue_hourly points into the %s store\n", name, probes, hourly, cfg.Store.Kind)
 	}

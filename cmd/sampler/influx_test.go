@@ -171,3 +171,31 @@ func TestImportFileIntoInflux(t *testing.T) {
 		t.Errorf("InfluxDB holds %d probes after two imports, want 3", len(got))
 	}
 }
+
+// A file that holds no lanewatch points is bad input, not an empty import.
+func TestImportRejectsAFileWithoutPoints(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": "http://127.0.0.1:1/v1"})
+	empty := filepath.Join(dir, "empty.lp")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		file string
+		code int
+		want string
+	}{
+		{"the config itself", cfg, 1, "no lanewatch points in it"},
+		{"an empty spool", empty, 0, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr, line bytes.Buffer
+			err := run(context.Background(), []string{"import", "-config", cfg, c.file}, &stdout, &stderr, env)
+			if code := exitCode(err, &line); code != c.code || !strings.Contains(line.String(), c.want) {
+				t.Errorf("exit %d %q, want %d with %q", code, line.String(), c.code, c.want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"os"
 	"os/signal"
@@ -51,7 +52,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runImport(ctx, args[1:], stdout, stderr, getenv)
 	}
 	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
 	once := fs.Bool("once", false, "run one round now, print the samples and exit")
 	listen := fs.String("listen", "", "serve /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-once] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

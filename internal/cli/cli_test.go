@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		wantErr  string
+		wantHelp bool
+	}{
+		{"ok", []string{"-n", "3"}, "", false},
+		{"unknown flag", []string{"-bogus"}, "flag provided but not defined: -bogus (-h for usage)", false},
+		{"bad value", []string{"-n", "x"}, `invalid value "x" for flag -n`, false},
+		{"help", []string{"-h"}, flag.ErrHelp.Error(), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			fs.Int("n", 0, "a number")
+			fs.Usage = func() { _, _ = fs.Output().Write([]byte("usage: x [-n N]\n")) }
+			var help bytes.Buffer
+			err := Parse(fs, c.args, &help)
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("error %v, want %q", err, c.wantErr)
+			}
+			if c.wantHelp != (help.Len() > 0) {
+				t.Errorf("help printed = %q", help.String())
+			}
+			if c.wantHelp && !errors.Is(err, flag.ErrHelp) {
+				t.Errorf("-h should return flag.ErrHelp")
+			}
+		})
+	}
+}
