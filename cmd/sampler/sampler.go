@@ -260,7 +260,7 @@ func printTable(w io.Writer, samples []probe.Sample) {
 // daemon runs rounds on the cron schedule until ctx is cancelled, then waits
 // for the in-flight round to be stored.
 func (s *sampler) daemon(ctx context.Context) error {
-	c := newCron(s.cfg.Location, s.log)
+	c, schedulerDone := newCron(s.cfg.Location, s.log)
 	_, err := c.AddFunc(s.cfg.Schedule, func() { s.scheduledRound(ctx) })
 	if err != nil {
 		return fmt.Errorf("schedule: %w", err)
@@ -271,6 +271,7 @@ func (s *sampler) daemon(ctx context.Context) error {
 	<-ctx.Done()
 	s.log.Info("sampler stopping: waiting for the round in flight")
 	<-c.Stop().Done()
+	<-schedulerDone
 	s.log.Info("sampler stopped")
 	return nil
 }
