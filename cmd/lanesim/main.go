@@ -17,7 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"log/slog"
 	"net"
@@ -27,6 +26,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 )
@@ -38,27 +39,11 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// usageError is a bad flag or argument: exit status 2.
-type usageError struct{ err error }
+// usageError marks bad flags or arguments: exit status 2.
+type usageError = cli.UsageError
 
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// exitCode maps run's error to the exit status, printing it on stderr:
-// 0 done or -h, 2 bad usage, 1 anything else.
-func exitCode(err error, stderr io.Writer) int {
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "lanesim:", err)
-		return 2
-	default:
-		fmt.Fprintln(stderr, "lanesim:", err)
-		return 1
-	}
-}
+// exitCode prints err as one line and maps it to the exit status.
+func exitCode(err error, stderr io.Writer) int { return cli.Exit("lanesim", err, stderr) }
 
 // config is what the flags say.
 type config struct {
@@ -94,13 +79,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the fault and arrival draws (0: from the clock)")
 
 	if err := cli.Parse(fs, args, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, usageError{err}
+		return c, err
 	}
 	bad := func(format string, a ...any) (config, error) {
-		return c, usageError{fmt.Errorf(format, a...)}
+		return c, usageError{Err: fmt.Errorf(format, a...)}
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"os"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/policy"
 )
@@ -27,10 +27,7 @@ prints the retry ledger's answer as one line of JSON.
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, e.stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

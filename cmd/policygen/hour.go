@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"path/filepath"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
@@ -26,10 +26,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, e.stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

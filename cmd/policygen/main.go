@@ -12,15 +12,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 )
 
 func main() {
@@ -30,27 +28,10 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// usageError marks bad flags or arguments: exit status 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 // exitCode prints err as one line and maps it to the exit status.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	// One line, whatever the error holds.
-	fmt.Fprintf(stderr, "policygen: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
-}
+func exitCode(err error, stderr io.Writer) int { return cli.Exit("policygen", err, stderr) }
 
 // env is what a run gets from the process; tests replace parts of it.
 type env struct {

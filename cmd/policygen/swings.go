@@ -6,12 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/swings"
@@ -68,7 +69,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{fmt.Errorf("swings: %w", err)}
+		return fmt.Errorf("swings: %w", err)
 	}
 	var write func(io.Writer, *swings.Report) error
 	switch *format {

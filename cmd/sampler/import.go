@@ -5,9 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"os"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
@@ -26,16 +27,13 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+		return err
 	}
 	if *configPath == "" {
-		return usageError{errors.New("import: -config is required")}
+		return usageError{Err: errors.New("import: -config is required")}
 	}
 	if fs.NArg() == 0 {
-		return usageError{errors.New("import: name at least one line-protocol file")}
+		return usageError{Err: errors.New("import: name at least one line-protocol file")}
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	cfg, err := config.Load(*configPath)

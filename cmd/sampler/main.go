@@ -11,11 +11,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
 )
 
 func main() {
@@ -26,26 +27,10 @@ func main() {
 }
 
 // usageError marks bad flags or arguments: exit status 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
+type usageError = cli.UsageError
 
 // exitCode prints err as one line and maps it to the exit status.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	fmt.Fprintf(stderr, "sampler: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
-}
+func exitCode(err error, stderr io.Writer) int { return cli.Exit("sampler", err, stderr) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	if len(args) > 0 && args[0] == "import" {
@@ -62,20 +47,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return usageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *configPath == "" {
-		return usageError{errors.New("-config is required")}
+		return usageError{Err: errors.New("-config is required")}
 	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
-		return usageError{err}
+		return usageError{Err: err}
 	}
 	s, err := newSampler(ctx, *configPath, log, getenv)
 	if err != nil {

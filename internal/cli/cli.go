@@ -1,5 +1,6 @@
-// Package cli holds what every lanewatch command does the same way with its
-// flags: a bad flag is one error line, -h prints the usage.
+// Package cli holds what every lanewatch command does the same way: a bad
+// flag or argument is one error line and exit status 2, any other error one
+// line and exit status 1, and -h prints the usage.
 package cli
 
 import (
@@ -7,12 +8,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
+// UsageError marks bad flags or arguments: exit status 2.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return UsageError{fmt.Errorf(format, args...)}
+}
+
 // Parse parses args with fs without letting the flag package print: a bad
-// flag comes back as an error for the caller to print as its one line (and
-// map to exit status 2); -h or -help prints fs.Usage to help and returns
-// flag.ErrHelp.
+// flag comes back as a UsageError for the caller to return; -h or -help
+// prints fs.Usage to help and returns flag.ErrHelp.
 func Parse(fs *flag.FlagSet, args []string, help io.Writer) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
@@ -22,7 +34,22 @@ func Parse(fs *flag.FlagSet, args []string, help io.Writer) error {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w (-h for usage)", err)
+		return UsageError{fmt.Errorf("%w (-h for usage)", err)}
 	}
 	return nil
+}
+
+// Exit prints err as one line, "name: err", and returns the exit status:
+// 0 for nil or -h, 2 for a UsageError, 1 for anything else.
+func Exit(name string, err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	msg := strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error())
+	fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	var ue UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }

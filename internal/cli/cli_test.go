@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,29 @@ func TestParse(t *testing.T) {
 			}
 			if c.wantHelp && !errors.Is(err, flag.ErrHelp) {
 				t.Errorf("-h should return flag.ErrHelp")
+			}
+		})
+	}
+}
+
+func TestExit(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		code int
+		line string
+	}{
+		{"done", nil, 0, ""},
+		{"help", flag.ErrHelp, 0, ""},
+		{"usage", Usagef("-config is required"), 2, "x: -config is required\n"},
+		{"wrapped usage", fmt.Errorf("swings: %w", Usagef("bad -days")), 2, "x: swings: bad -days\n"},
+		{"bad input", errors.New("lanes[0].kind: want free or paid\nsecond line"), 1, "x: lanes[0].kind: want free or paid second line\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if code := Exit("x", c.err, &b); code != c.code || b.String() != c.line {
+				t.Errorf("Exit = %d %q, want %d %q", code, b.String(), c.code, c.line)
 			}
 		})
 	}
