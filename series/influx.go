@@ -290,6 +290,10 @@ func (s *Influx) toSpool(body []byte, points int, cause error) error {
 	depth := s.depth.Add(int64(points))
 	s.warn("influx write failed; points spooled for replay", "influx", s.where, "points", points,
 		"spooled", depth, "err", s.explain(cause).Error())
+	if used := size + int64(len(body)); used*10 >= s.spoolMax*8 {
+		s.warn("INFLUX SPOOL NEARLY FULL: new points will be refused at the cap; fix InfluxDB or raise store.spool_max_bytes",
+			"spool", s.spool.path, "bytes", used, "cap", s.spoolMax)
+	}
 	return nil
 }
 

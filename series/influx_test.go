@@ -480,14 +480,19 @@ func TestInfluxReplayOrder(t *testing.T) {
 }
 
 func TestInfluxSpoolCap(t *testing.T) {
-	fake := &fakeInflux{plan: []int{503, 503, 503}}
+	fake := &fakeInflux{plan: []int{503, 503, 503, 503, 503, 503}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	spool := filepath.Join(t.TempDir(), "spool.lp")
-	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", SpoolPath: spool, SpoolMaxBytes: 1000})
+	var warnings []string
+	warn := func(msg string, _ ...any) { warnings = append(warnings, msg) }
+	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", SpoolPath: spool, SpoolMaxBytes: 1000, Warn: warn})
 	ps, hs := round(2, 0) // about 600 bytes
 	if err := s.Write(ctx, ps, hs); err != nil {
 		t.Fatalf("first Write: %v", err)
+	}
+	if n := len(warnings); n == 0 || strings.Contains(warnings[n-1], "NEARLY FULL") {
+		t.Errorf("at 60%% of the cap: warnings %q, want a spool warning but no NEARLY FULL", warnings)
 	}
 	ps, hs = round(2, 1)
 	err := s.Write(ctx, ps, hs)
@@ -496,6 +501,14 @@ func TestInfluxSpoolCap(t *testing.T) {
 	}
 	if d := s.SpoolDepth(); d != 4 || countLines(t, spool) != 4 {
 		t.Errorf("spool depth %d, %d lines; want the first round kept whole (4)", d, countLines(t, spool))
+	}
+	// A smaller round still fits, past 80 % of the cap: the warning gets loud.
+	ps, _ = round(2, 2) // two probe lines, about 300 bytes
+	if err := s.Write(ctx, ps, nil); err != nil {
+		t.Fatalf("small Write under the cap: %v", err)
+	}
+	if n := len(warnings); n == 0 || !strings.Contains(warnings[n-1], "NEARLY FULL") {
+		t.Errorf("past 80%% of the cap: last warning %q, want NEARLY FULL", warnings)
 	}
 }
 
