@@ -40,6 +40,15 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if err != nil {
 		return err
 	}
+	// Importing a file the store itself appends to (its data file, spool or
+	// dead-letter file) would read what it writes, without end.
+	for _, name := range fs.Args() {
+		for _, own := range []string{cfg.Store.Path, cfg.Store.Spool, cfg.Store.DeadLetter} {
+			if sameFile(name, own) {
+				return fmt.Errorf("import %s: the configured store appends to that file; move it aside first (a spool needs no import: the next write replays it)", name)
+			}
+		}
+	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
 	dst, err := storeopen.Open(ctx, cfg, warn, getenv)
 	if err != nil {
@@ -63,5 +72,18 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		}
 		fmt.Fprintf(stdout, "%s: imported %d probe and %d queue_hourly points into the %s store\n", name, probes, hourly, cfg.Store.Kind)
 	}
+	if sp, ok := dst.(interface{ SpoolDepth() int }); ok && sp.SpoolDepth() > 0 {
+		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", sp.SpoolDepth(), cfg.Store.Spool)
+	}
 	return nil
+}
+
+// sameFile reports whether a and b name one existing file.
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }

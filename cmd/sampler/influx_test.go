@@ -199,3 +199,24 @@ func TestImportRejectsAFileWithoutPoints(t *testing.T) {
 		})
 	}
 }
+
+// Importing the store's own file into it would read its own appends forever.
+func TestImportRefusesTheStoresOwnFile(t *testing.T) {
+	free, _ := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": free.URL})
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-once"}, &stdout, &stderr, env); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "samples.lp")
+	before, _ := os.Stat(store)
+	var line bytes.Buffer
+	err := run(context.Background(), []string{"import", "-config", cfg, store}, &stdout, &stderr, env)
+	if code := exitCode(err, &line); code != 1 || !strings.Contains(line.String(), "move it aside first") {
+		t.Fatalf("exit %d %q, want 1 refusing the store's own file", code, line.String())
+	}
+	if after, _ := os.Stat(store); after.Size() != before.Size() {
+		t.Errorf("store grew from %d to %d bytes", before.Size(), after.Size())
+	}
+}

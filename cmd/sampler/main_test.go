@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -234,7 +235,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	if _, err := s.round(context.Background()); err != nil {
+	if _, err := s.round(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
 	get := func(path string) (int, string) {
@@ -317,4 +318,59 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// Ctrl-C during -once stops at once and stores nothing: probes cut short
+// would read as lane failures.
+func TestOnceStopsAtTheSignal(t *testing.T) {
+	slow, hits := sseServer(t, 8*time.Second, 2, http.StatusOK)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": slow.URL})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for hits.Load() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	err := run(ctx, []string{"-config", cfg, "-once"}, &stdout, &stderr, env)
+	if !errors.Is(err, errInterrupted) {
+		t.Fatalf("err %v, want errInterrupted", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("-once took %s after the signal; the lane's wait is 8s", d)
+	}
+	probes, _ := readStore(t, filepath.Join(dir, "samples.lp"))
+	if len(probes) != 0 {
+		t.Errorf("an interrupted round stored %d probes", len(probes))
+	}
+}
+
+// A 429's Retry-After is shown in the -once notes and logged by the daemon.
+func TestRetryAfterIsShown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "17")
+		http.Error(w, `{"error":{"type":"rate_limit_error"}}`, http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": srv.URL})
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-once"}, &stdout, &stderr, env); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "free: rate_limited, Retry-After 17") {
+		t.Errorf("-once output lacks the Retry-After note:\n%s", stdout.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	stderr.Reset()
+	if err := run(ctx, []string{"-config", cfg, "-log-format", "json"}, &stdout, &stderr, env); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), `"retry_after":"17"`) {
+		t.Errorf("daemon log lacks retry_after:\n%s", stderr.String())
+	}
 }

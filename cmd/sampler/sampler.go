@@ -88,11 +88,20 @@ func (s *sampler) roundTimeout() time.Duration {
 	return longest + time.Minute
 }
 
+// errInterrupted is returned by an interruptible round cut short by a signal.
+var errInterrupted = errors.New("interrupted: the round was cut short and not stored")
+
 // round probes every lane (at most cfg.Concurrency at once), then stores the
-// probes and the refreshed hourly worst of each lane in one write. It runs on
-// a context detached from shutdown so an in-flight round is always stored.
-func (s *sampler) round(parent context.Context) ([]probe.Sample, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.roundTimeout())
+// probes and the refreshed hourly worst of each lane in one write. The
+// daemon's rounds run detached from shutdown, so a round in flight is always
+// stored; an interruptible round (-once at a terminal) stops at the signal
+// and stores nothing, since probes cut short would read as lane failures.
+func (s *sampler) round(parent context.Context, interruptible bool) ([]probe.Sample, error) {
+	base := context.WithoutCancel(parent)
+	if interruptible {
+		base = parent
+	}
+	ctx, cancel := context.WithTimeout(base, s.roundTimeout())
 	defer cancel()
 	start := time.Now()
 
@@ -112,6 +121,9 @@ func (s *sampler) round(parent context.Context) ([]probe.Sample, error) {
 		}()
 	}
 	wg.Wait()
+	if interruptible && parent.Err() != nil {
+		return samples, errInterrupted
+	}
 
 	points := make([]series.Probe, len(samples))
 	for i, sm := range samples {
@@ -231,7 +243,7 @@ func (s *sampler) spoolDepth() int {
 
 // once runs one round and prints a table of what was stored.
 func (s *sampler) once(ctx context.Context, stdout io.Writer) error {
-	samples, err := s.round(ctx)
+	samples, err := s.round(ctx, true)
 	printTable(stdout, samples)
 	if n := s.spoolDepth(); n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, s.cfg.Store.Spool)
@@ -242,6 +254,7 @@ func (s *sampler) once(ctx context.Context, stdout io.Writer) error {
 func printTable(w io.Writer, samples []probe.Sample) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "lane\tkind\toutcome\tstatus\tqueue_s\tgen_s\ttokens\tsource\t")
+	var notes []string
 	for _, sm := range samples {
 		status := "-"
 		if sm.Status != 0 {
@@ -253,8 +266,17 @@ func printTable(w io.Writer, samples []probe.Sample) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.3f\t%d\t%s\t\n",
 			sm.Lane, sm.Kind, sm.Outcome, status, sm.QueueS(), sm.GenS(), sm.Tokens, src)
+		switch {
+		case sm.RetryAfter != "":
+			notes = append(notes, fmt.Sprintf("%s: %s, Retry-After %s", sm.Lane, sm.Outcome, sm.RetryAfter))
+		case sm.Detail != "":
+			notes = append(notes, fmt.Sprintf("%s: %s", sm.Lane, sm.Detail))
+		}
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
 }
 
 // daemon runs rounds on the cron schedule until ctx is cancelled, then waits
@@ -290,12 +312,16 @@ func (s *sampler) scheduledRound(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	samples, err := s.round(ctx)
+	samples, err := s.round(ctx, false)
 	failed := 0
 	for _, sm := range samples {
 		if !sm.OK() {
 			failed++
-			s.log.Warn("probe failed", "lane", sm.Lane, "outcome", string(sm.Outcome), "status", sm.Status, "detail", sm.Detail)
+			args := []any{"lane", sm.Lane, "outcome", string(sm.Outcome), "status", sm.Status, "detail", sm.Detail}
+			if sm.RetryAfter != "" {
+				args = append(args, "retry_after", sm.RetryAfter)
+			}
+			s.log.Warn("probe failed", args...)
 		}
 	}
 	if err != nil {
