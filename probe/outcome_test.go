@@ -37,6 +37,30 @@ const shortTimeout = 300 * time.Millisecond
 
 func short(t *Target) { t.Timeout = shortTimeout }
 
+// endlessEmpty keeps the stream alive with role-only chunks and empty
+// content deltas (OpenAI) or pings and empty text deltas (Anthropic), and
+// never sends a token: none of it may end the queue.
+func endlessEmpty(api API) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		chunks := []string{
+			"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+			"data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n",
+		}
+		if api == Anthropic {
+			chunks = []string{
+				"event: ping\ndata: {\"type\":\"ping\"}\n\n",
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"\"}}\n\n",
+			}
+		}
+		for i := 0; wait(r, 5*time.Millisecond); i++ {
+			_, _ = fmt.Fprint(w, chunks[i%len(chunks)])
+			_ = rc.Flush()
+		}
+	}
+}
+
 // endlessComments keeps the stream alive with comments and never sends a token.
 var endlessComments = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -123,6 +147,10 @@ func scenarios() []scenario {
 			}},
 		{name: "endless comments", api: OpenAI, handler: endlessComments, tweak: short,
 			want: Timeout, status: 200, headersSeen: true, cause: context.DeadlineExceeded},
+		{name: "endless empty deltas openai", api: OpenAI, handler: endlessEmpty(OpenAI), tweak: short,
+			want: Timeout, status: 200, headersSeen: true, cause: context.DeadlineExceeded, detail: "no token yet"},
+		{name: "endless empty deltas anthropic", api: Anthropic, handler: endlessEmpty(Anthropic), tweak: short,
+			want: Timeout, status: 200, headersSeen: true, cause: context.DeadlineExceeded, detail: "no token yet"},
 		{name: "stall before headers gzip", api: OpenAI, sc: script{gzip: true,
 			header: map[string]string{"Content-Encoding": "gzip"}, stall: true}, tweak: short,
 			want: Timeout, status: 200, headersSeen: true},
