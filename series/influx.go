@@ -91,6 +91,16 @@ type InfluxOptions struct {
 // spool is full, Write refuses the new points with an error wrapping
 // ErrSpoolFull: the points already spooled are kept and nothing is dropped
 // silently. Write also fails when the spool cannot be written.
+//
+// Probes and Hourly include points still waiting in the spool, so a store
+// reads its own writes during an outage, and so does the next process that
+// opens the same spool: the server's points in range are merged with the
+// spooled ones, and a spooled point replaces a server point of the same
+// series (measurement, lane and kind) and time, a later spool line an
+// earlier one. The server is still asked first: when it cannot be read, the
+// read fails as it would without a spool rather than return the spool alone.
+// With a spool, a read waits for a Write in progress (and the reverse), so a
+// replay cannot move points out of the spool between the two reads.
 type Influx struct {
 	client   influxdb2.Client
 	writeAPI api.WriteAPIBlocking
@@ -102,7 +112,10 @@ type Influx struct {
 	spoolMax int64
 	deadPath string
 
-	mu     sync.Mutex // serialises writes, so the spool keeps its order
+	// mu serialises writes, so the spool keeps its order; reads of a store
+	// with a spool hold it shared so that they see the server and the spool
+	// at one moment.
+	mu     sync.RWMutex
 	enc    encoder
 	spool  *appendFile // nil without a spool
 	dead   *appendFile // opened on first use
@@ -391,11 +404,19 @@ func isTransient(err error) bool {
 	return true
 }
 
-// Probes returns the probe points with from <= time < to, sorted by time then lane.
+// Probes returns the probe points with from <= time < to, sorted by time
+// then lane, including the points waiting in the spool.
 func (s *Influx) Probes(ctx context.Context, from, to time.Time) ([]Probe, error) {
 	out := []Probe{}
 	if !from.Before(to) {
 		return out, nil
+	}
+	if s.spool != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.closed {
+			return nil, fmt.Errorf("%s: read probes: %w", s.where, os.ErrClosed)
+		}
 	}
 	err := s.query(ctx, s.flux(MeasurementProbe, probeFields, from, to), func(r *query.FluxRecord) error {
 		p := Probe{Lane: str(r, tagLane), Kind: str(r, tagKind), Time: r.Time().UTC()}
@@ -415,17 +436,30 @@ func (s *Influx) Probes(ctx context.Context, from, to time.Time) ([]Probe, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: read probes: %w", s.where, s.explain(err))
 	}
+	out, err = mergeSpooled(ctx, s, out, kindProbe, from, to, decodeProbe,
+		func(p *Probe) pointKey { return pointKey{p.Lane, p.Kind, p.Time.UnixNano()} })
+	if err != nil {
+		return nil, fmt.Errorf("%s: read probes: %w", s.where, err)
+	}
 	slices.SortFunc(out, func(a, b Probe) int {
 		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out, nil
 }
 
-// Hourly returns the hourly points with from <= hour < to, sorted by hour then lane.
+// Hourly returns the hourly points with from <= hour < to, sorted by hour
+// then lane, including the points waiting in the spool.
 func (s *Influx) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, error) {
 	out := []Hourly{}
 	if !from.Before(to) {
 		return out, nil
+	}
+	if s.spool != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.closed {
+			return nil, fmt.Errorf("%s: read hourly: %w", s.where, os.ErrClosed)
+		}
 	}
 	err := s.query(ctx, s.flux(MeasurementHourly, hourlyFields, from, to), func(r *query.FluxRecord) error {
 		h := Hourly{Lane: str(r, tagLane), Kind: str(r, tagKind), Hour: r.Time().UTC()}
@@ -444,10 +478,66 @@ func (s *Influx) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: read hourly: %w", s.where, s.explain(err))
 	}
+	out, err = mergeSpooled(ctx, s, out, kindHourly, from, to, decodeHourly,
+		func(h *Hourly) pointKey { return pointKey{h.Lane, h.Kind, h.Hour.UnixNano()} })
+	if err != nil {
+		return nil, fmt.Errorf("%s: read hourly: %w", s.where, err)
+	}
 	slices.SortFunc(out, func(a, b Hourly) int {
 		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out, nil
+}
+
+// mergeSpooled adds to server (the points read from InfluxDB) the spooled
+// points of measurement want with from <= time < to. The spool is newer than
+// the server: a spooled point replaces a point with the same key, and a later
+// spool line an earlier one. s.mu must be held (shared is enough), so that
+// no write or replay changes the spool meanwhile. Lines that do not decode
+// are skipped with a warning (a replay dead-letters them).
+func mergeSpooled[T any](ctx context.Context, s *Influx, server []T, want pointKind, from, to time.Time,
+	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+	if s.spool == nil || s.depth.Load() == 0 {
+		return server, nil
+	}
+	idx := make(map[pointKey]int, len(server))
+	for i := range server {
+		idx[key(&server[i])] = i
+	}
+	fromNs, toNs := clampNano(from), clampNano(to)
+	err := s.spool.read(func(n int64, line []byte, terminated bool) error {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !terminated || kindOf(line) != want {
+			return nil
+		}
+		if ns, ok := lineTime(line); ok && (ns < fromNs || ns >= toNs) {
+			return nil
+		}
+		p, err := decode(line)
+		if err != nil {
+			s.warn("skipped corrupt spool line", "spool", s.spool.path, "line", n, "err", err.Error())
+			return nil
+		}
+		k := key(&p)
+		if k.ns < fromNs || k.ns >= toNs {
+			return nil
+		}
+		if i, ok := idx[k]; ok {
+			server[i] = p
+			return nil
+		}
+		idx[k] = len(server)
+		server = append(server, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", s.spool.path, err)
+	}
+	return server, nil
 }
 
 func str(r *query.FluxRecord, key string) string {

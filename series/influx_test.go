@@ -355,17 +355,28 @@ func postQuery(t *testing.T, endpoint, q string) {
 	}
 }
 
-// fakeInflux answers Flux queries with an empty result and writes with the
-// statuses in plan (then 204), recording each write body.
+// fakeInflux answers Flux queries with an empty result (or with queryStatus
+// when set) and writes with the statuses in plan (then 204), recording each
+// write body.
 type fakeInflux struct {
-	mu     sync.Mutex
-	plan   []int
-	bodies []string
+	mu          sync.Mutex
+	plan        []int
+	bodies      []string
+	queryStatus int
 }
 
 func (f *fakeInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/api/v2/query":
+		f.mu.Lock()
+		status := f.queryStatus
+		f.mu.Unlock()
+		if status != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"code":"x","message":"status %d"}`, status)
+			return
+		}
 		w.Header().Set("Content-Type", "text/csv")
 		return
 	case "/api/v2/write":
@@ -395,6 +406,12 @@ func (f *fakeInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+func (f *fakeInflux) setQueryStatus(status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queryStatus = status
 }
 
 func (f *fakeInflux) written() []string {
