@@ -20,7 +20,9 @@ lanes:
 
 func TestLoadEveryShippedConfig(t *testing.T) {
 	files, err := filepath.Glob("../configs/*.yaml")
-	if err != nil || len(files) < 3 {
+	more, _ := filepath.Glob("../configs/*/*.yaml")
+	files = append(files, more...)
+	if err != nil || len(files) < 4 {
 		t.Fatalf("want the shipped configs, got %v %v", files, err)
 	}
 	for _, f := range files {
@@ -122,12 +124,25 @@ func TestBadConfigs(t *testing.T) {
 	cases := []struct {
 		name, src, want string
 	}{
-		{"unknown top key", "timezon: UTC\n" + lane(""), `:1: unknown key "timezon"`},
-		{"unknown lane key", lane(", modle: x"), `unknown key "modle"`},
+		{"unknown top key", "timezon: UTC\n" + lane(""), `:1: timezon: unknown key`},
+		{"unknown lane key", lane(", modle: x"), `:2: lanes[0].modle: unknown key`},
+		{"unknown key in second lane", lane("") + "  - name: b\n    apikey: K\n", `:4: lanes[1].apikey: unknown key`},
+		{"unknown store key", "store:\n  kind: influx\n  urll: http://h\n" + lane(""), `:3: store.urll: unknown key`},
+		{"unknown probe key", "probe: {timeout: 5s, retries: 3}\n" + lane(""), `:1: probe.retries: unknown key`},
+		{"unknown class key", "policy:\n  classes:\n    - {name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 5}\n    - {name: d, deadline: 5}\n" + lane(""), `:4: policy.classes[1].deadline: unknown key`},
+		{"unknown odd key", "\"a\\nb\": 1\n" + lane(""), `:1: "a\nb": unknown key`},
+		{"repeated key", "concurrency: 2\nconcurrency: 3\n" + lane(""), `:2: concurrency: key repeated (first set on line 1)`},
+		{"unknown key in merge", "x-lane: &l {kind: free, api: openai}\n" + lane(""), `:1: x-lane: unknown key`},
+		{"bad merged value", "lanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n  - {<<: *l, name: b, max_tokens: lots}\n", `:3: lanes[1].max_tokens: want an integer, got "lots"`},
+		{"unknown key merged in", "probe: &p {timeout: 5s}\nlanes:\n  - {<<: [{modle: x}], name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n", `:3: lanes[0].modle: unknown key`},
 		{"bad timezone", "timezone: Mars/Olympus\n" + lane(""), `timezone: unknown time zone "Mars/Olympus"`},
 		{"bad schedule", "schedule: \"61 * * * *\"\n" + lane(""), `schedule: bad cron spec "61 * * * *"`},
 		{"tz in schedule", "schedule: \"TZ=UTC 7 * * * *\"\n" + lane(""), `schedule: set the zone with timezone:`},
-		{"bad duration", "jitter: soon\n" + lane(""), `want a duration such as "30s", got "soon"`},
+		{"bad duration", "jitter: soon\n" + lane(""), `:1: jitter: want a duration such as "30s", got "soon"`},
+		{"duration without unit", "jitter: 30\n" + lane(""), `:1: jitter: want a duration such as "30s", got "30"`},
+		{"duration as list", "probe:\n  timeout: [1s]\n" + lane(""), `:2: probe.timeout: want a duration such as "30s", got a list`},
+		{"bad lane duration", lane(", timeout: soon"), `:2: lanes[0].timeout: want a duration such as "30s", got "soon"`},
+		{"bad aliased duration", "probe: {timeout: &t soon}\n" + lane(", timeout: *t"), `:1: probe.timeout: want a duration such as "30s", got "soon"`},
 		{"negative jitter", "jitter: -1s\n" + lane(""), `jitter: must be >= 0`},
 		{"zero concurrency", "concurrency: 0\n" + lane(""), `concurrency: must be between 1 and 4096`},
 		{"bad store kind", "store: {kind: s3}\n" + lane(""), `store.kind: want file or influx, got "s3"`},
@@ -147,9 +162,28 @@ func TestBadConfigs(t *testing.T) {
 		{"lane timeout", lane(", timeout: -5s"), `lanes[0].timeout: must be > 0`},
 		{"empty prompt", "probe: {prompt: \" \"}\n" + lane(""), `probe.prompt: must not be empty`},
 		{"lookback", "policy: {lookback_days: -1}\n" + lane(""), `policy.lookback_days: must be between 0 and 366`},
-		{"class deadline", "policy: {classes: [{name: c, deadline_s: 0, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be > 0`},
+		{"class deadline", "policy: {classes: [{name: c, deadline_s: 0, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got 0`},
+		{"class deadline NaN", "policy: {classes: [{name: c, deadline_s: .nan, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got NaN`},
+		{"class deadline Inf", "policy: {classes: [{name: c, deadline_s: .inf, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got +Inf`},
+		{"class deadline -Inf", "policy: {classes: [{name: c, deadline_s: -.Inf, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got -Inf`},
+		{"class price NaN", "policy: {classes: [{name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 5, paid_usd_per_1k: .NaN}]}\n" + lane(""), `policy.classes[0].paid_usd_per_1k: must be a finite number >= 0, got NaN`},
+		{"class price Inf", "policy: {classes: [{name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 5, paid_usd_per_1k: .inf}]}\n" + lane(""), `policy.classes[0].paid_usd_per_1k: must be a finite number >= 0, got +Inf`},
+		{"class price -Inf", "policy: {classes: [{name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 5, paid_usd_per_1k: -.inf}]}\n" + lane(""), `policy.classes[0].paid_usd_per_1k: must be a finite number >= 0, got -Inf`},
+		{"class price negative", "policy: {classes: [{name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 5, paid_usd_per_1k: -1}]}\n" + lane(""), `policy.classes[0].paid_usd_per_1k: must be a finite number >= 0, got -1`},
+		{"class deadline not a number", "policy:\n  classes:\n    - name: c\n      deadline_s: soon\n" + lane(""), `:4: policy.classes[0].deadline_s: want a number, got "soon"`},
 		{"class est above ceiling", "policy: {classes: [{name: c, deadline_s: 5, ceiling_tokens: 10, est_tokens: 50}]}\n" + lane(""), `policy.classes[0].est_tokens: 50 is above ceiling_tokens 10`},
-		{"wrong type", "concurrency: many\n" + lane(""), `:1: cannot unmarshal`},
+		{"wrong type", "concurrency: many\n" + lane(""), `:1: concurrency: want an integer, got "many"`},
+		{"lane max_tokens not a number", lane(", max_tokens: abc"), `:2: lanes[0].max_tokens: want an integer, got "abc"`},
+		{"lane include_usage", lane(", include_usage: maybe"), `:2: lanes[0].include_usage: want true or false, got "maybe"`},
+		{"probe include_usage", "probe: {include_usage: [yes]}\n" + lane(""), `:1: probe.include_usage: want true or false, got a list`},
+		{"string wanted", lane(", api_key_env: [a, b]"), `:2: lanes[0].api_key_env: want a string, got a list`},
+		{"list for mapping", "store: [file]\n" + lane(""), `:1: store: want a mapping, got a list`},
+		{"scalar for mapping", "policy: out\n" + lane(""), `:1: policy: want a mapping, got "out"`},
+		{"mapping for list", "lanes: {name: a}\n", `:1: lanes: want a list, got a mapping`},
+		{"scalar lane", "lanes:\n  - a\n", `:2: lanes[0]: want a mapping, got "a"`},
+		{"long value clipped", "concurrency: " + strings.Repeat("x", 100) + "\n" + lane(""), `concurrency: want an integer, got "` + strings.Repeat("x", 37) + `..."`},
+		{"multi-line value", "concurrency: \"a\\nb\"\n" + lane(""), `:1: concurrency: want an integer, got "a\nb"`},
+		{"not a mapping", "hello\n", `:1: want a mapping, got "hello"`},
 		{"not yaml", "lanes: [\n", `yaml`},
 	}
 	for _, c := range cases {

@@ -36,7 +36,7 @@ go test -race -count=1 -p 2 -timeout 20m ./... "$@"
 # of -fuzztime (a known go test -fuzz flake) is run once more.
 fuzztime="${LANEWATCH_FUZZTIME:-5s}"
 fuzz() {
-	go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "./$1" >"$fuzzlog" 2>&1
+	go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "./$1" >"$fuzzlog" 2>&1
 }
 if [[ "$fuzztime" != "0" ]]; then
 	echo "== fuzz ($fuzztime per target)"
