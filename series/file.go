@@ -104,64 +104,81 @@ func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error
 // Probes returns the probe points with from <= time < to, sorted by time
 // then lane.
 func (s *File) Probes(ctx context.Context, from, to time.Time) ([]Probe, error) {
-	out := []Probe{}
-	idx := map[pointKey]int{}
-	err := s.scan(ctx, kindProbe, from, to, func(line []byte) error {
-		p, err := decodeProbe(line)
-		if err != nil {
-			return err
-		}
-		k := pointKey{p.Lane, p.Kind, p.Time.UnixNano()}
-		if i, ok := idx[k]; ok {
-			out[i] = p
-			return nil
-		}
-		idx[k] = len(out)
-		out = append(out, p)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b Probe) int {
-		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
-	})
-	return out, nil
+	return readFile(ctx, s, kindProbe, from, to, decodeProbe, probeKey)
 }
 
 // Hourly returns the hourly points with from <= hour < to, sorted by hour
 // then lane. Probe lines are skipped by their measurement prefix and lines
 // out of range by their timestamp, without decoding either.
 func (s *File) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, error) {
-	out := []Hourly{}
-	idx := map[pointKey]int{}
-	err := s.scan(ctx, kindHourly, from, to, func(line []byte) error {
-		h, err := decodeHourly(line)
+	return readFile(ctx, s, kindHourly, from, to, decodeHourly, hourlyKey)
+}
+
+// readFile decodes the file's points of one measurement in [from, to), the
+// later line winning per series and time.
+func readFile[T any](ctx context.Context, s *File, kind pointKind, from, to time.Time,
+	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+	l := newLatest(key, nil)
+	err := s.scan(ctx, kind, from, to, func(line []byte) error {
+		p, err := decode(line)
 		if err != nil {
 			return err
 		}
-		k := pointKey{h.Lane, h.Kind, h.Hour.UnixNano()}
-		if i, ok := idx[k]; ok {
-			out[i] = h
-			return nil
-		}
-		idx[k] = len(out)
-		out = append(out, h)
+		l.put(p)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b Hourly) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
-	})
-	return out, nil
+	return l.sorted(), nil
 }
 
 // pointKey identifies a point: same key, same point (the later line wins).
 type pointKey struct {
 	lane, kind string
 	ns         int64
+}
+
+func probeKey(p *Probe) pointKey   { return pointKey{p.Lane, p.Kind, p.Time.UnixNano()} }
+func hourlyKey(h *Hourly) pointKey { return pointKey{h.Lane, h.Kind, h.Hour.UnixNano()} }
+
+// latest keeps the last point put per key, as a store keeps the last write
+// of a series and time, and hands them back sorted by time, lane and kind.
+type latest[T any] struct {
+	key func(*T) pointKey
+	idx map[pointKey]int
+	out []T
+}
+
+// newLatest starts from seed (whose points must have distinct keys).
+func newLatest[T any](key func(*T) pointKey, seed []T) *latest[T] {
+	l := &latest[T]{key: key, idx: make(map[pointKey]int, len(seed)), out: seed}
+	if l.out == nil {
+		l.out = []T{}
+	}
+	for i := range l.out {
+		l.idx[key(&l.out[i])] = i
+	}
+	return l
+}
+
+// put adds p, replacing the point with the same key.
+func (l *latest[T]) put(p T) {
+	k := l.key(&p)
+	if i, ok := l.idx[k]; ok {
+		l.out[i] = p
+		return
+	}
+	l.idx[k] = len(l.out)
+	l.out = append(l.out, p)
+}
+
+func (l *latest[T]) sorted() []T {
+	slices.SortFunc(l.out, func(a, b T) int {
+		ka, kb := l.key(&a), l.key(&b)
+		return cmp.Or(cmp.Compare(ka.ns, kb.ns), cmp.Compare(ka.lane, kb.lane), cmp.Compare(ka.kind, kb.kind))
+	})
+	return l.out
 }
 
 // scan streams the file and hands each complete line of measurement want

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -407,50 +406,43 @@ func isTransient(err error) bool {
 // Probes returns the probe points with from <= time < to, sorted by time
 // then lane, including the points waiting in the spool.
 func (s *Influx) Probes(ctx context.Context, from, to time.Time) ([]Probe, error) {
-	out := []Probe{}
-	if !from.Before(to) {
-		return out, nil
-	}
-	if s.spool != nil {
-		s.mu.RLock()
-		defer s.mu.RUnlock()
-		if s.closed {
-			return nil, fmt.Errorf("%s: read probes: %w", s.where, os.ErrClosed)
-		}
-	}
-	err := s.query(ctx, s.flux(MeasurementProbe, probeFields, from, to), func(r *query.FluxRecord) error {
-		p := Probe{Lane: str(r, tagLane), Kind: str(r, tagKind), Time: r.Time().UTC()}
-		if p.Time.Before(from) || !p.Time.Before(to) {
-			return nil // Flux on InfluxDB 1.8 includes points at stop
-		}
-		p.QueueS, _ = r.ValueByKey(fieldQueueS).(float64)
-		p.GenS, _ = r.ValueByKey(fieldGenS).(float64)
-		p.HeadersS, _ = r.ValueByKey(fieldHeadersS).(float64)
-		p.Tokens, _ = r.ValueByKey(fieldTokens).(int64)
-		p.OK, _ = r.ValueByKey(fieldOK).(bool)
-		p.Outcome, _ = r.ValueByKey(fieldOutcome).(string)
-		p.Status, _ = r.ValueByKey(fieldStatus).(int64)
-		out = append(out, p)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: read probes: %w", s.where, s.explain(err))
-	}
-	out, err = mergeSpooled(ctx, s, out, kindProbe, from, to, decodeProbe,
-		func(p *Probe) pointKey { return pointKey{p.Lane, p.Kind, p.Time.UnixNano()} })
-	if err != nil {
-		return nil, fmt.Errorf("%s: read probes: %w", s.where, err)
-	}
-	slices.SortFunc(out, func(a, b Probe) int {
-		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
-	})
-	return out, nil
+	return readPoints(ctx, s, "probes", MeasurementProbe, probeFields, kindProbe, from, to, decodeProbe, probeKey,
+		func(r *query.FluxRecord) Probe {
+			p := Probe{Lane: str(r, tagLane), Kind: str(r, tagKind), Time: r.Time().UTC()}
+			p.QueueS, _ = r.ValueByKey(fieldQueueS).(float64)
+			p.GenS, _ = r.ValueByKey(fieldGenS).(float64)
+			p.HeadersS, _ = r.ValueByKey(fieldHeadersS).(float64)
+			p.Tokens, _ = r.ValueByKey(fieldTokens).(int64)
+			p.OK, _ = r.ValueByKey(fieldOK).(bool)
+			p.Outcome, _ = r.ValueByKey(fieldOutcome).(string)
+			p.Status, _ = r.ValueByKey(fieldStatus).(int64)
+			return p
+		})
 }
 
 // Hourly returns the hourly points with from <= hour < to, sorted by hour
 // then lane, including the points waiting in the spool.
 func (s *Influx) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, error) {
-	out := []Hourly{}
+	return readPoints(ctx, s, "hourly", MeasurementHourly, hourlyFields, kindHourly, from, to, decodeHourly, hourlyKey,
+		func(r *query.FluxRecord) Hourly {
+			h := Hourly{Lane: str(r, tagLane), Kind: str(r, tagKind), Hour: r.Time().UTC()}
+			h.WorstQueueS, _ = r.ValueByKey(fieldWorstQueueS).(float64)
+			h.WorstGenS, _ = r.ValueByKey(fieldWorstGenS).(float64)
+			h.MinTokPerS, _ = r.ValueByKey(fieldMinTokPerS).(float64)
+			h.Samples, _ = r.ValueByKey(fieldSamples).(int64)
+			h.Failures, _ = r.ValueByKey(fieldFailures).(int64)
+			h.Eligible, _ = r.ValueByKey(fieldEligible).(bool)
+			return h
+		})
+}
+
+// readPoints reads one measurement's points with from <= time < to from the
+// server, merges the points waiting in the spool, and sorts them by time,
+// lane and kind. With a spool it holds s.mu shared across both reads, so a
+// replay cannot move points from the spool to the server in between.
+func readPoints[T any](ctx context.Context, s *Influx, what, measurement string, fields []string, kind pointKind,
+	from, to time.Time, decode func([]byte) (T, error), key func(*T) pointKey, fromRecord func(*query.FluxRecord) T) ([]T, error) {
+	out := []T{}
 	if !from.Before(to) {
 		return out, nil
 	}
@@ -458,35 +450,26 @@ func (s *Influx) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, erro
 		s.mu.RLock()
 		defer s.mu.RUnlock()
 		if s.closed {
-			return nil, fmt.Errorf("%s: read hourly: %w", s.where, os.ErrClosed)
+			return nil, fmt.Errorf("%s: read %s: %w", s.where, what, os.ErrClosed)
 		}
 	}
-	err := s.query(ctx, s.flux(MeasurementHourly, hourlyFields, from, to), func(r *query.FluxRecord) error {
-		h := Hourly{Lane: str(r, tagLane), Kind: str(r, tagKind), Hour: r.Time().UTC()}
-		if h.Hour.Before(from) || !h.Hour.Before(to) {
+	fromNs, toNs := clampNano(from), clampNano(to)
+	err := s.query(ctx, s.flux(measurement, fields, from, to), func(r *query.FluxRecord) error {
+		p := fromRecord(r)
+		if k := key(&p); k.ns < fromNs || k.ns >= toNs {
 			return nil // Flux on InfluxDB 1.8 includes points at stop
 		}
-		h.WorstQueueS, _ = r.ValueByKey(fieldWorstQueueS).(float64)
-		h.WorstGenS, _ = r.ValueByKey(fieldWorstGenS).(float64)
-		h.MinTokPerS, _ = r.ValueByKey(fieldMinTokPerS).(float64)
-		h.Samples, _ = r.ValueByKey(fieldSamples).(int64)
-		h.Failures, _ = r.ValueByKey(fieldFailures).(int64)
-		h.Eligible, _ = r.ValueByKey(fieldEligible).(bool)
-		out = append(out, h)
+		out = append(out, p)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: read hourly: %w", s.where, s.explain(err))
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.explain(err))
 	}
-	out, err = mergeSpooled(ctx, s, out, kindHourly, from, to, decodeHourly,
-		func(h *Hourly) pointKey { return pointKey{h.Lane, h.Kind, h.Hour.UnixNano()} })
-	if err != nil {
-		return nil, fmt.Errorf("%s: read hourly: %w", s.where, err)
+	l := newLatest(key, out)
+	if err := mergeSpooled(ctx, s, l, kind, from, to, decode); err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
 	}
-	slices.SortFunc(out, func(a, b Hourly) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
-	})
-	return out, nil
+	return l.sorted(), nil
 }
 
 // mergeSpooled adds to server (the points read from InfluxDB) the spooled
@@ -495,14 +478,10 @@ func (s *Influx) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, erro
 // spool line an earlier one. s.mu must be held (shared is enough), so that
 // no write or replay changes the spool meanwhile. Lines that do not decode
 // are skipped with a warning (a replay dead-letters them).
-func mergeSpooled[T any](ctx context.Context, s *Influx, server []T, want pointKind, from, to time.Time,
-	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+func mergeSpooled[T any](ctx context.Context, s *Influx, server *latest[T], want pointKind, from, to time.Time,
+	decode func([]byte) (T, error)) error {
 	if s.spool == nil || s.depth.Load() == 0 {
-		return server, nil
-	}
-	idx := make(map[pointKey]int, len(server))
-	for i := range server {
-		idx[key(&server[i])] = i
+		return nil
 	}
 	fromNs, toNs := clampNano(from), clampNano(to)
 	err := s.spool.read(func(n int64, line []byte, terminated bool) error {
@@ -522,22 +501,16 @@ func mergeSpooled[T any](ctx context.Context, s *Influx, server []T, want pointK
 			s.warn("skipped corrupt spool line", "spool", s.spool.path, "line", n, "err", err.Error())
 			return nil
 		}
-		k := key(&p)
-		if k.ns < fromNs || k.ns >= toNs {
+		if k := server.key(&p); k.ns < fromNs || k.ns >= toNs {
 			return nil
 		}
-		if i, ok := idx[k]; ok {
-			server[i] = p
-			return nil
-		}
-		idx[k] = len(server)
-		server = append(server, p)
+		server.put(p)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("spool %s: %w", s.spool.path, err)
+		return fmt.Errorf("spool %s: %w", s.spool.path, err)
 	}
-	return server, nil
+	return nil
 }
 
 func str(r *query.FluxRecord, key string) string {
