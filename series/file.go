@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -118,7 +119,7 @@ func (s *File) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, error)
 // later line winning per series and time.
 func readFile[T any](ctx context.Context, s *File, kind pointKind, from, to time.Time,
 	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
-	l := newLatest(key, nil)
+	l := newLatest(key)
 	err := s.scan(ctx, kind, from, to, func(line []byte) error {
 		p, err := decode(line)
 		if err != nil {
@@ -150,35 +151,51 @@ type latest[T any] struct {
 	out []T
 }
 
-// newLatest starts from seed (whose points must have distinct keys).
-func newLatest[T any](key func(*T) pointKey, seed []T) *latest[T] {
-	l := &latest[T]{key: key, idx: make(map[pointKey]int, len(seed)), out: seed}
-	if l.out == nil {
-		l.out = []T{}
-	}
-	for i := range l.out {
-		l.idx[key(&l.out[i])] = i
-	}
-	return l
+func newLatest[T any](key func(*T) pointKey) *latest[T] {
+	return &latest[T]{key: key, idx: map[pointKey]int{}, out: []T{}}
 }
 
 // put adds p, replacing the point with the same key.
-func (l *latest[T]) put(p T) {
-	k := l.key(&p)
-	if i, ok := l.idx[k]; ok {
-		l.out[i] = p
-		return
-	}
-	l.idx[k] = len(l.out)
+func (l *latest[T]) put(p T) { l.putIn(p, math.MinInt64, math.MaxInt64) }
+
+// putIn is put for a point whose time is in [fromNs, toNs); others are
+// dropped. p is appended before its key is taken so that it does not escape
+// to the heap through the key function: one allocation per point otherwise.
+func (l *latest[T]) putIn(p T, fromNs, toNs int64) {
 	l.out = append(l.out, p)
+	last := len(l.out) - 1
+	k := l.key(&l.out[last])
+	switch i, ok := l.idx[k]; {
+	case k.ns < fromNs || k.ns >= toNs:
+		l.out = l.out[:last]
+	case ok:
+		l.out[i] = l.out[last]
+		l.out = l.out[:last]
+	default:
+		l.idx[k] = last
+	}
 }
 
+// sorted returns the points by time, lane and kind. It sorts the keys (the
+// map already holds them) rather than the points, whose addresses taken in a
+// comparator would cost an allocation per comparison.
 func (l *latest[T]) sorted() []T {
-	slices.SortFunc(l.out, func(a, b T) int {
-		ka, kb := l.key(&a), l.key(&b)
-		return cmp.Or(cmp.Compare(ka.ns, kb.ns), cmp.Compare(ka.lane, kb.lane), cmp.Compare(ka.kind, kb.kind))
+	type entry struct {
+		k pointKey
+		i int
+	}
+	order := make([]entry, 0, len(l.idx))
+	for k, i := range l.idx {
+		order = append(order, entry{k, i})
+	}
+	slices.SortFunc(order, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.k.ns, b.k.ns), cmp.Compare(a.k.lane, b.k.lane), cmp.Compare(a.k.kind, b.k.kind))
 	})
-	return l.out
+	out := make([]T, len(order))
+	for j, e := range order {
+		out[j] = l.out[e.i]
+	}
+	return out
 }
 
 // scan streams the file and hands each complete line of measurement want

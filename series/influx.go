@@ -442,9 +442,9 @@ func (s *Influx) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, erro
 // replay cannot move points from the spool to the server in between.
 func readPoints[T any](ctx context.Context, s *Influx, what, measurement string, fields []string, kind pointKind,
 	from, to time.Time, decode func([]byte) (T, error), key func(*T) pointKey, fromRecord func(*query.FluxRecord) T) ([]T, error) {
-	out := []T{}
+	l := newLatest(key)
 	if !from.Before(to) {
-		return out, nil
+		return l.out, nil
 	}
 	if s.spool != nil {
 		s.mu.RLock()
@@ -455,17 +455,12 @@ func readPoints[T any](ctx context.Context, s *Influx, what, measurement string,
 	}
 	fromNs, toNs := clampNano(from), clampNano(to)
 	err := s.query(ctx, s.flux(measurement, fields, from, to), func(r *query.FluxRecord) error {
-		p := fromRecord(r)
-		if k := key(&p); k.ns < fromNs || k.ns >= toNs {
-			return nil // Flux on InfluxDB 1.8 includes points at stop
-		}
-		out = append(out, p)
+		l.putIn(fromRecord(r), fromNs, toNs) // Flux on InfluxDB 1.8 includes points at stop
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.explain(err))
 	}
-	l := newLatest(key, out)
 	if err := mergeSpooled(ctx, s, l, kind, from, to, decode); err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
 	}
@@ -501,10 +496,7 @@ func mergeSpooled[T any](ctx context.Context, s *Influx, server *latest[T], want
 			s.warn("skipped corrupt spool line", "spool", s.spool.path, "line", n, "err", err.Error())
 			return nil
 		}
-		if k := server.key(&p); k.ns < fromNs || k.ns >= toNs {
-			return nil
-		}
-		server.put(p)
+		server.putIn(p, fromNs, toNs)
 		return nil
 	})
 	if err != nil {
