@@ -250,15 +250,10 @@ func ForHour(p Params, recs []Record, hour time.Time) File {
 			}
 		}
 		l := s.lane(spec)
-		switch {
-		case len(lr) == 0:
-			l.Reason = ReasonNeverSampled
-		case basis == nil:
-			l.Reason = ReasonNoRecentSample
-		case basis.Failures > 0 || basis.Samples-basis.Failures < 1:
-			l.Reason = ReasonProbeFailed
-		default:
-			l.Eligible, l.Reason = true, ReasonOK
+		if basis == nil {
+			l.Eligible, l.Reason = eligibility(len(lr) > 0, false, 0, 0)
+		} else {
+			l.Eligible, l.Reason = eligibility(true, true, basis.Samples, basis.Failures)
 		}
 		l.LastSample = newest(lr)
 		f.Records += s.records
@@ -297,16 +292,7 @@ func Forecast(p Params, recs []Record, day time.Time) []File {
 				}
 			}
 			l := s.lane(spec)
-			switch {
-			case len(lr) == 0:
-				l.Reason = ReasonNeverSampled
-			case s.records == 0:
-				l.Reason = ReasonNoRecentSample
-			case s.failures > 0 || s.samples-s.failures < 1:
-				l.Reason = ReasonProbeFailed
-			default:
-				l.Eligible, l.Reason = true, ReasonOK
-			}
+			l.Eligible, l.Reason = eligibility(len(lr) > 0, s.records > 0, s.samples, s.failures)
 			l.LastSample = newest(lr)
 			f.Records += s.records
 			calcs = append(calcs, laneCalc{Lane: l, rawTok: s.tok})
@@ -315,6 +301,20 @@ func Forecast(p Params, recs []Record, day time.Time) []File {
 		files[hr] = f
 	}
 	return files
+}
+
+// eligibility is the one rule for a lane's basis: eligible when it holds at
+// least one ok probe and no failed one; otherwise the reason says why.
+func eligibility(everSampled, hasBasis bool, samples, failures int) (bool, string) {
+	switch {
+	case !everSampled:
+		return false, ReasonNeverSampled
+	case !hasBasis:
+		return false, ReasonNoRecentSample
+	case failures > 0 || samples-failures < 1:
+		return false, ReasonProbeFailed
+	}
+	return true, ReasonOK
 }
 
 // rec is a Record with its wall-clock day and hour in the policy's zone.
