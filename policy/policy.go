@@ -20,6 +20,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
 )
 
 // Basis of a policy file.
@@ -41,9 +43,6 @@ const (
 	KindFree = "free"
 	KindPaid = "paid"
 )
-
-// HourLayout is how hours are keyed: wall-clock time in the config's timezone.
-const HourLayout = "2006-01-02T15"
 
 // Record is one lane-hour of the store (measurement queue_hourly) plus the time
 // of the hour's last probe. A record with Samples <= 0 counts as no record.
@@ -147,61 +146,6 @@ func (f File) Book(class string) (BookPolicy, error) {
 	return c.Book, nil
 }
 
-// HourStart returns the start of the wall-clock hour of t in loc (nil: UTC),
-// the way the sampler keys hours: right for zones whose offset is not a whole
-// number of hours, and in a repeated DST hour each instant maps to the start
-// of its own occurrence.
-func HourStart(t time.Time, loc *time.Location) time.Time {
-	lt := t.In(orUTC(loc))
-	start := lt.Add(-time.Duration(lt.Minute())*time.Minute - time.Duration(lt.Second())*time.Second - time.Duration(lt.Nanosecond()))
-	if start.Minute() != 0 || start.Second() != 0 || start.Nanosecond() != 0 || start.Hour() != lt.Hour() {
-		// The offset changed inside this hour (a DST shift that is not a
-		// whole hour): fall back to the wall-clock date.
-		start = time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), 0, 0, 0, lt.Location())
-	}
-	return start
-}
-
-// HourLabel returns the key of the hour holding t: "YYYY-MM-DDTHH" in loc.
-func HourLabel(t time.Time, loc *time.Location) string {
-	return t.In(orUTC(loc)).Format(HourLayout)
-}
-
-// ParseHour parses an hour key "YYYY-MM-DDTHH" in loc and returns the start of
-// that hour. An hour that a DST change skips is an error; an hour that a DST
-// change repeats gives its first occurrence.
-func ParseHour(s string, loc *time.Location) (time.Time, error) {
-	loc = orUTC(loc)
-	t, err := time.ParseInLocation(HourLayout, s, loc)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("hour %q: want YYYY-MM-DDTHH", s)
-	}
-	// time.ParseInLocation normalises a skipped hour and picks either
-	// occurrence of a repeated one: check, and take the earliest match.
-	var first time.Time
-	for _, c := range []time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
-		c = HourStart(c, loc)
-		if HourLabel(c, loc) == s && (first.IsZero() || c.Before(first)) {
-			first = c
-		}
-	}
-	if first.IsZero() {
-		return time.Time{}, fmt.Errorf("hour %s: does not exist in %s (DST change)", s, loc)
-	}
-	return first, nil
-}
-
-// ParseDay parses a day "YYYY-MM-DD" and returns noon of that day in loc (a
-// time that exists on every day, whatever the DST rules).
-func ParseDay(s string, loc *time.Location) (time.Time, error) {
-	loc = orUTC(loc)
-	t, err := time.ParseInLocation("2006-01-02", s, loc)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("day %q: want YYYY-MM-DD", s)
-	}
-	return time.Date(t.Year(), t.Month(), t.Day(), 12, 0, 0, 0, loc), nil
-}
-
 // ForHour returns the live policy for the hour holding `hour` (in p.Location).
 //
 // The basis record of a lane is its record of that hour H, or if H has no
@@ -215,13 +159,13 @@ func ParseDay(s string, loc *time.Location) (time.Time, error) {
 // are ignored, so a past hour gives the same file whatever came later.
 func ForHour(p Params, recs []Record, hour time.Time) File {
 	loc := orUTC(p.Location)
-	h := HourStart(hour, loc)
+	h := hours.Start(hour, loc)
 	end := h.Add(time.Hour)
 	lt := h.In(loc)
 	days := pastDays(civilOf(lt), p.LookbackDays)
 	hist := index(recs, loc, func(r *rec) bool { return r.Hour.Before(end) })
 
-	f := File{Hour: HourLabel(h, loc), Timezone: loc.String(), Basis: BasisLive}
+	f := File{Hour: hours.Label(h, loc), Timezone: loc.String(), Basis: BasisLive}
 	calcs := make([]laneCalc, 0, len(p.Lanes))
 	for _, spec := range p.Lanes {
 		lr := hist[spec.Name]

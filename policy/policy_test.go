@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -379,7 +381,7 @@ func TestForHourIsStable(t *testing.T) {
 
 func TestForHourLaterRecordReplaces(t *testing.T) {
 	p, _, h := utcScenario(t)
-	hr := HourStart(h, time.UTC)
+	hr := hours.Start(h, time.UTC)
 	early := r("free-a", "free", hr, 10, 40)
 	later := r("free-a", "free", hr, 12, 40)
 	later.Samples = 4
@@ -447,7 +449,7 @@ func TestParseHour(t *testing.T) {
 		{"2026-11-30T14:00", time.UTC, "", "want YYYY-MM-DDTHH"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseHour(tc.in, tc.loc)
+			got, err := hours.Parse(tc.in, tc.loc)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -457,8 +459,8 @@ func TestParseHour(t *testing.T) {
 			if err != nil || got.UTC().Format(time.RFC3339) != tc.want {
 				t.Fatalf("got %v, %v; want %s", got.UTC(), err, tc.want)
 			}
-			if HourLabel(got, tc.loc) != tc.in {
-				t.Fatalf("label %s", HourLabel(got, tc.loc))
+			if hours.Label(got, tc.loc) != tc.in {
+				t.Fatalf("label %s", hours.Label(got, tc.loc))
 			}
 		})
 	}
@@ -466,13 +468,13 @@ func TestParseHour(t *testing.T) {
 
 func TestHourStart(t *testing.T) {
 	kol := mustLoc(t, "Asia/Kolkata")
-	got := HourStart(time.Date(2026, 6, 15, 4, 10, 5, 7, time.UTC), kol)
+	got := hours.Start(time.Date(2026, 6, 15, 4, 10, 5, 7, time.UTC), kol)
 	if !got.Equal(time.Date(2026, 6, 15, 3, 30, 0, 0, time.UTC)) {
 		t.Fatalf("got %v", got.UTC())
 	}
 	ny := mustLoc(t, "America/New_York")
 	second := time.Date(2026, 11, 1, 6, 59, 0, 0, time.UTC) // 01:59 EST
-	if got := HourStart(second, ny); !got.Equal(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)) {
+	if got := hours.Start(second, ny); !got.Equal(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)) {
 		t.Fatalf("got %v", got.UTC())
 	}
 }
@@ -486,9 +488,9 @@ func TestHourStartHalfHourDST(t *testing.T) {
 		time.Date(2026, 4, 4, 15, 10, 0, 0, time.UTC), // 01:40 +10:30
 		time.Date(2026, 4, 4, 15, 40, 0, 0, time.UTC), // 02:10 +10:30
 	} {
-		got := HourStart(at, lh)
+		got := hours.Start(at, lh)
 		if lt := at.In(lh); got.Hour() != lt.Hour() || got.Minute() != 0 || got.After(at) {
-			t.Errorf("HourStart(%v) = %v", lt, got)
+			t.Errorf("hours.Start(%v) = %v", lt, got)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lanewatch/lanewatch/hours"
 )
 
 // Header is the first line of every policy file; %d is File.Records.
@@ -233,7 +235,7 @@ func ParseFile(data []byte) (File, error) {
 		f.Records = n
 	}
 	if p.err == nil {
-		if _, err := time.Parse(HourLayout, f.Hour); err != nil {
+		if _, err := time.Parse(hours.Layout, f.Hour); err != nil {
 			p.fail("hour", "want YYYY-MM-DDTHH")
 		}
 		if f.Basis != BasisLive && f.Basis != BasisForecast {

@@ -43,25 +43,3 @@ func Aggregate(lane, kind string, hour time.Time, probes []Probe) Hourly {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-// HourStart returns the start of the hour that holds t, as wall-clock hours
-// run in loc (nil means UTC). It is right for zones whose offset is not a
-// whole number of hours (India, Nepal, Newfoundland) and across DST changes:
-// in the repeated hour of a fall-back, each instant maps to the start of its
-// own occurrence of that hour. The result is in loc.
-func HourStart(t time.Time, loc *time.Location) time.Time {
-	if loc == nil {
-		loc = time.UTC
-	}
-	lt := t.In(loc)
-	into := time.Duration(lt.Minute())*time.Minute +
-		time.Duration(lt.Second())*time.Second +
-		time.Duration(lt.Nanosecond())
-	start := lt.Add(-into)
-	if start.Minute() != 0 || start.Second() != 0 || start.Nanosecond() != 0 || start.Hour() != lt.Hour() {
-		// The offset changed inside this hour (a zone whose DST shift is
-		// not a whole hour): fall back to the wall-clock date.
-		start = time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), 0, 0, 0, loc)
-	}
-	return start
-}

@@ -6,6 +6,7 @@ import (
 	"time"
 	_ "time/tzdata" // zones for HourStart on machines without zoneinfo
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -91,9 +92,9 @@ func TestHourStart(t *testing.T) {
 		{"half-hour DST shift", "2026-10-03T15:45:00Z", zone("Australia/Lord_Howe"), "2026-10-03T15:30:00Z"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := series.HourStart(utc(c.t), c.loc)
+			got := hours.Start(utc(c.t), c.loc)
 			if !got.Equal(utc(c.want)) {
-				t.Errorf("HourStart(%s) = %s (%s UTC), want %s", c.t, got, got.UTC().Format(time.RFC3339), c.want)
+				t.Errorf("hours.Start(%s) = %s (%s UTC), want %s", c.t, got, got.UTC().Format(time.RFC3339), c.want)
 			}
 			if got.After(utc(c.t)) {
 				t.Errorf("hour start %s is after %s", got, c.t)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -112,7 +113,7 @@ func BenchmarkInfluxWriteRound50(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		at := yearStart.Add(time.Duration(i) * 20 * time.Minute)
-		hour := series.HourStart(at, time.UTC)
+		hour := hours.Start(at, time.UTC)
 		ps := make([]series.Probe, 0, benchLanes)
 		hs := make([]series.Hourly, 0, benchLanes)
 		for l := range benchLanes {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
@@ -52,7 +53,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 
 	var files []policy.File
 	if *dayFlag != "" {
-		day, err := policy.ParseDay(*dayFlag, loc)
+		day, err := hours.ParseDay(*dayFlag, loc)
 		if err != nil {
 			return usagef("-day: %w", err)
 		}
@@ -69,11 +70,11 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	} else {
 		var h time.Time
 		if *hourFlag != "" {
-			if h, err = policy.ParseHour(*hourFlag, loc); err != nil {
+			if h, err = hours.Parse(*hourFlag, loc); err != nil {
 				return usagef("-hour: %w", err)
 			}
 		} else {
-			h = policy.HourStart(e.now(), loc)
+			h = hours.Start(e.now(), loc)
 		}
 		// The window: from an hour before the first lookback day (so H-1
 		// is in even with no lookback) to the end of H.
@@ -147,7 +148,7 @@ func (e *env) records(ctx context.Context, cfg *config.Config, from, to time.Tim
 	}
 	last := make(map[key]time.Time, len(hourly))
 	for _, p := range probes {
-		k := key{p.Lane, policy.HourStart(p.Time, cfg.Location).Unix()}
+		k := key{p.Lane, hours.Start(p.Time, cfg.Location).Unix()}
 		if p.Time.After(last[k]) {
 			last[k] = p.Time
 		}

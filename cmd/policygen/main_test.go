@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -108,7 +109,7 @@ func (f *fixture) seed(t *testing.T, rounds []round) {
 	defer st.Close()
 	sofar := map[string][]series.Probe{}
 	for _, r := range rounds {
-		hour := series.HourStart(r.at, f.loc)
+		hour := hours.Start(r.at, f.loc)
 		free := series.Probe{Lane: "free", Kind: "free", Time: r.at, QueueS: r.freeQueue, GenS: 0.4, HeadersS: 0.1, Tokens: 16, OK: r.freeOK, Outcome: "ok", Status: 200}
 		if !r.freeOK {
 			free.Outcome, free.Status, free.QueueS, free.GenS, free.Tokens = "rate_limited", 429, 0, 0, 0
@@ -248,7 +249,7 @@ func TestHourWritesPolicyFile(t *testing.T) {
 	} {
 		t.Run(tc.tz, func(t *testing.T) {
 			fx := newFixture(t, tc.tz)
-			h, err := policy.ParseHour(tc.hour, fx.loc)
+			h, err := hours.Parse(tc.hour, fx.loc)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
@@ -164,7 +165,7 @@ func (s *sampler) hourly(ctx context.Context, points []series.Probe) []series.Ho
 	groups := map[key][]series.Probe{}
 	kinds := map[string]string{}
 	for _, p := range points {
-		h := series.HourStart(p.Time, s.cfg.Location)
+		h := hours.Start(p.Time, s.cfg.Location)
 		prev := s.hourProbes(ctx, h)
 		k := key{p.Lane, h}
 		if _, ok := groups[k]; !ok {
@@ -228,7 +229,7 @@ func (s *sampler) remember(points []series.Probe) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range points {
-		if s.hourProbe != nil && series.HourStart(p.Time, s.cfg.Location).Equal(s.hour) {
+		if s.hourProbe != nil && hours.Start(p.Time, s.cfg.Location).Equal(s.hour) {
 			s.addLocked(p)
 		}
 	}
