@@ -19,6 +19,9 @@ type Config struct {
 	Probe       Probe          `yaml:"probe"`
 	Lanes       []Lane         `yaml:"lanes"`
 	Policy      Policy         `yaml:"policy"`
+	Site        string         `yaml:"site"`
+	Shard       Shard          `yaml:"-"`
+	Quotas      []Quota        `yaml:"quotas"`
 
 	// Dir is the folder of the config file; relative paths resolve against it.
 	Dir string `yaml:"-"`
@@ -58,6 +61,18 @@ type Lane struct {
 	MaxTokens    int      `yaml:"max_tokens"`
 	Timeout      Duration `yaml:"timeout"`
 	IncludeUsage *bool    `yaml:"include_usage"`
+	Quota        string   `yaml:"quota"`
+}
+
+// Shard is the part of the lanes one sampler probes: shard Index of Count.
+type Shard struct{ Index, Count int }
+
+// Quota is a probe budget shared by the lanes that name it.
+type Quota struct {
+	Name         string         `yaml:"name"`
+	ProbesPerDay int            `yaml:"probes_per_day"`
+	Timezone     string         `yaml:"timezone"`
+	Location     *time.Location `yaml:"-"`
 }
 
 // Policy configures policygen.

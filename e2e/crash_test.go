@@ -129,11 +129,11 @@ func checkRounds(t *testing.T, path string, lanes []laneSpec, rounds []storedRou
 	}
 	defer st.Close()
 	ctx := context.Background()
-	probes, err := st.Probes(ctx, time.Unix(0, 0), time.Now().Add(time.Hour))
+	probes, err := st.Probes(ctx, series.Between(time.Unix(0, 0), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatalf("store: probes: %v", err)
 	}
-	if _, err := st.Hourly(ctx, time.Unix(0, 0), time.Now().Add(time.Hour)); err != nil {
+	if _, err := st.Hourly(ctx, series.Between(time.Unix(0, 0), time.Now().Add(time.Hour))); err != nil {
 		t.Fatalf("store: hourly: %v", err)
 	}
 	if clean && len(warnings) > 0 {
@@ -167,11 +167,11 @@ func checkHourlyCounts(t *testing.T, path string, at time.Time) {
 	defer st.Close()
 	h := at.UTC().Truncate(time.Hour)
 	ctx := context.Background()
-	probes, err := st.Probes(ctx, h, h.Add(time.Hour))
+	probes, err := st.Probes(ctx, series.Between(h, h.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hourly, err := st.Hourly(ctx, h, h.Add(time.Hour))
+	hourly, err := st.Hourly(ctx, series.Between(h, h.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func writeHistory(t *testing.T, path string, lanes, days int, end time.Time, sca
 						HeadersS: 0.05, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 					probes = append(probes, p)
 					sofar[i] = append(sofar[i], p)
-					hourly = append(hourly, series.Aggregate(p.Lane, kind, hour, sofar[i]))
+					hourly = append(hourly, series.Aggregate(p.Lane, kind, "", hour, sofar[i]))
 				}
 			}
 		}

@@ -57,7 +57,7 @@ func TestPipelineFileAndInfluxAgree(t *testing.T) {
 	}
 	defer st.Close()
 	h, _ := time.Parse("2006-01-02T15", hour)
-	probes, err := st.Probes(t.Context(), h, h.Add(time.Hour))
+	probes, err := st.Probes(t.Context(), series.Between(h, h.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -356,7 +356,7 @@ func checkStoredOutcomes(t *testing.T, path string, want map[string]string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	probes, err := st.Probes(context.Background(), time.Unix(0, 0), time.Now().Add(time.Hour))
+	probes, err := st.Probes(context.Background(), series.Between(time.Unix(0, 0), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,15 +3,13 @@
 // the hour comes in as an argument, the records come in as values, and the
 // same input always gives the same File and the same bytes.
 //
-// Its input types (Record, LaneSpec, ClassSpec, Params) are its own, so that it
-// depends on neither the store nor the config; cmd/policygen maps them.
+// Its input types (Record, LaneState, LaneSpec, ClassSpec, Params) are its
+// own, so that it depends on neither the store nor the config; cmd/policygen
+// maps them. The rules are documented in docs/policy.md.
 //
 // Numbers in a file: waits are rounded up to 0.01 s and rates down to 0.01
 // tok/s, so a file never flatters a lane; every figure derived from them
-// (class fit, the book) uses the rounded values a reader sees. Beyond the
-// shape in DESIGN.md a class's book carries paid_eligible (a paid lane that is
-// not eligible is never a cut_over), free_lane and paid_lane (the lanes behind
-// next_queue_s and paid_queue_s); a lane's last_sample is null when unknown.
+// (class fit, the book) uses the rounded values a reader sees.
 package policy
 
 import (
@@ -19,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
@@ -33,10 +32,14 @@ const (
 // Reasons a lane is or is not eligible.
 const (
 	ReasonOK             = "ok"
-	ReasonProbeFailed    = "probe_failed"     // the basis holds a failed probe, or no ok one
+	ReasonProbeFailed    = "probe_failed"     // a site's basis holds a failed probe, or no ok one
 	ReasonNoRecentSample = "no_recent_sample" // no basis record (live) or no history at this hour (forecast)
 	ReasonNeverSampled   = "never_sampled"    // no record of the lane in the input at all
+	ReasonQuotaExhausted = "quota_exhausted"  // the lane's quota is spent until Lane.Until
 )
+
+// Reasons lists every reason in a stable order.
+var Reasons = []string{ReasonOK, ReasonProbeFailed, ReasonNoRecentSample, ReasonNeverSampled, ReasonQuotaExhausted}
 
 // Lane kinds.
 const (
@@ -44,24 +47,42 @@ const (
 	KindPaid = "paid"
 )
 
-// Record is one lane-hour of the store (measurement queue_hourly) plus the time
-// of the hour's last probe. A record with Samples <= 0 counts as no record.
+// Record is one lane-hour of one site (measurement queue_hourly). A record
+// with Samples <= 0 counts as no record.
 type Record struct {
-	Lane        string
-	Kind        string
-	Hour        time.Time // start of the hour (in the config's timezone)
-	WorstQueueS float64   // max queue_s of the hour's ok probes
-	WorstGenS   float64   // max gen_s of the hour's ok probes
-	MinTokPerS  float64   // min decode rate of the hour's ok probes; 0: no decode data
-	Samples     int       // probes in the hour, ok or not
-	Failures    int       // probes in the hour that were not ok
-	LastSample  time.Time // start of the hour's last probe; zero if unknown
+	Lane           string
+	Kind           string
+	Site           string    // "" for a sampler without a site
+	Hour           time.Time // start of the hour (in the config's timezone)
+	WorstQueueS    float64   // max queue_s of the hour's ok probes
+	WorstGenS      float64   // max gen_s of the hour's ok probes
+	MinTokPerS     float64   // min decode rate of the hour's ok probes; 0: no decode data
+	Samples        int       // probes in the hour, ok or not
+	Failures       int       // probes in the hour that were not ok
+	WorstCensoredS float64   // longest wait a failed probe of the hour is known to have sat through
+}
+
+// LaneState is what a lane's newest probes say, as of the policy's hour.
+type LaneState struct {
+	Lane string
+	// LastSample is the start of the newest probe of the lane known before
+	// the end of the hour (forecast: before the day); zero if none.
+	LastSample time.Time
+	// QuotaUntil is when the lane's quota comes back after a 429 or a
+	// response that said no requests remain (zero: not exhausted).
+	QuotaUntil time.Time
 }
 
 // LaneSpec is a configured lane.
 type LaneSpec struct {
 	Name string
 	Kind string // free | paid
+	// BasisHours is how many hours before the policy's hour a basis record
+	// may be: 1 (the default, also for values < 1) means the hour itself or
+	// the hour before; a lane probed less than hourly (a probe budget) gets
+	// its own probe interval plus an hour, so that it keeps a basis between
+	// its probes.
+	BasisHours int
 }
 
 // ClassSpec is a configured job class.
@@ -81,13 +102,16 @@ type Params struct {
 	Classes      []ClassSpec    // classes in the file, in this order
 }
 
-// File is a policy file (DESIGN.md, "Policy for an hour").
+// File is a policy file (docs/policy.md).
 type File struct {
 	Hour     string // "2026-11-30T14", wall clock in Timezone
 	Timezone string
 	Basis    string // live | forecast
-	Lanes    []Lane
-	Classes  []Class
+	// Sites are the sites whose records the figures come from, when any
+	// record carries a site (empty otherwise, and not written).
+	Sites   []string
+	Lanes   []Lane
+	Classes []Class
 	// Records is how many hourly records (with samples) the figures come from;
 	// it is written in the header comment only.
 	Records int
@@ -95,13 +119,17 @@ type File struct {
 
 // Lane is a lane's figures for the hour.
 //
-// NextQueueS is the worst queue over the set of records: the basis record and
-// the same hour of day on each of the previous lookback days (forecast: those
-// days alone), rounded up to 0.01 s. TokPerS is the lowest decode rate over the
-// same set, rounded down to 0.01; 0 means no decode data. Samples and Failures
-// are summed over the same set: the probes behind NextQueueS. LastSample is the
-// newest probe of the lane known before the end of the hour (forecast: before
-// the day); zero if none is known.
+// NextQueueS is the worst queue over the set of records: the basis records
+// (one per site) and the same hour of day on each of the previous lookback
+// days (forecast: those days alone), rounded up to 0.01 s. A record's queue
+// is the larger of its worst ok queue and its worst censored wait, so a
+// probe that timed out before its first token makes the figure at least
+// its timeout. TokPerS is the lowest decode rate over the same set, rounded
+// down to 0.01; 0 means no decode data. Samples and Failures are summed over
+// the same set: the probes behind NextQueueS. LastSample is the newest
+// probe of the lane known before the end of the hour (forecast: before the
+// day); zero if none is known. Until is when the quota of a
+// quota_exhausted lane comes back (zero otherwise).
 type Lane struct {
 	Name       string
 	Kind       string
@@ -112,6 +140,7 @@ type Lane struct {
 	Samples    int
 	Failures   int
 	LastSample time.Time
+	Until      time.Time
 }
 
 // Class is a job class for the hour: the lanes that are eligible and fit
@@ -136,89 +165,240 @@ func (f File) Class(name string) (Class, bool) {
 	return Class{}, false
 }
 
+// ClassNames returns the names of the file's classes, in file order.
+func (f File) ClassNames() []string {
+	names := make([]string, len(f.Classes))
+	for i, c := range f.Classes {
+		names[i] = c.Name
+	}
+	return names
+}
+
 // Book returns the ledger policy of the named class, ready for the package
 // function Book.
 func (f File) Book(class string) (BookPolicy, error) {
 	c, ok := f.Class(class)
 	if !ok {
-		return BookPolicy{}, fmt.Errorf("class %q: not in the policy file for %s", class, f.Hour)
+		return BookPolicy{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", class, f.Hour, strings.Join(f.ClassNames(), ", "))
 	}
 	return c.Book, nil
 }
 
-// ForHour returns the live policy for the hour holding `hour` (in p.Location).
-//
-// The basis record of a lane is its record of that hour H, or if H has no
-// samples yet, its record of H-1; with neither the lane is not eligible
-// (no_recent_sample, or never_sampled when the lane has no record in recs at
-// all). A lane is eligible when its basis record holds at least one ok probe and
-// no failed probe (else probe_failed). The lane's figures (see Lane) come from
-// the basis record and the records of the same wall-clock hour on each of the
-// previous p.LookbackDays days. A day on which a DST change skips that hour adds
-// nothing; a day on which it repeats adds both records. Records from after H
-// are ignored, so a past hour gives the same file whatever came later.
-func ForHour(p Params, recs []Record, hour time.Time) File {
+// History indexes hourly records by lane, hour and site, so that a lane's
+// figures for any hour are a few lookups away. Add replaces the record of
+// the same lane, site and hour. It is what ForHour builds from its input,
+// and what a replay of the past (policygen backtest) keeps up to date one
+// probe at a time.
+type History struct {
+	loc   *time.Location
+	lanes map[string]*laneHistory
+}
+
+type laneHistory struct {
+	byHour map[int64][]rec // hour start (Unix s) → one record per site
+	ever   int             // records with samples
+}
+
+// NewHistory returns an empty History keying hours in loc (nil: UTC).
+func NewHistory(loc *time.Location) *History {
+	return &History{loc: orUTC(loc), lanes: map[string]*laneHistory{}}
+}
+
+// Add adds r, replacing the record of the same lane, site and hour.
+func (x *History) Add(r Record) {
+	lh := x.lanes[r.Lane]
+	if lh == nil {
+		lh = &laneHistory{byHour: map[int64][]rec{}}
+		x.lanes[r.Lane] = lh
+	}
+	lt := r.Hour.In(x.loc)
+	n := rec{Record: r, day: civilOf(lt), hour: lt.Hour()}
+	k := r.Hour.Unix()
+	rs := lh.byHour[k]
+	for i := range rs {
+		if rs[i].Site == r.Site {
+			if rs[i].Samples > 0 {
+				lh.ever--
+			}
+			rs[i] = n
+			if n.Samples > 0 {
+				lh.ever++
+			}
+			return
+		}
+	}
+	if n.Samples > 0 {
+		lh.ever++
+	}
+	lh.byHour[k] = append(rs, n)
+}
+
+// at returns the lane's records (with samples) of the hour starting at h.
+func (lh *laneHistory) at(h time.Time) []rec {
+	if lh == nil {
+		return nil
+	}
+	var out []rec
+	for _, r := range lh.byHour[h.Unix()] {
+		if r.Samples > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sameHour returns the lane's records of wall-clock hour hh on date d (two
+// hours on a fall-back day, none on a day that skipped it).
+func (x *History) sameHour(lh *laneHistory, d civil, hh int) []rec {
+	var out []rec
+	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, x.loc)
+	for _, c := range []time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
+		c = hours.Start(c, x.loc)
+		lt := c.In(x.loc)
+		if civilOf(lt) == d && lt.Hour() == hh && !slices.ContainsFunc(out, func(r rec) bool { return r.Hour.Equal(c) }) {
+			out = append(out, lh.at(c)...)
+		}
+	}
+	return out
+}
+
+// ForHour returns the live policy for the hour holding `hour` (in
+// p.Location), from the records and lane states given. Records from after
+// that hour are ignored, so a past hour gives the same file whatever came
+// later. See LaneAt for the rules.
+func ForHour(p Params, recs []Record, states []LaneState, hour time.Time) File {
 	loc := orUTC(p.Location)
 	h := hours.Start(hour, loc)
 	end := h.Add(time.Hour)
-	lt := h.In(loc)
-	days := pastDays(civilOf(lt), p.LookbackDays)
-	hist := index(recs, loc, func(r *rec) bool { return r.Hour.Before(end) })
-
-	f := File{Hour: hours.Label(h, loc), Timezone: loc.String(), Basis: BasisLive}
-	calcs := make([]laneCalc, 0, len(p.Lanes))
-	for _, spec := range p.Lanes {
-		lr := hist[spec.Name]
-		var s stat
-		var basis *rec
-		for i := range lr {
-			if lr[i].Hour.Equal(h) {
-				basis = &lr[i]
-			}
+	x := NewHistory(loc)
+	for _, r := range recs {
+		if r.Hour.Before(end) {
+			x.Add(r)
 		}
-		if basis == nil {
-			prev := h.Add(-time.Hour)
-			for i := range lr {
-				if lr[i].Hour.Equal(prev) {
-					basis = &lr[i]
-				}
-			}
-		}
-		if basis != nil {
-			s.add(basis)
-		}
-		for i := range lr {
-			r := &lr[i]
-			if r != basis && r.hour == lt.Hour() && days[r.day] {
-				s.add(r)
-			}
-		}
-		l := s.lane(spec)
-		if basis == nil {
-			l.Eligible, l.Reason = eligibility(len(lr) > 0, false, 0, 0)
-		} else {
-			l.Eligible, l.Reason = eligibility(true, true, basis.Samples, basis.Failures)
-		}
-		l.LastSample = newest(lr)
-		f.Records += s.records
-		calcs = append(calcs, laneCalc{Lane: l, rawTok: s.tok})
 	}
+	return x.ForHour(p, states, h)
+}
+
+// ForHour is the package's ForHour over the records added to x; x must hold
+// no record of a later hour.
+func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
+	h := hours.Start(hour, x.loc)
+	f := File{Hour: hours.Label(h, x.loc), Timezone: x.loc.String(), Basis: BasisLive}
+	calcs := make([]laneCalc, 0, len(p.Lanes))
+	sites := map[string]bool{}
+	for _, spec := range p.Lanes {
+		c := x.laneAt(p, spec, stateOf(states, spec.Name), h, sites)
+		f.Records += c.records
+		calcs = append(calcs, c)
+	}
+	f.Sites = siteList(sites)
 	f.Lanes, f.Classes = finish(p, calcs)
 	return f
 }
 
+// LaneAt returns one lane's figures for the live policy of the hour holding
+// `hour`, from the records added to x (which must hold no later hour).
+//
+// The basis of a lane at one site is its newest record no more than
+// spec.BasisHours hours before the hour H (by default: H itself, or H-1
+// when H has no samples yet). The lane is:
+//   - never_sampled when it has no record and no probe (state.LastSample) at all;
+//   - quota_exhausted, with Until, while its quota is spent (state.QuotaUntil
+//     after the start of H);
+//   - no_recent_sample when no site has a basis record;
+//   - probe_failed when any site's basis holds a failed probe or no ok one;
+//   - eligible (ok) otherwise.
+//
+// Its figures (see Lane) come from every site's basis record and the records
+// of the same wall-clock hour on each of the previous p.LookbackDays days,
+// at every site. A day on which a DST change skips that hour adds nothing; a
+// day on which it repeats adds both records.
+func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
+	c := x.laneAt(p, spec, state, hours.Start(hour, x.loc), nil)
+	return c.Lane
+}
+
+func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, sites map[string]bool) laneCalc {
+	lh := x.lanes[spec.Name]
+	lt := h.In(x.loc)
+	var s stat
+	bases := map[string]*rec{} // site → basis
+	if lh != nil {
+		for back := 0; back <= max(spec.BasisHours, 1); back++ {
+			for _, r := range lh.at(h.Add(-time.Duration(back) * time.Hour)) {
+				if _, ok := bases[r.Site]; !ok {
+					r := r
+					bases[r.Site] = &r
+				}
+			}
+		}
+	}
+	type siteHour struct {
+		site string
+		hour int64
+	}
+	basisHours := map[siteHour]bool{}
+	for _, b := range bases {
+		s.add(b)
+		basisHours[siteHour{b.Site, b.Hour.Unix()}] = true
+		if sites != nil {
+			sites[b.Site] = true
+		}
+	}
+	if lh != nil {
+		d := civilOf(lt)
+		for k := 1; k <= p.LookbackDays; k++ {
+			for _, r := range x.sameHour(lh, addDays(d, -k), lt.Hour()) {
+				if basisHours[siteHour{r.Site, r.Hour.Unix()}] {
+					continue // a basis record of the same hour already counted
+				}
+				r := r
+				s.add(&r)
+				if sites != nil {
+					sites[r.Site] = true
+				}
+			}
+		}
+	}
+	l := s.lane(spec)
+	ever := lh != nil && lh.ever > 0 || !state.LastSample.IsZero()
+	switch {
+	case !ever:
+		l.Reason = ReasonNeverSampled
+	case state.QuotaUntil.After(h):
+		l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
+	case len(bases) == 0:
+		l.Reason = ReasonNoRecentSample
+	default:
+		l.Reason = ReasonOK
+		for _, b := range bases {
+			if b.Failures > 0 || b.Samples-b.Failures < 1 {
+				l.Reason = ReasonProbeFailed
+			}
+		}
+	}
+	l.Eligible = l.Reason == ReasonOK
+	l.LastSample = wholeSecond(state.LastSample)
+	return laneCalc{Lane: l, rawTok: s.tok, records: s.records}
+}
+
 // Forecast returns 24 forecast policies for the day holding `day` (in
 // p.Location), one per wall-clock hour 00..23, from the same hour of day on each
-// of the previous p.LookbackDays days alone (basis: forecast). A lane is
-// eligible when that history holds at least one ok probe and no failed probe;
-// with no history at that hour its reason is no_recent_sample. Records from the
-// day itself or later are ignored.
-func Forecast(p Params, recs []Record, day time.Time) []File {
+// of the previous p.LookbackDays days alone (basis: forecast), at every
+// site. A lane is eligible when that history holds at least one ok probe and
+// no failed probe; with no history at that hour its reason is
+// no_recent_sample; while its quota is spent (state.QuotaUntil after the
+// hour's start) it is quota_exhausted. Records from the day itself or later
+// are ignored.
+func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File {
 	loc := orUTC(p.Location)
 	d := civilOf(day.In(loc))
-	days := pastDays(d, p.LookbackDays)
-	hist := index(recs, loc, func(r *rec) bool { return r.day < d })
-
+	x := NewHistory(loc)
+	for _, r := range recs {
+		if civilOf(r.Hour.In(loc)) < d {
+			x.Add(r)
+		}
+	}
 	files := make([]File, 24)
 	for hr := range files {
 		f := File{
@@ -226,39 +406,68 @@ func Forecast(p Params, recs []Record, day time.Time) []File {
 			Timezone: loc.String(),
 			Basis:    BasisForecast,
 		}
+		start := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hr, 0, 0, 0, loc)
+		sites := map[string]bool{}
 		calcs := make([]laneCalc, 0, len(p.Lanes))
 		for _, spec := range p.Lanes {
-			lr := hist[spec.Name]
+			lh := x.lanes[spec.Name]
+			state := stateOf(states, spec.Name)
 			var s stat
-			for i := range lr {
-				if lr[i].hour == hr && days[lr[i].day] {
-					s.add(&lr[i])
+			if lh != nil {
+				for k := 1; k <= p.LookbackDays; k++ {
+					for _, r := range x.sameHour(lh, addDays(d, -k), hr) {
+						r := r
+						s.add(&r)
+						sites[r.Site] = true
+					}
 				}
 			}
 			l := s.lane(spec)
-			l.Eligible, l.Reason = eligibility(len(lr) > 0, s.records > 0, s.samples, s.failures)
-			l.LastSample = newest(lr)
+			switch {
+			case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
+				l.Reason = ReasonNeverSampled
+			case state.QuotaUntil.After(start):
+				l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
+			case s.records == 0:
+				l.Reason = ReasonNoRecentSample
+			case s.failures > 0 || s.samples-s.failures < 1:
+				l.Reason = ReasonProbeFailed
+			default:
+				l.Reason = ReasonOK
+			}
+			l.Eligible = l.Reason == ReasonOK
+			l.LastSample = wholeSecond(state.LastSample)
 			f.Records += s.records
-			calcs = append(calcs, laneCalc{Lane: l, rawTok: s.tok})
+			calcs = append(calcs, laneCalc{Lane: l, rawTok: s.tok, records: s.records})
 		}
+		f.Sites = siteList(sites)
 		f.Lanes, f.Classes = finish(p, calcs)
 		files[hr] = f
 	}
 	return files
 }
 
-// eligibility is the one rule for a lane's basis: eligible when it holds at
-// least one ok probe and no failed one; otherwise the reason says why.
-func eligibility(everSampled, hasBasis bool, samples, failures int) (bool, string) {
-	switch {
-	case !everSampled:
-		return false, ReasonNeverSampled
-	case !hasBasis:
-		return false, ReasonNoRecentSample
-	case failures > 0 || samples-failures < 1:
-		return false, ReasonProbeFailed
+func stateOf(states []LaneState, lane string) LaneState {
+	for _, s := range states {
+		if s.Lane == lane {
+			return s
+		}
 	}
-	return true, ReasonOK
+	return LaneState{Lane: lane}
+}
+
+// siteList returns the sites to name in a file: none when every record is
+// of the untagged site.
+func siteList(sites map[string]bool) []string {
+	if len(sites) == 0 || (len(sites) == 1 && sites[""]) {
+		return nil
+	}
+	out := make([]string, 0, len(sites))
+	for s := range sites {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // rec is a Record with its wall-clock day and hour in the policy's zone.
@@ -276,64 +485,21 @@ func civilOf(t time.Time) civil {
 	return civil(y*10000 + int(m)*100 + d)
 }
 
-// pastDays returns the n calendar days before d.
-func pastDays(d civil, n int) map[civil]bool {
-	out := make(map[civil]bool, max(n, 0))
-	for k := 1; k <= n; k++ {
-		t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100)-k, 12, 0, 0, 0, time.UTC)
-		out[civilOf(t)] = true
-	}
-	return out
+// addDays returns the date n days after d.
+func addDays(d civil, n int) civil {
+	return civilOf(time.Date(int(d/10000), time.Month(d/100%100), int(d%100)+n, 12, 0, 0, 0, time.UTC))
 }
 
-// index groups the records with samples that pass keep by lane, one per hour
-// (a later record of the same lane and hour replaces an earlier one).
-func index(recs []Record, loc *time.Location, keep func(*rec) bool) map[string][]rec {
-	type key struct {
-		lane string
-		hour int64
-	}
-	pos := make(map[key]int, len(recs))
-	out := make(map[string][]rec)
-	for _, r := range recs {
-		lt := r.Hour.In(loc)
-		x := rec{Record: r, day: civilOf(lt), hour: lt.Hour()}
-		if !keep(&x) {
-			continue
-		}
-		k := key{r.Lane, r.Hour.Unix()}
-		if i, ok := pos[k]; ok {
-			out[r.Lane][i] = x
-			continue
-		}
-		pos[k] = len(out[r.Lane])
-		out[r.Lane] = append(out[r.Lane], x)
-	}
-	// Drop records without samples only now, so that they still replace.
-	for lane, lr := range out {
-		lr = slices.DeleteFunc(lr, func(r rec) bool { return r.Samples <= 0 })
-		if len(lr) == 0 {
-			delete(out, lane)
-			continue
-		}
-		out[lane] = lr
-	}
-	return out
-}
-
-func newest(lr []rec) time.Time {
-	var t time.Time
-	for i := range lr {
-		if lr[i].LastSample.After(t) {
-			t = lr[i].LastSample
-		}
+func wholeSecond(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
 	}
 	return t.UTC().Truncate(time.Second) // a file holds whole seconds
 }
 
 // stat accumulates a lane's set of records.
 type stat struct {
-	queue             float64 // worst queue
+	queue             float64 // worst queue, censored waits included
 	tok               float64 // lowest decode rate > 0; 0: none
 	samples, failures int
 	records           int
@@ -343,8 +509,10 @@ func (s *stat) add(r *rec) {
 	s.records++
 	s.samples += r.Samples
 	s.failures += max(r.Failures, 0)
-	if finite(r.WorstQueueS) && r.WorstQueueS > s.queue {
-		s.queue = r.WorstQueueS
+	for _, q := range []float64{r.WorstQueueS, r.WorstCensoredS} {
+		if finite(q) && q > s.queue {
+			s.queue = q
+		}
 	}
 	if finite(r.MinTokPerS) && r.MinTokPerS > 0 && (s.tok == 0 || r.MinTokPerS < s.tok) {
 		s.tok = r.MinTokPerS
@@ -364,7 +532,8 @@ func (s *stat) lane(spec LaneSpec) Lane {
 
 type laneCalc struct {
 	Lane
-	rawTok float64
+	rawTok  float64
+	records int
 }
 
 // gen returns next_gen_s for est tokens, rounded up to 0.01 s, and whether it

@@ -41,7 +41,36 @@ func at(t testing.TB, loc *time.Location, y int, m time.Month, d, h int) time.Ti
 
 // r is a record with three probes whose last one started 47m03s into the hour.
 func r(lane, kind string, hour time.Time, queue, tok float64) Record {
-	return Record{Lane: lane, Kind: kind, Hour: hour, WorstQueueS: queue, WorstGenS: 1, MinTokPerS: tok, Samples: 3, LastSample: hour.Add(47*time.Minute + 3*time.Second + 250*time.Millisecond)}
+	return Record{Lane: lane, Kind: kind, Hour: hour, WorstQueueS: queue, WorstGenS: 1, MinTokPerS: tok, Samples: 3}
+}
+
+// lastSampleAt is when a test record's last probe started: 47m03.25s into its hour.
+const lastSampleAt = 47*time.Minute + 3*time.Second + 250*time.Millisecond
+
+// statesBefore is what the store's newest probes say of the records before
+// end: each lane's last probe started lastSampleAt into its newest hour.
+func statesBefore(recs []Record, end time.Time) []LaneState {
+	last := map[string]time.Time{}
+	for _, r := range recs {
+		if r.Samples > 0 && r.Hour.Before(end) && r.Hour.Add(lastSampleAt).After(last[r.Lane]) {
+			last[r.Lane] = r.Hour.Add(lastSampleAt)
+		}
+	}
+	var out []LaneState
+	for l, t := range last {
+		out = append(out, LaneState{Lane: l, LastSample: t})
+	}
+	return out
+}
+
+// forHour is ForHour with the lane states the records imply.
+func forHour(p Params, recs []Record, hour time.Time) File {
+	return ForHour(p, recs, statesBefore(recs, hours.Start(hour, p.Location).Add(time.Hour)), hour)
+}
+
+// forecast is Forecast with the lane states the records imply.
+func forecast(p Params, recs []Record, day time.Time) []File {
+	return Forecast(p, recs, statesBefore(recs, hours.DayStart(day, p.Location)), day)
 }
 
 var classes = []ClassSpec{
@@ -88,8 +117,8 @@ func utcScenario(t testing.TB) (Params, []Record, time.Time) {
 		Location:     loc,
 		LookbackDays: 7,
 		Lanes: []LaneSpec{
-			{"free-a", "free"}, {"free-b", "free"}, {"mute", "free"}, {"stale", "free"},
-			{"ghost", "free"}, {"paid", "paid"}, {"paid-slow", "paid"},
+			{Name: "free-a", Kind: "free"}, {Name: "free-b", Kind: "free"}, {Name: "mute", Kind: "free"}, {Name: "stale", Kind: "free"},
+			{Name: "ghost", Kind: "free"}, {Name: "paid", Kind: "paid"}, {Name: "paid-slow", Kind: "paid"},
 		},
 		Classes: classes,
 	}
@@ -107,7 +136,7 @@ func kolkataScenario(t testing.TB) (Params, []Record, time.Time) {
 		utc9 := time.Date(2026, 6, 15-d, 9, 0, 0, 0, time.UTC)
 		recs = append(recs, r("free", "free", utc9, 90, 1))
 	}
-	p := Params{Location: loc, LookbackDays: 7, Lanes: []LaneSpec{{"free", "free"}, {"paid", "paid"}}, Classes: classes[:1]}
+	p := Params{Location: loc, LookbackDays: 7, Lanes: []LaneSpec{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}, Classes: classes[:1]}
 	return p, recs, h
 }
 
@@ -124,7 +153,7 @@ func nySpringScenario(t testing.TB) (Params, []Record) {
 		recs = append(recs, r("free", "free", time.Date(2026, 3, d, 3, 0, 0, 0, loc), 70, 40))
 	}
 	recs = append(recs, r("paid", "paid", at(t, loc, 2026, 3, 8, 1), 1, 100))
-	p := Params{Location: loc, LookbackDays: 7, Lanes: []LaneSpec{{"free", "free"}, {"paid", "paid"}}, Classes: classes[:1]}
+	p := Params{Location: loc, LookbackDays: 7, Lanes: []LaneSpec{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}, Classes: classes[:1]}
 	return p, recs
 }
 
@@ -140,7 +169,7 @@ func nyFallScenario(t testing.TB) (Params, []Record) {
 		r("free", "free", at(t, loc, 2026, 11, 2, 1), 5, 40),
 		r("paid", "paid", first, 1, 100),
 	}
-	p := Params{Location: loc, LookbackDays: 7, Lanes: []LaneSpec{{"free", "free"}, {"paid", "paid"}}, Classes: classes[:1]}
+	p := Params{Location: loc, LookbackDays: 7, Lanes: []LaneSpec{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}, Classes: classes[:1]}
 	return p, recs
 }
 
@@ -190,7 +219,7 @@ func golden(t *testing.T, name string, f File) []byte {
 func TestForHourGolden(t *testing.T) {
 	t.Run("utc_live", func(t *testing.T) {
 		p, recs, h := utcScenario(t)
-		f := ForHour(p, recs, h)
+		f := forHour(p, recs, h)
 		golden(t, "utc_live", f)
 		if f.Hour != "2026-11-30T14" || f.Timezone != "UTC" || f.Basis != BasisLive {
 			t.Fatalf("header: %+v", f)
@@ -247,7 +276,7 @@ func TestForHourGolden(t *testing.T) {
 	})
 	t.Run("kolkata_live", func(t *testing.T) {
 		p, recs, h := kolkataScenario(t)
-		f := ForHour(p, recs, h)
+		f := forHour(p, recs, h)
 		golden(t, "kolkata_live", f)
 		if f.Hour != "2026-06-15T09" || f.Timezone != "Asia/Kolkata" {
 			t.Fatalf("header: %s %s", f.Hour, f.Timezone)
@@ -259,7 +288,7 @@ func TestForHourGolden(t *testing.T) {
 	})
 	t.Run("ny_spring", func(t *testing.T) {
 		p, recs := nySpringScenario(t)
-		f := ForHour(p, recs, at(t, p.Location, 2026, 3, 9, 2))
+		f := forHour(p, recs, at(t, p.Location, 2026, 3, 9, 2))
 		golden(t, "ny_spring", f)
 		// Basis 03-09 plus 03-02..03-07; 03-08 has no 02:00 and adds nothing
 		// (its 03:00 record, 70 s, is another hour of day).
@@ -272,7 +301,7 @@ func TestForHourGolden(t *testing.T) {
 		p, recs := nySpringScenario(t)
 		h := at(t, p.Location, 2026, 3, 8, 3) // first hour after the gap
 		recs = slices.DeleteFunc(slices.Clone(recs), func(r Record) bool { return r.Hour.Equal(h) })
-		f := ForHour(p, recs, h)
+		f := forHour(p, recs, h)
 		golden(t, "ny_spring_gap", f)
 		// No record for 03:00; the previous hour is 01:00 EST (paid has one).
 		if l := lane(t, f, "paid"); !l.Eligible || l.LastSample.Format(time.RFC3339) != "2026-03-08T06:47:03Z" {
@@ -284,7 +313,7 @@ func TestForHourGolden(t *testing.T) {
 	})
 	t.Run("ny_fall", func(t *testing.T) {
 		p, recs := nyFallScenario(t)
-		f := ForHour(p, recs, at(t, p.Location, 2026, 11, 2, 1))
+		f := forHour(p, recs, at(t, p.Location, 2026, 11, 2, 1))
 		golden(t, "ny_fall", f)
 		// 11-01 had 01:00 twice: both count (the second one, 50 s, is worst).
 		if l := lane(t, f, "free"); l.NextQueueS != 50 || l.Samples != 4*3 {
@@ -300,7 +329,7 @@ func TestForHourGolden(t *testing.T) {
 				keep = append(keep, r)
 			}
 		}
-		f := ForHour(p, keep, second)
+		f := forHour(p, keep, second)
 		golden(t, "ny_fall_repeat", f)
 		// No record yet for the second 01:00: the first 01:00 (EDT) is H-1.
 		if f.Hour != "2026-11-01T01" {
@@ -316,7 +345,7 @@ func TestForecastGolden(t *testing.T) {
 	t.Run("utc", func(t *testing.T) {
 		p, recs, h := utcScenario(t)
 		// The day after the scenario's records: 2026-11-30 is then history.
-		files := Forecast(p, recs, h.AddDate(0, 0, 1))
+		files := forecast(p, recs, h.AddDate(0, 0, 1))
 		if len(files) != 24 {
 			t.Fatalf("%d files", len(files))
 		}
@@ -345,7 +374,7 @@ func TestForecastGolden(t *testing.T) {
 	})
 	t.Run("ny_spring_day", func(t *testing.T) {
 		p, recs := nySpringScenario(t)
-		files := Forecast(p, recs, time.Date(2026, 3, 8, 12, 0, 0, 0, p.Location))
+		files := forecast(p, recs, time.Date(2026, 3, 8, 12, 0, 0, 0, p.Location))
 		if len(files) != 24 || files[2].Hour != "2026-03-08T02" {
 			t.Fatalf("%d files, [2] = %s", len(files), files[2].Hour)
 		}
@@ -359,7 +388,7 @@ func TestForecastGolden(t *testing.T) {
 
 func TestForHourIsStable(t *testing.T) {
 	p, recs, h := utcScenario(t)
-	want, err := Marshal(ForHour(p, recs, h))
+	want, err := Marshal(forHour(p, recs, h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +398,7 @@ func TestForHourIsStable(t *testing.T) {
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 		// Records from after the hour change nothing.
 		shuffled = append(shuffled, r("free-a", "free", h.Add(5*time.Hour), 500, 1), r("ghost", "free", h.AddDate(0, 0, 1), 1, 1))
-		got, err := Marshal(ForHour(p, shuffled, h))
+		got, err := Marshal(forHour(p, shuffled, h))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +414,7 @@ func TestForHourLaterRecordReplaces(t *testing.T) {
 	early := r("free-a", "free", hr, 10, 40)
 	later := r("free-a", "free", hr, 12, 40)
 	later.Samples = 4
-	f := ForHour(p, []Record{early, later}, h)
+	f := forHour(p, []Record{early, later}, h)
 	if l := lane(t, f, "free-a"); l.NextQueueS != 12 || l.Samples != 4 {
 		t.Fatalf("free-a: %+v", l)
 	}
@@ -402,10 +431,10 @@ func TestNoNonFiniteNumbers(t *testing.T) {
 	}
 	p := Params{LookbackDays: 7, Classes: classes}
 	for _, rc := range recs {
-		p.Lanes = append(p.Lanes, LaneSpec{rc.Lane, KindFree})
+		p.Lanes = append(p.Lanes, LaneSpec{Name: rc.Lane, Kind: KindFree})
 	}
-	p.Lanes = append(p.Lanes, LaneSpec{"none", KindPaid})
-	f := ForHour(p, recs, h)
+	p.Lanes = append(p.Lanes, LaneSpec{Name: "none", Kind: KindPaid})
+	f := forHour(p, recs, h)
 	data, err := Marshal(f)
 	if err != nil {
 		t.Fatal(err)

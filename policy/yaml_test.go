@@ -42,7 +42,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 	t.Run("ForHour value", func(t *testing.T) {
 		p, recs, h := utcScenario(t)
-		f := ForHour(p, recs, h)
+		f := forHour(p, recs, h)
 		data, err := Marshal(f)
 		if err != nil {
 			t.Fatal(err)

@@ -1,8 +1,17 @@
 package series
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
+)
+
+// OutcomeOK and OutcomeRateLimited are the probe outcomes the rollup reads
+// (the closed set is package probe's).
+const (
+	OutcomeOK          = "ok"
+	OutcomeRateLimited = "rate_limited"
 )
 
 // Aggregate folds the probes of one lane-hour into its hourly point:
@@ -10,16 +19,31 @@ import (
 // probes, min_tok_per_s the lowest tokens/gen_s over ok probes with gen_s > 0
 // (0 if there is none), samples counts every probe, failures the probes that
 // were not ok, and the hour is eligible when it has at least one ok probe and
-// no failure. The caller picks the probes; Aggregate does not filter them by
-// lane or time. Non-finite measurements of an ok probe are left out of the
-// worst and min values rather than poisoning them.
-func Aggregate(lane, kind string, hour time.Time, probes []Probe) Hourly {
-	h := Hourly{Lane: lane, Kind: kind, Hour: hour, Samples: int64(len(probes))}
+// no failure.
+//
+// worst_censored_s is the longest wait a failed probe is known to have sat
+// through: its queue_s (exact when its first token came, a lower bound when
+// it timed out before one) or, for a 429, the wait the lane announced
+// (quota_reset_s). It is a lower bound of the queue the next attempt may
+// meet, which the policy's next_queue_s never goes under.
+//
+// The caller picks the probes; Aggregate does not filter them by lane or
+// time. Non-finite measurements are left out rather than poisoning the
+// result.
+func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
+	h := Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour, Samples: int64(len(probes))}
 	ok := 0
 	rate := math.Inf(1)
 	for _, p := range probes {
 		if !p.OK {
 			h.Failures++
+			bound := p.QueueS
+			if p.Outcome == OutcomeRateLimited && finite(p.QuotaResetS) {
+				bound = max(bound, p.QuotaResetS)
+			}
+			if finite(bound) && bound > h.WorstCensoredS {
+				h.WorstCensoredS = bound
+			}
 			continue
 		}
 		ok++
@@ -43,3 +67,66 @@ func Aggregate(lane, kind string, hour time.Time, probes []Probe) Hourly {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// LaneHour names the probes one hourly record aggregates: a lane, a site and
+// the start of an hour in the sampler's zone.
+type LaneHour struct {
+	Lane, Site string
+	Hour       time.Time
+}
+
+// Touched returns the lane-hours the probes fall in, hours keyed in loc,
+// sorted by hour, lane and site.
+func Touched(probes []Probe, loc *time.Location) []LaneHour {
+	seen := map[LaneHour]bool{}
+	var out []LaneHour
+	for _, p := range probes {
+		k := LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, compareLaneHour)
+	return out
+}
+
+func compareLaneHour(a, b LaneHour) int {
+	return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site))
+}
+
+// Rollup returns the hourly points of the probes: one per lane, site and
+// hour (hours keyed in loc), and within that one per kind the lane had in the
+// hour, each the Aggregate of all the lane-hour's probes. A lane whose kind
+// changed mid-hour thus has no stale record of its earlier kind: every
+// record of the hour says the same. Points are sorted by hour, lane, site
+// and kind.
+func Rollup(probes []Probe, loc *time.Location) []Hourly {
+	groups := map[LaneHour][]Probe{}
+	for _, p := range probes {
+		k := LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}
+		groups[k] = append(groups[k], p)
+	}
+	keys := make([]LaneHour, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareLaneHour)
+	var out []Hourly
+	for _, k := range keys {
+		ps := groups[k]
+		var kinds []string
+		for _, p := range ps {
+			if !slices.Contains(kinds, p.Kind) {
+				kinds = append(kinds, p.Kind)
+			}
+		}
+		slices.Sort(kinds)
+		agg := Aggregate(k.Lane, "", k.Site, k.Hour, ps)
+		for _, kind := range kinds {
+			agg.Kind = kind
+			out = append(out, agg)
+		}
+	}
+	return out
+}

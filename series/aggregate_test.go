@@ -27,11 +27,15 @@ func TestAggregate(t *testing.T) {
 			series.Hourly{WorstQueueS: 3, WorstGenS: 2, MinTokPerS: 20, Samples: 1, Eligible: true}},
 		{"worst queue and gen, lowest rate", []series.Probe{ok(3, 2, 40), ok(35.2, 1, 50), ok(1, 4, 40)},
 			series.Hourly{WorstQueueS: 35.2, WorstGenS: 4, MinTokPerS: 10, Samples: 3, Eligible: true}},
-		{"a failure makes the hour ineligible but ok probes still count",
+		{"a failure makes the hour ineligible; its wait is a censored bound",
 			[]series.Probe{ok(3, 2, 40), fail("timeout", 120)},
-			series.Hourly{WorstQueueS: 3, WorstGenS: 2, MinTokPerS: 20, Samples: 2, Failures: 1}},
+			series.Hourly{WorstQueueS: 3, WorstGenS: 2, MinTokPerS: 20, Samples: 2, Failures: 1, WorstCensoredS: 120}},
 		{"only failures", []series.Probe{fail("rate_limited", 0), fail("empty", 9)},
-			series.Hourly{Samples: 2, Failures: 2}},
+			series.Hourly{Samples: 2, Failures: 2, WorstCensoredS: 9}},
+		{"a 429's announced wait is a censored bound", []series.Probe{ok(1, 1, 10), {Outcome: "rate_limited", QuotaResetS: 60}},
+			series.Hourly{WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 10, Samples: 2, Failures: 1, WorstCensoredS: 60}},
+		{"an ok probe's reset is not a wait", []series.Probe{{Lane: "free", QueueS: 2, GenS: 1, Tokens: 4, OK: true, Outcome: "ok", QuotaResetS: 600}},
+			series.Hourly{WorstQueueS: 2, WorstGenS: 1, MinTokPerS: 4, Samples: 1, Eligible: true}},
 		{"gen_s 0 gives no rate", []series.Probe{ok(3, 0, 16)},
 			series.Hourly{WorstQueueS: 3, Samples: 1, Eligible: true}},
 		{"zero tokens is a real rate of 0", []series.Probe{ok(3, 2, 40), ok(1, 1, 0)},
@@ -41,7 +45,7 @@ func TestAggregate(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			hour := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
-			got := series.Aggregate("free", "free", hour, c.probes)
+			got := series.Aggregate("free", "free", "", hour, c.probes)
 			want := c.want
 			want.Lane, want.Kind, want.Hour = "free", "free", hour
 			if got != want {

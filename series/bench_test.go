@@ -54,7 +54,7 @@ func makeYearFile() (string, error) {
 							QueueS: q, GenS: 1.5 + float64(r), HeadersS: 0.3, Tokens: 16, OK: (day+h+l+r)%41 != 0, Outcome: "ok", Status: 200})
 					}
 					ps = append(ps, lp...)
-					hs = append(hs, series.Aggregate(lane, "free", hour, lp))
+					hs = append(hs, series.Aggregate(lane, "free", "", hour, lp))
 				}
 			}
 			if err := s.Write(ctx, ps, hs); err != nil {
@@ -94,7 +94,7 @@ func BenchmarkFileHourlyYear(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		hs, err := s.Hourly(ctx, from, to)
+		hs, err := s.Hourly(ctx, series.Between(from, to))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func BenchmarkFileHourlyYear(b *testing.B) {
 // BenchmarkInfluxWriteRound50 writes one sampler round of 50 lanes
 // (50 probe and 50 hourly points) to a real InfluxDB 1.8.
 func BenchmarkInfluxWriteRound50(b *testing.B) {
-	s := openInflux(b, influxtest.URL(b), series.InfluxOptions{SpoolPath: filepath.Join(b.TempDir(), "spool.lp")})
+	s := openSpooled(b, influxtest.URL(b), series.InfluxOptions{}, series.SpoolOptions{Path: filepath.Join(b.TempDir(), "spool.lp")})
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -120,7 +120,7 @@ func BenchmarkInfluxWriteRound50(b *testing.B) {
 			lane := fmt.Sprintf("lane-%02d", l)
 			p := series.Probe{Lane: lane, Kind: "free", Time: at.Add(time.Duration(l) * time.Millisecond), QueueS: float64(l), GenS: 2, HeadersS: 0.3, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 			ps = append(ps, p)
-			hs = append(hs, series.Aggregate(lane, "free", hour, []series.Probe{p}))
+			hs = append(hs, series.Aggregate(lane, "free", "", hour, []series.Probe{p}))
 		}
 		if err := s.Write(ctx, ps, hs); err != nil {
 			b.Fatal(err)
@@ -152,7 +152,7 @@ func BenchmarkInfluxHourly30d50(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		hs, err := s.Hourly(ctx, yearStart, yearStart.Add(30*24*time.Hour))
+		hs, err := s.Hourly(ctx, series.Between(yearStart, yearStart.Add(30*24*time.Hour)))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,26 +1,29 @@
 package series
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"io/fs"
 	"os"
-	"slices"
+	"path/filepath"
 	"sync"
-	"time"
 )
 
 // DefaultFilePath is where the embedded store lives unless the config says
 // otherwise (relative to the config file's folder).
 const DefaultFilePath = "data/samples.lp"
 
+// ErrMoved is returned (wrapped) by File.Write when the file at the store's
+// path is no longer the file the store opened: it was moved, deleted or
+// replaced while the store was open. Nothing is written to the old file.
+var ErrMoved = errors.New("store file was moved, deleted or replaced while open")
+
 // FileOptions tune OpenFile.
 type FileOptions struct {
-	// ReadOnly opens an existing file for reading only (policygen): no
-	// writer lock is taken, so it works while a sampler appends, and Write
-	// fails.
+	// ReadOnly opens the file for reading only (policygen): no writer lock
+	// is taken, so it works while a sampler appends, and Write fails. The
+	// file must exist (fs.ErrNotExist otherwise: a fresh install).
 	ReadOnly bool
 	// Warn receives non-fatal problems (torn or corrupt lines that were
 	// skipped); msg is lowercase, args are slog-style key/value pairs. The
@@ -33,12 +36,14 @@ type FileOptions struct {
 // with the same measurement, tags and time. Any of its lines imports into
 // InfluxDB as is.
 //
-// A writer holds an exclusive lock on path+".lock" while open, so two
-// samplers cannot append to one file. Reads stream the file under a shared
-// flock, so they never see half a round; they skip a torn last line or a
-// corrupt line with a warning instead of failing.
+// A writer holds an exclusive lock on the resolved path (symlinks followed)
+// plus ".lock" while open, so two samplers cannot append to one file however
+// they name it. Before each append it checks that the path still names the
+// file it opened, and refuses with ErrMoved otherwise. Reads stream the file
+// under a shared flock, so they never see half a round; they skip a torn last
+// line or a corrupt line with a warning instead of failing.
 type File struct {
-	path string
+	path string // resolved
 	warn func(string, ...any)
 	enc  encoder // guarded by mu (write lock)
 
@@ -51,22 +56,26 @@ var _ Store = (*File)(nil)
 
 // OpenFile opens the line-protocol file at path. For writing it creates the
 // file and its folder if needed and cuts off a torn last line left by a
-// crash; it fails, naming the path, when another writer holds the file. A
-// read-only open needs the file to exist.
+// crash; it fails, naming the path, when another writer holds the file.
 func OpenFile(path string, opts FileOptions) (*File, error) {
-	s := &File{path: path, warn: opts.Warn}
+	s := &File{warn: opts.Warn}
 	if s.warn == nil {
 		s.warn = func(string, ...any) {}
 	}
+	resolved, err := resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("open samples file: %w", err)
+	}
+	s.path = resolved
 	if opts.ReadOnly {
-		f, err := os.Open(path)
+		f, err := os.Open(resolved)
 		if err != nil {
 			return nil, fmt.Errorf("open samples file: %w", err)
 		}
 		_ = f.Close()
 		return s, nil
 	}
-	w, err := openAppend(path, s.warn)
+	w, err := openAppend(resolved, s.warn)
 	if err != nil {
 		return nil, fmt.Errorf("open samples file: %w", err)
 	}
@@ -74,11 +83,35 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	return s, nil
 }
 
-// Path returns the file's path.
+// resolve returns path absolute with its symlinks followed; for a file that
+// does not exist yet, the nearest existing folder is resolved instead.
+func resolve(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	dir, base := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	if dir == abs { // the root
+		return abs, nil
+	}
+	rdir, err := resolve(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(rdir, base), nil
+}
+
+// Path returns the file's resolved path.
 func (s *File) Path() string { return s.path }
 
-// Write appends the round (probes, then hourly points) in one write and
-// fsyncs it. An invalid point fails the whole round before anything is
+// Write appends the points (probes, then hourly points) in one write and
+// fsyncs them. An invalid point fails the whole write before anything is
 // written.
 func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error {
 	if err := ctx.Err(); err != nil {
@@ -96,36 +129,51 @@ func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error
 	if err != nil {
 		return fmt.Errorf("write %s: %w", s.path, err)
 	}
+	if err := s.w.checkPath(); err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
+	}
 	if err := s.w.append(b); err != nil {
 		return fmt.Errorf("write %s: %w", s.path, err)
 	}
 	return nil
 }
 
-// Probes returns the probe points with from <= time < to, sorted by time
-// then lane.
-func (s *File) Probes(ctx context.Context, from, to time.Time) ([]Probe, error) {
-	return readFile(ctx, s, kindProbe, from, to, decodeProbe, probeKey)
+// Probes returns the probe points q selects.
+func (s *File) Probes(ctx context.Context, q Query) ([]Probe, error) {
+	return readFile(ctx, s, kindProbe, q, decodeProbe, probeKey)
 }
 
-// Hourly returns the hourly points with from <= hour < to, sorted by hour
-// then lane. Probe lines are skipped by their measurement prefix and lines
-// out of range by their timestamp, without decoding either.
-func (s *File) Hourly(ctx context.Context, from, to time.Time) ([]Hourly, error) {
-	return readFile(ctx, s, kindHourly, from, to, decodeHourly, hourlyKey)
+// Hourly returns the hourly points q selects. Probe lines are skipped by
+// their measurement prefix and lines out of range by their timestamp,
+// without decoding either.
+func (s *File) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
+	return readFile(ctx, s, kindHourly, q, decodeHourly, hourlyKey)
 }
 
-// readFile decodes the file's points of one measurement in [from, to), the
+// Latest returns the newest probe point per lane and site that q selects.
+func (s *File) Latest(ctx context.Context, q Query) ([]Probe, error) {
+	ps, err := s.Probes(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return newestPerSeries(ps), nil
+}
+
+// readFile decodes the file's points of one measurement that q selects, the
 // later line winning per series and time.
-func readFile[T any](ctx context.Context, s *File, kind pointKind, from, to time.Time,
+func readFile[T any](ctx context.Context, s *File, kind pointKind, q Query,
 	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+	m := q.matcher()
 	l := newLatest(key)
-	err := s.scan(ctx, kind, from, to, func(line []byte) error {
+	if m.empty() {
+		return l.out, nil
+	}
+	err := s.scan(ctx, kind, m, func(line []byte) error {
 		p, err := decode(line)
 		if err != nil {
 			return err
 		}
-		l.put(p)
+		l.putIn(p, m)
 		return nil
 	})
 	if err != nil {
@@ -134,83 +182,15 @@ func readFile[T any](ctx context.Context, s *File, kind pointKind, from, to time
 	return l.sorted(), nil
 }
 
-// pointKey identifies a point: same key, same point (the later line wins).
-type pointKey struct {
-	lane, kind string
-	ns         int64
-}
-
-func probeKey(p *Probe) pointKey   { return pointKey{p.Lane, p.Kind, p.Time.UnixNano()} }
-func hourlyKey(h *Hourly) pointKey { return pointKey{h.Lane, h.Kind, h.Hour.UnixNano()} }
-
-// latest keeps the last point put per key, as a store keeps the last write
-// of a series and time, and hands them back sorted by time, lane and kind.
-type latest[T any] struct {
-	key func(*T) pointKey
-	idx map[pointKey]int
-	out []T
-}
-
-func newLatest[T any](key func(*T) pointKey) *latest[T] {
-	return &latest[T]{key: key, idx: map[pointKey]int{}, out: []T{}}
-}
-
-// put adds p, replacing the point with the same key.
-func (l *latest[T]) put(p T) { l.putIn(p, math.MinInt64, math.MaxInt64) }
-
-// putIn is put for a point whose time is in [fromNs, toNs); others are
-// dropped. p is appended before its key is taken so that it does not escape
-// to the heap through the key function: one allocation per point otherwise.
-func (l *latest[T]) putIn(p T, fromNs, toNs int64) {
-	l.out = append(l.out, p)
-	last := len(l.out) - 1
-	k := l.key(&l.out[last])
-	switch i, ok := l.idx[k]; {
-	case k.ns < fromNs || k.ns >= toNs:
-		l.out = l.out[:last]
-	case ok:
-		l.out[i] = l.out[last]
-		l.out = l.out[:last]
-	default:
-		l.idx[k] = last
-	}
-}
-
-// sorted returns the points by time, lane and kind. It sorts the keys (the
-// map already holds them) rather than the points, whose addresses taken in a
-// comparator would cost an allocation per comparison.
-func (l *latest[T]) sorted() []T {
-	type entry struct {
-		k pointKey
-		i int
-	}
-	order := make([]entry, 0, len(l.idx))
-	for k, i := range l.idx {
-		order = append(order, entry{k, i})
-	}
-	slices.SortFunc(order, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.k.ns, b.k.ns), cmp.Compare(a.k.lane, b.k.lane), cmp.Compare(a.k.kind, b.k.kind))
-	})
-	out := make([]T, len(order))
-	for j, e := range order {
-		out[j] = l.out[e.i]
-	}
-	return out
-}
-
 // scan streams the file and hands each complete line of measurement want
-// whose timestamp lies in [from, to) to decode. Bad lines are skipped with a
-// warning: decode errors, lines of no known measurement, a torn last line.
-func (s *File) scan(ctx context.Context, want pointKind, from, to time.Time, decode func(line []byte) error) error {
-	if !from.Before(to) {
-		return nil
-	}
+// whose timestamp m selects to decode. Bad lines are skipped with a warning:
+// decode errors, lines of no known measurement, a torn last line.
+func (s *File) scan(ctx context.Context, want pointKind, m *matcher, decode func(line []byte) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return fmt.Errorf("read %s: %w", s.path, os.ErrClosed)
 	}
-	fromNs, toNs := clampNano(from), clampNano(to)
 	err := readLocked(s.path, func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -229,7 +209,7 @@ func (s *File) scan(ctx context.Context, want pointKind, from, to time.Time, dec
 			s.warn("skipped corrupt line: not a probe or queue_hourly point", "path", s.path, "line", n)
 			return nil
 		}
-		if ns, ok := lineTime(line); ok && (ns < fromNs || ns >= toNs) {
+		if ns, ok := lineTime(line); ok && !m.timeOK(ns) {
 			return nil
 		}
 		if err := decode(line); err != nil {
@@ -243,17 +223,6 @@ func (s *File) scan(ctx context.Context, want pointKind, from, to time.Time, dec
 		return fmt.Errorf("read %s: %w", s.path, err)
 	}
 	return nil
-}
-
-// clampNano converts t to Unix nanoseconds, saturating outside int64's range.
-func clampNano(t time.Time) int64 {
-	switch {
-	case t.Before(minTime):
-		return minTime.UnixNano()
-	case t.After(maxTime):
-		return maxTime.UnixNano() + 1
-	}
-	return t.UnixNano()
 }
 
 // Close releases the writer lock. Further calls fail.

@@ -81,8 +81,10 @@ func TestFileLineFormat(t *testing.T) {
 	}
 	defer s.Close()
 	p := series.Probe{Lane: "free", Kind: "free", Time: hour0.Add(7*time.Minute + 3*time.Second + 5), QueueS: 35.25, GenS: 1.5, HeadersS: 0.125, Tokens: 16, OK: true, Outcome: `stream_error "x"`, Status: 200}
-	h := series.Hourly{Lane: "a b", Kind: "paid", Hour: hour0, WorstQueueS: 1, WorstGenS: 0, MinTokPerS: 41.5, Samples: 3, Failures: 1, Eligible: false}
-	if err := s.Write(ctx, []series.Probe{p}, []series.Hourly{h}); err != nil {
+	q := series.Probe{Lane: "or", Kind: "free", Site: "fra1", Time: hour0.Add(8 * time.Minute), QueueS: 2, ConnectS: 0.25, Outcome: "rate_limited", Status: 429,
+		QuotaKnown: true, QuotaRemaining: 0, QuotaResetS: 3600}
+	h := series.Hourly{Lane: "a b", Kind: "paid", Hour: hour0, WorstQueueS: 1, WorstGenS: 0, MinTokPerS: 41.5, Samples: 3, Failures: 1, Eligible: false, WorstCensoredS: 30.5}
+	if err := s.Write(ctx, []series.Probe{p, q}, []series.Hourly{h}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
@@ -90,9 +92,10 @@ func TestFileLineFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := hour0.UnixNano()
-	want := fmt.Sprintf("probe,kind=free,lane=free queue_s=35.25,gen_s=1.5,headers_s=0.125,tokens=16i,ok=true,outcome=\"stream_error \\\"x\\\"\",status=200i %d\n"+
-		"queue_hourly,kind=paid,lane=a\\ b worst_queue_s=1,worst_gen_s=0,min_tok_per_s=41.5,samples=3i,failures=1i,eligible=false %d\n",
-		ns+int64(7*time.Minute+3*time.Second+5), ns)
+	want := fmt.Sprintf("probe,kind=free,lane=free queue_s=35.25,gen_s=1.5,headers_s=0.125,connect_s=0,tokens=16i,ok=true,outcome=\"stream_error \\\"x\\\"\",status=200i %d\n"+
+		"probe,kind=free,lane=or,site=fra1 queue_s=2,gen_s=0,headers_s=0,connect_s=0.25,tokens=0i,ok=false,outcome=\"rate_limited\",status=429i,quota_remaining=0i,quota_reset_s=3600 %d\n"+
+		"queue_hourly,kind=paid,lane=a\\ b worst_queue_s=1,worst_gen_s=0,min_tok_per_s=41.5,samples=3i,failures=1i,eligible=false,worst_censored_s=30.5 %d\n",
+		ns+int64(7*time.Minute+3*time.Second+5), ns+int64(8*time.Minute), ns)
 	if string(got) != want {
 		t.Fatalf("file holds\n%s\nwant\n%s", got, want)
 	}
@@ -132,7 +135,7 @@ func TestFileBadLines(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			hs, err := s.Hourly(ctx, hour0.Add(-time.Hour), hour0.Add(24*time.Hour))
+			hs, err := s.Hourly(ctx, series.Between(hour0.Add(-time.Hour), hour0.Add(24*time.Hour)))
 			if err != nil {
 				t.Fatalf("Hourly: %v (bad lines must not be fatal)", err)
 			}
@@ -145,7 +148,7 @@ func TestFileBadLines(t *testing.T) {
 			if c.warnHourly != "" && !strings.Contains(w.all(), c.warnHourly) {
 				t.Errorf("warnings %q do not mention %q", w.all(), c.warnHourly)
 			}
-			ps, err := s.Probes(ctx, hour0.Add(-time.Hour), hour0.Add(24*time.Hour))
+			ps, err := s.Probes(ctx, series.Between(hour0.Add(-time.Hour), hour0.Add(24*time.Hour)))
 			if err != nil {
 				t.Fatalf("Probes: %v", err)
 			}
@@ -195,7 +198,7 @@ func TestFileAppendAfterTornTail(t *testing.T) {
 	if n := bytes.Count(b, []byte("\n")); n != 3 || !bytes.HasSuffix(b, []byte("\n")) {
 		t.Fatalf("file has %d lines, want 3 whole lines:\n%s", n, b)
 	}
-	ps, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+	ps, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || len(ps) != 2 || ps[1].Lane != "b" || ps[1].QueueS != 2 {
 		t.Fatalf("Probes = %+v, %v; want a then b(2)", ps, err)
 	}
@@ -225,7 +228,7 @@ func TestFileLocking(t *testing.T) {
 			t.Fatalf("read-only open while locked: %v", err)
 		}
 		defer r.Close()
-		hs, err := r.Hourly(ctx, hour0, hour0.Add(time.Hour))
+		hs, err := r.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil || len(hs) != 1 || hs[0].WorstQueueS != 5 {
 			t.Fatalf("reader Hourly = %+v, %v", hs, err)
 		}
@@ -247,7 +250,7 @@ func TestFileLocking(t *testing.T) {
 		if err := w1.Write(ctx, nil, nil); err == nil {
 			t.Error("Write after Close succeeded")
 		}
-		if _, err := w1.Hourly(ctx, hour0, hour0.Add(time.Hour)); err == nil {
+		if _, err := w1.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour))); err == nil {
 			t.Error("Hourly after Close succeeded")
 		}
 	})
@@ -298,7 +301,7 @@ func TestFileReadWhileWriting(t *testing.T) {
 			reading = false
 		default:
 		}
-		ps, err := r.Probes(ctx, hour0, hour0.Add(time.Hour))
+		ps, err := r.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +326,7 @@ func TestFileReplacementAcrossRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hs, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	hs, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || len(hs) != 2 || hs[0].WorstQueueS != 2 || hs[1].WorstQueueS != 12 {
 		t.Fatalf("Hourly = %+v, %v; want a=2, b=12 (the last rewrite)", hs, err)
 	}
@@ -334,7 +337,7 @@ func TestFileReplacementAcrossRounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	hs, err = r.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	hs, err = r.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || len(hs) != 2 || hs[0].WorstQueueS != 2 {
 		t.Fatalf("after reopen Hourly = %+v, %v", hs, err)
 	}
@@ -356,7 +359,7 @@ func TestFileReadCancelled(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := s.Probes(cctx, hour0, hour0.Add(time.Hour)); err == nil {
+	if _, err := s.Probes(cctx, series.Between(hour0, hour0.Add(time.Hour))); err == nil {
 		t.Fatal("Probes with a cancelled context succeeded")
 	}
 }

@@ -7,39 +7,53 @@ import (
 	"io"
 )
 
-// importBatch is how many points Import hands to one Write.
+// importBatch is how many probe points Import records at once.
 const importBatch = 5000
 
-// Import copies the points of a line-protocol stream (an embedded store file,
-// an Influx spool or dead-letter file) into dst in order, importBatch points
-// per Write, so a switch from the file store to InfluxDB keeps its history.
-// Later lines keep replacing earlier ones, as both stores apply that rule.
-// Torn, corrupt and unknown lines are skipped and reported to warn (nil
-// discards). It returns how many probe and hourly points dst accepted; on a
-// Write error it stops and says after which line.
-func Import(ctx context.Context, dst Store, r io.Reader, warn func(msg string, args ...any)) (probes, hourly int, err error) {
+// Imported counts what Import did.
+type Imported struct {
+	Probes   int // probe points recorded
+	Hourly   int // queue_hourly points rebuilt from them
+	Skipped  int // queue_hourly lines of the input, not imported: they are rebuilt from the probes
+	Deferred int // probe points whose hours wait for the store to be readable (they are in the spool)
+}
+
+// Import records the probe points of a line-protocol stream (an embedded
+// store file, a spool or a dead-letter file) through rec, in order,
+// importBatch points at a time, so that a switch from the file store to
+// InfluxDB keeps its history. The stream's queue_hourly lines are not
+// copied: rec rebuilds the hours of the imported probes from everything the
+// store holds, so an import never rolls an hourly record back to an older
+// or partial aggregate. Torn, corrupt and unknown lines are skipped and
+// reported to warn (nil discards). On a write error it stops and says after
+// which line.
+func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg string, args ...any)) (Imported, error) {
 	if warn == nil {
 		warn = func(string, ...any) {}
 	}
+	var res Imported
 	var ps []Probe
-	var hs []Hourly
 	var last int64
 	flush := func() error {
-		if len(ps)+len(hs) == 0 {
+		if len(ps) == 0 {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return &importError{line: last, err: err}
 		}
-		if err := dst.Write(ctx, ps, hs); err != nil {
+		done, err := rec.Record(ctx, ps)
+		if err != nil {
 			return &importError{line: last, err: err}
 		}
-		probes += len(ps)
-		hourly += len(hs)
-		ps, hs = ps[:0], hs[:0]
+		res.Probes += len(ps)
+		res.Hourly += len(done.Hourly)
+		if done.Deferred {
+			res.Deferred += len(ps)
+		}
+		ps = ps[:0]
 		return nil
 	}
-	err = scanLines(r, func(n int64, line []byte, terminated bool) error {
+	err := scanLines(r, func(n int64, line []byte, terminated bool) error {
 		last = n
 		if !terminated {
 			warn("skipped torn last line (no newline)", "line", n)
@@ -48,6 +62,9 @@ func Import(ctx context.Context, dst Store, r io.Reader, warn func(msg string, a
 		switch kindOf(line) {
 		case kindSkip:
 			return nil
+		case kindHourly:
+			res.Skipped++
+			return nil
 		case kindProbe:
 			p, err := decodeProbe(line)
 			if err != nil {
@@ -55,18 +72,11 @@ func Import(ctx context.Context, dst Store, r io.Reader, warn func(msg string, a
 				return nil
 			}
 			ps = append(ps, p)
-		case kindHourly:
-			h, err := decodeHourly(line)
-			if err != nil {
-				warn("skipped corrupt line", "line", n, "err", err.Error())
-				return nil
-			}
-			hs = append(hs, h)
 		default:
 			warn("skipped corrupt line: not a probe or queue_hourly point", "line", n)
 			return nil
 		}
-		if len(ps)+len(hs) >= importBatch {
+		if len(ps) >= importBatch {
 			return flush()
 		}
 		return nil
@@ -80,10 +90,10 @@ func Import(ctx context.Context, dst Store, r io.Reader, warn func(msg string, a
 	if err != nil && !errors.As(err, &described) {
 		err = fmt.Errorf("import: read: %w", err)
 	}
-	return probes, hourly, err
+	return res, err
 }
 
-// importError is a failed Write (or cancellation) during Import.
+// importError is a failed Record (or cancellation) during Import.
 type importError struct {
 	line int64
 	err  error

@@ -49,24 +49,38 @@ func TestImport(t *testing.T) {
 		big.WriteString(probe(i))
 	}
 	for _, c := range []struct {
-		name           string
-		in             string
-		probes, hourly int
-		writes         []int
-		worst          float64 // final worst_queue_s of lane a's hour
-		warn           string
+		name    string
+		before  string // already in the store
+		in      string
+		want    series.Imported
+		writes  []int
+		worst   float64 // final worst_queue_s of lane a's hour
+		samples int64   // and its samples
+		warn    string
 	}{
-		{"empty", "", 0, 0, nil, -1, ""},
-		{"rewrites keep their order", probe(1) + hourly(5) + probe(2) + hourly(9), 2, 2, []int{4}, 9, ""},
-		{"batches of 5000", big.String() + hourly(3), 12000, 1, []int{5000, 5000, 2001}, 3, ""},
-		{"bad lines are skipped with a warning", probe(1) + "junk\n" + hourly(4) + "queue_hourly,kind=free,lane=a worst_q", 1, 1, []int{2}, 4, "line=2"},
+		{"empty", "", "", series.Imported{}, nil, -1, 0, ""},
+		{"hourly lines are rebuilt from the probes, not copied", "", probe(1) + hourly(5) + probe(2) + hourly(9),
+			series.Imported{Probes: 2, Hourly: 1, Skipped: 2}, []int{3}, 2, 2, ""},
+		{"batches of 5000", "", big.String() + hourly(3),
+			series.Imported{Probes: 12000, Hourly: 3, Skipped: 1}, []int{5001, 5001, 2001}, 11999, 12000, ""},
+		{"bad lines are skipped with a warning", "", probe(1) + "junk\n" + hourly(4) + "queue_hourly,kind=free,lane=a worst_q",
+			series.Imported{Probes: 1, Hourly: 1, Skipped: 1}, []int{2}, 1, 1, "line=2"},
+		{"an old hourly line never rolls the hour back", probe(100), probe(1) + hourly(5),
+			series.Imported{Probes: 1, Hourly: 1, Skipped: 1}, []int{2}, 100, 2, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := newCounting(t)
+			rec := series.NewRecorder(dst, time.UTC)
+			if c.before != "" {
+				if _, err := series.Import(ctx, rec, strings.NewReader(c.before), failOnWarn(t)); err != nil {
+					t.Fatal(err)
+				}
+				dst.writes = nil
+			}
 			var w warnings
-			np, nh, err := series.Import(ctx, dst, strings.NewReader(c.in), w.warn)
-			if err != nil || np != c.probes || nh != c.hourly {
-				t.Fatalf("Import = %d, %d, %v; want %d, %d, nil", np, nh, err, c.probes, c.hourly)
+			got, err := series.Import(ctx, rec, strings.NewReader(c.in), w.warn)
+			if err != nil || got != c.want {
+				t.Fatalf("Import = %+v, %v; want %+v, nil", got, err, c.want)
 			}
 			if fmt.Sprint(dst.writes) != fmt.Sprint(c.writes) {
 				t.Errorf("writes of %v points, want %v", dst.writes, c.writes)
@@ -75,9 +89,9 @@ func TestImport(t *testing.T) {
 				t.Errorf("warnings %q, want %q", w.all(), c.warn)
 			}
 			if c.worst >= 0 {
-				hs, err := dst.Hourly(ctx, hour0, hour0.Add(time.Hour))
-				if err != nil || len(hs) != 1 || hs[0].WorstQueueS != c.worst {
-					t.Errorf("Hourly = %+v, %v; want worst %v", hs, err, c.worst)
+				hs, err := dst.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+				if err != nil || len(hs) != 1 || hs[0].WorstQueueS != c.worst || hs[0].Samples != c.samples {
+					t.Errorf("Hourly = %+v, %v; want worst %v over %d samples", hs, err, c.worst, c.samples)
 				}
 			}
 		})
@@ -85,7 +99,7 @@ func TestImport(t *testing.T) {
 	t.Run("a failing store stops the import", func(t *testing.T) {
 		dst := newCounting(t)
 		dst.fail = errors.New("disk full")
-		_, _, err := series.Import(ctx, dst, strings.NewReader(probe(1)+probe(2)), nil)
+		_, err := series.Import(ctx, series.NewRecorder(dst, nil), strings.NewReader(probe(1)+probe(2)), nil)
 		if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "line 2") {
 			t.Fatalf("Import = %v; want the store's error and the line", err)
 		}
@@ -94,7 +108,7 @@ func TestImport(t *testing.T) {
 		dst := newCounting(t)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, _, err := series.Import(cctx, dst, strings.NewReader(probe(1)), nil)
+		_, err := series.Import(cctx, series.NewRecorder(dst, nil), strings.NewReader(probe(1)), nil)
 		if !errors.Is(err, context.Canceled) || len(dst.writes) != 0 {
 			t.Fatalf("Import = %v after %v writes; want context.Canceled and no write", err, dst.writes)
 		}

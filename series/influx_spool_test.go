@@ -30,11 +30,11 @@ func sortProbes(ps []series.Probe) []series.Probe {
 // wantRead checks that s returns exactly ps and hs for hour0.
 func wantRead(t *testing.T, what string, s series.Store, ps []series.Probe, hs []series.Hourly) {
 	t.Helper()
-	gotP, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+	gotP, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || !slices.Equal(gotP, ps) {
 		t.Errorf("%s: Probes = %v\n %+v\nwant\n %+v", what, err, gotP, ps)
 	}
-	gotH, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	gotH, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || !slices.Equal(gotH, hs) {
 		t.Errorf("%s: Hourly = %v\n %+v\nwant\n %+v", what, err, gotH, hs)
 	}
@@ -48,8 +48,9 @@ func TestInfluxReadsSpool(t *testing.T) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	var w warnings
-	o := series.InfluxOptions{URL: srv.URL, Bucket: "b", SpoolPath: filepath.Join(t.TempDir(), "spool.lp"), Warn: w.warn}
-	s1, err := series.OpenInflux(ctx, o)
+	o := series.InfluxOptions{URL: srv.URL, Bucket: "b", Warn: w.warn}
+	so := series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: w.warn}
+	s1, err := openSpool(o, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +70,16 @@ func TestInfluxReadsSpool(t *testing.T) {
 	if err := s1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s1.Probes(ctx, hour0, hour0.Add(time.Hour)); !errors.Is(err, os.ErrClosed) {
+	if _, err := s1.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour))); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Probes after Close = %v; want os.ErrClosed", err)
 	}
-	if _, err := s1.Hourly(ctx, hour0, hour0.Add(time.Hour)); !errors.Is(err, os.ErrClosed) {
+	if _, err := s1.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour))); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("Hourly after Close = %v; want os.ErrClosed", err)
 	}
 
 	// A restarted sampler opens the same spool: the server still has none of
 	// these points, the new store reads them from the spool.
-	s2, err := series.OpenInflux(ctx, o)
+	s2, err := openSpool(o, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,22 +97,22 @@ func TestInfluxReadsSpool(t *testing.T) {
 		{hour0.Add(time.Hour), hour0.Add(2 * time.Hour), []series.Probe{}},
 		{hour0, hour0, []series.Probe{}},
 	} {
-		got, err := s2.Probes(ctx, c.from, c.to)
+		got, err := s2.Probes(ctx, series.Between(c.from, c.to))
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("Probes(%s, %s) = %v %+v; want %+v", c.from.Format(time.TimeOnly), c.to.Format(time.TimeOnly), err, got, c.want)
 		}
 	}
-	if got, err := s2.Hourly(ctx, hour0.Add(time.Nanosecond), hour0.Add(time.Hour)); err != nil || len(got) != 0 {
+	if got, err := s2.Hourly(ctx, series.Between(hour0.Add(time.Nanosecond), hour0.Add(time.Hour))); err != nil || len(got) != 0 {
 		t.Errorf("Hourly after the hour start = %v %+v; want none", err, got)
 	}
 
 	// The server cannot be read: the read fails, it does not return the
 	// spool alone (the sampler would take that for the whole hour).
 	fake.setQueryStatus(http.StatusServiceUnavailable)
-	if got, err := s2.Probes(ctx, hour0, hour0.Add(time.Hour)); err == nil {
+	if got, err := s2.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour))); err == nil {
 		t.Errorf("Probes with the server failing = %+v, nil; want an error", got)
 	}
-	if got, err := s2.Hourly(ctx, hour0, hour0.Add(time.Hour)); err == nil {
+	if got, err := s2.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour))); err == nil {
 		t.Errorf("Hourly with the server failing = %+v, nil; want an error", got)
 	}
 	fake.setQueryStatus(0)
@@ -126,7 +127,7 @@ func TestInfluxReadsSpoolConcurrently(t *testing.T) {
 	fake := &fakeInflux{plan: slices.Repeat([]int{http.StatusServiceUnavailable}, 1000)}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", SpoolPath: filepath.Join(t.TempDir(), "spool.lp")})
+	s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b"}, series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
 	const writers, rounds = 3, 10
 	var wg sync.WaitGroup
 	for wr := range writers {
@@ -143,11 +144,11 @@ func TestInfluxReadsSpoolConcurrently(t *testing.T) {
 	for range 3 {
 		wg.Go(func() {
 			for range rounds {
-				ps, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+				ps, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 				if err != nil || len(ps)%2 != 0 {
 					t.Errorf("Probes = %d points, %v; want whole rounds of 2", len(ps), err)
 				}
-				hs, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+				hs, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 				if err != nil || len(hs) > writers {
 					t.Errorf("Hourly = %d points, %v; want at most one per writer", len(hs), err)
 				}
@@ -155,11 +156,11 @@ func TestInfluxReadsSpoolConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	ps, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+	ps, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || len(ps) != 2*writers*rounds {
 		t.Errorf("Probes at the end = %d points, %v; want %d", len(ps), err, 2*writers*rounds)
 	}
-	hs, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	hs, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || len(hs) != writers {
 		t.Fatalf("Hourly at the end = %+v, %v; want one per writer", hs, err)
 	}
@@ -179,8 +180,9 @@ func TestInfluxOutageReadsSpool(t *testing.T) {
 	srv := influxtest.Start(t)
 	db := srv.CreateDB(t, "readspool")
 	const lanes = 3
-	o := series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen", SpoolPath: filepath.Join(t.TempDir(), "spool.lp"), RequestTimeout: 5 * time.Second}
-	s1, err := series.OpenInflux(ctx, o)
+	o := series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen", RequestTimeout: 5 * time.Second}
+	so := series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")}
+	s1, err := openSpool(o, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestInfluxOutageReadsSpool(t *testing.T) {
 	if d := s1.SpoolDepth(); d != 2*lanes+2 {
 		t.Fatalf("spool depth %d, want %d", d, 2*lanes+2)
 	}
-	if got, err := s1.Probes(ctx, hour0, hour0.Add(time.Hour)); err == nil {
+	if got, err := s1.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour))); err == nil {
 		t.Errorf("Probes with the server down = %+v, nil; want an error, not the spool alone", got)
 	}
 	if err := s1.Close(); err != nil {
@@ -218,7 +220,7 @@ func TestInfluxOutageReadsSpool(t *testing.T) {
 	}
 
 	srv.Restart(t)
-	s2, err := series.OpenInflux(ctx, o)
+	s2, err := openSpool(o, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +242,18 @@ func TestInfluxOutageReadsSpool(t *testing.T) {
 	}
 	want = sortProbes(append(want, ps2...))
 	wantRead(t, "after the replay", s2, want, hs2)
+}
+
+// openSpool opens an Influx store wrapped in a Spool, as a sampler does.
+func openSpool(o series.InfluxOptions, so series.SpoolOptions) (*series.Spool, error) {
+	db, err := series.OpenInflux(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := series.OpenSpool(db, so)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return sp, nil
 }

@@ -49,11 +49,8 @@ func TestInfluxContract(t *testing.T) {
 	base := influxtest.URL(t)
 	storetest.Run(t, func(t *testing.T) series.Store {
 		db := influxtest.NewDB(t, base)
-		s, err := series.OpenInflux(ctx, series.InfluxOptions{
-			URL: base, Bucket: db + "/autogen",
-			SpoolPath: filepath.Join(t.TempDir(), "spool.lp"),
-			Warn:      failOnWarn(t),
-		})
+		s, err := openSpool(series.InfluxOptions{URL: base, Bucket: db + "/autogen", Warn: failOnWarn(t)},
+			series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: failOnWarn(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +75,7 @@ func round(lanes, r int) ([]series.Probe, []series.Hourly) {
 			all = append(all, p)
 		}
 		ps = append(ps, all[r])
-		hs = append(hs, series.Aggregate(lane, "free", hour0, all))
+		hs = append(hs, series.Aggregate(lane, "free", "", hour0, all))
 	}
 	return ps, hs
 }
@@ -173,7 +170,7 @@ func TestInfluxOutage(t *testing.T) {
 		db := srv.CreateDB(t, "outage")
 		spool := filepath.Join(t.TempDir(), "spool", "influx.lp")
 		var w warnings
-		s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: db + "/autogen", SpoolPath: spool, Warn: w.warn, RequestTimeout: 5 * time.Second})
+		s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: db + "/autogen", Warn: w.warn, RequestTimeout: 5 * time.Second}, series.SpoolOptions{Path: spool, Warn: w.warn})
 		const lanes = 5
 		write := func(r int) {
 			t.Helper()
@@ -212,7 +209,7 @@ func TestInfluxOutage(t *testing.T) {
 			t.Errorf("server holds %d hourly points, want %d", n, lanes)
 		}
 		_, want := round(lanes, 3)
-		got, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+		got, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,12 +224,13 @@ func TestInfluxOutage(t *testing.T) {
 	t.Run("spool survives the store", func(t *testing.T) {
 		db := srv.CreateDB(t, "reopen")
 		spool := filepath.Join(t.TempDir(), "spool.lp")
-		o := series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen", SpoolPath: spool, RequestTimeout: 5 * time.Second}
-		s1, err := series.OpenInflux(ctx, o)
+		o := series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen", RequestTimeout: 5 * time.Second}
+		so := series.SpoolOptions{Path: spool}
+		s1, err := openSpool(o, so)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := series.OpenInflux(ctx, o); err == nil || !strings.Contains(err.Error(), spool) {
+		if _, err := openSpool(o, so); err == nil || !strings.Contains(err.Error(), spool) {
 			t.Fatalf("second OpenInflux on one spool = %v; want an error naming %s", err, spool)
 		}
 		if err := srv.Stop(); err != nil {
@@ -247,8 +245,8 @@ func TestInfluxOutage(t *testing.T) {
 		}
 		srv.Restart(t)
 		var w warnings
-		o.Warn = w.warn
-		s2, err := series.OpenInflux(ctx, o)
+		so.Warn = w.warn
+		s2, err := openSpool(o, so)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,10 +275,11 @@ func TestInfluxOutage(t *testing.T) {
 func TestInfluxRefused(t *testing.T) {
 	base := influxtest.URL(t)
 	for _, c := range []struct {
-		name  string
-		spoil func(t *testing.T, db string) // makes the next write fail for good
-		fix   func(t *testing.T, db string)
-		want  string
+		name    string
+		spoil   func(t *testing.T, db string) // makes the next write fail for good
+		fix     func(t *testing.T, db string)
+		want    string
+		refused int // the points that go to the dead-letter file
 	}{
 		{
 			name: "field type conflict (400)",
@@ -294,18 +293,22 @@ func TestInfluxRefused(t *testing.T) {
 			},
 			fix:  func(t *testing.T, db string) { postQuery(t, base+"/query?db="+db, `DROP MEASUREMENT "probe"`) },
 			want: "field type conflict",
+			// A partial write: the probe points conflict, the hourly
+			// points were accepted and must not be dead-lettered.
+			refused: 2,
 		},
 		{
-			name:  "database dropped after open (404)",
-			spoil: func(t *testing.T, db string) { postQuery(t, base+"/query", "DROP DATABASE "+strconv.Quote(db)) },
-			fix:   func(t *testing.T, db string) { postQuery(t, base+"/query", "CREATE DATABASE "+strconv.Quote(db)) },
-			want:  "database not found",
+			name:    "database dropped after open (404)",
+			spoil:   func(t *testing.T, db string) { postQuery(t, base+"/query", "DROP DATABASE "+strconv.Quote(db)) },
+			fix:     func(t *testing.T, db string) { postQuery(t, base+"/query", "CREATE DATABASE "+strconv.Quote(db)) },
+			want:    "database not found",
+			refused: 4,
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db := influxtest.NewDB(t, base)
 			spool := filepath.Join(t.TempDir(), "spool.lp")
-			s := openInflux(t, base, series.InfluxOptions{Bucket: db + "/autogen", SpoolPath: spool})
+			s := openSpooled(t, base, series.InfluxOptions{Bucket: db + "/autogen"}, series.SpoolOptions{Path: spool})
 			c.spoil(t, db)
 			ps, hs := round(2, 0)
 			err := s.Write(ctx, ps, hs)
@@ -313,11 +316,11 @@ func TestInfluxRefused(t *testing.T) {
 			if !errors.As(err, &re) {
 				t.Fatalf("Write = %v; want a *RefusedError", err)
 			}
-			if re.Points != 4 || re.DeadLetter != spool+".dead" || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "dead-letter") {
-				t.Errorf("refusal %+v (%v); want 4 points in %s.dead and %q", re, err, spool, c.want)
+			if re.Points != c.refused || re.DeadLetter != spool+".dead" || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "dead-letter") {
+				t.Errorf("refusal %+v (%v); want %d points in %s.dead and %q", re, err, c.refused, spool, c.want)
 			}
-			if n := countLines(t, spool+".dead"); n != 4 {
-				t.Errorf("dead-letter file has %d lines, want 4", n)
+			if n := countLines(t, spool+".dead"); n != c.refused {
+				t.Errorf("dead-letter file has %d lines, want %d", n, c.refused)
 			}
 			if d := s.SpoolDepth(); d != 0 {
 				t.Errorf("refused points went to the spool (depth %d)", d)
@@ -329,11 +332,11 @@ func TestInfluxRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			np, nh, err := series.Import(ctx, s, f, failOnWarn(t))
-			if err != nil || np != 2 || nh != 2 {
-				t.Fatalf("Import of dead letters = %d, %d, %v; want 2, 2, nil", np, nh, err)
+			res, err := series.Import(ctx, series.NewRecorder(s, time.UTC), f, failOnWarn(t))
+			if err != nil || res.Probes != 2 || res.Hourly != 2 {
+				t.Fatalf("Import of dead letters = %+v, %v; want 2 probes and 2 rebuilt hours", res, err)
 			}
-			got, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+			got, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 			if err != nil || !slices.Equal(got, ps) {
 				t.Errorf("after import Probes = %+v, %v; want %+v", got, err, ps)
 			}
@@ -429,11 +432,17 @@ func TestInfluxWriteStatuses(t *testing.T) {
 		{400, false}, {401, false}, {403, false}, {404, false}, {413, false},
 	} {
 		t.Run(strconv.Itoa(c.status), func(t *testing.T) {
-			fake := &fakeInflux{plan: []int{c.status}}
+			// A refusal is the same for any part of the batch, so the
+			// server refuses every write: the split finds all 4 points.
+			plan := []int{c.status}
+			if !c.spool {
+				plan = slices.Repeat(plan, 7)
+			}
+			fake := &fakeInflux{plan: plan}
 			srv := httptest.NewServer(fake)
 			defer srv.Close()
 			spool := filepath.Join(t.TempDir(), "spool.lp")
-			s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", Token: "sekret-token", SpoolPath: spool})
+			s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b", Token: "sekret-token"}, series.SpoolOptions{Path: spool})
 			ps, hs := round(2, 0)
 			err := s.Write(ctx, ps, hs)
 			if c.spool {
@@ -466,7 +475,7 @@ func TestInfluxReplayOrder(t *testing.T) {
 	fake := &fakeInflux{plan: []int{503, 503}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", SpoolPath: filepath.Join(t.TempDir(), "spool.lp")})
+	s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b"}, series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
 	for r := range 3 {
 		var ps []series.Probe
 		for i := range 3000 {
@@ -503,7 +512,7 @@ func TestInfluxSpoolCap(t *testing.T) {
 	spool := filepath.Join(t.TempDir(), "spool.lp")
 	var warnings []string
 	warn := func(msg string, _ ...any) { warnings = append(warnings, msg) }
-	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", SpoolPath: spool, SpoolMaxBytes: 1000, Warn: warn})
+	s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b", Warn: warn}, series.SpoolOptions{Path: spool, MaxBytes: 1000, Warn: warn})
 	ps, hs := round(2, 0) // about 600 bytes
 	if err := s.Write(ctx, ps, hs); err != nil {
 		t.Fatalf("first Write: %v", err)
@@ -592,7 +601,7 @@ func TestOpenInfluxErrors(t *testing.T) {
 		if err := s.Write(ctx, ps, hs); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+		got, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil || !slices.Equal(got, hs) {
 			t.Fatalf("Hourly = %+v, %v", got, err)
 		}
@@ -621,14 +630,15 @@ func TestInfluxRawFluxReadsSchema(t *testing.T) {
 	}
 	want := map[string]string{
 		"probe.queue_s": "20", "probe.gen_s": "1.5", "probe.headers_s": "0.2", "probe.tokens": "16",
-		"probe.ok": "false", "probe.outcome": "http_error", "probe.status": "503",
+		"probe.ok": "false", "probe.outcome": "http_error", "probe.status": "503", "probe.connect_s": "0",
 		"queue_hourly.worst_queue_s": "11", "queue_hourly.worst_gen_s": "1.5", "queue_hourly.min_tok_per_s": "10.666666666666666",
 		"queue_hourly.samples": "3", "queue_hourly.failures": "1", "queue_hourly.eligible": "false",
+		"queue_hourly.worst_censored_s": "21",
 	}
 	for k, v := range want {
 		if got, ok := fields[k]; !ok {
 			t.Errorf("field %s missing from the Flux result", k)
-		} else if k != "probe.queue_s" && k != "queue_hourly.worst_queue_s" && got != v {
+		} else if k != "probe.queue_s" && k != "queue_hourly.worst_queue_s" && k != "queue_hourly.worst_censored_s" && got != v {
 			t.Errorf("%s = %s, want %s", k, got, v)
 		}
 	}
@@ -658,8 +668,8 @@ func TestFileImportsIntoInflux(t *testing.T) {
 	if err := f.Write(ctx, []series.Probe{tricky}, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantP, _ := f.Probes(ctx, hour0, hour0.Add(time.Hour))
-	wantH, _ := f.Hourly(ctx, hour0, hour0.Add(time.Hour))
+	wantP, _ := f.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+	wantH, _ := f.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -677,28 +687,28 @@ func TestFileImportsIntoInflux(t *testing.T) {
 			t.Fatalf("InfluxDB refused the file: %s %s", resp.Status, body)
 		}
 		s := openInflux(t, base, series.InfluxOptions{Bucket: db + "/autogen"})
-		gotP, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+		gotP, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil || !slices.Equal(gotP, wantP) {
 			t.Errorf("probes differ:\n got %+v\nwant %+v (%v)", gotP, wantP, err)
 		}
-		gotH, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
+		gotH, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil || !slices.Equal(gotH, wantH) {
 			t.Errorf("hourly differ:\n got %+v\nwant %+v (%v)", gotH, wantH, err)
 		}
 	})
 	t.Run("series.Import", func(t *testing.T) {
 		s := openInflux(t, base, series.InfluxOptions{})
-		np, nh, err := series.Import(ctx, s, bytes.NewReader(raw), failOnWarn(t))
-		if err != nil || np != 13 || nh != 12 {
-			t.Fatalf("Import = %d, %d, %v; want 13 probes, 12 hourly lines", np, nh, err)
+		res, err := series.Import(ctx, series.NewRecorder(s, time.UTC), bytes.NewReader(raw), failOnWarn(t))
+		if err != nil || res != (series.Imported{Probes: 13, Hourly: 4, Skipped: 12}) {
+			t.Fatalf("Import = %+v, %v; want 13 probes, 4 rebuilt hours (3 lanes and the tricky one), 12 hourly lines skipped", res, err)
 		}
-		gotP, err := s.Probes(ctx, hour0, hour0.Add(time.Hour))
+		gotP, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 		if err != nil || !slices.Equal(gotP, wantP) {
 			t.Errorf("probes differ:\n got %+v\nwant %+v (%v)", gotP, wantP, err)
 		}
-		gotH, err := s.Hourly(ctx, hour0, hour0.Add(time.Hour))
-		if err != nil || !slices.Equal(gotH, wantH) {
-			t.Errorf("hourly differ:\n got %+v\nwant %+v (%v)", gotH, wantH, err)
+		gotH, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+		if want := series.Rollup(wantP, time.UTC); err != nil || !slices.Equal(gotH, want) {
+			t.Errorf("hourly differ:\n got %+v\nwant %+v (%v)", gotH, want, err)
 		}
 	})
 }
@@ -707,11 +717,11 @@ func TestFileImportsIntoInflux(t *testing.T) {
 // the spool is emptied, the new points are written, and the one-line error
 // says what was refused.
 func TestInfluxReplayRefused(t *testing.T) {
-	fake := &fakeInflux{plan: []int{503, 400}}
+	fake := &fakeInflux{plan: append([]int{503}, slices.Repeat([]int{400}, 7)...)} // 400 for the batch, its halves and each point
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	spool := filepath.Join(t.TempDir(), "spool.lp")
-	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: "b", SpoolPath: spool})
+	s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b"}, series.SpoolOptions{Path: spool})
 	ps, hs := round(2, 0)
 	if err := s.Write(ctx, ps, hs); err != nil {
 		t.Fatalf("Write 1: %v", err)
@@ -728,4 +738,17 @@ func TestInfluxReplayRefused(t *testing.T) {
 	if got := fake.written(); len(got) != 1 || !strings.Contains(got[0], "queue_s=10,") {
 		t.Errorf("server accepted %q; want round 1's points", got)
 	}
+}
+
+// openSpooled opens an Influx store on a fresh database of the server at
+// base (unless io names a bucket), wrapped in a Spool.
+func openSpooled(t testing.TB, base string, io series.InfluxOptions, so series.SpoolOptions) *series.Spool {
+	t.Helper()
+	db := openInflux(t, base, io)
+	sp, err := series.OpenSpool(db, so)
+	if err != nil {
+		t.Fatalf("OpenSpool: %v", err)
+	}
+	t.Cleanup(func() { _ = sp.Close() })
+	return sp
 }

@@ -11,31 +11,38 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// Tag and field keys of the storage schema (DESIGN.md).
+// Tag and field keys of the storage schema (docs/schema.md).
 const (
-	tagKind = "kind"
-	tagLane = "lane"
+	TagKind = "kind"
+	TagLane = "lane"
+	TagSite = "site" // only on points of a sampler with a site
 
-	fieldQueueS   = "queue_s"
-	fieldGenS     = "gen_s"
-	fieldHeadersS = "headers_s"
-	fieldTokens   = "tokens"
-	fieldOK       = "ok"
-	fieldOutcome  = "outcome"
-	fieldStatus   = "status"
+	fieldQueueS         = "queue_s"
+	fieldGenS           = "gen_s"
+	fieldHeadersS       = "headers_s"
+	fieldConnectS       = "connect_s"
+	fieldTokens         = "tokens"
+	fieldOK             = "ok"
+	fieldOutcome        = "outcome"
+	fieldStatus         = "status"
+	fieldQuotaRemaining = "quota_remaining" // optional
+	fieldQuotaResetS    = "quota_reset_s"   // optional
 
-	fieldWorstQueueS = "worst_queue_s"
-	fieldWorstGenS   = "worst_gen_s"
-	fieldMinTokPerS  = "min_tok_per_s"
-	fieldSamples     = "samples"
-	fieldFailures    = "failures"
-	fieldEligible    = "eligible"
+	fieldWorstQueueS    = "worst_queue_s"
+	fieldWorstGenS      = "worst_gen_s"
+	fieldMinTokPerS     = "min_tok_per_s"
+	fieldSamples        = "samples"
+	fieldFailures       = "failures"
+	fieldEligible       = "eligible"
+	fieldWorstCensoredS = "worst_censored_s"
 )
 
 // probeFields and hourlyFields list the field keys in the order they are written.
 var (
-	probeFields  = []string{fieldQueueS, fieldGenS, fieldHeadersS, fieldTokens, fieldOK, fieldOutcome, fieldStatus}
-	hourlyFields = []string{fieldWorstQueueS, fieldWorstGenS, fieldMinTokPerS, fieldSamples, fieldFailures, fieldEligible}
+	probeFields = []string{fieldQueueS, fieldGenS, fieldHeadersS, fieldConnectS, fieldTokens, fieldOK, fieldOutcome,
+		fieldStatus, fieldQuotaRemaining, fieldQuotaResetS}
+	hourlyFields = []string{fieldWorstQueueS, fieldWorstGenS, fieldMinTokPerS, fieldSamples, fieldFailures, fieldEligible,
+		fieldWorstCensoredS}
 )
 
 // InfluxDB 1.x accepts timestamps in [MinInt64+2, MaxInt64-1] ns; the stores
@@ -48,6 +55,7 @@ var (
 // encoder turns points into line protocol, one line per point, ns precision.
 type encoder struct {
 	enc lineprotocol.Encoder
+	bad string // why the line being built cannot be stored
 }
 
 // round encodes probes then hourly points and reports how many lines it wrote.
@@ -75,15 +83,22 @@ func (e *encoder) probe(p *Probe) error {
 	if !utf8.ValidString(p.Outcome) {
 		return errors.New("outcome is not valid UTF-8")
 	}
-	e.start(MeasurementProbe, p.Lane, p.Kind)
-	if err := e.floats(fieldQueueS, p.QueueS, fieldGenS, p.GenS, fieldHeadersS, p.HeadersS); err != nil {
-		return err
-	}
+	e.start(MeasurementProbe, p.Lane, p.Kind, p.Site)
+	e.float(fieldQueueS, p.QueueS)
+	e.float(fieldGenS, p.GenS)
+	e.float(fieldHeadersS, p.HeadersS)
+	e.float(fieldConnectS, p.ConnectS)
 	e.enc.AddField(fieldTokens, lineprotocol.IntValue(p.Tokens))
 	e.enc.AddField(fieldOK, lineprotocol.BoolValue(p.OK))
 	v, _ := lineprotocol.StringValue(p.Outcome) // UTF-8 checked above
 	e.enc.AddField(fieldOutcome, v)
 	e.enc.AddField(fieldStatus, lineprotocol.IntValue(p.Status))
+	if p.QuotaKnown {
+		e.enc.AddField(fieldQuotaRemaining, lineprotocol.IntValue(p.QuotaRemaining))
+	}
+	if p.QuotaResetS != 0 {
+		e.float(fieldQuotaResetS, p.QuotaResetS)
+	}
 	return e.end(p.Time)
 }
 
@@ -91,38 +106,48 @@ func (e *encoder) hourly(h *Hourly) error {
 	if err := checkSeries(h.Lane, h.Kind, h.Hour); err != nil {
 		return err
 	}
-	e.start(MeasurementHourly, h.Lane, h.Kind)
-	if err := e.floats(fieldWorstQueueS, h.WorstQueueS, fieldWorstGenS, h.WorstGenS, fieldMinTokPerS, h.MinTokPerS); err != nil {
-		return err
-	}
+	e.start(MeasurementHourly, h.Lane, h.Kind, h.Site)
+	e.float(fieldWorstQueueS, h.WorstQueueS)
+	e.float(fieldWorstGenS, h.WorstGenS)
+	e.float(fieldMinTokPerS, h.MinTokPerS)
 	e.enc.AddField(fieldSamples, lineprotocol.IntValue(h.Samples))
 	e.enc.AddField(fieldFailures, lineprotocol.IntValue(h.Failures))
 	e.enc.AddField(fieldEligible, lineprotocol.BoolValue(h.Eligible))
+	e.float(fieldWorstCensoredS, h.WorstCensoredS)
 	return e.end(h.Hour)
 }
 
-func (e *encoder) start(measurement, lane, kind string) {
+func (e *encoder) start(measurement, lane, kind, site string) {
 	e.enc.StartLine(measurement)
-	e.enc.AddTag(tagKind, kind) // tag keys in lexical order
-	e.enc.AddTag(tagLane, lane)
+	e.enc.AddTag(TagKind, kind) // tag keys in lexical order
+	e.enc.AddTag(TagLane, lane)
+	if site != "" {
+		e.enc.AddTag(TagSite, site)
+	}
+	e.bad = ""
 }
 
-// floats adds three float fields given as key, value pairs.
-func (e *encoder) floats(k1 string, v1 float64, k2 string, v2 float64, k3 string, v3 float64) error {
-	for _, kv := range [...]struct {
-		k string
-		v float64
-	}{{k1, v1}, {k2, v2}, {k3, v3}} {
-		v, ok := lineprotocol.FloatValue(kv.v)
-		if !ok {
-			return fmt.Errorf("%s is %v, want a finite number", kv.k, kv.v)
+// float adds a float field; a value that is not finite fails the line (end
+// reports it).
+func (e *encoder) float(key string, x float64) {
+	v, ok := lineprotocol.FloatValue(x)
+	if !ok {
+		if e.bad == "" {
+			e.bad = fmt.Sprintf("%s is %v, want a finite number", key, x)
 		}
-		e.enc.AddField(kv.k, v)
+		return
 	}
-	return nil
+	e.enc.AddField(key, v)
 }
 
 func (e *encoder) end(t time.Time) error {
+	if e.bad != "" {
+		// Finish the line so the encoder is in a clean state; the round
+		// is discarded by the caller.
+		e.enc.EndLine(t)
+		e.enc.ClearErr()
+		return errors.New(e.bad)
+	}
 	e.enc.EndLine(t)
 	if err := e.enc.Err(); err != nil {
 		e.enc.ClearErr()
@@ -207,7 +232,7 @@ func lineTime(line []byte) (ns int64, ok bool) {
 func decodeProbe(line []byte) (Probe, error) {
 	var p Probe
 	var err error
-	p.Lane, p.Kind, p.Time, err = decodeLine(line, MeasurementProbe, func(key []byte, v lineprotocol.Value) error {
+	p.Lane, p.Kind, p.Site, p.Time, err = decodeLine(line, MeasurementProbe, func(key []byte, v lineprotocol.Value) error {
 		switch string(key) {
 		case fieldQueueS:
 			return floatField(&p.QueueS, key, v)
@@ -215,6 +240,13 @@ func decodeProbe(line []byte) (Probe, error) {
 			return floatField(&p.GenS, key, v)
 		case fieldHeadersS:
 			return floatField(&p.HeadersS, key, v)
+		case fieldConnectS:
+			return floatField(&p.ConnectS, key, v)
+		case fieldQuotaRemaining:
+			p.QuotaKnown = true
+			return intField(&p.QuotaRemaining, key, v)
+		case fieldQuotaResetS:
+			return floatField(&p.QuotaResetS, key, v)
 		case fieldTokens:
 			return intField(&p.Tokens, key, v)
 		case fieldOK:
@@ -236,7 +268,7 @@ func decodeProbe(line []byte) (Probe, error) {
 func decodeHourly(line []byte) (Hourly, error) {
 	var h Hourly
 	var err error
-	h.Lane, h.Kind, h.Hour, err = decodeLine(line, MeasurementHourly, func(key []byte, v lineprotocol.Value) error {
+	h.Lane, h.Kind, h.Site, h.Hour, err = decodeLine(line, MeasurementHourly, func(key []byte, v lineprotocol.Value) error {
 		switch string(key) {
 		case fieldWorstQueueS:
 			return floatField(&h.WorstQueueS, key, v)
@@ -250,6 +282,8 @@ func decodeHourly(line []byte) (Hourly, error) {
 			return intField(&h.Failures, key, v)
 		case fieldEligible:
 			return boolField(&h.Eligible, key, v)
+		case fieldWorstCensoredS:
+			return floatField(&h.WorstCensoredS, key, v)
 		}
 		return nil
 	})
@@ -257,64 +291,69 @@ func decodeHourly(line []byte) (Hourly, error) {
 }
 
 // decodeLine decodes one line of measurement want, handing each field to
-// field. It requires the lane and kind tags and a timestamp. Unknown tags and
-// fields are ignored.
-func decodeLine(line []byte, want string, field func(key []byte, v lineprotocol.Value) error) (lane, kind string, t time.Time, err error) {
+// field. It requires the lane and kind tags and a timestamp; the site tag is
+// optional. Unknown tags and fields are ignored.
+func decodeLine(line []byte, want string, field func(key []byte, v lineprotocol.Value) error) (lane, kind, site string, t time.Time, err error) {
+	fail := func(err error) (string, string, string, time.Time, error) {
+		return "", "", "", time.Time{}, err
+	}
 	d := lineprotocol.NewDecoderWithBytes(line)
 	if !d.Next() {
-		return "", "", time.Time{}, errors.New("empty line")
+		return fail(errors.New("empty line"))
 	}
 	m, err := d.Measurement()
 	if err != nil {
-		return "", "", time.Time{}, err
+		return fail(err)
 	}
 	if string(m) != want {
-		return "", "", time.Time{}, fmt.Errorf("measurement %q, want %q", m, want)
+		return fail(fmt.Errorf("measurement %q, want %q", m, want))
 	}
 	for {
 		k, v, err := d.NextTag()
 		if err != nil {
-			return "", "", time.Time{}, err
+			return fail(err)
 		}
 		if k == nil {
 			break
 		}
 		switch string(k) {
-		case tagLane:
+		case TagLane:
 			lane = string(v)
-		case tagKind:
+		case TagKind:
 			kind = string(v)
+		case TagSite:
+			site = string(v)
 		}
 	}
 	fields := 0
 	for {
 		k, v, err := d.NextField()
 		if err != nil {
-			return "", "", time.Time{}, err
+			return fail(err)
 		}
 		if k == nil {
 			break
 		}
 		fields++
 		if err := field(k, v); err != nil {
-			return "", "", time.Time{}, err
+			return fail(err)
 		}
 	}
 	t, err = d.Time(lineprotocol.Nanosecond, time.Time{})
 	if err != nil {
-		return "", "", time.Time{}, err
+		return fail(err)
 	}
 	switch {
 	case fields == 0:
-		return "", "", time.Time{}, errors.New("no fields")
+		return fail(errors.New("no fields"))
 	case t.IsZero():
-		return "", "", time.Time{}, errors.New("no timestamp")
+		return fail(errors.New("no timestamp"))
 	case lane == "":
-		return "", "", time.Time{}, errors.New("no lane tag")
+		return fail(errors.New("no lane tag"))
 	case kind == "":
-		return "", "", time.Time{}, errors.New("no kind tag")
+		return fail(errors.New("no kind tag"))
 	}
-	return lane, kind, t.UTC(), nil
+	return lane, kind, site, t.UTC(), nil
 }
 
 func floatField(dst *float64, key []byte, v lineprotocol.Value) error {

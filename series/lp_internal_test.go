@@ -137,10 +137,10 @@ func FuzzFileRead(f *testing.F) {
 		}
 		defer s.Close()
 		from, to := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
-		if _, err := s.Hourly(t.Context(), from, to); err != nil {
+		if _, err := s.Hourly(t.Context(), Between(from, to)); err != nil {
 			t.Fatalf("Hourly: %v", err)
 		}
-		if _, err := s.Probes(t.Context(), from, to); err != nil {
+		if _, err := s.Probes(t.Context(), Between(from, to)); err != nil {
 			t.Fatalf("Probes: %v", err)
 		}
 	})

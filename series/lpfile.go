@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -189,7 +190,12 @@ func countLines(f *os.File, n int64) (int64, error) {
 
 // append writes b (whole lines) in one write and fsyncs. On failure it cuts
 // the file back to its size before the write, so no partial line remains.
+// Its errors do not repeat the path: callers name the file.
 func (a *appendFile) append(b []byte) error {
+	return unpath(a.appendPathErr(b))
+}
+
+func (a *appendFile) appendPathErr(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
@@ -212,8 +218,25 @@ func (a *appendFile) append(b []byte) error {
 	return nil
 }
 
+// checkPath fails with ErrMoved unless a.path still names the open file.
+func (a *appendFile) checkPath() error {
+	open, err := a.f.Stat()
+	if err != nil {
+		return err
+	}
+	named, err := os.Stat(a.path)
+	if err != nil || !os.SameFile(open, named) {
+		return ErrMoved
+	}
+	return nil
+}
+
 // truncate empties the file durably.
 func (a *appendFile) truncate() error {
+	return unpath(a.truncatePathErr())
+}
+
+func (a *appendFile) truncatePathErr() error {
 	if err := lockExclusive(a.f); err != nil {
 		return err
 	}
@@ -269,4 +292,15 @@ func syncDir(dir string) {
 	}
 	_ = d.Sync()
 	_ = d.Close()
+}
+
+// unpath drops the path from a *fs.PathError ("write: no space left on
+// device"), for callers that name the file themselves; errors.Is still
+// sees the cause.
+func unpath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }

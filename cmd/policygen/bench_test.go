@@ -98,7 +98,7 @@ func benchHistory(tb testing.TB) string {
 					}
 					probes = append(probes, p)
 					sofar[i] = append(sofar[i], p)
-					hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, hour, sofar[i]))
+					hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, "", hour, sofar[i]))
 				}
 			}
 		}

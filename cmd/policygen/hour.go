@@ -9,6 +9,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/wire"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
@@ -22,6 +23,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	dayFlag := fs.String("day", "", "write the 24 forecast files of day `YYYY-MM-DD` instead")
 	outFlag := fs.String("out", "", "folder for <hour>.yaml (default: policy.out of the config)")
 	printFlag := fs.Bool("print", false, "print the YAML written instead of the paths")
+	siteFlag := fs.String("site", "", "write the view of one `site` only (default: every site, conservatively merged)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
@@ -48,8 +50,15 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 			return usagef("-out: %w", err)
 		}
 	}
-	params := paramsOf(cfg)
-	lookback := max(cfg.Policy.LookbackDays, 0)
+	var sites []string
+	if *siteFlag != "" {
+		sites = []string{*siteFlag}
+	}
+	st, fresh, err := openStoreOrFresh(ctx, cfg, e.stderr, e.getenv)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 
 	var files []policy.File
 	if *dayFlag != "" {
@@ -57,16 +66,9 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		if err != nil {
 			return usagef("-day: %w", err)
 		}
-		// The forecast reads the lookback days before the day (an hour of
-		// margin for odd DST rules at midnight; policy ignores the rest).
-		y, m, d := day.Date()
-		from := time.Date(y, m, d-lookback, 0, 0, 0, 0, loc).Add(-time.Hour)
-		to := time.Date(y, m, d, 0, 0, 0, 0, loc).Add(time.Hour)
-		recs, err := e.records(ctx, cfg, from, to)
-		if err != nil {
+		if files, err = wire.Forecast(ctx, st, cfg, day, sites); err != nil {
 			return err
 		}
-		files = policy.Forecast(params, recs, day)
 	} else {
 		var h time.Time
 		if *hourFlag != "" {
@@ -76,15 +78,14 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		} else {
 			h = hours.Start(e.now(), loc)
 		}
-		// The window: from an hour before the first lookback day (so H-1
-		// is in even with no lookback) to the end of H.
-		lt := h.In(loc)
-		from := time.Date(lt.Year(), lt.Month(), lt.Day()-lookback, 0, 0, 0, 0, loc).Add(-time.Hour)
-		recs, err := e.records(ctx, cfg, from, h.Add(time.Hour))
+		f, err := wire.ForHour(ctx, st, cfg, h, sites)
 		if err != nil {
 			return err
 		}
-		files = []policy.File{policy.ForHour(params, recs, h)}
+		files = []policy.File{f}
+	}
+	if fresh {
+		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); every lane is never_sampled\n", cfg.Store.Path)
 	}
 
 	for i, f := range files {
@@ -106,66 +107,4 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
-}
-
-// paramsOf maps the config to the policy's parameters.
-func paramsOf(cfg *config.Config) policy.Params {
-	p := policy.Params{Location: cfg.Location, LookbackDays: cfg.Policy.LookbackDays}
-	for _, l := range cfg.Lanes {
-		p.Lanes = append(p.Lanes, policy.LaneSpec{Name: l.Name, Kind: l.Kind})
-	}
-	for _, c := range cfg.Policy.Classes {
-		p.Classes = append(p.Classes, policy.ClassSpec{
-			Name:          c.Name,
-			DeadlineS:     c.DeadlineS,
-			CeilingTokens: c.CeilingTokens,
-			EstTokens:     c.EstTokens,
-			PaidUSDPer1k:  c.PaidUSDPer1k,
-		})
-	}
-	return p
-}
-
-// records reads the hourly records with from <= hour < to and, from the
-// probes of the same window, the time of each lane-hour's last probe.
-func (e *env) records(ctx context.Context, cfg *config.Config, from, to time.Time) ([]policy.Record, error) {
-	st, err := openStore(ctx, cfg, e.stderr, e.getenv)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	hourly, err := st.Hourly(ctx, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("store: read hourly records: %w", err)
-	}
-	probes, err := st.Probes(ctx, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("store: read probes: %w", err)
-	}
-	type key struct {
-		lane string
-		hour int64
-	}
-	last := make(map[key]time.Time, len(hourly))
-	for _, p := range probes {
-		k := key{p.Lane, hours.Start(p.Time, cfg.Location).Unix()}
-		if p.Time.After(last[k]) {
-			last[k] = p.Time
-		}
-	}
-	recs := make([]policy.Record, len(hourly))
-	for i, h := range hourly {
-		recs[i] = policy.Record{
-			Lane:        h.Lane,
-			Kind:        h.Kind,
-			Hour:        h.Hour,
-			WorstQueueS: h.WorstQueueS,
-			WorstGenS:   h.WorstGenS,
-			MinTokPerS:  h.MinTokPerS,
-			Samples:     int(h.Samples),
-			Failures:    int(h.Failures),
-			LastSample:  last[key{h.Lane, h.Hour.Unix()}],
-		}
-	}
-	return recs, nil
 }

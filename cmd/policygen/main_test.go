@@ -112,14 +112,14 @@ func (f *fixture) seed(t *testing.T, rounds []round) {
 		hour := hours.Start(r.at, f.loc)
 		free := series.Probe{Lane: "free", Kind: "free", Time: r.at, QueueS: r.freeQueue, GenS: 0.4, HeadersS: 0.1, Tokens: 16, OK: r.freeOK, Outcome: "ok", Status: 200}
 		if !r.freeOK {
-			free.Outcome, free.Status, free.QueueS, free.GenS, free.Tokens = "rate_limited", 429, 0, 0, 0
+			free.Outcome, free.Status, free.QueueS, free.GenS, free.Tokens = "http_error", 503, 0, 0, 0
 		}
 		paid := series.Probe{Lane: "paid", Kind: "paid", Time: r.at.Add(time.Second), QueueS: 1.25, GenS: 0.1, HeadersS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 		var hourly []series.Hourly
 		for _, p := range []series.Probe{free, paid} {
 			k := p.Lane + hour.String()
 			sofar[k] = append(sofar[k], p)
-			hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, hour, sofar[k]))
+			hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, "", hour, sofar[k]))
 		}
 		if err := st.Write(context.Background(), []series.Probe{free, paid}, hourly); err != nil {
 			t.Fatal(err)
@@ -497,7 +497,6 @@ func TestBadConfigAndStore(t *testing.T) {
 	}{
 		{"missing config", []string{"-config", filepath.Join(fx.dir, "nope.yaml"), "-hour", "2026-11-30T14"}, "no such file"},
 		{"bad config", []string{"-config", bad, "-hour", "2026-11-30T14"}, "timezone"},
-		{"no store file yet", []string{"-config", fx.config, "-hour", "2026-11-30T14"}, "store: open samples file"},
 		{"bad policy file", []string{"book", "-policy", fx.config, "-class", "interactive"}, "policy file"},
 		{"unknown class", []string{"book", "-policy", writePolicy(t, fx), "-class", "nightly"}, `class "nightly": not in the policy file`},
 	} {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/config"
@@ -17,6 +19,35 @@ import (
 func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, error) {
 	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), getenv)
 }
+
+// openStoreOrFresh opens the store for reading. An embedded store file that
+// does not exist yet is a fresh install, not an error: it returns an empty
+// store and fresh true, so that policies say never_sampled and CI fails
+// safe rather than red.
+func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, bool, error) {
+	st, err := openStore(ctx, cfg, stderr, getenv)
+	if err != nil && cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
+		return emptyStore{}, true, nil
+	}
+	return st, false, err
+}
+
+// emptyStore is the store of a fresh install: nothing in it.
+type emptyStore struct{}
+
+func (emptyStore) Write(context.Context, []series.Probe, []series.Hourly) error {
+	return errors.New("empty store is read-only")
+}
+func (emptyStore) Probes(context.Context, series.Query) ([]series.Probe, error) {
+	return []series.Probe{}, nil
+}
+func (emptyStore) Hourly(context.Context, series.Query) ([]series.Hourly, error) {
+	return []series.Hourly{}, nil
+}
+func (emptyStore) Latest(context.Context, series.Query) ([]series.Probe, error) {
+	return []series.Probe{}, nil
+}
+func (emptyStore) Close() error { return nil }
 
 // warner prints a store warning as one line: "policygen: warning: msg k=v ...".
 func warner(w io.Writer) func(msg string, args ...any) {

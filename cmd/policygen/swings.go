@@ -150,7 +150,7 @@ func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time
 		return nil, fmt.Errorf("swings: %w", err)
 	}
 	defer st.Close()
-	recs, err := st.Hourly(ctx, from, to)
+	recs, err := st.Hourly(ctx, series.Between(from, to))
 	if err != nil {
 		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)
 	}

@@ -459,8 +459,7 @@ lanes:
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen",
-		SpoolPath: filepath.Join(dir, "spool.lp"), DeadLetterPath: filepath.Join(dir, "dead.lp")})
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		return err
 	}
 	defer dst.Close()
+	rec := series.NewRecorder(dst, cfg.Location)
 	for _, name := range fs.Args() {
 		f, err := os.Open(name)
 		if err != nil {
@@ -62,18 +63,25 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		}
 		skipped := 0
 		countWarn := func(msg string, args ...any) { skipped++; warn(msg, args...) }
-		probes, hourly, err := series.Import(ctx, dst, f, countWarn)
+		res, err := series.Import(ctx, rec, f, countWarn)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("import %s: %w", name, err)
 		}
-		if probes+hourly == 0 && skipped > 0 {
+		if res.Probes+res.Skipped == 0 && skipped > 0 {
 			return fmt.Errorf("import %s: no lanewatch points in it, %d lines skipped (is it a line-protocol store or spool?)", name, skipped)
 		}
-		fmt.Fprintf(stdout, "%s: imported %d probe and %d queue_hourly points into the %s store\n", name, probes, hourly, cfg.Store.Kind)
+		fmt.Fprintf(stdout, "%s: imported %d probe points into the %s store and rebuilt %d queue_hourly points from them", name, res.Probes, cfg.Store.Kind, res.Hourly)
+		if res.Skipped > 0 {
+			fmt.Fprintf(stdout, " (%d queue_hourly lines of the file not copied: hourly records are rebuilt from probes)", res.Skipped)
+		}
+		fmt.Fprintln(stdout)
+		if res.Deferred > 0 {
+			fmt.Fprintf(stdout, "%s: the store could not be read: %d probe points wait in the spool; their hours are rebuilt when it is replayed\n", name, res.Deferred)
+		}
 	}
-	if sp, ok := dst.(interface{ SpoolDepth() int }); ok && sp.SpoolDepth() > 0 {
-		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", sp.SpoolDepth(), cfg.Store.Spool)
+	if n := series.SpoolDepth(dst); n > 0 {
+		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", n, cfg.Store.Spool)
 	}
 	return nil
 }

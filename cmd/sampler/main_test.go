@@ -98,11 +98,11 @@ func readStore(t *testing.T, path string) ([]series.Probe, []series.Hourly) {
 	}
 	defer st.Close()
 	from, to := time.Now().Add(-48*time.Hour), time.Now().Add(48*time.Hour)
-	ps, err := st.Probes(context.Background(), from, to)
+	ps, err := st.Probes(context.Background(), series.Between(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := st.Hourly(context.Background(), from, to)
+	hs, err := st.Hourly(context.Background(), series.Between(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}

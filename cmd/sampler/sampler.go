@@ -7,14 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
@@ -29,10 +27,7 @@ type sampler struct {
 	metrics *metrics
 	probeFn func(context.Context, probe.Target) (probe.Sample, error)
 
-	mu         sync.Mutex                // guards the hour cache below
-	hour       time.Time                 // the hour hourProbe holds
-	hourProbe  map[string][]series.Probe // lane → probes of that hour
-	hourLoaded bool                      // the store's probes of the hour were read
+	rec *series.Recorder
 }
 
 func newSampler(ctx context.Context, path string, log *slog.Logger, getenv func(string) string) (*sampler, error) {
@@ -67,6 +62,7 @@ func newSampler(ctx context.Context, path string, log *slog.Logger, getenv func(
 	return &sampler{
 		cfg:     cfg,
 		store:   st,
+		rec:     series.NewRecorder(st, cfg.Location),
 		log:     log,
 		targets: targets,
 		metrics: newMetrics(),
@@ -131,12 +127,11 @@ func (s *sampler) round(parent context.Context, interruptible bool) ([]probe.Sam
 		points[i] = toPoint(sm)
 		s.metrics.observeProbe(sm)
 	}
-	err := s.store.Write(ctx, points, s.hourly(ctx, points))
+	_, err := s.rec.Record(ctx, points)
 	s.metrics.observeRound(time.Since(start), err, s.spoolDepth())
 	if err != nil {
 		return samples, fmt.Errorf("store round: %w", err)
 	}
-	s.remember(points)
 	return samples, nil
 }
 
@@ -155,92 +150,7 @@ func toPoint(sm probe.Sample) series.Probe {
 	}
 }
 
-// hourly returns the refreshed queue_hourly point of every lane-hour the new
-// points fall in, from the probes of that hour already stored plus the new ones.
-func (s *sampler) hourly(ctx context.Context, points []series.Probe) []series.Hourly {
-	type key struct {
-		lane string
-		hour time.Time
-	}
-	groups := map[key][]series.Probe{}
-	kinds := map[string]string{}
-	for _, p := range points {
-		h := hours.Start(p.Time, s.cfg.Location)
-		prev := s.hourProbes(ctx, h)
-		k := key{p.Lane, h}
-		if _, ok := groups[k]; !ok {
-			groups[k] = append([]series.Probe(nil), prev[p.Lane]...)
-		}
-		groups[k] = append(groups[k], p)
-		kinds[p.Lane] = p.Kind
-	}
-	out := make([]series.Hourly, 0, len(groups))
-	for k, ps := range groups {
-		out = append(out, series.Aggregate(k.lane, kinds[k.lane], k.hour, ps))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Hour.Equal(out[j].Hour) {
-			return out[i].Hour.Before(out[j].Hour)
-		}
-		return out[i].Lane < out[j].Lane
-	})
-	return out
-}
-
-// hourProbes returns the probes of hour h by lane: those read from the store
-// (once per hour) merged with those this process stored since. When the store
-// cannot be read (an outage at the top of the hour), the hourly worst is
-// computed from this process's own probes and the read is tried again next
-// round; the complete aggregate then replaces the partial one.
-func (s *sampler) hourProbes(ctx context.Context, h time.Time) map[string][]series.Probe {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hourProbe == nil || !s.hour.Equal(h) {
-		s.hour, s.hourProbe, s.hourLoaded = h, map[string][]series.Probe{}, false
-	}
-	if !s.hourLoaded {
-		stored, err := s.store.Probes(ctx, h, h.Add(time.Hour))
-		if err != nil {
-			s.log.Warn("probes of the hour unreadable; hourly worst from this run's probes until the store answers",
-				"hour", h.Format(time.RFC3339), "err", err)
-		} else {
-			for _, p := range stored {
-				s.addLocked(p)
-			}
-			s.hourLoaded = true
-		}
-	}
-	return s.hourProbe
-}
-
-// addLocked adds p to the hour cache unless a probe of that lane and time is
-// already there. s.mu must be held.
-func (s *sampler) addLocked(p series.Probe) {
-	for _, q := range s.hourProbe[p.Lane] {
-		if q.Time.Equal(p.Time) {
-			return
-		}
-	}
-	s.hourProbe[p.Lane] = append(s.hourProbe[p.Lane], p)
-}
-
-// remember adds stored points to the current hour's cache.
-func (s *sampler) remember(points []series.Probe) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, p := range points {
-		if s.hourProbe != nil && hours.Start(p.Time, s.cfg.Location).Equal(s.hour) {
-			s.addLocked(p)
-		}
-	}
-}
-
-func (s *sampler) spoolDepth() int {
-	if sp, ok := s.store.(interface{ SpoolDepth() int }); ok {
-		return sp.SpoolDepth()
-	}
-	return 0
-}
+func (s *sampler) spoolDepth() int { return series.SpoolDepth(s.store) }
 
 // once runs one round and prints a table of what was stored.
 func (s *sampler) once(ctx context.Context, stdout io.Writer) error {

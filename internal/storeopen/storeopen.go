@@ -1,5 +1,5 @@
 // Package storeopen opens the series.Store a configuration names: the
-// embedded line-protocol file or InfluxDB with its spool.
+// embedded line-protocol file, or InfluxDB behind its spool.
 package storeopen
 
 import (
@@ -11,14 +11,19 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// Open opens the configured store. warn receives non-fatal warnings (a torn
-// line in the file, a spool past its cap). getenv resolves store.token_env.
+// Open opens the configured store for writing. An InfluxDB store is wrapped
+// in its spool, whose replays rebuild the hours they touch (hours keyed in
+// the config's zone). Write through series.NewRecorder(st, cfg.Location) to
+// keep the hourly invariant. warn receives non-fatal warnings (a torn line
+// in the file, a spool past its cap). getenv resolves store.token_env.
 func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
 	return open(ctx, cfg, false, warn, getenv)
 }
 
 // OpenReadOnly opens the configured store for reading: the embedded file
-// without the writer lock, so readers (policygen) run while a sampler appends.
+// without the writer lock, and InfluxDB with its spool merged into reads but
+// not locked, so readers (policygen, reports) run beside a sampler, as
+// another user too.
 func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
 	return open(ctx, cfg, true, warn, getenv)
 }
@@ -35,22 +40,31 @@ func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg 
 		}
 		return st, nil
 	case "influx":
-		st, err := series.OpenInflux(ctx, series.InfluxOptions{
-			URL:            cfg.Store.URL,
-			Org:            cfg.Store.Org,
-			Bucket:         cfg.Store.Bucket,
-			Token:          cfg.Store.Token(getenv),
-			SpoolPath:      cfg.Store.Spool,
-			DeadLetterPath: cfg.Store.DeadLetter,
-			SpoolMaxBytes:  cfg.Store.SpoolMaxBytes,
-			Warn:           warn,
+		db, err := series.OpenInflux(ctx, series.InfluxOptions{
+			URL:    cfg.Store.URL,
+			Org:    cfg.Store.Org,
+			Bucket: cfg.Store.Bucket,
+			Token:  cfg.Store.Token(getenv),
+			Warn:   warn,
 			// A writer starts during an outage and spools; a reader needs the server.
 			StartUnreachable: !readOnly,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		return st, nil
+		sp, err := series.OpenSpool(db, series.SpoolOptions{
+			Path:        cfg.Store.Spool,
+			DeadLetter:  cfg.Store.DeadLetter,
+			MaxBytes:    cfg.Store.SpoolMaxBytes,
+			ReadOnly:    readOnly,
+			Warn:        warn,
+			AfterReplay: series.RebuildAfterReplay(cfg.Location),
+		})
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store: %s: %w", db.Where(), err)
+		}
+		return sp, nil
 	default:
 		return nil, fmt.Errorf("store: unknown kind %q", cfg.Store.Kind)
 	}

@@ -36,11 +36,11 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 
 	t.Run("empty store returns empty slices", func(t *testing.T) {
 		s := fresh(t)
-		ps, err := s.Probes(ctx, base.Add(-24*time.Hour), base.Add(24*time.Hour))
+		ps, err := s.Probes(ctx, series.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
 		if err != nil || ps == nil || len(ps) != 0 {
 			t.Fatalf("Probes = %v, %v; want empty non-nil slice, nil", ps, err)
 		}
-		hs, err := s.Hourly(ctx, base.Add(-24*time.Hour), base.Add(24*time.Hour))
+		hs, err := s.Hourly(ctx, series.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
 		if err != nil || hs == nil || len(hs) != 0 {
 			t.Fatalf("Hourly = %v, %v; want empty non-nil slice, nil", hs, err)
 		}
@@ -63,12 +63,12 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		if err := s.Write(ctx, probes, hourly); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
-		gotP, err := s.Probes(ctx, base, base.Add(time.Hour))
+		gotP, err := s.Probes(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Probes: %v", err)
 		}
 		assertProbes(t, gotP, probes)
-		gotH, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		gotH, err := s.Hourly(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Hourly: %v", err)
 		}
@@ -87,7 +87,7 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		if err := s.Write(ctx, nil, []series.Hourly{h2}); err != nil {
 			t.Fatalf("Write 2: %v", err)
 		}
-		got, err := s.Hourly(ctx, base, base.Add(2*time.Hour))
+		got, err := s.Hourly(ctx, series.Between(base, base.Add(2*time.Hour)))
 		if err != nil {
 			t.Fatalf("Hourly: %v", err)
 		}
@@ -104,7 +104,7 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		if err := s.Write(ctx, []series.Probe{p}, nil); err != nil {
 			t.Fatalf("Write 2: %v", err)
 		}
-		got, err := s.Probes(ctx, base, base.Add(time.Hour))
+		got, err := s.Probes(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Probes: %v", err)
 		}
@@ -131,17 +131,17 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		if err := s.Write(ctx, probes[3:], hourly[3:]); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
-		gotP, err := s.Probes(ctx, base, base.Add(time.Hour))
+		gotP, err := s.Probes(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Probes: %v", err)
 		}
 		assertProbes(t, gotP, []series.Probe{at("a", 0), at("b", 0), at("c", 30*time.Minute), at("a", time.Hour-time.Nanosecond)})
-		gotH, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		gotH, err := s.Hourly(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Hourly: %v", err)
 		}
 		assertHourly(t, gotH, []series.Hourly{hr("a", 0), hr("b", 0), hr("c", 0)})
-		gotH, err = s.Hourly(ctx, base.Add(-time.Hour), base.Add(2*time.Hour))
+		gotH, err = s.Hourly(ctx, series.Between(base.Add(-time.Hour), base.Add(2*time.Hour)))
 		if err != nil {
 			t.Fatalf("Hourly wide: %v", err)
 		}
@@ -154,11 +154,11 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 			{"from equals to", base, base},
 			{"range with no points", base.Add(48 * time.Hour), base.Add(72 * time.Hour)},
 		} {
-			ps, err := s.Probes(ctx, r.from, r.to)
+			ps, err := s.Probes(ctx, series.Between(r.from, r.to))
 			if err != nil || len(ps) != 0 {
 				t.Errorf("%s: Probes = %v, %v; want none", r.name, ps, err)
 			}
-			hs, err := s.Hourly(ctx, r.from, r.to)
+			hs, err := s.Hourly(ctx, series.Between(r.from, r.to))
 			if err != nil || len(hs) != 0 {
 				t.Errorf("%s: Hourly = %v, %v; want none", r.name, hs, err)
 			}
@@ -176,12 +176,12 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		if err := s.Write(ctx, probes, hourly); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
-		gotP, err := s.Probes(ctx, base, base.Add(time.Hour))
+		gotP, err := s.Probes(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Probes: %v", err)
 		}
 		assertProbes(t, gotP, probes)
-		gotH, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		gotH, err := s.Hourly(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil {
 			t.Fatalf("Hourly: %v", err)
 		}
@@ -212,11 +212,11 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 				if err := s.Write(ctx, c.probes, c.hourly); err == nil {
 					t.Fatal("Write accepted an invalid point")
 				}
-				ps, err := s.Probes(ctx, base.Add(-time.Hour), base.Add(time.Hour))
+				ps, err := s.Probes(ctx, series.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 				if err != nil || len(ps) != 0 {
 					t.Fatalf("after a refused round Probes = %v, %v; want none", ps, err)
 				}
-				hs, err := s.Hourly(ctx, base.Add(-time.Hour), base.Add(time.Hour))
+				hs, err := s.Hourly(ctx, series.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 				if err != nil || len(hs) != 0 {
 					t.Fatalf("after a refused round Hourly = %v, %v; want none", hs, err)
 				}
@@ -229,7 +229,7 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		if err := s.Write(ctx, nil, nil); err != nil {
 			t.Fatalf("Write(nil, nil) = %v", err)
 		}
-		ps, err := s.Probes(ctx, base.Add(-time.Hour), base.Add(time.Hour))
+		ps, err := s.Probes(ctx, series.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 		if err != nil || len(ps) != 0 {
 			t.Fatalf("Probes = %v, %v; want none", ps, err)
 		}
@@ -259,11 +259,11 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 				t.Fatalf("Write: %v", err)
 			}
 		}
-		ps, err := s.Probes(ctx, base, base.Add(time.Hour))
+		ps, err := s.Probes(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil || len(ps) != writers*rounds {
 			t.Fatalf("Probes: %d points, %v; want %d", len(ps), err, writers*rounds)
 		}
-		hs, err := s.Hourly(ctx, base, base.Add(time.Hour))
+		hs, err := s.Hourly(ctx, series.Between(base, base.Add(time.Hour)))
 		if err != nil || len(hs) != writers {
 			t.Fatalf("Hourly: %d points, %v; want %d", len(hs), err, writers)
 		}

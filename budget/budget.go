@@ -1,0 +1,272 @@
+// Package budget decides which lanes a sampler round may probe, so that
+// probing never spends the free quota it measures: probe budgets shared by
+// the lanes of a quota group and spread over the provider's day, and the
+// back-off a lane's answer asks for (a 429, or a response that says no
+// requests remain).
+//
+// It is pure: no I/O and no clock. The time, the configured groups and the
+// probes already stored come in as arguments, so a restarted or
+// crash-looping sampler, which reads them from the store, never spends
+// twice. The rules are documented in docs/budgets.md.
+package budget
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// MaxBackoff caps how long one answer can keep a lane from being probed.
+const MaxBackoff = 26 * time.Hour
+
+// Reasons a lane is skipped in a round.
+const (
+	SkipBudget = "budget" // its group's budget allows no probe of it now
+	SkipQuota  = "quota"  // the lane asked to be left alone until Until
+	SkipMeter  = "meter"  // the store could not be read, so the budget spent is unknown
+)
+
+// Group is a quota group: lanes that share one account's requests.
+type Group struct {
+	Name         string
+	ProbesPerDay int
+	Location     *time.Location // the provider's day; nil means UTC
+	Lanes        []string       // in config order
+}
+
+// Backoff returns until when a lane must not be probed after its probe p,
+// and whether p asks for a back-off at all: after a 429, or an answer that
+// said no requests remain, until the later of Retry-After and the quota's
+// reset (p.QuotaResetS), at most MaxBackoff after the probe. A 429 (or a
+// zero remaining) that said neither backs off until the next hour starts in
+// loc: one failed probe already makes the hour ineligible, and more probes
+// of it cannot change that.
+func Backoff(p series.Probe, loc *time.Location) (time.Time, bool) {
+	exhausted := p.Outcome == series.OutcomeRateLimited || (p.QuotaKnown && p.QuotaRemaining <= 0)
+	if !exhausted {
+		return time.Time{}, false
+	}
+	if w := p.QuotaResetS; w > 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
+		d := time.Duration(min(w, MaxBackoff.Seconds()) * float64(time.Second))
+		return p.Time.Add(d), true
+	}
+	return hours.Start(p.Time, loc).Add(time.Hour), true
+}
+
+// Skip is a lane a round leaves out, and why.
+type Skip struct {
+	Lane   string
+	Reason string    // SkipBudget, SkipQuota or SkipMeter
+	Until  time.Time // SkipQuota: when the lane may be probed again
+}
+
+func (s Skip) String() string {
+	if s.Reason == SkipQuota {
+		return "quota until " + s.Until.UTC().Format("15:04Z")
+	}
+	return s.Reason
+}
+
+// Plan is what one round may do.
+type Plan struct {
+	Probe []string // lanes to probe, in config order
+	Skip  []Skip   // lanes left out, in config order
+	// Left is, per group, the probes its budget still allows today once
+	// this round's are sent.
+	Left map[string]int
+}
+
+// Input is what Decide needs to know.
+type Input struct {
+	Now    time.Time
+	Lanes  []string // every lane the round covers, in config order
+	Groups []Group  // quota groups; a lane in none is unbudgeted
+	// Probes holds the stored probes of the budgeted lanes since (at
+	// least) the start of their group's day; nil with MeterErr set when
+	// the store could not be read.
+	Probes []series.Probe
+	// Latest holds the newest stored probe of each lane (any age up to
+	// MaxBackoff): back-offs and turn order come from it.
+	Latest   []series.Probe
+	MeterErr error
+	// Location keys hours for the back-off of a 429 without a wait.
+	Location *time.Location
+	// Force probes every lane: budgets and back-offs are reported in Left
+	// but not applied (sampler -once -force). The probes still count.
+	Force bool
+}
+
+// Decide plans a round. An unbudgeted lane is probed unless it backs off. A
+// group may spend one probe per slot of its day: the day (in the group's
+// zone) is cut into ProbesPerDay slots of equal length, shifted by a whole
+// number of hours that rotates from day to day (Offset), and a round probes
+// the group only if none of its lanes was probed since the current slot
+// began and the day's count stays within
+//
+//	min(ProbesPerDay, 1 + floor(ProbesPerDay × elapsed / day length))
+//
+// so a budget is spread over the day, never spent at midnight, and a slot
+// that no round fell in is not made up later. The probe goes to the lane of
+// the group probed least recently that is not backing off.
+func Decide(in Input) Plan {
+	plan := Plan{Left: map[string]int{}}
+	latest := map[string]time.Time{}
+	until := map[string]time.Time{}
+	for _, p := range in.Latest {
+		if p.Time.After(latest[p.Lane]) {
+			latest[p.Lane] = p.Time
+			until[p.Lane], _ = Backoff(p, in.Location)
+		}
+	}
+	backing := func(lane string) (time.Time, bool) {
+		u := until[lane]
+		return u, u.After(in.Now)
+	}
+	groupOf := map[string]*Group{}
+	for i := range in.Groups {
+		for _, l := range in.Groups[i].Lanes {
+			groupOf[l] = &in.Groups[i]
+		}
+	}
+	chosen := map[string]bool{}
+	for i := range in.Groups {
+		g := &in.Groups[i]
+		if !slices.ContainsFunc(g.Lanes, func(l string) bool { return slices.Contains(in.Lanes, l) }) {
+			continue
+		}
+		st := groupState(*g, in.Now, in.Probes)
+		plan.Left[g.Name] = g.ProbesPerDay - st.sent
+		if in.MeterErr != nil || !st.mayProbe {
+			continue
+		}
+		// Least recently probed first; never probed before all; ties in config order.
+		order := slices.Clone(g.Lanes)
+		slices.SortStableFunc(order, func(a, b string) int { return latest[a].Compare(latest[b]) })
+		for _, l := range order {
+			if _, off := backing(l); !off && slices.Contains(in.Lanes, l) {
+				chosen[l] = true
+				plan.Left[g.Name]--
+				break
+			}
+		}
+	}
+	for _, l := range in.Lanes {
+		u, off := backing(l)
+		g := groupOf[l]
+		switch {
+		case in.Force:
+			plan.Probe = append(plan.Probe, l)
+			if g != nil && !chosen[l] {
+				plan.Left[g.Name]--
+			}
+		case off:
+			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipQuota, Until: u})
+		case g == nil || chosen[l]:
+			plan.Probe = append(plan.Probe, l)
+		case in.MeterErr != nil:
+			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipMeter})
+		default:
+			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipBudget})
+		}
+	}
+	for name, left := range plan.Left {
+		plan.Left[name] = max(left, 0)
+	}
+	return plan
+}
+
+// state is a group's position in its day.
+type state struct {
+	sent     int  // probes of its lanes since the day started
+	mayProbe bool // the current slot is unused and the cap allows one more
+}
+
+func groupState(g Group, now time.Time, probes []series.Probe) state {
+	loc := g.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	day := hours.DayStart(now, loc)
+	next := hours.DayStart(day.Add(26*time.Hour), loc)
+	slotStart, ok := SlotStart(g, now)
+	var st state
+	usedSlot := false
+	for _, p := range probes {
+		if !slices.Contains(g.Lanes, p.Lane) || p.Time.Before(day) || !p.Time.Before(next) || p.Time.After(now) {
+			continue
+		}
+		st.sent++
+		if ok && !p.Time.Before(slotStart) {
+			usedSlot = true
+		}
+	}
+	st.mayProbe = ok && !usedSlot && st.sent < Cap(g, now)
+	return st
+}
+
+// Cap is how many probes the group may have sent since its day started, at
+// now: min(ProbesPerDay, 1 + floor(ProbesPerDay × elapsed / day length)).
+func Cap(g Group, now time.Time) int {
+	day, length := dayOf(g, now)
+	elapsed := now.Sub(day)
+	n := 1 + int(math.Floor(float64(g.ProbesPerDay)*float64(elapsed)/float64(length)))
+	return min(g.ProbesPerDay, n)
+}
+
+// SlotStart returns the start of the group's slot that holds now, or false
+// before the day's first slot (which the offset delays).
+func SlotStart(g Group, now time.Time) (time.Time, bool) {
+	day, length := dayOf(g, now)
+	slot := length / time.Duration(max(g.ProbesPerDay, 1))
+	off := Offset(g, now)
+	into := now.Sub(day) - off
+	if into < 0 {
+		return time.Time{}, false
+	}
+	k := min(int(into/slot), g.ProbesPerDay-1)
+	return day.Add(off + time.Duration(k)*slot), true
+}
+
+// Offset is how far the group's first slot of the day holding now starts
+// after midnight: a whole number of hours, (day number mod m) hours, where m
+// is the number of whole hours a slot spans (rounded up). Day after day the
+// slots move through every hour phase, so that over a few days a budgeted
+// lane's probes fall in every hour of the day, not the same hours each day.
+func Offset(g Group, now time.Time) time.Duration {
+	day, length := dayOf(g, now)
+	slot := length / time.Duration(max(g.ProbesPerDay, 1))
+	m := int64(math.Ceil(float64(slot) / float64(time.Hour)))
+	if m <= 1 {
+		return 0
+	}
+	y, mo, d := day.Date()
+	n := time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() / 86400 // days since the epoch
+	return time.Duration(((n%m)+m)%m) * time.Hour
+}
+
+// dayOf returns the start and length of the group's day holding now.
+func dayOf(g Group, now time.Time) (time.Time, time.Duration) {
+	loc := g.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	day := hours.DayStart(now, loc)
+	next := hours.DayStart(day.Add(26*time.Hour), loc)
+	return day, next.Sub(day)
+}
+
+// Interval is how often each lane of the group is probed at most: its share
+// of the day's slots.
+func Interval(g Group) time.Duration {
+	per := max(g.ProbesPerDay, 1)
+	return time.Duration(float64(24*time.Hour) * float64(max(len(g.Lanes), 1)) / float64(per))
+}
+
+// BasisHours is how many hours back the policy may look for a basis record
+// of a lane of the group: its probe interval plus an hour, rounded up.
+func BasisHours(g Group) int {
+	return int(math.Ceil(float64(Interval(g)+time.Hour) / float64(time.Hour)))
+}

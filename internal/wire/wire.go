@@ -1,0 +1,200 @@
+// Package wire maps a loaded configuration onto the inputs of the domain
+// packages (policy parameters, budget groups) and reads from a store what a
+// policy needs, so that every command builds them the same way.
+package wire
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Groups returns the config's quota groups with their lanes, in config order.
+func Groups(cfg *config.Config) []budget.Group {
+	var gs []budget.Group
+	for _, q := range cfg.Quotas {
+		g := budget.Group{Name: q.Name, ProbesPerDay: q.ProbesPerDay, Location: q.Location}
+		for _, l := range cfg.Lanes {
+			if l.Quota == q.Name {
+				g.Lanes = append(g.Lanes, l.Name)
+			}
+		}
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// Params maps the config to the policy's parameters. A lane of a quota
+// group keeps a basis as long as its probe interval plus an hour.
+func Params(cfg *config.Config) policy.Params {
+	p := policy.Params{Location: cfg.Location, LookbackDays: max(cfg.Policy.LookbackDays, 0)}
+	basis := map[string]int{}
+	for _, g := range Groups(cfg) {
+		for _, l := range g.Lanes {
+			basis[l] = budget.BasisHours(g)
+		}
+	}
+	for _, l := range cfg.Lanes {
+		p.Lanes = append(p.Lanes, policy.LaneSpec{Name: l.Name, Kind: l.Kind, BasisHours: basis[l.Name]})
+	}
+	for _, c := range cfg.Policy.Classes {
+		p.Classes = append(p.Classes, policy.ClassSpec{
+			Name:          c.Name,
+			DeadlineS:     c.DeadlineS,
+			CeilingTokens: c.CeilingTokens,
+			EstTokens:     c.EstTokens,
+			PaidUSDPer1k:  c.PaidUSDPer1k,
+		})
+	}
+	return p
+}
+
+// Record maps a stored hourly point to the policy's record.
+func Record(h series.Hourly) policy.Record {
+	return policy.Record{
+		Lane:           h.Lane,
+		Kind:           h.Kind,
+		Site:           h.Site,
+		Hour:           h.Hour,
+		WorstQueueS:    h.WorstQueueS,
+		WorstGenS:      h.WorstGenS,
+		MinTokPerS:     h.MinTokPerS,
+		Samples:        int(h.Samples),
+		Failures:       int(h.Failures),
+		WorstCensoredS: h.WorstCensoredS,
+	}
+}
+
+// States reduces the newest probes (one per lane and site) to the policy's
+// lane states: the newest probe of any site, and the latest back-off any
+// site's newest probe asks for (hours keyed in loc).
+func States(latest []series.Probe, loc *time.Location) []policy.LaneState {
+	byLane := map[string]*policy.LaneState{}
+	var order []string
+	for _, p := range latest {
+		s := byLane[p.Lane]
+		if s == nil {
+			s = &policy.LaneState{Lane: p.Lane}
+			byLane[p.Lane] = s
+			order = append(order, p.Lane)
+		}
+		if p.Time.After(s.LastSample) {
+			s.LastSample = p.Time
+		}
+		if u, ok := budget.Backoff(p, loc); ok && u.After(s.QuotaUntil) {
+			s.QuotaUntil = u
+		}
+	}
+	slices.Sort(order)
+	out := make([]policy.LaneState, len(order))
+	for i, l := range order {
+		out[i] = *byLane[l]
+	}
+	return out
+}
+
+// HourWindows returns the spans a live policy of hour h reads: the basis
+// hours before it (as many as the sparsest lane needs) and the same
+// wall-clock hour on each lookback day, each padded by an hour for DST.
+func HourWindows(p policy.Params, h time.Time) []series.Window {
+	loc := p.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	h = hours.Start(h, loc)
+	basis := 1
+	for _, l := range p.Lanes {
+		basis = max(basis, l.BasisHours)
+	}
+	ws := []series.Window{{From: h.Add(-time.Duration(basis) * time.Hour), To: h.Add(time.Hour)}}
+	lt := h.In(loc)
+	for k := 1; k <= p.LookbackDays; k++ {
+		t := time.Date(lt.Year(), lt.Month(), lt.Day()-k, lt.Hour(), 0, 0, 0, loc)
+		ws = append(ws, series.Window{From: t.Add(-time.Hour), To: t.Add(2 * time.Hour)})
+	}
+	return ws
+}
+
+// stateSpan is how far back the newest probe of a lane is looked for: far
+// enough for last_sample over the lookback and for any back-off.
+func stateSpan(p policy.Params) time.Duration {
+	return max(time.Duration(p.LookbackDays+1)*24*time.Hour, budget.MaxBackoff+time.Hour)
+}
+
+// ForHour reads what the live policy of hour h needs from st and returns
+// it, for the sites given (nil: every site).
+func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Time, sites []string) (policy.File, error) {
+	p := Params(cfg)
+	h = hours.Start(h, cfg.Location)
+	end := h.Add(time.Hour)
+	q := series.Query{Windows: HourWindows(p, h), Sites: sites}
+	hourly, err := st.Hourly(ctx, q)
+	if err != nil {
+		return policy.File{}, fmt.Errorf("store: read hourly records: %w", err)
+	}
+	latest, err := newest(ctx, st, cfg, end.Add(-stateSpan(p)), end, sites)
+	if err != nil {
+		return policy.File{}, err
+	}
+	recs := make([]policy.Record, len(hourly))
+	for i, x := range hourly {
+		recs[i] = Record(x)
+	}
+	return policy.ForHour(p, recs, States(latest, cfg.Location), h), nil
+}
+
+// Forecast reads what the 24 forecast policies of the day holding `day`
+// need from st and returns them, for the sites given (nil: every site).
+func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time.Time, sites []string) ([]policy.File, error) {
+	p := Params(cfg)
+	start := hours.DayStart(day, cfg.Location)
+	lt := start.In(cfg.Location)
+	// The lookback days before the day, with an hour of margin for odd DST
+	// rules at midnight; policy ignores the rest.
+	from := time.Date(lt.Year(), lt.Month(), lt.Day()-p.LookbackDays, 0, 0, 0, 0, cfg.Location).Add(-time.Hour)
+	hourly, err := st.Hourly(ctx, series.Query{Windows: []series.Window{{From: from, To: start.Add(time.Hour)}}, Sites: sites})
+	if err != nil {
+		return nil, fmt.Errorf("store: read hourly records: %w", err)
+	}
+	latest, err := newest(ctx, st, cfg, start.Add(-stateSpan(p)), start, sites)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]policy.Record, len(hourly))
+	for i, x := range hourly {
+		recs[i] = Record(x)
+	}
+	return policy.Forecast(p, recs, States(latest, cfg.Location), day), nil
+}
+
+// newest returns the newest probe of each lane and site before end: from
+// [from, end) and, for the lanes with none there, from all of the history
+// before end, so that a lane last probed long ago reads no_recent_sample,
+// not never_sampled.
+func newest(ctx context.Context, st series.Store, cfg *config.Config, from, end time.Time, sites []string) ([]series.Probe, error) {
+	latest, err := st.Latest(ctx, series.Query{Windows: []series.Window{{From: from, To: end}}, Sites: sites})
+	if err != nil {
+		return nil, fmt.Errorf("store: read the newest probes: %w", err)
+	}
+	var missing []string
+	for _, l := range cfg.Lanes {
+		if !slices.ContainsFunc(latest, func(p series.Probe) bool { return p.Lane == l.Name }) {
+			missing = append(missing, l.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return latest, nil
+	}
+	older, err := st.Latest(ctx, series.Query{Windows: []series.Window{{From: time.Unix(0, 0), To: from}}, Sites: sites, Lanes: missing})
+	if err != nil {
+		return nil, fmt.Errorf("store: read the newest probes: %w", err)
+	}
+	return append(latest, older...), nil
+}

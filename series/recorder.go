@@ -1,0 +1,167 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
+)
+
+// Deferrer is a layer that can hold points for a later replay without trying
+// the store first: a Spool.
+type Deferrer interface {
+	Defer(ctx context.Context, probes []Probe, hourly []Hourly) error
+}
+
+// Recorder writes probe points and keeps the invariant of the schema: every
+// stored queue_hourly point is the Rollup of all stored probe points of its
+// lane, site and hour (hours keyed in Location).
+//
+// Record reads the probes already stored for the lane-hours a round
+// touches, adds the new ones, and writes the new probes with the refreshed
+// hourly points in one Write. When the store cannot be read (InfluxDB down)
+// and it is a Deferrer, the probes go to the spool alone and their hours are
+// rebuilt once they are readable: a Spool opened with AfterReplay set to
+// RebuildAfterReplay(loc) does that before it lets go of them. So rounds,
+// replays after an outage, restarts in the middle of one, imports and
+// refused-then-imported batches all leave the invariant true.
+type Recorder struct {
+	store Store
+	loc   *time.Location
+}
+
+// NewRecorder returns a Recorder writing to st, hours keyed in loc (nil: UTC).
+func NewRecorder(st Store, loc *time.Location) *Recorder {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return &Recorder{store: st, loc: loc}
+}
+
+// Store returns the store the Recorder writes to.
+func (r *Recorder) Store() Store { return r.store }
+
+// Recorded says what Record did.
+type Recorded struct {
+	// Hourly are the hourly points written with the probes.
+	Hourly []Hourly
+	// Deferred is true when the store could not be read: the probes wait
+	// in the spool and their hours are rebuilt when it is replayed.
+	Deferred bool
+}
+
+// Record stores the probes and the refreshed hourly point of every lane-hour
+// they fall in. A nil error means every point is durable (in the store, or
+// in a spool).
+func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error) {
+	if len(probes) == 0 {
+		return Recorded{}, nil
+	}
+	touched := Touched(probes, r.loc)
+	stored, err := r.store.Probes(ctx, queryOf(touched))
+	if err != nil {
+		d, ok := r.store.(Deferrer)
+		if !ok || !errors.Is(err, ErrUnavailable) {
+			return Recorded{}, fmt.Errorf("read the probes of the hour: %w", err)
+		}
+		if derr := d.Defer(ctx, probes, nil); derr != nil {
+			return Recorded{}, fmt.Errorf("read the probes of the hour: %w; %w", err, derr)
+		}
+		return Recorded{Deferred: true}, nil
+	}
+	hourly := r.rollup(touched, stored, probes)
+	if err := r.store.Write(ctx, probes, hourly); err != nil {
+		return Recorded{}, err
+	}
+	return Recorded{Hourly: hourly}, nil
+}
+
+// rollup aggregates the touched lane-hours from the stored probes and the
+// new ones (a new point replaces a stored one with the same key).
+func (r *Recorder) rollup(touched []LaneHour, stored, fresh []Probe) []Hourly {
+	in := laneHourSet(touched)
+	l := newLatest(probeKey)
+	for _, p := range stored {
+		if in[LaneHour{p.Lane, p.Site, hourOf(p.Time, r.loc)}] {
+			l.put(p)
+		}
+	}
+	for _, p := range fresh {
+		l.put(p)
+	}
+	return Rollup(l.sorted(), r.loc)
+}
+
+// Rebuild recomputes the hourly points of the lane-hours from the probes
+// stored for them and writes them: the repair after an outage or an import.
+// It returns the points it wrote. Lane-hours without probes write nothing.
+func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHour) ([]Hourly, error) {
+	if len(touched) == 0 {
+		return nil, nil
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	stored, err := st.Probes(ctx, queryOf(touched))
+	if err != nil {
+		return nil, fmt.Errorf("rebuild hours: %w", err)
+	}
+	in := laneHourSet(touched)
+	stored = slices.DeleteFunc(stored, func(p Probe) bool { return !in[LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}] })
+	hourly := Rollup(stored, loc)
+	if len(hourly) == 0 {
+		return nil, nil
+	}
+	if err := st.Write(ctx, nil, hourly); err != nil {
+		return nil, fmt.Errorf("rebuild hours: %w", err)
+	}
+	return hourly, nil
+}
+
+// RebuildAfterReplay is the SpoolOptions.AfterReplay that keeps the
+// invariant: it rebuilds the hours of the replayed probes.
+func RebuildAfterReplay(loc *time.Location) func(context.Context, Store, []Probe) error {
+	return func(ctx context.Context, inner Store, replayed []Probe) error {
+		_, err := Rebuild(ctx, inner, loc, Touched(replayed, loc))
+		return err
+	}
+}
+
+// queryOf selects the probes of the lane-hours: one window per hour, the
+// lanes and sites they name.
+func queryOf(touched []LaneHour) Query {
+	var q Query
+	hoursSeen := map[time.Time]bool{}
+	lanes, sites := map[string]bool{}, map[string]bool{}
+	for _, t := range touched {
+		if !hoursSeen[t.Hour] {
+			hoursSeen[t.Hour] = true
+			q.Windows = append(q.Windows, Window{t.Hour, t.Hour.Add(time.Hour)})
+		}
+		if !lanes[t.Lane] {
+			lanes[t.Lane] = true
+			q.Lanes = append(q.Lanes, t.Lane)
+		}
+		if !sites[t.Site] {
+			sites[t.Site] = true
+			q.Sites = append(q.Sites, t.Site)
+		}
+	}
+	return q
+}
+
+func laneHourSet(touched []LaneHour) map[LaneHour]bool {
+	in := make(map[LaneHour]bool, len(touched))
+	for _, t := range touched {
+		in[t] = true
+	}
+	return in
+}
+
+// hourOf is the hour key of t: its hour's start in loc, as a UTC instant.
+func hourOf(t time.Time, loc *time.Location) time.Time {
+	return hours.Start(t, loc).UTC()
+}

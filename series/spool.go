@@ -1,0 +1,554 @@
+package series
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// Defaults of a spool, relative to the config file's folder.
+const (
+	DefaultSpoolPath            = "data/spool.lp"
+	DefaultDeadLetterPath       = "data/dead-letter.lp"
+	DefaultSpoolMaxBytes  int64 = 64 << 20
+)
+
+// replayBatch is how many spooled points go into one write of the inner store.
+const replayBatch = 5000
+
+// ErrSpoolFull is returned (wrapped) by Spool.Write when the inner store
+// cannot take the points and the spool has reached its cap: those points
+// are not stored. The points already spooled are kept.
+var ErrSpoolFull = errors.New("spool is full")
+
+// SpoolOptions configure OpenSpool.
+type SpoolOptions struct {
+	// Path is the spool file (line protocol).
+	Path string
+	// DeadLetter receives the points the inner store refused for good, and
+	// lines of the spool that are not lanewatch points. Empty: Path+".dead".
+	DeadLetter string
+	// MaxBytes caps the spool; 0 means DefaultSpoolMaxBytes.
+	MaxBytes int64
+	// ReadOnly opens the spool for reading only (policygen, reports): no
+	// lock is taken, nothing is replayed or written, and reads merge the
+	// spool's points when the file exists and can be read.
+	ReadOnly bool
+	// Warn receives non-fatal problems; msg is lowercase, args are
+	// slog-style key/value pairs. Nil discards.
+	Warn func(msg string, args ...any)
+	// AfterReplay, when set, runs once every spooled point has reached the
+	// inner store and before the spool is emptied, with the probe points
+	// that were replayed (Recorder rebuilds their hours here). An error
+	// keeps the spool whole, to be replayed again.
+	AfterReplay func(ctx context.Context, inner Store, replayed []Probe) error
+}
+
+// Spool is a layer around any Store that loses nothing while the store is
+// unreachable. A write the inner store fails for a passing reason is
+// appended to the spool file (fsynced) and counts as stored; every later
+// write first replays the spool in order, so points reach the store in the
+// order they were written. Points carry fixed timestamps, so a replay that
+// is cut short and done again rewrites the same points.
+//
+// Points the inner store refuses for good (a *RefusedError) go to the
+// dead-letter file: for a 400 (InfluxDB's partial write) or a 413 the batch
+// is split until the refused points are found, so the accepted ones are not
+// dead-lettered with them. The spool is emptied only when every point in it
+// is in the inner store or in the dead-letter file, and AfterReplay agreed:
+// when the dead-letter file cannot be written, the spool is kept.
+//
+// The spool holds only lanewatch points (probe and queue_hourly); any other
+// line found in it goes to the dead-letter file at the next replay.
+//
+// Reads merge the inner store's points with the spooled ones (a spooled
+// point is newer), but the inner store is asked first: when it cannot be
+// read, the read fails rather than return the spool alone.
+type Spool struct {
+	inner Store
+	o     SpoolOptions
+
+	// mu serialises writes and replays, so the spool keeps its order; reads
+	// hold it shared so that they see the store and the spool at one moment.
+	mu     sync.RWMutex
+	enc    encoder
+	file   *appendFile // nil when read-only
+	dead   *appendFile // opened on first use
+	closed bool
+
+	depth atomic.Int64 // points in the spool
+}
+
+var (
+	_ Store   = (*Spool)(nil)
+	_ Depther = (*Spool)(nil)
+)
+
+// OpenSpool wraps inner. A writer takes the spool's lock (two samplers
+// cannot share one spool) and counts the points waiting in it.
+func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
+	if o.Path == "" {
+		return nil, errors.New("spool: no path")
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultSpoolMaxBytes
+	}
+	if o.DeadLetter == "" {
+		o.DeadLetter = o.Path + ".dead"
+	}
+	if o.Warn == nil {
+		o.Warn = func(string, ...any) {}
+	}
+	s := &Spool{inner: inner, o: o}
+	if o.ReadOnly {
+		return s, nil
+	}
+	path, err := resolve(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+	}
+	s.o.Path = path
+	f, err := openAppend(path, o.Warn)
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+	}
+	var points, foreign int64
+	err = f.read(func(_ int64, line []byte, terminated bool) error {
+		switch kindOf(line) {
+		case kindProbe, kindHourly:
+			points++
+		case kindOther:
+			foreign++
+		}
+		return nil
+	})
+	if err != nil {
+		_ = f.close()
+		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+	}
+	s.file = f
+	s.depth.Store(points)
+	if points > 0 || foreign > 0 {
+		o.Warn("spool holds points from an earlier run; they are replayed at the next write",
+			"spool", path, "points", points, "not_lanewatch_lines", foreign)
+	}
+	if foreign > 0 && points == 0 {
+		s.depth.Store(foreign) // so that the next write moves them out
+	}
+	return s, nil
+}
+
+// SpoolDepth returns how many points wait in the spool.
+func (s *Spool) SpoolDepth() int { return int(s.depth.Load()) }
+
+// Path returns the spool file's path.
+func (s *Spool) Path() string { return s.o.Path }
+
+// Write replays the spool, then writes the points to the inner store; see
+// the type's doc. nil means every point is in the inner store or durably
+// spooled; a *RefusedError (wrapped) names points that went to the
+// dead-letter file instead.
+func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	body, err := s.enc.round(probes, hourly)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	body = bytes.Clone(body)
+	var errs []error
+	if s.depth.Load() > 0 {
+		if err := s.drainLocked(ctx); err != nil {
+			var re *RefusedError
+			if !errors.As(err, &re) { // still unreachable: queue behind the older points
+				return joinErrors([]error{s.toSpool(body, len(probes)+len(hourly), err)})
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(body) == 0 {
+		return joinErrors(errs)
+	}
+	refused, cause, err := s.deliver(ctx, batch{probes, hourly})
+	switch {
+	case err != nil:
+		errs = append(errs, s.toSpool(body, len(probes)+len(hourly), err))
+	case refused.len() > 0:
+		errs = append(errs, s.deadLetter(refused, len(probes)+len(hourly), cause))
+	}
+	return joinErrors(errs)
+}
+
+// Defer appends the points to the spool without trying the inner store:
+// they reach it, and AfterReplay sees them, at the next replay. Recorder
+// uses it when it cannot read what it needs to rebuild their hours.
+func (s *Spool) Defer(ctx context.Context, probes []Probe, hourly []Hourly) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	body, err := s.enc.round(probes, hourly)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	return s.toSpool(bytes.Clone(body), len(probes)+len(hourly), errors.New("deferred until the store can be read"))
+}
+
+// Drain replays the spool now. It returns nil when the spool is empty
+// afterwards (or was), the passing failure that stopped the replay, or a
+// *RefusedError for points that went to the dead-letter file.
+func (s *Spool) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if s.depth.Load() == 0 {
+		return nil
+	}
+	return s.drainLocked(ctx)
+}
+
+func (s *Spool) writable() error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
+	case s.file == nil:
+		return fmt.Errorf("spool %s: %w", s.o.Path, errReadOnly)
+	}
+	return nil
+}
+
+// batch is points of both measurements, in write order.
+type batch struct {
+	probes []Probe
+	hourly []Hourly
+}
+
+func (b batch) len() int { return len(b.probes) + len(b.hourly) }
+
+func (b *batch) add(o batch) {
+	b.probes = append(b.probes, o.probes...)
+	b.hourly = append(b.hourly, o.hourly...)
+}
+
+// halves splits b into two non-empty batches (b must hold two points or more).
+func (b batch) halves() (batch, batch) {
+	n := b.len() / 2
+	if n <= len(b.probes) {
+		return batch{b.probes[:n], nil}, batch{b.probes[n:], b.hourly}
+	}
+	k := n - len(b.probes)
+	return batch{b.probes, b.hourly[:k]}, batch{nil, b.hourly[k:]}
+}
+
+// deliver writes b to the inner store. It returns the points the store
+// refused for good (found by splitting a 400 or 413 batch) with the first
+// refusal's cause, or the passing failure that stopped it, in which case
+// none of b counts as delivered.
+func (s *Spool) deliver(ctx context.Context, b batch) (refused batch, cause, err error) {
+	err = s.inner.Write(ctx, b.probes, b.hourly)
+	if err == nil {
+		return batch{}, nil, nil
+	}
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		return batch{}, nil, err
+	}
+	if b.len() < 2 || (re.Status != 400 && re.Status != 413) {
+		return b, re.Err, nil
+	}
+	l, r := b.halves()
+	refL, causeL, err := s.deliver(ctx, l)
+	if err != nil {
+		return batch{}, nil, err
+	}
+	refR, causeR, err := s.deliver(ctx, r)
+	if err != nil {
+		return batch{}, nil, err
+	}
+	refL.add(refR)
+	if causeL == nil {
+		causeL = causeR
+	}
+	return refL, causeL, nil
+}
+
+// deadLetter appends refused points to the dead-letter file. When it cannot,
+// they are spooled instead (the next replay tries again), so nothing is lost.
+func (s *Spool) deadLetter(refused batch, of int, cause error) error {
+	body, err := s.enc.round(refused.probes, refused.hourly)
+	if err != nil {
+		return fmt.Errorf("spool: dead-letter: %w", err)
+	}
+	body = bytes.Clone(body)
+	re := &RefusedError{Points: refused.len(), Err: fmt.Errorf("%d of %d points: %w", refused.len(), of, cause)}
+	if err := s.appendDead(body); err != nil {
+		if serr := s.toSpool(body, refused.len(), err); serr != nil {
+			return fmt.Errorf("spool: %d refused points lost: dead-letter %s: %w; %w", refused.len(), s.o.DeadLetter, err, serr)
+		}
+		s.o.Warn("dead-letter file unwritable; the refused points wait in the spool", "dead_letter", s.o.DeadLetter, "err", err.Error())
+		return re
+	}
+	re.DeadLetter = s.o.DeadLetter
+	return re
+}
+
+func (s *Spool) appendDead(body []byte) error {
+	if s.dead == nil {
+		d, err := openAppend(s.o.DeadLetter, s.o.Warn)
+		if err != nil {
+			return err
+		}
+		s.dead = d
+	}
+	return s.dead.append(body)
+}
+
+// toSpool queues points that could not be written because of cause.
+func (s *Spool) toSpool(body []byte, points int, cause error) error {
+	size, err := s.file.size()
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", s.o.Path, err)
+	}
+	if size+int64(len(body)) > s.o.MaxBytes {
+		return fmt.Errorf("%d points not stored: %w (%s holds %d bytes, cap %d) while the store fails: %w",
+			points, ErrSpoolFull, s.o.Path, size, s.o.MaxBytes, cause)
+	}
+	if err := s.file.append(body); err != nil {
+		return fmt.Errorf("%d points not stored: spool %s: %w", points, s.o.Path, err)
+	}
+	depth := s.depth.Add(int64(points))
+	s.o.Warn("store write failed; points spooled for replay", "points", points, "spooled", depth, "err", cause.Error())
+	if used := size + int64(len(body)); used*10 >= s.o.MaxBytes*8 {
+		s.o.Warn("SPOOL NEARLY FULL: new points will be refused at the cap; fix the store or raise store.spool_max_bytes",
+			"spool", s.o.Path, "bytes", used, "cap", s.o.MaxBytes)
+	}
+	return nil
+}
+
+// drainLocked replays the spool in order. A passing failure stops it and
+// keeps the spool whole; refused points and foreign lines go to the
+// dead-letter file; the spool is emptied only when all of that succeeded and
+// AfterReplay agreed.
+func (s *Spool) drainLocked(ctx context.Context) error {
+	var (
+		cur        batch
+		replayed   []Probe
+		dead       []byte // refused points and foreign lines, in spool order
+		accepted   int
+		refusedN   int
+		foreign    int
+		firstCause error
+	)
+	flush := func() error {
+		if cur.len() == 0 {
+			return nil
+		}
+		refused, cause, err := s.deliver(ctx, cur)
+		if err != nil {
+			return err
+		}
+		if firstCause == nil {
+			firstCause = cause
+		}
+		if refused.len() > 0 {
+			b, err := s.enc.round(refused.probes, refused.hourly)
+			if err != nil {
+				return err
+			}
+			dead = append(dead, b...)
+			refusedN += refused.len()
+		}
+		accepted += cur.len() - refused.len()
+		replayed = append(replayed, cur.probes...)
+		cur = batch{}
+		return nil
+	}
+	err := s.file.read(func(_ int64, line []byte, terminated bool) error {
+		if !terminated {
+			return nil
+		}
+		switch kindOf(line) {
+		case kindSkip:
+			return nil
+		case kindProbe:
+			p, err := decodeProbe(line)
+			if err != nil {
+				dead, foreign = append(append(dead, line...), '\n'), foreign+1
+				return nil
+			}
+			cur.probes = append(cur.probes, p)
+		case kindHourly:
+			h, err := decodeHourly(line)
+			if err != nil {
+				dead, foreign = append(append(dead, line...), '\n'), foreign+1
+				return nil
+			}
+			cur.hourly = append(cur.hourly, h)
+		default:
+			dead, foreign = append(append(dead, line...), '\n'), foreign+1
+			return nil
+		}
+		if cur.len() >= replayBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("spool %s: replay: %w", s.o.Path, err)
+	}
+	if len(dead) > 0 {
+		if err := s.appendDead(dead); err != nil {
+			return fmt.Errorf("spool %s kept: %d refused points and %d other lines could not go to the dead-letter file %s: %w",
+				s.o.Path, refusedN, foreign, s.o.DeadLetter, err)
+		}
+	}
+	if s.o.AfterReplay != nil {
+		if err := s.o.AfterReplay(ctx, s.inner, replayed); err != nil {
+			return fmt.Errorf("spool %s kept: after replay: %w", s.o.Path, err)
+		}
+	}
+	if err := s.file.truncate(); err != nil {
+		// Everything went through; an untruncated spool is replayed again
+		// later, which rewrites the same points.
+		s.o.Warn("spool replayed but could not be emptied", "spool", s.o.Path, "err", err.Error())
+		return nil
+	}
+	s.depth.Store(0)
+	s.o.Warn("spool replayed", "spool", s.o.Path, "stored", accepted, "refused", refusedN, "not_lanewatch_lines", foreign)
+	if refusedN+foreign > 0 {
+		err := fmt.Errorf("replaying spool: %d points refused, %d lines not lanewatch points", refusedN, foreign)
+		if firstCause != nil {
+			err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
+		}
+		return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
+	}
+	return nil
+}
+
+// Probes returns the probe points q selects, spooled ones included.
+func (s *Spool) Probes(ctx context.Context, q Query) ([]Probe, error) {
+	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey)
+}
+
+// Hourly returns the hourly points q selects, spooled ones included.
+func (s *Spool) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
+	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey)
+}
+
+// Latest returns the newest probe point per lane and site q selects,
+// spooled ones included.
+func (s *Spool) Latest(ctx context.Context, q Query) ([]Probe, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ps, err := s.inner.Latest(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	l := newLatest(probeKey)
+	for _, p := range ps {
+		l.put(p)
+	}
+	if s.file == nil || s.depth.Load() > 0 {
+		if err := spoolMerge(ctx, s, l, q.matcher(), kindProbe, decodeProbe); err != nil {
+			return nil, err
+		}
+	}
+	return newestPerSeries(l.sorted()), nil
+}
+
+func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.Context, Query) ([]T, error),
+	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	pts, err := read(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if s.file != nil && s.depth.Load() == 0 {
+		return pts, nil
+	}
+	l := newLatest(key)
+	for _, p := range pts {
+		l.put(p)
+	}
+	if err := spoolMerge(ctx, s, l, q.matcher(), kind, decode); err != nil {
+		return nil, err
+	}
+	return l.sorted(), nil
+}
+
+// spoolMerge adds the spooled points of kind want that m selects to l, a
+// later line replacing an earlier one. s.mu must be held (shared is
+// enough). A read-only spool reads the file when it exists and can be read;
+// when it cannot, it warns and merges nothing. Lines that do not decode are
+// skipped here: the next replay moves them to the dead-letter file.
+func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, want pointKind, decode func([]byte) (T, error)) error {
+	if m.empty() {
+		return nil
+	}
+	err := readLocked(s.o.Path, func(n int64, line []byte, terminated bool) error {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !terminated || kindOf(line) != want {
+			return nil
+		}
+		if ns, ok := lineTime(line); ok && !m.timeOK(ns) {
+			return nil
+		}
+		if p, err := decode(line); err == nil {
+			l.putIn(p, m)
+		}
+		return nil
+	}, nil)
+	switch {
+	case err == nil:
+	case s.file == nil && errors.Is(err, fs.ErrNotExist):
+	case s.file == nil && errors.Is(err, fs.ErrPermission):
+		s.o.Warn("spool not readable; reads show only what the store holds", "spool", s.o.Path, "err", err.Error())
+	default:
+		return fmt.Errorf("spool %s: %w", s.o.Path, err)
+	}
+	return nil
+}
+
+// Close closes the spool, its dead-letter file and the inner store.
+func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	if s.file != nil {
+		errs = append(errs, s.file.close())
+	}
+	if s.dead != nil {
+		errs = append(errs, s.dead.close())
+	}
+	errs = append(errs, s.inner.Close())
+	if err := joinErrors(errs); err != nil {
+		return fmt.Errorf("spool %s: close: %w", s.o.Path, err)
+	}
+	return nil
+}
