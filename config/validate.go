@@ -1,0 +1,240 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func fieldErr(field, format string, args ...any) error {
+	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func (c *Config) validate() error {
+	loc, err := time.LoadLocation(c.Timezone)
+	if err != nil || c.Timezone == "" || c.Timezone == "Local" {
+		return fieldErr("timezone", "unknown time zone %q (want an IANA name such as UTC or Europe/Berlin)", c.Timezone)
+	}
+	c.Location = loc
+	if _, err := cron.ParseStandard(c.Schedule); err != nil {
+		return fieldErr("schedule", "bad cron spec %q: %v", c.Schedule, err)
+	}
+	if strings.HasPrefix(strings.TrimSpace(c.Schedule), "TZ=") || strings.HasPrefix(strings.TrimSpace(c.Schedule), "CRON_TZ=") {
+		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
+	}
+	if c.Jitter < 0 {
+		return fieldErr("jitter", "must be >= 0, got %s", c.Jitter.D())
+	}
+	if c.Concurrency < 1 || c.Concurrency > 4096 {
+		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
+	}
+	if err := c.validateStore(); err != nil {
+		return err
+	}
+	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
+		return err
+	}
+	if len(c.Lanes) == 0 {
+		return fieldErr("lanes", "at least one lane is required")
+	}
+	seen := map[string]int{}
+	for i := range c.Lanes {
+		if err := c.validateLane(i, seen); err != nil {
+			return err
+		}
+	}
+	return c.validatePolicy()
+}
+
+func (c *Config) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+func (c *Config) validateStore() error {
+	s := &c.Store
+	switch s.Kind {
+	case "file":
+		if s.Path == "" {
+			return fieldErr("store.path", "required for kind file")
+		}
+		s.Path = c.abs(s.Path)
+	case "influx":
+		u, err := url.Parse(s.URL)
+		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", redactURL(s.URL))
+		}
+		if u.User != nil {
+			return fieldErr("store.url", "must not carry credentials; put the token in the variable named by store.token_env")
+		}
+		if s.Bucket == "" {
+			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
+		}
+		if s.TokenEnv != "" && !envName.MatchString(s.TokenEnv) {
+			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
+		}
+		if s.Spool == "" {
+			s.Spool = DefaultSpool
+		}
+		if s.DeadLetter == "" {
+			s.DeadLetter = DefaultDeadLetter
+		}
+		if s.SpoolMaxBytes == 0 {
+			s.SpoolMaxBytes = DefaultSpoolMax
+		}
+		if s.SpoolMaxBytes < 0 {
+			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
+		}
+		s.Spool = c.abs(s.Spool)
+		s.DeadLetter = c.abs(s.DeadLetter)
+	default:
+		return fieldErr("store.kind", "want file or influx, got %q", s.Kind)
+	}
+	return nil
+}
+
+// redactURL drops any userinfo so an error never repeats a password.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	return u.String()
+}
+
+func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, timeout *Duration) error {
+	if strings.TrimSpace(*prompt) == "" {
+		return fieldErr(prefix+".prompt", "must not be empty")
+	}
+	if len(*prompt) > 4096 {
+		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(*prompt))
+	}
+	if *maxTokens < 1 || *maxTokens > 4096 {
+		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
+	}
+	if *timeout <= 0 {
+		return fieldErr(prefix+".timeout", "must be > 0, got %s", timeout.D())
+	}
+	return nil
+}
+
+func (c *Config) validateLane(i int, seen map[string]int) error {
+	l := &c.Lanes[i]
+	f := fmt.Sprintf("lanes[%d]", i)
+	if !laneName.MatchString(l.Name) {
+		return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", l.Name)
+	}
+	if j, dup := seen[l.Name]; dup {
+		return fieldErr(f+".name", "%q is already the name of lanes[%d]", l.Name, j)
+	}
+	seen[l.Name] = i
+	if l.Kind != "free" && l.Kind != "paid" {
+		return fieldErr(f+".kind", "want free or paid, got %q", l.Kind)
+	}
+	if l.API != "openai" && l.API != "anthropic" {
+		return fieldErr(f+".api", "want openai or anthropic, got %q", l.API)
+	}
+	u, err := url.Parse(l.BaseURL)
+	if l.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fieldErr(f+".base_url", "want an http(s) URL, got %q", redactURL(l.BaseURL))
+	}
+	if u.User != nil {
+		return fieldErr(f+".base_url", "must not carry credentials; name the key's variable in api_key_env")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fieldErr(f+".base_url", "must not carry a query or fragment")
+	}
+	if strings.TrimSpace(l.Model) == "" {
+		return fieldErr(f+".model", "must not be empty")
+	}
+	if l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv) {
+		return fieldErr(f+".api_key_env", "must name an environment variable, got %q", l.APIKeyEnv)
+	}
+	if l.Prompt == "" {
+		l.Prompt = c.Probe.Prompt
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = c.Probe.MaxTokens
+	}
+	if l.Timeout == 0 {
+		l.Timeout = c.Probe.Timeout
+	}
+	if l.IncludeUsage == nil {
+		v := true
+		if c.Probe.IncludeUsage != nil {
+			v = *c.Probe.IncludeUsage
+		}
+		l.IncludeUsage = &v
+	}
+	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
+}
+
+func (c *Config) validatePolicy() error {
+	p := &c.Policy
+	if p.Out == "" {
+		return fieldErr("policy.out", "must not be empty")
+	}
+	p.Out = c.abs(p.Out)
+	if p.LookbackDays < 0 || p.LookbackDays > 366 {
+		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
+	}
+	seen := map[string]int{}
+	for i, cl := range p.Classes {
+		f := fmt.Sprintf("policy.classes[%d]", i)
+		switch {
+		case !laneName.MatchString(cl.Name):
+			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", cl.Name)
+		case math.IsNaN(cl.DeadlineS) || math.IsInf(cl.DeadlineS, 0) || cl.DeadlineS <= 0:
+			return fieldErr(f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS)
+		case cl.CeilingTokens <= 0:
+			return fieldErr(f+".ceiling_tokens", "must be > 0, got %d", cl.CeilingTokens)
+		case cl.EstTokens <= 0:
+			return fieldErr(f+".est_tokens", "must be > 0, got %d", cl.EstTokens)
+		case cl.EstTokens > cl.CeilingTokens:
+			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
+		case math.IsNaN(cl.PaidUSDPer1k) || math.IsInf(cl.PaidUSDPer1k, 0) || cl.PaidUSDPer1k < 0:
+			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
+		}
+		if j, dup := seen[cl.Name]; dup {
+			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)
+		}
+		seen[cl.Name] = i
+	}
+	return nil
+}
+
+// APIKey returns the lane's key from the environment ("" when the lane names
+// no variable). It is an error when the lane names a variable that is unset;
+// the error names the variable, never a value.
+func (l Lane) APIKey(getenv func(string) string) (string, error) {
+	if l.APIKeyEnv == "" {
+		return "", nil
+	}
+	v := getenv(l.APIKeyEnv)
+	if v == "" {
+		return "", fmt.Errorf("lane %s: environment variable %s is not set", l.Name, l.APIKeyEnv)
+	}
+	return v, nil
+}
+
+// Token returns the store token from the environment ("" when none is named).
+func (s Store) Token(getenv func(string) string) string {
+	if s.TokenEnv == "" {
+		return ""
+	}
+	return getenv(s.TokenEnv)
+}
