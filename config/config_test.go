@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,7 +126,7 @@ func TestBadConfigs(t *testing.T) {
 		name, src, want string
 	}{
 		{"unknown top key", "timezon: UTC\n" + lane(""), `:1: timezon: unknown key`},
-		{"unknown lane key", lane(", modle: x"), `:2: lanes[0].modle: unknown key`},
+		{"unknown lane key", lane(", modle: x"), `:2: lanes[0].modle: unknown key (did you mean "model"?)`},
 		{"unknown key in second lane", lane("") + "  - name: b\n    apikey: K\n", `:4: lanes[1].apikey: unknown key`},
 		{"unknown store key", "store:\n  kind: influx\n  urll: http://h\n" + lane(""), `:3: store.urll: unknown key`},
 		{"unknown probe key", "probe: {timeout: 5s, retries: 3}\n" + lane(""), `:1: probe.retries: unknown key`},
@@ -184,7 +185,18 @@ func TestBadConfigs(t *testing.T) {
 		{"long value clipped", "concurrency: " + strings.Repeat("x", 100) + "\n" + lane(""), `concurrency: want an integer, got "` + strings.Repeat("x", 37) + `..."`},
 		{"multi-line value", "concurrency: \"a\\nb\"\n" + lane(""), `:1: concurrency: want an integer, got "a\nb"`},
 		{"not a mapping", "hello\n", `:1: want a mapping, got "hello"`},
-		{"not yaml", "lanes: [\n", `yaml`},
+		{"not yaml", "lanes: [\n", `:1: not valid YAML: did not find expected node content`},
+		{"tab indent", "lanes:\n\t- name: a\n", `:2: not valid YAML: found character that cannot start any token`},
+		{"fractional integer", "concurrency: 1.5\n" + lane(""), `:1: concurrency: want an integer, got "1.5"`},
+		{"fractional lane integer", lane(", max_tokens: 8.0"), `:2: lanes[0].max_tokens: want an integer, got "8.0"`},
+		{"integer overflow", "store: {spool_max_bytes: 99999999999999999999}\n" + lane(""), `:1: store.spool_max_bytes: want an integer, got "99999999999999999999"`},
+		{"quoted integer", "concurrency: \"12\"\n" + lane(""), `:1: concurrency: want an integer, got "12"`},
+		{"repeated merge key", "probe:\n  <<: {timeout: 5s}\n  <<: {timeout: 6s}\n" + lane(""), `:3: probe."<<": key repeated (first set on line 2)`},
+		{"merge of a scalar", "probe:\n  <<: [{timeout: 5s}, 3]\n" + lane(""), `:2: probe."<<": want a mapping or a list of mappings, got "3"`},
+		{"merge cycle", "lanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m, <<: *l}\n", `:2: lanes[0]: merges a mapping into itself`},
+		{"alias bomb", aliasBomb(), `aliases expand to more than 100000 mappings`},
+		{"validation error has a line", "lanes:\n  - name: a\n    kind: cheap\n", `:3: lanes[0].kind: want free or paid, got "cheap"`},
+		{"missing field has its mapping's line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n    base_url: http://x\n", `:2: lanes[0].model: must not be empty`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,6 +226,67 @@ func TestBadConfigs(t *testing.T) {
 				t.Errorf("error is %T, want *config.Error", err)
 			}
 		})
+	}
+}
+
+// aliasBomb is a config whose merges expand tenfold per level.
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("lanes:\n  - &l0 {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n")
+	for i := 1; i <= 7; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 10), ", ")
+		fmt.Fprintf(&b, "  - &l%d {<<: [%s], name: l%d}\n", i, refs, i)
+	}
+	return b.String()
+}
+
+func TestUnknownKeySuggestion(t *testing.T) {
+	lane := "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n"
+	cases := []struct{ src, want string }{
+		{"timezon: UTC\n" + lane, `line 1: timezon: unknown key (did you mean "timezone"?)`},
+		{"shedule: \"* * * * *\"\n" + lane, `line 1: shedule: unknown key (did you mean "schedule"?)`},
+		{"probe: {max: 3}\n" + lane, `line 1: probe.max: unknown key (did you mean "max_tokens"?)`},
+		{"store: {tokenenv: X}\n" + lane, `line 1: store.tokenenv: unknown key (did you mean "token_env"?)`},
+		{"policy: {classes: [{deadline: 3}]}\n" + lane, `line 1: policy.classes[0].deadline: unknown key (did you mean "deadline_s"?)`},
+		// Only keys of that level are offered: "name" is a lane key, not a top key.
+		{"nme: x\n" + lane, `line 1: nme: unknown key`},
+		{"colour: blue\n" + lane, `line 1: colour: unknown key`},
+		{"ab: 1\n" + lane, `line 1: ab: unknown key`},
+	}
+	for _, c := range cases {
+		_, err := Parse(strings.NewReader(c.src), "/")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q:\n got %v\nwant %s", c.src, err, c.want)
+		}
+	}
+}
+
+// Anchors, aliases and merge keys decode as yaml.v3 decodes them: a
+// mapping's own keys win over what it merges, an earlier merge over a later.
+func TestMergeKeys(t *testing.T) {
+	src := `
+probe: &p {timeout: 30s, max_tokens: 8}
+lanes:
+  - &base {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m, timeout: 5s}
+  - {<<: *base, name: b, model: other}
+  - {<<: [{max_tokens: 3, prompt: first}, {max_tokens: 4, prompt: second, model: merged}, *base], name: c}
+  - {<<: {<<: *base, timeout: 7s}, name: d}
+`
+	cfg, err := Parse(strings.NewReader(src), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(i int) string {
+		l := cfg.Lanes[i]
+		return fmt.Sprintf("%s %s %s %d %s", l.Name, l.Kind, l.Model, l.MaxTokens, l.Timeout.D())
+	}
+	for i, want := range []string{"a free m 8 5s", "b free other 8 5s", "c free merged 3 5s", "d free m 8 7s"} {
+		if g := got(i); g != want {
+			t.Errorf("lane %d = %q, want %q", i, g, want)
+		}
+	}
+	if cfg.Lanes[2].Prompt != "first" {
+		t.Errorf("lane c prompt = %q, want the first merge's", cfg.Lanes[2].Prompt)
 	}
 }
 

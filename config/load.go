@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -33,8 +36,9 @@ const (
 	DefaultLookbackDays = 7
 )
 
-// Error is a configuration error tied to one field. Its text is
-// "FILE: FIELD: PROBLEM" (or "FIELD: PROBLEM" without a file).
+// Error is a configuration error tied to one field. Its text is one line,
+// "FILE:LINE: FIELD: PROBLEM" ("line LINE: FIELD: PROBLEM" without a file;
+// the line and field are left out when unknown).
 type Error struct {
 	File  string
 	Line  int // 0 when unknown
@@ -50,6 +54,8 @@ func (e *Error) Error() string {
 			fmt.Fprintf(&b, ":%d", e.Line)
 		}
 		b.WriteString(": ")
+	} else if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
 	if e.Field != "" {
 		b.WriteString(e.Field)
@@ -103,239 +109,229 @@ func Load(path string) (*Config, error) {
 
 var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
+// maxMappings bounds the mappings one document may decode: merge keys
+// ("<<: [*a, *a]") can make a small file expand without end.
+const maxMappings = 100000
+
 // Parse reads a configuration from r; dir is the folder relative paths
-// resolve against.
+// resolve against. The document is read as a yaml.Node tree and walked into
+// the Config field by field, so an error names the field and its line.
 func Parse(r io.Reader, dir string) (*Config, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	var doc yaml.Node
+	if err := yaml.NewDecoder(r).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		return nil, &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
 	}
 	cfg := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, decodeError(data, err)
+	d := decoder{budget: maxMappings, lines: map[string]int{}, active: map[*yaml.Node]bool{}}
+	if len(doc.Content) == 1 {
+		if err := d.value(doc.Content[0], reflect.ValueOf(cfg).Elem(), "", 0); err != nil {
+			return nil, err
+		}
 	}
 	cfg.Dir = dir
 	if err := cfg.validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.Line == 0 {
+			ce.Line = d.lineOf(ce.Field)
+		}
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// decodeError explains err, which decoding data into a Config returned, as
-// one line naming the field at fault. yaml.v3 reports only a line, and one
-// line may hold several fields ("- {name: a, modle: x}"), so the document is
-// walked again, field by field, to find the first value yaml.v3 rejects.
-// When the walk finds nothing (a syntax error, say) err is reported as yaml.v3
-// put it, with its line.
-func decodeError(data []byte, err error) error {
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) == nil {
-		w := walker{budget: 100000, active: map[*yaml.Node]bool{}}
-		if e := w.find(&doc, reflect.TypeOf(Config{}), "", 0); e != nil {
-			return e
+// decoder walks a node tree into a Go value as yaml.v3 would decode it, but
+// stops at the first unknown or repeated key or ill-typed value with an error
+// naming the field path and line.
+type decoder struct {
+	budget int                 // mappings left to decode: merges multiply them
+	lines  map[string]int      // field path → line it was set on
+	active map[*yaml.Node]bool // mappings being decoded, against merge cycles
+}
+
+// lineOf returns the line field (or the nearest enclosing field) was set on.
+func (d *decoder) lineOf(field string) int {
+	for field != "" {
+		if l, ok := d.lines[field]; ok {
+			return l
 		}
+		field = field[:max(0, strings.LastIndexAny(field, ".["))]
 	}
-	return yamlError(err)
+	return 0
 }
 
-// yamlError turns a yaml.v3 error into one line naming the line and problem.
-func yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		fmt.Sscan(m[1], &line)
-		msg = m[2]
-	}
-	if m := unknownKey.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("unknown key %q", m[1])
-	}
-	return &Error{Line: line, Err: errors.New(msg)}
-}
-
-var unknownKey = regexp.MustCompile(`^field (\S+) not found in type`)
-
-// walker retraces yaml.v3's decoding of a node tree into a Go type, keeping
-// the field path, and stops at the first node yaml.v3 would reject: a
-// duplicate or unknown key, or a value of the wrong type. It checks leaves by
-// decoding them alone, so what it accepts is what yaml.v3 accepts.
-type walker struct {
-	budget int                 // nodes left to visit; aliases can multiply them
-	active map[*yaml.Node]bool // aliases being followed, against cycles
-}
-
-var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-
-// find returns the first problem in n decoded into t, or nil. at is the line
-// to report for n itself when n was reached through an alias (0: n.Line).
-func (w *walker) find(n *yaml.Node, t reflect.Type, path string, at int) *Error {
-	if w.budget--; w.budget < 0 {
-		return nil
-	}
+// value decodes n into v. at is the line to report for n (0: n's own); an
+// alias reports the line it is used on.
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, at int) error {
 	if at == 0 {
 		at = n.Line
 	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) != 1 {
-			return nil
-		}
-		return w.find(n.Content[0], t, path, 0)
-	case yaml.AliasNode:
-		if n.Alias == nil || w.active[n] {
-			return nil
-		}
-		w.active[n] = true
-		defer delete(w.active, n)
-		return w.find(n.Alias, t, path, at)
+	if n.Kind == yaml.AliasNode {
+		return d.value(n.Alias, v, path, at)
 	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	if n.ShortTag() == "!!null" { // as yaml.v3: a null clears a pointer or list, else keeps the default
+		if v.Kind() == reflect.Pointer || v.Kind() == reflect.Slice {
+			v.SetZero()
+		}
+		return nil
 	}
-	custom := reflect.PointerTo(t).Implements(unmarshalerType)
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok {
+		if err := u.UnmarshalYAML(n); err != nil {
+			return &Error{Line: at, Field: path, Err: err}
+		}
+		return nil
+	}
 	switch {
-	case !custom && t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-		return w.mapping(n, t, path, nil)
-	case !custom && t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+	case v.Kind() == reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		v.Set(p)
+		return d.value(n, p.Elem(), path, at)
+	case v.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		return d.mapping(n, v, path, map[string]bool{})
+	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
 		for i, e := range n.Content {
-			if err := w.find(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), 0); err != nil {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			d.lines[p] = e.Line
+			if err := d.value(e, v.Index(i), p, 0); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	err := n.Decode(reflect.New(t).Interface())
-	if err == nil {
-		return nil
+	// Scalars decode as yaml.v3 decodes them, except that an integer field
+	// takes only an integer: yaml.v3 would truncate 1.5 to 1.
+	ok := n.Kind == yaml.ScalarNode && v.Kind() != reflect.Struct && v.Kind() != reflect.Slice
+	if !ok || v.CanInt() && n.ShortTag() != "!!int" || n.Decode(v.Addr().Interface()) != nil {
+		return &Error{Line: at, Field: path, Err: fmt.Errorf("want %s, got %s", kindNames[v.Kind()], describeNode(n))}
 	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return &Error{Line: at, Field: path, Err: fmt.Errorf("want %s, got %s", describeType(t), describeNode(n))}
-	}
-	// An UnmarshalYAML error, such as Duration's; its line is n's.
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		msg = m[2]
-	}
-	return &Error{Line: at, Field: path, Err: errors.New(msg)}
+	return nil
 }
 
-// mapping checks a mapping node decoded into struct type t. seen is nil for
-// a mapping of its own; for one merged in with "<<" it holds the keys already
-// set, which the merge skips (as yaml.v3 does).
-func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string, seen map[string]bool) *Error {
-	c := n.Content
-	for i := 0; i+1 < len(c); i += 2 {
-		for j := i + 2; j+1 < len(c); j += 2 {
-			if c[i].Kind == c[j].Kind && c[i].Value == c[j].Value {
-				return &Error{Line: c[j].Line, Field: joinPath(path, c[j].Value), Err: fmt.Errorf("key repeated (first set on line %d)", c[i].Line)}
-			}
-		}
+var kindNames = map[reflect.Kind]string{reflect.Int: "an integer", reflect.Int64: "an integer",
+	reflect.Float64: "a number", reflect.Bool: "true or false", reflect.String: "a string",
+	reflect.Slice: "a list", reflect.Struct: "a mapping"}
+
+// mapping decodes mapping n into struct v. Keys in set are already set, by
+// the mapping itself or a merge ("<<") before; as in yaml.v3, a mapping's own
+// keys win over what it merges, and an earlier merge wins over a later one.
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, set map[string]bool) error {
+	if d.budget--; d.budget < 0 {
+		return &Error{Line: n.Line, Field: path, Err: fmt.Errorf("aliases expand to more than %d mappings", maxMappings)}
 	}
-	fields := yamlFields(t)
-	done := map[int]bool{}
+	if d.active[n] {
+		return &Error{Line: n.Line, Field: path, Err: errors.New("merges a mapping into itself")}
+	}
+	d.active[n] = true
+	defer delete(d.active, n)
+	keys := yamlKeys(v.Type())
+	first := map[string]int{} // key → line
 	var merge *yaml.Node
-	for i := 0; i+1 < len(c); i += 2 {
-		k, v := c[i], c[i+1]
-		if isMerge(k) {
-			merge = v
-			continue
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, line := n.Content[i], n.Content[i].Line
+		if k.Kind == yaml.AliasNode {
+			k = k.Alias
 		}
-		var name string
-		if k.Decode(&name) != nil {
-			return &Error{Line: k.Line, Field: path, Err: fmt.Errorf("want a plain key, got %s", describeNode(k))}
+		if k.Kind != yaml.ScalarNode {
+			return &Error{Line: line, Field: path, Err: fmt.Errorf("want a plain key, got %s", describeNode(k))}
 		}
-		if seen != nil {
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
+		if l, dup := first[k.Value]; dup {
+			return &Error{Line: line, Field: joinPath(path, k.Value), Err: fmt.Errorf("key repeated (first set on line %d)", l)}
 		}
-		f, ok := fields[name]
-		if !ok {
-			return &Error{Line: k.Line, Field: joinPath(path, name), Err: errors.New("unknown key")}
-		}
-		if done[f.Index[0]] {
-			return &Error{Line: k.Line, Field: joinPath(path, name), Err: errors.New("key repeated")}
-		}
-		done[f.Index[0]] = true
-		if err := w.find(v, f.Type, joinPath(path, name), 0); err != nil {
-			return err
-		}
-	}
-	if merge == nil {
-		return nil
-	}
-	if seen == nil {
-		seen = map[string]bool{}
-		for i := 0; i+1 < len(c); i += 2 {
-			var name string
-			if !isMerge(c[i]) && c[i].Decode(&name) == nil {
-				seen[name] = true
+		first[k.Value] = line
+		f := slices.Index(keys, k.Value)
+		switch {
+		case k.Value == "<<" && k.ShortTag() == "!!merge":
+			merge = n.Content[i+1]
+		case f < 0 || k.Value == "":
+			return &Error{Line: line, Field: joinPath(path, k.Value), Err: unknownKey(k.Value, keys)}
+		case !set[k.Value]:
+			set[k.Value] = true
+			field := joinPath(path, k.Value)
+			d.lines[field] = line
+			if err := d.value(n.Content[i+1], v.Field(f), field, 0); err != nil {
+				return err
 			}
 		}
 	}
 	merges := []*yaml.Node{merge}
-	if merge.Kind == yaml.SequenceNode {
+	if merge != nil && merge.Kind == yaml.SequenceNode {
 		merges = merge.Content
 	}
 	for _, m := range merges {
-		if err := w.merge(m, t, path, seen); err != nil {
+		if m == nil {
+			break
+		}
+		at := m.Line
+		if m.Kind == yaml.AliasNode {
+			m = m.Alias
+		}
+		if m.Kind != yaml.MappingNode {
+			return &Error{Line: at, Field: joinPath(path, "<<"), Err: fmt.Errorf("want a mapping or a list of mappings, got %s", describeNode(m))}
+		}
+		if err := d.mapping(m, v, path, set); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// merge checks one mapping (or alias of one) merged into a struct with "<<".
-func (w *walker) merge(m *yaml.Node, t reflect.Type, path string, seen map[string]bool) *Error {
-	if w.budget--; w.budget < 0 {
-		return nil
+var keyCache sync.Map // reflect.Type → []string
+
+// yamlKeys returns the YAML key of each field of struct type t ("" for none).
+func yamlKeys(t reflect.Type) []string {
+	if keys, ok := keyCache.Load(t); ok {
+		return keys.([]string)
 	}
-	switch m.Kind {
-	case yaml.AliasNode:
-		if m.Alias == nil || w.active[m] {
-			return nil
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "-" && t.Field(i).IsExported() {
+			keys[i] = k
 		}
-		w.active[m] = true
-		defer delete(w.active, m)
-		if m.Alias.Kind == yaml.MappingNode {
-			return w.mapping(m.Alias, t, path, seen)
-		}
-	case yaml.MappingNode:
-		return w.mapping(m, t, path, seen)
 	}
-	return &Error{Line: m.Line, Field: joinPath(path, "<<"), Err: fmt.Errorf("want a mapping or a list of mappings, got %s", describeNode(m))}
+	keyCache.Store(t, keys)
+	return keys
 }
 
-// isMerge reports whether k is a "<<" merge key, as yaml.v3 decides it.
-func isMerge(k *yaml.Node) bool {
-	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
+// unknownKey reports key as unknown, suggesting the nearest of keys: one at
+// most two edits away (and fewer edits than key has bytes), or one key begins.
+func unknownKey(key string, keys []string) error {
+	best, bestD := "", math.MaxInt
+	for _, k := range keys {
+		d := editDistance(key, k)
+		if k != "" && (d <= 2 && d < len(key) || len(key) >= 3 && strings.HasPrefix(k, key)) && d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return errors.New("unknown key")
+	}
+	return fmt.Errorf("unknown key (did you mean %q?)", best)
 }
 
-// yamlFields maps the YAML keys of struct type t to its fields.
-func yamlFields(t reflect.Type) map[string]reflect.StructField {
-	m := map[string]reflect.StructField{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = strings.ToLower(f.Name)
-		}
-		m[name] = f
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
 	}
-	return m
+	for i := 1; i <= len(a); i++ {
+		diag := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			diag, row[j] = row[j], min(row[j]+1, row[j-1]+1, diag+cost)
+		}
+	}
+	return row[len(b)]
 }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -360,27 +356,6 @@ func clip(s string) string {
 	return s
 }
 
-// describeType names what a value of type t must be written as.
-func describeType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer >= 0"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Struct, reflect.Map:
-		return "a mapping"
-	}
-	return t.String()
-}
-
 // describeNode says what the YAML holds at n, on one line.
 func describeNode(n *yaml.Node) string {
 	switch n.Kind {
@@ -388,21 +363,18 @@ func describeNode(n *yaml.Node) string {
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
 	}
 	return strconv.Quote(clip(n.Value))
 }
 
 // UnmarshalYAML reads a Go duration string such as "30s" or "2m".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
-		return fmt.Errorf("line %d: want a duration such as \"30s\", got %s", n.Line, describeNode(n))
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a duration such as \"30s\", got %s", describeNode(n))
 	}
-	v, err := time.ParseDuration(s)
+	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: want a duration such as \"30s\", got %q", n.Line, clip(s))
+		return fmt.Errorf("want a duration such as \"30s\", got %q", clip(n.Value))
 	}
 	*d = Duration(v)
 	return nil
