@@ -26,7 +26,7 @@ type Config struct {
 
 // Store selects and configures the storage backend.
 type Store struct {
-	Kind          string `yaml:"kind"`            // file | influx
+	Kind          string `yaml:"kind"`            // StoreFile | StoreInflux
 	Path          string `yaml:"path"`            // file: the line-protocol file
 	URL           string `yaml:"url"`             // influx
 	Org           string `yaml:"org"`             // influx 2.x; "" for 1.8
@@ -49,8 +49,8 @@ type Probe struct {
 // IncludeUsage hold the effective values (lane override or probe default).
 type Lane struct {
 	Name         string   `yaml:"name"`
-	Kind         string   `yaml:"kind"` // free | paid
-	API          string   `yaml:"api"`  // openai | anthropic
+	Kind         string   `yaml:"kind"` // policy.KindFree | policy.KindPaid
+	API          string   `yaml:"api"`  // probe.OpenAI | probe.Anthropic
 	BaseURL      string   `yaml:"base_url"`
 	Model        string   `yaml:"model"`
 	APIKeyEnv    string   `yaml:"api_key_env"`

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/probe"
 )
 
 const minimal = `
@@ -56,13 +58,13 @@ func TestDefaults(t *testing.T) {
 		{"schedule", cfg.Schedule, DefaultSchedule},
 		{"jitter", cfg.Jitter.D(), DefaultJitter},
 		{"concurrency", cfg.Concurrency, DefaultConcurrency},
-		{"store.kind", cfg.Store.Kind, "file"},
+		{"store.kind", cfg.Store.Kind, StoreFile},
 		{"store.path", cfg.Store.Path, "/etc/lanewatch/data/samples.lp"},
 		{"policy.out", cfg.Policy.Out, "/etc/lanewatch/policies"},
 		{"policy.lookback_days", cfg.Policy.LookbackDays, 7},
-		{"lane prompt", l.Prompt, DefaultPrompt},
-		{"lane max_tokens", l.MaxTokens, DefaultMaxTokens},
-		{"lane timeout", l.Timeout.D(), DefaultTimeout},
+		{"lane prompt", l.Prompt, probe.DefaultPrompt},
+		{"lane max_tokens", l.MaxTokens, probe.DefaultMaxTokens},
+		{"lane timeout", l.Timeout.D(), probe.DefaultTimeout},
 		{"lane include_usage", *l.IncludeUsage, true},
 	}
 	for _, c := range checks {
@@ -149,6 +151,7 @@ func TestBadConfigs(t *testing.T) {
 		{"bad store kind", "store: {kind: s3}\n" + lane(""), `store.kind: want file or influx, got "s3"`},
 		{"influx without url", "store: {kind: influx}\n" + lane(""), `store.url: want an http(s) URL`},
 		{"influx url with password", "store: {kind: influx, url: \"http://u:hunter2@h:8086\"}\n" + lane(""), `store.url: must not carry credentials`},
+		{"influx url with query", "store: {kind: influx, url: \"http://h:8086/?token=hunter2\"}\n" + lane(""), `store.url: must not carry a query or fragment`},
 		{"influx bad token_env", "store: {kind: influx, url: \"http://h:8086\", token_env: \"my token\"}\n" + lane(""), `store.token_env: must name an environment variable`},
 		{"no lanes", "timezone: UTC\n", `lanes: at least one lane is required`},
 		{"bad lane name", "lanes:\n  - {name: A!, kind: free, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].name: want [a-z0-9_-]+, got "A!"`},
@@ -287,6 +290,20 @@ lanes:
 	}
 	if cfg.Lanes[2].Prompt != "first" {
 		t.Errorf("lane c prompt = %q, want the first merge's", cfg.Lanes[2].Prompt)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://h:8086/v1":                 "http://h:8086/v1",
+		"http://u:hunter2@h/v1":            "http://h/v1",
+		"https://h/v1?key=hunter2#hunter2": "https://h/v1",
+		"https:u:hunter2@h":                "https:",
+		"http://h/%zz":                     "(unparsable URL)",
+	} {
+		if got := redactURL(raw); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", raw, got, want)
+		}
 	}
 }
 

@@ -16,24 +16,32 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 	"gopkg.in/yaml.v3"
 )
 
-// Defaults for the fields a file may leave out.
+// Defaults for the fields a file may leave out. The probe defaults
+// (probe.DefaultPrompt, probe.DefaultMaxTokens, probe.DefaultTimeout) and the
+// file store's path and spool cap (series.DefaultFilePath,
+// series.DefaultSpoolMaxBytes) belong to the packages that use them.
 const (
 	DefaultTimezone     = "UTC"
 	DefaultSchedule     = "7,27,47 * * * *"
 	DefaultJitter       = 30 * time.Second
 	DefaultConcurrency  = 16
-	DefaultStorePath    = "data/samples.lp"
-	DefaultSpool        = "data/spool.lp"
-	DefaultDeadLetter   = "data/dead-letter.lp"
-	DefaultSpoolMax     = 64 << 20
-	DefaultPrompt       = "Reply with the single word: ok"
-	DefaultMaxTokens    = 16
-	DefaultTimeout      = 120 * time.Second
 	DefaultPolicyOut    = "policies"
 	DefaultLookbackDays = 7
+	// The InfluxDB store's spool and dead-letter files; their owner is
+	// package series, whose constants these become.
+	DefaultSpool      = "data/spool.lp"
+	DefaultDeadLetter = "data/dead-letter.lp"
+)
+
+// Store kinds.
+const (
+	StoreFile   = "file"
+	StoreInflux = "influx"
 )
 
 // Error is a configuration error tied to one field. Its text is one line,
@@ -75,11 +83,11 @@ func Default() *Config {
 		Schedule:    DefaultSchedule,
 		Jitter:      Duration(DefaultJitter),
 		Concurrency: DefaultConcurrency,
-		Store:       Store{Kind: "file", Path: DefaultStorePath, Bucket: "lanewatch/autogen"},
+		Store:       Store{Kind: StoreFile, Path: series.DefaultFilePath, Bucket: "lanewatch/autogen"},
 		Probe: Probe{
-			Prompt:    DefaultPrompt,
-			MaxTokens: DefaultMaxTokens,
-			Timeout:   Duration(DefaultTimeout),
+			Prompt:    probe.DefaultPrompt,
+			MaxTokens: probe.DefaultMaxTokens,
+			Timeout:   Duration(probe.DefaultTimeout),
 		},
 		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: DefaultLookbackDays},
 	}

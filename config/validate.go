@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
 )
 
@@ -65,18 +68,21 @@ func (c *Config) abs(p string) string {
 func (c *Config) validateStore() error {
 	s := &c.Store
 	switch s.Kind {
-	case "file":
+	case StoreFile:
 		if s.Path == "" {
 			return fieldErr("store.path", "required for kind file")
 		}
 		s.Path = c.abs(s.Path)
-	case "influx":
+	case StoreInflux:
 		u, err := url.Parse(s.URL)
 		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", redactURL(s.URL))
 		}
 		if u.User != nil {
 			return fieldErr("store.url", "must not carry credentials; put the token in the variable named by store.token_env")
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			return fieldErr("store.url", "must not carry a query or fragment")
 		}
 		if s.Bucket == "" {
 			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
@@ -91,7 +97,7 @@ func (c *Config) validateStore() error {
 			s.DeadLetter = DefaultDeadLetter
 		}
 		if s.SpoolMaxBytes == 0 {
-			s.SpoolMaxBytes = DefaultSpoolMax
+			s.SpoolMaxBytes = series.DefaultSpoolMaxBytes
 		}
 		if s.SpoolMaxBytes < 0 {
 			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
@@ -99,20 +105,19 @@ func (c *Config) validateStore() error {
 		s.Spool = c.abs(s.Spool)
 		s.DeadLetter = c.abs(s.DeadLetter)
 	default:
-		return fieldErr("store.kind", "want file or influx, got %q", s.Kind)
+		return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
 	}
 	return nil
 }
 
-// redactURL drops any userinfo so an error never repeats a password.
+// redactURL drops a URL's userinfo, query and fragment (and an opaque part,
+// "https:user:pw@host"), so an error never repeats a secret.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
+	u.User, u.RawQuery, u.Fragment, u.Opaque = nil, "", "", ""
 	return u.String()
 }
 
@@ -142,11 +147,11 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 		return fieldErr(f+".name", "%q is already the name of lanes[%d]", l.Name, j)
 	}
 	seen[l.Name] = i
-	if l.Kind != "free" && l.Kind != "paid" {
-		return fieldErr(f+".kind", "want free or paid, got %q", l.Kind)
+	if l.Kind != policy.KindFree && l.Kind != policy.KindPaid {
+		return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
 	}
-	if l.API != "openai" && l.API != "anthropic" {
-		return fieldErr(f+".api", "want openai or anthropic, got %q", l.API)
+	if api := probe.API(l.API); api != probe.OpenAI && api != probe.Anthropic {
+		return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
 	}
 	u, err := url.Parse(l.BaseURL)
 	if l.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -28,13 +28,13 @@ func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg 
 		getenv = os.Getenv
 	}
 	switch cfg.Store.Kind {
-	case "file":
+	case config.StoreFile:
 		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: readOnly, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		return st, nil
-	case "influx":
+	case config.StoreInflux:
 		st, err := series.OpenInflux(ctx, series.InfluxOptions{
 			URL:            cfg.Store.URL,
 			Org:            cfg.Store.Org,
