@@ -5,6 +5,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Config is a loaded, validated configuration. Paths are absolute (relative
@@ -81,3 +83,36 @@ type Duration time.Duration
 
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Interval returns the shortest gap between two consecutive runs of the
+// schedule over the next eight days, in the config's zone (for a schedule
+// that runs less often, the gap after its next run). It is 0 when the
+// schedule does not parse or never runs. The sampler warns when a round
+// could outlast it.
+func (c *Config) Interval() time.Duration {
+	return interval(c.Schedule, c.Location, time.Now())
+}
+
+func interval(spec string, loc *time.Location, now time.Time) time.Duration {
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return 0
+	}
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		return every.Delay
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	var shortest time.Duration
+	run := s.Next(now.In(loc))
+	end := run.Add(8 * 24 * time.Hour)
+	for !run.IsZero() && run.Before(end) && shortest != time.Minute {
+		next := s.Next(run)
+		if gap := next.Sub(run); !next.IsZero() && (shortest == 0 || gap < shortest) {
+			shortest = gap
+		}
+		run = next
+	}
+	return shortest
+}

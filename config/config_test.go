@@ -146,6 +146,13 @@ func TestBadConfigs(t *testing.T) {
 		{"duration as list", "probe:\n  timeout: [1s]\n" + lane(""), `:2: probe.timeout: want a duration such as "30s", got a list`},
 		{"bad lane duration", lane(", timeout: soon"), `:2: lanes[0].timeout: want a duration such as "30s", got "soon"`},
 		{"bad aliased duration", "probe: {timeout: &t soon}\n" + lane(", timeout: *t"), `:1: probe.timeout: want a duration such as "30s", got "soon"`},
+		{"schedule never runs", "schedule: \"0 0 30 2 *\"\n" + lane(""), `:1: schedule: "0 0 30 2 *" never runs (no run within 5 years)`},
+		{"jitter above interval", "schedule: \"@every 20s\"\n" + lane(""), `jitter: must be shorter than the schedule's shortest interval (20s), got 30s`},
+		{"jitter equal to interval", "schedule: \"* * * * *\"\njitter: 1m\n" + lane(""), `:2: jitter: must be shorter than the schedule's shortest interval (1m0s), got 1m0s`},
+		{"jitter above an hour", "schedule: \"@daily\"\njitter: 61m\n" + lane(""), `:2: jitter: must be at most 1h, got 1h1m0s`},
+		{"overflowing timeout", "probe: {timeout: 2562047h47m}\n" + lane(""), `:1: probe.timeout: must be > 0 and at most 1h (a probe is short), got 2562047h47m0s`},
+		{"lane timeout above an hour", lane(", timeout: 61m"), `:2: lanes[0].timeout: must be > 0 and at most 1h (a probe is short), got 1h1m0s`},
+		{"duration out of range", "probe: {timeout: 9999999h}\n" + lane(""), `:1: probe.timeout: want a duration such as "30s", got "9999999h"`},
 		{"negative jitter", "jitter: -1s\n" + lane(""), `jitter: must be >= 0`},
 		{"zero concurrency", "concurrency: 0\n" + lane(""), `concurrency: must be between 1 and 4096`},
 		{"bad store kind", "store: {kind: s3}\n" + lane(""), `store.kind: want file or influx, got "s3"`},
@@ -290,6 +297,60 @@ lanes:
 	}
 	if cfg.Lanes[2].Prompt != "first" {
 		t.Errorf("lane c prompt = %q, want the first merge's", cfg.Lanes[2].Prompt)
+	}
+}
+
+func TestInterval(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 3, 0, 0, time.UTC)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		spec string
+		loc  *time.Location
+		want time.Duration
+	}{
+		{DefaultSchedule, time.UTC, 20 * time.Minute},
+		{"*/5 * * * *", time.UTC, 5 * time.Minute},
+		{"0,50 * * * *", time.UTC, 10 * time.Minute},
+		{"0 9 * * 1-5", berlin, 24 * time.Hour},
+		{"@hourly", nil, time.Hour},
+		{"@every 90s", time.UTC, 90 * time.Second},
+		{"@every 100ms", time.UTC, time.Second}, // cron runs at most once a second
+		{"0 0 1 1 *", time.UTC, 365 * 24 * time.Hour},
+		{"0 0 29 2 *", time.UTC, (4*365 + 1) * 24 * time.Hour},
+		{"0 0 30 2 *", time.UTC, 0},
+		{"61 * * * *", time.UTC, 0},
+	}
+	for _, c := range cases {
+		if got := interval(c.spec, c.loc, now); got != c.want {
+			t.Errorf("interval(%q) = %s, want %s", c.spec, got, c.want)
+		}
+	}
+	// In a zone with DST, the day the clocks go back has a 25-hour gap and
+	// the day they go forward a 23-hour one: the shortest is the answer.
+	spring := time.Date(2027, 3, 24, 0, 0, 0, 0, berlin)
+	if got := interval("30 3 * * *", berlin, spring); got != 23*time.Hour {
+		t.Errorf("across the spring change: %s, want 23h", got)
+	}
+}
+
+// Bounds are inclusive, and a schedule that runs once in four years loads.
+func TestScheduleAndDurationBounds(t *testing.T) {
+	for _, src := range []string{
+		"schedule: \"0 0 29 2 *\"\njitter: 1h\n" + minimal,
+		"schedule: \"@every 1s\"\njitter: 0s\n" + minimal,
+		"schedule: \"@every 31s\"\nprobe: {timeout: 1h}\n" + minimal,
+	} {
+		cfg, err := Parse(strings.NewReader(src), "/")
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if cfg.Interval() <= cfg.Jitter.D() {
+			t.Errorf("%q: interval %s not above jitter %s", src, cfg.Interval(), cfg.Jitter.D())
+		}
 	}
 }
 

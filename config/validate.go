@@ -28,14 +28,24 @@ func (c *Config) validate() error {
 		return fieldErr("timezone", "unknown time zone %q (want an IANA name such as UTC or Europe/Berlin)", c.Timezone)
 	}
 	c.Location = loc
-	if _, err := cron.ParseStandard(c.Schedule); err != nil {
+	sched, err := cron.ParseStandard(c.Schedule)
+	if err != nil {
 		return fieldErr("schedule", "bad cron spec %q: %v", c.Schedule, err)
 	}
 	if strings.HasPrefix(strings.TrimSpace(c.Schedule), "TZ=") || strings.HasPrefix(strings.TrimSpace(c.Schedule), "CRON_TZ=") {
 		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
 	}
-	if c.Jitter < 0 {
+	// cron gives up after five years: a "0 0 29 2 *" runs, a "0 0 30 2 *" never.
+	if sched.Next(time.Now().In(loc)).IsZero() {
+		return fieldErr("schedule", "%q never runs (no run within 5 years)", c.Schedule)
+	}
+	switch interval := c.Interval(); {
+	case c.Jitter < 0:
 		return fieldErr("jitter", "must be >= 0, got %s", c.Jitter.D())
+	case c.Jitter.D() > time.Hour:
+		return fieldErr("jitter", "must be at most 1h, got %s", c.Jitter.D())
+	case interval > 0 && c.Jitter.D() >= interval:
+		return fieldErr("jitter", "must be shorter than the schedule's shortest interval (%s), got %s", interval, c.Jitter.D())
 	}
 	if c.Concurrency < 1 || c.Concurrency > 4096 {
 		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
@@ -131,8 +141,8 @@ func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, ti
 	if *maxTokens < 1 || *maxTokens > 4096 {
 		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
 	}
-	if *timeout <= 0 {
-		return fieldErr(prefix+".timeout", "must be > 0, got %s", timeout.D())
+	if *timeout <= 0 || timeout.D() > time.Hour {
+		return fieldErr(prefix+".timeout", "must be > 0 and at most 1h (a probe is short), got %s", timeout.D())
 	}
 	return nil
 }
