@@ -368,20 +368,35 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-func TestAPIKeyFromEnv(t *testing.T) {
-	env := map[string]string{"SET": "sk-live-123"}
-	getenv := func(k string) string { return env[k] }
-	l := Lane{Name: "a", APIKeyEnv: "SET"}
-	if k, err := l.APIKey(getenv); err != nil || k != "sk-live-123" {
-		t.Fatalf("APIKey = %q, %v", k, err)
+func TestSecretsFromEnv(t *testing.T) {
+	env := map[string]string{"SET": "sk-live-123", "EMPTY": "", "BLANK": " \t"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cases := []struct {
+		name, key, want, err string
+	}{
+		{"set", "SET", "sk-live-123", ""},
+		{"unset", "UNSET", "", "environment variable UNSET is not set"},
+		{"empty", "EMPTY", "", "environment variable EMPTY is empty"},
+		{"blank", "BLANK", "", "environment variable BLANK is empty"},
+		{"none named", "", "", ""},
 	}
-	l.APIKeyEnv = "UNSET"
-	_, err := l.APIKey(getenv)
-	if err == nil || !strings.Contains(err.Error(), "UNSET is not set") {
-		t.Fatalf("want an error naming the variable, got %v", err)
-	}
-	if k, err := (Lane{Name: "b"}).APIKey(getenv); k != "" || err != nil {
-		t.Fatalf("a lane without api_key_env wants no key, got %q %v", k, err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key, kerr := Lane{Name: "a", APIKeyEnv: c.key}.APIKey(lookup)
+			tok, terr := Store{TokenEnv: c.key}.Token(lookup)
+			for who, got := range map[string]struct {
+				v      string
+				err    error
+				prefix string
+			}{"APIKey": {key, kerr, "lane a: "}, "Token": {tok, terr, "store.token_env: "}} {
+				if got.v != c.want {
+					t.Errorf("%s = %q, want %q", who, got.v, c.want)
+				}
+				if msg := fmt.Sprint(got.err); c.err == "" && got.err != nil || c.err != "" && msg != got.prefix+c.err {
+					t.Errorf("%s error = %v, want %q", who, got.err, c.err)
+				}
+			}
+		})
 	}
 }
 

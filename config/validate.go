@@ -232,24 +232,32 @@ func (c *Config) validatePolicy() error {
 	return nil
 }
 
-// APIKey returns the lane's key from the environment ("" when the lane names
-// no variable). It is an error when the lane names a variable that is unset;
-// the error names the variable, never a value.
-func (l Lane) APIKey(getenv func(string) string) (string, error) {
-	if l.APIKeyEnv == "" {
-		return "", nil
-	}
-	v := getenv(l.APIKeyEnv)
-	if v == "" {
-		return "", fmt.Errorf("lane %s: environment variable %s is not set", l.Name, l.APIKeyEnv)
-	}
-	return v, nil
+// APIKey returns the lane's key from the environment through lookup
+// (os.LookupEnv's shape); "" when the lane names no variable. A named
+// variable that is unset or empty is an error naming the variable, never a
+// value.
+func (l Lane) APIKey(lookup func(string) (string, bool)) (string, error) {
+	return secret(lookup, l.APIKeyEnv, "lane "+l.Name)
 }
 
-// Token returns the store token from the environment ("" when none is named).
-func (s Store) Token(getenv func(string) string) string {
-	if s.TokenEnv == "" {
-		return ""
+// Token returns the store token from the environment through lookup; ""
+// when store.token_env names no variable (a server without auth). A named
+// variable that is unset or empty is an error: a token that was meant to be
+// sent and is missing would otherwise show up only as refused writes.
+func (s Store) Token(lookup func(string) (string, bool)) (string, error) {
+	return secret(lookup, s.TokenEnv, "store.token_env")
+}
+
+func secret(lookup func(string) (string, bool), name, who string) (string, error) {
+	if name == "" {
+		return "", nil
 	}
-	return getenv(s.TokenEnv)
+	v, ok := lookup(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%s: environment variable %s is not set", who, name)
+	case strings.TrimSpace(v) == "":
+		return "", fmt.Errorf("%s: environment variable %s is empty", who, name)
+	}
+	return v, nil
 }

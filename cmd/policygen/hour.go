@@ -129,7 +129,7 @@ func paramsOf(cfg *config.Config) policy.Params {
 // records reads the hourly records with from <= hour < to and, from the
 // probes of the same window, the time of each lane-hour's last probe.
 func (e *env) records(ctx context.Context, cfg *config.Config, from, to time.Time) ([]policy.Record, error) {
-	st, err := openStore(ctx, cfg, e.stderr, e.getenv)
+	st, err := openStore(ctx, cfg, e.stderr, e.lookupEnv)
 	if err != nil {
 		return nil, err
 	}

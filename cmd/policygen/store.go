@@ -14,8 +14,8 @@ import (
 // openStore opens the configured store for reading. The embedded file is
 // opened read-only (no writer lock), so policygen runs while a sampler
 // appends to it.
-func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, error) {
-	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), getenv)
+func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), lookupEnv)
 }
 
 // warner prints a store warning as one line: "policygen: warning: msg k=v ...".

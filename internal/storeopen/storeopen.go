@@ -12,20 +12,20 @@ import (
 )
 
 // Open opens the configured store. warn receives non-fatal warnings (a torn
-// line in the file, a spool past its cap). getenv resolves store.token_env.
-func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
-	return open(ctx, cfg, false, warn, getenv)
+// line in the file, a spool past its cap). lookupEnv resolves store.token_env.
+func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return open(ctx, cfg, false, warn, lookupEnv)
 }
 
 // OpenReadOnly opens the configured store for reading: the embedded file
 // without the writer lock, so readers (policygen) run while a sampler appends.
-func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
-	return open(ctx, cfg, true, warn, getenv)
+func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return open(ctx, cfg, true, warn, lookupEnv)
 }
 
-func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
-	if getenv == nil {
-		getenv = os.Getenv
+func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
 	}
 	switch cfg.Store.Kind {
 	case config.StoreFile:
@@ -35,11 +35,15 @@ func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg 
 		}
 		return st, nil
 	case config.StoreInflux:
+		token, err := cfg.Store.Token(lookupEnv)
+		if err != nil {
+			return nil, err
+		}
 		st, err := series.OpenInflux(ctx, series.InfluxOptions{
 			URL:            cfg.Store.URL,
 			Org:            cfg.Store.Org,
 			Bucket:         cfg.Store.Bucket,
-			Token:          cfg.Store.Token(getenv),
+			Token:          token,
 			SpoolPath:      cfg.Store.Spool,
 			DeadLetterPath: cfg.Store.DeadLetter,
 			SpoolMaxBytes:  cfg.Store.SpoolMaxBytes,
