@@ -4,9 +4,14 @@
 package config
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
 )
 
 // Config is a loaded, validated configuration. Paths are absolute (relative
@@ -17,8 +22,11 @@ type Config struct {
 	Schedule    string         `yaml:"schedule"`
 	Jitter      Duration       `yaml:"jitter"`
 	Concurrency int            `yaml:"concurrency"`
+	Site        string         `yaml:"site"`  // tag on every stored point; "" for none
+	Shard       Shard          `yaml:"shard"` // the part of the lanes this sampler probes
 	Store       Store          `yaml:"store"`
 	Probe       Probe          `yaml:"probe"`
+	Quotas      []Quota        `yaml:"quotas"`
 	Lanes       []Lane         `yaml:"lanes"`
 	Policy      Policy         `yaml:"policy"`
 
@@ -60,7 +68,69 @@ type Lane struct {
 	MaxTokens    int      `yaml:"max_tokens"`
 	Timeout      Duration `yaml:"timeout"`
 	IncludeUsage *bool    `yaml:"include_usage"`
+	Quota        string   `yaml:"quota"` // the quotas[] entry whose budget the lane spends; "" for none
 }
+
+// Quota is a probe budget that the lanes naming it share: at most
+// ProbesPerDay probes per day, the day being the provider's, in Timezone.
+type Quota struct {
+	Name         string         `yaml:"name"`
+	ProbesPerDay int            `yaml:"probes_per_day"`
+	Timezone     string         `yaml:"timezone"`
+	Location     *time.Location `yaml:"-"` // Timezone, loaded
+}
+
+// QuotaOf returns the quota of the named lane; false when the lane has none
+// or there is no such lane.
+func (c *Config) QuotaOf(lane string) (Quota, bool) {
+	i := slices.IndexFunc(c.Lanes, func(l Lane) bool { return l.Name == lane })
+	if i < 0 || c.Lanes[i].Quota == "" {
+		return Quota{}, false
+	}
+	j := slices.IndexFunc(c.Quotas, func(q Quota) bool { return q.Name == c.Lanes[i].Quota })
+	if j < 0 {
+		return Quota{}, false
+	}
+	return c.Quotas[j], true
+}
+
+// Shard is the part of the lanes one sampler probes when several share
+// them: shard Index of Count (0 <= Index < Count). Default() has 0/1, all
+// lanes.
+type Shard struct{ Index, Count int }
+
+var shardSpec = regexp.MustCompile(`^(\d{1,4})/(\d{1,4})$`)
+
+// ParseShard parses "I/N", such as "2/5", with 0 <= I < N <= 1024.
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if m := shardSpec.FindStringSubmatch(s); m != nil {
+		sh.Index, _ = strconv.Atoi(m[1])
+		sh.Count, _ = strconv.Atoi(m[2])
+	}
+	if sh.Count < 1 || sh.Count > 1024 || sh.Index >= sh.Count {
+		return Shard{}, fmt.Errorf("want I/N such as 2/5 with 0 <= I < N <= 1024, got %q", clip(s))
+	}
+	return sh, nil
+}
+
+// String returns the shard as "I/N".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// UnmarshalYAML reads "I/N".
+func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want I/N such as 2/5, got %s", describeNode(n))
+	}
+	sh, err := ParseShard(n.Value)
+	if err == nil {
+		*s = sh
+	}
+	return err
+}
+
+// MarshalYAML writes "I/N".
+func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
 
 // Policy configures policygen.
 type Policy struct {

@@ -153,6 +153,22 @@ func TestBadConfigs(t *testing.T) {
 		{"overflowing timeout", "probe: {timeout: 2562047h47m}\n" + lane(""), `:1: probe.timeout: must be > 0 and at most 1h (a probe is short), got 2562047h47m0s`},
 		{"lane timeout above an hour", lane(", timeout: 61m"), `:2: lanes[0].timeout: must be > 0 and at most 1h (a probe is short), got 1h1m0s`},
 		{"duration out of range", "probe: {timeout: 9999999h}\n" + lane(""), `:1: probe.timeout: want a duration such as "30s", got "9999999h"`},
+		{"bad site", "site: Fra 1\n" + lane(""), `:1: site: want [a-z0-9_-]+ or nothing, got "Fra 1"`},
+		{"shard index too big", "shard: 5/5\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "5/5"`},
+		{"shard count zero", "shard: 0/0\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "0/0"`},
+		{"shard count too big", "shard: 0/1025\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "0/1025"`},
+		{"shard not a fraction", "shard: 2\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "2"`},
+		{"shard negative", "shard: \"-1/5\"\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "-1/5"`},
+		{"shard as list", "shard: [2, 5]\n" + lane(""), `:1: shard: want I/N such as 2/5, got a list`},
+		{"quota name", "quotas: [{name: Open Router, probes_per_day: 12}]\n" + lane(""), `:1: quotas[0].name: want [a-z0-9_-]+, got "Open Router"`},
+		{"quota duplicate", "quotas:\n  - {name: q, probes_per_day: 12}\n  - {name: q, probes_per_day: 12}\n" + lane(""), `:3: quotas[1].name: "q" is already the name of quotas[0]`},
+		{"quota zero probes", "quotas:\n  - {name: q, probes_per_day: 12}\n  - {name: r}\n" + lane(""), `:3: quotas[1].probes_per_day: must be between 1 and 100000, got 0`},
+		{"quota too many probes", "quotas: [{name: q, probes_per_day: 100001}]\n" + lane(""), `:1: quotas[0].probes_per_day: must be between 1 and 100000, got 100001`},
+		{"quota fractional probes", "quotas: [{name: q, probes_per_day: 12.5}]\n" + lane(""), `:1: quotas[0].probes_per_day: want an integer, got "12.5"`},
+		{"quota timezone", "quotas: [{name: q, probes_per_day: 12, timezone: Mars/Base}]\n" + lane(""), `:1: quotas[0].timezone: unknown time zone "Mars/Base"`},
+		{"quota unknown key", "quotas: [{name: q, probes_per_day: 12, probe_per_day: 1}]\n" + lane(""), `:1: quotas[0].probe_per_day: unknown key (did you mean "probes_per_day"?)`},
+		{"lane quota unknown", "quotas: [{name: openrouter, probes_per_day: 12}, {name: groq, probes_per_day: 9}]\n" + lane(", quota: openrouterr"), `:3: lanes[0].quota: "openrouterr" is not a quotas[] name (quotas: openrouter, groq)`},
+		{"lane quota without quotas", lane(", quota: groq"), `:2: lanes[0].quota: "groq" is not a quotas[] name (no quotas are defined)`},
 		{"negative jitter", "jitter: -1s\n" + lane(""), `jitter: must be >= 0`},
 		{"zero concurrency", "concurrency: 0\n" + lane(""), `concurrency: must be between 1 and 4096`},
 		{"bad store kind", "store: {kind: s3}\n" + lane(""), `store.kind: want file or influx, got "s3"`},
@@ -351,6 +367,64 @@ func TestScheduleAndDurationBounds(t *testing.T) {
 		if cfg.Interval() <= cfg.Jitter.D() {
 			t.Errorf("%q: interval %s not above jitter %s", src, cfg.Interval(), cfg.Jitter.D())
 		}
+	}
+}
+
+func TestNewKeys(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(minimal), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Site != "" || cfg.Shard != (Shard{0, 1}) || cfg.Quotas != nil || cfg.Lanes[0].Quota != "" {
+		t.Errorf("defaults: site %q, shard %v, quotas %v, lane quota %q", cfg.Site, cfg.Shard, cfg.Quotas, cfg.Lanes[0].Quota)
+	}
+	src := `
+site: fra1
+shard: "2/5"
+quotas:
+  - {name: openrouter, probes_per_day: 12}
+  - {name: groq, probes_per_day: 100000, timezone: America/Los_Angeles}
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m, quota: groq}
+  - {name: b, kind: free, api: openai, base_url: "http://x/v1", model: m}
+`
+	cfg, err = Parse(strings.NewReader(src), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Site != "fra1" || cfg.Shard.String() != "2/5" {
+		t.Errorf("site %q shard %v", cfg.Site, cfg.Shard)
+	}
+	if q := cfg.Quotas[0]; q.Timezone != "UTC" || q.Location != time.UTC {
+		t.Errorf("quota timezone defaults to %q %v, want UTC", q.Timezone, q.Location)
+	}
+	q, ok := cfg.QuotaOf("a")
+	if !ok || q.Name != "groq" || q.ProbesPerDay != 100000 || q.Location.String() != "America/Los_Angeles" {
+		t.Errorf("QuotaOf(a) = %+v, %v", q, ok)
+	}
+	for _, lane := range []string{"b", "nope"} {
+		if q, ok := cfg.QuotaOf(lane); ok {
+			t.Errorf("QuotaOf(%s) = %+v, want none", lane, q)
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for in, want := range map[string]Shard{"0/1": {0, 1}, "2/5": {2, 5}, "1023/1024": {1023, 1024}, "04/10": {4, 10}} {
+		got, err := ParseShard(in)
+		if err != nil || got != want {
+			t.Errorf("ParseShard(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "1", "5/5", "6/5", "0/0", "0/1025", "-1/5", "+1/5", " 1/5", "1/5 ", "1 / 5", "a/b", "1/5/6", "99999999999999999999/1"} {
+		if got, err := ParseShard(in); err == nil {
+			t.Errorf("ParseShard(%q) = %v, want an error", in, got)
+		} else if want := fmt.Sprintf("want I/N such as 2/5 with 0 <= I < N <= 1024, got %q", in); err.Error() != want {
+			t.Errorf("ParseShard(%q) error %q, want %q", in, err, want)
+		}
+	}
+	if s := (Shard{3, 7}).String(); s != "3/7" {
+		t.Errorf("String = %q", s)
 	}
 }
 

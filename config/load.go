@@ -83,6 +83,7 @@ func Default() *Config {
 		Schedule:    DefaultSchedule,
 		Jitter:      Duration(DefaultJitter),
 		Concurrency: DefaultConcurrency,
+		Shard:       Shard{Index: 0, Count: 1},
 		Store:       Store{Kind: StoreFile, Path: series.DefaultFilePath, Bucket: "lanewatch/autogen"},
 		Probe: Probe{
 			Prompt:    probe.DefaultPrompt,

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,10 +51,16 @@ func (c *Config) validate() error {
 	if c.Concurrency < 1 || c.Concurrency > 4096 {
 		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
 	}
+	if c.Site != "" && !laneName.MatchString(c.Site) {
+		return fieldErr("site", "want [a-z0-9_-]+ or nothing, got %q", c.Site)
+	}
 	if err := c.validateStore(); err != nil {
 		return err
 	}
 	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
+		return err
+	}
+	if err := c.validateQuotas(); err != nil {
 		return err
 	}
 	if len(c.Lanes) == 0 {
@@ -179,6 +186,9 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	if l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv) {
 		return fieldErr(f+".api_key_env", "must name an environment variable, got %q", l.APIKeyEnv)
 	}
+	if l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }) {
+		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
+	}
 	if l.Prompt == "" {
 		l.Prompt = c.Probe.Prompt
 	}
@@ -196,6 +206,44 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 		l.IncludeUsage = &v
 	}
 	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
+}
+
+func (c *Config) validateQuotas() error {
+	seen := map[string]int{}
+	for i := range c.Quotas {
+		q, f := &c.Quotas[i], fmt.Sprintf("quotas[%d]", i)
+		if !laneName.MatchString(q.Name) {
+			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", q.Name)
+		}
+		if j, dup := seen[q.Name]; dup {
+			return fieldErr(f+".name", "%q is already the name of quotas[%d]", q.Name, j)
+		}
+		seen[q.Name] = i
+		if q.ProbesPerDay < 1 || q.ProbesPerDay > 100000 {
+			return fieldErr(f+".probes_per_day", "must be between 1 and 100000, got %d", q.ProbesPerDay)
+		}
+		if q.Timezone == "" {
+			q.Timezone = DefaultTimezone
+		}
+		loc, err := time.LoadLocation(q.Timezone)
+		if err != nil || q.Timezone == "Local" {
+			return fieldErr(f+".timezone", "unknown time zone %q (want an IANA name such as UTC or America/Los_Angeles)", q.Timezone)
+		}
+		q.Location = loc
+	}
+	return nil
+}
+
+// quotaNames lists the quotas for an error message.
+func (c *Config) quotaNames() string {
+	if len(c.Quotas) == 0 {
+		return "no quotas are defined"
+	}
+	names := make([]string, len(c.Quotas))
+	for i, q := range c.Quotas {
+		names[i] = q.Name
+	}
+	return "quotas: " + strings.Join(names, ", ")
 }
 
 func (c *Config) validatePolicy() error {
