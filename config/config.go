@@ -8,11 +8,87 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
+
+// Defaults for the fields a file may leave out. The probe defaults
+// (probe.DefaultPrompt, probe.DefaultMaxTokens, probe.DefaultTimeout) and the
+// file store's path and spool cap (series.DefaultFilePath,
+// series.DefaultSpoolMaxBytes) belong to the packages that use them.
+const (
+	DefaultTimezone     = "UTC"
+	DefaultSchedule     = "7,27,47 * * * *"
+	DefaultJitter       = 30 * time.Second
+	DefaultConcurrency  = 16
+	DefaultPolicyOut    = "policies"
+	DefaultLookbackDays = 7
+	// The InfluxDB store's spool and dead-letter files; their owner is
+	// package series, whose constants these become.
+	DefaultSpool      = "data/spool.lp"
+	DefaultDeadLetter = "data/dead-letter.lp"
+)
+
+// Store kinds.
+const (
+	StoreFile   = "file"
+	StoreInflux = "influx"
+)
+
+// Error is a configuration error tied to one field. Its text is one line,
+// "FILE:LINE: FIELD: PROBLEM" ("line LINE: FIELD: PROBLEM" without a file;
+// the line and field are left out when unknown).
+type Error struct {
+	File  string
+	Line  int // 0 when unknown
+	Field string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	} else if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	// One line, whatever the YAML library quoted back.
+	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Default returns a configuration with every default filled in and no lanes.
+func Default() *Config {
+	return &Config{
+		Timezone:    DefaultTimezone,
+		Schedule:    DefaultSchedule,
+		Jitter:      Duration(DefaultJitter),
+		Concurrency: DefaultConcurrency,
+		Shard:       Shard{Index: 0, Count: 1},
+		Store:       Store{Kind: StoreFile, Path: series.DefaultFilePath, Bucket: "lanewatch/autogen"},
+		Probe: Probe{
+			Prompt:    probe.DefaultPrompt,
+			MaxTokens: probe.DefaultMaxTokens,
+			Timeout:   Duration(probe.DefaultTimeout),
+		},
+		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: DefaultLookbackDays},
+	}
+}
 
 // Config is a loaded, validated configuration. Paths are absolute (relative
 // paths in the file resolve against the file's folder).

@@ -24,9 +24,9 @@ func fieldErr(field, format string, args ...any) error {
 }
 
 func (c *Config) validate() error {
-	loc, err := time.LoadLocation(c.Timezone)
-	if err != nil || c.Timezone == "" || c.Timezone == "Local" {
-		return fieldErr("timezone", "unknown time zone %q (want an IANA name such as UTC or Europe/Berlin)", c.Timezone)
+	loc, err := zone("timezone", c.Timezone)
+	if err != nil {
+		return err
 	}
 	c.Location = loc
 	sched, err := cron.ParseStandard(c.Schedule)
@@ -208,7 +208,17 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
 }
 
+// zone loads the IANA time zone name; "" and "Local" are not IANA names.
+func zone(field, name string) (*time.Location, error) {
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "" || name == "Local" {
+		return nil, fieldErr(field, "unknown time zone %q (want an IANA name such as UTC or Europe/Berlin)", name)
+	}
+	return loc, nil
+}
+
 func (c *Config) validateQuotas() error {
+	var err error
 	seen := map[string]int{}
 	for i := range c.Quotas {
 		q, f := &c.Quotas[i], fmt.Sprintf("quotas[%d]", i)
@@ -225,11 +235,9 @@ func (c *Config) validateQuotas() error {
 		if q.Timezone == "" {
 			q.Timezone = DefaultTimezone
 		}
-		loc, err := time.LoadLocation(q.Timezone)
-		if err != nil || q.Timezone == "Local" {
-			return fieldErr(f+".timezone", "unknown time zone %q (want an IANA name such as UTC or America/Los_Angeles)", q.Timezone)
+		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
+			return err
 		}
-		q.Location = loc
 	}
 	return nil
 }
