@@ -4,8 +4,88 @@
 package config
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
 )
+
+// Defaults for the fields a file may leave out. The probe defaults
+// (probe.DefaultPrompt, probe.DefaultMaxTokens, probe.DefaultTimeout) and the
+// store's paths and spool cap (series.DefaultFilePath, DefaultSpoolPath,
+// DefaultDeadLetterPath, DefaultSpoolMaxBytes) belong to the packages that
+// use them.
+const (
+	DefaultTimezone     = "UTC"
+	DefaultSchedule     = "7,27,47 * * * *"
+	DefaultJitter       = 30 * time.Second
+	DefaultConcurrency  = 16
+	DefaultPolicyOut    = "policies"
+	DefaultLookbackDays = 7
+)
+
+// Store kinds.
+const (
+	StoreFile   = "file"
+	StoreInflux = "influx"
+)
+
+// Error is a configuration error tied to one field. Its text is one line,
+// "FILE:LINE: FIELD: PROBLEM" ("line LINE: FIELD: PROBLEM" without a file;
+// the line and field are left out when unknown).
+type Error struct {
+	File  string
+	Line  int // 0 when unknown
+	Field string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	} else if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	// One line, whatever the YAML library quoted back.
+	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Default returns a configuration with every default filled in and no lanes.
+func Default() *Config {
+	return &Config{
+		Timezone:    DefaultTimezone,
+		Schedule:    DefaultSchedule,
+		Jitter:      Duration(DefaultJitter),
+		Concurrency: DefaultConcurrency,
+		Shard:       Shard{Index: 0, Count: 1},
+		Store:       Store{Kind: StoreFile, Path: series.DefaultFilePath, Bucket: "lanewatch/autogen"},
+		Probe: Probe{
+			Prompt:    probe.DefaultPrompt,
+			MaxTokens: probe.DefaultMaxTokens,
+			Timeout:   Duration(probe.DefaultTimeout),
+		},
+		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: DefaultLookbackDays},
+	}
+}
 
 // Config is a loaded, validated configuration. Paths are absolute (relative
 // paths in the file resolve against the file's folder).
@@ -15,13 +95,13 @@ type Config struct {
 	Schedule    string         `yaml:"schedule"`
 	Jitter      Duration       `yaml:"jitter"`
 	Concurrency int            `yaml:"concurrency"`
+	Site        string         `yaml:"site"`  // tag on every stored point; "" for none
+	Shard       Shard          `yaml:"shard"` // the part of the lanes this sampler probes
 	Store       Store          `yaml:"store"`
 	Probe       Probe          `yaml:"probe"`
+	Quotas      []Quota        `yaml:"quotas"`
 	Lanes       []Lane         `yaml:"lanes"`
 	Policy      Policy         `yaml:"policy"`
-	Site        string         `yaml:"site"`
-	Shard       Shard          `yaml:"-"`
-	Quotas      []Quota        `yaml:"quotas"`
 
 	// Dir is the folder of the config file; relative paths resolve against it.
 	Dir string `yaml:"-"`
@@ -29,7 +109,7 @@ type Config struct {
 
 // Store selects and configures the storage backend.
 type Store struct {
-	Kind          string `yaml:"kind"`            // file | influx
+	Kind          string `yaml:"kind"`            // StoreFile | StoreInflux
 	Path          string `yaml:"path"`            // file: the line-protocol file
 	URL           string `yaml:"url"`             // influx
 	Org           string `yaml:"org"`             // influx 2.x; "" for 1.8
@@ -52,8 +132,8 @@ type Probe struct {
 // IncludeUsage hold the effective values (lane override or probe default).
 type Lane struct {
 	Name         string   `yaml:"name"`
-	Kind         string   `yaml:"kind"` // free | paid
-	API          string   `yaml:"api"`  // openai | anthropic
+	Kind         string   `yaml:"kind"` // policy.KindFree | policy.KindPaid
+	API          string   `yaml:"api"`  // probe.OpenAI | probe.Anthropic
 	BaseURL      string   `yaml:"base_url"`
 	Model        string   `yaml:"model"`
 	APIKeyEnv    string   `yaml:"api_key_env"`
@@ -61,19 +141,69 @@ type Lane struct {
 	MaxTokens    int      `yaml:"max_tokens"`
 	Timeout      Duration `yaml:"timeout"`
 	IncludeUsage *bool    `yaml:"include_usage"`
-	Quota        string   `yaml:"quota"`
+	Quota        string   `yaml:"quota"` // the quotas[] entry whose budget the lane spends; "" for none
 }
 
-// Shard is the part of the lanes one sampler probes: shard Index of Count.
-type Shard struct{ Index, Count int }
-
-// Quota is a probe budget shared by the lanes that name it.
+// Quota is a probe budget that the lanes naming it share: at most
+// ProbesPerDay probes per day, the day being the provider's, in Timezone.
 type Quota struct {
 	Name         string         `yaml:"name"`
 	ProbesPerDay int            `yaml:"probes_per_day"`
 	Timezone     string         `yaml:"timezone"`
-	Location     *time.Location `yaml:"-"`
+	Location     *time.Location `yaml:"-"` // Timezone, loaded
 }
+
+// QuotaOf returns the quota of the named lane; false when the lane has none
+// or there is no such lane.
+func (c *Config) QuotaOf(lane string) (Quota, bool) {
+	i := slices.IndexFunc(c.Lanes, func(l Lane) bool { return l.Name == lane })
+	if i < 0 || c.Lanes[i].Quota == "" {
+		return Quota{}, false
+	}
+	j := slices.IndexFunc(c.Quotas, func(q Quota) bool { return q.Name == c.Lanes[i].Quota })
+	if j < 0 {
+		return Quota{}, false
+	}
+	return c.Quotas[j], true
+}
+
+// Shard is the part of the lanes one sampler probes when several share
+// them: shard Index of Count (0 <= Index < Count). Default() has 0/1, all
+// lanes.
+type Shard struct{ Index, Count int }
+
+var shardSpec = regexp.MustCompile(`^(\d{1,4})/(\d{1,4})$`)
+
+// ParseShard parses "I/N", such as "2/5", with 0 <= I < N <= 1024.
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if m := shardSpec.FindStringSubmatch(s); m != nil {
+		sh.Index, _ = strconv.Atoi(m[1])
+		sh.Count, _ = strconv.Atoi(m[2])
+	}
+	if sh.Count < 1 || sh.Count > 1024 || sh.Index >= sh.Count {
+		return Shard{}, fmt.Errorf("want I/N such as 2/5 with 0 <= I < N <= 1024, got %q", clip(s))
+	}
+	return sh, nil
+}
+
+// String returns the shard as "I/N".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// UnmarshalYAML reads "I/N".
+func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want I/N such as 2/5, got %s", describeNode(n))
+	}
+	sh, err := ParseShard(n.Value)
+	if err == nil {
+		*s = sh
+	}
+	return err
+}
+
+// MarshalYAML writes "I/N".
+func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
 
 // Policy configures policygen.
 type Policy struct {
@@ -96,3 +226,36 @@ type Duration time.Duration
 
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Interval returns the shortest gap between two consecutive runs of the
+// schedule over the next eight days, in the config's zone (for a schedule
+// that runs less often, the gap after its next run). It is 0 when the
+// schedule does not parse or never runs. The sampler warns when a round
+// could outlast it.
+func (c *Config) Interval() time.Duration {
+	return interval(c.Schedule, c.Location, time.Now())
+}
+
+func interval(spec string, loc *time.Location, now time.Time) time.Duration {
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return 0
+	}
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		return every.Delay
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	var shortest time.Duration
+	run := s.Next(now.In(loc))
+	end := run.Add(8 * 24 * time.Hour)
+	for !run.IsZero() && run.Before(end) && shortest != time.Minute {
+		next := s.Next(run)
+		if gap := next.Sub(run); !next.IsZero() && (shortest == 0 || gap < shortest) {
+			shortest = gap
+		}
+		run = next
+	}
+	return shortest
+}

@@ -2,11 +2,15 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 const minimal = `
@@ -55,13 +59,13 @@ func TestDefaults(t *testing.T) {
 		{"schedule", cfg.Schedule, DefaultSchedule},
 		{"jitter", cfg.Jitter.D(), DefaultJitter},
 		{"concurrency", cfg.Concurrency, DefaultConcurrency},
-		{"store.kind", cfg.Store.Kind, "file"},
+		{"store.kind", cfg.Store.Kind, StoreFile},
 		{"store.path", cfg.Store.Path, "/etc/lanewatch/data/samples.lp"},
 		{"policy.out", cfg.Policy.Out, "/etc/lanewatch/policies"},
 		{"policy.lookback_days", cfg.Policy.LookbackDays, 7},
-		{"lane prompt", l.Prompt, DefaultPrompt},
-		{"lane max_tokens", l.MaxTokens, DefaultMaxTokens},
-		{"lane timeout", l.Timeout.D(), DefaultTimeout},
+		{"lane prompt", l.Prompt, probe.DefaultPrompt},
+		{"lane max_tokens", l.MaxTokens, probe.DefaultMaxTokens},
+		{"lane timeout", l.Timeout.D(), probe.DefaultTimeout},
 		{"lane include_usage", *l.IncludeUsage, true},
 	}
 	for _, c := range checks {
@@ -125,7 +129,7 @@ func TestBadConfigs(t *testing.T) {
 		name, src, want string
 	}{
 		{"unknown top key", "timezon: UTC\n" + lane(""), `:1: timezon: unknown key`},
-		{"unknown lane key", lane(", modle: x"), `:2: lanes[0].modle: unknown key`},
+		{"unknown lane key", lane(", modle: x"), `:2: lanes[0].modle: unknown key (did you mean "model"?)`},
 		{"unknown key in second lane", lane("") + "  - name: b\n    apikey: K\n", `:4: lanes[1].apikey: unknown key`},
 		{"unknown store key", "store:\n  kind: influx\n  urll: http://h\n" + lane(""), `:3: store.urll: unknown key`},
 		{"unknown probe key", "probe: {timeout: 5s, retries: 3}\n" + lane(""), `:1: probe.retries: unknown key`},
@@ -143,11 +147,35 @@ func TestBadConfigs(t *testing.T) {
 		{"duration as list", "probe:\n  timeout: [1s]\n" + lane(""), `:2: probe.timeout: want a duration such as "30s", got a list`},
 		{"bad lane duration", lane(", timeout: soon"), `:2: lanes[0].timeout: want a duration such as "30s", got "soon"`},
 		{"bad aliased duration", "probe: {timeout: &t soon}\n" + lane(", timeout: *t"), `:1: probe.timeout: want a duration such as "30s", got "soon"`},
+		{"schedule never runs", "schedule: \"0 0 30 2 *\"\n" + lane(""), `:1: schedule: "0 0 30 2 *" never runs (no run within 5 years)`},
+		{"jitter above interval", "schedule: \"@every 20s\"\n" + lane(""), `jitter: must be shorter than the schedule's shortest interval (20s), got 30s`},
+		{"jitter equal to interval", "schedule: \"* * * * *\"\njitter: 1m\n" + lane(""), `:2: jitter: must be shorter than the schedule's shortest interval (1m0s), got 1m0s`},
+		{"jitter above an hour", "schedule: \"@daily\"\njitter: 61m\n" + lane(""), `:2: jitter: must be at most 1h, got 1h1m0s`},
+		{"overflowing timeout", "probe: {timeout: 2562047h47m}\n" + lane(""), `:1: probe.timeout: must be > 0 and at most 1h (a probe is short), got 2562047h47m0s`},
+		{"lane timeout above an hour", lane(", timeout: 61m"), `:2: lanes[0].timeout: must be > 0 and at most 1h (a probe is short), got 1h1m0s`},
+		{"duration out of range", "probe: {timeout: 9999999h}\n" + lane(""), `:1: probe.timeout: want a duration such as "30s", got "9999999h"`},
+		{"bad site", "site: Fra 1\n" + lane(""), `:1: site: want [a-z0-9_-]+ or nothing, got "Fra 1"`},
+		{"shard index too big", "shard: 5/5\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "5/5"`},
+		{"shard count zero", "shard: 0/0\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "0/0"`},
+		{"shard count too big", "shard: 0/1025\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "0/1025"`},
+		{"shard not a fraction", "shard: 2\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "2"`},
+		{"shard negative", "shard: \"-1/5\"\n" + lane(""), `:1: shard: want I/N such as 2/5 with 0 <= I < N <= 1024, got "-1/5"`},
+		{"shard as list", "shard: [2, 5]\n" + lane(""), `:1: shard: want I/N such as 2/5, got a list`},
+		{"quota name", "quotas: [{name: Open Router, probes_per_day: 12}]\n" + lane(""), `:1: quotas[0].name: want [a-z0-9_-]+, got "Open Router"`},
+		{"quota duplicate", "quotas:\n  - {name: q, probes_per_day: 12}\n  - {name: q, probes_per_day: 12}\n" + lane(""), `:3: quotas[1].name: "q" is already the name of quotas[0]`},
+		{"quota zero probes", "quotas:\n  - {name: q, probes_per_day: 12}\n  - {name: r}\n" + lane(""), `:3: quotas[1].probes_per_day: must be between 1 and 100000, got 0`},
+		{"quota too many probes", "quotas: [{name: q, probes_per_day: 100001}]\n" + lane(""), `:1: quotas[0].probes_per_day: must be between 1 and 100000, got 100001`},
+		{"quota fractional probes", "quotas: [{name: q, probes_per_day: 12.5}]\n" + lane(""), `:1: quotas[0].probes_per_day: want an integer, got "12.5"`},
+		{"quota timezone", "quotas: [{name: q, probes_per_day: 12, timezone: Mars/Base}]\n" + lane(""), `:1: quotas[0].timezone: unknown time zone "Mars/Base"`},
+		{"quota unknown key", "quotas: [{name: q, probes_per_day: 12, probe_per_day: 1}]\n" + lane(""), `:1: quotas[0].probe_per_day: unknown key (did you mean "probes_per_day"?)`},
+		{"lane quota unknown", "quotas: [{name: openrouter, probes_per_day: 12}, {name: groq, probes_per_day: 9}]\n" + lane(", quota: openrouterr"), `:3: lanes[0].quota: "openrouterr" is not a quotas[] name (quotas: openrouter, groq)`},
+		{"lane quota without quotas", lane(", quota: groq"), `:2: lanes[0].quota: "groq" is not a quotas[] name (no quotas are defined)`},
 		{"negative jitter", "jitter: -1s\n" + lane(""), `jitter: must be >= 0`},
 		{"zero concurrency", "concurrency: 0\n" + lane(""), `concurrency: must be between 1 and 4096`},
 		{"bad store kind", "store: {kind: s3}\n" + lane(""), `store.kind: want file or influx, got "s3"`},
 		{"influx without url", "store: {kind: influx}\n" + lane(""), `store.url: want an http(s) URL`},
 		{"influx url with password", "store: {kind: influx, url: \"http://u:hunter2@h:8086\"}\n" + lane(""), `store.url: must not carry credentials`},
+		{"influx url with query", "store: {kind: influx, url: \"http://h:8086/?token=hunter2\"}\n" + lane(""), `store.url: must not carry a query or fragment`},
 		{"influx bad token_env", "store: {kind: influx, url: \"http://h:8086\", token_env: \"my token\"}\n" + lane(""), `store.token_env: must name an environment variable`},
 		{"no lanes", "timezone: UTC\n", `lanes: at least one lane is required`},
 		{"bad lane name", "lanes:\n  - {name: A!, kind: free, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].name: want [a-z0-9_-]+, got "A!"`},
@@ -184,7 +212,18 @@ func TestBadConfigs(t *testing.T) {
 		{"long value clipped", "concurrency: " + strings.Repeat("x", 100) + "\n" + lane(""), `concurrency: want an integer, got "` + strings.Repeat("x", 37) + `..."`},
 		{"multi-line value", "concurrency: \"a\\nb\"\n" + lane(""), `:1: concurrency: want an integer, got "a\nb"`},
 		{"not a mapping", "hello\n", `:1: want a mapping, got "hello"`},
-		{"not yaml", "lanes: [\n", `yaml`},
+		{"not yaml", "lanes: [\n", `:1: not valid YAML: did not find expected node content`},
+		{"tab indent", "lanes:\n\t- name: a\n", `:2: not valid YAML: found character that cannot start any token`},
+		{"fractional integer", "concurrency: 1.5\n" + lane(""), `:1: concurrency: want an integer, got "1.5"`},
+		{"fractional lane integer", lane(", max_tokens: 8.0"), `:2: lanes[0].max_tokens: want an integer, got "8.0"`},
+		{"integer overflow", "store: {spool_max_bytes: 99999999999999999999}\n" + lane(""), `:1: store.spool_max_bytes: want an integer, got "99999999999999999999"`},
+		{"quoted integer", "concurrency: \"12\"\n" + lane(""), `:1: concurrency: want an integer, got "12"`},
+		{"repeated merge key", "probe:\n  <<: {timeout: 5s}\n  <<: {timeout: 6s}\n" + lane(""), `:3: probe."<<": key repeated (first set on line 2)`},
+		{"merge of a scalar", "probe:\n  <<: [{timeout: 5s}, 3]\n" + lane(""), `:2: probe."<<": want a mapping or a list of mappings, got "3"`},
+		{"merge cycle", "lanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m, <<: *l}\n", `:2: lanes[0]: merges a mapping into itself`},
+		{"alias bomb", aliasBomb(), `aliases expand to more than 100000 mappings`},
+		{"validation error has a line", "lanes:\n  - name: a\n    kind: cheap\n", `:3: lanes[0].kind: want free or paid, got "cheap"`},
+		{"missing field has its mapping's line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n    base_url: http://x\n", `:2: lanes[0].model: must not be empty`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,20 +256,222 @@ func TestBadConfigs(t *testing.T) {
 	}
 }
 
-func TestAPIKeyFromEnv(t *testing.T) {
-	env := map[string]string{"SET": "sk-live-123"}
-	getenv := func(k string) string { return env[k] }
-	l := Lane{Name: "a", APIKeyEnv: "SET"}
-	if k, err := l.APIKey(getenv); err != nil || k != "sk-live-123" {
-		t.Fatalf("APIKey = %q, %v", k, err)
+// aliasBomb is a config whose merges expand tenfold per level.
+func aliasBomb() string {
+	var b strings.Builder
+	b.WriteString("lanes:\n  - &l0 {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n")
+	for i := 1; i <= 7; i++ {
+		refs := strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*l%d, ", i-1), 10), ", ")
+		fmt.Fprintf(&b, "  - &l%d {<<: [%s], name: l%d}\n", i, refs, i)
 	}
-	l.APIKeyEnv = "UNSET"
-	_, err := l.APIKey(getenv)
-	if err == nil || !strings.Contains(err.Error(), "UNSET is not set") {
-		t.Fatalf("want an error naming the variable, got %v", err)
+	return b.String()
+}
+
+func TestUnknownKeySuggestion(t *testing.T) {
+	lane := "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n"
+	cases := []struct{ src, want string }{
+		{"timezon: UTC\n" + lane, `line 1: timezon: unknown key (did you mean "timezone"?)`},
+		{"shedule: \"* * * * *\"\n" + lane, `line 1: shedule: unknown key (did you mean "schedule"?)`},
+		{"probe: {max: 3}\n" + lane, `line 1: probe.max: unknown key (did you mean "max_tokens"?)`},
+		{"store: {tokenenv: X}\n" + lane, `line 1: store.tokenenv: unknown key (did you mean "token_env"?)`},
+		{"policy: {classes: [{deadline: 3}]}\n" + lane, `line 1: policy.classes[0].deadline: unknown key (did you mean "deadline_s"?)`},
+		// Only keys of that level are offered: "name" is a lane key, not a top key.
+		{"nme: x\n" + lane, `line 1: nme: unknown key`},
+		{"colour: blue\n" + lane, `line 1: colour: unknown key`},
+		{"ab: 1\n" + lane, `line 1: ab: unknown key`},
 	}
-	if k, err := (Lane{Name: "b"}).APIKey(getenv); k != "" || err != nil {
-		t.Fatalf("a lane without api_key_env wants no key, got %q %v", k, err)
+	for _, c := range cases {
+		_, err := Parse(strings.NewReader(c.src), "/")
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%q:\n got %v\nwant %s", c.src, err, c.want)
+		}
+	}
+}
+
+// Anchors, aliases and merge keys decode as yaml.v3 decodes them: a
+// mapping's own keys win over what it merges, an earlier merge over a later.
+func TestMergeKeys(t *testing.T) {
+	src := `
+probe: &p {timeout: 30s, max_tokens: 8}
+lanes:
+  - &base {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m, timeout: 5s}
+  - {<<: *base, name: b, model: other}
+  - {<<: [{max_tokens: 3, prompt: first}, {max_tokens: 4, prompt: second, model: merged}, *base], name: c}
+  - {<<: {<<: *base, timeout: 7s}, name: d}
+`
+	cfg, err := Parse(strings.NewReader(src), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := func(i int) string {
+		l := cfg.Lanes[i]
+		return fmt.Sprintf("%s %s %s %d %s", l.Name, l.Kind, l.Model, l.MaxTokens, l.Timeout.D())
+	}
+	for i, want := range []string{"a free m 8 5s", "b free other 8 5s", "c free merged 3 5s", "d free m 8 7s"} {
+		if g := got(i); g != want {
+			t.Errorf("lane %d = %q, want %q", i, g, want)
+		}
+	}
+	if cfg.Lanes[2].Prompt != "first" {
+		t.Errorf("lane c prompt = %q, want the first merge's", cfg.Lanes[2].Prompt)
+	}
+}
+
+func TestInterval(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 3, 0, 0, time.UTC)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		spec string
+		loc  *time.Location
+		want time.Duration
+	}{
+		{DefaultSchedule, time.UTC, 20 * time.Minute},
+		{"*/5 * * * *", time.UTC, 5 * time.Minute},
+		{"0,50 * * * *", time.UTC, 10 * time.Minute},
+		{"0 9 * * 1-5", berlin, 24 * time.Hour},
+		{"@hourly", nil, time.Hour},
+		{"@every 90s", time.UTC, 90 * time.Second},
+		{"@every 100ms", time.UTC, time.Second}, // cron runs at most once a second
+		{"0 0 1 1 *", time.UTC, 365 * 24 * time.Hour},
+		{"0 0 29 2 *", time.UTC, (4*365 + 1) * 24 * time.Hour},
+		{"0 0 30 2 *", time.UTC, 0},
+		{"61 * * * *", time.UTC, 0},
+	}
+	for _, c := range cases {
+		if got := interval(c.spec, c.loc, now); got != c.want {
+			t.Errorf("interval(%q) = %s, want %s", c.spec, got, c.want)
+		}
+	}
+	// In a zone with DST, the day the clocks go back has a 25-hour gap and
+	// the day they go forward a 23-hour one: the shortest is the answer.
+	spring := time.Date(2027, 3, 24, 0, 0, 0, 0, berlin)
+	if got := interval("30 3 * * *", berlin, spring); got != 23*time.Hour {
+		t.Errorf("across the spring change: %s, want 23h", got)
+	}
+}
+
+// Bounds are inclusive, and a schedule that runs once in four years loads.
+func TestScheduleAndDurationBounds(t *testing.T) {
+	for _, src := range []string{
+		"schedule: \"0 0 29 2 *\"\njitter: 1h\n" + minimal,
+		"schedule: \"@every 1s\"\njitter: 0s\n" + minimal,
+		"schedule: \"@every 31s\"\nprobe: {timeout: 1h}\n" + minimal,
+	} {
+		cfg, err := Parse(strings.NewReader(src), "/")
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		if cfg.Interval() <= cfg.Jitter.D() {
+			t.Errorf("%q: interval %s not above jitter %s", src, cfg.Interval(), cfg.Jitter.D())
+		}
+	}
+}
+
+func TestNewKeys(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(minimal), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Site != "" || cfg.Shard != (Shard{0, 1}) || cfg.Quotas != nil || cfg.Lanes[0].Quota != "" {
+		t.Errorf("defaults: site %q, shard %v, quotas %v, lane quota %q", cfg.Site, cfg.Shard, cfg.Quotas, cfg.Lanes[0].Quota)
+	}
+	src := `
+site: fra1
+shard: "2/5"
+quotas:
+  - {name: openrouter, probes_per_day: 12}
+  - {name: groq, probes_per_day: 100000, timezone: America/Los_Angeles}
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m, quota: groq}
+  - {name: b, kind: free, api: openai, base_url: "http://x/v1", model: m}
+`
+	cfg, err = Parse(strings.NewReader(src), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Site != "fra1" || cfg.Shard.String() != "2/5" {
+		t.Errorf("site %q shard %v", cfg.Site, cfg.Shard)
+	}
+	if q := cfg.Quotas[0]; q.Timezone != "UTC" || q.Location != time.UTC {
+		t.Errorf("quota timezone defaults to %q %v, want UTC", q.Timezone, q.Location)
+	}
+	q, ok := cfg.QuotaOf("a")
+	if !ok || q.Name != "groq" || q.ProbesPerDay != 100000 || q.Location.String() != "America/Los_Angeles" {
+		t.Errorf("QuotaOf(a) = %+v, %v", q, ok)
+	}
+	for _, lane := range []string{"b", "nope"} {
+		if q, ok := cfg.QuotaOf(lane); ok {
+			t.Errorf("QuotaOf(%s) = %+v, want none", lane, q)
+		}
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	for in, want := range map[string]Shard{"0/1": {0, 1}, "2/5": {2, 5}, "1023/1024": {1023, 1024}, "04/10": {4, 10}} {
+		got, err := ParseShard(in)
+		if err != nil || got != want {
+			t.Errorf("ParseShard(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "1", "5/5", "6/5", "0/0", "0/1025", "-1/5", "+1/5", " 1/5", "1/5 ", "1 / 5", "a/b", "1/5/6", "99999999999999999999/1"} {
+		if got, err := ParseShard(in); err == nil {
+			t.Errorf("ParseShard(%q) = %v, want an error", in, got)
+		} else if want := fmt.Sprintf("want I/N such as 2/5 with 0 <= I < N <= 1024, got %q", in); err.Error() != want {
+			t.Errorf("ParseShard(%q) error %q, want %q", in, err, want)
+		}
+	}
+	if s := (Shard{3, 7}).String(); s != "3/7" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://h:8086/v1":                 "http://h:8086/v1",
+		"http://u:hunter2@h/v1":            "http://h/v1",
+		"https://h/v1?key=hunter2#hunter2": "https://h/v1",
+		"https:u:hunter2@h":                "https:",
+		"http://h/%zz":                     "(unparsable URL)",
+	} {
+		if got := series.RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestSecretsFromEnv(t *testing.T) {
+	env := map[string]string{"SET": "sk-live-123", "EMPTY": "", "BLANK": " \t"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cases := []struct {
+		name, key, want, err string
+	}{
+		{"set", "SET", "sk-live-123", ""},
+		{"unset", "UNSET", "", "environment variable UNSET is not set"},
+		{"empty", "EMPTY", "", "environment variable EMPTY is empty"},
+		{"blank", "BLANK", "", "environment variable BLANK is empty"},
+		{"none named", "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key, kerr := Lane{Name: "a", APIKeyEnv: c.key}.APIKey(lookup)
+			tok, terr := Store{TokenEnv: c.key}.Token(lookup)
+			for who, got := range map[string]struct {
+				v      string
+				err    error
+				prefix string
+			}{"APIKey": {key, kerr, "lane a: "}, "Token": {tok, terr, "store.token_env: "}} {
+				if got.v != c.want {
+					t.Errorf("%s = %q, want %q", who, got.v, c.want)
+				}
+				if msg := fmt.Sprint(got.err); c.err == "" && got.err != nil || c.err != "" && msg != got.prefix+c.err {
+					t.Errorf("%s error = %v, want %q", who, got.err, c.err)
+				}
+			}
+		})
 	}
 }
 
@@ -239,6 +480,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("timezone: UTC\nschedule: \"* * * * *\"\n" + minimal)
 	f.Add("lanes: [{name: a}]")
 	f.Add("store: {kind: influx, url: \"http://h\"}\n" + minimal)
+	f.Add("site: fra1\nshard: 2/5\nquotas: [{name: q, probes_per_day: 12}]\nlanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x\", model: m, quota: q}\n  - {<<: [*l], name: b}\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		cfg, err := Parse(strings.NewReader(src), "/tmp")
 		if err != nil {

@@ -6,81 +6,18 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
-
-// Defaults for the fields a file may leave out.
-const (
-	DefaultTimezone     = "UTC"
-	DefaultSchedule     = "7,27,47 * * * *"
-	DefaultJitter       = 30 * time.Second
-	DefaultConcurrency  = 16
-	DefaultStorePath    = "data/samples.lp"
-	DefaultSpool        = "data/spool.lp"
-	DefaultDeadLetter   = "data/dead-letter.lp"
-	DefaultSpoolMax     = 64 << 20
-	DefaultPrompt       = "Reply with the single word: ok"
-	DefaultMaxTokens    = 16
-	DefaultTimeout      = 120 * time.Second
-	DefaultPolicyOut    = "policies"
-	DefaultLookbackDays = 7
-)
-
-// Error is a configuration error tied to one field. Its text is
-// "FILE: FIELD: PROBLEM" (or "FIELD: PROBLEM" without a file).
-type Error struct {
-	File  string
-	Line  int // 0 when unknown
-	Field string
-	Err   error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	// One line, whatever the YAML library quoted back.
-	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Default returns a configuration with every default filled in and no lanes.
-func Default() *Config {
-	return &Config{
-		Timezone:    DefaultTimezone,
-		Schedule:    DefaultSchedule,
-		Jitter:      Duration(DefaultJitter),
-		Concurrency: DefaultConcurrency,
-		Store:       Store{Kind: "file", Path: DefaultStorePath, Bucket: "lanewatch/autogen"},
-		Probe: Probe{
-			Prompt:    DefaultPrompt,
-			MaxTokens: DefaultMaxTokens,
-			Timeout:   Duration(DefaultTimeout),
-		},
-		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: DefaultLookbackDays},
-	}
-}
 
 // Load reads, parses and validates the file at path.
 func Load(path string) (*Config, error) {
@@ -106,239 +43,229 @@ func Load(path string) (*Config, error) {
 
 var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
+// maxMappings bounds the mappings one document may decode: merge keys
+// ("<<: [*a, *a]") can make a small file expand without end.
+const maxMappings = 100000
+
 // Parse reads a configuration from r; dir is the folder relative paths
-// resolve against.
+// resolve against. The document is read as a yaml.Node tree and walked into
+// the Config field by field, so an error names the field and its line.
 func Parse(r io.Reader, dir string) (*Config, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	var doc yaml.Node
+	if err := yaml.NewDecoder(r).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		return nil, &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
 	}
 	cfg := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, decodeError(data, err)
+	d := decoder{budget: maxMappings, lines: map[string]int{}, active: map[*yaml.Node]bool{}}
+	if len(doc.Content) == 1 {
+		if err := d.value(doc.Content[0], reflect.ValueOf(cfg).Elem(), "", 0); err != nil {
+			return nil, err
+		}
 	}
 	cfg.Dir = dir
 	if err := cfg.validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.Line == 0 {
+			ce.Line = d.lineOf(ce.Field)
+		}
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// decodeError explains err, which decoding data into a Config returned, as
-// one line naming the field at fault. yaml.v3 reports only a line, and one
-// line may hold several fields ("- {name: a, modle: x}"), so the document is
-// walked again, field by field, to find the first value yaml.v3 rejects.
-// When the walk finds nothing (a syntax error, say) err is reported as yaml.v3
-// put it, with its line.
-func decodeError(data []byte, err error) error {
-	var doc yaml.Node
-	if yaml.Unmarshal(data, &doc) == nil {
-		w := walker{budget: 100000, active: map[*yaml.Node]bool{}}
-		if e := w.find(&doc, reflect.TypeOf(Config{}), "", 0); e != nil {
-			return e
+// decoder walks a node tree into a Go value as yaml.v3 would decode it, but
+// stops at the first unknown or repeated key or ill-typed value with an error
+// naming the field path and line.
+type decoder struct {
+	budget int                 // mappings left to decode: merges multiply them
+	lines  map[string]int      // field path → line it was set on
+	active map[*yaml.Node]bool // mappings being decoded, against merge cycles
+}
+
+// lineOf returns the line field (or the nearest enclosing field) was set on.
+func (d *decoder) lineOf(field string) int {
+	for field != "" {
+		if l, ok := d.lines[field]; ok {
+			return l
 		}
+		field = field[:max(0, strings.LastIndexAny(field, ".["))]
 	}
-	return yamlError(err)
+	return 0
 }
 
-// yamlError turns a yaml.v3 error into one line naming the line and problem.
-func yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		fmt.Sscan(m[1], &line)
-		msg = m[2]
-	}
-	if m := unknownKey.FindStringSubmatch(msg); m != nil {
-		msg = fmt.Sprintf("unknown key %q", m[1])
-	}
-	return &Error{Line: line, Err: errors.New(msg)}
-}
-
-var unknownKey = regexp.MustCompile(`^field (\S+) not found in type`)
-
-// walker retraces yaml.v3's decoding of a node tree into a Go type, keeping
-// the field path, and stops at the first node yaml.v3 would reject: a
-// duplicate or unknown key, or a value of the wrong type. It checks leaves by
-// decoding them alone, so what it accepts is what yaml.v3 accepts.
-type walker struct {
-	budget int                 // nodes left to visit; aliases can multiply them
-	active map[*yaml.Node]bool // aliases being followed, against cycles
-}
-
-var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-
-// find returns the first problem in n decoded into t, or nil. at is the line
-// to report for n itself when n was reached through an alias (0: n.Line).
-func (w *walker) find(n *yaml.Node, t reflect.Type, path string, at int) *Error {
-	if w.budget--; w.budget < 0 {
-		return nil
-	}
+// value decodes n into v. at is the line to report for n (0: n's own); an
+// alias reports the line it is used on.
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, at int) error {
 	if at == 0 {
 		at = n.Line
 	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) != 1 {
-			return nil
-		}
-		return w.find(n.Content[0], t, path, 0)
-	case yaml.AliasNode:
-		if n.Alias == nil || w.active[n] {
-			return nil
-		}
-		w.active[n] = true
-		defer delete(w.active, n)
-		return w.find(n.Alias, t, path, at)
+	if n.Kind == yaml.AliasNode {
+		return d.value(n.Alias, v, path, at)
 	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	if n.ShortTag() == "!!null" { // as yaml.v3: a null clears a pointer or list, else keeps the default
+		if v.Kind() == reflect.Pointer || v.Kind() == reflect.Slice {
+			v.SetZero()
+		}
+		return nil
 	}
-	custom := reflect.PointerTo(t).Implements(unmarshalerType)
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok {
+		if err := u.UnmarshalYAML(n); err != nil {
+			return &Error{Line: at, Field: path, Err: err}
+		}
+		return nil
+	}
 	switch {
-	case !custom && t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-		return w.mapping(n, t, path, nil)
-	case !custom && t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+	case v.Kind() == reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		v.Set(p)
+		return d.value(n, p.Elem(), path, at)
+	case v.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		return d.mapping(n, v, path, map[string]bool{})
+	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
 		for i, e := range n.Content {
-			if err := w.find(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), 0); err != nil {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			d.lines[p] = e.Line
+			if err := d.value(e, v.Index(i), p, 0); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	err := n.Decode(reflect.New(t).Interface())
-	if err == nil {
-		return nil
+	// Scalars decode as yaml.v3 decodes them, except that an integer field
+	// takes only an integer: yaml.v3 would truncate 1.5 to 1.
+	ok := n.Kind == yaml.ScalarNode && v.Kind() != reflect.Struct && v.Kind() != reflect.Slice
+	if !ok || v.CanInt() && n.ShortTag() != "!!int" || n.Decode(v.Addr().Interface()) != nil {
+		return &Error{Line: at, Field: path, Err: fmt.Errorf("want %s, got %s", kindNames[v.Kind()], describeNode(n))}
 	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return &Error{Line: at, Field: path, Err: fmt.Errorf("want %s, got %s", describeType(t), describeNode(n))}
-	}
-	// An UnmarshalYAML error, such as Duration's; its line is n's.
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		msg = m[2]
-	}
-	return &Error{Line: at, Field: path, Err: errors.New(msg)}
+	return nil
 }
 
-// mapping checks a mapping node decoded into struct type t. seen is nil for
-// a mapping of its own; for one merged in with "<<" it holds the keys already
-// set, which the merge skips (as yaml.v3 does).
-func (w *walker) mapping(n *yaml.Node, t reflect.Type, path string, seen map[string]bool) *Error {
-	c := n.Content
-	for i := 0; i+1 < len(c); i += 2 {
-		for j := i + 2; j+1 < len(c); j += 2 {
-			if c[i].Kind == c[j].Kind && c[i].Value == c[j].Value {
-				return &Error{Line: c[j].Line, Field: joinPath(path, c[j].Value), Err: fmt.Errorf("key repeated (first set on line %d)", c[i].Line)}
-			}
-		}
+var kindNames = map[reflect.Kind]string{reflect.Int: "an integer", reflect.Int64: "an integer",
+	reflect.Float64: "a number", reflect.Bool: "true or false", reflect.String: "a string",
+	reflect.Slice: "a list", reflect.Struct: "a mapping"}
+
+// mapping decodes mapping n into struct v. Keys in set are already set, by
+// the mapping itself or a merge ("<<") before; as in yaml.v3, a mapping's own
+// keys win over what it merges, and an earlier merge wins over a later one.
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string, set map[string]bool) error {
+	if d.budget--; d.budget < 0 {
+		return &Error{Line: n.Line, Field: path, Err: fmt.Errorf("aliases expand to more than %d mappings", maxMappings)}
 	}
-	fields := yamlFields(t)
-	done := map[int]bool{}
+	if d.active[n] {
+		return &Error{Line: n.Line, Field: path, Err: errors.New("merges a mapping into itself")}
+	}
+	d.active[n] = true
+	defer delete(d.active, n)
+	keys := yamlKeys(v.Type())
+	first := map[string]int{} // key → line
 	var merge *yaml.Node
-	for i := 0; i+1 < len(c); i += 2 {
-		k, v := c[i], c[i+1]
-		if isMerge(k) {
-			merge = v
-			continue
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, line := n.Content[i], n.Content[i].Line
+		if k.Kind == yaml.AliasNode {
+			k = k.Alias
 		}
-		var name string
-		if k.Decode(&name) != nil {
-			return &Error{Line: k.Line, Field: path, Err: fmt.Errorf("want a plain key, got %s", describeNode(k))}
+		if k.Kind != yaml.ScalarNode {
+			return &Error{Line: line, Field: path, Err: fmt.Errorf("want a plain key, got %s", describeNode(k))}
 		}
-		if seen != nil {
-			if seen[name] {
-				continue
-			}
-			seen[name] = true
+		if l, dup := first[k.Value]; dup {
+			return &Error{Line: line, Field: joinPath(path, k.Value), Err: fmt.Errorf("key repeated (first set on line %d)", l)}
 		}
-		f, ok := fields[name]
-		if !ok {
-			return &Error{Line: k.Line, Field: joinPath(path, name), Err: errors.New("unknown key")}
-		}
-		if done[f.Index[0]] {
-			return &Error{Line: k.Line, Field: joinPath(path, name), Err: errors.New("key repeated")}
-		}
-		done[f.Index[0]] = true
-		if err := w.find(v, f.Type, joinPath(path, name), 0); err != nil {
-			return err
-		}
-	}
-	if merge == nil {
-		return nil
-	}
-	if seen == nil {
-		seen = map[string]bool{}
-		for i := 0; i+1 < len(c); i += 2 {
-			var name string
-			if !isMerge(c[i]) && c[i].Decode(&name) == nil {
-				seen[name] = true
+		first[k.Value] = line
+		f := slices.Index(keys, k.Value)
+		switch {
+		case k.Value == "<<" && k.ShortTag() == "!!merge":
+			merge = n.Content[i+1]
+		case f < 0 || k.Value == "":
+			return &Error{Line: line, Field: joinPath(path, k.Value), Err: unknownKey(k.Value, keys)}
+		case !set[k.Value]:
+			set[k.Value] = true
+			field := joinPath(path, k.Value)
+			d.lines[field] = line
+			if err := d.value(n.Content[i+1], v.Field(f), field, 0); err != nil {
+				return err
 			}
 		}
 	}
 	merges := []*yaml.Node{merge}
-	if merge.Kind == yaml.SequenceNode {
+	if merge != nil && merge.Kind == yaml.SequenceNode {
 		merges = merge.Content
 	}
 	for _, m := range merges {
-		if err := w.merge(m, t, path, seen); err != nil {
+		if m == nil {
+			break
+		}
+		at := m.Line
+		if m.Kind == yaml.AliasNode {
+			m = m.Alias
+		}
+		if m.Kind != yaml.MappingNode {
+			return &Error{Line: at, Field: joinPath(path, "<<"), Err: fmt.Errorf("want a mapping or a list of mappings, got %s", describeNode(m))}
+		}
+		if err := d.mapping(m, v, path, set); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// merge checks one mapping (or alias of one) merged into a struct with "<<".
-func (w *walker) merge(m *yaml.Node, t reflect.Type, path string, seen map[string]bool) *Error {
-	if w.budget--; w.budget < 0 {
-		return nil
+var keyCache sync.Map // reflect.Type → []string
+
+// yamlKeys returns the YAML key of each field of struct type t ("" for none).
+func yamlKeys(t reflect.Type) []string {
+	if keys, ok := keyCache.Load(t); ok {
+		return keys.([]string)
 	}
-	switch m.Kind {
-	case yaml.AliasNode:
-		if m.Alias == nil || w.active[m] {
-			return nil
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "-" && t.Field(i).IsExported() {
+			keys[i] = k
 		}
-		w.active[m] = true
-		defer delete(w.active, m)
-		if m.Alias.Kind == yaml.MappingNode {
-			return w.mapping(m.Alias, t, path, seen)
-		}
-	case yaml.MappingNode:
-		return w.mapping(m, t, path, seen)
 	}
-	return &Error{Line: m.Line, Field: joinPath(path, "<<"), Err: fmt.Errorf("want a mapping or a list of mappings, got %s", describeNode(m))}
+	keyCache.Store(t, keys)
+	return keys
 }
 
-// isMerge reports whether k is a "<<" merge key, as yaml.v3 decides it.
-func isMerge(k *yaml.Node) bool {
-	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
+// unknownKey reports key as unknown, suggesting the nearest of keys: one at
+// most two edits away (and fewer edits than key has bytes), or one key begins.
+func unknownKey(key string, keys []string) error {
+	best, bestD := "", math.MaxInt
+	for _, k := range keys {
+		d := editDistance(key, k)
+		if k != "" && (d <= 2 && d < len(key) || len(key) >= 3 && strings.HasPrefix(k, key)) && d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return errors.New("unknown key")
+	}
+	return fmt.Errorf("unknown key (did you mean %q?)", best)
 }
 
-// yamlFields maps the YAML keys of struct type t to its fields.
-func yamlFields(t reflect.Type) map[string]reflect.StructField {
-	m := map[string]reflect.StructField{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = strings.ToLower(f.Name)
-		}
-		m[name] = f
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	row := make([]int, len(b)+1)
+	for j := range row {
+		row[j] = j
 	}
-	return m
+	for i := 1; i <= len(a); i++ {
+		diag := row[0]
+		row[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			diag, row[j] = row[j], min(row[j]+1, row[j-1]+1, diag+cost)
+		}
+	}
+	return row[len(b)]
 }
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -363,27 +290,6 @@ func clip(s string) string {
 	return s
 }
 
-// describeType names what a value of type t must be written as.
-func describeType(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer >= 0"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Struct, reflect.Map:
-		return "a mapping"
-	}
-	return t.String()
-}
-
 // describeNode says what the YAML holds at n, on one line.
 func describeNode(n *yaml.Node) string {
 	switch n.Kind {
@@ -391,21 +297,18 @@ func describeNode(n *yaml.Node) string {
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
 	}
 	return strconv.Quote(clip(n.Value))
 }
 
 // UnmarshalYAML reads a Go duration string such as "30s" or "2m".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
-		return fmt.Errorf("line %d: want a duration such as \"30s\", got %s", n.Line, describeNode(n))
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a duration such as \"30s\", got %s", describeNode(n))
 	}
-	v, err := time.ParseDuration(s)
+	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: want a duration such as \"30s\", got %q", n.Line, clip(s))
+		return fmt.Errorf("want a duration such as \"30s\", got %q", clip(n.Value))
 	}
 	*d = Duration(v)
 	return nil
@@ -413,230 +316,3 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration as a Go duration string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
-var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func fieldErr(field, format string, args ...any) error {
-	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
-}
-
-func (c *Config) validate() error {
-	loc, err := time.LoadLocation(c.Timezone)
-	if err != nil || c.Timezone == "" || c.Timezone == "Local" {
-		return fieldErr("timezone", "unknown time zone %q (want an IANA name such as UTC or Europe/Berlin)", c.Timezone)
-	}
-	c.Location = loc
-	if _, err := cron.ParseStandard(c.Schedule); err != nil {
-		return fieldErr("schedule", "bad cron spec %q: %v", c.Schedule, err)
-	}
-	if strings.HasPrefix(strings.TrimSpace(c.Schedule), "TZ=") || strings.HasPrefix(strings.TrimSpace(c.Schedule), "CRON_TZ=") {
-		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
-	}
-	if c.Jitter < 0 {
-		return fieldErr("jitter", "must be >= 0, got %s", c.Jitter.D())
-	}
-	if c.Concurrency < 1 || c.Concurrency > 4096 {
-		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
-	}
-	if err := c.validateStore(); err != nil {
-		return err
-	}
-	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
-		return err
-	}
-	if len(c.Lanes) == 0 {
-		return fieldErr("lanes", "at least one lane is required")
-	}
-	seen := map[string]int{}
-	for i := range c.Lanes {
-		if err := c.validateLane(i, seen); err != nil {
-			return err
-		}
-	}
-	return c.validatePolicy()
-}
-
-func (c *Config) abs(p string) string {
-	if p == "" || filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(c.Dir, p)
-}
-
-func (c *Config) validateStore() error {
-	s := &c.Store
-	switch s.Kind {
-	case "file":
-		if s.Path == "" {
-			return fieldErr("store.path", "required for kind file")
-		}
-		s.Path = c.abs(s.Path)
-	case "influx":
-		u, err := url.Parse(s.URL)
-		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", redactURL(s.URL))
-		}
-		if u.User != nil {
-			return fieldErr("store.url", "must not carry credentials; put the token in the variable named by store.token_env")
-		}
-		if s.Bucket == "" {
-			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
-		}
-		if s.TokenEnv != "" && !envName.MatchString(s.TokenEnv) {
-			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
-		}
-		if s.Spool == "" {
-			s.Spool = DefaultSpool
-		}
-		if s.DeadLetter == "" {
-			s.DeadLetter = DefaultDeadLetter
-		}
-		if s.SpoolMaxBytes == 0 {
-			s.SpoolMaxBytes = DefaultSpoolMax
-		}
-		if s.SpoolMaxBytes < 0 {
-			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
-		}
-		s.Spool = c.abs(s.Spool)
-		s.DeadLetter = c.abs(s.DeadLetter)
-	default:
-		return fieldErr("store.kind", "want file or influx, got %q", s.Kind)
-	}
-	return nil
-}
-
-// redactURL drops any userinfo so an error never repeats a password.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	return u.String()
-}
-
-func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, timeout *Duration) error {
-	if strings.TrimSpace(*prompt) == "" {
-		return fieldErr(prefix+".prompt", "must not be empty")
-	}
-	if len(*prompt) > 4096 {
-		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(*prompt))
-	}
-	if *maxTokens < 1 || *maxTokens > 4096 {
-		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
-	}
-	if *timeout <= 0 {
-		return fieldErr(prefix+".timeout", "must be > 0, got %s", timeout.D())
-	}
-	return nil
-}
-
-func (c *Config) validateLane(i int, seen map[string]int) error {
-	l := &c.Lanes[i]
-	f := fmt.Sprintf("lanes[%d]", i)
-	if !laneName.MatchString(l.Name) {
-		return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", l.Name)
-	}
-	if j, dup := seen[l.Name]; dup {
-		return fieldErr(f+".name", "%q is already the name of lanes[%d]", l.Name, j)
-	}
-	seen[l.Name] = i
-	if l.Kind != "free" && l.Kind != "paid" {
-		return fieldErr(f+".kind", "want free or paid, got %q", l.Kind)
-	}
-	if l.API != "openai" && l.API != "anthropic" {
-		return fieldErr(f+".api", "want openai or anthropic, got %q", l.API)
-	}
-	u, err := url.Parse(l.BaseURL)
-	if l.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fieldErr(f+".base_url", "want an http(s) URL, got %q", redactURL(l.BaseURL))
-	}
-	if u.User != nil {
-		return fieldErr(f+".base_url", "must not carry credentials; name the key's variable in api_key_env")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fieldErr(f+".base_url", "must not carry a query or fragment")
-	}
-	if strings.TrimSpace(l.Model) == "" {
-		return fieldErr(f+".model", "must not be empty")
-	}
-	if l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv) {
-		return fieldErr(f+".api_key_env", "must name an environment variable, got %q", l.APIKeyEnv)
-	}
-	if l.Prompt == "" {
-		l.Prompt = c.Probe.Prompt
-	}
-	if l.MaxTokens == 0 {
-		l.MaxTokens = c.Probe.MaxTokens
-	}
-	if l.Timeout == 0 {
-		l.Timeout = c.Probe.Timeout
-	}
-	if l.IncludeUsage == nil {
-		v := true
-		if c.Probe.IncludeUsage != nil {
-			v = *c.Probe.IncludeUsage
-		}
-		l.IncludeUsage = &v
-	}
-	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
-}
-
-func (c *Config) validatePolicy() error {
-	p := &c.Policy
-	if p.Out == "" {
-		return fieldErr("policy.out", "must not be empty")
-	}
-	p.Out = c.abs(p.Out)
-	if p.LookbackDays < 0 || p.LookbackDays > 366 {
-		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
-	}
-	seen := map[string]int{}
-	for i, cl := range p.Classes {
-		f := fmt.Sprintf("policy.classes[%d]", i)
-		switch {
-		case !laneName.MatchString(cl.Name):
-			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", cl.Name)
-		case math.IsNaN(cl.DeadlineS) || math.IsInf(cl.DeadlineS, 0) || cl.DeadlineS <= 0:
-			return fieldErr(f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS)
-		case cl.CeilingTokens <= 0:
-			return fieldErr(f+".ceiling_tokens", "must be > 0, got %d", cl.CeilingTokens)
-		case cl.EstTokens <= 0:
-			return fieldErr(f+".est_tokens", "must be > 0, got %d", cl.EstTokens)
-		case cl.EstTokens > cl.CeilingTokens:
-			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
-		case math.IsNaN(cl.PaidUSDPer1k) || math.IsInf(cl.PaidUSDPer1k, 0) || cl.PaidUSDPer1k < 0:
-			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
-		}
-		if j, dup := seen[cl.Name]; dup {
-			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)
-		}
-		seen[cl.Name] = i
-	}
-	return nil
-}
-
-// APIKey returns the lane's key from the environment ("" when the lane names
-// no variable). It is an error when the lane names a variable that is unset;
-// the error names the variable, never a value.
-func (l Lane) APIKey(getenv func(string) string) (string, error) {
-	if l.APIKeyEnv == "" {
-		return "", nil
-	}
-	v := getenv(l.APIKeyEnv)
-	if v == "" {
-		return "", fmt.Errorf("lane %s: environment variable %s is not set", l.Name, l.APIKeyEnv)
-	}
-	return v, nil
-}
-
-// Token returns the store token from the environment ("" when none is named).
-func (s Store) Token(getenv func(string) string) string {
-	if s.TokenEnv == "" {
-		return ""
-	}
-	return getenv(s.TokenEnv)
-}

@@ -492,15 +492,15 @@ type cleanError struct {
 func (e *cleanError) Error() string { return e.msg }
 func (e *cleanError) Unwrap() error { return e.err }
 
-// RedactURL returns raw without user info, query or fragment: the one rule
-// for printing a URL that may carry credentials.
+// RedactURL returns raw without user info, query, fragment or an opaque part
+// ("https:user:pw@host"): the one rule for printing a URL that may carry
+// credentials.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "(unparsable url)"
+		return "(unparsable URL)"
 	}
-	u.User = nil
-	u.RawQuery, u.Fragment = "", ""
+	u.User, u.RawQuery, u.Fragment, u.Opaque = nil, "", "", ""
 	return u.String()
 }
 

@@ -126,7 +126,7 @@ func BenchmarkPolicyHourYear(b *testing.B) {
 	args := []string{"-config", filepath.Join(dir, "lanewatch.yaml"), "-hour", benchHour, "-out", out}
 	b.ReportAllocs()
 	for b.Loop() {
-		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: os.Stderr, lookupEnv: os.LookupEnv, now: time.Now}
 		if err := e.run(context.Background(), args); err != nil {
 			b.Fatal(err)
 		}

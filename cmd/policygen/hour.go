@@ -54,7 +54,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	if *siteFlag != "" {
 		sites = []string{*siteFlag}
 	}
-	st, fresh, err := openStoreOrFresh(ctx, cfg, e.stderr, e.getenv)
+	st, fresh, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv)
 	if err != nil {
 		return err
 	}

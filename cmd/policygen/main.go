@@ -23,7 +23,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
@@ -37,7 +37,7 @@ func exitCode(err error, stderr io.Writer) int { return cli.Exit("policygen", er
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	getenv         func(string) string
+	lookupEnv      func(string) (string, bool)
 	now            func() time.Time
 	// writeHook, when set, is called while a policy file is being written:
 	// with stage "partial" after half of the bytes are in the temp file and
@@ -46,8 +46,8 @@ type env struct {
 	writeHook func(stage, tmpPath string) error
 }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) error {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now}
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, lookupEnv: lookupEnv, now: time.Now}
 	return e.run(ctx, args)
 }
 

@@ -32,7 +32,7 @@ const childEnv = "POLICYGEN_TEST_CHILD_ARGS"
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(childEnv); args != "" {
-		e := &env{stdin: os.Stdin, stdout: io.Discard, stderr: os.Stderr, getenv: os.Getenv, now: time.Now,
+		e := &env{stdin: os.Stdin, stdout: io.Discard, stderr: os.Stderr, lookupEnv: os.LookupEnv, now: time.Now,
 			writeHook: func(stage, tmp string) error {
 				if stage == "partial" {
 					fmt.Printf("partial %s\n", tmp)
@@ -167,8 +167,8 @@ func (e *env) exec(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	e.stdin, e.stdout, e.stderr = strings.NewReader(stdin), &out, &errb
-	if e.getenv == nil {
-		e.getenv = func(string) string { return "" }
+	if e.lookupEnv == nil {
+		e.lookupEnv = func(string) (string, bool) { return "", false }
 	}
 	if e.now == nil {
 		e.now = func() time.Time { t.Fatal("the clock was read"); return time.Time{} }
@@ -568,7 +568,7 @@ func TestBadUsage(t *testing.T) {
 func TestRunWiring(t *testing.T) {
 	v := readVector(t, vectorFiles(t)[0])
 	var out, errb bytes.Buffer
-	err := run(context.Background(), []string{"book"}, bytes.NewReader(v.Input), &out, &errb, os.Getenv)
+	err := run(context.Background(), []string{"book"}, bytes.NewReader(v.Input), &out, &errb, os.LookupEnv)
 	if err != nil || errb.Len() != 0 {
 		t.Fatalf("run: %v, stderr %q", err, errb.String())
 	}

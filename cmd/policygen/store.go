@@ -16,16 +16,16 @@ import (
 // openStore opens the configured store for reading. The embedded file is
 // opened read-only (no writer lock), so policygen runs while a sampler
 // appends to it.
-func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, error) {
-	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), getenv)
+func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), lookupEnv)
 }
 
 // openStoreOrFresh opens the store for reading. An embedded store file that
 // does not exist yet is a fresh install, not an error: it returns an empty
 // store and fresh true, so that policies say never_sampled and CI fails
 // safe rather than red.
-func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, getenv func(string) string) (series.Store, bool, error) {
-	st, err := openStore(ctx, cfg, stderr, getenv)
+func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, bool, error) {
+	st, err := openStore(ctx, cfg, stderr, lookupEnv)
 	if err != nil && cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
 		return emptyStore{}, true, nil
 	}

@@ -45,13 +45,13 @@ const maxSwingsDays = 3660
 // swingsEnv is what the report takes from the process; tests replace now.
 type swingsEnv struct {
 	stdout, stderr io.Writer
-	getenv         func(string) string
+	lookupEnv      func(string) (string, bool)
 	now            func() time.Time
 }
 
 // runSwings is the `policygen swings` subcommand.
 func runSwings(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return swingsEnv{stdout: stdout, stderr: stderr, getenv: os.Getenv, now: time.Now}.run(ctx, args)
+	return swingsEnv{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now}.run(ctx, args)
 }
 
 func (e swingsEnv) run(ctx context.Context, args []string) error {
@@ -141,7 +141,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 // hourly reads the hourly records of [from, to). A samples file that does not
 // exist yet is an empty store (no sampler round has run): a warning, no error.
 func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time) ([]series.Hourly, error) {
-	st, err := openStore(ctx, cfg, e.stderr, e.getenv)
+	st, err := openStore(ctx, cfg, e.stderr, e.lookupEnv)
 	if err != nil {
 		if cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
 			warner(e.stderr)("samples file does not exist yet; reporting no data", "path", cfg.Store.Path)

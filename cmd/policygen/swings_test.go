@@ -102,7 +102,7 @@ type swingsResult struct {
 func swingsExec(t *testing.T, now time.Time, args ...string) swingsResult {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := swingsEnv{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, now: func() time.Time { return now }}
+	e := swingsEnv{stdout: &out, stderr: &errb, lookupEnv: func(string) (string, bool) { return "", false }, now: func() time.Time { return now }}
 	code := exitCode(e.run(context.Background(), args), &errb)
 	return swingsResult{code, out.String(), errb.String()}
 }
@@ -425,7 +425,7 @@ func TestSwingsDispatch(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := exitCode(run(context.Background(), tc.args, strings.NewReader(""), &out, &errb, func(string) string { return "" }), &errb)
+			code := exitCode(run(context.Background(), tc.args, strings.NewReader(""), &out, &errb, func(string) (string, bool) { return "", false }), &errb)
 			if code != tc.code || errb.String() != tc.err {
 				t.Errorf("exit %d, stderr %q; want %d, %q", code, errb.String(), tc.code, tc.err)
 			}

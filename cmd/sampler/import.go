@@ -19,7 +19,7 @@ import (
 // configured store, so a user who started with the file can switch to
 // InfluxDB without losing history. Points keep their timestamps, so running
 // it twice rewrites instead of double counting.
-func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := flag.NewFlagSet("sampler import", flag.ContinueOnError)
 	configPath := fs.String("config", "", "config naming the destination store (required)")
 	fs.Usage = func() {
@@ -50,7 +50,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	dst, err := storeopen.Open(ctx, cfg, warn, getenv)
+	dst, err := storeopen.Open(ctx, cfg, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

@@ -35,14 +35,14 @@ func influxConfig(t *testing.T, dir, url, db string, lanes map[string]string) st
 	return p
 }
 
-func influxEnv(k string) string {
+func influxEnv(k string) (string, bool) {
 	switch k {
 	case "LW_TEST_KEY":
-		return secretKey
+		return secretKey, true
 	case "LW_TEST_TOKEN":
-		return "tok-SECRET-9d2e" // ignored by a server with auth off, but sent
+		return "tok-SECRET-9d2e", true // ignored by a server with auth off, but sent
 	}
-	return ""
+	return "", false
 }
 
 func influxProbes(t *testing.T, url, db string) []series.Probe {

@@ -21,7 +21,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
@@ -32,9 +32,9 @@ type usageError = cli.UsageError
 // exitCode prints err as one line and maps it to the exit status.
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("sampler", err, stderr) }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	if len(args) > 0 && args[0] == "import" {
-		return runImport(ctx, args[1:], stdout, stderr, getenv)
+		return runImport(ctx, args[1:], stdout, stderr, lookupEnv)
 	}
 	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
 	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err != nil {
 		return usageError{Err: err}
 	}
-	s, err := newSampler(ctx, *configPath, log, getenv)
+	s, err := newSampler(ctx, *configPath, log, lookupEnv)
 	if err != nil {
 		return err
 	}

@@ -83,11 +83,11 @@ func writeConfig(t *testing.T, dir, schedule string, lanes map[string]string) st
 	return p
 }
 
-func env(k string) string {
+func env(k string) (string, bool) {
 	if k == "LW_TEST_KEY" {
-		return secretKey
+		return secretKey, true
 	}
-	return ""
+	return "", false
 }
 
 func readStore(t *testing.T, path string) ([]series.Probe, []series.Hourly) {
@@ -274,7 +274,7 @@ func TestExitCodes(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
-		env  func(string) string
+		env  func(string) (string, bool)
 		code int
 		want string
 	}{
@@ -284,7 +284,8 @@ func TestExitCodes(t *testing.T) {
 		{"bad log format", []string{"-config", okCfg, "-log-format", "xml"}, env, 2, "-log-format"},
 		{"missing file", []string{"-config", filepath.Join(dir, "nope.yaml"), "-once"}, env, 1, "no such file"},
 		{"bad config", []string{"-config", badCfg, "-once"}, env, 1, `lanes[0].kind: want free or paid, got "cheap"`},
-		{"unset key variable", []string{"-config", okCfg, "-once"}, func(string) string { return "" }, 1, "LW_TEST_KEY is not set"},
+		{"unset key variable", []string{"-config", okCfg, "-once"}, func(string) (string, bool) { return "", false }, 1, "LW_TEST_KEY is not set"},
+		{"empty key variable", []string{"-config", okCfg, "-once"}, func(string) (string, bool) { return "", true }, 1, "LW_TEST_KEY is empty"},
 		{"import without files", []string{"import", "-config", okCfg}, env, 2, "at least one"},
 	}
 	for _, c := range cases {

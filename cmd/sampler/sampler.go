@@ -30,14 +30,14 @@ type sampler struct {
 	rec *series.Recorder
 }
 
-func newSampler(ctx context.Context, path string, log *slog.Logger, getenv func(string) string) (*sampler, error) {
+func newSampler(ctx context.Context, path string, log *slog.Logger, lookupEnv func(string) (string, bool)) (*sampler, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
 	targets := make([]probe.Target, 0, len(cfg.Lanes))
 	for _, l := range cfg.Lanes {
-		key, err := l.APIKey(getenv)
+		key, err := l.APIKey(lookupEnv)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +55,7 @@ func newSampler(ctx context.Context, path string, log *slog.Logger, getenv func(
 		})
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := storeopen.Open(ctx, cfg, warn, getenv)
+	st, err := storeopen.Open(ctx, cfg, warn, lookupEnv)
 	if err != nil {
 		return nil, err
 	}

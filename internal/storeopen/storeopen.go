@@ -15,36 +15,40 @@ import (
 // in its spool, whose replays rebuild the hours they touch (hours keyed in
 // the config's zone). Write through series.NewRecorder(st, cfg.Location) to
 // keep the hourly invariant. warn receives non-fatal warnings (a torn line
-// in the file, a spool past its cap). getenv resolves store.token_env.
-func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
-	return open(ctx, cfg, false, warn, getenv)
+// in the file, a spool past its cap). lookupEnv resolves store.token_env.
+func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return open(ctx, cfg, false, warn, lookupEnv)
 }
 
 // OpenReadOnly opens the configured store for reading: the embedded file
 // without the writer lock, and InfluxDB with its spool merged into reads but
 // not locked, so readers (policygen, reports) run beside a sampler, as
 // another user too.
-func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
-	return open(ctx, cfg, true, warn, getenv)
+func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return open(ctx, cfg, true, warn, lookupEnv)
 }
 
-func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), getenv func(string) string) (series.Store, error) {
-	if getenv == nil {
-		getenv = os.Getenv
+func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
 	}
 	switch cfg.Store.Kind {
-	case "file":
+	case config.StoreFile:
 		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: readOnly, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		return st, nil
-	case "influx":
+	case config.StoreInflux:
+		token, err := cfg.Store.Token(lookupEnv)
+		if err != nil {
+			return nil, err
+		}
 		db, err := series.OpenInflux(ctx, series.InfluxOptions{
 			URL:    cfg.Store.URL,
 			Org:    cfg.Store.Org,
 			Bucket: cfg.Store.Bucket,
-			Token:  cfg.Store.Token(getenv),
+			Token:  token,
 			Warn:   warn,
 			// A writer starts during an outage and spools; a reader needs the server.
 			StartUnreachable: !readOnly,

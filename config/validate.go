@@ -1,0 +1,308 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/robfig/cron/v3"
+)
+
+var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func fieldErr(field, format string, args ...any) error {
+	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func (c *Config) validate() error {
+	loc, err := zone("timezone", c.Timezone)
+	if err != nil {
+		return err
+	}
+	c.Location = loc
+	sched, err := cron.ParseStandard(c.Schedule)
+	if err != nil {
+		return fieldErr("schedule", "bad cron spec %q: %v", c.Schedule, err)
+	}
+	if strings.HasPrefix(strings.TrimSpace(c.Schedule), "TZ=") || strings.HasPrefix(strings.TrimSpace(c.Schedule), "CRON_TZ=") {
+		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
+	}
+	// cron gives up after five years: a "0 0 29 2 *" runs, a "0 0 30 2 *" never.
+	if sched.Next(time.Now().In(loc)).IsZero() {
+		return fieldErr("schedule", "%q never runs (no run within 5 years)", c.Schedule)
+	}
+	switch interval := c.Interval(); {
+	case c.Jitter < 0:
+		return fieldErr("jitter", "must be >= 0, got %s", c.Jitter.D())
+	case c.Jitter.D() > time.Hour:
+		return fieldErr("jitter", "must be at most 1h, got %s", c.Jitter.D())
+	case interval > 0 && c.Jitter.D() >= interval:
+		return fieldErr("jitter", "must be shorter than the schedule's shortest interval (%s), got %s", interval, c.Jitter.D())
+	}
+	if c.Concurrency < 1 || c.Concurrency > 4096 {
+		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
+	}
+	if c.Site != "" && !laneName.MatchString(c.Site) {
+		return fieldErr("site", "want [a-z0-9_-]+ or nothing, got %q", c.Site)
+	}
+	if err := c.validateStore(); err != nil {
+		return err
+	}
+	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
+		return err
+	}
+	if err := c.validateQuotas(); err != nil {
+		return err
+	}
+	if len(c.Lanes) == 0 {
+		return fieldErr("lanes", "at least one lane is required")
+	}
+	seen := map[string]int{}
+	for i := range c.Lanes {
+		if err := c.validateLane(i, seen); err != nil {
+			return err
+		}
+	}
+	return c.validatePolicy()
+}
+
+func (c *Config) abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+func (c *Config) validateStore() error {
+	s := &c.Store
+	switch s.Kind {
+	case StoreFile:
+		if s.Path == "" {
+			return fieldErr("store.path", "required for kind file")
+		}
+		s.Path = c.abs(s.Path)
+	case StoreInflux:
+		u, err := url.Parse(s.URL)
+		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", series.RedactURL(s.URL))
+		}
+		if u.User != nil {
+			return fieldErr("store.url", "must not carry credentials; put the token in the variable named by store.token_env")
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			return fieldErr("store.url", "must not carry a query or fragment")
+		}
+		if s.Bucket == "" {
+			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
+		}
+		if s.TokenEnv != "" && !envName.MatchString(s.TokenEnv) {
+			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
+		}
+		if s.Spool == "" {
+			s.Spool = series.DefaultSpoolPath
+		}
+		if s.DeadLetter == "" {
+			s.DeadLetter = series.DefaultDeadLetterPath
+		}
+		if s.SpoolMaxBytes == 0 {
+			s.SpoolMaxBytes = series.DefaultSpoolMaxBytes
+		}
+		if s.SpoolMaxBytes < 0 {
+			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
+		}
+		s.Spool = c.abs(s.Spool)
+		s.DeadLetter = c.abs(s.DeadLetter)
+	default:
+		return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
+	}
+	return nil
+}
+
+func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, timeout *Duration) error {
+	if strings.TrimSpace(*prompt) == "" {
+		return fieldErr(prefix+".prompt", "must not be empty")
+	}
+	if len(*prompt) > 4096 {
+		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(*prompt))
+	}
+	if *maxTokens < 1 || *maxTokens > 4096 {
+		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
+	}
+	if *timeout <= 0 || timeout.D() > time.Hour {
+		return fieldErr(prefix+".timeout", "must be > 0 and at most 1h (a probe is short), got %s", timeout.D())
+	}
+	return nil
+}
+
+func (c *Config) validateLane(i int, seen map[string]int) error {
+	l := &c.Lanes[i]
+	f := fmt.Sprintf("lanes[%d]", i)
+	if !laneName.MatchString(l.Name) {
+		return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", l.Name)
+	}
+	if j, dup := seen[l.Name]; dup {
+		return fieldErr(f+".name", "%q is already the name of lanes[%d]", l.Name, j)
+	}
+	seen[l.Name] = i
+	if l.Kind != policy.KindFree && l.Kind != policy.KindPaid {
+		return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
+	}
+	if api := probe.API(l.API); api != probe.OpenAI && api != probe.Anthropic {
+		return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
+	}
+	u, err := url.Parse(l.BaseURL)
+	if l.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fieldErr(f+".base_url", "want an http(s) URL, got %q", series.RedactURL(l.BaseURL))
+	}
+	if u.User != nil {
+		return fieldErr(f+".base_url", "must not carry credentials; name the key's variable in api_key_env")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fieldErr(f+".base_url", "must not carry a query or fragment")
+	}
+	if strings.TrimSpace(l.Model) == "" {
+		return fieldErr(f+".model", "must not be empty")
+	}
+	if l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv) {
+		return fieldErr(f+".api_key_env", "must name an environment variable, got %q", l.APIKeyEnv)
+	}
+	if l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }) {
+		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
+	}
+	if l.Prompt == "" {
+		l.Prompt = c.Probe.Prompt
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = c.Probe.MaxTokens
+	}
+	if l.Timeout == 0 {
+		l.Timeout = c.Probe.Timeout
+	}
+	if l.IncludeUsage == nil {
+		v := true
+		if c.Probe.IncludeUsage != nil {
+			v = *c.Probe.IncludeUsage
+		}
+		l.IncludeUsage = &v
+	}
+	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
+}
+
+// zone loads the IANA time zone name; "" and "Local" are not IANA names.
+func zone(field, name string) (*time.Location, error) {
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "" || name == "Local" {
+		return nil, fieldErr(field, "unknown time zone %q (want an IANA name such as UTC or Europe/Berlin)", name)
+	}
+	return loc, nil
+}
+
+func (c *Config) validateQuotas() error {
+	var err error
+	seen := map[string]int{}
+	for i := range c.Quotas {
+		q, f := &c.Quotas[i], fmt.Sprintf("quotas[%d]", i)
+		if !laneName.MatchString(q.Name) {
+			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", q.Name)
+		}
+		if j, dup := seen[q.Name]; dup {
+			return fieldErr(f+".name", "%q is already the name of quotas[%d]", q.Name, j)
+		}
+		seen[q.Name] = i
+		if q.ProbesPerDay < 1 || q.ProbesPerDay > 100000 {
+			return fieldErr(f+".probes_per_day", "must be between 1 and 100000, got %d", q.ProbesPerDay)
+		}
+		if q.Timezone == "" {
+			q.Timezone = DefaultTimezone
+		}
+		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quotaNames lists the quotas for an error message.
+func (c *Config) quotaNames() string {
+	if len(c.Quotas) == 0 {
+		return "no quotas are defined"
+	}
+	names := make([]string, len(c.Quotas))
+	for i, q := range c.Quotas {
+		names[i] = q.Name
+	}
+	return "quotas: " + strings.Join(names, ", ")
+}
+
+func (c *Config) validatePolicy() error {
+	p := &c.Policy
+	if p.Out == "" {
+		return fieldErr("policy.out", "must not be empty")
+	}
+	p.Out = c.abs(p.Out)
+	if p.LookbackDays < 0 || p.LookbackDays > 366 {
+		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
+	}
+	seen := map[string]int{}
+	for i, cl := range p.Classes {
+		f := fmt.Sprintf("policy.classes[%d]", i)
+		switch {
+		case !laneName.MatchString(cl.Name):
+			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", cl.Name)
+		case math.IsNaN(cl.DeadlineS) || math.IsInf(cl.DeadlineS, 0) || cl.DeadlineS <= 0:
+			return fieldErr(f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS)
+		case cl.CeilingTokens <= 0:
+			return fieldErr(f+".ceiling_tokens", "must be > 0, got %d", cl.CeilingTokens)
+		case cl.EstTokens <= 0:
+			return fieldErr(f+".est_tokens", "must be > 0, got %d", cl.EstTokens)
+		case cl.EstTokens > cl.CeilingTokens:
+			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
+		case math.IsNaN(cl.PaidUSDPer1k) || math.IsInf(cl.PaidUSDPer1k, 0) || cl.PaidUSDPer1k < 0:
+			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
+		}
+		if j, dup := seen[cl.Name]; dup {
+			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)
+		}
+		seen[cl.Name] = i
+	}
+	return nil
+}
+
+// APIKey returns the lane's key from the environment through lookup
+// (os.LookupEnv's shape); "" when the lane names no variable. A named
+// variable that is unset or empty is an error naming the variable, never a
+// value.
+func (l Lane) APIKey(lookup func(string) (string, bool)) (string, error) {
+	return secret(lookup, l.APIKeyEnv, "lane "+l.Name)
+}
+
+// Token returns the store token from the environment through lookup; ""
+// when store.token_env names no variable (a server without auth). A named
+// variable that is unset or empty is an error: a token that was meant to be
+// sent and is missing would otherwise show up only as refused writes.
+func (s Store) Token(lookup func(string) (string, bool)) (string, error) {
+	return secret(lookup, s.TokenEnv, "store.token_env")
+}
+
+func secret(lookup func(string) (string, bool), name, who string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	v, ok := lookup(name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("%s: environment variable %s is not set", who, name)
+	case strings.TrimSpace(v) == "":
+		return "", fmt.Errorf("%s: environment variable %s is empty", who, name)
+	}
+	return v, nil
+}
