@@ -57,7 +57,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 		case "swings":
 			return runSwings(ctx, args[1:], e.stdout, e.stderr)
 		case "book":
-			return e.runBook(args[1:])
+			return e.runBook(ctx, args[1:])
 		}
 	}
 	return e.runPolicy(ctx, args)
