@@ -5,9 +5,10 @@
 //	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
 //	policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
+//	policygen lane -config F -class NAME [-hour H] [-format name|json|env] [-dir DIR]  # the lane to run on
 //
 // Exit status: 0 done; 1 bad config, bad input or a store error, with one line
-// on stderr; 2 bad usage.
+// on stderr; 2 bad usage; 3 (lane only) no lane fits the class this hour.
 package main
 
 import (
@@ -58,6 +59,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 			return runSwings(ctx, args[1:], e.stdout, e.stderr)
 		case "book":
 			return e.runBook(ctx, args[1:])
+		case "lane":
+			return e.runLane(ctx, args[1:])
 		}
 	}
 	return e.runPolicy(ctx, args)
@@ -67,6 +70,7 @@ const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [
        policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
        policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
        policygen book [-policy FILE -class NAME] < attempts.json
+       policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env] [-dir DIR]
 
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the
 config's timezone) or, with -day, the 24 forecast files of that day, each
@@ -77,5 +81,10 @@ book reads {"attempts": [...], "policy": {...}} on stdin (with -policy and
 -class: {"attempts": [...]} and the class's book from the policy file) and
 prints the ledger's answer as JSON.
 
-Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage.
+lane prints the first lane of the class in the policy file of the hour
+(default: the current hour in the config's timezone); policygen lane -h
+has the formats.
+
+Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage,
+3 (lane) no lane fits the class this hour.
 `
