@@ -3,7 +3,7 @@
 //
 //	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]  # policy for an hour (default: now)
 //	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
-//	policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]  # time-of-day report
+//	policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
 //	policygen lane -config F -class NAME [-hour H] [-format name|json|env] [-dir DIR]  # the lane to run on
 //
@@ -68,7 +68,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 
 const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]
        policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
-       policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
+       policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
        policygen book [-policy FILE -class NAME] < attempts.json
        policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env] [-dir DIR]
 
