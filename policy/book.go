@@ -2,8 +2,20 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
+)
+
+// Bounds on the numbers the ledger accepts from outside (stdin, a policy
+// file): far past any real job, and low enough that no sum over the
+// attempts allowed (10 000) overflows or turns infinite. Readers check them
+// (BookPolicy.Validate) before calling Book; Book itself stays safe beyond
+// them (see Book).
+const (
+	MaxSeconds  = 1e9               // any seconds figure: a queue, a generation, a deadline
+	MaxTokens   = 1_000_000_000_000 // any token count
+	MaxUSDPer1k = 1e6               // the paid price per 1000 tokens
 )
 
 // Action is what the retry ledger tells the caller to do next.
@@ -61,6 +73,66 @@ type BookPolicy struct {
 	PaidLane      string
 }
 
+// FieldError is a value out of bounds: Field is the key as a policy file and
+// the ledger's input spell it ("next_est_tokens"), so that a reader can put
+// its own path in front: fmt.Errorf("classes[%d].book.%w", i, err).
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate checks every number of the policy against the bounds (finite,
+// >= 0, at most MaxSeconds, MaxTokens or MaxUSDPer1k) and returns a
+// *FieldError for the first one out of them, in the key order of a policy
+// file.
+func (p BookPolicy) Validate() error {
+	secs := []struct {
+		name string
+		v    float64
+	}{{"deadline_s", p.DeadlineS}, {"next_queue_s", p.NextQueueS}, {"next_gen_s", p.NextGenS}}
+	for _, f := range secs {
+		if err := CheckNumber(f.name, f.v, MaxSeconds); err != nil {
+			return err
+		}
+	}
+	if err := CheckCount("ceiling_tokens", int64(p.CeilingTokens)); err != nil {
+		return err
+	}
+	if err := CheckCount("next_est_tokens", int64(p.NextEstTokens)); err != nil {
+		return err
+	}
+	if err := CheckNumber("paid_queue_s", p.PaidQueueS, MaxSeconds); err != nil {
+		return err
+	}
+	return CheckNumber("paid_usd_per_1k", p.PaidUSDPer1k, MaxUSDPer1k)
+}
+
+// CheckNumber returns a *FieldError unless x is finite and in [0, limit].
+func CheckNumber(field string, x, limit float64) error {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		return &FieldError{field, "must be a finite number"}
+	case x < 0:
+		return &FieldError{field, "must be >= 0"}
+	case x > limit:
+		return &FieldError{field, "must be at most " + strconv.FormatFloat(limit, 'f', -1, 64)}
+	}
+	return nil
+}
+
+// CheckCount returns a *FieldError unless n is in [0, MaxTokens].
+func CheckCount(field string, n int64) error {
+	switch {
+	case n < 0:
+		return &FieldError{field, "must be >= 0"}
+	case n > MaxTokens:
+		return &FieldError{field, fmt.Sprintf("must be at most %d", int64(MaxTokens))}
+	}
+	return nil
+}
+
 // Decision is the ledger's answer. It holds exact values; rounding (seconds to
 // 2 decimals, dollars to 4, round-half-even on the exact binary value) happens
 // only when it is encoded (MarshalJSON, AppendJSON).
@@ -85,28 +157,39 @@ type Decision struct {
 //  5. otherwise → stop
 //
 // When a lane is not eligible this hour, Why says so. Book does not allocate.
+//
+// Book is safe for any input, in bounds or not. Token sums saturate: a sum
+// that would pass math.MaxInt is math.MaxInt in the Decision and counts as
+// over any ceiling, so a huge next_est_tokens is a stop, never a wrapped
+// negative projection. A negative token count (emitted or estimated) counts
+// as 0. Seconds are summed as floats: a sum that turns infinite, or a NaN
+// anywhere, leaves no lane that fits, so the answer is a stop (and
+// MarshalJSON refuses the non-finite figures). Readers bound their input
+// with BookPolicy.Validate and the Max constants first.
 func Book(attempts []Attempt, pol BookPolicy) Decision {
 	var spentS float64
 	var spentTokens int
+	saturated := false
 	shipped := false
 	for i := range attempts {
 		a := &attempts[i]
 		spentS += a.QueueS + a.GenS
-		spentTokens += a.EmittedTokens
+		spentTokens, saturated = addTokens(spentTokens, a.EmittedTokens, saturated)
 		shipped = shipped || a.Shipped
 	}
+	projected, over := addTokens(spentTokens, pol.NextEstTokens, saturated)
 	remaining := pol.DeadlineS - spentS
 	d := Decision{
 		SpentS:          spentS,
 		RemainingS:      remaining,
 		SpentTokens:     spentTokens,
-		ProjectedTokens: spentTokens + pol.NextEstTokens,
+		ProjectedTokens: projected,
 		SunkUSD:         float64(spentTokens) / 1000 * pol.PaidUSDPer1k,
 	}
 	switch {
 	case shipped:
 		d.Action, d.Why = Stop, WhyShipped
-	case d.ProjectedTokens > pol.CeilingTokens:
+	case over || projected > pol.CeilingTokens:
 		d.Action, d.Why = Stop, WhyCeiling
 	case pol.FreeEligible && pol.NextQueueS+pol.NextGenS <= remaining:
 		d.Action, d.Why = RetryFree, WhyFreeFits
@@ -129,6 +212,19 @@ func Book(attempts []Attempt, pol BookPolicy) Decision {
 		}
 	}
 	return d
+}
+
+// addTokens returns sum + n (n < 0 counts as 0), saturated at math.MaxInt,
+// and whether the true sum passed math.MaxInt (or had already: sat).
+func addTokens(sum, n int, sat bool) (int, bool) {
+	if sat {
+		return math.MaxInt, true
+	}
+	n = max(n, 0)
+	if sum > math.MaxInt-n {
+		return math.MaxInt, true
+	}
+	return sum + n, false
 }
 
 // errNotFinite is returned when a Decision holds a value JSON cannot carry.

@@ -3,8 +3,10 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -348,5 +350,188 @@ func BenchmarkDecisionAppendJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = d.AppendJSON(buf[:0])
+	}
+}
+
+// boundedFloat draws a value in [0, limit] spread over every magnitude, with
+// the edges (0, limit) and whole numbers common.
+func boundedFloat(rng *rand.Rand, limit float64) float64 {
+	switch rng.IntN(6) {
+	case 0:
+		return 0
+	case 1:
+		return limit
+	case 2:
+		return float64(rng.IntN(1000))
+	}
+	return math.Min(limit, math.Pow(10, rng.Float64()*math.Log10(limit+1))-1+rng.Float64())
+}
+
+func boundedCount(rng *rand.Rand) int {
+	return int(math.Trunc(boundedFloat(rng, MaxTokens)))
+}
+
+// TestBookPropertyWithinBounds: for any attempts and policy within the bounds
+// readers enforce, the answer respects eligibility, the token figures are
+// ordered and non-negative, and the JSON encodes.
+func TestBookPropertyWithinBounds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 5000 {
+		n := rng.IntN(12)
+		if i%500 == 0 {
+			n = 10000 // the most attempts stdin accepts
+		}
+		as := make([]Attempt, n)
+		for j := range as {
+			as[j] = Attempt{QueueS: boundedFloat(rng, MaxSeconds), GenS: boundedFloat(rng, MaxSeconds), EmittedTokens: boundedCount(rng), Shipped: rng.IntN(30) == 0}
+		}
+		p := BookPolicy{
+			DeadlineS: boundedFloat(rng, MaxSeconds), CeilingTokens: boundedCount(rng),
+			NextQueueS: boundedFloat(rng, MaxSeconds), NextGenS: boundedFloat(rng, MaxSeconds), NextEstTokens: boundedCount(rng),
+			PaidQueueS: boundedFloat(rng, MaxSeconds), PaidUSDPer1k: boundedFloat(rng, MaxUSDPer1k),
+			FreeEligible: rng.IntN(2) == 0, PaidEligible: rng.IntN(2) == 0,
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("case %d: generator out of bounds: %v", i, err)
+		}
+		d := Book(as, p)
+		checkBookProperties(t, i, as, p, d)
+		if _, err := json.Marshal(d); err != nil {
+			t.Fatalf("case %d: %+v does not encode: %v", i, d, err)
+		}
+	}
+}
+
+// TestBookPropertyOutOfBounds: past the bounds (huge, negative, NaN,
+// infinite) Book still never panics, never wraps a token sum and never
+// answers a lane that is not eligible.
+func TestBookPropertyOutOfBounds(t *testing.T) {
+	floats := []float64{0, 1, -1, 1e300, math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN(), math.SmallestNonzeroFloat64}
+	ints := []int{0, 1, -1, math.MaxInt, math.MaxInt - 1, math.MinInt, MaxTokens + 1}
+	rng := rand.New(rand.NewPCG(7, 8))
+	f := func() float64 { return floats[rng.IntN(len(floats))] }
+	k := func() int { return ints[rng.IntN(len(ints))] }
+	for i := range 20000 {
+		as := make([]Attempt, rng.IntN(4))
+		for j := range as {
+			as[j] = Attempt{QueueS: f(), GenS: f(), EmittedTokens: k(), Shipped: rng.IntN(30) == 0}
+		}
+		p := BookPolicy{
+			DeadlineS: f(), CeilingTokens: k(), NextQueueS: f(), NextGenS: f(), NextEstTokens: k(),
+			PaidQueueS: f(), PaidUSDPer1k: f(), FreeEligible: rng.IntN(2) == 0, PaidEligible: rng.IntN(2) == 0,
+		}
+		d := Book(as, p)
+		checkBookProperties(t, i, as, p, d)
+		_ = d.AppendJSON(nil) // never panics, whatever the figures
+	}
+}
+
+func checkBookProperties(t *testing.T, i int, as []Attempt, p BookPolicy, d Decision) {
+	t.Helper()
+	if d.Action == RetryFree && !p.FreeEligible {
+		t.Fatalf("case %d: retry_free with the free lane not eligible: %+v", i, d)
+	}
+	if d.Action == CutOver && !p.PaidEligible {
+		t.Fatalf("case %d: cut_over with the paid lane not eligible: %+v", i, d)
+	}
+	if d.SpentTokens < 0 || d.ProjectedTokens < d.SpentTokens {
+		t.Fatalf("case %d: spent %d, projected %d", i, d.SpentTokens, d.ProjectedTokens)
+	}
+	// The ceiling check on exact (big) integers.
+	sum := new(big.Int)
+	for _, a := range as {
+		sum.Add(sum, big.NewInt(int64(max(a.EmittedTokens, 0))))
+	}
+	sum.Add(sum, big.NewInt(int64(max(p.NextEstTokens, 0))))
+	over := sum.Cmp(big.NewInt(int64(p.CeilingTokens))) > 0
+	shipped := false
+	for _, a := range as {
+		shipped = shipped || a.Shipped
+	}
+	if over && !shipped && (d.Action != Stop || d.Why != WhyCeiling) {
+		t.Fatalf("case %d: projected %v > ceiling %d, answer %s (%s)", i, sum, p.CeilingTokens, d.Action, d.Why)
+	}
+	if d.Action != Stop && over {
+		t.Fatalf("case %d: %s past the ceiling", i, d.Action)
+	}
+}
+
+// A next_est_tokens that overflowed to a negative projection used to answer
+// retry_free.
+func TestBookTokenSumsSaturate(t *testing.T) {
+	p := BookPolicy{DeadlineS: 600, CeilingTokens: 4000, NextQueueS: 1, NextGenS: 1, NextEstTokens: math.MaxInt, FreeEligible: true, PaidEligible: true}
+	for _, tc := range []struct {
+		name    string
+		tokens  []int
+		est     int
+		ceiling int
+	}{
+		{"huge estimate", []int{220}, math.MaxInt, 4000},
+		{"huge estimate, ceiling at MaxInt", []int{220}, math.MaxInt, math.MaxInt},
+		{"attempts overflow", []int{math.MaxInt, math.MaxInt}, 0, math.MaxInt},
+		{"attempts at MaxInt, estimate 1", []int{math.MaxInt}, 1, math.MaxInt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var as []Attempt
+			for _, n := range tc.tokens {
+				as = append(as, Attempt{QueueS: 1, GenS: 1, EmittedTokens: n})
+			}
+			p := p
+			p.NextEstTokens, p.CeilingTokens = tc.est, tc.ceiling
+			d := Book(as, p)
+			if d.Action != Stop || d.Why != WhyCeiling || d.ProjectedTokens != math.MaxInt || d.SpentTokens < 0 {
+				t.Fatalf("%+v, want a stop at the ceiling with projected_tokens saturated", d)
+			}
+		})
+	}
+	t.Run("negative counts count as 0", func(t *testing.T) {
+		q := p
+		q.NextEstTokens = -5
+		d := Book([]Attempt{{EmittedTokens: -100}}, q)
+		if d.SpentTokens != 0 || d.ProjectedTokens != 0 || d.Action != RetryFree {
+			t.Fatalf("%+v", d)
+		}
+	})
+}
+
+func TestBookPolicyValidate(t *testing.T) {
+	good := BookPolicy{DeadlineS: 60, CeilingTokens: 4000, NextQueueS: 35, NextGenS: 12, NextEstTokens: 800, PaidQueueS: 2, PaidUSDPer1k: 0.002}
+	for _, tc := range []struct {
+		name string
+		edit func(*BookPolicy)
+		want string
+	}{
+		{"good", func(*BookPolicy) {}, ""},
+		{"at the bounds", func(p *BookPolicy) {
+			p.DeadlineS, p.NextQueueS, p.NextGenS, p.PaidQueueS = MaxSeconds, MaxSeconds, MaxSeconds, MaxSeconds
+			p.CeilingTokens, p.NextEstTokens, p.PaidUSDPer1k = MaxTokens, MaxTokens, MaxUSDPer1k
+		}, ""},
+		{"huge estimate", func(p *BookPolicy) { p.NextEstTokens = math.MaxInt }, "next_est_tokens: must be at most 1000000000000"},
+		{"one token past", func(p *BookPolicy) { p.CeilingTokens = MaxTokens + 1 }, "ceiling_tokens: must be at most 1000000000000"},
+		{"negative ceiling", func(p *BookPolicy) { p.CeilingTokens = -1 }, "ceiling_tokens: must be >= 0"},
+		{"deadline past", func(p *BookPolicy) { p.DeadlineS = 1e9 + 1 }, "deadline_s: must be at most 1000000000"},
+		{"NaN queue", func(p *BookPolicy) { p.NextQueueS = math.NaN() }, "next_queue_s: must be a finite number"},
+		{"infinite gen", func(p *BookPolicy) { p.NextGenS = math.Inf(1) }, "next_gen_s: must be a finite number"},
+		{"negative paid queue", func(p *BookPolicy) { p.PaidQueueS = -0.5 }, "paid_queue_s: must be >= 0"},
+		{"price", func(p *BookPolicy) { p.PaidUSDPer1k = 2e6 }, "paid_usd_per_1k: must be at most 1000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := good
+			tc.edit(&p)
+			err := p.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var fe *FieldError
+			if err == nil || err.Error() != tc.want || !errors.As(err, &fe) {
+				t.Fatalf("Validate = %v, want %q as a *FieldError", err, tc.want)
+			}
+			if got := fmt.Errorf("classes[0].book.%w", err).Error(); got != "classes[0].book."+tc.want {
+				t.Errorf("with a path: %q", got)
+			}
+		})
 	}
 }

@@ -523,8 +523,8 @@ func (s *stat) lane(spec LaneSpec) Lane {
 	return Lane{
 		Name:       spec.Name,
 		Kind:       spec.Kind,
-		NextQueueS: ceil2(s.queue),
-		TokPerS:    floor2(s.tok),
+		NextQueueS: min(ceil2(s.queue), MaxSeconds), // what a reader accepts
+		TokPerS:    min(floor2(s.tok), MaxSeconds),
 		Samples:    s.samples,
 		Failures:   s.failures,
 	}

@@ -308,7 +308,7 @@ func ParseFile(data []byte) (File, error) {
 					NextGenS:      p.num(bt+"next_gen_s", k.NextGenS),
 					NextEstTokens: p.int(bt+"next_est_tokens", k.NextEstTokens),
 					PaidQueueS:    p.num(bt+"paid_queue_s", k.PaidQueueS),
-					PaidUSDPer1k:  p.num(bt+"paid_usd_per_1k", k.PaidUSDPer1k),
+					PaidUSDPer1k:  p.numMax(bt+"paid_usd_per_1k", k.PaidUSDPer1k, MaxUSDPer1k),
 					FreeEligible:  p.bool(bt+"free_eligible", k.FreeEligible),
 					PaidEligible:  k.PaidEligible == nil || *k.PaidEligible,
 				}
@@ -380,27 +380,32 @@ func (p *parser) bool(field string, v *bool) bool {
 	return *v
 }
 
+// int reads a count: at least 0 and at most MaxTokens.
 func (p *parser) int(field string, v *int) int {
 	if v == nil {
 		p.fail(field, "missing")
 		return 0
 	}
-	if *v < 0 {
-		p.fail(field, "must be >= 0")
+	if err := CheckCount(field, int64(*v)); err != nil && p.err == nil {
+		p.err = err
+		return 0
 	}
 	return *v
 }
 
-func (p *parser) num(field string, v *float64) float64 {
-	switch {
-	case v == nil:
+// num reads seconds or a rate: finite, at least 0 and at most MaxSeconds.
+func (p *parser) num(field string, v *float64) float64 { return p.numMax(field, v, MaxSeconds) }
+
+func (p *parser) numMax(field string, v *float64, limit float64) float64 {
+	if v == nil {
 		p.fail(field, "missing")
 		return 0
-	case !finite(*v):
-		p.fail(field, "must be a finite number")
+	}
+	if err := CheckNumber(field, *v, limit); err != nil {
+		if p.err == nil {
+			p.err = err
+		}
 		return 0
-	case *v < 0:
-		p.fail(field, "must be >= 0")
 	}
 	return *v
 }

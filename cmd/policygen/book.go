@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
 
@@ -13,7 +14,9 @@ import (
 )
 
 // runBook is `policygen book [-policy FILE -class NAME] < attempts.json`.
-func (e *env) runBook(args []string) error {
+// Reads are capped (stdin maxBookInput, the file maxPolicyFile) and end when
+// ctx is done (SIGINT, SIGTERM), even while stdin blocks.
+func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
 	className := fs.String("class", "", "class `name` in the -policy file")
@@ -37,26 +40,27 @@ prints the retry ledger's answer as one line of JSON.
 	}
 	var fromFile *policy.BookPolicy
 	if *policyPath != "" {
-		data, err := os.ReadFile(*policyPath)
+		data, err := readFileCapped(ctx, "policy file "+*policyPath, *policyPath, maxPolicyFile)
 		if err != nil {
-			return fmt.Errorf("policy file: %w", err)
+			return err
 		}
 		f, err := policy.ParseFile(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", *policyPath, err)
 		}
-		b, err := f.Book(*className)
+		i, c, err := findClass(f, *className)
 		if err != nil {
 			return fmt.Errorf("%s: %w", *policyPath, err)
 		}
-		fromFile = &b
+		// The same bounds as stdin: a file is input too.
+		if err := c.Book.Validate(); err != nil {
+			return fmt.Errorf("%s: classes[%d].book.%w", *policyPath, i, err)
+		}
+		fromFile = &c.Book
 	}
-	data, err := io.ReadAll(io.LimitReader(e.stdin, maxBookInput+1))
+	data, err := readCapped(ctx, "input", maxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
 	if err != nil {
-		return fmt.Errorf("read stdin: %w", err)
-	}
-	if len(data) > maxBookInput {
-		return fmt.Errorf("input: larger than %d bytes", maxBookInput)
+		return err
 	}
 	in, err := decodeBookInput(data, fromFile == nil)
 	if err != nil {
@@ -71,4 +75,20 @@ prints the retry ledger's answer as one line of JSON.
 	}
 	_, err = fmt.Fprintf(e.stdout, "%s\n", out)
 	return err
+}
+
+// findClass returns the index and the class named name, or an error that
+// lists the classes the file has.
+func findClass(f policy.File, name string) (int, policy.Class, error) {
+	names := make([]string, len(f.Classes))
+	for i, c := range f.Classes {
+		if c.Name == name {
+			return i, c, nil
+		}
+		names[i] = c.Name
+	}
+	if len(names) == 0 {
+		return 0, policy.Class{}, fmt.Errorf("class %q: not in the policy file for %s (it has no classes)", name, f.Hour)
+	}
+	return 0, policy.Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(names, ", "))
 }

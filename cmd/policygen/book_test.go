@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
 )
@@ -160,10 +164,10 @@ func TestBookBadInput(t *testing.T) {
 		{"null number", att(`{"queue_s": null, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`), "attempts[0].queue_s: must be a number"},
 		{"object number", att(`{"queue_s": {}, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`), "attempts[0].queue_s: must be a number"},
 		{"overflowing number", att(`{"queue_s": 1e400, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`), "attempts[0].queue_s: must be a finite number"},
-		{"huge seconds", att(`{"queue_s": 1e10, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`), "attempts[0].queue_s: must be <= 1e+09"},
+		{"huge seconds", att(`{"queue_s": 1e10, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`), "attempts[0].queue_s: must be at most 1000000000"},
 		{"fractional tokens", att(`{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1.5, "shipped": false}`), "attempts[0].emitted_tokens: must be a whole number"},
 		{"negative tokens", att(`{"queue_s": 1, "gen_s": 1, "emitted_tokens": -3, "shipped": false}`), "attempts[0].emitted_tokens: must be >= 0"},
-		{"huge tokens", att(`{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1e300, "shipped": false}`), "attempts[0].emitted_tokens: must be <= 1e+12"},
+		{"huge tokens", att(`{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1e300, "shipped": false}`), "attempts[0].emitted_tokens: must be at most 1000000000000"},
 		{"shipped as string", att(`{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1, "shipped": "no"}`), "attempts[0].shipped: must be true or false"},
 		{"missing policy field", pol(strings.Replace(fullPol, `"next_gen_s": 12, `, "", 1)), "policy.next_gen_s: missing"},
 		{"negative deadline", pol(strings.Replace(fullPol, `"deadline_s": 60`, `"deadline_s": -60`, 1)), "policy.deadline_s: must be >= 0"},
@@ -290,4 +294,145 @@ func FuzzBookInput(f *testing.F) {
 			t.Fatalf("non-finite answer %+v", d)
 		}
 	})
+}
+
+// A policy file is input too: every number of the class's book is bounded
+// before the ledger sees it, and the error names the field.
+func TestBookPolicyFileBounds(t *testing.T) {
+	dir := t.TempDir()
+	good := policy.BookPolicy{DeadlineS: 60, CeilingTokens: 4000, NextQueueS: 35, NextGenS: 12, NextEstTokens: 800, PaidQueueS: 2, PaidUSDPer1k: 0.002, FreeEligible: true, PaidEligible: true}
+	attempts := `{"attempts": [{"queue_s": 35, "gen_s": 9, "emitted_tokens": 220, "shipped": false}]}`
+	for _, tc := range []struct {
+		name string
+		edit func(*policy.BookPolicy)
+		want string
+	}{
+		// It used to wrap to a negative projection and answer retry_free.
+		{"huge next_est_tokens", func(b *policy.BookPolicy) { b.NextEstTokens = math.MaxInt64 }, "classes[1].book.next_est_tokens: must be at most 1000000000000"},
+		{"huge ceiling", func(b *policy.BookPolicy) { b.CeilingTokens = policy.MaxTokens + 1 }, "classes[1].book.ceiling_tokens: must be at most 1000000000000"},
+		{"huge deadline", func(b *policy.BookPolicy) { b.DeadlineS = 1e300 }, "classes[1].book.deadline_s: must be at most 1000000000"},
+		{"huge paid queue", func(b *policy.BookPolicy) { b.PaidQueueS = 2e9 }, "classes[1].book.paid_queue_s: must be at most 1000000000"},
+		{"huge price", func(b *policy.BookPolicy) { b.PaidUSDPer1k = 1e7 }, "classes[1].book.paid_usd_per_1k: must be at most 1000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := good
+			tc.edit(&b)
+			f := policy.File{Hour: "2026-11-30T14", Timezone: "UTC", Basis: policy.BasisLive, Lanes: []policy.Lane{}, Classes: []policy.Class{
+				{Name: "interactive", Lanes: []string{}, Book: good},
+				{Name: "batch", Lanes: []string{}, Book: b},
+			}}
+			data, err := policy.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, tc.name+".yaml")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The whole file is refused, whichever class is asked for.
+			for _, class := range []string{"batch", "interactive"} {
+				r := (&env{}).exec(t, attempts, "book", "-policy", path, "-class", class)
+				if r.code != 1 || r.stdout != "" || r.stderr != "policygen: "+path+": policy file: "+tc.want+"\n" {
+					t.Fatalf("-class %s: exit %d, stdout %q, stderr %q; want 1 and %q", class, r.code, r.stdout, r.stderr, tc.want)
+				}
+			}
+		})
+	}
+	t.Run("unknown class lists the classes", func(t *testing.T) {
+		data, err := policy.Marshal(policy.File{Hour: "2026-11-30T14", Timezone: "UTC", Basis: policy.BasisLive, Classes: []policy.Class{{Name: "interactive", Book: good}, {Name: "batch", Book: good}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "two.yaml")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := (&env{}).exec(t, attempts, "book", "-policy", path, "-class", "nope")
+		want := "policygen: " + path + `: class "nope": not in the policy file for 2026-11-30T14 (classes: interactive, batch)` + "\n"
+		if r.code != 1 || r.stderr != want {
+			t.Fatalf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
+		}
+	})
+}
+
+// Reads are capped: a policy file that never ends (/dev/zero) is an error
+// after 1 MiB, not 24 GB of memory.
+func TestBookPolicyFileCap(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	done := make(chan result, 1)
+	go func() {
+		done <- (&env{}).exec(t, `{"attempts": []}`, "book", "-policy", "/dev/zero", "-class", "interactive")
+	}()
+	select {
+	case r := <-done:
+		if r.code != 1 || r.stderr != "policygen: policy file /dev/zero: larger than 1048576 bytes\n" {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading /dev/zero did not stop")
+	}
+	t.Run("missing file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "nope.yaml")
+		r := (&env{}).exec(t, `{"attempts": []}`, "book", "-policy", path, "-class", "interactive")
+		if r.code != 1 || r.stderr != "policygen: policy file "+path+": no such file or directory\n" {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+}
+
+// SIGINT/SIGTERM cancel ctx: book returns promptly even while stdin, or the
+// open of a -policy FIFO, blocks forever.
+func TestBookInterrupted(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close() // never written: stdin stays open
+	defer pr.Close()
+	fifo := filepath.Join(t.TempDir(), "policy.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		stdin io.Reader
+		args  []string
+		want  string
+	}{
+		{"stdin never closes", pr, []string{"book"}, "input: interrupted while reading (context canceled)"},
+		{"policy FIFO without a writer", strings.NewReader(`{"attempts": []}`), []string{"book", "-policy", fifo, "-class", "interactive"},
+			"policy file " + fifo + ": interrupted while reading (context canceled)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errb bytes.Buffer
+			e := &env{stdin: tc.stdin, stdout: &out, stderr: &errb, lookupEnv: func(string) (string, bool) { return "", false }}
+			done := make(chan error, 1)
+			go func() { done <- e.run(ctx, tc.args) }()
+			time.Sleep(50 * time.Millisecond)
+			select {
+			case err := <-done:
+				t.Fatalf("returned before the cancel: %v", err)
+			default:
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err == nil || err.Error() != tc.want || out.Len() != 0 {
+					t.Fatalf("err %v, stdout %q; want %q", err, out.String(), tc.want)
+				}
+				if code := exitCode(err, &errb); code != 1 {
+					t.Errorf("exit %d, want 1", code)
+				}
+			case <-time.After(time.Second):
+				t.Fatal("book did not return within a second of the cancel")
+			}
+		})
+	}
+	// Unblock the FIFO's open so the goroutine left behind ends.
+	if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		f.Close()
+	}
 }

@@ -2,26 +2,79 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// Bounds on book input: far past any real job, and low enough that no sum
-// over the attempts overflows or turns infinite.
+// Bounds on book input. The bounds on its numbers are policy.MaxSeconds,
+// policy.MaxTokens and policy.MaxUSDPer1k, shared with the -policy reader.
 const (
-	maxBookInput = 8 << 20 // bytes
-	maxAttempts  = 10000
-	maxSeconds   = 1e9
-	maxTokens    = 1e12
-	maxUSDPer1k  = 1e6
+	maxBookInput  = 8 << 20 // bytes of stdin
+	maxPolicyFile = 1 << 20 // bytes of a policy file (book -policy, lane)
+	maxAttempts   = 10000
 )
+
+// readCapped reads what open returns to its end, at most limit bytes, and
+// closes it. More than limit bytes is an error, "<what>: larger than N
+// bytes"; other errors are "<what>: err" (a *fs.PathError shown without its
+// path, which what already names). It returns as soon as ctx is done, even
+// while open or a read blocks (stdin that never closes, a FIFO without a
+// writer): the reading goroutine is then left behind until its read returns,
+// which is fine for a command that is about to exit.
+func readCapped(ctx context.Context, what string, limit int64, open func() (io.ReadCloser, error)) ([]byte, error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rc, err := open()
+		if err != nil {
+			done <- result{nil, err}
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+		_ = rc.Close() // read-only: nothing to lose
+		done <- result{data, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		select {
+		case r = <-done: // finished at the same moment: take it
+		default:
+			return nil, fmt.Errorf("%s: interrupted while reading (%w)", what, context.Cause(ctx))
+		}
+	}
+	if r.err != nil {
+		var pe *fs.PathError
+		if errors.As(r.err, &pe) {
+			r.err = pe.Err
+		}
+		return nil, fmt.Errorf("%s: %w", what, r.err)
+	}
+	if int64(len(r.data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", what, limit)
+	}
+	return r.data, nil
+}
+
+// readFileCapped is readCapped on a file; the open happens in the reading
+// goroutine too, since opening a FIFO blocks.
+func readFileCapped(ctx context.Context, what, path string, limit int64) ([]byte, error) {
+	return readCapped(ctx, what, limit, func() (io.ReadCloser, error) { return os.Open(path) })
+}
 
 // bookInput is the decoded stdin of `policygen book`.
 type bookInput struct {
@@ -60,9 +113,9 @@ func decodeBookInput(data []byte, withPolicy bool) (bookInput, error) {
 					var err error
 					switch key {
 					case "queue_s":
-						a.QueueS, err = d.number(path, maxSeconds)
+						a.QueueS, err = d.number(path, policy.MaxSeconds)
 					case "gen_s":
-						a.GenS, err = d.number(path, maxSeconds)
+						a.GenS, err = d.number(path, policy.MaxSeconds)
 					case "emitted_tokens":
 						a.EmittedTokens, err = d.count(path)
 					case "shipped":
@@ -82,19 +135,19 @@ func decodeBookInput(data []byte, withPolicy bool) (bookInput, error) {
 				var err error
 				switch key {
 				case "deadline_s":
-					p.DeadlineS, err = d.number(path, maxSeconds)
+					p.DeadlineS, err = d.number(path, policy.MaxSeconds)
 				case "ceiling_tokens":
 					p.CeilingTokens, err = d.count(path)
 				case "next_queue_s":
-					p.NextQueueS, err = d.number(path, maxSeconds)
+					p.NextQueueS, err = d.number(path, policy.MaxSeconds)
 				case "next_gen_s":
-					p.NextGenS, err = d.number(path, maxSeconds)
+					p.NextGenS, err = d.number(path, policy.MaxSeconds)
 				case "next_est_tokens":
 					p.NextEstTokens, err = d.count(path)
 				case "paid_queue_s":
-					p.PaidQueueS, err = d.number(path, maxSeconds)
+					p.PaidQueueS, err = d.number(path, policy.MaxSeconds)
 				case "paid_usd_per_1k":
-					p.PaidUSDPer1k, err = d.number(path, maxUSDPer1k)
+					p.PaidUSDPer1k, err = d.number(path, policy.MaxUSDPer1k)
 				case "free_eligible":
 					p.FreeEligible, err = d.bool(path)
 				case "paid_eligible":
@@ -236,7 +289,7 @@ func (j *jsonReader) scalar(path, want string) (json.Token, error) {
 	return tok, nil
 }
 
-// number reads a finite number in [0, limit].
+// number reads a finite number in [0, limit] (policy.CheckNumber).
 func (j *jsonReader) number(path string, limit float64) (float64, error) {
 	tok, err := j.scalar(path, "a number")
 	if err != nil {
@@ -247,18 +300,17 @@ func (j *jsonReader) number(path string, limit float64) (float64, error) {
 		return 0, fmt.Errorf("%s: must be a number", path)
 	}
 	x, err := strconv.ParseFloat(string(n), 64)
-	switch {
-	case err != nil || math.IsInf(x, 0) || math.IsNaN(x):
+	if err != nil {
 		return 0, fmt.Errorf("%s: must be a finite number", path)
-	case x < 0:
-		return 0, fmt.Errorf("%s: must be >= 0", path)
-	case x > limit:
-		return 0, fmt.Errorf("%s: must be <= %g", path, limit)
+	}
+	if err := policy.CheckNumber(path, x, limit); err != nil {
+		return 0, err
 	}
 	return x, nil
 }
 
-// count reads a whole number in [0, maxTokens] (1e3 and 800.0 are whole).
+// count reads a whole number in [0, policy.MaxTokens] (1e3 and 800.0 are
+// whole).
 func (j *jsonReader) count(path string) (int, error) {
 	tok, err := j.scalar(path, "a whole number")
 	if err != nil {
@@ -272,12 +324,14 @@ func (j *jsonReader) count(path string) (int, error) {
 	switch {
 	case err != nil || math.IsInf(x, 0) || math.IsNaN(x) || x != math.Trunc(x):
 		return 0, fmt.Errorf("%s: must be a whole number", path)
-	case x < 0:
-		return 0, fmt.Errorf("%s: must be >= 0", path)
-	case x > maxTokens:
-		return 0, fmt.Errorf("%s: must be <= %g", path, float64(maxTokens))
 	}
-	return int(x), nil
+	// Clamped first so that the conversion is defined; the check then
+	// reports -1 and MaxTokens+1 as out of bounds.
+	c := int64(math.Max(-1, math.Min(x, policy.MaxTokens+1)))
+	if err := policy.CheckCount(path, c); err != nil {
+		return 0, err
+	}
+	return int(c), nil
 }
 
 func (j *jsonReader) bool(path string) (bool, error) {

@@ -33,7 +33,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usagef("unexpected argument %q (subcommands: book, swings)", fs.Arg(0))
+		return usagef("unexpected argument %q (subcommands: book, lane, swings)", fs.Arg(0))
 	case *configPath == "":
 		return usagef("-config is required")
 	case *hourFlag != "" && *dayFlag != "":

@@ -3,11 +3,12 @@
 //
 //	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]  # policy for an hour (default: now)
 //	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
-//	policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]  # time-of-day report
+//	policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
+//	policygen lane -config F -class NAME [-hour H] [-format name|json|env] [-dir DIR]  # the lane to run on
 //
 // Exit status: 0 done; 1 bad config, bad input or a store error, with one line
-// on stderr; 2 bad usage.
+// on stderr; 2 bad usage; 3 (lane only) no lane fits the class this hour.
 package main
 
 import (
@@ -57,7 +58,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 		case "swings":
 			return runSwings(ctx, args[1:], e.stdout, e.stderr)
 		case "book":
-			return e.runBook(args[1:])
+			return e.runBook(ctx, args[1:])
+		case "lane":
+			return e.runLane(ctx, args[1:])
 		}
 	}
 	return e.runPolicy(ctx, args)
@@ -65,8 +68,9 @@ func (e *env) run(ctx context.Context, args []string) error {
 
 const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]
        policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
-       policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
+       policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
        policygen book [-policy FILE -class NAME] < attempts.json
+       policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env] [-dir DIR]
 
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the
 config's timezone) or, with -day, the 24 forecast files of that day, each
@@ -77,5 +81,10 @@ book reads {"attempts": [...], "policy": {...}} on stdin (with -policy and
 -class: {"attempts": [...]} and the class's book from the policy file) and
 prints the ledger's answer as JSON.
 
-Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage.
+lane prints the first lane of the class in the policy file of the hour
+(default: the current hour in the config's timezone); policygen lane -h
+has the formats.
+
+Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage,
+3 (lane) no lane fits the class this hour.
 `

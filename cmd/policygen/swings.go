@@ -19,23 +19,31 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
+const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
 
 Time-of-day report: for each lane and hour of day (in the config's timezone),
 the median and the max of the hourly worst queue times over the hourly
 records of [now - N days, now), the probes and failed probes behind them, and
-per lane the peak hour, the quietest hour and the swing between them.
+per lane the peak hour, the quietest hour and the swing between them. An
+hour's worst is a lower bound (">30.0", censored) when a failed probe is
+known to have waited at least as long as every ok probe (a timeout before the first
+token, say).
 
-  table  fits 100 columns; "-" where there is no value
-  csv    lane,kind,hour,median_s,worst_s,measured,days,samples,failures
-         (24 rows per lane; median_s and worst_s empty without an ok probe)
+  table  fits 100 columns; "-" where there is no value, ">x" for at least x
+  csv    lane,kind,hour,median_s,worst_s,measured,days,samples,failures,
+         censored,median_censored (24 rows per lane; median_s and worst_s
+         empty without a value; censored: worst_s is a lower bound)
   json   {timezone, from, to, days, first_record, last_record, records,
           lanes: [{name, kind, records, samples, failures, peak_hour,
           peak_median_s, quiet_hour, quiet_median_s, swing_s, swing_ratio,
+          peak_censored, quiet_censored, swing_censored,
           hours: [{hour, median_s, worst_s, measured, days, samples,
-          failures}]}]}; null where there is no value
+          failures, censored, median_censored}]}]}; null where there is no value
 
--svg FILE also draws the chart (a PNG when FILE ends in .png), written atomically.
+-svg FILE draws the chart instead (a PNG when FILE ends in .png), written
+atomically, with each class's deadline as a line, and prints where it went;
+add -format to print the report too (the "wrote chart" line then goes to
+stderr). -log puts the seconds axis of the chart on a log scale.
 
 `
 
@@ -59,8 +67,9 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
 	days := fset.Int("days", 7, "report the last `N` days")
 	lane := fset.String("lane", "", "report only the lane `NAME`")
-	svg := fset.String("svg", "", "also draw the chart into `FILE` (PNG when it ends in .png)")
-	format := fset.String("format", "table", "output `format`: table, csv or json")
+	svg := fset.String("svg", "", "draw the chart into `FILE` (PNG when it ends in .png)")
+	logY := fset.Bool("log", false, "with -svg: a log scale on the seconds axis")
+	format := fset.String("format", "table", "output `format`: table, csv or json (with -svg: print the report too)")
 	fset.Usage = func() {
 		fmt.Fprint(fset.Output(), swingsUsage)
 		fset.PrintDefaults()
@@ -71,6 +80,8 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		}
 		return fmt.Errorf("swings: %w", err)
 	}
+	formatSet := false
+	fset.Visit(func(f *flag.Flag) { formatSet = formatSet || f.Name == "format" })
 	var write func(io.Writer, *swings.Report) error
 	switch *format {
 	case "table":
@@ -89,6 +100,8 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		return usagef("swings: -config is required")
 	case *days < 1 || *days > maxSwingsDays:
 		return usagef("swings: -days %d: want 1 to %d", *days, maxSwingsDays)
+	case *logY && *svg == "":
+		return usagef("swings: -log goes with -svg (it scales the chart)")
 	}
 
 	cfg, err := config.Load(*configPath)
@@ -105,7 +118,11 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 	for i, l := range cfg.Lanes {
 		lanes[i] = swings.Lane{Name: l.Name, Kind: l.Kind}
 	}
-	rep := swings.Compute(recs, swings.Options{Location: cfg.Location, From: from, To: to, Days: *days, Lanes: lanes})
+	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
+	for i, c := range cfg.Policy.Classes {
+		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
+	}
+	rep := swings.Compute(swingsRecords(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: *days, Lanes: lanes, Classes: classes})
 	if *lane != "" {
 		l, ok := rep.Lane(*lane)
 		if !ok {
@@ -121,12 +138,25 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 	// The chart goes first: a report on stdout means everything was written.
 	if *svg != "" {
 		var buf bytes.Buffer
-		if err := swings.WriteChart(&buf, rep, swings.ChartFormat(*svg)); err != nil {
+		if err := swings.WriteChart(&buf, rep, swings.ChartOptions{Format: swings.ChartFormat(*svg), Log: *logY}); err != nil {
 			return fmt.Errorf("swings: %w", err)
 		}
 		if err := writeAtomic(*svg, buf.Bytes(), nil); err != nil {
 			return fmt.Errorf("swings: %w", err)
 		}
+		lanesN := fmt.Sprintf("%d lanes", len(rep.Lanes))
+		if len(rep.Lanes) == 1 {
+			lanesN = "1 lane"
+		}
+		msg := fmt.Sprintf("wrote chart %s (%s, %d hours, last %d days)\n", *svg, lanesN, swings.HoursPerDay, *days)
+		if !formatSet {
+			if _, err := io.WriteString(e.stdout, msg); err != nil {
+				return fmt.Errorf("swings: %w", err)
+			}
+			return nil
+		}
+		// stdout carries the report: keep it clean for csv and json.
+		_, _ = io.WriteString(e.stderr, "policygen: swings: "+msg)
 	}
 	var out bytes.Buffer
 	if err := write(&out, rep); err != nil {
@@ -136,6 +166,46 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("swings: write report: %w", err)
 	}
 	return nil
+}
+
+// swingsRecords maps the store's hourly records to the report's input.
+// WorstCensoredS stays 0 until series.Hourly carries worst_censored_s.
+//
+// A lane-hour has one record per site (and, when the lane's kind changed
+// within the hour, identical copies per kind): the copies count once and
+// the sites merge conservatively, worst of the worsts and the sum of probes.
+func swingsRecords(hs []series.Hourly) []swings.Record {
+	type laneHour struct {
+		lane string
+		hour int64
+	}
+	type laneSiteHour struct {
+		laneHour
+		site string
+	}
+	idx := map[laneHour]int{}
+	seen := map[laneSiteHour]bool{}
+	var recs []swings.Record
+	for _, h := range hs {
+		k := laneHour{h.Lane, h.Hour.UnixNano()}
+		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
+			continue
+		} else {
+			seen[ks] = true
+		}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(recs)
+			recs = append(recs, swings.Record{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
+			i = len(recs) - 1
+		}
+		r := &recs[i]
+		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
+		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
+		r.Samples += h.Samples
+		r.Failures += h.Failures
+	}
+	return recs
 }
 
 // hourly reads the hourly records of [from, to). A samples file that does not

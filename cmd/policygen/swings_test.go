@@ -168,11 +168,11 @@ func TestSwingsWeekFormats(t *testing.T) {
 			t.Fatalf("%d rows, want 49", len(rows))
 		}
 		for i, want := range map[int]string{
-			0:           "lane,kind,hour,median_s,worst_s,measured,days,samples,failures",
-			1 + 3:       "free,free,3,6.500,8.000,7,7,21,2",
-			1 + 10:      "free,free,10,26.500,28.000,7,7,21,0",
-			1 + 20:      "free,free,20,6.500,8.000,7,7,21,0",
-			1 + 24 + 13: "paid,paid,13,3.000,3.000,7,7,21,0",
+			0:           "lane,kind,hour,median_s,worst_s,measured,days,samples,failures,censored,median_censored",
+			1 + 3:       "free,free,3,6.500,8.000,7,7,21,2,false,false",
+			1 + 10:      "free,free,10,26.500,28.000,7,7,21,0,false,false",
+			1 + 20:      "free,free,20,6.500,8.000,7,7,21,0,false,false",
+			1 + 24 + 13: "paid,paid,13,3.000,3.000,7,7,21,0,false,false",
 		} {
 			if got := strings.Join(rows[i], ","); got != want {
 				t.Errorf("row %d: %s, want %s", i, got, want)
@@ -258,7 +258,7 @@ func TestSwingsChart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := swingsOK(t, swingsNow, append([]string{"-config", cfg}, tc.args...)...)
 			if r.stdout == "" {
-				t.Error("no report on stdout")
+				t.Error("nothing on stdout")
 			}
 			texts := svgTexts(t, tc.args[1])
 			for s, n := range tc.legend {
@@ -479,5 +479,101 @@ lanes:
 		if got := fieldsOf(t, out, prefix); got != want {
 			t.Errorf("line %q:\n got %s\nwant %s", prefix, got, want)
 		}
+	}
+}
+
+// -svg says where the chart went instead of reprinting the table; with an
+// explicit -format the report goes to stdout and the note to stderr.
+func TestSwingsChartOutput(t *testing.T) {
+	cfg := swingsSetup(t, []string{"free:free", "paid:paid", "dead:free"}, swingsWeek(true))
+	out := t.TempDir()
+	chart := filepath.Join(out, "c.svg")
+	for _, tc := range []struct {
+		name           string
+		args           []string
+		stdout, stderr string // stdout "json": a JSON report
+	}{
+		{"chart alone", []string{"-svg", chart}, "wrote chart " + chart + " (3 lanes, 24 hours, last 7 days)\n", ""},
+		{"one lane, 30 days", []string{"-svg", chart, "-lane", "paid", "-days", "30"}, "wrote chart " + chart + " (1 lane, 24 hours, last 30 days)\n", ""},
+		{"log", []string{"-svg", chart, "-log"}, "wrote chart " + chart + " (3 lanes, 24 hours, last 7 days)\n", ""},
+		{"explicit format", []string{"-svg", chart, "-format", "json"}, "json", "policygen: swings: wrote chart " + chart + " (3 lanes, 24 hours, last 7 days)\n"},
+		{"explicit table", []string{"-svg", chart, "-format", "table"}, "table", "policygen: swings: wrote chart " + chart + " (3 lanes, 24 hours, last 7 days)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := swingsOK(t, swingsNow, append([]string{"-config", cfg}, tc.args...)...)
+			switch tc.stdout {
+			case "json":
+				var doc swings.JSONReport
+				if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Lanes) != 3 {
+					t.Errorf("stdout is not the JSON report (%v): %q", err, r.stdout)
+				}
+			case "table":
+				if !strings.HasPrefix(r.stdout, "lanewatch swings:") {
+					t.Errorf("stdout is not the table: %q", r.stdout)
+				}
+			default:
+				if r.stdout != tc.stdout {
+					t.Errorf("stdout %q, want %q", r.stdout, tc.stdout)
+				}
+			}
+			if r.stderr != tc.stderr {
+				t.Errorf("stderr %q, want %q", r.stderr, tc.stderr)
+			}
+			if _, err := os.Stat(chart); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Run("-log without -svg", func(t *testing.T) {
+		r := swingsExec(t, swingsNow, "-config", cfg, "-log")
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "-log goes with -svg") {
+			t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+// The chart draws the config's classes' deadlines, and -log its scale.
+func TestSwingsChartDeadlines(t *testing.T) {
+	cfg := swingsSetup(t, []string{"free:free", "paid:paid"}, swingsWeek(false))
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, `policy:
+  classes:
+    - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
+    - {name: batch, deadline_s: 600, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
+`...)
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		log  bool
+		want map[string]int
+	}{
+		// Free peaks at 28 s: 60 s is on the plot, 600 s is named in the legend.
+		{"linear", false, map[string]int{"interactive deadline 60 s": 1, "batch deadline 600 s": 0, "batch 600 s: above": 1, "class deadline": 1}},
+		{"log", true, map[string]int{"interactive deadline 60 s": 1, "batch deadline 600 s": 1, "batch 600 s: above": 0, "class deadline": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".svg")
+			args := []string{"-config", cfg, "-svg", path}
+			if tc.log {
+				args = append(args, "-log")
+			}
+			swingsOK(t, swingsNow, args...)
+			texts := svgTexts(t, path)
+			for s, n := range tc.want {
+				if got := countOf(texts, s); got != n {
+					t.Errorf("%q appears %d times, want %d; texts %q", s, got, n, texts)
+				}
+			}
+			title := strings.Join(texts, "|")
+			if strings.Contains(title, "log scale") != tc.log {
+				t.Errorf("log scale in the title: %v, want %v", !tc.log, tc.log)
+			}
+		})
 	}
 }

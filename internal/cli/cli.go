@@ -1,6 +1,7 @@
 // Package cli holds what every lanewatch command does the same way: a bad
 // flag or argument is one error line and exit status 2, any other error one
-// line and exit status 1, and -h prints the usage.
+// line and exit status 1 (or the status an ExitError carries, such as
+// NoLane), and -h prints the usage.
 package cli
 
 import (
@@ -22,6 +23,27 @@ func Usagef(format string, args ...any) error {
 	return UsageError{fmt.Errorf(format, args...)}
 }
 
+// NoLane is the exit status of a command that ran fine but found no lane to
+// use (policygen lane when no lane fits the class this hour): a state for a
+// script to branch on, not a failure of the command.
+const NoLane = 3
+
+// ExitError is an error that asks for an exit status of its own. Codes
+// 0, 1, 2 and anything outside 3..125 are exit status 1 (0 would hide the
+// error; 2 is for usage errors; 126 and up mean things to the shell).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e ExitError) Error() string { return e.Err.Error() }
+func (e ExitError) Unwrap() error { return e.Err }
+
+// NoLanef returns an ExitError with status NoLane and a formatted message.
+func NoLanef(format string, args ...any) error {
+	return ExitError{Code: NoLane, Err: fmt.Errorf(format, args...)}
+}
+
 // Parse parses args with fs without letting the flag package print: a bad
 // flag comes back as a UsageError for the caller to return; -h or -help
 // prints fs.Usage to help and returns flag.ErrHelp.
@@ -40,7 +62,8 @@ func Parse(fs *flag.FlagSet, args []string, help io.Writer) error {
 }
 
 // Exit prints err as one line, "name: err", and returns the exit status:
-// 0 for nil or -h, 2 for a UsageError, 1 for anything else.
+// 0 for nil or -h, 2 for a UsageError, an ExitError's code when it is in
+// 3..125, 1 for anything else.
 func Exit(name string, err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -50,6 +73,10 @@ func Exit(name string, err error, stderr io.Writer) int {
 	var ue UsageError
 	if errors.As(err, &ue) {
 		return 2
+	}
+	var ee ExitError
+	if errors.As(err, &ee) && ee.Code >= 3 && ee.Code <= 125 {
+		return ee.Code
 	}
 	return 1
 }

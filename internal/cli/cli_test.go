@@ -56,6 +56,13 @@ func TestExit(t *testing.T) {
 		{"usage", Usagef("-config is required"), 2, "x: -config is required\n"},
 		{"wrapped usage", fmt.Errorf("swings: %w", Usagef("bad -days")), 2, "x: swings: bad -days\n"},
 		{"bad input", errors.New("lanes[0].kind: want free or paid\nsecond line"), 1, "x: lanes[0].kind: want free or paid second line\n"},
+		{"no lane", NoLanef("no lane fits class %q", "batch"), 3, "x: no lane fits class \"batch\"\n"},
+		{"wrapped no lane", fmt.Errorf("lane: %w", NoLanef("none")), 3, "x: lane: none\n"},
+		{"exit code 4", ExitError{Code: 4, Err: errors.New("four")}, 4, "x: four\n"},
+		{"exit code 0 is still an error", ExitError{Code: 0, Err: errors.New("zero")}, 1, "x: zero\n"},
+		{"exit code 2 is kept for usage", ExitError{Code: 2, Err: errors.New("two")}, 1, "x: two\n"},
+		{"exit code out of range", ExitError{Code: 300, Err: errors.New("big")}, 1, "x: big\n"},
+		{"usage wins over an exit code", ExitError{Code: 3, Err: Usagef("bad flag")}, 2, "x: bad flag\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,13 +16,17 @@ import (
 //	lane      lane name
 //	kind      free | paid ("" for a lane only seen in older records without a kind)
 //	hour      hour of day, 0..23, in the report's timezone
-//	median_s  median of the hourly worst queue times, seconds (3 decimals); empty when no ok probe
-//	worst_s   max of the hourly worst queue times, seconds (3 decimals); empty when no ok probe
-//	measured  hourly records with at least one ok probe (the values behind median_s and worst_s)
+//	median_s  median of the hourly worst queue times, seconds (3 decimals); empty when no value
+//	worst_s   max of the hourly worst queue times, seconds (3 decimals); empty when no value
+//	measured  hourly records with a queue time or a failed probe's lower bound (the values behind median_s and worst_s)
 //	days      days with a record at this hour
 //	samples   probes at this hour of day over the window
 //	failures  of which failed
-var CSVHeader = []string{"lane", "kind", "hour", "median_s", "worst_s", "measured", "days", "samples", "failures"}
+//	censored         true when worst_s is a lower bound (a failed probe waited at least that long), else false
+//	median_censored  true when median_s is a lower bound, else false
+//
+// Columns are only ever added at the end.
+var CSVHeader = []string{"lane", "kind", "hour", "median_s", "worst_s", "measured", "days", "samples", "failures", "censored", "median_censored"}
 
 // WriteCSV writes one row per lane and hour of day (24 per lane, hours with no
 // data included), lanes in report order. See CSVHeader for the columns.
@@ -42,6 +46,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 				l.Name, l.Kind, strconv.Itoa(h.Hour), med, worst,
 				strconv.Itoa(h.Measured), strconv.Itoa(h.Days),
 				strconv.FormatInt(h.Samples, 10), strconv.FormatInt(h.Failures, 10),
+				strconv.FormatBool(h.HasQueue() && h.Censored), strconv.FormatBool(h.HasQueue() && h.MedianCensored),
 			}
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("csv: %w", err)
@@ -83,6 +88,11 @@ type JSONLane struct {
 	SwingS    *float64   `json:"swing_s"`
 	Ratio     *float64   `json:"swing_ratio"`
 	Hours     []JSONHour `json:"hours"` // always 24, hour 0 first
+	// Lower bounds (see JSONHour.Censored): the peak's and the quietest
+	// hour's medians, and so swing_s when only the peak is one.
+	PeakCensored  bool `json:"peak_censored"`
+	QuietCensored bool `json:"quiet_censored"`
+	SwingCensored bool `json:"swing_censored"`
 }
 
 // JSONHour is one hour of day of a JSONLane.
@@ -94,6 +104,11 @@ type JSONHour struct {
 	Days     int      `json:"days"`
 	Samples  int64    `json:"samples"`
 	Failures int64    `json:"failures"`
+	// Censored is true when worst_s is a lower bound: a failed probe (a
+	// timeout before the first token, say) waited at least that long.
+	Censored bool `json:"censored"`
+	// MedianCensored is true when median_s is a lower bound.
+	MedianCensored bool `json:"median_censored"`
 }
 
 // JSON converts the report to its JSON document.
@@ -119,6 +134,7 @@ func (r *Report) JSON() JSONReport {
 			jl.PeakHour, jl.PeakS = ptr(s.PeakHour), ms(s.PeakS)
 			jl.QuietHour, jl.QuietS = ptr(s.QuietHour), ms(s.QuietS)
 			jl.SwingS = ms(s.SwingS)
+			jl.PeakCensored, jl.QuietCensored, jl.SwingCensored = s.PeakCensored, s.QuietCensored, s.LowerBound
 			if s.HasRatio {
 				jl.Ratio = ptr(math.Round(s.Ratio*1000) / 1000)
 			}
@@ -127,6 +143,7 @@ func (r *Report) JSON() JSONReport {
 			jh := JSONHour{Hour: h.Hour, Measured: h.Measured, Days: h.Days, Samples: h.Samples, Failures: h.Failures}
 			if h.HasQueue() {
 				jh.MedianS, jh.WorstS = ms(h.MedianS), ms(h.WorstS)
+				jh.Censored, jh.MedianCensored = h.Censored, h.MedianCensored
 			}
 			jl.Hours = append(jl.Hours, jh)
 		}

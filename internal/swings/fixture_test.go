@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/swings"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // weekStart is the first hour of the generated week (UTC).
@@ -19,8 +18,8 @@ var weekStart = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 // So free's medians are 6.5 s off-peak and 26.5 s from 09 to 17 (worst 8 and
 // 28), peak 09, quietest 00, swing 20 s (26.5/6.5 = 4.077x); paid peaks at 12
 // with 3 s against 2 s (swing 1 s, 1.5x).
-func week() []series.Hourly {
-	var recs []series.Hourly
+func week() []swings.Record {
+	var recs []swings.Record
 	for d := range 7 {
 		for h := range 24 {
 			t := weekStart.Add(time.Duration(d*24+h) * time.Hour)
@@ -28,15 +27,15 @@ func week() []series.Hourly {
 			if h >= 9 && h <= 17 {
 				q += 20
 			}
-			free := series.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, WorstGenS: 1, MinTokPerS: 40, Samples: 3, Eligible: true}
+			free := swings.Record{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, Samples: 3}
 			if h == 3 && (d == 0 || d == 2) {
-				free.Failures, free.Eligible = 1, false
+				free.Failures = 1
 			}
 			p := 2.0
 			if h >= 12 && h <= 14 {
 				p = 3
 			}
-			paid := series.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, WorstGenS: 0.5, MinTokPerS: 90, Samples: 3, Eligible: true}
+			paid := swings.Record{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, Samples: 3}
 			recs = append(recs, free, paid)
 		}
 	}

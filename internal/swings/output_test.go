@@ -7,9 +7,11 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"image/color"
 	"image/png"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,7 +19,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/lanewatch/lanewatch/internal/swings"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -28,7 +29,7 @@ func weekReport() *swings.Report {
 	recs := week()
 	for d := range 7 {
 		for h := 0; h < 24; h += 5 {
-			recs = append(recs, series.Hourly{Lane: "dead", Kind: "free", Hour: weekStart.Add(time.Duration(d*24+h) * time.Hour), Samples: 3, Failures: 3})
+			recs = append(recs, swings.Record{Lane: "dead", Kind: "free", Hour: weekStart.Add(time.Duration(d*24+h) * time.Hour), Samples: 3, Failures: 3})
 		}
 	}
 	o := weekOptions()
@@ -126,17 +127,23 @@ func TestTableWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 80)
-	var recs []series.Hourly
+	var recs []swings.Record
 	var lanes []swings.Lane
 	for i := range 7 {
 		name := fmt.Sprintf("%s-%d", long, i)
 		lanes = append(lanes, swings.Lane{Name: name, Kind: "paid"})
 		for h := range 24 {
-			recs = append(recs, series.Hourly{
+			recs = append(recs, swings.Record{
 				Lane: name, Kind: "paid", Hour: weekStart.Add(time.Duration(h) * time.Hour),
 				WorstQueueS: 123456789.5 * float64(h+1), Samples: 219600000, Failures: 12345678,
 			})
 		}
+	}
+	// The same, every worst a lower bound (">" takes a column).
+	censored := make([]swings.Record, len(recs))
+	for i, r := range recs {
+		r.WorstCensoredS = r.WorstQueueS * 3
+		censored[i] = r
 	}
 	for _, tc := range []struct {
 		name string
@@ -144,6 +151,8 @@ func TestTableWidth(t *testing.T) {
 	}{
 		{"week", weekReport()},
 		{"long names, zone, numbers", swings.Compute(recs, swings.Options{Location: loc, From: weekStart, To: weekStart.AddDate(10, 0, 0), Days: 3653, Lanes: lanes})},
+		{"long names, zone, lower bounds", swings.Compute(censored, swings.Options{Location: loc, From: weekStart, To: weekStart.AddDate(10, 0, 0), Days: 3653, Lanes: lanes})},
+		{"censored", censoredReport()},
 		{"no lanes", swings.Compute(nil, swings.Options{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +175,7 @@ func TestCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(rows[0], ","); got != "lane,kind,hour,median_s,worst_s,measured,days,samples,failures" {
+	if got := strings.Join(rows[0], ","); got != "lane,kind,hour,median_s,worst_s,measured,days,samples,failures,censored,median_censored" {
 		t.Fatalf("header %s", got)
 	}
 	if len(rows) != 1+4*24 {
@@ -176,13 +185,13 @@ func TestCSV(t *testing.T) {
 		row  int // 1 + lane*24 + hour
 		want string
 	}{
-		{1 + 0, "free,free,0,6.500,8.000,7,7,21,0"},
-		{1 + 3, "free,free,3,6.500,8.000,7,7,21,2"},
-		{1 + 10, "free,free,10,26.500,28.000,7,7,21,0"},
-		{1 + 24 + 12, "paid,paid,12,3.000,3.000,7,7,21,0"},
-		{1 + 48 + 5, "dead,free,5,,,0,7,21,21"},
-		{1 + 48 + 6, "dead,free,6,,,0,0,0,0"},
-		{1 + 72 + 23, "ghost,paid,23,,,0,0,0,0"},
+		{1 + 0, "free,free,0,6.500,8.000,7,7,21,0,false,false"},
+		{1 + 3, "free,free,3,6.500,8.000,7,7,21,2,false,false"},
+		{1 + 10, "free,free,10,26.500,28.000,7,7,21,0,false,false"},
+		{1 + 24 + 12, "paid,paid,12,3.000,3.000,7,7,21,0,false,false"},
+		{1 + 48 + 5, "dead,free,5,,,0,7,21,21,false,false"},
+		{1 + 48 + 6, "dead,free,6,,,0,0,0,0,false,false"},
+		{1 + 72 + 23, "ghost,paid,23,,,0,0,0,0,false,false"},
 	} {
 		t.Run(fmt.Sprint(tc.row), func(t *testing.T) {
 			if got := strings.Join(rows[tc.row], ","); got != tc.want {
@@ -280,7 +289,9 @@ func count(texts []string, s string) int {
 
 func TestChart(t *testing.T) {
 	t.Run("svg", func(t *testing.T) {
-		texts := svgTexts(t, render(t, weekReport(), func(w io.Writer, r *swings.Report) error { return swings.WriteChart(w, r, "svg") }))
+		texts := svgTexts(t, render(t, weekReport(), func(w io.Writer, r *swings.Report) error {
+			return swings.WriteChart(w, r, swings.ChartOptions{Format: "svg"})
+		}))
 		for _, want := range []string{"free", "paid", "dead (no ok probe)", "ghost (no data)",
 			"median of hourly worsts", "worst (max)", "hour with failed probes",
 			"Queue time to first token by hour of day", "hour of day (UTC)", "seconds before the first token",
@@ -292,19 +303,38 @@ func TestChart(t *testing.T) {
 	})
 	t.Run("empty report", func(t *testing.T) {
 		r := swings.Compute(nil, weekOptions())
-		texts := svgTexts(t, render(t, r, func(w io.Writer, r *swings.Report) error { return swings.WriteChart(w, r, "svg") }))
+		texts := svgTexts(t, render(t, r, func(w io.Writer, r *swings.Report) error {
+			return swings.WriteChart(w, r, swings.ChartOptions{Format: "svg"})
+		}))
 		if count(texts, "free (no data)") != 1 || count(texts, "paid (no data)") != 1 {
 			t.Errorf("legend of an empty report: %q", texts)
 		}
 	})
 	t.Run("png", func(t *testing.T) {
-		b := render(t, weekReport(), func(w io.Writer, r *swings.Report) error { return swings.WriteChart(w, r, "png") })
+		b := render(t, weekReport(), func(w io.Writer, r *swings.Report) error {
+			return swings.WriteChart(w, r, swings.ChartOptions{Format: "png"})
+		})
 		cfg, err := png.DecodeConfig(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Width < 900 || cfg.Height < 450 {
 			t.Errorf("png is %dx%d, want at least 900x450", cfg.Width, cfg.Height)
+		}
+	})
+	t.Run("log scale with zeros and no data", func(t *testing.T) {
+		zero := swings.Compute([]swings.Record{
+			{Lane: "free", Hour: weekStart, WorstQueueS: 0, Samples: 1},
+			{Lane: "free", Hour: weekStart.Add(time.Hour), WorstQueueS: 0.004, Samples: 1},
+			{Lane: "free", Hour: weekStart.Add(2 * time.Hour), Samples: 1, Failures: 1},
+		}, weekOptions())
+		for name, r := range map[string]*swings.Report{"zeros": zero, "empty": swings.Compute(nil, weekOptions()), "week": weekReport()} {
+			texts := svgTexts(t, render(t, r, func(w io.Writer, r *swings.Report) error {
+				return swings.WriteChart(w, r, swings.ChartOptions{Format: "svg", Log: true})
+			}))
+			if count(texts, "seconds before the first token") != 1 {
+				t.Errorf("%s: no y label in %q", name, texts)
+			}
 		}
 	})
 	t.Run("format by name", func(t *testing.T) {
@@ -314,4 +344,57 @@ func TestChart(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An SVG viewer draws the text with its own fonts, which may be wider than
+// the metrics the layout used (rsvg-convert with DejaVu Sans clipped the
+// legend). Rendered by rsvg-convert, nothing may touch the right edge.
+// rsvg-convert comes from Debian's librsvg2-bin; without it the test skips,
+// except in CI.
+func TestChartRendersWithOtherFonts(t *testing.T) {
+	bin, err := exec.LookPath("rsvg-convert")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("rsvg-convert is missing (apt-get install librsvg2-bin)")
+		}
+		t.Skip("rsvg-convert not installed (apt-get install librsvg2-bin)")
+	}
+	long := swings.Compute(nil, swings.Options{Days: 7, Lanes: []swings.Lane{
+		{Name: strings.Repeat("m", 40), Kind: "free"}, {Name: "wide-lane-name-WWWWWWWW", Kind: "paid"},
+	}, Classes: []swings.ClassLine{{Name: strings.Repeat("W", 30), DeadlineS: 1e5}}})
+	for name, r := range map[string]*swings.Report{"week": weekReport(), "censored": censoredReport(), "long names": long} {
+		for _, logY := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s log=%v", name, logY), func(t *testing.T) {
+				svg := render(t, r, func(w io.Writer, r *swings.Report) error {
+					return swings.WriteChart(w, r, swings.ChartOptions{Log: logY})
+				})
+				cmd := exec.Command(bin, "-f", "png")
+				cmd.Stdin = bytes.NewReader(svg)
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("rsvg-convert: %v", err)
+				}
+				img, err := png.Decode(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := img.Bounds()
+				if b.Dx() < 900 {
+					t.Fatalf("rendered %dx%d", b.Dx(), b.Dy())
+				}
+				// The rightmost 1% of the image is the legend's outer
+				// padding: clipped text would reach into it.
+				for x := b.Max.X - b.Dx()/100; x < b.Max.X; x++ {
+					for y := b.Min.Y; y < b.Max.Y; y++ {
+						// Not premultiplied: the image's last row is partly
+						// transparent white.
+						c := color.NRGBA64Model.Convert(img.At(x, y)).(color.NRGBA64)
+						if c.A > 0x4000 && (c.R < 0xe000 || c.G < 0xe000 || c.B < 0xe000) {
+							t.Fatalf("ink at (%d, %d) of %dx%d: the legend runs off the image", x, y, b.Dx(), b.Dy())
+						}
+					}
+				}
+			})
+		}
+	}
 }

@@ -3,15 +3,22 @@
 // was over the last N days, and how far the busiest hour is from the quietest.
 //
 // Compute is pure (no clock, no I/O); the writers in this package render a
-// Report as a table, CSV, JSON or a chart.
+// Report as a table, CSV, JSON or a chart. Its input type (Record) is its
+// own, so that it depends on neither the store nor the config; the command
+// maps them.
+//
+// Censored hours: a failed probe (a timeout before the first token, say)
+// has no queue time, only a lower bound, the wait it is known to have sat
+// through. An hourly record's worst is the larger of its ok probes' worst
+// queue and that bound; when the bound decides, the worst is a lower bound
+// ("censored"), which every writer shows (">30.0" in the table).
 package swings
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
-
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // HoursPerDay is the number of rows of a report: hours of day 0..23.
@@ -21,6 +28,29 @@ const HoursPerDay = 24
 type Lane struct {
 	Name string
 	Kind string
+}
+
+// Record is one lane-hour of the store (series.Hourly).
+type Record struct {
+	Lane string
+	Kind string
+	Hour time.Time // start of the hour
+	// WorstQueueS is the longest queue of the hour's ok probes (meaningful
+	// when Samples > Failures).
+	WorstQueueS float64
+	// WorstCensoredS is the longest wait a failed probe of the hour is known
+	// to have sat through before it failed (a lower bound on its queue,
+	// e.g. 30 for a probe that timed out at 30 s before its first token);
+	// 0 when no failed probe waited or the store does not know.
+	WorstCensoredS float64
+	Samples        int64 // probes in the hour, ok or not
+	Failures       int64 // of which failed
+}
+
+// ClassLine is a job class whose deadline the chart draws as a horizontal line.
+type ClassLine struct {
+	Name      string
+	DeadlineS float64
 }
 
 // Options describe the window a report covers.
@@ -35,6 +65,9 @@ type Options struct {
 	// Lanes are listed first, in this order, even with no record. Lanes found
 	// only in the records follow, sorted by name.
 	Lanes []Lane
+	// Classes are the job classes (the config's policy.classes); the chart
+	// draws each deadline. Classes without a finite deadline > 0 are left out.
+	Classes []ClassLine
 }
 
 // Report is the time-of-day report of every lane over one window.
@@ -48,6 +81,7 @@ type Report struct {
 	First, Last time.Time
 	Records     int
 	Lanes       []LaneReport
+	Classes     []ClassLine // from Options, in order
 }
 
 // LaneReport is one lane: 24 hours of day and the swing between them.
@@ -67,49 +101,93 @@ type HourStat struct {
 	// Days is the number of calendar days (in the report's timezone) with a
 	// record at this hour.
 	Days int
-	// Measured is the number of records with at least one ok probe: only they
-	// carry a queue time. WorstS and MedianS are meaningful when Measured > 0.
+	// Measured is the number of records that carry a queue time: an ok
+	// probe's, or a failed probe's lower bound (Record.WorstCensoredS > 0).
+	// WorstS and MedianS are meaningful when Measured > 0.
 	Measured int
-	// WorstS is the max of the hourly worst queue times.
+	// WorstS is the max of the hourly worst queue times, where a record's
+	// worst is max(WorstQueueS of its ok probes, WorstCensoredS).
 	WorstS float64
-	// MedianS is the median of the hourly worst queue times.
-	MedianS  float64
-	Samples  int64
-	Failures int64
+	// Censored is true when WorstS is a lower bound: the record it comes
+	// from had a failed probe's bound at least as large as its ok probes'
+	// worst (or no ok probe).
+	Censored bool
+	// MedianS is the median of the hourly worsts (the same max).
+	MedianS float64
+	// MedianCensored is true when MedianS may be low: a censored worst sits
+	// at or below the (upper) middle of the sorted worsts, so raising it to
+	// its true value could raise the median. Censored worsts above the
+	// middle leave the median exact.
+	MedianCensored bool
+	Samples        int64
+	Failures       int64
 }
 
-// HasQueue reports whether the hour has a queue time (some ok probe).
+// HasQueue reports whether the hour has a queue time (some ok probe) or a
+// lower bound on one (a failed probe's known wait).
 func (h HourStat) HasQueue() bool { return h.Measured > 0 }
 
 // Swing is the distance between the busiest and the quietest hour of day of
 // a lane, by median of the hourly worsts. Ties go to the earliest hour.
 type Swing struct {
-	// OK is false when no hour has a queue time (no data, or only failures);
-	// the other fields are then zero.
-	OK        bool
-	PeakHour  int
-	PeakS     float64 // median at PeakHour
-	QuietHour int
-	QuietS    float64 // median at QuietHour
-	// SwingS = PeakS - QuietS.
-	SwingS float64
+	// OK is false when no hour has a value (no data, or only failures
+	// without a known wait); the other fields are then zero.
+	OK            bool
+	PeakHour      int
+	PeakS         float64 // median at PeakHour
+	PeakCensored  bool    // PeakS is a lower bound (HourStat.MedianCensored)
+	QuietHour     int
+	QuietS        float64 // median at QuietHour
+	QuietCensored bool    // QuietS is a lower bound
+	// SwingS = PeakS - QuietS. LowerBound is true when PeakS is a lower
+	// bound and QuietS is exact: SwingS and Ratio are then lower bounds too.
+	// (When QuietS is a lower bound the swing may be smaller or larger.)
+	SwingS     float64
+	LowerBound bool
 	// Ratio = PeakS / QuietS; HasRatio is false when QuietS is 0.
 	Ratio    float64
 	HasRatio bool
 }
 
+// worst is a record's worst: a value and whether it is a lower bound.
+type worst struct {
+	v        float64
+	censored bool
+}
+
+// recordWorst returns a record's worst, or false when it has none: the max
+// of its ok probes' worst queue (when it has an ok probe and the value is
+// finite) and its failed probes' bound (when finite and > 0); the bound
+// wins ties, since the failed probe waited at least that long.
+func recordWorst(rec Record, samples, failures int64) (worst, bool) {
+	okQ := samples > failures && finite(rec.WorstQueueS)
+	cens := failures > 0 && finite(rec.WorstCensoredS) && rec.WorstCensoredS > 0
+	switch {
+	case cens && (!okQ || rec.WorstCensoredS >= rec.WorstQueueS):
+		return worst{rec.WorstCensoredS, true}, true
+	case okQ:
+		return worst{rec.WorstQueueS, false}, true
+	}
+	return worst{}, false
+}
+
 // Compute builds the report from hourly records. Records outside the window,
 // and queue times that are not finite, are ignored.
-func Compute(recs []series.Hourly, opt Options) *Report {
+func Compute(recs []Record, opt Options) *Report {
 	loc := opt.Location
 	if loc == nil {
 		loc = time.UTC
 	}
 	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
+	for _, c := range opt.Classes {
+		if finite(c.DeadlineS) && c.DeadlineS > 0 {
+			r.Classes = append(r.Classes, c)
+		}
+	}
 
 	type lane struct {
 		LaneReport
-		worsts [HoursPerDay][]float64
+		worsts [HoursPerDay][]worst
 		days   [HoursPerDay]map[string]bool
 	}
 	lanes := map[string]*lane{}
@@ -163,8 +241,8 @@ func Compute(recs []series.Hourly, opt Options) *Report {
 		if rec.Hour.After(r.Last) {
 			r.Last = rec.Hour
 		}
-		if samples > failures && finite(rec.WorstQueueS) {
-			l.worsts[h] = append(l.worsts[h], rec.WorstQueueS)
+		if w, ok := recordWorst(rec, samples, failures); ok {
+			l.worsts[h] = append(l.worsts[h], w)
 		}
 	}
 	slices.Sort(order[configured:])
@@ -177,8 +255,7 @@ func Compute(recs []series.Hourly, opt Options) *Report {
 			w := l.worsts[h]
 			st.Measured = len(w)
 			if len(w) > 0 {
-				st.WorstS = slices.Max(w)
-				st.MedianS = median(w)
+				st.WorstS, st.Censored, st.MedianS, st.MedianCensored = summarise(w)
 			}
 		}
 		l.Swing = swingOf(l.Hours[:])
@@ -205,35 +282,55 @@ func swingOf(hours []HourStat) Swing {
 			continue
 		}
 		if !s.OK {
-			s = Swing{OK: true, PeakHour: h.Hour, PeakS: h.MedianS, QuietHour: h.Hour, QuietS: h.MedianS}
+			s = Swing{OK: true, PeakHour: h.Hour, PeakS: h.MedianS, PeakCensored: h.MedianCensored,
+				QuietHour: h.Hour, QuietS: h.MedianS, QuietCensored: h.MedianCensored}
 			continue
 		}
 		if h.MedianS > s.PeakS {
-			s.PeakHour, s.PeakS = h.Hour, h.MedianS
+			s.PeakHour, s.PeakS, s.PeakCensored = h.Hour, h.MedianS, h.MedianCensored
 		}
 		if h.MedianS < s.QuietS {
-			s.QuietHour, s.QuietS = h.Hour, h.MedianS
+			s.QuietHour, s.QuietS, s.QuietCensored = h.Hour, h.MedianS, h.MedianCensored
 		}
 	}
 	if !s.OK {
 		return s
 	}
 	s.SwingS = s.PeakS - s.QuietS
+	s.LowerBound = s.PeakCensored && !s.QuietCensored
 	if s.QuietS > 0 {
 		s.Ratio, s.HasRatio = s.PeakS/s.QuietS, true
 	}
 	return s
 }
 
-// median of a non-empty slice; the mean of the two middle values for an even count.
-func median(v []float64) float64 {
+// summarise returns the max and the median of a non-empty slice of worsts
+// (the mean of the two middle values for an even count) and whether each is
+// a lower bound. Sorted by value with exact values before censored ones of
+// the same value, the max is censored when the last one is, and the median
+// when any censored value sits at or below the upper middle.
+func summarise(v []worst) (maxS float64, maxCens bool, med float64, medCens bool) {
 	s := slices.Clone(v)
-	slices.Sort(s)
+	slices.SortFunc(s, func(a, b worst) int {
+		return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(boolInt(a.censored), boolInt(b.censored)))
+	})
 	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
+	last := s[n-1]
+	med = s[n/2].v
+	if n%2 == 0 {
+		med = (s[n/2-1].v + s[n/2].v) / 2
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	for _, w := range s[:n/2+1] {
+		medCens = medCens || w.censored
+	}
+	return last.v, last.censored, med, medCens
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

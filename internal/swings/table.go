@@ -50,7 +50,7 @@ func WriteTable(w io.Writer, r *Report) error {
 		line("records: %d hourly, %s .. %s", r.Records, r.First.In(loc).Format(tableTime), r.Last.In(loc).Format(tableTime))
 	}
 	line("med = median of the hourly worst queues, worst = their max, fail = failed/all probes (or %%),")
-	line("days = days with a record at that hour")
+	line("days = days with a record at that hour; >x = at least x (a failed probe waited that long)")
 	if len(r.Lanes) == 0 {
 		line("")
 		line("no lanes")
@@ -78,8 +78,8 @@ func WriteTable(w io.Writer, r *Report) error {
 			for _, l := range block {
 				st := l.Hours[h]
 				row.WriteString(laneSep + fmt.Sprintf("%*s %*s %*s %*s",
-					medW, secsOrDash(st.MedianS, st.HasQueue()),
-					worstW, secsOrDash(st.WorstS, st.HasQueue()),
+					medW, boundOrDash(st.MedianS, st.MedianCensored, st.HasQueue(), medW),
+					worstW, boundOrDash(st.WorstS, st.Censored, st.HasQueue(), worstW),
 					failW, failsOrDash(st.Failures, st.Samples, failW),
 					daysW, intOrDash(st.Days)))
 			}
@@ -94,13 +94,16 @@ func WriteTable(w io.Writer, r *Report) error {
 		peak, quiet, swing := "-", "-", "-"
 		note := ""
 		if s.OK {
-			peak = fmt.Sprintf("%02dh %7s", s.PeakHour, secs(s.PeakS))
-			quiet = fmt.Sprintf("%02dh %7s", s.QuietHour, secs(s.QuietS))
+			peak = fmt.Sprintf("%02dh %7s", s.PeakHour, bound(s.PeakS, s.PeakCensored, 7))
+			quiet = fmt.Sprintf("%02dh %7s", s.QuietHour, bound(s.QuietS, s.QuietCensored, 7))
 			ratio := "-"
 			if s.HasRatio {
-				ratio = strconv.FormatFloat(s.Ratio, 'f', 2, 64) + "x"
+				ratio = fitFloat(s.Ratio, 2, 6) + "x"
+				if s.LowerBound {
+					ratio = ">" + fitFloat(s.Ratio, 2, 5) + "x"
+				}
 			}
-			swing = fmt.Sprintf("%7s %7s", secs(s.SwingS), ratio)
+			swing = fmt.Sprintf("%7s %7s", bound(s.SwingS, s.LowerBound, 7), ratio)
 		} else if l.Records == 0 {
 			note = "  no data"
 		} else {
@@ -142,24 +145,40 @@ func truncate(s string, w int) string {
 	return s[:head] + "..." + s[len(s)-tail:]
 }
 
-// secs formats seconds in at most 7 columns: one decimal, none from 100000 s,
-// an exponent from 10^7 s.
-func secs(x float64) string {
-	switch {
-	case x < 99999.95:
-		return strconv.FormatFloat(x, 'f', 1, 64)
-	case x < 9999999.5:
-		return strconv.FormatFloat(x, 'f', 0, 64)
-	default:
-		return strconv.FormatFloat(x, 'e', 1, 64)
+// secs formats seconds in at most w columns: one decimal, else none, else
+// an exponent (7 columns: one decimal up to 99999.9 s, none up to 9999999 s).
+func secs(x float64, w int) string { return fitFloat(x, 1, w) }
+
+// fitFloat formats x with dec decimals, or fewer, or as an exponent with
+// one digit then none, taking the first that fits in w columns.
+func fitFloat(x float64, dec, w int) string {
+	var s string
+	for d := dec; d >= 0; d-- {
+		if s = strconv.FormatFloat(x, 'f', d, 64); len(s) <= w {
+			return s
+		}
 	}
+	for _, d := range []int{1, 0} {
+		if s = strconv.FormatFloat(x, 'e', d, 64); len(s) <= w {
+			return s
+		}
+	}
+	return s
 }
 
-func secsOrDash(x float64, ok bool) string {
+// bound formats seconds in w columns, as ">x" when x is a lower bound.
+func bound(x float64, lower bool, w int) string {
+	if lower {
+		return ">" + secs(x, w-1)
+	}
+	return secs(x, w)
+}
+
+func boundOrDash(x float64, lower, ok bool, w int) string {
 	if !ok {
 		return "-"
 	}
-	return secs(x)
+	return bound(x, lower, w)
 }
 
 // failsOrDash is "failed/all" when it fits in w columns, else the share of
