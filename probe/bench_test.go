@@ -78,7 +78,7 @@ func probeLanes(b *testing.B, url string, lanes, bound int, delay time.Duration)
 				return
 			}
 			queue[i] = (s.QueueS() - delay.Seconds()) * 1000
-			server[i] = (s.ServerQueueS() - delay.Seconds()) * 1000
+			server[i] = (s.QueueS() - delay.Seconds()) * 1000
 		})
 	}
 	wg.Wait()
