@@ -99,8 +99,8 @@ func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
 		o := HTTPError
 		if code == http.StatusTooManyRequests {
 			o = RateLimited
-			r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After"))
 		}
+		r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After")) // a 503 may send one too
 		return nil, fail(o, ErrStatus, "http %d%s", code, bodyErrorType(resp.Body))
 	}
 	body, err := r.decodedBody(resp)

@@ -98,6 +98,7 @@ func (r *run) probe(ctx context.Context) error {
 	defer func() { _ = resp.Body.Close() }()
 	r.s.Headers = time.Now()
 	r.s.Status = resp.StatusCode
+	r.quota(resp.Header)
 	body, err := r.checkResponse(resp)
 	if err != nil {
 		return err

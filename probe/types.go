@@ -86,9 +86,16 @@ type Sample struct {
 
 	Outcome     Outcome
 	Status      int    // HTTP status, 0 if none
-	RetryAfter  string // Retry-After header of a 429, verbatim
+	RetryAfter  string // Retry-After header of a non-2xx response, verbatim if printable and short
 	HeadersSeen bool   // for timeouts: had the headers arrived?
 	Detail      string // short human detail of a failure; never holds secrets or generated text
+
+	// Rate-limit headers, read from every response (2xx or not) and turned
+	// into durations from Start; see parseQuota for the dialects.
+	QuotaRemaining int64         // requests left in the lane's window, if QuotaKnown
+	QuotaKnown     bool          // a remaining-requests header was present and valid
+	QuotaReset     time.Duration // Start → the window's reset (0: unknown)
+	RetryAfterWait time.Duration // Start → the moment Retry-After allows a retry (0: unknown)
 }
 
 func seconds(from, to time.Time) float64 {
@@ -142,6 +149,12 @@ func (s Sample) ConnectS() float64 {
 	}
 	return seconds(s.DNSStart, s.DNSDone) + seconds(s.ConnectStart, s.Connected) + seconds(s.TLSStart, s.TLSDone)
 }
+
+// QuotaWait is how long after Start the lane's own headers say to wait
+// before the next request: the later of RetryAfterWait and QuotaReset, 0 when
+// neither is known. QuotaReset alone does not mean the quota is spent; check
+// QuotaKnown and QuotaRemaining before backing off on it.
+func (s Sample) QuotaWait() time.Duration { return max(s.RetryAfterWait, s.QuotaReset) }
 
 // OK reports whether the probe produced at least one token and ended cleanly.
 func (s Sample) OK() bool { return s.Outcome == OK }
