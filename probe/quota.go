@@ -51,13 +51,18 @@ var quotaDialects = []quotaDialect{
 func parseQuota(h http.Header, wall time.Time) quota {
 	var q quota
 	for _, d := range quotaDialects {
+		if h.Get(d.remaining) == "" && h.Get(d.reset) == "" {
+			continue // most responses: no time.Parse error to allocate
+		}
 		q.remaining, q.known = parseCount(h.Get(d.remaining))
 		q.reset, q.resetKnown = d.parseReset(h.Get(d.reset), wall)
 		if q.known || q.resetKnown {
 			break
 		}
 	}
-	q.retry, q.retryKnown = parseRetryAfter(h.Get("Retry-After"), wall)
+	if v := h.Get("Retry-After"); v != "" {
+		q.retry, q.retryKnown = parseRetryAfter(v, wall)
+	}
 	return q
 }
 
