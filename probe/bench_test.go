@@ -196,3 +196,28 @@ func delayLaneStats(b *testing.B, url string) map[string]delayRecord {
 	}
 	return recs
 }
+
+// BenchmarkReadPath is the client's work per stream once the bytes are in:
+// SSE parsing and dialect decoding of a 16-token OpenAI stream (role chunk,
+// 16 content chunks, finish, usage, [DONE]) from memory. The first token is
+// stamped before its chunk's JSON is decoded, so this cost reaches queue_s
+// only through CPU that other probes in flight share.
+//
+//	go test -run '^$' -bench ReadPath -benchmem ./probe
+func BenchmarkReadPath(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(oaRole())
+	for range 16 {
+		sb.WriteString(oaText("tok "))
+	}
+	sb.WriteString(oaFinish() + oaUsage(16) + oaDone)
+	stream := sb.String()
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := &run{t: Target{}.withDefaults()}
+		if err := r.stream(context.Background(), strings.NewReader(stream), openaiDecoder{}); err != nil || r.tl.deltas != 16 {
+			b.Fatalf("stream: %v, %d deltas", err, r.tl.deltas)
+		}
+	}
+}
