@@ -13,7 +13,7 @@ type Error struct {
 	Lane        string
 	Outcome     Outcome
 	Status      int    // HTTP status, 0 if none
-	RetryAfter  string // Retry-After of a 429, verbatim
+	RetryAfter  string // Retry-After of a non-2xx response, verbatim (same as Sample.RetryAfter)
 	HeadersSeen bool   // had the response headers arrived?
 	Detail      string // same as Sample.Detail
 	Err         error  // the cause, if any; see the Err* sentinels

@@ -42,8 +42,24 @@ type script struct {
 // test's own monotonic clock, so timing tests can compare the probe's
 // timestamps with what the server really did.
 type stepLog struct {
-	mu sync.Mutex
-	at []time.Time
+	mu   sync.Mutex
+	read time.Time // when the server had read the whole request
+	at   []time.Time
+}
+
+func (l *stepLog) markRead() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.read = time.Now()
+}
+
+func (l *stepLog) readAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.read
 }
 
 func (l *stepLog) mark() {
@@ -78,6 +94,7 @@ func wait(r *http.Request, d time.Duration) bool {
 
 func (sc script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
+	sc.log.markRead()
 	if !wait(r, sc.headerWait) {
 		return
 	}

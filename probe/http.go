@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // maxRedirects is how many same-origin redirects a probe follows.
@@ -20,15 +21,34 @@ const errBodyPeek = 8 << 10
 
 // newTransport returns a transport for one probe: no shared connections, no
 // transparent compression (a gzip stream is decoded by the probe itself),
-// HTTP/2 offered over TLS.
-func newTransport(scheme string) *http.Transport {
+// HTTP/2 offered over TLS. mark is called just before each write to the
+// connection, so the probe knows when the request's bytes went out.
+func newTransport(scheme string, mark func(time.Time)) *http.Transport {
+	dialer := &net.Dialer{KeepAlive: -1} // the probe is short and bounded
 	return &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            (&net.Dialer{KeepAlive: -1}).DialContext, // the probe is short and bounded
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &markConn{Conn: c, mark: mark}, nil
+		},
 		ForceAttemptHTTP2:      scheme == "https",
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
+}
+
+// markConn calls mark with the time just before each write.
+type markConn struct {
+	net.Conn
+	mark func(time.Time)
+}
+
+func (c *markConn) Write(p []byte) (int, error) {
+	c.mark(time.Now())
+	return c.Conn.Write(p)
 }
 
 // checkRedirect follows only same-origin redirects, and only a few: Go strips
@@ -79,8 +99,8 @@ func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
 		o := HTTPError
 		if code == http.StatusTooManyRequests {
 			o = RateLimited
-			r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After"))
 		}
+		r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After")) // a 503 may send one too
 		return nil, fail(o, ErrStatus, "http %d%s", code, bodyErrorType(resp.Body))
 	}
 	body, err := r.decodedBody(resp)

@@ -110,6 +110,19 @@ func scenarios() []scenario {
 		{name: "429 echoing the key in Retry-After", api: Anthropic, sc: script{status: 429,
 			header: map[string]string{"Retry-After": testKey}},
 			want: RateLimited, status: 429, headersSeen: true, retryAfter: "", cause: ErrStatus},
+		{name: "429 rate-limit headers echoing the key", api: OpenAI, sc: script{status: 429,
+			header: map[string]string{"x-ratelimit-remaining-requests": testKey, "x-ratelimit-reset-requests": genText,
+				"anthropic-ratelimit-requests-reset": testKey, "x-ratelimit-reset": genText, "Retry-After": "3"}},
+			want: RateLimited, status: 429, headersSeen: true, retryAfter: "3", cause: ErrStatus,
+			check: func(t *testing.T, s Sample) {
+				if s.QuotaKnown || s.QuotaReset != 0 || s.RetryAfterWait < 3*time.Second {
+					t.Errorf("quota known %v, reset %v, retry-after wait %v", s.QuotaKnown, s.QuotaReset, s.RetryAfterWait)
+				}
+			}},
+		{name: "503 with Retry-After", api: OpenAI, sc: script{status: 503,
+			header: map[string]string{"Content-Type": "application/json", "Retry-After": "120"},
+			steps:  []step{{0, errorBody("overloaded_error")}}},
+			want: HTTPError, status: 503, headersSeen: true, retryAfter: "120", cause: ErrStatus, detail: "http 503: overloaded_error"},
 		{name: "503", api: OpenAI, sc: script{status: 503, header: jsonCT, steps: []step{{0, errorBody("server_error")}}},
 			want: HTTPError, status: 503, headersSeen: true, cause: ErrStatus, detail: "http 503: server_error"},
 		{name: "529 anthropic overloaded", api: Anthropic, sc: script{status: 529, header: jsonCT,

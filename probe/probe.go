@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"net/http/httptrace"
@@ -42,7 +43,7 @@ func (t Target) withDefaults() Target {
 // retries. The Sample is always filled; the error is nil iff the Outcome is
 // OK, and otherwise an *Error. The whole probe is bounded by t.Timeout
 // (DefaultTimeout if zero) and by ctx. Each probe dials a fresh connection,
-// so Connected always measures a connect.
+// so ConnectS always measures a connect.
 func Run(ctx context.Context, t Target) (Sample, error) {
 	t = t.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
@@ -59,9 +60,18 @@ type run struct {
 	tl       tally
 	streamed bool // the body was read as an event stream
 
-	mu        sync.Mutex // guards connected and sent, set from httptrace callbacks
-	connected time.Time
-	sent      time.Time
+	mu sync.Mutex // guards ct, set from httptrace callbacks and the connection's writer
+	ct connTrace
+}
+
+// connTrace is what the httptrace callbacks and the connection saw.
+type connTrace struct {
+	dnsStart, dnsDone       time.Time
+	connectStart, connected time.Time
+	tlsStart, tlsDone       time.Time
+	gotConn, reused         bool
+	writeStart              time.Time // start of the latest write to the connection
+	sent                    time.Time
 }
 
 func (r *run) probe(ctx context.Context) error {
@@ -76,7 +86,7 @@ func (r *run) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tr := newTransport(req.URL.Scheme)
+	tr := newTransport(req.URL.Scheme, r.markWrite)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 
@@ -88,6 +98,7 @@ func (r *run) probe(ctx context.Context) error {
 	defer func() { _ = resp.Body.Close() }()
 	r.s.Headers = time.Now()
 	r.s.Status = resp.StatusCode
+	r.quota(resp.Header)
 	body, err := r.checkResponse(resp)
 	if err != nil {
 		return err
@@ -95,23 +106,75 @@ func (r *run) probe(ctx context.Context) error {
 	return r.stream(ctx, body, d.decoder)
 }
 
+// markWrite is called by the connection just before each write.
+func (r *run) markWrite(now time.Time) {
+	r.mu.Lock()
+	r.ct.writeStart = now
+	r.mu.Unlock()
+}
+
+// trace records the connection's phases. Only the first DNS lookup, dial
+// and handshake count: a same-origin redirect reuses the connection.
 func (r *run) trace() *httptrace.ClientTrace {
+	set := func(f func(ct *connTrace)) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		f(&r.ct)
+	}
+	first := func(at *time.Time, now time.Time) {
+		if at.IsZero() {
+			*at = now
+		}
+	}
 	return &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) {
+			now := time.Now()
+			set(func(ct *connTrace) { first(&ct.dnsStart, now) })
+		},
+		DNSDone: func(httptrace.DNSDoneInfo) {
+			now := time.Now()
+			set(func(ct *connTrace) { first(&ct.dnsDone, now) })
+		},
+		ConnectStart: func(_, _ string) {
+			now := time.Now()
+			set(func(ct *connTrace) { first(&ct.connectStart, now) })
+		},
 		ConnectDone: func(_, _ string, err error) {
 			now := time.Now()
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if err == nil && r.connected.IsZero() {
-				r.connected = now
+			if err == nil {
+				set(func(ct *connTrace) { first(&ct.connected, now) })
 			}
+		},
+		TLSHandshakeStart: func() {
+			now := time.Now()
+			set(func(ct *connTrace) { first(&ct.tlsStart, now) })
+		},
+		TLSHandshakeDone: func(tls.ConnectionState, error) {
+			now := time.Now()
+			set(func(ct *connTrace) { first(&ct.tlsDone, now) })
+		},
+		GotConn: func(info httptrace.GotConnInfo) {
+			set(func(ct *connTrace) {
+				if !ct.gotConn { // did this probe dial at all?
+					ct.gotConn, ct.reused = true, info.Reused
+				}
+			})
 		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			now := time.Now()
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if info.Err == nil {
-				r.sent = now // after a redirect: the request that was answered
-			}
+			set(func(ct *connTrace) {
+				if info.Err != nil {
+					return
+				}
+				// The server can read the request only once its last
+				// write began: stamping the start of that write, not this
+				// callback, keeps a preempted callback from starting the
+				// queue after the server already began it.
+				ct.sent = now // after a redirect: the request that was answered
+				if !ct.writeStart.IsZero() && ct.writeStart.Before(now) {
+					ct.sent = ct.writeStart
+				}
+			})
 		},
 	}
 }
@@ -123,8 +186,10 @@ func (r *run) finish(err error) (Sample, error) {
 		s.End = time.Now()
 	}
 	r.mu.Lock()
-	s.Connected, s.Sent = r.connected, r.sent
+	ct := r.ct
 	r.mu.Unlock()
+	s.DNSStart, s.DNSDone, s.ConnectStart, s.Connected = ct.dnsStart, ct.dnsDone, ct.connectStart, ct.connected
+	s.TLSStart, s.TLSDone, s.Reused, s.Sent = ct.tlsStart, ct.tlsDone, ct.reused, ct.sent
 	s.HeadersSeen = !s.Headers.IsZero()
 	if r.streamed {
 		s.Tokens, s.TokensSource = r.tl.tokens()
@@ -151,13 +216,21 @@ func (r *run) finish(err error) (Sample, error) {
 	}
 }
 
-// timeout is the failure for a probe whose context ended.
+// timeout is the failure for a probe whose context ended. It ends the Sample
+// at the deadline when that was the cause: the moment the probe gave up.
 func (r *run) timeout(ctx context.Context) *failure {
-	elapsed := time.Since(r.s.Start).Seconds()
+	now := time.Now()
+	r.s.End = now
 	verb := "deadline exceeded"
 	if errors.Is(ctx.Err(), context.Canceled) {
 		verb = "canceled"
+	} else if dl, ok := ctx.Deadline(); ok {
+		// now.Add keeps the monotonic clock even if dl has only a wall one.
+		if over := now.Sub(dl); over > 0 && now.Add(-over).After(r.s.Start) {
+			r.s.End = now.Add(-over)
+		}
 	}
+	elapsed := r.s.End.Sub(r.s.Start).Seconds()
 	switch {
 	case r.s.Headers.IsZero():
 		return fail(Timeout, ctx.Err(), "%s after %.1fs, before response headers", verb, elapsed)

@@ -2,13 +2,15 @@ package probe
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestQueueTiming runs exact-delay servers and checks that queue_s never
-// falls below the true wait, that the first token is stamped within slack
+// falls below the true wait (the server's own time from reading the request
+// to writing the first token), that the first token is stamped within slack
 // after the server wrote it (not at headers, a role chunk, a comment or a
 // ping, nor at a later token), that the end is stamped within slack of the
 // server's last write, and that tokens and timestamps add up. Comparing with
@@ -89,11 +91,14 @@ func TestQueueTiming(t *testing.T) {
 			if err != nil || s.Outcome != OK {
 				t.Fatalf("Run: outcome %s, err %v", s.Outcome, err)
 			}
-			if q := s.QueueS(); q < tt.queue.Seconds() {
-				t.Errorf("queue_s = %s, below the true wait %s", ms(q), tt.queue)
-			}
 			at := log.times()
 			first, last := at[firstTokenStep(tt.sc.steps)], at[len(at)-1]
+			if q, held := s.QueueS(), first.Sub(log.readAt()); q < held.Seconds() || q < tt.queue.Seconds() {
+				t.Errorf("queue_s = %s, below the true wait %s (nominal %s)", ms(q), held, tt.queue)
+			}
+			if w, exact := s.Wait(); w != s.QueueS() || !exact {
+				t.Errorf("Wait() = %v, %v; want queue_s %v, exact", w, exact, s.QueueS())
+			}
 			within(t, "first token", s.FirstToken, first, slack)
 			within(t, "end", s.End, last, slack)
 			if g, want := s.GenS(), last.Sub(first); g < (want-slack).Seconds() || g > (want+slack).Seconds() {
@@ -130,17 +135,137 @@ func checkOrder(t *testing.T, s Sample) {
 	if s.Status != 200 || !s.HeadersSeen || s.Lane != "lane1" || s.Kind != "free" {
 		t.Errorf("status %d, headers seen %v, lane %q kind %q", s.Status, s.HeadersSeen, s.Lane, s.Kind)
 	}
-	order := []time.Time{s.Start, s.Connected, s.Sent, s.Headers, s.FirstToken, s.End}
+	order := []time.Time{s.Start, s.ConnectStart, s.Connected, s.Sent, s.Headers, s.FirstToken, s.End}
 	for i, ts := range order {
 		if ts.IsZero() {
-			t.Fatalf("timestamp %d of start/connected/sent/headers/first token/end is zero", i)
+			t.Fatalf("timestamp %d of start/connect start/connected/sent/headers/first token/end is zero", i)
 		}
 		if i > 0 && ts.Before(order[i-1]) {
 			t.Errorf("timestamp %d (%v) before timestamp %d (%v)", i, ts, i-1, order[i-1])
 		}
 	}
-	if s.ConnectS() <= 0 || s.SentS() < s.ConnectS() || s.HeadersS() < s.SentS() || s.ServerQueueS() > s.QueueS() {
-		t.Errorf("connect_s %v, sent_s %v, headers_s %v, server queue %v, queue %v",
-			s.ConnectS(), s.SentS(), s.HeadersS(), s.ServerQueueS(), s.QueueS())
+	if s.ConnectS() <= 0 || s.SentS() < s.ConnectS() || s.HeadersS() > s.QueueS() || s.Reused {
+		t.Errorf("connect_s %v, sent_s %v, headers_s %v, queue %v, reused %v",
+			s.ConnectS(), s.SentS(), s.HeadersS(), s.QueueS(), s.Reused)
+	}
+	if got, want := s.QueueS(), s.FirstToken.Sub(s.Sent).Seconds(); got != want {
+		t.Errorf("queue_s %v, want sent → first token %v", got, want)
+	}
+}
+
+// TestConnectS checks the phase arithmetic: each phase counts only when both
+// of its timestamps are set, and a reused connection costs nothing.
+func TestConnectS(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tests := []struct {
+		name string
+		s    Sample
+		want time.Duration
+	}{
+		{"dns connect tls", Sample{DNSStart: at(0), DNSDone: at(10), ConnectStart: at(10), Connected: at(30),
+			TLSStart: at(30), TLSDone: at(60)}, 60 * time.Millisecond},
+		{"ip address, plain http", Sample{ConnectStart: at(5), Connected: at(25)}, 20 * time.Millisecond},
+		{"dns never done", Sample{DNSStart: at(0)}, 0},
+		{"connect failed", Sample{DNSStart: at(0), DNSDone: at(3), ConnectStart: at(3)}, 3 * time.Millisecond},
+		{"tls without start", Sample{ConnectStart: at(0), Connected: at(2), TLSDone: at(9)}, 2 * time.Millisecond},
+		{"reused", Sample{Reused: true, ConnectStart: at(0), Connected: at(2)}, 0},
+		{"nothing", Sample{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.ConnectS(); math.Abs(got-tt.want.Seconds()) > 1e-9 {
+				t.Errorf("ConnectS() = %v, want %v", got, tt.want.Seconds())
+			}
+		})
+	}
+}
+
+// TestConnectPhases probes real servers and checks which phases are stamped.
+func TestConnectPhases(t *testing.T) {
+	srv := serve(t, okOpenAIStream)
+	tests := []struct {
+		name     string
+		url      string
+		dns, tls bool
+	}{
+		{"ip address", srv, false, false},
+		{"host name", strings.Replace(srv, "127.0.0.1", "localhost", 1), true, false},
+		{"tls handshake refused", tlsURL(t), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := Run(context.Background(), target(OpenAI, tt.url))
+			if s.ConnectStart.IsZero() || s.Connected.IsZero() || s.Reused {
+				t.Fatalf("connect start %v, connected %v, reused %v", s.ConnectStart, s.Connected, s.Reused)
+			}
+			if got := !s.DNSStart.IsZero() && !s.DNSDone.IsZero(); got != tt.dns {
+				t.Errorf("dns stamped %v, want %v", got, tt.dns)
+			}
+			if got := !s.TLSStart.IsZero() && !s.TLSDone.IsZero(); got != tt.tls {
+				t.Errorf("tls stamped %v, want %v", got, tt.tls)
+			}
+			phases := s.Connected.Sub(s.ConnectStart) + s.DNSDone.Sub(s.DNSStart) + s.TLSDone.Sub(s.TLSStart)
+			if got := s.ConnectS(); math.Abs(got-phases.Seconds()) > 1e-9 || got <= 0 || s.Connected.Before(s.Start) {
+				t.Errorf("ConnectS() = %v, want the phases' sum %v", got, phases.Seconds())
+			}
+		})
+	}
+}
+
+// TestWait checks the censored wait of each outcome: exact when a token came,
+// a lower bound (Sent → End, End at the deadline) when a probe timed out with
+// its request on the wire, and zero otherwise.
+func TestWait(t *testing.T) {
+	const (
+		exact = iota
+		lower
+		zero
+	)
+	want := map[string]int{
+		"ok openai":                      exact,
+		"stall before headers":           lower,
+		"stall after headers":            lower,
+		"endless empty deltas anthropic": lower,
+		"caller cancels":                 lower,
+		"stall after first token":        exact, // a timeout, but the queue is known
+		"anthropic error event":          exact, // failed after its first token
+		"openai error event":             zero,  // failed before any token
+		"refused connection":             zero,
+		"429 seconds":                    zero,
+		"503":                            zero,
+		"bad base url":                   zero,
+	}
+	for _, sc := range scenarios() {
+		kind, ok := want[sc.name]
+		if !ok {
+			continue
+		}
+		delete(want, sc.name)
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			s, _ := runScenario(t, sc)
+			w, isExact := s.Wait()
+			switch kind {
+			case exact:
+				if s.FirstToken.IsZero() || w != s.QueueS() || w <= 0 || !isExact {
+					t.Errorf("Wait() = %v, %v; want queue_s %v, exact", w, isExact, s.QueueS())
+				}
+			case lower:
+				if s.Sent.IsZero() || !s.FirstToken.IsZero() || isExact || w != s.End.Sub(s.Sent).Seconds() || w <= 0 {
+					t.Errorf("Wait() = %v, %v; want sent → end %v, a lower bound", w, isExact, s.End.Sub(s.Sent))
+				}
+				if sc.cancelAfter == 0 && s.End.Sub(s.Start) > shortTimeout {
+					t.Errorf("end %v after start, past the %v deadline", s.End.Sub(s.Start), shortTimeout)
+				}
+			case zero:
+				if w != 0 || !isExact {
+					t.Errorf("Wait() = %v, %v; want 0, exact", w, isExact)
+				}
+			}
+		})
+	}
+	if len(want) > 0 {
+		t.Errorf("no scenario named %v", want)
 	}
 }

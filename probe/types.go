@@ -58,27 +58,44 @@ const (
 )
 
 // Sample is the result of one probe. Times are raw timestamps taken from one
-// monotonic clock (time.Now with its monotonic reading); durations are methods.
-// A zero timestamp means the phase was not reached.
+// monotonic clock (time.Now with its monotonic reading); durations are methods,
+// and a method skips a phase whose timestamps are zero (not reached).
+//
+// The queue starts at Sent, when the request was on the wire, not at Start:
+// DNS, connect, TLS and the client's own scheduling before the write are
+// the probe's cost, not the lane's queue (ConnectS reports them).
 type Sample struct {
 	Lane string
 	Kind string
 
-	Start      time.Time // just before the request is sent
-	Connected  time.Time // httptrace ConnectDone (zero if the connection was reused)
-	Sent       time.Time // httptrace WroteRequest: the request is on the wire
-	Headers    time.Time // response headers received
-	FirstToken time.Time // first non-empty content or reasoning delta
-	End        time.Time // end of stream, or the moment the probe gave up
+	Start        time.Time // just before the request is sent: the point's timestamp
+	DNSStart     time.Time // httptrace DNSStart (zero for an IP address or a reused connection)
+	DNSDone      time.Time // httptrace DNSDone
+	ConnectStart time.Time // httptrace ConnectStart of the first dial attempt
+	Connected    time.Time // httptrace ConnectDone (zero if the connection was reused)
+	TLSStart     time.Time // httptrace TLSHandshakeStart (zero over plain http)
+	TLSDone      time.Time // httptrace TLSHandshakeDone, even if the handshake failed
+	Reused       bool      // httptrace GotConn: the connection was not dialed for this probe
+	Sent         time.Time // the request is on the wire: the start of the write that completed it
+	Headers      time.Time // response headers received
+	FirstToken   time.Time // first non-empty content or reasoning delta
+	End          time.Time // end of stream, or the moment the probe gave up
 
 	Tokens       int
 	TokensSource TokensSource
 
 	Outcome     Outcome
 	Status      int    // HTTP status, 0 if none
-	RetryAfter  string // Retry-After header of a 429, verbatim
+	RetryAfter  string // Retry-After header of a non-2xx response, verbatim if printable and short
 	HeadersSeen bool   // for timeouts: had the headers arrived?
 	Detail      string // short human detail of a failure; never holds secrets or generated text
+
+	// Rate-limit headers, read from every response (2xx or not) and turned
+	// into durations from Start; see parseQuota for the dialects.
+	QuotaRemaining int64         // requests left in the lane's window, if QuotaKnown
+	QuotaKnown     bool          // a remaining-requests header was present and valid
+	QuotaReset     time.Duration // Start → the window's reset (0: unknown)
+	RetryAfterWait time.Duration // Start → the moment Retry-After allows a retry (0: unknown)
 }
 
 func seconds(from, to time.Time) float64 {
@@ -88,24 +105,56 @@ func seconds(from, to time.Time) float64 {
 	return to.Sub(from).Seconds()
 }
 
-// QueueS is start → first generated token, in seconds (0 if no token came).
-func (s Sample) QueueS() float64 { return seconds(s.Start, s.FirstToken) }
+// QueueS is request written (Sent) → first generated token, in seconds (0 if
+// no token came). It never includes DNS, connect or TLS. A server cannot read
+// the request before Sent nor be heard before FirstToken, so QueueS is never
+// below the wait the server imposed. For failed probes see Wait.
+func (s Sample) QueueS() float64 { return seconds(s.Sent, s.FirstToken) }
+
+// Wait is the queue wait to record for any probe, in seconds, and whether
+// it is exact:
+//
+//   - a first token came (even if the probe failed later): QueueS, exact;
+//   - the probe timed out (Outcome Timeout) after its request was written and
+//     before any token: Sent → End, exact=false. The lane kept the request
+//     waiting at least that long; the true wait is censored by the timeout;
+//   - otherwise (never sent, refused, an HTTP error, a stream error before a
+//     token...): 0, exact. There was no wait to speak of.
+func (s Sample) Wait() (seconds float64, exact bool) {
+	switch {
+	case !s.FirstToken.IsZero():
+		return s.QueueS(), true
+	case s.Outcome == Timeout && !s.Sent.IsZero() && !s.End.IsZero():
+		return s.End.Sub(s.Sent).Seconds(), false
+	}
+	return 0, true
+}
 
 // GenS is first generated token → end of stream, in seconds.
 func (s Sample) GenS() float64 { return seconds(s.FirstToken, s.End) }
 
-// HeadersS is start → response headers, in seconds.
-func (s Sample) HeadersS() float64 { return seconds(s.Start, s.Headers) }
+// HeadersS is request written (Sent) → response headers, in seconds: the same
+// start as QueueS.
+func (s Sample) HeadersS() float64 { return seconds(s.Sent, s.Headers) }
 
-// SentS is start → request written, in seconds.
+// SentS is Start → request written, in seconds: connect, TLS, writing the
+// request and any client-side wait before it went out.
 func (s Sample) SentS() float64 { return seconds(s.Start, s.Sent) }
 
-// ServerQueueS is request written → first generated token, in seconds: the
-// queue as the server saw it, without the client's connect and scheduling.
-func (s Sample) ServerQueueS() float64 { return seconds(s.Sent, s.FirstToken) }
+// ConnectS is DNS + TCP connect + TLS handshake, in seconds: the sum of the
+// phases that have both timestamps, and 0 on a reused connection.
+func (s Sample) ConnectS() float64 {
+	if s.Reused {
+		return 0
+	}
+	return seconds(s.DNSStart, s.DNSDone) + seconds(s.ConnectStart, s.Connected) + seconds(s.TLSStart, s.TLSDone)
+}
 
-// ConnectS is start → connection established, in seconds.
-func (s Sample) ConnectS() float64 { return seconds(s.Start, s.Connected) }
+// QuotaWait is how long after Start the lane's own headers say to wait
+// before the next request: the later of RetryAfterWait and QuotaReset, 0 when
+// neither is known. QuotaReset alone does not mean the quota is spent; check
+// QuotaKnown and QuotaRemaining before backing off on it.
+func (s Sample) QuotaWait() time.Duration { return max(s.RetryAfterWait, s.QuotaReset) }
 
 // OK reports whether the probe produced at least one token and ended cleanly.
 func (s Sample) OK() bool { return s.Outcome == OK }
