@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/wire"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/swings"
@@ -114,15 +115,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	lanes := make([]swings.Lane, len(cfg.Lanes))
-	for i, l := range cfg.Lanes {
-		lanes[i] = swings.Lane{Name: l.Name, Kind: l.Kind}
-	}
-	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
-	for i, c := range cfg.Policy.Classes {
-		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
-	}
-	rep := swings.Compute(swingsRecords(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: *days, Lanes: lanes, Classes: classes})
+	rep := wire.Swings(cfg, recs, from, to, *days)
 	if *lane != "" {
 		l, ok := rep.Lane(*lane)
 		if !ok {
@@ -166,46 +159,6 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("swings: write report: %w", err)
 	}
 	return nil
-}
-
-// swingsRecords maps the store's hourly records to the report's input.
-// WorstCensoredS stays 0 until series.Hourly carries worst_censored_s.
-//
-// A lane-hour has one record per site (and, when the lane's kind changed
-// within the hour, identical copies per kind): the copies count once and
-// the sites merge conservatively, worst of the worsts and the sum of probes.
-func swingsRecords(hs []series.Hourly) []swings.Record {
-	type laneHour struct {
-		lane string
-		hour int64
-	}
-	type laneSiteHour struct {
-		laneHour
-		site string
-	}
-	idx := map[laneHour]int{}
-	seen := map[laneSiteHour]bool{}
-	var recs []swings.Record
-	for _, h := range hs {
-		k := laneHour{h.Lane, h.Hour.UnixNano()}
-		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
-			continue
-		} else {
-			seen[ks] = true
-		}
-		i, ok := idx[k]
-		if !ok {
-			idx[k] = len(recs)
-			recs = append(recs, swings.Record{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
-			i = len(recs) - 1
-		}
-		r := &recs[i]
-		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
-		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
-		r.Samples += h.Samples
-		r.Failures += h.Failures
-	}
-	return recs
 }
 
 // hourly reads the hourly records of [from, to). A samples file that does not

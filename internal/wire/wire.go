@@ -12,6 +12,7 @@ import (
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/swings"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -197,4 +198,59 @@ func newest(ctx context.Context, st series.Store, cfg *config.Config, from, end 
 		return nil, fmt.Errorf("store: read the newest probes: %w", err)
 	}
 	return append(latest, older...), nil
+}
+
+// SwingsRecords maps the store's hourly records to the report's input.
+// WorstCensoredS stays 0 until series.Hourly carries worst_censored_s.
+//
+// A lane-hour has one record per site (and, when the lane's kind changed
+// within the hour, identical copies per kind): the copies count once and
+// the sites merge conservatively, worst of the worsts and the sum of probes.
+func SwingsRecords(hs []series.Hourly) []swings.Record {
+	type laneHour struct {
+		lane string
+		hour int64
+	}
+	type laneSiteHour struct {
+		laneHour
+		site string
+	}
+	idx := map[laneHour]int{}
+	seen := map[laneSiteHour]bool{}
+	var recs []swings.Record
+	for _, h := range hs {
+		k := laneHour{h.Lane, h.Hour.UnixNano()}
+		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
+			continue
+		} else {
+			seen[ks] = true
+		}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(recs)
+			recs = append(recs, swings.Record{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
+			i = len(recs) - 1
+		}
+		r := &recs[i]
+		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
+		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
+		r.Samples += h.Samples
+		r.Failures += h.Failures
+	}
+	return recs
+}
+
+// Swings computes the time-of-day report of the hourly records of [from,
+// to): the config's lanes listed even without data, its classes' deadlines
+// drawn.
+func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int) *swings.Report {
+	lanes := make([]swings.Lane, len(cfg.Lanes))
+	for i, l := range cfg.Lanes {
+		lanes[i] = swings.Lane{Name: l.Name, Kind: l.Kind}
+	}
+	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
+	for i, c := range cfg.Policy.Classes {
+		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
+	}
+	return swings.Compute(SwingsRecords(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
 }

@@ -1,0 +1,353 @@
+// Package sampler runs lanewatch's probe rounds: which lanes a round probes
+// (its shard, probe budgets and back-offs, package budget), each probe
+// bounded by its own timeout from its own start and the starts spread over a
+// short window, and the round recorded with its hourly rollup
+// (series.Recorder) under a deadline of its own. It returns what happened;
+// cmd/sampler wires it to flags, cron, logs, metrics and the HTTP server.
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/wire"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/shard"
+)
+
+// DefaultStoreTimeout bounds a round's store write, apart from its probes.
+const DefaultStoreTimeout = 2 * time.Minute
+
+// SpreadStep is how far apart a round's probe starts are, so that probes
+// started together do not share the CPU in one burst and misread their
+// queue (BENCHMARKS.md); the window is capped at MaxSpread.
+const (
+	SpreadStep = 5 * time.Millisecond
+	MaxSpread  = 10 * time.Second
+)
+
+// ErrInterrupted is returned by an interruptible round cut short: nothing
+// was stored, since probes cut short would read as lane failures.
+var ErrInterrupted = errors.New("interrupted: the round was cut short and not stored")
+
+// Options wire a Sampler.
+type Options struct {
+	Config *config.Config
+	Store  series.Store
+	// Targets holds one probe target per configured lane, keys resolved.
+	Targets []probe.Target
+	// Shard overrides Config.Shard when Count > 0 (the -shard flag).
+	Shard config.Shard
+	// Probe runs one probe; nil means probe.Run.
+	Probe func(context.Context, probe.Target) (probe.Sample, error)
+	// Now reads the clock; nil means time.Now.
+	Now func() time.Time
+	// StoreTimeout bounds the store write; 0 means DefaultStoreTimeout.
+	StoreTimeout time.Duration
+}
+
+// Sampler probes the lanes its shard owns.
+type Sampler struct {
+	cfg     *config.Config
+	store   series.Store
+	rec     *series.Recorder
+	targets map[string]probe.Target
+	owned   []string // config order
+	shard   config.Shard
+	groups  []budget.Group
+	probe   func(context.Context, probe.Target) (probe.Sample, error)
+	now     func() time.Time
+	storeTO time.Duration
+
+	mu   sync.Mutex
+	seen map[string]series.Probe // newest probe of each lane this process stored
+}
+
+// New returns a Sampler. It fails when a configured lane has no target.
+func New(o Options) (*Sampler, error) {
+	cfg := o.Config
+	s := &Sampler{
+		cfg:     cfg,
+		store:   o.Store,
+		rec:     series.NewRecorder(o.Store, cfg.Location),
+		targets: map[string]probe.Target{},
+		shard:   cfg.Shard,
+		groups:  wire.Groups(cfg),
+		probe:   o.Probe,
+		now:     o.Now,
+		storeTO: o.StoreTimeout,
+		seen:    map[string]series.Probe{},
+	}
+	if o.Shard.Count > 0 {
+		s.shard = o.Shard
+	}
+	if s.shard.Count < 1 {
+		s.shard = config.Shard{Index: 0, Count: 1}
+	}
+	if s.probe == nil {
+		s.probe = probe.Run
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.storeTO <= 0 {
+		s.storeTO = DefaultStoreTimeout
+	}
+	for _, t := range o.Targets {
+		s.targets[t.Lane] = t
+	}
+	lanes := make([]shard.Lane, len(cfg.Lanes))
+	for i, l := range cfg.Lanes {
+		if _, ok := s.targets[l.Name]; !ok {
+			return nil, fmt.Errorf("sampler: lane %s has no probe target", l.Name)
+		}
+		lanes[i] = shard.Lane{Name: l.Name, Quota: l.Quota}
+	}
+	s.owned = shard.Owned(lanes, s.shard.Index, s.shard.Count)
+	return s, nil
+}
+
+// Owned returns the lanes this sampler's shard owns, in config order.
+func (s *Sampler) Owned() []string { return slices.Clone(s.owned) }
+
+// Shard returns the shard this sampler probes.
+func (s *Sampler) Shard() config.Shard { return s.shard }
+
+// Groups returns the quota groups of the config.
+func (s *Sampler) Groups() []budget.Group { return s.groups }
+
+// Store returns the store the sampler writes to.
+func (s *Sampler) Store() series.Store { return s.store }
+
+// Round is what one round did.
+type Round struct {
+	Start    time.Time
+	Plan     budget.Plan
+	MeterErr error          // the store could not be read: budgets unknown (their lanes skipped)
+	Samples  []probe.Sample // the probes that ran, in config order
+	// NotStarted are lanes the plan chose whose probe never started because
+	// the sampler was stopping: not probes, not stored.
+	NotStarted []string
+	Recorded   series.Recorded
+	Duration   time.Duration // probes and store write
+}
+
+// Plan reads from the store what budgets and back-offs need and decides
+// which of the owned lanes a round at now probes. A store that cannot be
+// read makes the budgeted lanes skip (the meter is checked before the
+// spend); back-offs then come from what this process stored itself.
+func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
+	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.cfg.Location, Force: force}
+	site := []string{s.cfg.Site}
+	latest, err := s.store.Latest(ctx, series.Query{
+		Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}},
+		Sites:   site, Lanes: s.owned,
+	})
+	if err == nil {
+		in.Latest = latest
+		var budgeted []string
+		from := now
+		for _, g := range s.groups {
+			for _, l := range g.Lanes {
+				if slices.Contains(s.owned, l) {
+					budgeted = append(budgeted, l)
+				}
+			}
+			loc := g.Location
+			if loc == nil {
+				loc = time.UTC
+			}
+			if day := hours.DayStart(now, loc); day.Before(from) {
+				from = day
+			}
+		}
+		if len(budgeted) > 0 {
+			in.Probes, err = s.store.Probes(ctx, series.Query{
+				Windows: []series.Window{{From: from.Add(-time.Hour), To: now.Add(time.Second)}},
+				Sites:   site, Lanes: budgeted,
+			})
+		}
+	}
+	if err != nil {
+		in.MeterErr = err
+		s.mu.Lock()
+		for _, p := range s.seen {
+			in.Latest = append(in.Latest, p)
+		}
+		s.mu.Unlock()
+	}
+	return budget.Decide(in), err
+}
+
+// Run runs one round. With interruptible false (the daemon) a cancelled ctx
+// stops new probes from starting, lets the probes in flight finish within
+// their own timeouts and stores them; with interruptible true (-once at a
+// terminal) it cancels everything and stores nothing (ErrInterrupted). The
+// store write has its own deadline, so a slow round never loses the probes
+// it finished. force probes every owned lane, budgets and back-offs
+// notwithstanding (the probes still count).
+func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
+	r := &Round{Start: s.now()}
+	start := time.Now() // monotonic, for the duration
+	r.Plan, r.MeterErr = s.Plan(ctx, r.Start, force)
+
+	targets := make([]probe.Target, 0, len(r.Plan.Probe))
+	for _, l := range r.Plan.Probe {
+		targets = append(targets, s.targets[l])
+	}
+	samples, notStarted := s.probeAll(ctx, targets, interruptible)
+	r.Samples, r.NotStarted = samples, notStarted
+	if interruptible && ctx.Err() != nil {
+		r.Duration = time.Since(start)
+		return r, ErrInterrupted
+	}
+	points := make([]series.Probe, len(samples))
+	for i, sm := range samples {
+		points[i] = Point(sm, s.cfg.Site)
+	}
+	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.storeTO)
+	defer cancel()
+	rec, err := s.rec.Record(storeCtx, points)
+	r.Recorded = rec
+	r.Duration = time.Since(start)
+	if err != nil {
+		return r, fmt.Errorf("store round: %w", err)
+	}
+	s.mu.Lock()
+	for _, p := range points {
+		if q, ok := s.seen[p.Lane]; !ok || p.Time.After(q.Time) {
+			s.seen[p.Lane] = p
+		}
+	}
+	s.mu.Unlock()
+	return r, nil
+}
+
+// probeAll probes the targets, at most Concurrency at once, probe i
+// starting at its Spread offset or when a slot frees, whichever is later.
+// Each probe is bounded by its own timeout from its own start. When ctx
+// ends, probes not started yet are not started; probes in flight run on
+// unless interruptible.
+func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interruptible bool) ([]probe.Sample, []string) {
+	n := len(targets)
+	offsets := probe.Spread(n, min(time.Duration(n)*SpreadStep, MaxSpread))
+	probeCtx := context.WithoutCancel(ctx)
+	if interruptible {
+		probeCtx = ctx
+	}
+	samples := make([]probe.Sample, n)
+	started := make([]bool, n)
+	sem := make(chan struct{}, max(s.cfg.Concurrency, 1))
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for i, t := range targets {
+		if !waitUntil(ctx, begin.Add(offsets[i])) {
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		started[i] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			// The probe's error is its outcome, already in the sample: a
+			// failed probe is data, not an error of the round.
+			samples[i], _ = s.probe(probeCtx, t)
+			samples[i].Lane, samples[i].Kind = t.Lane, t.Kind
+		}()
+	}
+	wg.Wait()
+	var done []probe.Sample
+	var notStarted []string
+	for i, t := range targets {
+		if started[i] {
+			done = append(done, samples[i])
+		} else {
+			notStarted = append(notStarted, t.Lane)
+		}
+	}
+	return done, notStarted
+}
+
+// waitUntil waits until t or until ctx ends; it reports whether t came.
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Point is the stored form of a probe of a sampler at site: queue_s is the
+// wait the probe is known to have sat through (exact, or a lower bound when
+// it timed out before its first token), quota_reset_s the later of
+// Retry-After and the quota's reset.
+func Point(sm probe.Sample, site string) series.Probe {
+	wait, _ := sm.Wait()
+	return series.Probe{
+		Lane:           sm.Lane,
+		Kind:           sm.Kind,
+		Site:           site,
+		Time:           sm.Start.Round(0).UTC(),
+		QueueS:         wait,
+		GenS:           sm.GenS(),
+		HeadersS:       sm.HeadersS(),
+		ConnectS:       sm.ConnectS(),
+		Tokens:         int64(sm.Tokens),
+		OK:             sm.OK(),
+		Outcome:        string(sm.Outcome),
+		Status:         int64(sm.Status),
+		QuotaRemaining: sm.QuotaRemaining,
+		QuotaKnown:     sm.QuotaKnown,
+		QuotaResetS:    sm.QuotaWait().Seconds(),
+	}
+}
+
+// WorstRound is how long a round of the owned lanes can take when every
+// probe runs to its timeout: waves of Concurrency probes, plus the spread.
+func (s *Sampler) WorstRound() time.Duration {
+	var longest time.Duration
+	for _, l := range s.owned {
+		longest = max(longest, s.targets[l].Timeout)
+	}
+	c := max(s.cfg.Concurrency, 1)
+	waves := (len(s.owned) + c - 1) / c
+	return time.Duration(waves)*longest + min(time.Duration(len(s.owned))*SpreadStep, MaxSpread)
+}
+
+// RoundWarning says, with the numbers, when a round could outlast the
+// schedule's interval (cron then skips the next round); "" when it cannot.
+func (s *Sampler) RoundWarning() string {
+	interval := s.cfg.Interval()
+	worst := s.WorstRound()
+	if interval <= 0 || worst <= interval {
+		return ""
+	}
+	var longest time.Duration
+	for _, l := range s.owned {
+		longest = max(longest, s.targets[l].Timeout)
+	}
+	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; raise concurrency or lower the timeout",
+		len(s.owned), s.cfg.Concurrency, longest, worst.Round(time.Second), interval)
+}

@@ -1,0 +1,135 @@
+package sampler
+
+import (
+	"bytes"
+	"context"
+	"html/template"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/status"
+	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/internal/wire"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Status page figures.
+const (
+	statusProbes    = 6 // last probes shown per lane
+	statusChartDays = 7
+)
+
+// Status reads from the store what the status page shows: per owned lane
+// its last probes, quota and back-off, whether the next round skips it; the
+// budget of each quota group today; the live policy of the current hour
+// (over every site); the swings chart of the last 7 days. A part that cannot
+// be read is left out and said in the page (a status page must render when
+// the store is down, too).
+func (s *Sampler) Status(ctx context.Context) status.Page {
+	now := s.now()
+	p := status.Page{Now: now, Site: s.cfg.Site, Schedule: s.cfg.Schedule, ChartDays: statusChartDays, Healthy: true}
+	if s.shard.Count > 1 {
+		p.Shard = s.shard.String()
+	}
+	fail := func(what string, err error) {
+		if p.Problem == "" {
+			p.Healthy, p.Problem = false, what+": "+err.Error()
+		}
+	}
+	plan, err := s.Plan(ctx, now, false)
+	if err != nil {
+		fail("store", err)
+	}
+	skips := map[string]budget.Skip{}
+	for _, sk := range plan.Skip {
+		skips[sk.Lane] = sk
+	}
+	site := []string{s.cfg.Site}
+	recent, err := s.store.Probes(ctx, series.Query{Windows: []series.Window{{From: now.Add(-24 * time.Hour), To: now.Add(time.Second)}}, Sites: site, Lanes: s.owned})
+	if err != nil {
+		fail("store", err)
+	}
+	latest, err := s.store.Latest(ctx, series.Query{Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}}, Sites: site, Lanes: s.owned})
+	if err != nil {
+		fail("store", err)
+	}
+	byLane := map[string][]series.Probe{}
+	for _, pr := range recent {
+		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
+	}
+	quotaOf := map[string]string{}
+	for _, l := range s.cfg.Lanes {
+		quotaOf[l.Name] = l.Quota
+	}
+	for _, name := range s.owned {
+		t := s.targets[name]
+		l := status.Lane{Name: name, Kind: t.Kind, Quota: quotaOf[name]}
+		ps := byLane[name]
+		slices.Reverse(ps)
+		for _, pr := range ps[:min(len(ps), statusProbes)] {
+			l.Probes = append(l.Probes, status.Probe{Time: pr.Time, Outcome: pr.Outcome, OK: pr.OK, QueueS: pr.QueueS,
+				Censored: !pr.OK && pr.Outcome == "timeout" && pr.GenS == 0 && pr.QueueS > 0, GenS: pr.GenS})
+		}
+		for _, pr := range latest {
+			if pr.Lane != name {
+				continue
+			}
+			l.QuotaKnown, l.QuotaRemaining = pr.QuotaKnown, pr.QuotaRemaining
+			if pr.QuotaResetS > 0 {
+				l.QuotaReset = pr.Time.Add(time.Duration(pr.QuotaResetS * float64(time.Second)))
+			}
+			if u, ok := budget.Backoff(pr, s.cfg.Location); ok && u.After(now) {
+				l.BackoffUntil = u
+			}
+		}
+		if sk, ok := skips[name]; ok {
+			l.Skip = sk.String()
+		}
+		p.Lanes = append(p.Lanes, l)
+	}
+	for _, g := range s.groups {
+		loc := g.Location
+		if loc == nil {
+			loc = time.UTC
+		}
+		day := hours.DayStart(now, loc)
+		spent := 0
+		for _, pr := range recent {
+			if slices.Contains(g.Lanes, pr.Lane) && !pr.Time.Before(day) {
+				spent++
+			}
+		}
+		p.Groups = append(p.Groups, status.Group{Name: g.Name, PerDay: g.ProbesPerDay, Spent: spent,
+			Left: max(g.ProbesPerDay-spent, 0), Timezone: loc.String()})
+	}
+	if f, err := wire.ForHour(ctx, s.store, s.cfg, now, nil); err != nil {
+		p.PolicyErr = err.Error()
+	} else {
+		p.Policy = &f
+	}
+	from := now.AddDate(0, 0, -statusChartDays)
+	if hs, err := s.store.Hourly(ctx, series.Between(from, now)); err == nil && len(hs) > 0 {
+		var svg bytes.Buffer
+		if err := swings.WriteChart(&svg, wire.Swings(s.cfg, hs, from, now, statusChartDays), swings.ChartOptions{Format: "svg"}); err == nil {
+			// Trusted: package swings drew it from numbers and lane names,
+			// which the config limits to [a-z0-9_-].
+			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))
+		}
+	}
+	return p
+}
+
+// stripXMLHeader drops an <?xml ...?> declaration so the SVG can sit inline
+// in an HTML document.
+func stripXMLHeader(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if bytes.HasPrefix(b, []byte("<?xml")) {
+		if i := bytes.Index(b, []byte("?>")); i >= 0 {
+			b = bytes.TrimSpace(b[i+2:])
+		}
+	}
+	return string(b)
+}
+
