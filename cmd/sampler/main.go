@@ -1,9 +1,10 @@
 // Command sampler probes every configured lane on a cron schedule and stores
 // each probe and the worst queue per lane and hour.
 //
-//	sampler -config F            # daemon: cron rounds until SIGINT/SIGTERM
-//	sampler -config F -once      # one round now, print the samples, exit
+//	sampler -config F [-shard I/N]     # daemon: cron rounds until SIGINT/SIGTERM
+//	sampler -config F -once [-force]   # one round now, print the samples, exit
 //	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
+//	sampler rollup -config F [-days N] [-check]  # rebuild (or check) the hourly records from the probes
 package main
 
 import (
@@ -33,17 +34,24 @@ type usageError = cli.UsageError
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("sampler", err, stderr) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	if len(args) > 0 && args[0] == "import" {
-		return runImport(ctx, args[1:], stdout, stderr, lookupEnv)
+	if len(args) > 0 {
+		switch args[0] {
+		case "import":
+			return runImport(ctx, args[1:], stdout, stderr, lookupEnv)
+		case "rollup":
+			return runRollup(ctx, args[1:], stdout, stderr, lookupEnv)
+		}
 	}
 	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
 	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
 	once := fs.Bool("once", false, "run one round now, print the samples and exit")
-	listen := fs.String("listen", "", "serve /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
+	force := fs.Bool("force", false, "with -once: probe every lane, budgets and back-offs notwithstanding (the probes count)")
+	shardFlag := fs.String("shard", "", "probe only shard `I/N` of the lanes (overrides the config's shard), e.g. 2/5")
+	listen := fs.String("listen", "", "serve the status page /, /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-once] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n")
+		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {
@@ -55,24 +63,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	if *configPath == "" {
 		return usageError{Err: errors.New("-config is required")}
 	}
+	if *force && !*once {
+		return usageError{Err: errors.New("-force goes with -once")}
+	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return usageError{Err: err}
 	}
-	s, err := newSampler(ctx, *configPath, log, lookupEnv)
+	d, err := newDaemon(ctx, *configPath, *shardFlag, log, lookupEnv)
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer d.close()
 	if *listen != "" {
-		_, stopServe, err := s.serveMetrics(*listen)
+		_, stopServe, err := d.serve(*listen)
 		if err != nil {
 			return err
 		}
 		defer stopServe()
 	}
 	if *once {
-		return s.once(ctx, stdout)
+		return d.once(ctx, stdout, *force)
 	}
-	return s.daemon(ctx)
+	return d.run(ctx)
 }

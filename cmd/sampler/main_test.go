@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -225,17 +226,17 @@ func TestMetricsAndHealth(t *testing.T) {
 	ok, _ := sseServer(t, 10*time.Millisecond, 2, http.StatusOK)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": ok.URL})
-	s, err := newSampler(context.Background(), cfg, mustLogger(t), env)
+	d, err := newDaemon(context.Background(), cfg, "", mustLogger(t), env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	addr, stop, err := s.serveMetrics("127.0.0.1:0")
+	defer d.close()
+	addr, stop, err := d.serve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	if _, err := s.round(context.Background(), false); err != nil {
+	if _, err := d.round(context.Background(), false, false); err != nil {
 		t.Fatal(err)
 	}
 	get := func(path string) (int, string) {
@@ -337,8 +338,8 @@ func TestOnceStopsAtTheSignal(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	err := run(ctx, []string{"-config", cfg, "-once"}, &stdout, &stderr, env)
-	if !errors.Is(err, errInterrupted) {
-		t.Fatalf("err %v, want errInterrupted", err)
+	if !errors.Is(err, sampler.ErrInterrupted) {
+		t.Fatalf("err %v, want sampler.ErrInterrupted", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("-once took %s after the signal; the lane's wait is 8s", d)
@@ -365,13 +366,23 @@ func TestRetryAfterIsShown(t *testing.T) {
 	if !strings.Contains(stdout.String(), "free: rate_limited, Retry-After 17") {
 		t.Errorf("-once output lacks the Retry-After note:\n%s", stdout.String())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	// A daemon on a fresh store: the 429 is logged with its Retry-After,
+	// then the lane backs off, logged once however many rounds skip it.
+	cfg = writeConfig(t, t.TempDir(), "@every 1s", map[string]string{"free": srv.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
 	defer cancel()
 	stderr.Reset()
 	if err := run(ctx, []string{"-config", cfg, "-log-format", "json"}, &stdout, &stderr, env); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr.String(), `"retry_after":"17"`) {
-		t.Errorf("daemon log lacks retry_after:\n%s", stderr.String())
+	log := stderr.String()
+	if !strings.Contains(log, `"retry_after":"17"`) {
+		t.Errorf("daemon log lacks retry_after:\n%s", log)
+	}
+	if n := strings.Count(log, "lane backs off"); n != 1 {
+		t.Errorf("the back-off was logged %d times, want once:\n%s", n, log)
+	}
+	if n := strings.Count(log, `"msg":"round stored"`); n < 2 {
+		t.Errorf("%d rounds ran, want at least 2:\n%s", n, log)
 	}
 }

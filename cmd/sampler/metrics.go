@@ -13,18 +13,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/internal/sampler"
 )
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
 type metrics struct {
 	reg        *prometheus.Registry
 	probes     *prometheus.CounterVec
+	skipped    *prometheus.CounterVec
+	notStarted *prometheus.CounterVec
 	lastQueue  *prometheus.GaugeVec
+	quotaLeft  *prometheus.GaugeVec
+	budgetLeft *prometheus.GaugeVec
 	roundDur   prometheus.Histogram
 	spool      prometheus.Gauge
 	storeErrs  prometheus.Counter
+
 	lastStored atomic.Bool // last round's write succeeded (for /healthz)
+	lastErr    atomic.Pointer[string]
 	rounds     atomic.Int64
 }
 
@@ -34,12 +40,24 @@ func newMetrics() *metrics {
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lanewatch_probes_total", Help: "Probes by lane and outcome.",
 		}, []string{"lane", "outcome"}),
-		lastQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lanewatch_last_queue_seconds", Help: "Queue time (start to first token) of the lane's last ok probe.",
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lanewatch_probes_skipped_total", Help: "Lanes a round left out, by lane and reason (budget, quota, meter).",
+		}, []string{"lane", "reason"}),
+		notStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lanewatch_probes_not_started_total", Help: "Probes a round chose but never started because the sampler was stopping (not stored).",
 		}, []string{"lane"}),
+		lastQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lanewatch_last_queue_seconds", Help: "Queue time (request written to first token) of the lane's last ok probe.",
+		}, []string{"lane"}),
+		quotaLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lanewatch_quota_remaining", Help: "Requests the lane's rate-limit headers said remain, at its last probe that sent them.",
+		}, []string{"lane"}),
+		budgetLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lanewatch_budget_left", Help: "Probes the quota group's budget still allows today.",
+		}, []string{"quota"}),
 		roundDur: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "lanewatch_round_duration_seconds", Help: "Wall time of a round: probes plus store write.",
-			Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300},
+			Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200},
 		}),
 		spool: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "lanewatch_spool_points", Help: "Points waiting in the store spool for replay.",
@@ -48,59 +66,80 @@ func newMetrics() *metrics {
 			Name: "lanewatch_store_errors_total", Help: "Rounds whose write the store refused.",
 		}),
 	}
-	m.reg.MustRegister(m.probes, m.lastQueue, m.roundDur, m.spool, m.storeErrs,
+	m.reg.MustRegister(m.probes, m.skipped, m.notStarted, m.lastQueue, m.quotaLeft, m.budgetLeft, m.roundDur, m.spool, m.storeErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.lastStored.Store(true)
 	return m
 }
 
-func (m *metrics) observeProbe(s probe.Sample) {
-	m.probes.WithLabelValues(s.Lane, string(s.Outcome)).Inc()
-	if s.OK() {
-		m.lastQueue.WithLabelValues(s.Lane).Set(s.QueueS())
+func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
+	for _, s := range r.Samples {
+		m.probes.WithLabelValues(s.Lane, string(s.Outcome)).Inc()
+		if s.OK() {
+			m.lastQueue.WithLabelValues(s.Lane).Set(s.QueueS())
+		}
+		if s.QuotaKnown {
+			m.quotaLeft.WithLabelValues(s.Lane).Set(float64(s.QuotaRemaining))
+		}
 	}
-}
-
-func (m *metrics) observeRound(d time.Duration, err error, spooled int) {
-	m.roundDur.Observe(d.Seconds())
+	for _, sk := range r.Plan.Skip {
+		m.skipped.WithLabelValues(sk.Lane, sk.Reason).Inc()
+	}
+	for _, l := range r.NotStarted {
+		m.notStarted.WithLabelValues(l).Inc()
+	}
+	for g, left := range r.Plan.Left {
+		m.budgetLeft.WithLabelValues(g).Set(float64(left))
+	}
+	m.roundDur.Observe(r.Duration.Seconds())
 	m.spool.Set(float64(spooled))
 	m.rounds.Add(1)
 	if err != nil {
 		m.storeErrs.Inc()
+		msg := err.Error()
+		m.lastErr.Store(&msg)
 	}
 	m.lastStored.Store(err == nil)
 }
 
-// metricsHandler serves /metrics and /healthz.
-func (s *sampler) metricsHandler() http.Handler {
+// handler serves /metrics and /healthz.
+func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.metrics.lastStored.Load() {
-			http.Error(w, "last round was not stored", http.StatusServiceUnavailable)
+		next := ""
+		if t := d.nextRound(); !t.IsZero() {
+			next = ", next round at " + t.UTC().Format(time.RFC3339)
+		}
+		if !d.metrics.lastStored.Load() {
+			why := "unknown error"
+			if e := d.metrics.lastErr.Load(); e != nil {
+				why = *e
+			}
+			http.Error(w, "last round was not stored: "+why+next, http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintf(w, "ok: %d rounds\n", s.metrics.rounds.Load())
+		fmt.Fprintf(w, "ok: %d rounds%s\n", d.metrics.rounds.Load(), next)
 	})
 	return mux
 }
 
-// serveMetrics serves metricsHandler on addr until the returned stop function
-// is called; it returns the address it listens on.
-func (s *sampler) serveMetrics(addr string) (string, func(), error) {
+// serve serves handler on addr until the returned stop function is called;
+// it returns the address it listens on.
+func (d *daemon) serve(addr string) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("-listen: %w", err)
 	}
-	srv := &http.Server{Handler: s.metricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("metrics server", "err", err)
+			d.log.Error("http server", "err", err)
 		}
 	}()
-	s.log.Info("serving metrics", "addr", ln.Addr().String())
+	d.log.Info("serving metrics", "addr", ln.Addr().String(), "paths", "/ /metrics /healthz")
 	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

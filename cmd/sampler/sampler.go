@@ -7,33 +7,51 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
+	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/sampler"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// sampler owns one configuration, its store and the current hour's probes.
-type sampler struct {
+// daemon is one sampler process: the config, its store, the rounds and the
+// metrics and health they feed.
+type daemon struct {
 	cfg     *config.Config
 	store   series.Store
+	s       *sampler.Sampler
 	log     *slog.Logger
-	targets []probe.Target
 	metrics *metrics
-	probeFn func(context.Context, probe.Target) (probe.Sample, error)
 
-	rec *series.Recorder
+	cron  *cron.Cron
+	entry cron.EntryID
+
+	mu        sync.Mutex
+	next      time.Time            // when the next scheduled round runs
+	backedOff map[string]time.Time // lanes whose back-off was logged, until when
 }
 
-func newSampler(ctx context.Context, path string, log *slog.Logger, lookupEnv func(string) (string, bool)) (*sampler, error) {
+// newDaemon loads the config, resolves the lanes' keys and opens the store.
+// shardFlag, when not empty, overrides the config's shard.
+func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lookupEnv func(string) (string, bool)) (*daemon, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, err
+	}
+	var sh config.Shard
+	if shardFlag != "" {
+		if sh, err = config.ParseShard(shardFlag); err != nil {
+			return nil, usageError{Err: fmt.Errorf("-shard: %w", err)}
+		}
 	}
 	targets := make([]probe.Target, 0, len(cfg.Lanes))
 	for _, l := range cfg.Lanes {
@@ -59,159 +77,162 @@ func newSampler(ctx context.Context, path string, log *slog.Logger, lookupEnv fu
 	if err != nil {
 		return nil, err
 	}
-	return &sampler{
-		cfg:     cfg,
-		store:   st,
-		rec:     series.NewRecorder(st, cfg.Location),
-		log:     log,
-		targets: targets,
-		metrics: newMetrics(),
-		probeFn: probe.Run,
-	}, nil
-}
-
-func (s *sampler) close() {
-	if err := s.store.Close(); err != nil {
-		s.log.Error("store close", "err", err)
-	}
-}
-
-// roundTimeout bounds one round: the slowest lane's timeout plus room to store.
-func (s *sampler) roundTimeout() time.Duration {
-	var longest time.Duration
-	for _, t := range s.targets {
-		longest = max(longest, t.Timeout)
-	}
-	return longest + time.Minute
-}
-
-// errInterrupted is returned by an interruptible round cut short by a signal.
-var errInterrupted = errors.New("interrupted: the round was cut short and not stored")
-
-// round probes every lane (at most cfg.Concurrency at once), then stores the
-// probes and the refreshed hourly worst of each lane in one write. The
-// daemon's rounds run detached from shutdown, so a round in flight is always
-// stored; an interruptible round (-once at a terminal) stops at the signal
-// and stores nothing, since probes cut short would read as lane failures.
-func (s *sampler) round(parent context.Context, interruptible bool) ([]probe.Sample, error) {
-	base := context.WithoutCancel(parent)
-	if interruptible {
-		base = parent
-	}
-	ctx, cancel := context.WithTimeout(base, s.roundTimeout())
-	defer cancel()
-	start := time.Now()
-
-	samples := make([]probe.Sample, len(s.targets))
-	sem := make(chan struct{}, s.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for i, t := range s.targets {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			// The probe's error is its outcome, already in the sample:
-			// a failed probe is data, not an error of the round.
-			samples[i], _ = s.probeFn(ctx, t)
-			samples[i].Lane, samples[i].Kind = t.Lane, t.Kind
-		}()
-	}
-	wg.Wait()
-	if interruptible && parent.Err() != nil {
-		return samples, errInterrupted
-	}
-
-	points := make([]series.Probe, len(samples))
-	for i, sm := range samples {
-		points[i] = toPoint(sm)
-		s.metrics.observeProbe(sm)
-	}
-	_, err := s.rec.Record(ctx, points)
-	s.metrics.observeRound(time.Since(start), err, s.spoolDepth())
+	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, Targets: targets, Shard: sh})
 	if err != nil {
-		return samples, fmt.Errorf("store round: %w", err)
+		_ = st.Close()
+		return nil, err
 	}
-	return samples, nil
+	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), backedOff: map[string]time.Time{}}
+	if w := s.RoundWarning(); w != "" {
+		log.Warn("config: " + w)
+	}
+	return d, nil
 }
 
-func toPoint(sm probe.Sample) series.Probe {
-	return series.Probe{
-		Lane:     sm.Lane,
-		Kind:     sm.Kind,
-		Time:     sm.Start.Round(0).UTC(),
-		QueueS:   sm.QueueS(),
-		GenS:     sm.GenS(),
-		HeadersS: sm.HeadersS(),
-		Tokens:   int64(sm.Tokens),
-		OK:       sm.OK(),
-		Outcome:  string(sm.Outcome),
-		Status:   int64(sm.Status),
+func (d *daemon) close() {
+	if err := d.store.Close(); err != nil {
+		d.log.Error("store close", "err", err)
 	}
 }
 
-func (s *sampler) spoolDepth() int { return series.SpoolDepth(s.store) }
+// round runs one round and feeds the metrics.
+func (d *daemon) round(ctx context.Context, force, interruptible bool) (*sampler.Round, error) {
+	r, err := d.s.Run(ctx, force, interruptible)
+	if r != nil {
+		d.metrics.observeRound(r, err, series.SpoolDepth(d.store))
+	}
+	return r, err
+}
 
-// once runs one round and prints a table of what was stored.
-func (s *sampler) once(ctx context.Context, stdout io.Writer) error {
-	samples, err := s.round(ctx, true)
-	printTable(stdout, samples)
-	if n := s.spoolDepth(); n > 0 {
-		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, s.cfg.Store.Spool)
+// once runs one round and prints what was probed, skipped and stored.
+func (d *daemon) once(ctx context.Context, stdout io.Writer, force bool) error {
+	if sh := d.s.Shard(); sh.Count > 1 {
+		owned := d.s.Owned()
+		fmt.Fprintf(stdout, "shard %s owns %d of %d lanes: %s\n", sh, len(owned), len(d.cfg.Lanes), strings.Join(owned, ", "))
+	}
+	r, err := d.round(ctx, force, true)
+	if r != nil {
+		printRound(stdout, d.cfg, r)
+	}
+	if n := series.SpoolDepth(d.store); n > 0 {
+		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, d.cfg.Store.Spool)
 	}
 	return err
 }
 
-func printTable(w io.Writer, samples []probe.Sample) {
+// printRound prints one row per lane of the round: its probe, or why it was
+// skipped. A wait that is a lower bound (the probe timed out before its
+// first token) prints as >30.0, never as a zero wait.
+func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
+	kinds := map[string]string{}
+	for _, l := range cfg.Lanes {
+		kinds[l.Name] = l.Kind
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "lane\tkind\toutcome\tstatus\tqueue_s\tgen_s\ttokens\tsource\t")
 	var notes []string
-	for _, sm := range samples {
-		status := "-"
+	for _, sm := range r.Samples {
+		status, src := "-", string(sm.TokensSource)
 		if sm.Status != 0 {
 			status = fmt.Sprint(sm.Status)
 		}
-		src := string(sm.TokensSource)
 		if src == "" {
 			src = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.3f\t%d\t%s\t\n",
-			sm.Lane, sm.Kind, sm.Outcome, status, sm.QueueS(), sm.GenS(), sm.Tokens, src)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\t\n",
+			sm.Lane, sm.Kind, sm.Outcome, status, waitText(sm), sm.GenS(), sm.Tokens, src)
 		switch {
 		case sm.RetryAfter != "":
 			notes = append(notes, fmt.Sprintf("%s: %s, Retry-After %s", sm.Lane, sm.Outcome, sm.RetryAfter))
 		case sm.Detail != "":
 			notes = append(notes, fmt.Sprintf("%s: %s", sm.Lane, sm.Detail))
 		}
+		if sm.QuotaKnown && sm.QuotaRemaining <= 0 {
+			notes = append(notes, fmt.Sprintf("%s: no requests remain (the lane backs off)", sm.Lane))
+		}
+	}
+	for _, sk := range r.Plan.Skip {
+		fmt.Fprintf(tw, "%s\t%s\tskipped\t-\t-\t-\t-\t-\t\n", sk.Lane, kinds[sk.Lane])
+		notes = append(notes, fmt.Sprintf("%s: skipped: %s", sk.Lane, sk))
+	}
+	for _, l := range r.NotStarted {
+		notes = append(notes, fmt.Sprintf("%s: not probed: the round was stopping", l))
 	}
 	tw.Flush()
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
+	if r.MeterErr != nil {
+		fmt.Fprintf(w, "budgets unknown (store unreadable: %v): budgeted lanes skipped\n", r.MeterErr)
+	}
+	for _, name := range slices.Sorted(mapsKeys(r.Plan.Left)) {
+		fmt.Fprintf(w, "quota %s: %d probes left today\n", name, r.Plan.Left[name])
+	}
 }
 
-// daemon runs rounds on the cron schedule until ctx is cancelled, then waits
+// waitText is a probe's queue for a table: exact to the millisecond, or a
+// lower bound as >30.0.
+func waitText(sm probe.Sample) string {
+	wait, exact := sm.Wait()
+	if !exact {
+		return fmt.Sprintf(">%.1f", wait)
+	}
+	return fmt.Sprintf("%.3f", wait)
+}
+
+func mapsKeys(m map[string]int) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// run runs rounds on the cron schedule until ctx is cancelled, then waits
 // for the in-flight round to be stored.
-func (s *sampler) daemon(ctx context.Context) error {
-	c, schedulerDone := newCron(s.cfg.Location, s.log)
-	_, err := c.AddFunc(s.cfg.Schedule, func() { s.scheduledRound(ctx) })
+func (d *daemon) run(ctx context.Context) error {
+	c, schedulerDone := newCron(d.cfg.Location, d.log)
+	id, err := c.AddFunc(d.cfg.Schedule, func() { d.scheduledRound(ctx) })
 	if err != nil {
 		return fmt.Errorf("schedule: %w", err)
 	}
-	s.log.Info("sampler started", "lanes", len(s.targets), "schedule", s.cfg.Schedule,
-		"timezone", s.cfg.Location.String(), "store", s.cfg.Store.Kind)
+	d.cron, d.entry = c, id
+	d.log.Info("sampler started", "lanes", len(d.s.Owned()), "of", len(d.cfg.Lanes), "shard", d.s.Shard().String(),
+		"site", d.cfg.Site, "schedule", d.cfg.Schedule, "timezone", d.cfg.Location.String(), "store", d.cfg.Store.Kind)
 	c.Start()
+	d.setNext(c.Entry(id))
 	<-ctx.Done()
-	s.log.Info("sampler stopping: waiting for the round in flight")
+	d.log.Info("sampler stopping: waiting for the round in flight")
 	<-c.Stop().Done()
 	<-schedulerDone
-	s.log.Info("sampler stopped")
+	d.log.Info("sampler stopped")
 	return nil
 }
 
+// setNext remembers and logs when the next round runs.
+func (d *daemon) setNext(e cron.Entry) {
+	next := e.Next
+	if next.IsZero() && e.Schedule != nil {
+		next = e.Schedule.Next(time.Now().In(d.cfg.Location))
+	}
+	d.mu.Lock()
+	d.next = next
+	d.mu.Unlock()
+	d.log.Info("next round", "at", next.Format(time.RFC3339))
+}
+
+func (d *daemon) nextRound() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.next
+}
+
 // scheduledRound waits a random jitter, then runs and logs one round.
-func (s *sampler) scheduledRound(ctx context.Context) {
-	if j := s.cfg.Jitter.D(); j > 0 {
+func (d *daemon) scheduledRound(ctx context.Context) {
+	defer func() { d.setNext(d.cron.Entry(d.entry)) }()
+	if j := d.cfg.Jitter.D(); j > 0 {
 		t := time.NewTimer(rand.N(j))
 		select {
 		case <-ctx.Done():
@@ -223,23 +244,52 @@ func (s *sampler) scheduledRound(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	samples, err := s.round(ctx, false)
+	r, err := d.round(ctx, false, false)
 	failed := 0
-	for _, sm := range samples {
+	for _, sm := range r.Samples {
 		if !sm.OK() {
 			failed++
 			args := []any{"lane", sm.Lane, "outcome", string(sm.Outcome), "status", sm.Status, "detail", sm.Detail}
 			if sm.RetryAfter != "" {
 				args = append(args, "retry_after", sm.RetryAfter)
 			}
-			s.log.Warn("probe failed", args...)
+			d.log.Warn("probe failed", args...)
 		}
 	}
+	d.logSkips(r)
+	if len(r.NotStarted) > 0 {
+		d.log.Warn("probes not started: the sampler was stopping", "lanes", strings.Join(r.NotStarted, ","))
+	}
+	if r.MeterErr != nil {
+		d.log.Warn("budgets unknown: the store could not be read; budgeted lanes skipped", "err", r.MeterErr)
+	}
+	if interval := d.cfg.Interval(); interval > 0 && r.Duration > interval {
+		d.log.Warn(fmt.Sprintf("round took %s, longer than the schedule's %s interval: the next round was skipped; raise concurrency (%d) or lower lane timeouts",
+			r.Duration.Round(time.Second), interval, d.cfg.Concurrency))
+	}
 	if err != nil {
-		s.log.Error("round not stored", "err", err, "probes", len(samples))
+		d.log.Error("round not stored", "err", err, "probes", len(r.Samples))
 		return
 	}
-	s.log.Info("round stored", "probes", len(samples), "failed", failed, "spooled", s.spoolDepth())
+	d.log.Info("round stored", "probes", len(r.Samples), "failed", failed, "skipped", len(r.Plan.Skip),
+		"spooled", series.SpoolDepth(d.store))
+}
+
+// logSkips logs a lane's back-off once when it starts, not on every
+// skipped round.
+func (d *daemon) logSkips(r *sampler.Round) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, sk := range r.Plan.Skip {
+		if sk.Reason != budget.SkipQuota {
+			continue
+		}
+		if until, ok := d.backedOff[sk.Lane]; ok && until.Equal(sk.Until) {
+			continue
+		}
+		d.backedOff[sk.Lane] = sk.Until
+		d.log.Warn("lane backs off: its quota is spent or it answered 429", "lane", sk.Lane, "until", sk.Until.UTC().Format(time.RFC3339))
+	}
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

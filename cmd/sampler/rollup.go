@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/storeopen"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// maxRollupShown caps the mismatches -check prints one line each.
+const maxRollupShown = 50
+
+// runRollup is `sampler rollup -config F [-days N] [-check]`: the repair
+// tool after an outage. It recomputes the hourly records of the sampler's
+// site over the last N days from their probes (idempotent), or with -check
+// reports the records that disagree with their probes and exits 1.
+func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	fs := flag.NewFlagSet("sampler rollup", flag.ContinueOnError)
+	configPath := fs.String("config", "", "config naming the store (required)")
+	days := fs.Int("days", 7, "the last `N` days")
+	check := fs.Bool("check", false, "report hourly records that are not the aggregate of their probes and exit 1; write nothing")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sampler rollup -config F [-days N] [-check]\n")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *configPath == "":
+		return usageError{Err: errors.New("rollup: -config is required")}
+	case fs.NArg() > 0:
+		return usageError{Err: fmt.Errorf("rollup: unexpected argument %q", fs.Arg(0))}
+	case *days < 1 || *days > 3660:
+		return usageError{Err: fmt.Errorf("rollup: -days %d: want 1 to 3660", *days)}
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	log, _ := newLogger(stderr, "text", "info")
+	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
+	open := storeopen.Open
+	if *check {
+		open = storeopen.OpenReadOnly
+	}
+	st, err := open(ctx, cfg, warn, lookupEnv)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := time.Now()
+	w := series.Window{From: now.AddDate(0, 0, -*days), To: now.Add(time.Hour)}
+	sites := []string{cfg.Site}
+	if *check {
+		bad, err := series.Check(ctx, st, cfg.Location, w, sites)
+		if err != nil {
+			return fmt.Errorf("rollup: %w", err)
+		}
+		for i, m := range bad {
+			if i == maxRollupShown {
+				fmt.Fprintf(stdout, "... and %d more\n", len(bad)-i)
+				break
+			}
+			fmt.Fprintf(stdout, "%s: %s\n", m.Problem, m)
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("rollup: %d hourly records of the last %d days disagree with their probes (run sampler rollup without -check to rebuild them)", len(bad), *days)
+		}
+		fmt.Fprintf(stdout, "every hourly record of the last %d days is the aggregate of its probes\n", *days)
+		return nil
+	}
+	n, err := series.RebuildWindow(ctx, st, cfg.Location, w, sites)
+	if err != nil {
+		return fmt.Errorf("rollup: %w", err)
+	}
+	fmt.Fprintf(stdout, "rebuilt %d hourly records of the last %d days from their probes\n", n, *days)
+	if d := series.SpoolDepth(st); d > 0 {
+		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", d, cfg.Store.Spool)
+	}
+	return nil
+}
