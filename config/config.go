@@ -26,7 +26,7 @@ const (
 	DefaultTimezone     = "UTC"
 	DefaultSchedule     = "7,27,47 * * * *"
 	DefaultJitter       = 30 * time.Second
-	DefaultConcurrency  = 16
+	DefaultConcurrency  = 64
 	DefaultPolicyOut    = "policies"
 	DefaultLookbackDays = 7
 )

@@ -44,12 +44,13 @@ func BenchmarkQueueError(b *testing.B) {
 	}{
 		// Every probe at once.
 		{1, 0, 0}, {16, 0, 0}, {50, 0, 0}, {200, 0, 0}, {500, 0, 0},
-		// The sampler's default until now: 16 in flight.
+		// The sampler's default until now: 16 in flight, started at once.
 		{200, 16, 0}, {500, 16, 0},
-		// Every probe in flight, starts spread.
-		{16, 0, 2 * time.Millisecond}, {50, 0, 2 * time.Millisecond},
-		{200, 0, 2 * time.Millisecond}, {500, 0, 2 * time.Millisecond},
-		{200, 0, 5 * time.Millisecond}, {500, 0, 5 * time.Millisecond},
+		// The recommendation: a start every 2 ms, at most 64 in flight.
+		{16, 64, 2 * time.Millisecond}, {50, 64, 2 * time.Millisecond},
+		{200, 64, 2 * time.Millisecond}, {500, 64, 2 * time.Millisecond},
+		// Spread starts without a bound, and a closer spread.
+		{200, 0, 2 * time.Millisecond}, {500, 0, 2 * time.Millisecond}, {500, 64, time.Millisecond},
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("lanes=%d", c.lanes)

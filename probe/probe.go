@@ -168,10 +168,12 @@ func (r *run) trace() *httptrace.ClientTrace {
 				}
 				// The server can read the request only once its last
 				// write began: stamping the start of that write, not this
-				// callback, keeps a preempted callback from starting the
-				// queue after the server already began it.
+				// callback, keeps a callback delayed after the write from
+				// starting the queue after the server already began it.
+				// (Over HTTP/2 a control frame written in between moves
+				// the stamp later, but never past this callback.)
 				ct.sent = now // after a redirect: the request that was answered
-				if !ct.writeStart.IsZero() && ct.writeStart.Before(now) {
+				if !ct.writeStart.IsZero() {
 					ct.sent = ct.writeStart
 				}
 			})

@@ -96,6 +96,9 @@ func TestQueueTiming(t *testing.T) {
 			if q, held := s.QueueS(), first.Sub(log.readAt()); q < held.Seconds() || q < tt.queue.Seconds() {
 				t.Errorf("queue_s = %s, below the true wait %s (nominal %s)", ms(q), held, tt.queue)
 			}
+			if read := log.readAt(); s.Sent.After(read) {
+				t.Errorf("sent stamped %v after the server had read the request", s.Sent.Sub(read))
+			}
 			if w, exact := s.Wait(); w != s.QueueS() || !exact {
 				t.Errorf("Wait() = %v, %v; want queue_s %v, exact", w, exact, s.QueueS())
 			}

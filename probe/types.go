@@ -76,10 +76,10 @@ type Sample struct {
 	TLSStart     time.Time // httptrace TLSHandshakeStart (zero over plain http)
 	TLSDone      time.Time // httptrace TLSHandshakeDone, even if the handshake failed
 	Reused       bool      // httptrace GotConn: the connection was not dialed for this probe
-	Sent         time.Time // the request is on the wire: the start of the write that completed it
+	Sent         time.Time // the request is on the wire: start of the last write before httptrace WroteRequest
 	Headers      time.Time // response headers received
 	FirstToken   time.Time // first non-empty content or reasoning delta
-	End          time.Time // end of stream, or the moment the probe gave up
+	End          time.Time // end of stream, or the moment the probe gave up (a timeout: its deadline)
 
 	Tokens       int
 	TokensSource TokensSource
@@ -91,7 +91,13 @@ type Sample struct {
 	Detail      string // short human detail of a failure; never holds secrets or generated text
 
 	// Rate-limit headers, read from every response (2xx or not) and turned
-	// into durations from Start; see parseQuota for the dialects.
+	// into durations from Start. Dialects, first valid one wins:
+	// anthropic-ratelimit-requests-remaining/-reset (RFC 3339),
+	// x-ratelimit-remaining-requests/x-ratelimit-reset-requests (OpenAI,
+	// Groq: 6m0s, 2m59.56s), x-ratelimit-remaining/-reset (OpenRouter and
+	// others: Unix seconds or milliseconds, small values seconds from now);
+	// and Retry-After (seconds or an HTTP date). Garbage, negative and
+	// absurd (> 1 year) values are ignored.
 	QuotaRemaining int64         // requests left in the lane's window, if QuotaKnown
 	QuotaKnown     bool          // a remaining-requests header was present and valid
 	QuotaReset     time.Duration // Start → the window's reset (0: unknown)

@@ -30,7 +30,7 @@ const DefaultStoreTimeout = 2 * time.Minute
 // started together do not share the CPU in one burst and misread their
 // queue (BENCHMARKS.md); the window is capped at MaxSpread.
 const (
-	SpreadStep = 5 * time.Millisecond
+	SpreadStep = 2 * time.Millisecond
 	MaxSpread  = 10 * time.Second
 )
 
