@@ -1,0 +1,220 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// lane is a test server: an OpenAI-compatible stream whose first token
+// comes after delay (or never, when hang), counting the requests it gets.
+type lane struct {
+	delay map[string]time.Duration // by model
+	hang  map[string]bool
+	hits  atomic.Int64
+}
+
+func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.hits.Add(1)
+	body := make([]byte, 4096)
+	n, _ := r.Body.Read(body)
+	model := ""
+	if i := strings.Index(string(body[:n]), `"model":"`); i >= 0 {
+		model = strings.SplitN(string(body[:n])[i+9:], `"`, 2)[0]
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	if l.hang[model] {
+		<-r.Context().Done()
+		return
+	}
+	select {
+	case <-time.After(l.delay[model]):
+	case <-r.Context().Done():
+		return
+	}
+	for _, tok := range []string{"o", "k"} {
+		fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":%q}}]}\n\n", tok)
+	}
+	fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+}
+
+// setup writes a config of the named lanes (each its own model on srv) with
+// extra top-level YAML, opens a file store and returns a Sampler on it.
+func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string) (*Sampler, series.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(extra)
+	b.WriteString("store: {kind: file, path: samples.lp}\nlanes:\n")
+	for _, l := range lanes {
+		fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s%s}\n", l, srv.URL, l, laneExtra)
+	}
+	cfg, err := config.Parse(strings.NewReader(b.String()), dir)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	st, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	var targets []probe.Target
+	for _, l := range cfg.Lanes {
+		targets = append(targets, probe.Target{Lane: l.Name, Kind: l.Kind, API: probe.API(l.API), BaseURL: l.BaseURL,
+			Model: l.Model, Prompt: l.Prompt, MaxTokens: l.MaxTokens, Timeout: l.Timeout.D(), IncludeUsage: *l.IncludeUsage})
+	}
+	s, err := New(Options{Config: cfg, Store: st, Targets: targets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st
+}
+
+func stored(t *testing.T, st series.Store) map[string]series.Probe {
+	t.Helper()
+	ps, err := st.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]series.Probe{}
+	for _, p := range ps {
+		out[p.Lane] = p
+	}
+	return out
+}
+
+// 200 lanes with the default settings, one of them queueing 15 s: every
+// probe is stored, and none reads as a timeout.
+func TestWideRoundStoresEveryProbe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 15 s queue")
+	}
+	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"l000": 15 * time.Second}})
+	defer srv.Close()
+	var names []string
+	for i := range 200 {
+		names = append(names, fmt.Sprintf("l%03d", i))
+	}
+	s, st := setup(t, srv, names, "", "")
+	r, err := s.Run(context.Background(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, st)
+	if len(r.Samples) != 200 || len(got) != 200 {
+		t.Fatalf("%d probes ran, %d stored; want 200 and 200", len(r.Samples), len(got))
+	}
+	for name, p := range got {
+		if !p.OK {
+			t.Errorf("lane %s stored as %s (queue %.1f s)", name, p.Outcome, p.QueueS)
+		}
+	}
+	if q := got["l000"].QueueS; q < 15 {
+		t.Errorf("the slow lane's queue %.3f s, want at least 15", q)
+	}
+}
+
+// Thirty lanes that accept and never answer do not take the healthy ones
+// with them: every probe is stored, the hung ones as timeouts with their
+// wait as a lower bound.
+func TestHungLanesDoNotTakeHealthyOnes(t *testing.T) {
+	hang := map[string]bool{}
+	var names []string
+	for i := range 30 {
+		n := fmt.Sprintf("hung%02d", i)
+		hang[n] = true
+		names = append(names, n)
+	}
+	names = append(names, "ok1", "ok2")
+	srv := httptest.NewServer(&lane{hang: hang})
+	defer srv.Close()
+	s, st := setup(t, srv, names, "concurrency: 4\n", ", timeout: 1s")
+	if _, err := s.Run(context.Background(), false, false); err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, st)
+	if len(got) != 32 {
+		t.Fatalf("%d probes stored, want 32", len(got))
+	}
+	for _, ok := range []string{"ok1", "ok2"} {
+		if !got[ok].OK {
+			t.Errorf("healthy lane %s stored as %+v", ok, got[ok])
+		}
+	}
+	for n := range hang {
+		p := got[n]
+		if p.Outcome != "timeout" || p.QueueS < 0.9 || p.QueueS > 1.5 {
+			t.Errorf("hung lane %s stored as %s with wait %.3f; want a timeout waited about its 1 s", n, p.Outcome, p.QueueS)
+		}
+	}
+}
+
+// A daemon stopping mid-round finishes and stores the probes in flight and
+// does not start the rest: they are not probes at all, not timeouts.
+func TestStopStartsNothingNew(t *testing.T) {
+	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 400 * time.Millisecond, "b": 400 * time.Millisecond,
+		"c": 400 * time.Millisecond, "d": 400 * time.Millisecond}})
+	defer srv.Close()
+	s, st := setup(t, srv, []string{"a", "b", "c", "d"}, "concurrency: 1\n", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(150*time.Millisecond, cancel)
+	r, err := s.Run(ctx, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, st)
+	if len(r.Samples) != 1 || len(r.NotStarted) != 3 || len(got) != 1 || !got["a"].OK {
+		t.Fatalf("ran %d, not started %v, stored %+v; want lane a probed and stored, b c d not started", len(r.Samples), r.NotStarted, got)
+	}
+}
+
+// An interruptible round (-once at a terminal) stores nothing.
+func TestInterruptStoresNothing(t *testing.T) {
+	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 5 * time.Second}})
+	defer srv.Close()
+	s, st := setup(t, srv, []string{"a"}, "", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := s.Run(ctx, false, true); err != ErrInterrupted {
+		t.Fatalf("Run = %v, want ErrInterrupted", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %s after the interrupt", d)
+	}
+	if got := stored(t, st); len(got) != 0 {
+		t.Fatalf("stored %+v", got)
+	}
+}
+
+func TestRoundWarning(t *testing.T) {
+	srv := httptest.NewServer(&lane{})
+	defer srv.Close()
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("l%03d", i)
+	}
+	s, _ := setup(t, srv, names, "concurrency: 16\n", "")
+	w := s.RoundWarning()
+	for _, want := range []string{"200 lanes", "16 in flight", "2m0s timeout", "26m", "20m0s interval"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warning %q lacks %q", w, want)
+		}
+	}
+	s, _ = setup(t, srv, names, "", "")
+	if w := s.RoundWarning(); w != "" {
+		t.Errorf("default concurrency: warning %q, want none (4 waves of 2 min fit 20 min)", w)
+	}
+}
