@@ -132,4 +132,3 @@ func stripXMLHeader(b []byte) string {
 	}
 	return string(b)
 }
-
