@@ -20,7 +20,7 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
+const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-site NAME] [-format table|csv|json] [-svg FILE [-log]]
 
 Time-of-day report: for each lane and hour of day (in the config's timezone),
 the median and the max of the hourly worst queue times over the hourly
@@ -68,6 +68,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
 	days := fset.Int("days", 7, "report the last `N` days")
 	lane := fset.String("lane", "", "report only the lane `NAME`")
+	site := fset.String("site", "", "report only the `site` NAME's records (default: every site merged, plus a column per site when there are several)")
 	svg := fset.String("svg", "", "draw the chart into `FILE` (PNG when it ends in .png)")
 	logY := fset.Bool("log", false, "with -svg: a log scale on the seconds axis")
 	format := fset.String("format", "table", "output `format`: table, csv or json (with -svg: print the report too)")
@@ -111,11 +112,15 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 	}
 	to := e.now().In(cfg.Location)
 	from := to.AddDate(0, 0, -*days)
-	recs, err := e.hourly(ctx, cfg, from, to)
+	var sites []string
+	if *site != "" {
+		sites = []string{*site}
+	}
+	recs, err := e.hourly(ctx, cfg, from, to, sites)
 	if err != nil {
 		return err
 	}
-	rep := wire.Swings(cfg, recs, from, to, *days)
+	rep := wire.Swings(cfg, recs, from, to, *days, *site == "")
 	if *lane != "" {
 		l, ok := rep.Lane(*lane)
 		if !ok {
@@ -163,7 +168,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 
 // hourly reads the hourly records of [from, to). A samples file that does not
 // exist yet is an empty store (no sampler round has run): a warning, no error.
-func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time) ([]series.Hourly, error) {
+func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time, sites []string) ([]series.Hourly, error) {
 	st, err := openStore(ctx, cfg, e.stderr, e.lookupEnv)
 	if err != nil {
 		if cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
@@ -173,7 +178,9 @@ func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time
 		return nil, fmt.Errorf("swings: %w", err)
 	}
 	defer st.Close()
-	recs, err := st.Hourly(ctx, series.Between(from, to))
+	q := series.Between(from, to)
+	q.Sites = sites
+	recs, err := st.Hourly(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)
 	}

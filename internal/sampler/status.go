@@ -112,7 +112,7 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 	from := now.AddDate(0, 0, -statusChartDays)
 	if hs, err := s.store.Hourly(ctx, series.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
-		if err := swings.WriteChart(&svg, wire.Swings(s.cfg, hs, from, now, statusChartDays), swings.ChartOptions{Format: "svg"}); err == nil {
+		if err := swings.WriteChart(&svg, wire.Swings(s.cfg, hs, from, now, statusChartDays, false), swings.ChartOptions{Format: "svg"}); err == nil {
 			// Trusted: package swings drew it from numbers and lane names,
 			// which the config limits to [a-z0-9_-].
 			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))

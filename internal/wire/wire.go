@@ -175,29 +175,42 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	return policy.Forecast(p, recs, States(latest, cfg.Location), day), nil
 }
 
-// newest returns the newest probe of each lane and site before end: from
-// [from, end) and, for the lanes with none there, from all of the history
-// before end, so that a lane last probed long ago reads no_recent_sample,
-// not never_sampled.
+// newest returns the newest probe of each lane and site before end, looking
+// back in widening steps so that a large store is scanned only as far as
+// needed: the last few hours (every lane probed at least hourly, and a
+// sparse lane's basis), then [from, end), then all of the history before
+// end for the lanes still missing, so that a lane last probed long ago
+// reads no_recent_sample, not never_sampled.
 func newest(ctx context.Context, st series.Store, cfg *config.Config, from, end time.Time, sites []string) ([]series.Probe, error) {
-	latest, err := st.Latest(ctx, series.Query{Windows: []series.Window{{From: from, To: end}}, Sites: sites})
-	if err != nil {
-		return nil, fmt.Errorf("store: read the newest probes: %w", err)
+	recent := 2
+	for _, l := range Params(cfg).Lanes {
+		recent = max(recent, l.BasisHours+1)
 	}
-	var missing []string
-	for _, l := range cfg.Lanes {
-		if !slices.ContainsFunc(latest, func(p series.Probe) bool { return p.Lane == l.Name }) {
-			missing = append(missing, l.Name)
+	steps := []time.Time{end.Add(-time.Duration(recent) * time.Hour), from, time.Unix(0, 0)}
+	var found []series.Probe
+	lanes := make([]string, len(cfg.Lanes))
+	for i, l := range cfg.Lanes {
+		lanes[i] = l.Name
+	}
+	to := end
+	for _, start := range steps {
+		if !start.Before(to) {
+			continue
 		}
+		got, err := st.Latest(ctx, series.Query{Windows: []series.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
+		if err != nil {
+			return nil, fmt.Errorf("store: read the newest probes: %w", err)
+		}
+		found = append(found, got...)
+		lanes = slices.DeleteFunc(lanes, func(l string) bool {
+			return slices.ContainsFunc(got, func(p series.Probe) bool { return p.Lane == l })
+		})
+		if len(lanes) == 0 {
+			break
+		}
+		to = start
 	}
-	if len(missing) == 0 {
-		return latest, nil
-	}
-	older, err := st.Latest(ctx, series.Query{Windows: []series.Window{{From: time.Unix(0, 0), To: from}}, Sites: sites, Lanes: missing})
-	if err != nil {
-		return nil, fmt.Errorf("store: read the newest probes: %w", err)
-	}
-	return append(latest, older...), nil
+	return found, nil
 }
 
 // SwingsRecords maps the store's hourly records to the report's input.
@@ -242,15 +255,51 @@ func SwingsRecords(hs []series.Hourly) []swings.Record {
 
 // Swings computes the time-of-day report of the hourly records of [from,
 // to): the config's lanes listed even without data, its classes' deadlines
-// drawn.
-func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int) *swings.Report {
-	lanes := make([]swings.Lane, len(cfg.Lanes))
-	for i, l := range cfg.Lanes {
-		lanes[i] = swings.Lane{Name: l.Name, Kind: l.Kind}
+// drawn. Each lane's figures merge every site's records; with perSite, when
+// the records come from more than one site, each lane is followed by one
+// column per site, named lane@site.
+func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
+	sitesOf := map[string][]string{}
+	for _, h := range recs {
+		if !slices.Contains(sitesOf[h.Lane], h.Site) {
+			sitesOf[h.Lane] = append(sitesOf[h.Lane], h.Site)
+		}
+	}
+	multi := false
+	for _, ss := range sitesOf {
+		multi = multi || len(ss) > 1
+	}
+	var lanes []swings.Lane
+	for _, l := range cfg.Lanes {
+		lanes = append(lanes, swings.Lane{Name: l.Name, Kind: l.Kind})
+		if perSite && multi {
+			ss := slices.Clone(sitesOf[l.Name])
+			slices.Sort(ss)
+			for _, site := range ss {
+				lanes = append(lanes, swings.Lane{Name: siteLane(l.Name, site), Kind: l.Kind})
+			}
+		}
+	}
+	if perSite && multi {
+		var split []series.Hourly
+		for _, h := range recs {
+			h.Lane = siteLane(h.Lane, h.Site)
+			split = append(split, h)
+		}
+		recs = append(slices.Clone(recs), split...)
 	}
 	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
 	for i, c := range cfg.Policy.Classes {
 		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
 	}
 	return swings.Compute(SwingsRecords(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+}
+
+// siteLane names a lane's column for one site: lane@site ("lane@-" for the
+// untagged site).
+func siteLane(lane, site string) string {
+	if site == "" {
+		site = "-"
+	}
+	return lane + "@" + site
 }

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/shard"
+)
+
+// Three samplers share one real InfluxDB: site a split in two shards, site
+// b whole. Every lane gets exactly one probe point per round per site, each
+// site's hourly records are the aggregate of that site's probes (no sampler
+// overwrote another's), and policygen's merged and per-site files say what
+// the probes say.
+func TestSitesAndShardsShareOneInflux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three sampler daemons")
+	}
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	sim := simLane(t, fastSim(16))
+	var lanes []laneSpec
+	var names []shard.Lane
+	for i := range 5 {
+		n := fmt.Sprintf("l%d", i)
+		lanes = append(lanes, openaiLane(n, "free", sim, ""))
+		names = append(names, shard.Lane{Name: n})
+	}
+	dir := t.TempDir()
+	config := func(name, site string) string {
+		store := fmt.Sprintf("  kind: influx\n  url: %q\n  bucket: %q\n  spool: %s.spool.lp\n  dead_letter: %s.dead.lp\n", url, db+"/autogen", name, name)
+		path := writeConfig(t, filepath.Join(dir, name+".yaml"), cfgSpec{store: store, lanes: lanes, policy: filepath.Join(dir, "policies")})
+		return withSite(t, path, site)
+	}
+	type proc struct {
+		site, shard string
+		cfg         string
+		d           *daemon
+	}
+	procs := []*proc{
+		{site: "a", shard: "0/2", cfg: config("a0", "a")},
+		{site: "a", shard: "1/2", cfg: config("a1", "a")},
+		{site: "b", cfg: config("b", "b")},
+	}
+	for _, p := range procs {
+		args := []string{"-config", p.cfg, "-log-format", "json"}
+		if p.shard != "" {
+			args = append(args, "-shard", p.shard)
+		}
+		p.d = startDaemon(t, bin("sampler"), args, nil)
+	}
+	for _, p := range procs {
+		for range 3 {
+			p.d.waitLine(t, `"round stored"`, 20*time.Second)
+		}
+	}
+	for _, p := range procs {
+		_ = p.d.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	rounds := map[*proc]int{}
+	for _, p := range procs {
+		if code := p.d.wait(t, 30*time.Second); code != 0 {
+			t.Fatalf("sampler %s %s exited %d:\n%s", p.site, p.shard, code, p.d.Stderr())
+		}
+		rounds[p] = strings.Count(p.d.Stderr(), `"round stored"`)
+	}
+
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := series.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Minute)}
+	probes, err := st.Probes(context.Background(), series.Query{Windows: []series.Window{w}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{} // site/lane → probe points
+	for _, p := range probes {
+		count[p.Site+"/"+p.Lane]++
+	}
+	for _, l := range names {
+		var a *proc
+		for _, p := range procs[:2] {
+			var idx, n int
+			fmt.Sscanf(p.shard, "%d/%d", &idx, &n)
+			if shard.Of(shard.Key(l.Name, ""), n) == idx {
+				a = p
+			}
+		}
+		if got, want := count["a/"+l.Name], rounds[a]; got != want {
+			t.Errorf("site a lane %s: %d probe points, want %d (one per round of shard %s)", l.Name, got, want, a.shard)
+		}
+		if got, want := count["b/"+l.Name], rounds[procs[2]]; got != want {
+			t.Errorf("site b lane %s: %d probe points, want %d (one per round)", l.Name, got, want)
+		}
+	}
+	for _, site := range []string{"a", "b"} {
+		bad, err := series.Check(context.Background(), st, time.UTC, w, []string{site})
+		if err != nil || len(bad) != 0 {
+			t.Errorf("site %s: hourly records that are not the aggregate of the site's probes: %v %v", site, bad, err)
+		}
+	}
+
+	// The hour of the last probe, and what its probes say, per site.
+	var last time.Time
+	for _, p := range probes {
+		if p.Time.After(last) {
+			last = p.Time
+		}
+	}
+	h := hours.Start(last, time.UTC)
+	worst := map[string]float64{} // site/lane and "*/lane" → worst queue in h
+	samples := map[string]int{}
+	for _, p := range probes {
+		if !hours.Start(p.Time, time.UTC).Equal(h) {
+			continue
+		}
+		for _, k := range []string{p.Site + "/" + p.Lane, "*/" + p.Lane} {
+			worst[k] = math.Max(worst[k], p.QueueS)
+			samples[k]++
+		}
+	}
+	for _, view := range []struct{ flag, key string }{{"", "*"}, {"a", "a"}, {"b", "b"}} {
+		args := []string{"-config", procs[2].cfg, "-hour", hours.Label(h, time.UTC), "-print"}
+		if view.flag != "" {
+			args = append(args, "-site", view.flag)
+		}
+		out := run(t, invocation{bin: "policygen", args: args}).want(t, 0).stdout
+		f, err := policy.ParseFile([]byte(out[strings.Index(out, "\n")+1:]))
+		if err != nil {
+			t.Fatalf("policy (site %q): %v\n%s", view.flag, err, out)
+		}
+		wantSites := []string{"a", "b"}
+		if view.flag != "" {
+			wantSites = []string{view.flag}
+		}
+		if fmt.Sprint(f.Sites) != fmt.Sprint(wantSites) {
+			t.Errorf("view %q: sites %v, want %v", view.flag, f.Sites, wantSites)
+		}
+		for _, l := range f.Lanes {
+			k := view.key + "/" + l.Name
+			want := math.Ceil(worst[k]*100-1e-6) / 100
+			if l.NextQueueS != want || l.Samples != samples[k] || !l.Eligible {
+				t.Errorf("view %q lane %s: next_queue_s %v samples %d eligible %v; the probes say %v (%d samples, all ok)",
+					view.flag, l.Name, l.NextQueueS, l.Samples, l.Eligible, want, samples[k])
+			}
+		}
+	}
+}
+
+// withSite adds `site: NAME` to a written config.
+func withSite(t *testing.T, path, site string) string {
+	t.Helper()
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append([]byte("site: "+site+"\n"), body...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
