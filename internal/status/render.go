@@ -20,6 +20,8 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	"secs":  secs,
 	"fixed": fixed,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
+	// share is a part of n, for a meter's low and high marks.
+	"share": func(n int, f float64) string { return strconv.FormatFloat(float64(n)*f, 'f', -1, 64) },
 	"stateClass": func(state string) string {
 		switch state {
 		case StateOK:
