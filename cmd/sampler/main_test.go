@@ -263,6 +263,46 @@ func TestMetricsAndHealth(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, "ok: 1 rounds") {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
+	if code, body := get("/"); code != 200 || !strings.Contains(body, "<html") || !strings.Contains(body, ">free<") {
+		t.Errorf("status page = %d, want the HTML page naming lane free:\n%.500s", code, body)
+	}
+	if code, _ := get("/nope"); code != 404 {
+		t.Errorf("/nope = %d, want 404", code)
+	}
+}
+
+// The daemon logs when the next round runs, at start and after each round,
+// and /healthz says it.
+func TestDaemonSaysWhenTheNextRoundRuns(t *testing.T) {
+	ok, _ := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
+	cfg := writeConfig(t, t.TempDir(), "@every 1s", map[string]string{"free": ok.URL})
+	d, err := newDaemon(context.Background(), cfg, "", mustLogger(t), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	addr, stop, err := d.serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.run(ctx) }()
+	time.Sleep(1500 * time.Millisecond)
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "next round at ") {
+		t.Errorf("/healthz = %q, want the next round", body)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestExitCodes(t *testing.T) {

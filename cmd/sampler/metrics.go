@@ -13,7 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/sampler"
+	"github.com/lanewatch/lanewatch/internal/status"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
@@ -102,9 +105,23 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 	m.lastStored.Store(err == nil)
 }
 
-// handler serves /metrics and /healthz.
+// handler serves the status page /, /metrics and /healthz.
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/", status.Handler(func(ctx context.Context) status.Page {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a stuck store must not hold requests
+		defer cancel()
+		p := d.s.Status(ctx)
+		p.Store = d.storeName()
+		p.NextRound = d.nextRound()
+		if !d.metrics.lastStored.Load() && p.Healthy {
+			p.Healthy, p.Problem = false, "last round was not stored"
+			if e := d.metrics.lastErr.Load(); e != nil {
+				p.Problem += ": " + *e
+			}
+		}
+		return p
+	}))
 	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		next := ""
@@ -122,6 +139,15 @@ func (d *daemon) handler() http.Handler {
 		fmt.Fprintf(w, "ok: %d rounds%s\n", d.metrics.rounds.Load(), next)
 	})
 	return mux
+}
+
+// storeName names the store for people: its kind and where it is, without
+// credentials.
+func (d *daemon) storeName() string {
+	if d.cfg.Store.Kind == config.StoreInflux {
+		return "influx " + series.RedactURL(d.cfg.Store.URL) + " bucket " + d.cfg.Store.Bucket
+	}
+	return "file " + d.cfg.Store.Path
 }
 
 // serve serves handler on addr until the returned stop function is called;

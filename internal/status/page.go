@@ -32,8 +32,14 @@ type Page struct {
 	PolicyErr string
 
 	// Chart is the swings chart of the last ChartDays days as an inline
-	// SVG document (trusted: rendered by package swings), empty when there
-	// is no data.
+	// SVG document, empty when there is no data. It is the one value the
+	// page does not escape, so it must be trusted: package swings draws it
+	// with gonum/plot's SVG canvas from numbers, the config's timezone and
+	// lane and class names (which the config limits to [a-z0-9_-]), and
+	// that canvas escapes every text it writes (html.EscapeString); nothing
+	// in it comes from a lane's server. Render checks it still looks like
+	// one plain <svg> element and leaves it out otherwise (see checkChart),
+	// and the handler's Content-Security-Policy allows no script at all.
 	Chart     template.HTML
 	ChartDays int
 }
@@ -70,4 +76,41 @@ type Group struct {
 	Spent    int
 	Left     int
 	Timezone string
+}
+
+// Lane states, as Lane.State returns them.
+const (
+	StateOK      = "ok"          // the newest probe was ok
+	StateFailing = "failing"     // the newest probe failed
+	StateBackoff = "backing off" // the lane waits out a 429 or a spent quota
+	StateSkipped = "skipped"     // the next round leaves it out (budget, store)
+	StateIdle    = "no probes"   // no probe stored in the last day
+)
+
+// State sums the lane up in one word for the page: a back-off first (it
+// says when the lane comes back), then a skip, then its newest probe.
+func (l Lane) State() string {
+	switch {
+	case !l.BackoffUntil.IsZero():
+		return StateBackoff
+	case l.Skip != "":
+		return StateSkipped
+	case len(l.Probes) == 0:
+		return StateIdle
+	case !l.Probes[0].OK:
+		return StateFailing
+	}
+	return StateOK
+}
+
+// GroupLanes returns the names of the page's lanes in the quota group, in
+// page order.
+func (p Page) GroupLanes(group string) []string {
+	var names []string
+	for _, l := range p.Lanes {
+		if l.Quota == group {
+			names = append(names, l.Name)
+		}
+	}
+	return names
 }

@@ -1,0 +1,186 @@
+package status
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed templates/*.html.tmpl
+var templateFS embed.FS
+
+var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
+	"rfc":   rfc3339,
+	"secs":  secs,
+	"fixed": fixed,
+	"join":  func(s []string) string { return strings.Join(s, ", ") },
+	// share is a part of n, for a meter's low and high marks.
+	"share": func(n int, f float64) string { return strconv.FormatFloat(float64(n)*f, 'f', -1, 64) },
+	"stateClass": func(state string) string {
+		switch state {
+		case StateOK:
+			return "ok"
+		case StateFailing:
+			return "bad"
+		case StateBackoff, StateSkipped:
+			return "warn"
+		}
+		return "muted"
+	},
+}).ParseFS(templateFS, "templates/*.html.tmpl"))
+
+// Render writes p as a complete HTML document. Every value goes through
+// html/template's contextual escaping except p.Chart, which is trusted (see
+// Page.Chart) once checkChart accepts it. Render writes as it goes: a caller
+// that must not send half a page on error renders into a buffer (Handler
+// does).
+func Render(w io.Writer, p Page) error {
+	v := view{Page: p}
+	v.chart, v.chartErr = checkChart(p.Chart)
+	if err := page.Execute(w, v); err != nil {
+		return fmt.Errorf("status page: %w", err)
+	}
+	return nil
+}
+
+// view is what the template sees: the page plus what is derived from it.
+type view struct {
+	Page
+	chart    template.HTML
+	chartErr string
+}
+
+// ChartSVG is the chart to show inline, "" when there is none or it was left
+// out (ChartProblem says why).
+func (v view) ChartSVG() template.HTML { return v.chart }
+
+// ChartProblem says why a non-empty chart was left out, "" otherwise.
+func (v view) ChartProblem() string { return v.chartErr }
+
+// moment is a time to show with how far it is from the page's time.
+type moment struct {
+	T   time.Time
+	Rel string // "in 25m", "3m ago", "now"
+}
+
+// At is t with how far it is from the page's time, for the "when" template.
+func (v view) At(t time.Time) moment { return moment{T: t, Rel: v.Rel(t)} }
+
+// Rel is t relative to the page's time: "in 25m", "3m ago" or "now".
+func (v view) Rel(t time.Time) string {
+	d := t.Sub(v.Now)
+	switch {
+	case d >= time.Second:
+		return "in " + compact(d)
+	case d <= -time.Second:
+		return compact(-d) + " ago"
+	}
+	return "now"
+}
+
+// Clock is a probe's time in a table cell: HH:MM in UTC, with the date
+// (MM-DD) in front when it is not the page's day.
+func (v view) Clock(t time.Time) string {
+	t, now := t.UTC(), v.Now.UTC()
+	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
+		return t.Format("15:04")
+	}
+	return t.Format("01-02 15:04")
+}
+
+// rfc3339 is t in UTC to the second, "—" for the zero time.
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// compact is a duration to the minute (to the second under a minute):
+// "45s", "25m", "2h05m", "3d04h".
+func compact(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// secs is a probe's queue_s or gen_s: one decimal, ">30.0" for a lower
+// bound (a censored wait), "—" for a failed probe that has no value.
+func secs(v float64, censored, ok bool) string {
+	switch {
+	case censored:
+		return ">" + strconv.FormatFloat(v, 'f', 1, 64)
+	case !ok && v == 0:
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// fixed is a policy figure with two decimals (the policy rounds to 0.01),
+// "—" for zero when zero means "no data" (tok_per_s).
+func fixed(v float64, zeroIsNone bool) string {
+	if zeroIsNone && v == 0 {
+		return "—"
+	}
+	if math.IsInf(v, 1) {
+		return "∞"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// unsafeChart matches what a chart drawn by package swings never holds and
+// what could run code or leave the <svg> element: elements that script,
+// embed or link, event-handler attributes, javascript: URLs.
+var unsafeChart = regexp.MustCompile(`(?i)<\s*/?\s*(script|foreignobject|iframe|object|embed|a|use|image|animate|set|handler|listener)\b|\son[a-z]+\s*=|javascript:`)
+
+// checkChart returns the chart to inline, or why it is left out. The chart
+// is trusted (Page.Chart says why); this is a second line behind that
+// trust, not a sanitizer: it accepts one <svg> element (after an optional
+// comment, as gonum/plot writes it) with nothing after it, and nothing in
+// it that scripts, embeds or links.
+func checkChart(c template.HTML) (template.HTML, string) {
+	s := strings.TrimSpace(string(c))
+	if s == "" {
+		return "", ""
+	}
+	lower := strings.ToLower(s)
+	switch {
+	case strings.Count(lower, "<svg") != 1 || strings.Count(lower, "</svg") != 1 || !strings.HasSuffix(lower, "</svg>"):
+		return "", "the chart is not one SVG element"
+	case !onlyComments(lower[:strings.Index(lower, "<svg")]):
+		return "", "the chart has something before its SVG element"
+	case unsafeChart.MatchString(s):
+		return "", "the chart holds markup a chart never needs"
+	}
+	return template.HTML(s), ""
+}
+
+// onlyComments reports whether s is whitespace and <!-- comments --> only.
+func onlyComments(s string) bool {
+	for {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return true
+		}
+		if !strings.HasPrefix(s, "<!--") {
+			return false
+		}
+		end := strings.Index(s, "-->")
+		if end < 0 {
+			return false
+		}
+		s = s[end+3:]
+	}
+}
