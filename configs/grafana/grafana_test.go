@@ -92,7 +92,7 @@ func load(t *testing.T) (dashboard, map[string]query) {
 // bounded ranges.
 func TestDashboardShape(t *testing.T) {
 	d, qs := load(t)
-	wantKeys := []string{"panel 1 A", "panel 2 A", "panel 3 A", "variable lane"}
+	wantKeys := []string{"panel 1 A", "panel 2 A", "panel 3 A", "variable lane", "variable site"}
 	var keys []string
 	for k := range qs {
 		keys = append(keys, k)
@@ -130,7 +130,7 @@ func TestDashboardShape(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v.Type
 	}
-	wantVars := map[string]string{"datasource": "datasource", "bucket": "textbox", "lane": "query", "utc_offset": "custom"}
+	wantVars := map[string]string{"datasource": "datasource", "bucket": "textbox", "lane": "query", "site": "query", "utc_offset": "custom"}
 	if fmt.Sprint(vars) != fmt.Sprint(wantVars) {
 		t.Errorf("variables %v, want %v", vars, wantVars)
 	}
@@ -273,6 +273,7 @@ func TestQueriesOnInflux18(t *testing.T) {
 			"v.windowPeriod":   "1h",
 			"${bucket}":        db + "/autogen",
 			"${lane:regex}":    "(free|paid)",
+			"${site:regex}":    ".*", // All: also the points of samplers without a site
 			"${utc_offset}":    offset,
 		}
 	}
@@ -404,6 +405,76 @@ func TestQueriesOnInflux18(t *testing.T) {
 			}
 		}
 	})
+}
+
+// With sites: the site variable lists them, a chosen site shows only its
+// points, All shows every site's and the untagged ones, and the heatmap
+// counts a failed probe's known wait (worst_censored_s).
+func TestSiteVariableOnInflux18(t *testing.T) {
+	_, qs := load(t)
+	base := influxtest.URL(t)
+	db := influxtest.NewDB(t, base)
+	start := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	var b strings.Builder
+	for i, site := range []string{"fra1", "iad1", ""} {
+		tag := ""
+		if site != "" {
+			tag = ",site=" + site
+		}
+		at := start.Add(time.Duration(10+i) * time.Hour)
+		fmt.Fprintf(&b, "probe,kind=free,lane=free%s queue_s=%d,gen_s=1,headers_s=0.1,connect_s=0,tokens=4i,ok=true,outcome=\"ok\",status=200i %d\n", tag, 10+i, at.Add(7*time.Minute).Unix())
+		fmt.Fprintf(&b, "queue_hourly,kind=free,lane=free%s worst_queue_s=%d,worst_gen_s=1,min_tok_per_s=4,samples=1i,failures=0i,eligible=true,worst_censored_s=%d %d\n",
+			tag, 10+i, 100*i, at.Unix())
+	}
+	write(t, base, db, b.String())
+	vars := func(site string) map[string]string {
+		return map[string]string{
+			"v.timeRangeStart": start.Format(time.RFC3339),
+			"v.timeRangeStop":  start.Add(24 * time.Hour).Format(time.RFC3339),
+			"v.windowPeriod":   "1h",
+			"${bucket}":        db + "/autogen",
+			"${lane:regex}":    "free",
+			"${site:regex}":    site,
+			"${utc_offset}":    "0h",
+		}
+	}
+	var sites []string
+	for _, tb := range run(t, base, substitute(t, qs["variable site"].flux, vars(".*"))) {
+		for _, r := range tb.rows {
+			sites = append(sites, fmt.Sprint(r["_value"]))
+		}
+	}
+	slices.Sort(sites)
+	if !slices.Equal(sites, []string{"fra1", "iad1"}) {
+		t.Errorf("site variable lists %v, want [fra1 iad1]", sites)
+	}
+	count := func(site string) (series int, values []float64) {
+		for _, tb := range run(t, base, substitute(t, qs["panel 1 A"].flux, vars(site))) {
+			series++
+			for _, r := range tb.rows {
+				values = append(values, r["_value"].(float64))
+			}
+		}
+		slices.Sort(values)
+		return series, values
+	}
+	if n, v := count("fra1"); n != 1 || !slices.Equal(v, []float64{10}) {
+		t.Errorf("site fra1: %d series %v, want one series [10]", n, v)
+	}
+	if n, v := count(".*"); n != 3 || !slices.Equal(v, []float64{10, 11, 12}) {
+		t.Errorf("All: %d series %v, want three (fra1, iad1, no site) [10 11 12]", n, v)
+	}
+	var heat []float64
+	for _, tb := range run(t, base, substitute(t, qs["panel 2 A"].flux, vars("iad1"))) {
+		for _, r := range tb.rows {
+			if v, ok := r["11"].(float64); ok {
+				heat = append(heat, v)
+			}
+		}
+	}
+	if !slices.Equal(heat, []float64{100}) {
+		t.Errorf("heatmap for iad1 at 11h: %v, want [100] (its censored wait beats its ok worst of 11)", heat)
+	}
 }
 
 func keys(m map[string]table) []string {
