@@ -272,8 +272,21 @@ func drive(t *testing.T, w *world, seed uint64, steps int) {
 
 var invariantZones = []string{"Asia/Kolkata", "UTC", "America/St_Johns", "Asia/Kathmandu"}
 
+// seeds is how many random sequences a property test runs: a few in make
+// test, LANEWATCH_PROPERTY_SEEDS for a longer sweep.
+func seeds(t *testing.T, def uint64) uint64 {
+	if v := os.Getenv("LANEWATCH_PROPERTY_SEEDS"); v != "" {
+		var n uint64
+		if _, err := fmt.Sscan(v, &n); err != nil || n == 0 {
+			t.Fatalf("LANEWATCH_PROPERTY_SEEDS=%q: want a positive integer", v)
+		}
+		return n
+	}
+	return def
+}
+
 func TestInvariantFileStore(t *testing.T) {
-	for seed := range uint64(8) {
+	for seed := range seeds(t, 4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			loc, _ := time.LoadLocation(invariantZones[seed%uint64(len(invariantZones))])
 			path := filepath.Join(t.TempDir(), "samples.lp")
@@ -294,7 +307,7 @@ func TestInvariantFileStore(t *testing.T) {
 
 func TestInvariantInfluxThroughOutages(t *testing.T) {
 	base := influxtest.URL(t)
-	for seed := range uint64(6) {
+	for seed := range seeds(t, 4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			loc, _ := time.LoadLocation(invariantZones[seed%uint64(len(invariantZones))])
 			db := influxtest.NewDB(t, base)
