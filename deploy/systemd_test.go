@@ -169,9 +169,9 @@ func unitFiles(t *testing.T, pattern string) []string {
 	return files
 }
 
-// service is a checked service unit: its command line and the configs it
+// unitService is a checked service unit: its command line and the configs it
 // may run with.
-type service struct {
+type unitService struct {
 	unit    *unitFile
 	inv     invocation
 	configs []string // repository configs installed at its -config path
@@ -179,7 +179,7 @@ type service struct {
 
 // checkService checks one service unit and returns what the timer checks
 // need.
-func checkService(t *testing.T, path string, every map[string][]string) service {
+func checkService(t *testing.T, path string, every map[string][]string) unitService {
 	t.Helper()
 	u := parseUnit(t, path)
 	name := filepath.Base(path)
@@ -239,7 +239,7 @@ func checkService(t *testing.T, path string, every map[string][]string) service 
 		})
 	}
 	words := strings.Fields(expand(exec, "0"))
-	s := service{unit: u, inv: parseInvocation(t, name, words[0], words[1:])}
+	s := unitService{unit: u, inv: parseInvocation(t, name, words[0], words[1:])}
 	checkValues(t, s.inv)
 	template := strings.Contains(name, "@.")
 	if template != strings.Contains(exec, "%i") {
