@@ -34,7 +34,7 @@ const policygenOffset = 3
 
 // storeMargin is the time a round needs to store its probes once the last
 // one has ended, with room to spare.
-const storeMargin = 30 * time.Second
+const storeMargin = 20 * time.Second
 
 // pending are the flags and subcommands that are being added to the
 // commands while these files are written. A check of one that the built
@@ -314,11 +314,26 @@ func checkAfterRounds(t *testing.T, where string, cfg *config.Config, zone strin
 	if !slices.Equal(got, want) {
 		t.Errorf("%s: runs at minutes %v, want %v: %d minutes after each round of %q", where, got, want, policygenOffset, cfg.Schedule)
 	}
-	need := cfg.Jitter.D() + longestTimeout(cfg) + storeMargin
-	if off := time.Duration(policygenOffset) * time.Minute; off < need {
-		t.Errorf("%s: %v after a round is too early: a round of %s may take jitter %v + timeout %v + %v to be stored",
-			where, off, filepath.Base(where), cfg.Jitter.D(), longestTimeout(cfg), storeMargin)
+	if need, off := cfg.Jitter.D()+worstRound(cfg)+storeMargin, time.Duration(policygenOffset)*time.Minute; off < need {
+		t.Errorf("%s: %v after a round is too early: a round may take jitter %v + %v of probes + %v to be stored",
+			where, off, cfg.Jitter.D(), worstRound(cfg), storeMargin)
 	}
+}
+
+// Rounds spread their probe starts 2 ms apart, over at most 10 s
+// (internal/sampler SpreadStep, MaxSpread).
+const (
+	spreadStep = 2 * time.Millisecond
+	maxSpread  = 10 * time.Second
+)
+
+// worstRound is how long the probes of a round can take when every one runs
+// to its timeout: waves of concurrency probes, plus the spread of their
+// starts. A shard owns fewer lanes; all of them is the bound.
+func worstRound(cfg *config.Config) time.Duration {
+	n, c := len(cfg.Lanes), max(cfg.Concurrency, 1)
+	waves := (n + c - 1) / c
+	return time.Duration(waves)*longestTimeout(cfg) + min(time.Duration(n)*spreadStep, maxSpread)
 }
 
 // checkLateEvening checks that a nightly forecast run at hh:mm in zone is
