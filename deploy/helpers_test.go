@@ -28,8 +28,8 @@ import (
 const repoRoot = ".."
 
 // policygenOffset is how many minutes after each sampler round policygen
-// runs (docs/deploy.md). It must cover jitter + the longest lane timeout +
-// storeMargin.
+// runs (docs/deploy.md). It must cover jitter + the worst round (waves of
+// probes to their timeout, plus the spread) + storeMargin.
 const policygenOffset = 3
 
 // storeMargin is the time a round needs to store its probes once the last
