@@ -146,7 +146,7 @@ type Decision struct {
 	SunkUSD         float64 // spent_tokens/1000 × paid_usd_per_1k
 }
 
-// Book is the retry ledger (DESIGN.md). Given the attempts so far (none on the
+// Book is the retry ledger (docs/ledger.md). Given the attempts so far (none on the
 // first call) and the class's policy for the hour, the first check that holds
 // decides:
 //

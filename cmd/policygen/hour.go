@@ -15,12 +15,13 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`.
+// runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
+// D is YYYY-MM-DD, today or tomorrow.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen", flag.ContinueOnError)
 	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
 	hourFlag := fs.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
-	dayFlag := fs.String("day", "", "write the 24 forecast files of day `YYYY-MM-DD` instead")
+	dayFlag := fs.String("day", "", "write the 24 forecast files of day `YYYY-MM-DD` (or today, tomorrow: in the config's timezone) instead")
 	outFlag := fs.String("out", "", "folder for <hour>.yaml (default: policy.out of the config)")
 	printFlag := fs.Bool("print", false, "print the YAML written instead of the paths")
 	siteFlag := fs.String("site", "", "write the view of one `site` only (default: every site, conservatively merged)")
@@ -62,7 +63,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 
 	var files []policy.File
 	if *dayFlag != "" {
-		day, err := hours.ParseDay(*dayFlag, loc)
+		day, err := parseDay(*dayFlag, e.now, loc)
 		if err != nil {
 			return usagef("-day: %w", err)
 		}
@@ -107,4 +108,24 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// parseDay reads -day: YYYY-MM-DD, or today or tomorrow, the day in loc that
+// holds now() or the one after it (now is read only for those two). Like
+// hours.ParseDay it returns noon of the day, a time every day has.
+func parseDay(s string, now func() time.Time, loc *time.Location) (time.Time, error) {
+	next := 0
+	switch s {
+	case "today":
+	case "tomorrow":
+		next = 1
+	default:
+		day, err := hours.ParseDay(s, loc)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w, today or tomorrow", err)
+		}
+		return day, nil
+	}
+	t := now().In(loc)
+	return time.Date(t.Year(), t.Month(), t.Day()+next, 12, 0, 0, 0, loc), nil
 }

@@ -1,7 +1,7 @@
 // Package grafana_test checks the Grafana dashboard lanewatch.json: every Flux
 // query in it (panels and variables), with Grafana's macros replaced by
 // concrete values, runs against a real InfluxDB 1.8 (Flux v0.65) holding
-// points in the DESIGN.md schema and returns the expected rows.
+// points in the storage schema (docs/schema.md) and returns the expected rows.
 package grafana_test
 
 import (
