@@ -41,10 +41,6 @@ const storeMargin = 20 * time.Second
 // binary lacks skips with a message naming it; any other unknown flag
 // fails.
 var pending = map[string]bool{
-	"sampler -shard":     true,
-	"sampler -force":     true,
-	"sampler rollup":     true,
-	"policygen lane":     true,
 	"policygen backtest": true,
 }
 
