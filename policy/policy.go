@@ -379,7 +379,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 	}
 	l.Eligible = l.Reason == ReasonOK
 	l.LastSample = wholeSecond(state.LastSample)
-	return laneCalc{Lane: l, rawTok: s.tok, records: s.records}
+	return laneCalc{Lane: l, records: s.records}
 }
 
 // Forecast returns 24 forecast policies for the day holding `day` (in
@@ -438,7 +438,7 @@ func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File
 			l.Eligible = l.Reason == ReasonOK
 			l.LastSample = wholeSecond(state.LastSample)
 			f.Records += s.records
-			calcs = append(calcs, laneCalc{Lane: l, rawTok: s.tok, records: s.records})
+			calcs = append(calcs, laneCalc{Lane: l, records: s.records})
 		}
 		f.Sites = siteList(sites)
 		f.Lanes, f.Classes = finish(p, calcs)
@@ -532,7 +532,6 @@ func (s *stat) lane(spec LaneSpec) Lane {
 
 type laneCalc struct {
 	Lane
-	rawTok  float64
 	records int
 }
 
@@ -542,8 +541,10 @@ func (c *laneCalc) gen(est int) (float64, bool) {
 	if est <= 0 {
 		return 0, true
 	}
-	g := float64(est) / c.rawTok
-	if c.rawTok <= 0 || !finite(g) {
+	// The rate a reader sees (rounded down), so that a file's next_gen_s
+	// is est_tokens / tok_per_s of that file, never less.
+	g := float64(est) / c.TokPerS
+	if c.TokPerS <= 0 || !finite(g) {
 		return 0, false // no decode data, or a rate too low to ever finish
 	}
 	return ceil2(g), true

@@ -523,3 +523,21 @@ func TestHourStartHalfHourDST(t *testing.T) {
 		}
 	}
 }
+
+// next_gen_s comes from the rate a reader sees in the file (rounded down),
+// so est_tokens / tok_per_s of the file never exceeds it.
+func TestNextGenUsesTheFilesRate(t *testing.T) {
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	recs := []Record{
+		{Lane: "free", Kind: KindFree, Hour: h, WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 41.4999, Samples: 3},
+		{Lane: "paid", Kind: KindPaid, Hour: h, WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 41.4999, Samples: 3},
+	}
+	p := Params{Lanes: []LaneSpec{{Name: "free", Kind: KindFree}, {Name: "paid", Kind: KindPaid}},
+		Classes: []ClassSpec{{Name: "big", DeadlineS: 600, CeilingTokens: 8000, EstTokens: 4000}}}
+	f := forHour(p, recs, h)
+	rate := f.Lanes[0].TokPerS
+	b := f.Classes[0].Book
+	if rate != 41.49 || b.NextGenS < 4000/rate || b.NextGenS != ceil2(4000/rate) {
+		t.Fatalf("tok_per_s %v, next_gen_s %v; want 41.49 and ceil(4000/41.49) = %v", rate, b.NextGenS, ceil2(4000/rate))
+	}
+}

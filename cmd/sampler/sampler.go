@@ -53,31 +53,12 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 			return nil, usageError{Err: fmt.Errorf("-shard: %w", err)}
 		}
 	}
-	targets := make([]probe.Target, 0, len(cfg.Lanes))
-	for _, l := range cfg.Lanes {
-		key, err := l.APIKey(lookupEnv)
-		if err != nil {
-			return nil, err
-		}
-		targets = append(targets, probe.Target{
-			Lane:         l.Name,
-			Kind:         l.Kind,
-			API:          probe.API(l.API),
-			BaseURL:      l.BaseURL,
-			Model:        l.Model,
-			APIKey:       key,
-			Prompt:       l.Prompt,
-			MaxTokens:    l.MaxTokens,
-			Timeout:      l.Timeout.D(),
-			IncludeUsage: *l.IncludeUsage,
-		})
-	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
 	st, err := storeopen.Open(ctx, cfg, warn, lookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, Targets: targets, Shard: sh})
+	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, LookupEnv: lookupEnv, Shard: sh})
 	if err != nil {
 		_ = st.Close()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -42,8 +43,9 @@ var ErrInterrupted = errors.New("interrupted: the round was cut short and not st
 type Options struct {
 	Config *config.Config
 	Store  series.Store
-	// Targets holds one probe target per configured lane, keys resolved.
-	Targets []probe.Target
+	// LookupEnv resolves the API keys of the lanes this shard owns (and of
+	// no other lane); nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// Shard overrides Config.Shard when Count > 0 (the -shard flag).
 	Shard config.Shard
 	// Probe runs one probe; nil means probe.Run.
@@ -71,7 +73,8 @@ type Sampler struct {
 	seen map[string]series.Probe // newest probe of each lane this process stored
 }
 
-// New returns a Sampler. It fails when a configured lane has no target.
+// New returns a Sampler for the lanes its shard owns. It fails when an
+// owned lane's key variable is unset or empty.
 func New(o Options) (*Sampler, error) {
 	cfg := o.Config
 	s := &Sampler{
@@ -101,18 +104,42 @@ func New(o Options) (*Sampler, error) {
 	if s.storeTO <= 0 {
 		s.storeTO = DefaultStoreTimeout
 	}
-	for _, t := range o.Targets {
-		s.targets[t.Lane] = t
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
 	}
 	lanes := make([]shard.Lane, len(cfg.Lanes))
 	for i, l := range cfg.Lanes {
-		if _, ok := s.targets[l.Name]; !ok {
-			return nil, fmt.Errorf("sampler: lane %s has no probe target", l.Name)
-		}
 		lanes[i] = shard.Lane{Name: l.Name, Quota: l.Quota}
 	}
 	s.owned = shard.Owned(lanes, s.shard.Index, s.shard.Count)
+	for _, l := range cfg.Lanes {
+		if !slices.Contains(s.owned, l.Name) {
+			continue
+		}
+		key, err := l.APIKey(lookup)
+		if err != nil {
+			return nil, err
+		}
+		s.targets[l.Name] = Target(l, key)
+	}
 	return s, nil
+}
+
+// Target is the probe target of a configured lane with its key.
+func Target(l config.Lane, key string) probe.Target {
+	return probe.Target{
+		Lane:         l.Name,
+		Kind:         l.Kind,
+		API:          probe.API(l.API),
+		BaseURL:      l.BaseURL,
+		Model:        l.Model,
+		APIKey:       key,
+		Prompt:       l.Prompt,
+		MaxTokens:    l.MaxTokens,
+		Timeout:      l.Timeout.D(),
+		IncludeUsage: l.IncludeUsage == nil || *l.IncludeUsage,
+	}
 }
 
 // Owned returns the lanes this sampler's shard owns, in config order.

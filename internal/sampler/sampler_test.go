@@ -6,14 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/shard"
 )
 
 // lane is a test server: an OpenAI-compatible stream whose first token
@@ -70,12 +71,7 @@ func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	var targets []probe.Target
-	for _, l := range cfg.Lanes {
-		targets = append(targets, probe.Target{Lane: l.Name, Kind: l.Kind, API: probe.API(l.API), BaseURL: l.BaseURL,
-			Model: l.Model, Prompt: l.Prompt, MaxTokens: l.MaxTokens, Timeout: l.Timeout.D(), IncludeUsage: *l.IncludeUsage})
-	}
-	s, err := New(Options{Config: cfg, Store: st, Targets: targets})
+	s, err := New(Options{Config: cfg, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +212,30 @@ func TestRoundWarning(t *testing.T) {
 	s, _ = setup(t, srv, names, "", "")
 	if w := s.RoundWarning(); w != "" {
 		t.Errorf("default concurrency: warning %q, want none (4 waves of 2 min fit 20 min)", w)
+	}
+}
+
+// A shard needs only the keys of the lanes it owns.
+func TestShardNeedsOnlyItsOwnKeys(t *testing.T) {
+	yaml := "lanes:\n" +
+		"  - {name: a, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m, api_key_env: LW_KEY_A}\n" +
+		"  - {name: b, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m, api_key_env: LW_KEY_B}\n"
+	cfg, err := config.Parse(strings.NewReader(yaml), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	onlyA := func(k string) (string, bool) {
+		if k == "LW_KEY_A" {
+			return "key-a", true
+		}
+		return "", false
+	}
+	owner := shard.Of(shard.Key("a", ""), 2)
+	s, err := New(Options{Config: cfg, Store: nil, LookupEnv: onlyA, Shard: config.Shard{Index: owner, Count: 2}})
+	if err != nil || !slices.Equal(s.Owned(), []string{"a"}) {
+		t.Fatalf("shard %d/2: %v, owned %v; want lane a alone, without b's key", owner, err, s.Owned())
+	}
+	if _, err := New(Options{Config: cfg, LookupEnv: onlyA}); err == nil || !strings.Contains(err.Error(), "LW_KEY_B") {
+		t.Fatalf("all lanes without b's key: %v; want an error naming LW_KEY_B", err)
 	}
 }

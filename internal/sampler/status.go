@@ -64,8 +64,7 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 		quotaOf[l.Name] = l.Quota
 	}
 	for _, name := range s.owned {
-		t := s.targets[name]
-		l := status.Lane{Name: name, Kind: t.Kind, Quota: quotaOf[name]}
+		l := status.Lane{Name: name, Kind: s.targets[name].Kind, Quota: quotaOf[name]}
 		ps := byLane[name]
 		slices.Reverse(ps)
 		for _, pr := range ps[:min(len(ps), statusProbes)] {
