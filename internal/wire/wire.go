@@ -103,7 +103,8 @@ func States(latest []series.Probe, loc *time.Location) []policy.LaneState {
 
 // HourWindows returns the spans a live policy of hour h reads: the basis
 // hours before it (as many as the sparsest lane needs) and the same
-// wall-clock hour on each lookback day, each padded by an hour for DST.
+// wall-clock hour on each lookback day (none on a day a DST change skipped
+// it, two on a day that repeated it), each exactly an hour long.
 func HourWindows(p policy.Params, h time.Time) []series.Window {
 	loc := p.Location
 	if loc == nil {
@@ -117,8 +118,17 @@ func HourWindows(p policy.Params, h time.Time) []series.Window {
 	ws := []series.Window{{From: h.Add(-time.Duration(basis) * time.Hour), To: h.Add(time.Hour)}}
 	lt := h.In(loc)
 	for k := 1; k <= p.LookbackDays; k++ {
+		day := time.Date(lt.Year(), lt.Month(), lt.Day()-k, 12, 0, 0, 0, loc)
 		t := time.Date(lt.Year(), lt.Month(), lt.Day()-k, lt.Hour(), 0, 0, 0, loc)
-		ws = append(ws, series.Window{From: t.Add(-time.Hour), To: t.Add(2 * time.Hour)})
+		var seen []time.Time
+		for _, c := range []time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
+			c = hours.Start(c, loc)
+			cl := c.In(loc)
+			if cl.Hour() == lt.Hour() && cl.YearDay() == day.YearDay() && cl.Year() == day.Year() && !slices.ContainsFunc(seen, c.Equal) {
+				seen = append(seen, c)
+				ws = append(ws, series.Window{From: c, To: c.Add(time.Hour)})
+			}
+		}
 	}
 	return ws
 }
