@@ -294,6 +294,16 @@ func syncDir(dir string) {
 	_ = d.Close()
 }
 
+// unpathOf drops path from err when err itself is a *fs.PathError about
+// path ("open: no such file or directory"), for callers that name the file;
+// errors.Is still sees the cause. Other errors are returned as they are.
+func unpathOf(err error, path string) error {
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == path {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
 // unpath drops the path from a *fs.PathError ("write: no space left on
 // device"), for callers that name the file themselves; errors.Is still
 // sees the cause.

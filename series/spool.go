@@ -61,7 +61,8 @@ type SpoolOptions struct {
 // is split until the refused points are found, so the accepted ones are not
 // dead-lettered with them. The spool is emptied only when every point in it
 // is in the inner store or in the dead-letter file, and AfterReplay agreed:
-// when the dead-letter file cannot be written, the spool is kept.
+// when the dead-letter file cannot be written, the spool is kept, refused
+// points wait in it with the later ones, and Write says so.
 //
 // The spool holds only lanewatch points (probe and queue_hourly); any other
 // line found in it goes to the dead-letter file at the next replay.
@@ -168,7 +169,13 @@ func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) erro
 	if s.depth.Load() > 0 {
 		if err := s.drainLocked(ctx); err != nil {
 			var re *RefusedError
-			if !errors.As(err, &re) { // still unreachable: queue behind the older points
+			var de deadLetterError
+			switch {
+			case errors.As(err, &de):
+				// Refused points wait in the spool for want of a dead-letter
+				// file: queue behind them, and say so.
+				return joinErrors([]error{err, s.toSpool(body, len(probes)+len(hourly), err)})
+			case !errors.As(err, &re): // still unreachable: queue behind the older points
 				return joinErrors([]error{s.toSpool(body, len(probes)+len(hourly), err)})
 			}
 			errs = append(errs, err)
@@ -287,7 +294,8 @@ func (s *Spool) deliver(ctx context.Context, b batch) (refused batch, cause, err
 }
 
 // deadLetter appends refused points to the dead-letter file. When it cannot,
-// they are spooled instead (the next replay tries again), so nothing is lost.
+// they are spooled instead (the next replay tries again), so nothing is lost,
+// and the refusal says so.
 func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 	body, err := s.enc.round(refused.probes, refused.hourly)
 	if err != nil {
@@ -297,24 +305,35 @@ func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 	re := &RefusedError{Points: refused.len(), Err: fmt.Errorf("%d of %d points: %w", refused.len(), of, cause)}
 	if err := s.appendDead(body); err != nil {
 		if serr := s.toSpool(body, refused.len(), err); serr != nil {
-			return fmt.Errorf("spool: %d refused points lost: dead-letter %s: %w; %w", refused.len(), s.o.DeadLetter, err, serr)
+			return fmt.Errorf("spool: %d refused points lost: dead-letter file %s: %w; %w", refused.len(), s.o.DeadLetter, err, serr)
 		}
-		s.o.Warn("dead-letter file unwritable; the refused points wait in the spool", "dead_letter", s.o.DeadLetter, "err", err.Error())
+		re.Err = fmt.Errorf("%d of %d points: %w; kept in spool %s: the dead-letter file %s cannot be written: %w",
+			refused.len(), of, cause, s.o.Path, s.o.DeadLetter, err)
 		return re
 	}
 	re.DeadLetter = s.o.DeadLetter
 	return re
 }
 
+// deadLetterError is a failure to write the dead-letter file. Its text does
+// not name the file: callers do.
+type deadLetterError struct{ err error }
+
+func (e deadLetterError) Error() string { return e.err.Error() }
+func (e deadLetterError) Unwrap() error { return e.err }
+
 func (s *Spool) appendDead(body []byte) error {
 	if s.dead == nil {
 		d, err := openAppend(s.o.DeadLetter, s.o.Warn)
 		if err != nil {
-			return err
+			return deadLetterError{unpathOf(err, s.o.DeadLetter)}
 		}
 		s.dead = d
 	}
-	return s.dead.append(body)
+	if err := s.dead.append(body); err != nil {
+		return deadLetterError{err}
+	}
+	return nil
 }
 
 // toSpool queues points that could not be written because of cause.
@@ -415,7 +434,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	}
 	if len(dead) > 0 {
 		if err := s.appendDead(dead); err != nil {
-			return fmt.Errorf("spool %s kept: %d refused points and %d other lines could not go to the dead-letter file %s: %w",
+			return fmt.Errorf("spool %s kept: %d refused points and %d lines that are not lanewatch points could not go to the dead-letter file %s: %w",
 				s.o.Path, refusedN, foreign, s.o.DeadLetter, err)
 		}
 	}
