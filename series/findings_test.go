@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -170,4 +171,120 @@ func TestFindingDeadLetterOnFullDiskKeepsSpool(t *testing.T) {
 		}
 		wantRead(t, "the server after the fix", inner.File, ps, hs)
 	})
+}
+
+// Finding 2: policygen, swings, -day and import could not run beside a
+// sampler on InfluxDB: the previous release's read-only open took the
+// spool's writer lock ("spool … is in use by another writer"; as another
+// user, "permission denied" creating the lock). A read-only open takes no
+// lock and creates nothing; its reads merge the spooled points.
+func TestFindingReadOnlySpoolBesideWriter(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool.lp")
+	inner := newSwitchStore(t, "up", 0)
+	ps0, hs0 := round(2, 0)
+	if err := inner.Write(ctx, ps0, hs0); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := series.OpenSpool(inner, series.SpoolOptions{Path: spool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	inner.set("down", 0)
+	ps1, hs1 := round(2, 1)
+	if err := writer.Write(ctx, ps1, hs1); err != nil || writer.SpoolDepth() != 4 {
+		t.Fatalf("Write while down = %v, depth %d", err, writer.SpoolDepth())
+	}
+
+	var w warnings
+	reader, err := series.OpenSpool(inner, series.SpoolOptions{Path: spool, ReadOnly: true, Warn: w.warn})
+	if err != nil {
+		t.Fatalf("read-only open beside the writer: %v", err)
+	}
+	defer reader.Close()
+	wantRead(t, "read-only spool beside the writer", reader, sortProbes(append(ps0, ps1...)), hs1)
+	latest, err := reader.Latest(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+	if err != nil || len(latest) != 2 || !latest[0].Time.Equal(ps1[0].Time) {
+		t.Errorf("Latest = %+v, %v; want the spooled round's probes", latest, err)
+	}
+	if err := reader.Write(ctx, ps1, nil); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Write on a read-only spool = %v; want a read-only error", err)
+	}
+	if w.count() > 0 {
+		t.Errorf("warnings: %s", w.all())
+	}
+
+	t.Run("creates no lock", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "spool.lp")
+		if err := os.WriteFile(path, []byte(readFile(t, spool)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		missing := filepath.Join(dir, "none", "spool.lp")
+		for _, p := range []string{path, missing} {
+			r, err := series.OpenSpool(inner, series.SpoolOptions{Path: p, ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only open of %s: %v", p, err)
+			}
+			if _, err := r.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 || entries[0].Name() != "spool.lp" {
+			t.Errorf("folder after read-only opens holds %v; want spool.lp alone (no .lock, nothing created)", entries)
+		}
+	})
+}
+
+// Finding 2, the other user: a spool the reader cannot open. Tests run as
+// root here, where chmod does not stop a read, so the unreadable spool is
+// made another way (a folder in its place; a path under a file): the read
+// warns once and returns what the server holds instead of failing.
+func TestFindingReadOnlySpoolUnreadable(t *testing.T) {
+	inner := newSwitchStore(t, "up", 0)
+	ps, hs := round(2, 0)
+	if err := inner.Write(ctx, ps, hs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		path func(dir string) string
+	}{
+		{"a folder in its place", func(dir string) string {
+			p := filepath.Join(dir, "spool.lp")
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		{"a path under a file", func(dir string) string {
+			f := filepath.Join(dir, "data")
+			if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(f, "spool.lp")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.path(t.TempDir())
+			var w warnings
+			r, err := series.OpenSpool(inner, series.SpoolOptions{Path: path, ReadOnly: true, Warn: w.warn})
+			if err != nil {
+				t.Fatalf("read-only open: %v", err)
+			}
+			defer r.Close()
+			wantRead(t, "unreadable spool", r, ps, hs)
+			if _, err := r.Latest(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
+				t.Errorf("Latest: %v", err)
+			}
+			if w.count() != 1 || !strings.Contains(w.all(), path) || strings.Count(w.all(), path) != 1 {
+				t.Errorf("warnings over three reads: %q; want one naming %s once", w.all(), path)
+			}
+		})
+	}
 }

@@ -82,7 +82,8 @@ type Spool struct {
 	dead   *appendFile // opened on first use
 	closed bool
 
-	depth atomic.Int64 // points in the spool
+	depth      atomic.Int64 // points in the spool
+	unreadable atomic.Bool  // a read-only spool warned that it cannot read the file
 }
 
 var (
@@ -516,12 +517,15 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 // spoolMerge adds the spooled points of kind want that m selects to l, a
 // later line replacing an earlier one. s.mu must be held (shared is
 // enough). A read-only spool reads the file when it exists and can be read;
-// when it cannot, it warns and merges nothing. Lines that do not decode are
-// skipped here: the next replay moves them to the dead-letter file.
+// when it cannot (another user's file, anything in its way), it merges
+// nothing and warns, once per Spool. Lines that do not decode are skipped
+// here without a word: the next replay moves them to the dead-letter file
+// and reports them.
 func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, want pointKind, decode func([]byte) (T, error)) error {
 	if m.empty() {
 		return nil
 	}
+	var got []T // merged only once the whole file was read
 	err := readLocked(s.o.Path, func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -535,17 +539,22 @@ func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, 
 			return nil
 		}
 		if p, err := decode(line); err == nil {
-			l.putIn(p, m)
+			got = append(got, p)
 		}
 		return nil
 	}, nil)
 	switch {
 	case err == nil:
-	case s.file == nil && errors.Is(err, fs.ErrNotExist):
-	case s.file == nil && errors.Is(err, fs.ErrPermission):
-		s.o.Warn("spool not readable; reads show only what the store holds", "spool", s.o.Path, "err", err.Error())
-	default:
+		for _, p := range got {
+			l.putIn(p, m)
+		}
+	case s.file != nil || ctx.Err() != nil:
 		return fmt.Errorf("spool %s: %w", s.o.Path, err)
+	case errors.Is(err, fs.ErrNotExist): // nothing spooled, or no sampler yet
+	default:
+		if !s.unreadable.Swap(true) {
+			s.o.Warn("spool not readable; reads show only what the store holds", "spool", s.o.Path, "err", err.Error())
+		}
 	}
 	return nil
 }
