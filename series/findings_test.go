@@ -288,3 +288,120 @@ func TestFindingReadOnlySpoolUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// Finding 3: a symlink to the store file got its own lock in the previous
+// release, so two daemons wrote one file. OpenFile locks the resolved path:
+// the second open fails, naming the lock, whichever name each one used.
+func TestFindingSymlinkedStoreSharesTheLock(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(real, "samples.lp")
+	fileLink := filepath.Join(dir, "link.lp")
+	dirLink := filepath.Join(dir, "linkdir")
+	for link, to := range map[string]string{fileLink: target, dirLink: real} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := target + ".lock"
+	for _, c := range []struct {
+		name          string
+		first, second string
+		create        bool // the target exists before the first open
+	}{
+		{"link to a file not created yet, then the real path", fileLink, target, false},
+		{"real path, then a link to it", target, fileLink, true},
+		{"link to the file, then the real path", fileLink, target, true},
+		{"symlinked folder, then the real folder", filepath.Join(dirLink, "samples.lp"), target, true},
+		{"real folder, then a symlinked one", target, filepath.Join(dirLink, "samples.lp"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_ = os.Remove(target)
+			if c.create {
+				if err := os.WriteFile(target, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w1, err := series.OpenFile(c.first, series.FileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w1.Close()
+			if w1.Path() != target {
+				t.Errorf("Path() = %s, want the resolved %s", w1.Path(), target)
+			}
+			w2, err := series.OpenFile(c.second, series.FileOptions{})
+			if err == nil {
+				_ = w2.Close()
+				t.Fatalf("a second writer opened %s while %s is open: two daemons would append to one file", c.second, c.first)
+			}
+			if !strings.Contains(err.Error(), lock) || !strings.Contains(err.Error(), "in use") {
+				t.Errorf("second OpenFile = %v; want an in-use error naming %s", err, lock)
+			}
+			if fi, err := os.Lstat(fileLink); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the link was replaced: %v %v", fi, err)
+			}
+		})
+	}
+}
+
+// Finding 3: a store file moved away (or deleted, or replaced) while the
+// daemon runs was written to silently in the previous release, while
+// policygen said "no such file" and /healthz said ok. Write now refuses with
+// ErrMoved and writes nothing to the file that moved.
+func TestFindingStoreFileMovedWhileOpen(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		do   func(path, aside string) error
+	}{
+		{"moved", func(path, aside string) error { return os.Rename(path, aside) }},
+		{"deleted", func(path, aside string) error {
+			if err := os.Link(path, aside); err != nil { // keep a name to check it is not written
+				return err
+			}
+			return os.Remove(path)
+		}},
+		{"replaced", func(path, aside string) error {
+			if err := os.Rename(path, aside); err != nil {
+				return err
+			}
+			return os.WriteFile(path, nil, 0o644)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, aside := filepath.Join(dir, "samples.lp"), filepath.Join(dir, "aside.lp")
+			s, err := series.OpenFile(path, series.FileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Write(ctx, []series.Probe{probeAt("a", 0, 1)}, nil); err != nil {
+				t.Fatal(err)
+			}
+			before := readFile(t, path)
+			if err := c.do(path, aside); err != nil {
+				t.Fatal(err)
+			}
+			err = s.Write(ctx, []series.Probe{probeAt("a", time.Minute, 2)}, nil)
+			if !errors.Is(err, series.ErrMoved) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("Write after the file was %s = %v; want ErrMoved naming %s", c.name, err, path)
+			}
+			if got := readFile(t, aside); got != before {
+				t.Errorf("the %s file was written to:\n%s", c.name, got)
+			}
+			if b, err := os.ReadFile(path); err == nil && len(b) != 0 {
+				t.Errorf("the new file at the path was written to:\n%s", b)
+			}
+			if _, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour))); !errors.Is(err, series.ErrMoved) {
+				t.Errorf("Probes after the file was %s = %v; want ErrMoved", c.name, err)
+			}
+		})
+	}
+}
