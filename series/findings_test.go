@@ -8,9 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -403,5 +406,193 @@ func TestFindingStoreFileMovedWhileOpen(t *testing.T) {
 				t.Errorf("Probes after the file was %s = %v; want ErrMoved", c.name, err)
 			}
 		})
+	}
+}
+
+// markerInflux is a fake InfluxDB that answers queries with no rows and
+// accepts every write (204, body recorded) unless the body holds marker:
+// then it answers 400, as InfluxDB 1.8 does for a batch with one bad point
+// (a partial write).
+type markerInflux struct {
+	marker string
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (f *markerInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/api/v2/query":
+		w.Header().Set("Content-Type", "text/csv")
+	case "/api/v2/write":
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), f.marker) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"code":"invalid","message":"partial write: field type conflict: input field \"queue_s\" on measurement \"probe\" is type string, already exists as type float dropped=1"}`)
+			return
+		}
+		f.mu.Lock()
+		f.bodies = append(f.bodies, string(body))
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *markerInflux) written() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.bodies, "\n")
+}
+
+// Finding 4: the previous release sent a spool line of a foreign
+// measurement to InfluxDB, logged "spool replayed" for points then refused,
+// warned about each corrupt line once per read and again at the replay,
+// and sent a whole partially written batch, accepted points included, to
+// the dead-letter file.
+func TestFindingSpoolBadLines(t *testing.T) {
+	fake := &markerInflux{marker: "lane=poison"}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	spool, dead := filepath.Join(dir, "spool.lp"), filepath.Join(dir, "dead.lp")
+	ns := hour0.UnixNano()
+	good := fmt.Sprintf(`probe,kind=free,lane=good queue_s=1,gen_s=1,headers_s=0.5,tokens=4i,ok=true,outcome="ok",status=200i %d`, ns)
+	poison := fmt.Sprintf(`probe,kind=free,lane=poison queue_s=2,gen_s=1,headers_s=0.5,tokens=4i,ok=true,outcome="ok",status=200i %d`, ns)
+	foreign := "cpu,host=a usage=1 1"
+	corrupt := fmt.Sprintf(`probe,kind=free,lane=bad queue_s="oops" %d`, ns+1)
+	content := strings.Join([]string{good, foreign, poison, corrupt}, "\n") + "\n"
+	if err := os.WriteFile(spool, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var w warnings
+	s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b", Warn: w.warn},
+		series.SpoolOptions{Path: spool, DeadLetter: dead, Warn: w.warn})
+	if w.count() != 1 || !strings.Contains(w.all(), "earlier run") {
+		t.Errorf("open warnings %q; want one about the waiting lines", w.all())
+	}
+
+	// Reads merge the good lines and say nothing about the bad ones: the
+	// replay reports them.
+	for range 2 {
+		ps, err := s.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+		if err != nil || len(ps) != 2 || ps[0].Lane != "good" || ps[1].Lane != "poison" {
+			t.Fatalf("Probes before the replay = %+v, %v; want good and poison", ps, err)
+		}
+		if _, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Latest(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.count() != 1 {
+		t.Errorf("reads warned: %s", w.all())
+	}
+
+	ps, hs := round(2, 0)
+	err := s.Write(ctx, ps, hs)
+	var re *series.RefusedError
+	if !errors.As(err, &re) || re.Points != 3 || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Write = %v; want a one-line refusal of 3 spooled lines (poison, foreign, corrupt)", err)
+	}
+	got := fake.written()
+	for _, bad := range []string{"cpu,", "lane=bad", "lane=poison"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the server was sent %q:\n%s", bad, got)
+		}
+	}
+	if !strings.Contains(got, "lane=good") || strings.Count(got, "lane=lane0") != 4 {
+		t.Errorf("the server got\n%s\nwant the good spooled probe and the new round", got)
+	}
+	deadLines := strings.Split(strings.TrimSuffix(readFile(t, dead), "\n"), "\n")
+	if len(deadLines) != 3 || !slices.Contains(deadLines, foreign) || !slices.Contains(deadLines, corrupt) ||
+		!slices.ContainsFunc(deadLines, func(l string) bool { return strings.HasPrefix(l, "probe,kind=free,lane=poison queue_s=2,") }) {
+		t.Errorf("dead-letter file holds\n%s\nwant the foreign, corrupt and poison lines and nothing else", strings.Join(deadLines, "\n"))
+	}
+	if countLines(t, spool) != 0 || s.SpoolDepth() != 0 {
+		t.Errorf("spool not emptied: %d lines, depth %d", countLines(t, spool), s.SpoolDepth())
+	}
+
+	msgs := strings.Split(w.all(), "\n")
+	if len(msgs) != 2 {
+		t.Fatalf("warnings over open, reads and replay:\n%s\nwant two: the waiting lines, the replay's summary", w.all())
+	}
+	summary := msgs[1]
+	for _, want := range []string{"stored=1", "refused=1", "not_lanewatch_lines=2", dead} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("replay summary %q lacks %q", summary, want)
+		}
+	}
+	if strings.Contains(summary, "replayed") {
+		t.Errorf("replay summary %q says the refused points were replayed", summary)
+	}
+	if n := strings.Count(w.all(), "not_lanewatch"); n != 1 {
+		t.Errorf("the bad lines are reported %d times:\n%s", n, w.all())
+	}
+
+	t.Run("partial write of new points", func(t *testing.T) {
+		before := fake.written()
+		dead2 := filepath.Join(t.TempDir(), "dead.lp")
+		s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: "b"},
+			series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp"), DeadLetter: dead2})
+		var ps []series.Probe
+		for i := range 7 {
+			ps = append(ps, probeAt(fmt.Sprint("lane", i), time.Duration(i)*time.Second, float64(i)))
+		}
+		ps[4].Lane = "poison"
+		_, hs := round(3, 0)
+		err := s.Write(ctx, ps, hs)
+		if !errors.As(err, &re) || re.Points != 1 || re.DeadLetter != dead2 {
+			t.Fatalf("Write = %v; want a refusal of the one poison point", err)
+		}
+		lines := strings.Split(strings.TrimSuffix(readFile(t, dead2), "\n"), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "lane=poison") {
+			t.Errorf("dead-letter file holds %q; want the poison point alone", lines)
+		}
+		sent := strings.TrimPrefix(fake.written(), before)
+		for i, p := range ps {
+			if i != 4 && !strings.Contains(sent, "lane="+p.Lane+" ") {
+				t.Errorf("accepted point %s was not stored", p.Lane)
+			}
+		}
+		if strings.Count(sent, "queue_hourly") != 3 {
+			t.Errorf("the server got %d hourly points, want 3:\n%s", strings.Count(sent, "queue_hourly"), sent)
+		}
+	})
+}
+
+// Finding 4: errors repeated their prefix in the previous release ("spool
+// X: X is in use …", "read X: open X: …"): each names the file once.
+func TestFindingErrorsNameTheFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "spool.lp")
+	inner := newSwitchStore(t, "up", 0)
+	s1, err := series.OpenSpool(inner, series.SpoolOptions{Path: spool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	_, err = series.OpenSpool(inner, series.SpoolOptions{Path: spool})
+	if err == nil || strings.Count(err.Error(), spool) != 2 || !strings.Contains(err.Error(), spool+".lock") {
+		t.Errorf("second writer on one spool = %v; want the spool and its lock named once each", err)
+	}
+
+	path := filepath.Join(dir, "samples.lp")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+	if err == nil || strings.Count(err.Error(), path) != 1 || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read of a removed file = %v; want %s named once, and fs.ErrNotExist", err, path)
 	}
 }

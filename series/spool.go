@@ -112,40 +112,37 @@ func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
 	}
 	path, err := resolve(o.Path)
 	if err != nil {
-		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
 	s.o.Path = path
 	f, err := openAppend(path, o.Warn)
 	if err != nil {
-		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
-	var points, foreign int64
+	// Lines are counted, not decoded: the replay sorts out the ones that
+	// are not lanewatch points and reports them, once.
+	var lines int64
 	err = f.read(func(_ int64, line []byte, terminated bool) error {
-		switch kindOf(line) {
-		case kindProbe, kindHourly:
-			points++
-		case kindOther:
-			foreign++
+		if kindOf(line) != kindSkip {
+			lines++
 		}
 		return nil
 	})
 	if err != nil {
 		_ = f.close()
-		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+		return nil, fmt.Errorf("spool %s: %w", path, err)
 	}
 	s.file = f
-	s.depth.Store(points)
-	if points > 0 || foreign > 0 {
-		o.Warn("spool holds points from an earlier run; they are replayed at the next write",
-			"spool", path, "points", points, "not_lanewatch_lines", foreign)
-	}
-	if foreign > 0 && points == 0 {
-		s.depth.Store(foreign) // so that the next write moves them out
+	s.depth.Store(lines)
+	if lines > 0 {
+		o.Warn("spool holds lines from an earlier run; they are replayed at the next write", "spool", path, "lines", lines)
 	}
 	return s, nil
 }
 
-// SpoolDepth returns how many points wait in the spool.
+// SpoolDepth returns how many points wait in the spool (lines, when the
+// spool was opened with lines of an earlier run: the replay sorts out those
+// that are not lanewatch points).
 func (s *Spool) SpoolDepth() int { return int(s.depth.Load()) }
 
 // Path returns the spool file's path.
@@ -451,15 +448,17 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		return nil
 	}
 	s.depth.Store(0)
-	s.o.Warn("spool replayed", "spool", s.o.Path, "stored", accepted, "refused", refusedN, "not_lanewatch_lines", foreign)
-	if refusedN+foreign > 0 {
-		err := fmt.Errorf("replaying spool: %d points refused, %d lines not lanewatch points", refusedN, foreign)
-		if firstCause != nil {
-			err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
-		}
-		return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
+	if refusedN+foreign == 0 {
+		s.o.Warn("spool replayed", "spool", s.o.Path, "stored", accepted)
+		return nil
 	}
-	return nil
+	s.o.Warn("spool emptied: points the store took are stored; those it refused and lines that are not lanewatch points went to the dead-letter file",
+		"spool", s.o.Path, "stored", accepted, "refused", refusedN, "not_lanewatch_lines", foreign, "dead_letter", s.o.DeadLetter)
+	err = fmt.Errorf("replaying spool: %d points refused, %d lines not lanewatch points", refusedN, foreign)
+	if firstCause != nil {
+		err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
+	}
+	return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
 }
 
 // Probes returns the probe points q selects, spooled ones included.
