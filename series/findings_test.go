@@ -19,6 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/internal/wire"
+	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -594,5 +598,108 @@ func TestFindingErrorsNameTheFileOnce(t *testing.T) {
 	_, err = r.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
 	if err == nil || strings.Count(err.Error(), path) != 1 || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("read of a removed file = %v; want %s named once, and fs.ErrNotExist", err, path)
+	}
+}
+
+// Finding 5: a lane whose kind changed mid-hour kept a stale record of the
+// old kind in the previous release (see TestKindChangeMidHour). Through the
+// policy: the stale record (paid, one ok probe) sorted after the new one
+// (free, the timeout) and won, so the lane read eligible. It must read
+// probe_failed.
+func TestFindingKindChangeThroughPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse(strings.NewReader("timezone: UTC\nstore: {kind: file, path: s.lp}\nlanes:\n"+
+		"  - {name: x, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m}\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := series.OpenFile(cfg.Store.Path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := series.NewRecorder(f, cfg.Location)
+	for _, p := range []series.Probe{
+		{Lane: "x", Kind: policy.KindPaid, Time: hour0.Add(7 * time.Minute), QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200},
+		{Lane: "x", Kind: policy.KindFree, Time: hour0.Add(27 * time.Minute), QueueS: 30, Outcome: "timeout"},
+	} {
+		if _, err := rec.Record(ctx, []series.Probe{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf, err := wire.ForHour(ctx, f, cfg, hour0.Add(40*time.Minute), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pf.Lanes) != 1 || pf.Lanes[0].Eligible || pf.Lanes[0].Reason != policy.ReasonProbeFailed {
+		t.Fatalf("policy lanes %+v; want x probe_failed (the timeout after the kind change)", pf.Lanes)
+	}
+}
+
+// Finding 6: in the previous release the rounds InfluxDB refused never
+// entered the hourly total, and importing their dead letters copied their
+// older hourly lines over the newer ones (samples 9 → 5): after the import
+// the hour counted 28 samples against 31 probes. Through a Spool on a real
+// InfluxDB: the hour's record is the aggregate of every probe, refused
+// ones included once imported.
+func TestFindingImportedDeadLettersEnterTheHour(t *testing.T) {
+	base := influxtest.URL(t)
+	db := influxtest.NewDB(t, base)
+	g := newGate(t, base)
+	dir := t.TempDir()
+	dead := filepath.Join(dir, "dead-letter.lp")
+	s, err := openSpool(series.InfluxOptions{URL: g.server.URL, Bucket: db + "/autogen", RequestTimeout: 5 * time.Second},
+		series.SpoolOptions{Path: filepath.Join(dir, "spool.lp"), DeadLetter: dead, AfterReplay: series.RebuildAfterReplay(time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec := series.NewRecorder(s, time.UTC)
+	var all []series.Probe
+	record := func(i int, refused bool) {
+		t.Helper()
+		var ps []series.Probe
+		for _, lane := range []string{"a", "b"} {
+			p := probeAt(lane, time.Duration(i)*2*time.Minute, float64(i%7)/100)
+			if i%5 == 4 {
+				p.OK, p.Outcome, p.Status = false, "timeout", 0
+			}
+			ps = append(ps, p)
+		}
+		all = append(all, ps...)
+		_, err := rec.Record(ctx, ps)
+		var re *series.RefusedError
+		if refused && (!errors.As(err, &re) || re.DeadLetter != dead) || !refused && err != nil {
+			t.Fatalf("round %d (refused %v): Record = %v", i, refused, err)
+		}
+	}
+	g.set("refuse")
+	for i := range 9 {
+		record(i, true)
+	}
+	g.set("up")
+	for i := 9; i < 28; i++ {
+		record(i, false)
+	}
+	f, err := os.Open(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := series.Import(ctx, rec, f, failOnWarn(t))
+	if err != nil || res.Probes != 18 || res.Skipped != 18 {
+		t.Fatalf("Import = %+v, %v; want the 18 refused probes, their 18 hourly lines skipped", res, err)
+	}
+	hs, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := series.Rollup(sortProbes(all), time.UTC)
+	if !slices.Equal(hs, want) || len(hs) != 2 || hs[0].Samples != 28 {
+		t.Errorf("hourly after the import:\n %+v\nwant the aggregate of all 28 probes per lane:\n %+v", hs, want)
+	}
+	bad, err := series.Check(ctx, s, time.UTC, series.Window{From: hour0, To: hour0.Add(time.Hour)}, nil)
+	if err != nil || len(bad) != 0 {
+		t.Errorf("Check = %v, %v; want no mismatch", bad, err)
 	}
 }
