@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/wire"
 
@@ -88,13 +89,16 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); every lane is never_sampled\n", cfg.Store.Path)
 	}
 
+	// Temp files that killed runs left in the folder go, whatever hour
+	// they were for.
+	atomicfile.RemoveStaleTemps(out, staleTemp)
 	for i, f := range files {
 		data, err := policy.Marshal(f)
 		if err != nil {
 			return fmt.Errorf("policy %s: %w", f.Hour, err)
 		}
 		path := filepath.Join(out, f.Hour+".yaml")
-		if err := writeAtomic(path, data, e.writeHook); err != nil {
+		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
 		if *printFlag {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/wire"
 
@@ -134,7 +135,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		if err := swings.WriteChart(&buf, rep, swings.ChartOptions{Format: swings.ChartFormat(*svg), Log: *logY}); err != nil {
 			return fmt.Errorf("swings: %w", err)
 		}
-		if err := writeAtomic(*svg, buf.Bytes(), nil); err != nil {
+		if err := atomicfile.Write(*svg, buf.Bytes(), atomicfile.MakeDir(), atomicfile.RemoveStale(staleTemp)); err != nil {
 			return fmt.Errorf("swings: %w", err)
 		}
 		lanesN := fmt.Sprintf("%d lanes", len(rep.Lanes))
