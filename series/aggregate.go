@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/probe"
 )
 
-// OutcomeOK and OutcomeRateLimited are the probe outcomes the rollup reads
-// (the closed set is package probe's).
+// OutcomeOK and OutcomeRateLimited are package probe's outcomes (it owns
+// the set) as the strings Probe.Outcome holds.
 const (
-	OutcomeOK          = "ok"
-	OutcomeRateLimited = "rate_limited"
+	OutcomeOK          = string(probe.OK)
+	OutcomeRateLimited = string(probe.RateLimited)
 )
 
 // Aggregate folds the probes of one lane-hour into its hourly point:

@@ -167,7 +167,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time) ([]series.Hourly, error) {
 	st, err := openStore(ctx, cfg, e.stderr, e.lookupEnv)
 	if err != nil {
-		if cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
+		if cfg.Store.Kind == config.StoreFile && errors.Is(err, fs.ErrNotExist) {
 			warner(e.stderr)("samples file does not exist yet; reporting no data", "path", cfg.Store.Path)
 			return nil, nil
 		}
