@@ -16,6 +16,15 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
+// hourArg is the hour an -hour flag names in loc, or the current hour when
+// it is empty.
+func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
+	if flag == "" {
+		return hours.Start(e.now(), loc), nil
+	}
+	return hours.Parse(flag, loc)
+}
+
 // runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen", flag.ContinueOnError)
@@ -71,13 +80,9 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 			return err
 		}
 	} else {
-		var h time.Time
-		if *hourFlag != "" {
-			if h, err = hours.Parse(*hourFlag, loc); err != nil {
-				return usagef("-hour: %w", err)
-			}
-		} else {
-			h = hours.Start(e.now(), loc)
+		h, err := e.hourArg(*hourFlag, loc)
+		if err != nil {
+			return usagef("-hour: %w", err)
 		}
 		f, err := wire.ForHour(ctx, st, cfg, h, sites)
 		if err != nil {
