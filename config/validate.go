@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
@@ -258,7 +258,7 @@ func (c *Config) validatePolicy() error {
 		switch {
 		case !laneName.MatchString(cl.Name):
 			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", cl.Name)
-		case math.IsNaN(cl.DeadlineS) || math.IsInf(cl.DeadlineS, 0) || cl.DeadlineS <= 0:
+		case !num.Finite(cl.DeadlineS) || cl.DeadlineS <= 0:
 			return fieldErr(f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS)
 		case cl.CeilingTokens <= 0:
 			return fieldErr(f+".ceiling_tokens", "must be > 0, got %d", cl.CeilingTokens)
@@ -266,7 +266,7 @@ func (c *Config) validatePolicy() error {
 			return fieldErr(f+".est_tokens", "must be > 0, got %d", cl.EstTokens)
 		case cl.EstTokens > cl.CeilingTokens:
 			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
-		case math.IsNaN(cl.PaidUSDPer1k) || math.IsInf(cl.PaidUSDPer1k, 0) || cl.PaidUSDPer1k < 0:
+		case !num.Finite(cl.PaidUSDPer1k) || cl.PaidUSDPer1k < 0:
 			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
 		}
 		if j, dup := seen[cl.Name]; dup {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/lanewatch/lanewatch/internal/num"
 )
 
 // Bounds on the numbers the ledger accepts from outside (stdin, a policy
@@ -112,7 +114,7 @@ func (p BookPolicy) Validate() error {
 // CheckNumber returns a *FieldError unless x is finite and in [0, limit].
 func CheckNumber(field string, x, limit float64) error {
 	switch {
-	case math.IsNaN(x) || math.IsInf(x, 0):
+	case !num.Finite(x):
 		return &FieldError{field, "must be a finite number"}
 	case x < 0:
 		return &FieldError{field, "must be >= 0"}
@@ -237,7 +239,7 @@ var errNotFinite = errors.New("policy: decision holds a non-finite number")
 // strconv.FormatFloat does), then written without trailing zeros: 44, 4.05,
 // 0.0004. The vectors are matched value for value.
 func (d Decision) MarshalJSON() ([]byte, error) {
-	if !finite(d.SpentS) || !finite(d.RemainingS) || !finite(d.SunkUSD) {
+	if !num.Finite(d.SpentS) || !num.Finite(d.RemainingS) || !num.Finite(d.SunkUSD) {
 		return nil, errNotFinite
 	}
 	return d.AppendJSON(make([]byte, 0, 256)), nil
@@ -266,7 +268,7 @@ func (d Decision) AppendJSON(dst []byte) []byte {
 // appendRounded appends x rounded to n decimals (round-half-even on the exact
 // binary value) without trailing zeros; "-0" is written as "0".
 func appendRounded(dst []byte, x float64, n int) []byte {
-	if !finite(x) {
+	if !num.Finite(x) {
 		return append(dst, '0')
 	}
 	start := len(dst)
@@ -288,7 +290,7 @@ func appendRounded(dst []byte, x float64, n int) []byte {
 // Round returns x rounded to n decimals the way the ledger's output is:
 // round-half-even on the exact binary value.
 func Round(x float64, n int) float64 {
-	if !finite(x) {
+	if !num.Finite(x) {
 		return x
 	}
 	var buf [32]byte
@@ -298,5 +300,3 @@ func Round(x float64, n int) float64 {
 	}
 	return v
 }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/num"
 )
 
 // Basis of a policy file.
@@ -510,11 +511,11 @@ func (s *stat) add(r *rec) {
 	s.samples += r.Samples
 	s.failures += max(r.Failures, 0)
 	for _, q := range []float64{r.WorstQueueS, r.WorstCensoredS} {
-		if finite(q) && q > s.queue {
+		if num.Finite(q) && q > s.queue {
 			s.queue = q
 		}
 	}
-	if finite(r.MinTokPerS) && r.MinTokPerS > 0 && (s.tok == 0 || r.MinTokPerS < s.tok) {
+	if num.Finite(r.MinTokPerS) && r.MinTokPerS > 0 && (s.tok == 0 || r.MinTokPerS < s.tok) {
 		s.tok = r.MinTokPerS
 	}
 }
@@ -544,7 +545,7 @@ func (c *laneCalc) gen(est int) (float64, bool) {
 	// The rate a reader sees (rounded down), so that a file's next_gen_s
 	// is est_tokens / tok_per_s of that file, never less.
 	g := float64(est) / c.TokPerS
-	if c.TokPerS <= 0 || !finite(g) {
+	if c.TokPerS <= 0 || !num.Finite(g) {
 		return 0, false // no decode data, or a rate too low to ever finish
 	}
 	return ceil2(g), true
@@ -664,14 +665,14 @@ func boolInt(b bool) int {
 // count), so that a policy file never under-states it. Non-finite or negative
 // values give 0.
 func ceil2(x float64) float64 {
-	if !finite(x) || x <= 0 {
+	if !num.Finite(x) || x <= 0 {
 		return 0
 	}
 	if x >= 1e15 { // no hundredths left to round
 		return math.Ceil(x)
 	}
 	v := math.Ceil(x*100-1e-6) / 100
-	if !finite(v) || v <= 0 {
+	if !num.Finite(v) || v <= 0 {
 		return 0
 	}
 	return v
@@ -679,14 +680,14 @@ func ceil2(x float64) float64 {
 
 // floor2 rounds a rate down to 0.01, the safe side for a rate.
 func floor2(x float64) float64 {
-	if !finite(x) || x <= 0 {
+	if !num.Finite(x) || x <= 0 {
 		return 0
 	}
 	if x >= 1e15 {
 		return math.Floor(x)
 	}
 	v := math.Floor(x*100+1e-6) / 100
-	if !finite(v) || v <= 0 {
+	if !num.Finite(v) || v <= 0 {
 		return 0
 	}
 	return v

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/num"
 )
 
 // Header is the first line of every policy file; %d is File.Records.
@@ -125,7 +126,7 @@ func (w *yamlWriter) kvNoIndent(key, val string) {
 }
 
 func (w *yamlWriter) num(field string, x float64) string {
-	if !finite(x) {
+	if !num.Finite(x) {
 		if w.err == nil {
 			w.err = fmt.Errorf("%s: %v is not a finite number", field, x)
 		}

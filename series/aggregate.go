@@ -5,13 +5,16 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/probe"
 )
 
-// OutcomeOK and OutcomeRateLimited are the probe outcomes the rollup reads
-// (the closed set is package probe's).
+// OutcomeOK and OutcomeRateLimited are package probe's outcomes (it owns
+// the set) as the strings Probe.Outcome holds.
 const (
-	OutcomeOK          = "ok"
-	OutcomeRateLimited = "rate_limited"
+	OutcomeOK          = string(probe.OK)
+	OutcomeRateLimited = string(probe.RateLimited)
 )
 
 // Aggregate folds the probes of one lane-hour into its hourly point:
@@ -38,22 +41,22 @@ func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 		if !p.OK {
 			h.Failures++
 			bound := p.QueueS
-			if p.Outcome == OutcomeRateLimited && finite(p.QuotaResetS) {
+			if p.Outcome == OutcomeRateLimited && num.Finite(p.QuotaResetS) {
 				bound = max(bound, p.QuotaResetS)
 			}
-			if finite(bound) && bound > h.WorstCensoredS {
+			if num.Finite(bound) && bound > h.WorstCensoredS {
 				h.WorstCensoredS = bound
 			}
 			continue
 		}
 		ok++
-		if finite(p.QueueS) && p.QueueS > h.WorstQueueS {
+		if num.Finite(p.QueueS) && p.QueueS > h.WorstQueueS {
 			h.WorstQueueS = p.QueueS
 		}
-		if finite(p.GenS) && p.GenS > h.WorstGenS {
+		if num.Finite(p.GenS) && p.GenS > h.WorstGenS {
 			h.WorstGenS = p.GenS
 		}
-		if finite(p.GenS) && p.GenS > 0 {
+		if num.Finite(p.GenS) && p.GenS > 0 {
 			if r := float64(p.Tokens) / p.GenS; r < rate {
 				rate = r
 			}
@@ -65,8 +68,6 @@ func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 	h.Eligible = ok > 0 && h.Failures == 0
 	return h
 }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // LaneHour names the probes one hourly record aggregates: a lane, a site and
 // the start of an hour in the sampler's zone.

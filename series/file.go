@@ -83,9 +83,17 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	return s, nil
 }
 
-// resolve returns path absolute with its symlinks followed; for a file that
-// does not exist yet, the nearest existing folder is resolved instead.
+// resolve returns path absolute with its symlinks followed. For a file that
+// does not exist yet, its folder is resolved instead, and a symlink naming
+// it (a dangling link, whose target the open creates) is followed too.
 func resolve(path string) (string, error) {
+	return resolveLinks(path, 0)
+}
+
+// maxLinks bounds the symlinks resolve follows by hand (as Linux's ELOOP).
+const maxLinks = 40
+
+func resolveLinks(path string, links int) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
@@ -100,11 +108,22 @@ func resolve(path string) (string, error) {
 	if dir == abs { // the root
 		return abs, nil
 	}
-	rdir, err := resolve(dir)
+	rdir, err := resolveLinks(dir, links)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(rdir, base), nil
+	p := filepath.Join(rdir, base)
+	target, err := os.Readlink(p)
+	if err != nil { // not a link: the file is yet to be created
+		return p, nil
+	}
+	if links >= maxLinks {
+		return "", fmt.Errorf("resolve %s: too many levels of symbolic links", path)
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(rdir, target)
+	}
+	return resolveLinks(target, links+1)
 }
 
 // Path returns the file's resolved path.
@@ -190,6 +209,11 @@ func (s *File) scan(ctx context.Context, want pointKind, m *matcher, decode func
 	defer s.mu.RUnlock()
 	if s.closed {
 		return fmt.Errorf("read %s: %w", s.path, os.ErrClosed)
+	}
+	if s.w != nil { // a writer reads what it writes to, or nothing
+		if err := s.w.checkPath(); err != nil {
+			return fmt.Errorf("read %s: %w", s.path, err)
+		}
 	}
 	err := readLocked(s.path, func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {

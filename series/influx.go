@@ -77,7 +77,7 @@ var _ Store = (*Influx)(nil)
 type RefusedError struct {
 	Points     int
 	Status     int
-	DeadLetter string // where the points went; empty when nowhere
+	DeadLetter string // where the points went; empty when nowhere, or when a Spool kept them (its error says so)
 	Err        error
 }
 

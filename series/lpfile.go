@@ -271,16 +271,17 @@ func (a *appendFile) close() error {
 
 // readLocked opens path, takes a shared flock (so no append is half visible)
 // and streams its lines to fn.
+// Its own errors do not repeat the path: callers name the file.
 func readLocked(path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return unpathOf(err, path)
 	}
 	defer func() { _ = f.Close() }()
 	if err := lockShared(f); err != nil {
-		return fmt.Errorf("lock %s: %w", path, err)
+		return fmt.Errorf("lock: %w", err)
 	}
-	return scanLines(f, fn, long)
+	return unpathOf(scanLines(f, fn, long), path)
 }
 
 // syncDir fsyncs a folder so that entries created in it are durable. It is
@@ -292,6 +293,16 @@ func syncDir(dir string) {
 	}
 	_ = d.Sync()
 	_ = d.Close()
+}
+
+// unpathOf drops path from err when err itself is a *fs.PathError about
+// path ("open: no such file or directory"), for callers that name the file;
+// errors.Is still sees the cause. Other errors are returned as they are.
+func unpathOf(err error, path string) error {
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == path {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // unpath drops the path from a *fs.PathError ("write: no space left on

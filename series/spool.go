@@ -61,7 +61,8 @@ type SpoolOptions struct {
 // is split until the refused points are found, so the accepted ones are not
 // dead-lettered with them. The spool is emptied only when every point in it
 // is in the inner store or in the dead-letter file, and AfterReplay agreed:
-// when the dead-letter file cannot be written, the spool is kept.
+// when the dead-letter file cannot be written, the spool is kept, refused
+// points wait in it with the later ones, and Write says so.
 //
 // The spool holds only lanewatch points (probe and queue_hourly); any other
 // line found in it goes to the dead-letter file at the next replay.
@@ -81,7 +82,8 @@ type Spool struct {
 	dead   *appendFile // opened on first use
 	closed bool
 
-	depth atomic.Int64 // points in the spool
+	depth      atomic.Int64 // points in the spool
+	unreadable atomic.Bool  // a read-only spool warned that it cannot read the file
 }
 
 var (
@@ -110,40 +112,37 @@ func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
 	}
 	path, err := resolve(o.Path)
 	if err != nil {
-		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
 	s.o.Path = path
 	f, err := openAppend(path, o.Warn)
 	if err != nil {
-		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
-	var points, foreign int64
+	// Lines are counted, not decoded: the replay sorts out the ones that
+	// are not lanewatch points and reports them, once.
+	var lines int64
 	err = f.read(func(_ int64, line []byte, terminated bool) error {
-		switch kindOf(line) {
-		case kindProbe, kindHourly:
-			points++
-		case kindOther:
-			foreign++
+		if kindOf(line) != kindSkip {
+			lines++
 		}
 		return nil
 	})
 	if err != nil {
 		_ = f.close()
-		return nil, fmt.Errorf("spool %s: %w", o.Path, err)
+		return nil, fmt.Errorf("spool %s: %w", path, err)
 	}
 	s.file = f
-	s.depth.Store(points)
-	if points > 0 || foreign > 0 {
-		o.Warn("spool holds points from an earlier run; they are replayed at the next write",
-			"spool", path, "points", points, "not_lanewatch_lines", foreign)
-	}
-	if foreign > 0 && points == 0 {
-		s.depth.Store(foreign) // so that the next write moves them out
+	s.depth.Store(lines)
+	if lines > 0 {
+		o.Warn("spool holds lines from an earlier run; they are replayed at the next write", "spool", path, "lines", lines)
 	}
 	return s, nil
 }
 
-// SpoolDepth returns how many points wait in the spool.
+// SpoolDepth returns how many points wait in the spool (lines, when the
+// spool was opened with lines of an earlier run: the replay sorts out those
+// that are not lanewatch points).
 func (s *Spool) SpoolDepth() int { return int(s.depth.Load()) }
 
 // Path returns the spool file's path.
@@ -168,7 +167,13 @@ func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) erro
 	if s.depth.Load() > 0 {
 		if err := s.drainLocked(ctx); err != nil {
 			var re *RefusedError
-			if !errors.As(err, &re) { // still unreachable: queue behind the older points
+			var de deadLetterError
+			switch {
+			case errors.As(err, &de):
+				// Refused points wait in the spool for want of a dead-letter
+				// file: queue behind them, and say so.
+				return joinErrors([]error{err, s.toSpool(body, len(probes)+len(hourly), err)})
+			case !errors.As(err, &re): // still unreachable: queue behind the older points
 				return joinErrors([]error{s.toSpool(body, len(probes)+len(hourly), err)})
 			}
 			errs = append(errs, err)
@@ -287,7 +292,8 @@ func (s *Spool) deliver(ctx context.Context, b batch) (refused batch, cause, err
 }
 
 // deadLetter appends refused points to the dead-letter file. When it cannot,
-// they are spooled instead (the next replay tries again), so nothing is lost.
+// they are spooled instead (the next replay tries again), so nothing is lost,
+// and the refusal says so.
 func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 	body, err := s.enc.round(refused.probes, refused.hourly)
 	if err != nil {
@@ -297,24 +303,35 @@ func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 	re := &RefusedError{Points: refused.len(), Err: fmt.Errorf("%d of %d points: %w", refused.len(), of, cause)}
 	if err := s.appendDead(body); err != nil {
 		if serr := s.toSpool(body, refused.len(), err); serr != nil {
-			return fmt.Errorf("spool: %d refused points lost: dead-letter %s: %w; %w", refused.len(), s.o.DeadLetter, err, serr)
+			return fmt.Errorf("spool: %d refused points lost: dead-letter file %s: %w; %w", refused.len(), s.o.DeadLetter, err, serr)
 		}
-		s.o.Warn("dead-letter file unwritable; the refused points wait in the spool", "dead_letter", s.o.DeadLetter, "err", err.Error())
+		re.Err = fmt.Errorf("%d of %d points: %w; kept in spool %s: the dead-letter file %s cannot be written: %w",
+			refused.len(), of, cause, s.o.Path, s.o.DeadLetter, err)
 		return re
 	}
 	re.DeadLetter = s.o.DeadLetter
 	return re
 }
 
+// deadLetterError is a failure to write the dead-letter file. Its text does
+// not name the file: callers do.
+type deadLetterError struct{ err error }
+
+func (e deadLetterError) Error() string { return e.err.Error() }
+func (e deadLetterError) Unwrap() error { return e.err }
+
 func (s *Spool) appendDead(body []byte) error {
 	if s.dead == nil {
 		d, err := openAppend(s.o.DeadLetter, s.o.Warn)
 		if err != nil {
-			return err
+			return deadLetterError{unpathOf(err, s.o.DeadLetter)}
 		}
 		s.dead = d
 	}
-	return s.dead.append(body)
+	if err := s.dead.append(body); err != nil {
+		return deadLetterError{err}
+	}
+	return nil
 }
 
 // toSpool queues points that could not be written because of cause.
@@ -415,7 +432,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	}
 	if len(dead) > 0 {
 		if err := s.appendDead(dead); err != nil {
-			return fmt.Errorf("spool %s kept: %d refused points and %d other lines could not go to the dead-letter file %s: %w",
+			return fmt.Errorf("spool %s kept: %d refused points and %d lines that are not lanewatch points could not go to the dead-letter file %s: %w",
 				s.o.Path, refusedN, foreign, s.o.DeadLetter, err)
 		}
 	}
@@ -431,15 +448,17 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		return nil
 	}
 	s.depth.Store(0)
-	s.o.Warn("spool replayed", "spool", s.o.Path, "stored", accepted, "refused", refusedN, "not_lanewatch_lines", foreign)
-	if refusedN+foreign > 0 {
-		err := fmt.Errorf("replaying spool: %d points refused, %d lines not lanewatch points", refusedN, foreign)
-		if firstCause != nil {
-			err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
-		}
-		return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
+	if refusedN+foreign == 0 {
+		s.o.Warn("spool replayed", "spool", s.o.Path, "stored", accepted)
+		return nil
 	}
-	return nil
+	s.o.Warn("spool emptied: points the store took are stored; those it refused and lines that are not lanewatch points went to the dead-letter file",
+		"spool", s.o.Path, "stored", accepted, "refused", refusedN, "not_lanewatch_lines", foreign, "dead_letter", s.o.DeadLetter)
+	err = fmt.Errorf("replaying spool: %d points refused, %d lines not lanewatch points", refusedN, foreign)
+	if firstCause != nil {
+		err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
+	}
+	return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
 }
 
 // Probes returns the probe points q selects, spooled ones included.
@@ -497,12 +516,15 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 // spoolMerge adds the spooled points of kind want that m selects to l, a
 // later line replacing an earlier one. s.mu must be held (shared is
 // enough). A read-only spool reads the file when it exists and can be read;
-// when it cannot, it warns and merges nothing. Lines that do not decode are
-// skipped here: the next replay moves them to the dead-letter file.
+// when it cannot (another user's file, anything in its way), it merges
+// nothing and warns, once per Spool. Lines that do not decode are skipped
+// here without a word: the next replay moves them to the dead-letter file
+// and reports them.
 func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, want pointKind, decode func([]byte) (T, error)) error {
 	if m.empty() {
 		return nil
 	}
+	var got []T // merged only once the whole file was read
 	err := readLocked(s.o.Path, func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -516,17 +538,22 @@ func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, 
 			return nil
 		}
 		if p, err := decode(line); err == nil {
-			l.putIn(p, m)
+			got = append(got, p)
 		}
 		return nil
 	}, nil)
 	switch {
 	case err == nil:
-	case s.file == nil && errors.Is(err, fs.ErrNotExist):
-	case s.file == nil && errors.Is(err, fs.ErrPermission):
-		s.o.Warn("spool not readable; reads show only what the store holds", "spool", s.o.Path, "err", err.Error())
-	default:
+		for _, p := range got {
+			l.putIn(p, m)
+		}
+	case s.file != nil || ctx.Err() != nil:
 		return fmt.Errorf("spool %s: %w", s.o.Path, err)
+	case errors.Is(err, fs.ErrNotExist): // nothing spooled, or no sampler yet
+	default:
+		if !s.unreadable.Swap(true) {
+			s.o.Warn("spool not readable; reads show only what the store holds", "spool", s.o.Path, "err", err.Error())
+		}
 	}
 	return nil
 }

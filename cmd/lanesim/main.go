@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,10 +22,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/internal/lanesim"
@@ -135,9 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	url := "http://" + ln.Addr().String()
 	if c.addrFile != "" {
-		if err := writeFileAtomic(c.addrFile, []byte(url)); err != nil {
+		if err := atomicfile.Write(c.addrFile, []byte(url)); err != nil {
 			_ = srv.Close()
-			return err
+			return fmt.Errorf("addr file: %w", err)
 		}
 		defer os.Remove(c.addrFile)
 	}
@@ -160,29 +159,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	<-serveErr // http.ErrServerClosed
 	log.Info("lanesim stopped", "served", sim.Stats().Served)
-	return nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it
-// into place, so a reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("addr file: %w", err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("addr file: %w", err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("addr file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("addr file: %w", err)
-	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
 )
 
@@ -322,7 +323,7 @@ func (j *jsonReader) count(path string) (int, error) {
 	}
 	x, err := strconv.ParseFloat(string(n), 64)
 	switch {
-	case err != nil || math.IsInf(x, 0) || math.IsNaN(x) || x != math.Trunc(x):
+	case err != nil || !num.Finite(x) || x != math.Trunc(x):
 		return 0, fmt.Errorf("%s: must be a whole number", path)
 	}
 	// Clamped first so that the conversion is defined; the check then

@@ -8,12 +8,22 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/wire"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
 )
+
+// hourArg is the hour an -hour flag names in loc, or the current hour when
+// it is empty.
+func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
+	if flag == "" {
+		return hours.Start(e.now(), loc), nil
+	}
+	return hours.Parse(flag, loc)
+}
 
 // runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
 // D is YYYY-MM-DD, today or tomorrow.
@@ -71,13 +81,9 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 			return err
 		}
 	} else {
-		var h time.Time
-		if *hourFlag != "" {
-			if h, err = hours.Parse(*hourFlag, loc); err != nil {
-				return usagef("-hour: %w", err)
-			}
-		} else {
-			h = hours.Start(e.now(), loc)
+		h, err := e.hourArg(*hourFlag, loc)
+		if err != nil {
+			return usagef("-hour: %w", err)
 		}
 		f, err := wire.ForHour(ctx, st, cfg, h, sites)
 		if err != nil {
@@ -89,13 +95,16 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); every lane is never_sampled\n", cfg.Store.Path)
 	}
 
+	// Temp files that killed runs left in the folder go, whatever hour
+	// they were for.
+	atomicfile.RemoveStaleTemps(out, staleTemp)
 	for i, f := range files {
 		data, err := policy.Marshal(f)
 		if err != nil {
 			return fmt.Errorf("policy %s: %w", f.Hour, err)
 		}
 		path := filepath.Join(out, f.Hour+".yaml")
-		if err := writeAtomic(path, data, e.writeHook); err != nil {
+		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
 		if *printFlag {

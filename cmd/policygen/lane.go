@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
@@ -78,13 +77,9 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 		return err
 	}
 	loc := cfg.Location
-	var h time.Time
-	if *hourFlag != "" {
-		if h, err = hours.Parse(*hourFlag, loc); err != nil {
-			return usagef("lane: -hour: %w", err)
-		}
-	} else {
-		h = hours.Start(e.now(), loc)
+	h, err := e.hourArg(*hourFlag, loc)
+	if err != nil {
+		return usagef("lane: -hour: %w", err)
 	}
 	label := hours.Label(h, loc)
 	dir := cfg.Policy.Out

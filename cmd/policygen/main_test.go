@@ -467,23 +467,6 @@ func TestKilledMidWriteKeepsOldFile(t *testing.T) {
 	}
 }
 
-func TestYoungTempFileIsLeftAlone(t *testing.T) {
-	dir := t.TempDir()
-	young := filepath.Join(dir, ".x.yaml.tmp-123")
-	if err := os.WriteFile(young, []byte("in progress"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(filepath.Join(dir, "x.yaml"), []byte("a: 1\n"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(young); err != nil {
-		t.Fatalf("a temp file of a run in progress was removed: %v", err)
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "x.yaml")); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Fatalf("written file: %v %v", fi, err)
-	}
-}
-
 func TestBadConfigAndStore(t *testing.T) {
 	fx := newFixture(t, "UTC")
 	bad := filepath.Join(fx.dir, "bad.yaml")

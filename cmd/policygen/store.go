@@ -26,7 +26,7 @@ func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookup
 // safe rather than red.
 func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, bool, error) {
 	st, err := openStore(ctx, cfg, stderr, lookupEnv)
-	if err != nil && cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
+	if err != nil && cfg.Store.Kind == config.StoreFile && errors.Is(err, fs.ErrNotExist) {
 		return emptyStore{}, true, nil
 	}
 	return st, false, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/wire"
 
@@ -139,7 +140,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 		if err := swings.WriteChart(&buf, rep, swings.ChartOptions{Format: swings.ChartFormat(*svg), Log: *logY}); err != nil {
 			return fmt.Errorf("swings: %w", err)
 		}
-		if err := writeAtomic(*svg, buf.Bytes(), nil); err != nil {
+		if err := atomicfile.Write(*svg, buf.Bytes(), atomicfile.MakeDir(), atomicfile.RemoveStale(staleTemp)); err != nil {
 			return fmt.Errorf("swings: %w", err)
 		}
 		lanesN := fmt.Sprintf("%d lanes", len(rep.Lanes))
@@ -171,7 +172,7 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time, sites []string) ([]series.Hourly, error) {
 	st, err := openStore(ctx, cfg, e.stderr, e.lookupEnv)
 	if err != nil {
-		if cfg.Store.Kind == "file" && errors.Is(err, fs.ErrNotExist) {
+		if cfg.Store.Kind == config.StoreFile && errors.Is(err, fs.ErrNotExist) {
 			warner(e.stderr)("samples file does not exist yet; reporting no data", "path", cfg.Store.Path)
 			return nil, nil
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/num"
 )
 
 // CurvePoint sets the background load multiplier at one hour of the day.
@@ -41,7 +43,7 @@ func ParseCurve(s string) (Curve, error) {
 			return nil, fmt.Errorf("curve point %q: hour must be a number from 0 to below 24", part)
 		}
 		mult, err := strconv.ParseFloat(strings.TrimSpace(m), 64)
-		if err != nil || math.IsNaN(mult) || math.IsInf(mult, 0) || mult < 0 {
+		if err != nil || !num.Finite(mult) || mult < 0 {
 			return nil, fmt.Errorf("curve point %q: multiplier must be a number >= 0", part)
 		}
 		c = append(c, CurvePoint{Hour: hour, Mult: mult})

@@ -12,6 +12,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/status"
 	"github.com/lanewatch/lanewatch/internal/swings"
 	"github.com/lanewatch/lanewatch/internal/wire"
+	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -69,7 +70,7 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 		slices.Reverse(ps)
 		for _, pr := range ps[:min(len(ps), statusProbes)] {
 			l.Probes = append(l.Probes, status.Probe{Time: pr.Time, Outcome: pr.Outcome, OK: pr.OK, QueueS: pr.QueueS,
-				Censored: !pr.OK && pr.Outcome == "timeout" && pr.GenS == 0 && pr.QueueS > 0, GenS: pr.GenS})
+				Censored: !pr.OK && pr.Outcome == string(probe.Timeout) && pr.GenS == 0 && pr.QueueS > 0, GenS: pr.GenS})
 		}
 		for _, pr := range latest {
 			if pr.Lane != name {

@@ -16,9 +16,10 @@ package swings
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/num"
 )
 
 // HoursPerDay is the number of rows of a report: hours of day 0..23.
@@ -160,8 +161,8 @@ type worst struct {
 // finite) and its failed probes' bound (when finite and > 0); the bound
 // wins ties, since the failed probe waited at least that long.
 func recordWorst(rec Record, samples, failures int64) (worst, bool) {
-	okQ := samples > failures && finite(rec.WorstQueueS)
-	cens := failures > 0 && finite(rec.WorstCensoredS) && rec.WorstCensoredS > 0
+	okQ := samples > failures && num.Finite(rec.WorstQueueS)
+	cens := failures > 0 && num.Finite(rec.WorstCensoredS) && rec.WorstCensoredS > 0
 	switch {
 	case cens && (!okQ || rec.WorstCensoredS >= rec.WorstQueueS):
 		return worst{rec.WorstCensoredS, true}, true
@@ -180,7 +181,7 @@ func Compute(recs []Record, opt Options) *Report {
 	}
 	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
 	for _, c := range opt.Classes {
-		if finite(c.DeadlineS) && c.DeadlineS > 0 {
+		if num.Finite(c.DeadlineS) && c.DeadlineS > 0 {
 			r.Classes = append(r.Classes, c)
 		}
 	}
@@ -332,5 +333,3 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -284,40 +284,33 @@ func sortHourly(hs []series.Hourly) {
 // assertProbes compares in order; times compare as instants and must come back in UTC.
 func assertProbes(t *testing.T, got, want []series.Probe) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d probes, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
-	}
-	for i := range want {
-		g, w := got[i], want[i]
-		if g.Time.Location() != time.UTC {
-			t.Errorf("probe %d: time in %v, want UTC", i, g.Time.Location())
-		}
-		if !g.Time.Equal(w.Time) {
-			t.Errorf("probe %d: time %v, want %v", i, g.Time, w.Time)
-		}
-		g.Time, w.Time = time.Time{}, time.Time{}
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("probe %d:\n got %+v\nwant %+v", i, g, w)
-		}
-	}
+	assertPoints(t, "probe", "time", got, want, func(p *series.Probe) *time.Time { return &p.Time })
 }
 
 func assertHourly(t *testing.T, got, want []series.Hourly) {
 	t.Helper()
+	assertPoints(t, "hourly", "hour", got, want, func(h *series.Hourly) *time.Time { return &h.Hour })
+}
+
+// assertPoints compares points in order: their times (at, called timeName)
+// as instants that must come back in UTC, everything else as values.
+func assertPoints[T any](t *testing.T, what, timeName string, got, want []T, at func(*T) *time.Time) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("got %d hourly points, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
+		t.Fatalf("got %d %s points, want %d:\n got %+v\nwant %+v", len(got), what, len(want), got, want)
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Hour.Location() != time.UTC {
-			t.Errorf("hourly %d: hour in %v, want UTC", i, g.Hour.Location())
+		gt, wt := at(&g), at(&w)
+		if gt.Location() != time.UTC {
+			t.Errorf("%s %d: %s in %v, want UTC", what, i, timeName, gt.Location())
 		}
-		if !g.Hour.Equal(w.Hour) {
-			t.Errorf("hourly %d: hour %v, want %v", i, g.Hour, w.Hour)
+		if !gt.Equal(*wt) {
+			t.Errorf("%s %d: %s %v, want %v", what, i, timeName, *gt, *wt)
 		}
-		g.Hour, w.Hour = time.Time{}, time.Time{}
+		*gt, *wt = time.Time{}, time.Time{}
 		if !reflect.DeepEqual(g, w) {
-			t.Errorf("hourly %d:\n got %+v\nwant %+v", i, g, w)
+			t.Errorf("%s %d:\n got %+v\nwant %+v", what, i, g, w)
 		}
 	}
 }
