@@ -44,9 +44,14 @@ func newFakeInflux(t *testing.T, mode, token string) *fakeInflux {
 		switch r.URL.Path {
 		case "/ping", "/health":
 			w.WriteHeader(http.StatusNoContent)
-		case "/api/v2/query":
+		case "/api/v2/query", "/query":
 			if mode == "deny" {
 				fail(http.StatusUnauthorized, "unauthorized")
+				return
+			}
+			if r.URL.Path == "/query" { // InfluxQL: no rows
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"results":[{"statement_id":0}]}`)
 				return
 			}
 			w.Header().Set("Content-Type", "text/csv; charset=utf-8")

@@ -427,6 +427,9 @@ func (f *markerInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/api/v2/query":
 		w.Header().Set("Content-Type", "text/csv")
+	case "/query": // InfluxQL: no rows
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"results":[{"statement_id":0}]}`)
 	case "/api/v2/write":
 		body, _ := io.ReadAll(r.Body)
 		if strings.Contains(string(body), f.marker) {

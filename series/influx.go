@@ -38,6 +38,11 @@ type InfluxOptions struct {
 	Token string
 	// RequestTimeout bounds one HTTP request; 0 means 20 s.
 	RequestTimeout time.Duration
+	// Query is the language of reads: QueryInfluxQL (through /query) or
+	// QueryFlux; "" picks InfluxQL when Org is empty (InfluxDB 1.x, where
+	// it is several times faster and needs no flux-enabled) and Flux
+	// otherwise (2.x, Cloud).
+	Query string
 	// Warn receives non-fatal problems; msg is lowercase, args are
 	// slog-style key/value pairs. Nil discards.
 	Warn func(msg string, args ...any)
@@ -51,7 +56,7 @@ type InfluxOptions struct {
 }
 
 // Influx stores samples in InfluxDB 1.8+ or 2.x through blocking writes and
-// Flux queries. It keeps nothing itself: a write that fails fails, a
+// InfluxQL (1.x) or Flux (2.x) reads. It keeps nothing itself: a write that fails fails, a
 // *RefusedError when the server refused the points for good (400, 401, 403,
 // 404, 413), any other error when it may go away by itself. Wrap it in a
 // Spool to keep points through an outage.
@@ -63,6 +68,12 @@ type Influx struct {
 	where    string   // "influx URL bucket B", safe to print
 	secrets  []string // strings never to print
 	warn     func(string, ...any)
+
+	// The InfluxQL read path: /query of base, with db and rp from the bucket.
+	influxQL     bool
+	base, db, rp string
+	org, token   string
+	http         *http.Client
 
 	mu     sync.Mutex // guards enc and closed
 	enc    encoder
@@ -123,9 +134,33 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	s.client = influxdb2.NewClientWithOptions(o.URL, o.Token, opts)
 	s.writeAPI = s.client.WriteAPIBlocking(o.Org, o.Bucket)
 	s.queryAPI = s.client.QueryAPI(o.Org)
+	switch o.Query {
+	case "":
+		s.influxQL = o.Org == ""
+	case QueryInfluxQL:
+		s.influxQL = true
+	case QueryFlux:
+	default:
+		s.client.Close()
+		return nil, fmt.Errorf("influx: query language %q: want %s or %s", o.Query, QueryInfluxQL, QueryFlux)
+	}
+	s.base, s.org, s.token = strings.TrimSuffix(o.URL, "/"), o.Org, o.Token
+	s.db, s.rp = splitBucket(o.Bucket)
+	// A connection per InfluxQL read: behind a Go reverse proxy, a reused
+	// connection's next response came back empty (200, no body) in the
+	// outage tests. Reads are few (a handful per policy or round).
+	s.http = &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
 
-	check := fmt.Sprintf("from(bucket: %s) |> range(start: -1m) |> limit(n: 1)", fluxString(o.Bucket))
-	if err := s.query(ctx, check, func(*query.FluxRecord) error { return nil }); err != nil {
+	check := func() error {
+		if s.influxQL {
+			// A read of the database and retention policy the writes go to:
+			// a missing one is an error here, as it is for Flux.
+			return s.qlQuery(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE time > now() - 1m LIMIT 1", qlIdent(fieldOK), qlIdent(MeasurementProbe)), func(row) {})
+		}
+		flux := fmt.Sprintf("from(bucket: %s) |> range(start: -1m) |> limit(n: 1)", fluxString(o.Bucket))
+		return s.query(ctx, flux, func(*query.FluxRecord) error { return nil })
+	}
+	if err := check(); err != nil {
 		if !(o.StartUnreachable && unreachable(err)) {
 			s.client.Close()
 			return nil, fmt.Errorf("%s: read check: %w", s.where, s.explain(err))
@@ -229,37 +264,37 @@ func (s *Influx) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
 	return readPoints(ctx, s, "hourly", MeasurementHourly, hourlyFields, q, hourlyKey, hourlyOf)
 }
 
-func probeOf(r *query.FluxRecord) Probe {
-	p := Probe{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Time: r.Time().UTC()}
-	p.QueueS, _ = r.ValueByKey(fieldQueueS).(float64)
-	p.GenS, _ = r.ValueByKey(fieldGenS).(float64)
-	p.HeadersS, _ = r.ValueByKey(fieldHeadersS).(float64)
-	p.ConnectS, _ = r.ValueByKey(fieldConnectS).(float64)
-	p.Tokens, _ = r.ValueByKey(fieldTokens).(int64)
-	p.OK, _ = r.ValueByKey(fieldOK).(bool)
-	p.Outcome, _ = r.ValueByKey(fieldOutcome).(string)
-	p.Status, _ = r.ValueByKey(fieldStatus).(int64)
-	p.QuotaRemaining, p.QuotaKnown = r.ValueByKey(fieldQuotaRemaining).(int64)
-	p.QuotaResetS, _ = r.ValueByKey(fieldQuotaResetS).(float64)
+func probeOf(r row) Probe {
+	p := Probe{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Time: r.at().UTC()}
+	p.QueueS = floatOf(r, fieldQueueS)
+	p.GenS = floatOf(r, fieldGenS)
+	p.HeadersS = floatOf(r, fieldHeadersS)
+	p.ConnectS = floatOf(r, fieldConnectS)
+	p.Tokens, _ = intOf(r, fieldTokens)
+	p.OK = boolOf(r, fieldOK)
+	p.Outcome = str(r, fieldOutcome)
+	p.Status, _ = intOf(r, fieldStatus)
+	p.QuotaRemaining, p.QuotaKnown = intOf(r, fieldQuotaRemaining)
+	p.QuotaResetS = floatOf(r, fieldQuotaResetS)
 	return p
 }
 
-func hourlyOf(r *query.FluxRecord) Hourly {
-	h := Hourly{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Hour: r.Time().UTC()}
-	h.WorstQueueS, _ = r.ValueByKey(fieldWorstQueueS).(float64)
-	h.WorstGenS, _ = r.ValueByKey(fieldWorstGenS).(float64)
-	h.MinTokPerS, _ = r.ValueByKey(fieldMinTokPerS).(float64)
-	h.Samples, _ = r.ValueByKey(fieldSamples).(int64)
-	h.Failures, _ = r.ValueByKey(fieldFailures).(int64)
-	h.Eligible, _ = r.ValueByKey(fieldEligible).(bool)
-	h.WorstCensoredS, _ = r.ValueByKey(fieldWorstCensoredS).(float64)
+func hourlyOf(r row) Hourly {
+	h := Hourly{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Hour: r.at().UTC()}
+	h.WorstQueueS = floatOf(r, fieldWorstQueueS)
+	h.WorstGenS = floatOf(r, fieldWorstGenS)
+	h.MinTokPerS = floatOf(r, fieldMinTokPerS)
+	h.Samples, _ = intOf(r, fieldSamples)
+	h.Failures, _ = intOf(r, fieldFailures)
+	h.Eligible = boolOf(r, fieldEligible)
+	h.WorstCensoredS = floatOf(r, fieldWorstCensoredS)
 	return h
 }
 
-// readPoints reads one measurement's points that q selects, one Flux query
-// per window, and sorts them by time, lane, kind and site.
+// readPoints reads one measurement's points that q selects, one query per
+// window, and sorts them by time, lane, kind and site.
 func readPoints[T any](ctx context.Context, s *Influx, what, measurement string, fields []string, q Query,
-	key func(*T) pointKey, fromRecord func(*query.FluxRecord) T) ([]T, error) {
+	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
 	m := q.matcher()
 	l := newLatest(key)
 	if m.empty() {
@@ -269,11 +304,15 @@ func readPoints[T any](ctx context.Context, s *Influx, what, measurement string,
 		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
 	}
 	for _, span := range m.spans {
-		flux := s.flux(measurement, fields, span, m)
-		err := s.query(ctx, flux, func(r *query.FluxRecord) error {
-			l.putIn(fromRecord(r), m) // Flux on InfluxDB 1.8 includes points at stop
-			return nil
-		})
+		var err error
+		if s.influxQL {
+			err = s.influxql(ctx, measurement, fields, span, m, func(r row) { l.putIn(fromRow(r), m) })
+		} else {
+			err = s.query(ctx, s.flux(measurement, fields, span, m), func(r *query.FluxRecord) error {
+				l.putIn(fromRow(fluxRow{r}), m) // Flux on InfluxDB 1.8 includes points at stop
+				return nil
+			})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
 		}
@@ -301,11 +340,6 @@ func (s *Influx) checkOpen() error {
 		return os.ErrClosed
 	}
 	return nil
-}
-
-func str(r *query.FluxRecord, key string) string {
-	v, _ := r.ValueByKey(key).(string)
-	return v
 }
 
 // maxPushedLanes is the most lanes a query names in its Flux filter; for

@@ -58,6 +58,21 @@ func TestInfluxContract(t *testing.T) {
 	})
 }
 
+// The same contract through Flux reads, as on InfluxDB 2.x (the default on
+// 1.x is InfluxQL).
+func TestInfluxContractFlux(t *testing.T) {
+	base := influxtest.URL(t)
+	storetest.Run(t, func(t *testing.T) series.Store {
+		db := influxtest.NewDB(t, base)
+		s, err := openSpool(series.InfluxOptions{URL: base, Bucket: db + "/autogen", Query: series.QueryFlux, Warn: failOnWarn(t)},
+			series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: failOnWarn(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // round builds round r of lanes probes, all in hour0, with the hourly
 // points aggregated over rounds 0..r.
 func round(lanes, r int) ([]series.Probe, []series.Hourly) {
@@ -370,7 +385,7 @@ type fakeInflux struct {
 
 func (f *fakeInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/api/v2/query":
+	case "/api/v2/query", "/query":
 		f.mu.Lock()
 		status := f.queryStatus
 		f.mu.Unlock()
@@ -378,6 +393,11 @@ func (f *fakeInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
 			fmt.Fprintf(w, `{"code":"x","message":"status %d"}`, status)
+			return
+		}
+		if r.URL.Path == "/query" { // InfluxQL: no rows
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"results":[{"statement_id":0}]}`)
 			return
 		}
 		w.Header().Set("Content-Type", "text/csv")
@@ -559,7 +579,7 @@ func TestOpenInfluxErrors(t *testing.T) {
 		{"closed port", series.InfluxOptions{URL: closed, Bucket: "lanewatch/autogen", Token: "tok-123456"},
 			[]string{closed, "lanewatch/autogen", "connection refused"}, "tok-123456"},
 		{"missing database", series.InfluxOptions{URL: base, Bucket: "nosuch/autogen"},
-			[]string{base, "nosuch/autogen", "no database", "does the bucket exist"}, ""},
+			[]string{base, "nosuch/autogen", "database not found", "does the bucket exist"}, ""},
 		{"missing retention policy", series.InfluxOptions{URL: base, Bucket: influxtest.NewDB(t, base) + "/nosuchrp"},
 			[]string{"/nosuchrp", "retention policy"}, ""},
 		{"wrong password", series.InfluxOptions{URL: auth.URL, Bucket: "lanewatch/autogen", Token: "admin:wrong-pw-77"},
