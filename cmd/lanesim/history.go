@@ -233,7 +233,9 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.
 func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer) (historyCount, error) {
-	warn := func(msg string, args ...any) { fmt.Fprintln(stderr, "lanesim history: warning:", msg, fmt.Sprint(args...)) }
+	warn := func(msg string, args ...any) {
+		fmt.Fprintln(stderr, "lanesim history: warning:", msg, fmt.Sprint(args...))
+	}
 	st, err := storeopen.Open(ctx, cfg, warn, os.LookupEnv)
 	if err != nil {
 		return historyCount{}, err
