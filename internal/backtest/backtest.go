@@ -309,6 +309,7 @@ func (b *Backtest) Add(p series.Probe) error {
 		b.created.push(&job{t0: p.Time.Add(-ArrivalLead)})
 	}
 	b.drain(p.Time.Add(-ArrivalLead), false)
+	resolved := false
 	for b.waiting.len() > 0 {
 		j := b.waiting.peek()
 		if !j.t0.Add(b.horizon).Before(b.latest) {
@@ -316,8 +317,11 @@ func (b *Backtest) Add(p series.Probe) error {
 		}
 		b.resolve(j, false)
 		b.waiting.pop()
+		resolved = true
 	}
-	b.trim()
+	if resolved || b.read%4096 == 0 {
+		b.trim()
+	}
 	return nil
 }
 
