@@ -58,6 +58,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 			return runSwings(ctx, args[1:], e.stdout, e.stderr)
 		case "book":
 			return e.runBook(args[1:])
+		case "backtest":
+			return e.runBacktest(ctx, args[1:])
 		}
 	}
 	return e.runPolicy(ctx, args)
@@ -67,6 +69,7 @@ const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [
        policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
        policygen swings -config F [-days N] [-lane NAME] [-svg FILE] [-format table|csv|json]
        policygen book [-policy FILE -class NAME] < attempts.json
+       policygen backtest -config F [-days N] [-lookback 1,3,7,14] [-format table|csv|json] [-hours]
 
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the
 config's timezone) or, with -day, the 24 forecast files of that day, each
