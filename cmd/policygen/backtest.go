@@ -11,6 +11,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
@@ -36,7 +37,9 @@ before the window, and reports:
                false_ineligible (ineligible, and the probe was ok),
                no_policy (no earlier probe of the lane) and censored_uncovered
                (the probe failed after a wait longer than next_queue_s);
-               once per -lookback value, the best one marked
+               once per -lookback value; marked best: the lowest median
+               ratio among the values whose coverage reaches 0.95 (else the
+               highest coverage)
   decisions    per class: jobs arriving a minute before each probe of the
                first free lane, replayed with naive (that lane, retried at
                once until the deadline), paid (the first paid lane, the same
@@ -67,7 +70,7 @@ const maxBacktestDays = 3660
 // backtestTarget is how many probes one store read aims at: the window is
 // read in spans of about this many probes, so memory stays bounded however
 // long the window.
-const backtestTarget = 200_000
+const backtestTarget = 100_000
 
 // runBacktest is `policygen backtest`.
 func (e *env) runBacktest(ctx context.Context, args []string) error {
@@ -179,33 +182,61 @@ func clip(s string) string {
 // feed reads the probes of [from, to) from st in time order and hands them
 // to add, in spans of about backtestTarget probes (a week first, then as
 // long as the probe rate seen so far allows), so that no read holds the
-// whole window.
+// whole window. The next span is read while add works through the current
+// one: the store's decoding and the replay share the two cores.
 func feed(ctx context.Context, st series.Store, from, to time.Time, add func(series.Probe) error) error {
-	const day = 24 * time.Hour
-	span := 7 * day
-	for t := from; t.Before(to); {
-		end := t.Add(span)
-		if end.After(to) {
-			end = to
+	ctx, cancel := context.WithCancel(ctx)
+	type span struct {
+		probes []series.Probe
+		err    error
+	}
+	spans := make(chan span) // unbuffered: at most one span waits
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(spans)
+		const day = 24 * time.Hour
+		length := 7 * day
+		for t := from; t.Before(to); {
+			end := t.Add(length)
+			if end.After(to) {
+				end = to
+			}
+			ps, err := st.Probes(ctx, series.Between(t, end))
+			if err != nil {
+				err = fmt.Errorf("store: read probes: %w", err)
+			}
+			select {
+			case spans <- span{ps, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			if perDay := float64(len(ps)) / end.Sub(t).Hours() * 24; perDay > 0 {
+				length = time.Duration(backtestTarget/perDay) * day
+			} else {
+				length *= 4
+			}
+			length = min(max(length, day), 92*day)
+			t = end
 		}
-		ps, err := st.Probes(ctx, series.Between(t, end))
-		if err != nil {
-			return fmt.Errorf("store: read probes: %w", err)
+	})
+	defer func() {
+		cancel() // a reader waiting to hand over a span gives up
+		wg.Wait()
+	}()
+	for sp := range spans {
+		if sp.err != nil {
+			return sp.err
 		}
-		for _, p := range ps {
+		for _, p := range sp.probes {
 			if err := add(p); err != nil {
 				return err
 			}
 		}
-		if perDay := float64(len(ps)) / end.Sub(t).Hours() * 24; perDay > 0 {
-			span = time.Duration(backtestTarget/perDay) * day
-		} else {
-			span *= 4
-		}
-		span = min(max(span, day), 92*day)
-		t = end
 	}
-	return nil
+	return ctx.Err()
 }
 
 // --- table ---
@@ -222,7 +253,7 @@ func writeBacktestTable(w io.Writer, r *backtest.Report, byHour bool) error {
 		fmt.Fprintf(bw, "(%d probes of lanes not in the config left out)\n", r.Ignored)
 	}
 	if len(r.Calibration) > 1 {
-		fmt.Fprintf(bw, "\nlookback sweep, all lanes (* best coverage at the lowest median ratio)\n")
+		fmt.Fprintf(bw, "\nlookback sweep, all lanes (* the lowest median ratio at coverage >= %g, else the best coverage)\n", backtest.TargetCoverage)
 		fmt.Fprintf(bw, "%-10s %8s %8s %8s %8s %7s %7s %8s %6s\n", "lookback", "probes", "ok", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens")
 		for _, c := range r.Calibration {
 			mark := ""

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -370,4 +371,58 @@ func BenchmarkBacktestYearBinary(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 	b.ReportMetric(wall.Seconds()/float64(n), "wall-s/run")
+}
+
+// spanStore serves probes of a fixed list and fails its failAt-th read.
+type spanStore struct {
+	emptyStore
+	probes []series.Probe
+	reads  int
+	failAt int
+}
+
+func (s *spanStore) Probes(_ context.Context, q series.Query) ([]series.Probe, error) {
+	s.reads++
+	if s.reads == s.failAt {
+		return nil, errors.New("disk on fire")
+	}
+	var out []series.Probe
+	for _, p := range s.probes {
+		if q.Windows[0].Contains(p.Time) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func TestFeedStopsOnErrors(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ps []series.Probe
+	for i := range 24 * 60 {
+		ps = append(ps, series.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Hour)})
+	}
+	to := start.AddDate(0, 0, 60)
+	st := &spanStore{probes: ps, failAt: 2}
+	n := 0
+	err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n != 7*24 {
+		t.Errorf("store error: %v after %d probes, want it after the first week (168)", err, n)
+	}
+	stop := errors.New("enough")
+	st = &spanStore{probes: ps}
+	n = 0
+	err = feed(context.Background(), st, start, to, func(series.Probe) error {
+		if n++; n == 10 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 10 {
+		t.Errorf("add error: %v after %d probes", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(series.Probe) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
 }
