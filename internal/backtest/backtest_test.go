@@ -301,3 +301,32 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 		})
 	}
 }
+
+func TestBestLookback(t *testing.T) {
+	cal := func(days int, cov, ratio float64) Calibration {
+		c := Calibration{LookbackDays: days}
+		if cov >= 0 {
+			c.All.Coverage = &cov
+		}
+		if ratio >= 0 {
+			c.All.MedianRatio = &ratio
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		cals []Calibration
+		want int
+	}{
+		{"the shortest that reaches the target", []Calibration{cal(1, 0.84, 2), cal(3, 0.92, 2.7), cal(7, 0.97, 4.5), cal(14, 0.99, 10)}, 2},
+		{"none reaches it: the best coverage", []Calibration{cal(1, 0.80, 2), cal(3, 0.90, 2.7), cal(7, 0.85, 2.5)}, 1},
+		{"equal coverage: the lower ratio", []Calibration{cal(1, 0.90, 3), cal(3, 0.90, 2)}, 1},
+		{"equal in all: the shorter", []Calibration{cal(1, 1, 1), cal(7, 1, 1)}, 0},
+		{"a lookback without data", []Calibration{cal(1, -1, -1), cal(3, 0.96, -1)}, 1},
+		{"nothing to go on", []Calibration{cal(1, -1, -1)}, -1},
+	} {
+		if got := bestLookback(tc.cals); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -93,7 +93,9 @@ type AllCalibration struct {
 }
 
 // Calibration is the calibration under one lookback_days. Best marks the
-// lookback with the best coverage at the lowest median ratio (see Report).
+// lookback with the best coverage at the lowest median ratio: the lowest
+// median ratio among those reaching TargetCoverage, else the highest
+// coverage.
 type Calibration struct {
 	LookbackDays int               `json:"lookback_days"`
 	Best         bool              `json:"best"`
@@ -260,29 +262,43 @@ func percentile(xs []float32, q float64) (float64, bool) {
 	return float64(xs[k]), true
 }
 
+// TargetCoverage is the coverage a lookback must reach to be marked best:
+// one ok probe in twenty may wait longer than next_queue_s.
+const TargetCoverage = 0.95
+
 // bestLookback picks the lookback with the best coverage at the lowest
-// median ratio: among the lookbacks whose coverage over all lanes is within
-// one percentage point of the highest, the one with the lowest median ratio
-// (ties: the shorter lookback). -1 when no lookback has a coverage.
+// median ratio: among the lookbacks whose coverage over all lanes reaches
+// TargetCoverage, the one with the lowest median ratio; when none does,
+// the one with the highest coverage. Ties go to the lower median ratio,
+// then to the shorter lookback. -1 when no lookback has a coverage.
 func bestLookback(cals []Calibration) int {
-	top := -1.0
-	for _, c := range cals {
-		if c.All.Coverage != nil {
-			top = max(top, *c.All.Coverage)
-		}
-	}
-	best := -1
 	ratio := func(c Calibration) float64 {
 		if c.All.MedianRatio == nil {
 			return math.Inf(1)
 		}
 		return *c.All.MedianRatio
 	}
+	reach := func(c Calibration) bool { return *c.All.Coverage >= TargetCoverage }
+	best := -1
 	for i, c := range cals {
-		if c.All.Coverage == nil || *c.All.Coverage < top-0.01 {
+		if c.All.Coverage == nil {
 			continue
 		}
-		if best < 0 || ratio(c) < ratio(cals[best]) {
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := cals[best]
+		switch {
+		case reach(c) != reach(b):
+			if reach(c) {
+				best = i
+			}
+		case !reach(c) && *c.All.Coverage != *b.All.Coverage:
+			if *c.All.Coverage > *b.All.Coverage {
+				best = i
+			}
+		case ratio(c) < ratio(b):
 			best = i
 		}
 	}
