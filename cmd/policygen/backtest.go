@@ -70,7 +70,7 @@ const maxBacktestDays = 3660
 // backtestTarget is how many probes one store read aims at: the window is
 // read in spans of about this many probes, so memory stays bounded however
 // long the window.
-const backtestTarget = 100_000
+const backtestTarget = 75_000
 
 // runBacktest is `policygen backtest`.
 func (e *env) runBacktest(ctx context.Context, args []string) error {
