@@ -41,9 +41,10 @@ before the window, and reports:
                ratio among the values whose coverage reaches 0.95 (else the
                highest coverage)
   decisions    per class: jobs arriving a minute before each probe of the
-               first free lane, replayed with naive (that lane, retried at
-               once until the deadline), paid (the first paid lane, the same
-               way) and lanewatch (the class's lanes, then policy.Book):
+               first free lane (the first lane if none is free), replayed
+               with naive (that free lane, retried at once until the
+               deadline), paid (the first paid lane, the same way) and
+               lanewatch (the class's lanes, then policy.Book):
                jobs, deadlines met, median time to result, free tokens
                burned on attempts that did not ship, paid USD
 
@@ -56,7 +57,8 @@ before the window, and reports:
           [{lane, probes, ok, covered, coverage, median_ratio, p90_ratio,
           false_eligible, false_ineligible, no_policy, censored_uncovered,
           hours (with -hours)}], all: {...}}], naive_lane, paid_lane,
-          arrival_lead_s, decision_lookback_days, dropped_replays,
+          arrival_lane, arrival_lead_s, decision_lookback_days,
+          dropped_replays,
           decisions: [{class, strategy, jobs, met, met_pct, median_time_s,
           burned_free_tokens, paid_usd, attempts}]}; null where there is no value
 
@@ -296,9 +298,9 @@ func writeBacktestTable(w io.Writer, r *backtest.Report, byHour bool) error {
 			hourRows(c.All.Hours)
 		}
 	}
-	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of the naive lane (%s);\n",
-		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.NaiveLane))
-	fmt.Fprintf(bw, "paid lane %s; lanewatch follows the policy with lookback %s\n", orDash(r.PaidLane), days(r.DecisionLookback))
+	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
+		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
+	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy with lookback %s\n", orDash(r.PaidLane), days(r.DecisionLookback))
 	if r.DroppedReplays > 0 {
 		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedReplays)
 	}

@@ -36,7 +36,7 @@
 // # Decision replay (the world model)
 //
 // Jobs arrive ArrivalLead (1 minute) before each probe of the naive lane in
-// the window; each job is replayed once per class and strategy, with the
+// the window (of the first lane when no lane is free); each job is replayed once per class and strategy, with the
 // class's deadline_s and est_tokens. The world:
 //
 //   - an attempt started at t on lane L meets L's next probe at or after t
@@ -157,6 +157,7 @@ type Backtest struct {
 	order     []*lane // config order
 	naive     *lane
 	paid      *lane
+	clock     *lane           // jobs arrive before its probes: naive, else the first lane
 	horizons  []time.Duration // per class: deadline + Lookahead
 	horizon   time.Duration   // the largest
 
@@ -266,6 +267,10 @@ func New(opts Options) (*Backtest, error) {
 			b.paid = l
 		}
 	}
+	b.clock = b.naive
+	if b.clock == nil {
+		b.clock = b.order[0]
+	}
 	for _, c := range opts.Params.Classes {
 		h := maxHorizon
 		if c.DeadlineS < maxHorizon.Seconds() {
@@ -305,7 +310,7 @@ func (b *Backtest) Add(p series.Probe) error {
 	b.latest, b.any = p.Time, true
 	l.tl.add(p, b.loc)
 	b.pending.push(p)
-	if l == b.naive && !p.Time.Before(b.opts.From) {
+	if l == b.clock && !p.Time.Before(b.opts.From) {
 		b.created.push(&job{t0: p.Time.Add(-ArrivalLead)})
 	}
 	b.drain(p.Time.Add(-ArrivalLead), false)

@@ -257,3 +257,27 @@ func TestReplayShortcutEqualsOneAttemptAtATime(t *testing.T) {
 		}
 	}
 }
+
+// Without a free lane there is no naive strategy; jobs arrive before the
+// probes of the first lane, and lanewatch takes the paid lane.
+func TestReplayWithoutAFreeLane(t *testing.T) {
+	p := params(1)
+	p.Lanes = p.Lanes[1:]
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
+	var ps []series.Probe
+	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
+		if pr.Lane == "paid" {
+			ps = append(ps, pr)
+		}
+	}
+	r := run(t, opts, ps)
+	if len(r.Decisions) != 2 || r.NaiveLane != "" {
+		t.Fatalf("decisions %+v, naive lane %q", r.Decisions, r.NaiveLane)
+	}
+	for _, s := range []string{"paid", "lanewatch"} {
+		if d := decision(t, r, "interactive", s); d.Jobs != 3 || d.Met != 3 || f(d.MedianTimeS) != "6" {
+			t.Errorf("%s: %+v", s, d)
+		}
+	}
+}

@@ -135,8 +135,11 @@ type Report struct {
 	Calibration      []Calibration `json:"calibration"`
 	// NaiveLane and PaidLane are the lanes of the naive and paid
 	// strategies ("" when the config has none: the strategy is left out).
-	NaiveLane        string  `json:"naive_lane"`
-	PaidLane         string  `json:"paid_lane"`
+	NaiveLane string `json:"naive_lane"`
+	PaidLane  string `json:"paid_lane"`
+	// Jobs arrive ArrivalLeadS before each probe of ArrivalLane (the naive
+	// lane, else the first lane).
+	ArrivalLane      string  `json:"arrival_lane"`
 	ArrivalLeadS     float64 `json:"arrival_lead_s"`
 	DecisionLookback int     `json:"decision_lookback_days"`
 	// DroppedReplays counts job replays left out because their deadline
@@ -166,6 +169,7 @@ func (b *Backtest) Report() Report {
 		DecisionLookback: b.opts.Params.LookbackDays,
 		DroppedReplays:   b.dropped,
 	}
+	r.ArrivalLane = b.clock.spec.Name
 	if b.naive != nil {
 		r.NaiveLane = b.naive.spec.Name
 	}
