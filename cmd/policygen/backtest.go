@@ -25,10 +25,10 @@ import (
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
                           [-format table|csv|json] [-hours]
 
-Replays the stored probes of [end - N days, end) (end: now by default) against the live policy
-that was in force just before each of them (what policygen -hour would have
-written from the probes before it), after a warm-up of the lookback's days
-before the window, and reports:
+Replays the stored probes of [end - N days, end) (end: now by default)
+against the live policy in force just before each of them (what policygen
+-hour would have written from the probes before it), after a warm-up of the
+lookback's days before the window, and reports:
 
   calibration  per lane (per hour of day with -hours) and for all lanes:
                probes, ok, covered (ok and queue_s <= next_queue_s),
@@ -48,6 +48,12 @@ before the window, and reports:
                jobs, deadlines met, median time to result, free tokens
                burned on attempts that did not ship, paid USD
 
+The replay's world: an attempt started at t on a lane meets the lane's next
+probe within the hour after t (its outcome, queue_s and tokens/gen_s), or
+fails fast without one or during a 429's back-off; an ok attempt takes
+queue_s + est_tokens/rate and is cut at the deadline with the tokens it
+emitted by then; a failed one takes the probe's known wait (at least 1 s).
+
   table  fits 100 columns; "-" where there is no value
   csv    the calibration: lookback_days,lane,hour,probes,ok,covered,coverage,
          median_ratio,p90_ratio,false_eligible,false_ineligible,no_policy,
@@ -58,11 +64,9 @@ before the window, and reports:
           false_eligible, false_ineligible, no_policy, censored_uncovered,
           hours (with -hours)}], all: {...}}], naive_lane, paid_lane,
           arrival_lane, arrival_lead_s, decision_lookback_days,
-          dropped_replays,
-          decisions: [{class, strategy, jobs, met, met_pct, median_time_s,
-          burned_free_tokens, paid_usd, attempts}]}; null where there is no value
-
-The world model of the replay is documented in internal/backtest.
+          dropped_replays, decisions: [{class, strategy, jobs, met, met_pct,
+          median_time_s, burned_free_tokens, paid_usd, attempts}]};
+         null where there is no value
 
 `
 
