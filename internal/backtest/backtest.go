@@ -36,8 +36,11 @@
 // # Decision replay (the world model)
 //
 // Jobs arrive ArrivalLead (1 minute) before each probe of the naive lane in
-// the window (of the first lane when no lane is free); each job is replayed once per class and strategy, with the
-// class's deadline_s and est_tokens. The world:
+// the window (of the first lane when no lane is free), so that a job's
+// first attempt meets that round of probes while its policy predates it.
+// Each job is replayed once per class and strategy, with the class's
+// deadline_s and est_tokens. The policy in force at its arrival holds for
+// the whole job. The world:
 //
 //   - an attempt started at t on lane L meets L's next probe at or after t
 //     within the hour after t: its outcome, its queue_s and its decode rate
