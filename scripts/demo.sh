@@ -56,3 +56,26 @@ cat "$demo/samples.lp"
 echo
 echo "== policy for the current hour"
 bin/policygen -config "$demo/demo.yaml" -print
+
+echo
+echo "== backtest: 28 days of generated history (lanesim history), the policy replayed against them"
+# Three lanes that are never probed here: the history stands in for a month
+# of sampler rounds. The store path is relative to the config's folder.
+cat >"$demo/history.yaml" <<'YAML'
+timezone: UTC
+store:
+  kind: file
+  path: history.lp
+lanes:
+  - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: sim-free}
+  - {name: free2, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: sim-free}
+  - {name: paid, kind: paid, api: openai, base_url: "http://127.0.0.1:1/v1", model: sim-paid}
+policy:
+  out: policies-history
+  lookback_days: 7
+  classes:
+    - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
+    - {name: batch, deadline_s: 900, ceiling_tokens: 20000, est_tokens: 4000, paid_usd_per_1k: 0.001}
+YAML
+bin/lanesim history -days 28 -seed 1 -config "$demo/history.yaml"
+bin/policygen backtest -config "$demo/history.yaml" -days 28 -lookback 1,3,7,14

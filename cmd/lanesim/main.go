@@ -10,6 +10,9 @@
 // Once listening it prints one line, "lanesim listening on http://HOST:PORT",
 // and with -addr-file writes the URL to that file (removed again on exit). It
 // stops on SIGINT or SIGTERM.
+//
+// `lanesim history` generates a realistic probe history into a store
+// instead, for demos, tests and backtests (lanesim history -h).
 package main
 
 import (
@@ -113,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "history" {
+		return runHistory(ctx, args[1:], stdout, stderr)
+	}
 	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return err

@@ -61,16 +61,19 @@ func (e *env) run(ctx context.Context, args []string) error {
 			return e.runBook(ctx, args[1:])
 		case "lane":
 			return e.runLane(ctx, args[1:])
+		case "backtest":
+			return e.runBacktest(ctx, args[1:])
 		}
 	}
 	return e.runPolicy(ctx, args)
 }
 
 const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]
-       policygen -config F -day YYYY-MM-DD [-out DIR] [-print]
+       policygen -config F -day YYYY-MM-DD|today|tomorrow [-out DIR] [-print] [-site NAME]
        policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
        policygen book [-policy FILE -class NAME] < attempts.json
        policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env] [-dir DIR]
+       policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14] [-format table|csv|json] [-hours]
 
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the
 config's timezone) or, with -day, the 24 forecast files of that day, each

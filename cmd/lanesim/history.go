@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	lwconfig "github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/internal/storeopen"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-force]
+       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-force]
+
+Generates a realistic probe history and stores it, probes and hourly records
+(written through the store's recorder, so every hourly record is the
+aggregate of its probes): into a new embedded store file (-out), or into the
+store a lanewatch config names (-config: its lanes and timezone too; with -out
+as well, only its lanes and timezone). The same flags and seed give the
+same history, byte for byte in a file.
+
+The model: three rounds an hour (:07, :27, :47); free lanes queue along a
+time-of-day curve (UTC) with lognormal spread (heavy-tailed), time out past
+the probe timeout, fail for 1 to 4 hours at a time (about 1 % of their
+probes) and answer 429 in bursts (about 2 %), backing off until the announced
+reset; paid lanes are fast and steady. Details: internal/lanesim, History.
+
+A file that exists is not replaced without -force (also when -config names
+a file store). InfluxDB gets the points added; a point with the same lane,
+site and time replaces the stored one.
+
+`
+
+// runHistory is `lanesim history`.
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lanesim history", flag.ContinueOnError)
+	days := fs.Int("days", 28, "days of history")
+	out := fs.String("out", "", "write a new embedded store `FILE` (line protocol)")
+	configPath := fs.String("config", "", "lanewatch `config` whose store (unless -out), lanes and timezone to use")
+	lanesFlag := fs.String("lanes", "free,free2,paid", "lanes as `NAME[:KIND]`, comma-separated; KIND free or paid (default: paid when the name starts with \"paid\"); ignored with -config")
+	seed := fs.Uint64("seed", 1, "seed of the history")
+	startFlag := fs.String("start", "", "first day `YYYY-MM-DD` (or hour YYYY-MM-DDTHH) in the timezone (default: -days before the current hour)")
+	curve := fs.String("curve", lanesim.DefaultHistoryCurve.String(), "free lanes' load by hour of day (UTC), as for the server's -curve")
+	timeout := fs.Duration("timeout", lanesim.DefaultHistoryTimeout, "probe timeout: longer waits are stored as timeouts (with -config: the config's probe.timeout)")
+	force := fs.Bool("force", false, "replace a store file that exists")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), historyUsage)
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return err
+	}
+	bad := func(format string, a ...any) error { return usageError{Err: fmt.Errorf("history: "+format, a...)} }
+	switch {
+	case fs.NArg() > 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case *days < 1 || *days > lanesim.HistoryMaxDays:
+		return bad("-days: want 1 to %d, got %d", lanesim.HistoryMaxDays, *days)
+	case *out == "" && *configPath == "":
+		return bad("-out or -config is required")
+	case *timeout <= 0:
+		return bad("-timeout: want more than 0, got %s", *timeout)
+	}
+	cv, err := lanesim.ParseCurve(*curve)
+	if err != nil {
+		return bad("-curve: %w", err)
+	}
+	opts := lanesim.HistoryOptions{Days: *days, Seed: *seed, Curve: cv, Timeout: *timeout}
+	loc := time.UTC
+	var cfg *lwconfig.Config
+	if *configPath != "" {
+		if cfg, err = lwconfig.Load(*configPath); err != nil {
+			return err
+		}
+		loc = cfg.Location
+		opts.Timeout = cfg.Probe.Timeout.D()
+		for _, l := range cfg.Lanes {
+			opts.Lanes = append(opts.Lanes, lanesim.HistoryLane{Name: l.Name, Kind: l.Kind})
+		}
+	} else if opts.Lanes, err = parseHistoryLanes(*lanesFlag); err != nil {
+		return bad("-lanes: %w", err)
+	}
+	if *startFlag == "" {
+		opts.Start = hours.Start(time.Now(), loc).Add(-time.Duration(*days) * 24 * time.Hour)
+	} else if opts.Start, err = parseStart(*startFlag, loc); err != nil {
+		return bad("-start: %w", err)
+	}
+
+	path := *out
+	if path == "" && cfg.Store.Kind == lwconfig.StoreFile {
+		path = cfg.Store.Path
+	}
+	var n historyCount
+	if path != "" {
+		n, err = historyToFile(ctx, path, *force, opts, loc)
+	} else {
+		n, err = historyToConfigStore(ctx, cfg, opts, stderr)
+	}
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	where := path
+	if where == "" {
+		where = cfg.Store.URL
+	}
+	fmt.Fprintf(stdout, "lanesim history: %d probes and %d hourly records of %d lanes, %d days from %s, into %s\n",
+		n.probes, n.hourly, len(opts.Lanes), *days, opts.Start.In(loc).Format("2006-01-02T15:04Z07:00"), where)
+	return nil
+}
+
+// laneName is what the config accepts as a lane name.
+var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// parseHistoryLanes reads -lanes.
+func parseHistoryLanes(s string) ([]lanesim.HistoryLane, error) {
+	var out []lanesim.HistoryLane
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		name, kind, hasKind := strings.Cut(strings.TrimSpace(part), ":")
+		if !hasKind {
+			kind = "free"
+			if strings.HasPrefix(name, "paid") {
+				kind = "paid"
+			}
+		}
+		switch {
+		case !laneName.MatchString(name):
+			return nil, fmt.Errorf("lane %q: want a name of [a-z0-9_-]", name)
+		case kind != "free" && kind != "paid":
+			return nil, fmt.Errorf("lane %q: kind %q: want free or paid", name, kind)
+		case seen[name]:
+			return nil, fmt.Errorf("lane %q given twice", name)
+		}
+		seen[name] = true
+		out = append(out, lanesim.HistoryLane{Name: name, Kind: kind})
+	}
+	return out, nil
+}
+
+// parseStart reads -start: a day or an hour in loc.
+func parseStart(s string, loc *time.Location) (time.Time, error) {
+	if strings.Contains(s, "T") {
+		return hours.Parse(s, loc)
+	}
+	d, err := hours.ParseDay(s, loc)
+	return hours.DayStart(d, loc), err
+}
+
+type historyCount struct{ probes, hourly int }
+
+// historyBatch is how many probes go to the recorder at once: each Record
+// reads the stored probes of the hours it touches, which for the embedded
+// file is a pass over the file.
+const historyBatch = 50_000
+
+// record generates the history into rec, a batch at a time.
+func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptions, batch int) (historyCount, error) {
+	var n historyCount
+	var pending []series.Probe
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		r, err := rec.Record(ctx, pending)
+		if err != nil {
+			return err
+		}
+		n.probes += len(pending)
+		n.hourly += len(r.Hourly)
+		pending = pending[:0]
+		return ctx.Err()
+	}
+	err := lanesim.History(opts, func(day []series.Probe) error {
+		pending = append(pending, day...)
+		if len(pending) >= batch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return n, err
+}
+
+// historyToFile writes the history into a new file store at path: into a
+// temporary file beside it, renamed into place when complete, so that an
+// interrupted run leaves nothing behind.
+func historyToFile(ctx context.Context, path string, force bool, opts lanesim.HistoryOptions, loc *time.Location) (historyCount, error) {
+	if _, err := os.Stat(path); err == nil && !force {
+		return historyCount{}, fmt.Errorf("%s exists; use -force to replace it", path)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return historyCount{}, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return historyCount{}, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return historyCount{}, err
+	}
+	_ = tmp.Close()
+	defer os.Remove(tmp.Name())
+	defer os.Remove(tmp.Name() + ".lock")
+	st, err := series.OpenFile(tmp.Name(), series.FileOptions{})
+	if err != nil {
+		return historyCount{}, err
+	}
+	n, err := record(ctx, series.NewRecorder(st, loc), opts, historyBatch)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return n, err
+	}
+	return n, os.Rename(tmp.Name(), path)
+}
+
+// historyToConfigStore adds the history to the config's (InfluxDB) store.
+func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer) (historyCount, error) {
+	warn := func(msg string, args ...any) {
+		fmt.Fprintln(stderr, "lanesim history: warning:", msg, fmt.Sprint(args...))
+	}
+	st, err := storeopen.Open(ctx, cfg, warn, os.LookupEnv)
+	if err != nil {
+		return historyCount{}, err
+	}
+	n, err := record(ctx, series.NewRecorder(st, cfg.Location), opts, 5_000)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}

@@ -1,0 +1,524 @@
+// Package backtest replays a stored lane history against lanewatch's live
+// policy, to measure what the policy promises: how often the next attempt
+// waited longer than next_queue_s, by how much the figure overstates, how
+// often an eligible lane failed, and what following the retry ledger saves
+// against a naive retry loop. It is pure: no I/O and no clock; the probes
+// come in one at a time, in time order, and the report comes out at the end.
+//
+// # Calibration
+//
+// For each probe p of a configured lane L, the policy in force just before p
+// is what `policygen -hour` would have written at that instant from the
+// probes before p: the hour's record rebuilt from the earlier probes of the
+// hour (series.Aggregate), then policy.History's live rules (basis, lookback,
+// eligibility), with L's state taken from its newest earlier probe
+// (last_sample, and the quota back-off of budget.Backoff). It is kept up to
+// date incrementally: one pass, one History, the lane-hour's record replaced
+// as each probe arrives. Probes before Options.From are warm-up: they feed
+// the history but are not scored. Scored per lane, per lane and hour of day,
+// and for all lanes:
+//
+//   - covered: p ok and p.queue_s <= next_queue_s (the rounded figure a reader
+//     sees); coverage = covered / ok;
+//   - ratio = next_queue_s / p.queue_s over ok probes with queue_s > 0, its
+//     median and p90 (nearest rank, kept as float32: 7 significant digits);
+//   - false_eligible: the policy said eligible and p failed;
+//   - false_ineligible: the policy said ineligible (not never_sampled) and p
+//     was ok;
+//   - censored_uncovered: p failed after a known wait (queue_s > 0, a lower
+//     bound when it timed out) longer than next_queue_s: the figure was
+//     certainly too low, though p is not counted in coverage;
+//   - no_policy: no probe of L before p (never_sampled); such a probe counts
+//     in probes and nowhere else.
+//
+// ok counts the ok probes that had a policy.
+//
+// # Decision replay (the world model)
+//
+// Jobs arrive ArrivalLead (1 minute) before each probe of the naive lane in
+// the window (of the first lane when no lane is free), so that a job's
+// first attempt meets that round of probes while its policy predates it.
+// Each job is replayed once per class and strategy, with the class's
+// deadline_s and est_tokens. The policy in force at its arrival holds for
+// the whole job. The world:
+//
+//   - an attempt started at t on lane L meets L's next probe at or after t
+//     within the hour after t: its outcome, its queue_s and its decode rate
+//     (tokens/gen_s); with no such probe, or while L's newest earlier probe
+//     asked for a back-off (a 429, until its reset), it fails fast;
+//   - an ok attempt takes queue_s + est_tokens/rate; one that would end after
+//     the deadline is cut there, having emitted (deadline - start - queue) ×
+//     rate tokens, which do not ship;
+//   - a failed attempt takes the probe's known wait (queue_s + gen_s: the
+//     timeout of a probe that timed out), at least MinAttemptS, and at most
+//     what is left of the deadline, and emits the failed probe's tokens.
+//
+// Strategies: naive retries the naive lane (the first free lane of the
+// config) at once until the deadline; paid does the same on the first paid
+// lane; lanewatch starts on the first lane of the class's lanes in the
+// policy in force at the job's arrival (with none: where policy.Book sends
+// a first attempt) and after each failed attempt follows policy.Book with
+// that policy's book: retry_free on the book's free lane, cut_over on its
+// paid lane, or stop. A job is met when an attempt ships by the deadline.
+// Jobs whose deadline plus an hour reaches past the newest probe are not
+// replayed. Reported per class and strategy: jobs, met, median time to the
+// result of the met jobs, free tokens burned by attempts that did not ship,
+// and the USD of every token a paid attempt emitted (paid_usd_per_1k).
+package backtest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/wire"
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+const (
+	// ArrivalLead is how long before each probe of the naive lane a job
+	// arrives.
+	ArrivalLead = time.Minute
+	// Lookahead is how far after an attempt's start the probe it meets may be.
+	Lookahead = time.Hour
+	// MinAttemptS is the least time a failed attempt takes, so that retries
+	// "at once" move forward.
+	MinAttemptS = 1.0
+	// MaxLookbackDays bounds each lookback (as the config does).
+	MaxLookbackDays = 366
+	// MaxLookbacks bounds how many lookbacks one run scores.
+	MaxLookbacks = 16
+
+	// prunePeriod is how often the history drops the records no policy can
+	// read any more.
+	prunePeriod = 30 * 24 * time.Hour
+	// maxHorizon caps how long a job may wait for its probes to arrive.
+	maxHorizon = 400 * 24 * time.Hour
+)
+
+// Strategy names, in report order.
+const (
+	StrategyNaive     = "naive"
+	StrategyPaid      = "paid"
+	StrategyLanewatch = "lanewatch"
+)
+
+// Strategies lists the strategies in report order.
+var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
+
+// Options configure a backtest.
+type Options struct {
+	// Params are the policy parameters (wire.Params of the config). The
+	// decision replay uses them as given; calibration replaces LookbackDays
+	// with each of Lookbacks.
+	Params policy.Params
+	// Lookbacks are the lookback_days values to score (0..366, at most
+	// MaxLookbacks; duplicates dropped, sorted). Empty: Params.LookbackDays.
+	Lookbacks []int
+	// From and To bound the scored window [From, To). Probes before From
+	// are warm-up; probes from To on are ignored.
+	From, To time.Time
+}
+
+// ReadFrom returns the earliest probe the backtest needs: the warm-up
+// before From that the largest lookback and basis read (the same hour of
+// day that many days before, the basis hours before it and an hour for DST).
+func (o Options) ReadFrom() time.Time {
+	loc := orUTC(o.Params.Location)
+	lb := o.Params.LookbackDays
+	for _, k := range o.Lookbacks {
+		lb = max(lb, k)
+	}
+	lb = min(max(lb, 0), MaxLookbackDays)
+	f := hours.Start(o.From, loc).In(loc)
+	t := time.Date(f.Year(), f.Month(), f.Day()-lb, f.Hour(), 0, 0, 0, loc)
+	return t.Add(-time.Duration(maxBasis(o.Params)+1) * time.Hour)
+}
+
+func maxBasis(p policy.Params) int {
+	b := 1
+	for _, l := range p.Lanes {
+		b = max(b, l.BasisHours)
+	}
+	return b
+}
+
+// Backtest is one replay. Feed it every probe from Options.ReadFrom to
+// Options.To in time order with Add, then call Report.
+type Backtest struct {
+	opts      Options
+	loc       *time.Location
+	lookbacks []int
+	params    []policy.Params // one per lookback
+	hist      *policy.History
+	lanes     map[string]*lane
+	order     []*lane // config order
+	naive     *lane
+	paid      *lane
+	clock     *lane           // jobs arrive before its probes: naive, else the first lane
+	horizons  []time.Duration // per class: deadline + Lookahead
+	horizon   time.Duration   // the largest
+
+	pending fifo[series.Probe] // added, not yet applied
+	created fifo[*job]         // arrived, policy not yet taken
+	waiting fifo[*job]         // policy taken, outcome not yet known
+	latest  time.Time          // newest probe added
+	any     bool
+
+	recs      []policy.Record // the history's records, by hour (for pruning)
+	keep      time.Duration   // how far back a policy reads
+	nextPrune time.Time
+
+	cells    [][]cell // [lookback][lane*24 + hour of day]
+	dec      []decAcc // [class*len(Strategies) + strategy]
+	read     int      // probes added
+	ignored  int      // probes of lanes not in the config, or from To on
+	dropped  int      // job replays left out: their horizon passes the newest probe
+	finished bool
+
+	pruneEvery time.Duration // prunePeriod; tests shorten it
+	// Test hooks: each score of a probe, and each probe applied with the
+	// record it updated.
+	onScore func(p *series.Probe, lookback int, l *policy.Lane)
+	onApply func(p *series.Probe, r policy.Record)
+}
+
+// lane is a configured lane's running state.
+type lane struct {
+	idx   int
+	spec  policy.LaneSpec
+	last  time.Time // newest applied probe, any site
+	sites []*siteHour
+	tl    timeline
+}
+
+// siteHour is the current hour of one lane at one site: its probes so far
+// and where its record is; and the back-off its newest probe asks for.
+type siteHour struct {
+	site    string
+	hour    time.Time
+	probes  []series.Probe
+	rec     int // index in Backtest.recs, -1: none yet
+	backoff time.Time
+}
+
+// job is one arrival, replayed per class and strategy.
+type job struct {
+	t0  time.Time
+	pol []classPolicy // per class, from the policy in force at t0
+}
+
+type classPolicy struct {
+	first string // first lane of the class's lanes ("" when none fits)
+	book  policy.BookPolicy
+}
+
+// New validates the options and returns an empty backtest.
+func New(opts Options) (*Backtest, error) {
+	if len(opts.Params.Lanes) == 0 {
+		return nil, errors.New("backtest: no lanes configured")
+	}
+	if !opts.From.Before(opts.To) {
+		return nil, fmt.Errorf("backtest: empty window [%s, %s)", opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
+	}
+	lbs := slices.Clone(opts.Lookbacks)
+	if len(lbs) == 0 {
+		lbs = []int{opts.Params.LookbackDays}
+	}
+	slices.Sort(lbs)
+	lbs = slices.Compact(lbs)
+	if len(lbs) > MaxLookbacks {
+		return nil, fmt.Errorf("backtest: %d lookbacks: want at most %d", len(lbs), MaxLookbacks)
+	}
+	for _, k := range lbs {
+		if k < 0 || k > MaxLookbackDays {
+			return nil, fmt.Errorf("backtest: lookback %d: want 0..%d days", k, MaxLookbackDays)
+		}
+	}
+	loc := orUTC(opts.Params.Location)
+	opts.Params.Location = loc
+	b := &Backtest{
+		opts:      opts,
+		loc:       loc,
+		lookbacks: lbs,
+		hist:      policy.NewHistory(loc),
+		lanes:     map[string]*lane{},
+
+		pruneEvery: prunePeriod,
+	}
+	for _, k := range lbs {
+		p := opts.Params
+		p.LookbackDays = k
+		b.params = append(b.params, p)
+	}
+	for i, spec := range opts.Params.Lanes {
+		if _, dup := b.lanes[spec.Name]; dup {
+			return nil, fmt.Errorf("backtest: lane %q configured twice", spec.Name)
+		}
+		l := &lane{idx: i, spec: spec}
+		b.lanes[spec.Name] = l
+		b.order = append(b.order, l)
+		if spec.Kind == policy.KindFree && b.naive == nil {
+			b.naive = l
+		}
+		if spec.Kind == policy.KindPaid && b.paid == nil {
+			b.paid = l
+		}
+	}
+	b.clock = b.naive
+	if b.clock == nil {
+		b.clock = b.order[0]
+	}
+	for _, c := range opts.Params.Classes {
+		h := maxHorizon
+		if c.DeadlineS < maxHorizon.Seconds() {
+			h = min(time.Duration(c.DeadlineS*float64(time.Second))+Lookahead, maxHorizon)
+		}
+		b.horizons = append(b.horizons, h)
+		b.horizon = max(b.horizon, h)
+	}
+	maxLB := max(lbs[len(lbs)-1], opts.Params.LookbackDays)
+	b.keep = time.Duration(maxLB+2)*24*time.Hour + time.Duration(maxBasis(opts.Params)+1)*time.Hour
+	b.cells = make([][]cell, len(lbs))
+	for i := range b.cells {
+		b.cells[i] = make([]cell, len(b.order)*24)
+	}
+	b.dec = make([]decAcc, len(opts.Params.Classes)*len(Strategies))
+	return b, nil
+}
+
+// Add feeds the next probe. Probes must come in time order (the order
+// series.Store.Probes returns); an earlier probe than the last one is an
+// error. Probes of lanes not in the config, and from To on, are counted and
+// left out.
+func (b *Backtest) Add(p series.Probe) error {
+	if b.finished {
+		return errors.New("backtest: Add after Report")
+	}
+	if b.any && p.Time.Before(b.latest) {
+		return fmt.Errorf("backtest: probe of %s at %s comes after one at %s: probes must be in time order",
+			p.Lane, p.Time.Format(time.RFC3339Nano), b.latest.Format(time.RFC3339Nano))
+	}
+	b.read++
+	l := b.lanes[p.Lane]
+	if l == nil || !p.Time.Before(b.opts.To) {
+		b.ignored++
+		return nil
+	}
+	b.latest, b.any = p.Time, true
+	l.tl.add(p, b.loc)
+	b.pending.push(p)
+	if l == b.clock && !p.Time.Before(b.opts.From) {
+		b.created.push(&job{t0: p.Time.Add(-ArrivalLead)})
+	}
+	b.drain(p.Time.Add(-ArrivalLead), false)
+	resolved := false
+	for b.waiting.len() > 0 {
+		j := b.waiting.peek()
+		if !j.t0.Add(b.horizon).Before(b.latest) {
+			break
+		}
+		b.resolve(j, false)
+		b.waiting.pop()
+		resolved = true
+	}
+	if resolved || b.read%4096 == 0 {
+		b.trim()
+	}
+	return nil
+}
+
+// drain applies the probes and takes the policies of the jobs that come
+// before frontier (all of them when all is set), in time order; a job
+// comes before a probe of the same instant (the policy in force just
+// before it).
+func (b *Backtest) drain(frontier time.Time, all bool) {
+	for {
+		hasP, hasJ := b.pending.len() > 0, b.created.len() > 0
+		switch {
+		case hasJ && (!hasP || !b.created.peek().t0.After(b.pending.peek().Time)):
+			j := b.created.peek()
+			if !all && !j.t0.Before(frontier) {
+				return
+			}
+			b.created.pop()
+			b.evaluate(j)
+			b.waiting.push(j)
+		case hasP:
+			p := b.pending.peek()
+			if !all && !p.Time.Before(frontier) {
+				return
+			}
+			b.pending.pop()
+			b.apply(p)
+		default:
+			return
+		}
+	}
+}
+
+// state returns the lane's policy.LaneState as of now: its newest probe,
+// and the latest back-off any site's newest probe asks for.
+func (b *Backtest) state(l *lane) policy.LaneState {
+	s := policy.LaneState{Lane: l.spec.Name, LastSample: l.last}
+	for _, sh := range l.sites {
+		if sh.backoff.After(s.QuotaUntil) {
+			s.QuotaUntil = sh.backoff
+		}
+	}
+	return s
+}
+
+// apply scores p against the policy in force, then adds it to the history.
+func (b *Backtest) apply(p series.Probe) {
+	l := b.lanes[p.Lane]
+	if !p.Time.Before(b.opts.From) {
+		st := b.state(l)
+		hod := p.Time.In(b.loc).Hour()
+		for i := range b.params {
+			pl := b.hist.LaneAt(b.params[i], l.spec, st, p.Time)
+			b.cells[i][l.idx*24+hod].add(&pl, &p)
+			if b.onScore != nil {
+				b.onScore(&p, b.lookbacks[i], &pl)
+			}
+		}
+	}
+	if !p.Time.Before(b.nextPrune) {
+		b.prune(p.Time)
+	}
+	var sh *siteHour
+	for _, s := range l.sites {
+		if s.site == p.Site {
+			sh = s
+			break
+		}
+	}
+	if sh == nil {
+		sh = &siteHour{site: p.Site, rec: -1}
+		l.sites = append(l.sites, sh)
+	}
+	hour := hours.Start(p.Time, b.loc).UTC()
+	if !sh.hour.Equal(hour) {
+		sh.hour, sh.probes, sh.rec = hour, sh.probes[:0], -1
+	}
+	sh.probes = append(sh.probes, p)
+	r := wire.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
+	b.hist.Add(r)
+	if b.onApply != nil {
+		b.onApply(&p, r)
+	}
+	if sh.rec < 0 {
+		sh.rec = len(b.recs)
+		b.recs = append(b.recs, r)
+	} else {
+		b.recs[sh.rec] = r
+	}
+	if p.Time.After(l.last) {
+		l.last = p.Time
+	}
+	sh.backoff, _ = budget.Backoff(p, b.loc)
+}
+
+// prune rebuilds the history from the records a policy at or after now can
+// still read, so that memory stays bounded by the lookback, not the window.
+// The lane states keep last_sample, so a lane never reads never_sampled
+// again once it was probed.
+func (b *Backtest) prune(now time.Time) {
+	b.nextPrune = now.Add(b.pruneEvery)
+	cutoff := hours.Start(now, b.loc).Add(-b.keep)
+	cut := 0
+	for cut < len(b.recs) && b.recs[cut].Hour.Before(cutoff) {
+		cut++
+	}
+	if cut == 0 {
+		return
+	}
+	b.recs = append(b.recs[:0], b.recs[cut:]...)
+	for _, l := range b.order {
+		for _, sh := range l.sites {
+			if sh.rec >= 0 {
+				sh.rec -= cut
+			}
+			if sh.rec < 0 {
+				sh.hour, sh.probes, sh.rec = time.Time{}, sh.probes[:0], -1
+			}
+		}
+	}
+	b.hist = policy.NewHistory(b.loc)
+	for _, r := range b.recs {
+		b.hist.Add(r)
+	}
+}
+
+// evaluate takes the policy in force at the job's arrival.
+func (b *Backtest) evaluate(j *job) {
+	states := make([]policy.LaneState, len(b.order))
+	for i, l := range b.order {
+		states[i] = b.state(l)
+	}
+	f := b.hist.ForHour(b.opts.Params, states, j.t0)
+	j.pol = make([]classPolicy, len(f.Classes))
+	for i, c := range f.Classes {
+		j.pol[i].book = c.Book
+		if len(c.Lanes) > 0 {
+			j.pol[i].first = c.Lanes[0]
+		}
+	}
+}
+
+// trim drops the probes no pending job can meet any more: those before the
+// newest probe of each lane at or before the oldest job that may still
+// arrive or wait.
+func (b *Backtest) trim() {
+	if !b.any {
+		return
+	}
+	oldest := b.latest.Add(-ArrivalLead)
+	if b.created.len() > 0 && b.created.peek().t0.Before(oldest) {
+		oldest = b.created.peek().t0
+	}
+	if b.waiting.len() > 0 && b.waiting.peek().t0.Before(oldest) {
+		oldest = b.waiting.peek().t0
+	}
+	for _, l := range b.order {
+		l.tl.trim(oldest.UnixNano())
+	}
+}
+
+// fifo is a queue on a slice that reuses its space.
+type fifo[T any] struct {
+	items []T
+	head  int
+}
+
+func (q *fifo[T]) len() int { return len(q.items) - q.head }
+func (q *fifo[T]) peek() T  { return q.items[q.head] }
+func (q *fifo[T]) push(x T) { q.items = append(q.items, x) }
+func (q *fifo[T]) pop() T {
+	x := q.items[q.head]
+	var zero T
+	q.items[q.head] = zero
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	} else if q.head > 1024 && q.head*2 > len(q.items) {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	return x
+}
+
+func orUTC(loc *time.Location) *time.Location {
+	if loc == nil {
+		return time.UTC
+	}
+	return loc
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
