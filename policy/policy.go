@@ -323,42 +323,41 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 	lh := x.lanes[spec.Name]
 	lt := h.In(x.loc)
 	var s stat
-	bases := map[string]*rec{} // site → basis
+	var basesBuf [4]*rec
+	bases := basesBuf[:0] // one per site: the newest record with samples
 	if lh != nil {
 		for back := 0; back <= max(spec.BasisHours, 1); back++ {
-			for _, r := range lh.at(h.Add(-time.Duration(back) * time.Hour)) {
-				if _, ok := bases[r.Site]; !ok {
-					r := r
-					bases[r.Site] = &r
+			rs := lh.byHour[h.Add(-time.Duration(back)*time.Hour).Unix()]
+			for i := range rs {
+				r := &rs[i]
+				if r.Samples <= 0 || slices.ContainsFunc(bases, func(b *rec) bool { return b.Site == r.Site }) {
+					continue
 				}
+				bases = append(bases, r)
 			}
 		}
 	}
-	type siteHour struct {
-		site string
-		hour int64
-	}
-	basisHours := map[siteHour]bool{}
 	for _, b := range bases {
 		s.add(b)
-		basisHours[siteHour{b.Site, b.Hour.Unix()}] = true
 		if sites != nil {
 			sites[b.Site] = true
 		}
 	}
 	if lh != nil {
 		d := civilOf(lt)
+		hh := lt.Hour()
 		for k := 1; k <= p.LookbackDays; k++ {
-			for _, r := range x.sameHour(lh, addDays(d, -k), lt.Hour()) {
-				if basisHours[siteHour{r.Site, r.Hour.Unix()}] {
-					continue // a basis record of the same hour already counted
+			x.eachSameHour(lh, addDays(d, -k), hh, func(r *rec) {
+				for _, b := range bases {
+					if b.Site == r.Site && b.Hour.Equal(r.Hour) {
+						return // a basis record of the same hour already counted
+					}
 				}
-				r := r
-				s.add(&r)
+				s.add(r)
 				if sites != nil {
 					sites[r.Site] = true
 				}
-			}
+			})
 		}
 	}
 	l := s.lane(spec)
@@ -381,6 +380,43 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 	l.Eligible = l.Reason == ReasonOK
 	l.LastSample = wholeSecond(state.LastSample)
 	return laneCalc{Lane: l, records: s.records}
+}
+
+// eachSameHour calls fn for each of the lane's records (with samples) of
+// wall-clock hour hh on date d, as sameHour returns them, without
+// allocating.
+func (x *History) eachSameHour(lh *laneHistory, d civil, hh int, fn func(*rec)) {
+	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, x.loc)
+	_, before := t.Add(-time.Hour).Zone()
+	_, after := t.Add(time.Hour).Zone()
+	_, at := t.Zone()
+	if before == at && at == after { // no offset change near t: t is the hour itself
+		rs := lh.byHour[t.Unix()]
+		for i := range rs {
+			if rs[i].Samples > 0 {
+				fn(&rs[i])
+			}
+		}
+		return
+	}
+	var seen [3]int64
+	n := 0
+	for _, c := range [3]time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
+		c = hours.Start(c, x.loc)
+		lt := c.In(x.loc)
+		u := c.Unix()
+		if civilOf(lt) != d || lt.Hour() != hh || slices.Contains(seen[:n], u) {
+			continue
+		}
+		seen[n] = u
+		n++
+		rs := lh.byHour[u]
+		for i := range rs {
+			if rs[i].Samples > 0 {
+				fn(&rs[i])
+			}
+		}
+	}
 }
 
 // Forecast returns 24 forecast policies for the day holding `day` (in
