@@ -574,14 +574,14 @@ type laneCalc struct {
 
 // gen returns next_gen_s for est tokens, rounded up to 0.01 s, and whether it
 // is known (a lane without decode data has no next_gen_s unless est is 0).
-func (c *laneCalc) gen(est int) (float64, bool) {
+func gen(tokPerS float64, est int) (float64, bool) {
 	if est <= 0 {
 		return 0, true
 	}
 	// The rate a reader sees (rounded down), so that a file's next_gen_s
 	// is est_tokens / tok_per_s of that file, never less.
-	g := float64(est) / c.TokPerS
-	if c.TokPerS <= 0 || !num.Finite(g) {
+	g := float64(est) / tokPerS
+	if tokPerS <= 0 || !num.Finite(g) {
 		return 0, false // no decode data, or a rate too low to ever finish
 	}
 	return ceil2(g), true
@@ -602,6 +602,14 @@ func finish(p Params, calcs []laneCalc) ([]Lane, []Class) {
 	for i := range calcs {
 		lanes[i] = calcs[i].Lane
 	}
+	return lanes, Classes(p, lanes)
+}
+
+// Classes returns the classes of a file from its lanes' figures (as
+// History.LaneAt returns them, in p.Lanes order): what ForHour writes for
+// them. A replay that keeps the lanes' figures up to date builds the policy
+// in force without recomputing them.
+func Classes(p Params, lanes []Lane) []Class {
 	classes := make([]Class, 0, len(p.Classes))
 	for _, cs := range p.Classes {
 		c := Class{
@@ -618,9 +626,9 @@ func finish(p Params, calcs []laneCalc) ([]Lane, []Class) {
 			eligible bool
 		}
 		var fits, cands []cand
-		for i := range calcs {
-			l := &calcs[i]
-			g, ok := l.gen(cs.EstTokens)
+		for i := range lanes {
+			l := &lanes[i]
+			g, ok := gen(l.TokPerS, cs.EstTokens)
 			if !ok || l.Samples <= 0 {
 				continue
 			}
@@ -687,7 +695,7 @@ func finish(p Params, calcs []laneCalc) ([]Lane, []Class) {
 		c.Book = b
 		classes = append(classes, c)
 	}
-	return lanes, classes
+	return classes
 }
 
 func boolInt(b bool) int {

@@ -1,13 +1,16 @@
 package series
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // DefaultFilePath is where the embedded store lives unless the config says
@@ -268,3 +271,177 @@ func (s *File) Close() error {
 
 // errReadOnly is returned by writes to a read-only store.
 var errReadOnly = errors.New("store is open read-only")
+
+// ProbeScanner is a store that can stream its probe points in time order
+// without holding them: File, when its lines are in time order give or
+// take a round (as a sampler writes them).
+type ProbeScanner interface {
+	// ScanProbes calls fn for each probe point q selects, in time order,
+	// each point once (the later line of a rewritten point). It returns
+	// false, without calling fn, when it cannot promise that order (lines
+	// appended out of order, as an import of older history does): read
+	// with Probes then.
+	ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (bool, error)
+}
+
+var _ ProbeScanner = (*File)(nil)
+
+// scanDisorder is how far back in time a probe line may be from the newest
+// line before it for ScanProbes to stream: a sampler appends a round's
+// probes in lane order, their start times a little apart.
+const scanDisorder = time.Hour
+
+// ScanProbes streams the probe lines q selects in two passes over the
+// file: one that checks, without decoding, that no line is more than
+// scanDisorder older than a line before it, and one that decodes them and
+// hands them to fn through a small reorder buffer (the points of the last
+// scanDisorder). A year of 50 lanes is two reads of the file instead of a
+// read per span.
+func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (bool, error) {
+	m := q.matcher()
+	if m.empty() {
+		return true, nil
+	}
+	window := int64(scanDisorder)
+	var newest int64 = math.MinInt64
+	errUnordered := errors.New("out of order")
+	err := s.scanRaw(ctx, kindProbe, m, func(_ []byte, ns int64) error {
+		if newest != math.MinInt64 && ns < newest-window {
+			return errUnordered
+		}
+		newest = max(newest, ns)
+		return nil
+	})
+	if errors.Is(err, errUnordered) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	buf := &reorder{}
+	newest = math.MinInt64
+	err = s.scanRaw(ctx, kindProbe, m, func(line []byte, ns int64) error {
+		p, err := decodeProbe(line)
+		if err != nil || !m.seriesOK(p.Lane, p.Site) {
+			return nil // Probes reports corrupt lines
+		}
+		buf.put(p)
+		newest = max(newest, ns)
+		for buf.len() > 0 && buf.oldest() < newest-window {
+			if err := fn(buf.pop()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for err == nil && buf.len() > 0 {
+		err = fn(buf.pop())
+	}
+	return true, err
+}
+
+// reorder is a min-heap of probes by time (then lane, kind, site, then the
+// order they were put in). Equal points pop one after the other, the later
+// put last, so pop skips a point the next one rewrites.
+type reorder struct {
+	h   []seqProbe
+	seq int64
+}
+
+type seqProbe struct {
+	Probe
+	seq int64
+}
+
+func (r *reorder) len() int      { return len(r.h) }
+func (r *reorder) oldest() int64 { return r.h[0].Time.UnixNano() }
+
+func (r *reorder) less(i, j int) bool {
+	a, b := &r.h[i], &r.h[j]
+	if c := a.Time.Compare(b.Time); c != 0 {
+		return c < 0
+	}
+	if c := cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Site, b.Site)); c != 0 {
+		return c < 0
+	}
+	return a.seq < b.seq
+}
+
+func (r *reorder) put(p Probe) {
+	r.seq++
+	r.h = append(r.h, seqProbe{p, r.seq})
+	for i := len(r.h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !r.less(i, parent) {
+			break
+		}
+		r.h[i], r.h[parent] = r.h[parent], r.h[i]
+		i = parent
+	}
+}
+
+func (r *reorder) popOne() Probe {
+	top := r.h[0].Probe
+	last := len(r.h) - 1
+	r.h[0] = r.h[last]
+	r.h = r.h[:last]
+	for i := 0; ; {
+		l, rt, small := 2*i+1, 2*i+2, i
+		if l < len(r.h) && r.less(l, small) {
+			small = l
+		}
+		if rt < len(r.h) && r.less(rt, small) {
+			small = rt
+		}
+		if small == i {
+			break
+		}
+		r.h[i], r.h[small] = r.h[small], r.h[i]
+		i = small
+	}
+	return top
+}
+
+// pop returns the oldest point, the last written of its key.
+func (r *reorder) pop() Probe {
+	p := r.popOne()
+	for len(r.h) > 0 && probeKey(&r.h[0].Probe) == probeKey(&p) {
+		p = r.popOne()
+	}
+	return p
+}
+
+// scanRaw hands fn each complete line of measurement want whose timestamp
+// m selects, with that timestamp, undecoded. Lines without a readable
+// timestamp are skipped (Probes and Hourly report them).
+func (s *File) scanRaw(ctx context.Context, want pointKind, m *matcher, fn func(line []byte, ns int64) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("read %s: %w", s.path, os.ErrClosed)
+	}
+	if s.w != nil {
+		if err := s.w.checkPath(); err != nil {
+			return fmt.Errorf("read %s: %w", s.path, err)
+		}
+	}
+	err := readLocked(s.path, func(n int64, line []byte, terminated bool) error {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !terminated || kindOf(line) != want {
+			return nil
+		}
+		ns, ok := lineTime(line)
+		if !ok || !m.timeOK(ns) {
+			return nil
+		}
+		return fn(line, ns)
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.path, unpath(err))
+	}
+	return nil
+}

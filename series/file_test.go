@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -361,5 +362,62 @@ func TestFileReadCancelled(t *testing.T) {
 	cancel()
 	if _, err := s.Probes(cctx, series.Between(hour0, hour0.Add(time.Hour))); err == nil {
 		t.Fatal("Probes with a cancelled context succeeded")
+	}
+}
+
+// ScanProbes streams a sampler's file in time order (a round's probes are
+// written in lane order, their times a little apart), each point once, the
+// later line of a rewritten point winning; it declines a file with a line
+// more than an hour older than one before it.
+func TestFileScanProbes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.lp")
+	f, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	at := func(lane string, d time.Duration, q float64) series.Probe {
+		return series.Probe{Lane: lane, Kind: "free", Time: hour0.Add(d), QueueS: q, OK: true, Outcome: "ok"}
+	}
+	rounds := [][]series.Probe{
+		{at("b", 3*time.Millisecond, 1), at("a", 5*time.Millisecond, 2), at("c", 1*time.Millisecond, 3)},
+		{at("a", 20*time.Minute, 4), at("b", 20*time.Minute-time.Second, 5)},
+		{at("a", 20*time.Minute, 40)}, // a rewrite: the later line wins
+		{at("c", 40*time.Minute, 6)},
+	}
+	for _, r := range rounds {
+		if err := f.Write(ctx, r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []series.Probe
+	ordered, err := f.ScanProbes(ctx, series.Between(hour0, hour0.Add(time.Hour)), func(p series.Probe) error {
+		got = append(got, p)
+		return nil
+	})
+	if err != nil || !ordered {
+		t.Fatalf("ScanProbes = %v, %v", ordered, err)
+	}
+	want, err := f.Probes(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) { // what Probes says, in the same order
+		t.Fatalf("ScanProbes gave\n %+v\nProbes gives\n %+v", got, want)
+	}
+	if got[4].QueueS != 40 {
+		t.Errorf("rewritten point %+v, want the later line's queue 40", got[4])
+	}
+	// An import of older history appends lines out of order: declined.
+	if err := f.Write(ctx, []series.Probe{at("a", -2*time.Hour, 9)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	ordered, err = f.ScanProbes(ctx, series.Between(hour0.Add(-3*time.Hour), hour0.Add(time.Hour)), func(series.Probe) error {
+		called = true
+		return nil
+	})
+	if err != nil || ordered || called {
+		t.Fatalf("ScanProbes over an out-of-order file = %v, %v, called %v; want false, nil, not called", ordered, err, called)
 	}
 }

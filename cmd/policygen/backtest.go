@@ -190,7 +190,19 @@ func clip(s string) string {
 // long as the probe rate seen so far allows), so that no read holds the
 // whole window. The next span is read while add works through the current
 // one: the store's decoding and the replay share the two cores.
+//
+// A store that streams in time order (the embedded file, as a sampler
+// writes it) is read in one pass instead, without holding any span.
 func feed(ctx context.Context, st series.Store, from, to time.Time, add func(series.Probe) error) error {
+	if sc, ok := st.(series.ProbeScanner); ok {
+		ordered, err := scanFeed(ctx, sc, from, to, add)
+		if err != nil {
+			return err
+		}
+		if ordered {
+			return nil
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	type span struct {
 		probes []series.Probe
@@ -243,6 +255,61 @@ func feed(ctx context.Context, st series.Store, from, to time.Time, add func(ser
 		}
 	}
 	return ctx.Err()
+}
+
+// scanFeed streams the probes of [from, to) from sc to add: the store
+// decodes in one goroutine while add replays in this one, batches between
+// them. It reports false, having added nothing, when sc cannot stream them
+// in time order.
+func scanFeed(ctx context.Context, sc series.ProbeScanner, from, to time.Time, add func(series.Probe) error) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const size = 4096
+	batches := make(chan []series.Probe, 2)
+	var ordered bool
+	var scanErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(batches)
+		b := make([]series.Probe, 0, size)
+		ordered, scanErr = sc.ScanProbes(ctx, series.Between(from, to), func(p series.Probe) error {
+			if b = append(b, p); len(b) == size {
+				select {
+				case batches <- b:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				b = make([]series.Probe, 0, size)
+			}
+			return nil
+		})
+		if scanErr == nil && len(b) > 0 {
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+			}
+		}
+	}()
+	var addErr error
+	for b := range batches {
+		for _, p := range b {
+			if addErr == nil {
+				addErr = add(p)
+			}
+		}
+		if addErr != nil {
+			cancel()
+		}
+	}
+	<-done
+	switch {
+	case addErr != nil:
+		return true, addErr
+	case scanErr != nil:
+		return true, fmt.Errorf("store: read probes: %w", scanErr)
+	}
+	return ordered, nil
 }
 
 // --- table ---

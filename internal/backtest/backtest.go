@@ -154,8 +154,10 @@ type Backtest struct {
 	opts      Options
 	loc       *time.Location
 	lookbacks []int
-	params    []policy.Params // one per lookback
+	params    []policy.Params // one per lookback, then the config's for the decisions
+	decide    int             // index in params of the decisions' (the config's lookback)
 	hist      *policy.History
+	epoch     int64 // bumped when the history is rebuilt: every lane's figures are stale
 	lanes     map[string]*lane
 	order     []*lane // config order
 	naive     *lane
@@ -190,11 +192,23 @@ type Backtest struct {
 
 // lane is a configured lane's running state.
 type lane struct {
-	idx   int
-	spec  policy.LaneSpec
-	last  time.Time // newest applied probe, any site
-	sites []*siteHour
-	tl    timeline
+	idx     int
+	spec    policy.LaneSpec
+	last    time.Time // newest applied probe, any site
+	sites   []*siteHour
+	tl      timeline
+	version int64     // bumped by each probe applied
+	figs    []figures // per params: the lane's figures, while they hold
+}
+
+// figures are a lane's figures of one hour, valid while neither the lane
+// (version) nor the history (epoch) changed: a probe scored and a job
+// taking the policy between two probes of the lane share them.
+type figures struct {
+	ok             bool
+	hour           int64
+	version, epoch int64
+	lane           policy.Lane
 }
 
 // siteHour is the current hour of one lane at one site: its probes so far
@@ -256,11 +270,16 @@ func New(opts Options) (*Backtest, error) {
 		p.LookbackDays = k
 		b.params = append(b.params, p)
 	}
+	b.decide = slices.IndexFunc(b.params, func(p policy.Params) bool { return p.LookbackDays == opts.Params.LookbackDays })
+	if b.decide < 0 {
+		b.decide = len(b.params)
+		b.params = append(b.params, opts.Params)
+	}
 	for i, spec := range opts.Params.Lanes {
 		if _, dup := b.lanes[spec.Name]; dup {
 			return nil, fmt.Errorf("backtest: lane %q configured twice", spec.Name)
 		}
-		l := &lane{idx: i, spec: spec}
+		l := &lane{idx: i, spec: spec, figs: make([]figures, len(lbs)+1)}
 		b.lanes[spec.Name] = l
 		b.order = append(b.order, l)
 		if spec.Kind == policy.KindFree && b.naive == nil {
@@ -380,11 +399,11 @@ func (b *Backtest) apply(p series.Probe) {
 	if !p.Time.Before(b.opts.From) {
 		st := b.state(l)
 		hod := p.Time.In(b.loc).Hour()
-		for i := range b.params {
-			pl := b.hist.LaneAt(b.params[i], l.spec, st, p.Time)
-			b.cells[i][l.idx*24+hod].add(&pl, &p)
+		for i := range b.lookbacks {
+			pl := b.figures(l, i, st, p.Time)
+			b.cells[i][l.idx*24+hod].add(pl, &p)
 			if b.onScore != nil {
-				b.onScore(&p, b.lookbacks[i], &pl)
+				b.onScore(&p, b.lookbacks[i], pl)
 			}
 		}
 	}
@@ -422,6 +441,19 @@ func (b *Backtest) apply(p series.Probe) {
 		l.last = p.Time
 	}
 	sh.backoff, _ = budget.Backoff(p, b.loc)
+	l.version++
+}
+
+// figures returns lane l's figures under params i at t, from the cache
+// while the lane, the history and the hour are the same.
+func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *policy.Lane {
+	f := &l.figs[i]
+	h := hours.Start(t, b.loc).Unix()
+	if !f.ok || f.hour != h || f.version != l.version || f.epoch != b.epoch {
+		*f = figures{ok: true, hour: h, version: l.version, epoch: b.epoch,
+			lane: b.hist.LaneAt(b.params[i], l.spec, st, t)}
+	}
+	return &f.lane
 }
 
 // prune rebuilds the history from the records a policy at or after now can
@@ -453,17 +485,18 @@ func (b *Backtest) prune(now time.Time) {
 	for _, r := range b.recs {
 		b.hist.Add(r)
 	}
+	b.epoch++
 }
 
 // evaluate takes the policy in force at the job's arrival.
 func (b *Backtest) evaluate(j *job) {
-	states := make([]policy.LaneState, len(b.order))
+	lanes := make([]policy.Lane, len(b.order))
 	for i, l := range b.order {
-		states[i] = b.state(l)
+		lanes[i] = *b.figures(l, b.decide, b.state(l), j.t0)
 	}
-	f := b.hist.ForHour(b.opts.Params, states, j.t0)
-	j.pol = make([]classPolicy, len(f.Classes))
-	for i, c := range f.Classes {
+	classes := policy.Classes(b.params[b.decide], lanes)
+	j.pol = make([]classPolicy, len(classes))
+	for i, c := range classes {
 		j.pol[i].book = c.Book
 		if len(c.Lanes) > 0 {
 			j.pol[i].first = c.Lanes[0]
