@@ -26,9 +26,13 @@ const (
 //
 // worst_censored_s is the longest wait a failed probe is known to have sat
 // through: its queue_s (exact when its first token came, a lower bound when
-// it timed out before one) or, for a 429, the wait the lane announced
-// (quota_reset_s). It is a lower bound of the queue the next attempt may
-// meet, which the policy's next_queue_s never goes under.
+// it timed out before one). It is a lower bound of the queue the next
+// attempt may meet, which the policy's next_queue_s never goes under. A
+// 429's announced wait (quota_reset_s) is not a queue and does not count:
+// counted, it made next_queue_s of that hour of day 500 times the queue met
+// at p90 for the whole lookback (BENCHMARKS.md, backtest), while the
+// back-off and the policy's quota_exhausted until already keep the lane out
+// for as long as the lane asked.
 //
 // The caller picks the probes; Aggregate does not filter them by lane or
 // time. Non-finite measurements are left out rather than poisoning the
@@ -40,11 +44,7 @@ func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 	for _, p := range probes {
 		if !p.OK {
 			h.Failures++
-			bound := p.QueueS
-			if p.Outcome == OutcomeRateLimited && num.Finite(p.QuotaResetS) {
-				bound = max(bound, p.QuotaResetS)
-			}
-			if num.Finite(bound) && bound > h.WorstCensoredS {
+			if bound := p.QueueS; num.Finite(bound) && bound > h.WorstCensoredS {
 				h.WorstCensoredS = bound
 			}
 			continue
