@@ -265,7 +265,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 // unless interruptible.
 func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interruptible bool) ([]probe.Sample, []string) {
 	n := len(targets)
-	offsets := probe.Spread(n, min(time.Duration(n)*SpreadStep, MaxSpread))
+	offsets := s.offsets(n)
 	probeCtx := context.WithoutCancel(ctx)
 	if interruptible {
 		probeCtx = ctx
@@ -308,6 +308,22 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interrup
 		}
 	}
 	return done, notStarted
+}
+
+// offsets are the start offsets of a round's n probes: SpreadStep apart,
+// within MaxSpread. Shards of one config run their rounds at the same
+// moments; on one machine their starts interleave (shard i of N starts at
+// i×SpreadStep, then every N×SpreadStep), so that N shards together start a
+// probe every SpreadStep, as one sampler would.
+func (s *Sampler) offsets(n int) []time.Duration {
+	count := max(s.shard.Count, 1)
+	window := min(time.Duration(n*count)*SpreadStep, MaxSpread)
+	offsets := probe.Spread(n, window)
+	phase := time.Duration(s.shard.Index) * min(SpreadStep, window/time.Duration(max(n*count, 1)))
+	for i := range offsets {
+		offsets[i] += phase
+	}
+	return offsets
 }
 
 // waitUntil waits until t or until ctx ends; it reports whether t came.
@@ -360,7 +376,7 @@ func (s *Sampler) WorstRound() time.Duration {
 	}
 	c := max(s.cfg.Concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
-	return time.Duration(waves)*longest + min(time.Duration(len(s.owned))*SpreadStep, MaxSpread)
+	return time.Duration(waves)*longest + min(time.Duration(len(s.owned)*max(s.shard.Count, 1))*SpreadStep, MaxSpread)
 }
 
 // RoundWarning says, with the numbers, when a round could outlast the
