@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
@@ -93,7 +94,7 @@ func (c *Config) validateStore() error {
 	case StoreInflux:
 		u, err := url.Parse(s.URL)
 		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", series.RedactURL(s.URL))
+			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", redact.URL(s.URL))
 		}
 		if u.User != nil {
 			return fieldErr("store.url", "must not carry credentials; put the token in the variable named by store.token_env")
@@ -161,7 +162,7 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	}
 	u, err := url.Parse(l.BaseURL)
 	if l.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fieldErr(f+".base_url", "want an http(s) URL, got %q", series.RedactURL(l.BaseURL))
+		return fieldErr(f+".base_url", "want an http(s) URL, got %q", redact.URL(l.BaseURL))
 	}
 	if u.User != nil {
 		return fieldErr(f+".base_url", "must not carry credentials; name the key's variable in api_key_env")

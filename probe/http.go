@@ -101,7 +101,7 @@ func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
 			o = RateLimited
 		}
 		r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After")) // a 503 may send one too
-		return nil, fail(o, ErrStatus, "http %d%s", code, bodyErrorType(resp.Body))
+		return nil, fail(o, ErrStatus, "http %d%s from POST %s", code, bodyErrorType(resp.Body), r.url)
 	}
 	body, err := r.decodedBody(resp)
 	if err != nil {

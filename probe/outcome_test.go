@@ -335,3 +335,18 @@ func TestDetailNamesOnlyKnownErrorTypes(t *testing.T) {
 		})
 	}
 }
+
+// An HTTP error names the URL that was POSTed (never a key or a query), so
+// a base_url missing its /v1 is plain from the 404.
+func TestHTTPErrorNamesTheURL(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	s, err := Run(context.Background(), Target{Lane: "l", API: OpenAI, BaseURL: srv.URL, Model: "m", APIKey: "sk-secret-123", Timeout: 5 * time.Second})
+	want := "http 404 from POST " + srv.URL + "/chat/completions"
+	if err == nil || s.Detail != want {
+		t.Fatalf("Detail %q, want %q", s.Detail, want)
+	}
+	if strings.Contains(err.Error(), "sk-secret-123") {
+		t.Fatalf("the key reached the error: %v", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/redact"
 )
 
 // Defaults applied to zero Target fields.
@@ -58,7 +60,8 @@ type run struct {
 	t        Target
 	s        Sample
 	tl       tally
-	streamed bool // the body was read as an event stream
+	streamed bool   // the body was read as an event stream
+	url      string // the URL POSTed, redacted, for a Detail
 
 	mu sync.Mutex // guards ct, set from httptrace callbacks and the connection's writer
 	ct connTrace
@@ -86,6 +89,7 @@ func (r *run) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.url = redact.URL(req.URL.String()) // the config's URL: safe to name in a Detail
 	tr := newTransport(req.URL.Scheme, r.markWrite)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: checkRedirect}

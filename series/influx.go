@@ -21,6 +21,7 @@ import (
 	"github.com/influxdata/influxdb-client-go/v2/api"
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"github.com/influxdata/influxdb-client-go/v2/api/query"
+	"github.com/lanewatch/lanewatch/internal/redact"
 )
 
 // InfluxOptions configure OpenInflux.
@@ -108,7 +109,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("influx url %q: want http(s)://host:port", RedactURL(o.URL))
+		return nil, fmt.Errorf("influx url %q: want http(s)://host:port", redact.URL(o.URL))
 	}
 	if o.Bucket == "" {
 		return nil, errors.New("influx: bucket is empty (on InfluxDB 1.8 use database/retention-policy, e.g. lanewatch/autogen)")
@@ -117,7 +118,7 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	if s.warn == nil {
 		s.warn = func(string, ...any) {}
 	}
-	s.where = fmt.Sprintf("influx %s bucket %s", RedactURL(o.URL), o.Bucket)
+	s.where = fmt.Sprintf("influx %s bucket %s", redact.URL(o.URL), o.Bucket)
 	if o.Token != "" {
 		s.secrets = append(s.secrets, o.Token)
 		if _, pw, ok := strings.Cut(o.Token, ":"); ok && len(pw) >= 4 {
@@ -474,18 +475,6 @@ type cleanError struct {
 
 func (e *cleanError) Error() string { return e.msg }
 func (e *cleanError) Unwrap() error { return e.err }
-
-// RedactURL returns raw without user info, query, fragment or an opaque part
-// ("https:user:pw@host"): the one rule for printing a URL that may carry
-// credentials.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	u.User, u.RawQuery, u.Fragment, u.Opaque = nil, "", "", ""
-	return u.String()
-}
 
 // joinErrors is errors.Join on one line ("; " between the errors), so a
 // caller can print it as one line. It returns nil when all errs are nil.

@@ -235,3 +235,31 @@ func TestOncePrintsCensoredWait(t *testing.T) {
 		t.Fatalf("stored %+v and %+v; want the wait as the probe's queue_s and the hour's worst_censored_s", ps, hs)
 	}
 }
+
+// `sampler import` of probe lines alone rebuilds the hourly records of the
+// hours they touch, and says both counts.
+func TestImportProbeLinesRebuildsHours(t *testing.T) {
+	dir := t.TempDir()
+	cfg := budgetConfig(t, dir, [][2]string{{"free", "http://127.0.0.1:1/v1"}}, "", nil)
+	h := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	var lines strings.Builder
+	for i, q := range []float64{3, 7.5, 2} {
+		fmt.Fprintf(&lines, "probe,kind=free,lane=free queue_s=%g,gen_s=1,headers_s=0.1,connect_s=0,tokens=8i,ok=true,outcome=\"ok\",status=200i %d\n",
+			q, h.Add(time.Duration(7+20*i)*time.Minute).UnixNano())
+	}
+	src := filepath.Join(t.TempDir(), "probes.lp")
+	if err := os.WriteFile(src, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"import", "-config", cfg, src}, &out, &bytes.Buffer{}, env); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "imported 3 probe points") || !strings.Contains(out.String(), "rebuilt 1 queue_hourly points") {
+		t.Errorf("import said:\n%s", out.String())
+	}
+	_, hs := readStore(t, filepath.Join(dir, "samples.lp"))
+	if len(hs) != 1 || hs[0].Samples != 3 || hs[0].WorstQueueS != 7.5 {
+		t.Fatalf("hourly records %+v; want one hour of 3 samples, worst 7.5", hs)
+	}
+}

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/internal/sampler"
 	"github.com/lanewatch/lanewatch/internal/status"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
@@ -145,7 +145,7 @@ func (d *daemon) handler() http.Handler {
 // credentials.
 func (d *daemon) storeName() string {
 	if d.cfg.Store.Kind == config.StoreInflux {
-		return "influx " + series.RedactURL(d.cfg.Store.URL) + " bucket " + d.cfg.Store.Bucket
+		return "influx " + redact.URL(d.cfg.Store.URL) + " bucket " + d.cfg.Store.Bucket
 	}
 	return "file " + d.cfg.Store.Path
 }
