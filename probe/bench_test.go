@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/monoclock"
 )
 
 // benchDelay is the exact delay of the benchmark's lane.
@@ -74,7 +76,7 @@ func BenchmarkQueueError(b *testing.B) {
 			}
 			report(b, errs, "err")
 			report(b, late, "late")
-			if monoNs(time.Now()) != 0 {
+			if monoclock.Ns(time.Now()) != 0 {
 				report(b, in, "in")
 				report(b, out, "out")
 			}
@@ -133,8 +135,8 @@ func probeLanes(b *testing.B, url, round string, lanes, bound int, spread time.D
 		}
 		e.err = append(e.err, (s.QueueS()-benchDelay.Seconds())*1000)
 		e.late = append(e.late, float64(time.Duration(h.Held)-benchDelay)/1e6)
-		e.in = append(e.in, float64(h.Read-monoNs(s.Sent))/1e6)
-		e.out = append(e.out, float64(monoNs(s.FirstToken)-h.Wrote)/1e6)
+		e.in = append(e.in, float64(h.Read-monoclock.Ns(s.Sent))/1e6)
+		e.out = append(e.out, float64(monoclock.Ns(s.FirstToken)-h.Wrote)/1e6)
 	}
 	return e
 }

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/monoclock"
 )
 
 const (
@@ -104,7 +106,7 @@ func (l *lane) serve(w http.ResponseWriter, r *http.Request) {
 	sleepUntil(read.Add(l.delay))
 	wrote := time.Now()
 	l.mu.Lock() // before the write: the client may ask for /stats at once
-	l.held[req.Model] = record{Read: monoNs(read), Wrote: monoNs(wrote), Held: int64(wrote.Sub(read))}
+	l.held[req.Model] = record{Read: monoclock.Ns(read), Wrote: monoclock.Ns(wrote), Held: int64(wrote.Sub(read))}
 	l.mu.Unlock()
 	_, _ = io.WriteString(w, token)
 	_ = rc.Flush()

@@ -1,4 +1,4 @@
-package main
+package monoclock
 
 import (
 	"syscall"
@@ -6,14 +6,10 @@ import (
 	"unsafe"
 )
 
-// A shared clock: the process's time.Time readings mapped onto the
-// system's CLOCK_MONOTONIC, which every process on the machine shares (and
-// which Go's own monotonic clock reads), so the benchmark can line up the
-// server's stamps with the probe's.
 var monoBase, monoBaseNs = calibrate()
 
-// monoNs is t on CLOCK_MONOTONIC, in ns.
-func monoNs(t time.Time) int64 { return monoBaseNs + int64(t.Sub(monoBase)) }
+// Ns is t on CLOCK_MONOTONIC, in ns.
+func Ns(t time.Time) int64 { return monoBaseNs + int64(t.Sub(monoBase)) }
 
 func calibrate() (time.Time, int64) {
 	var best time.Time
