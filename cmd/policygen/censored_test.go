@@ -66,3 +66,38 @@ func TestCensoredTimeoutCounts(t *testing.T) {
 		t.Errorf("swings does not show the censored hour as >30.0:\n%s", sw.stdout)
 	}
 }
+
+// Before the first sampler round the store file does not exist: a fresh
+// install, not an error. The hour's file says never_sampled for every lane
+// and policygen exits 0 with a note, so CI fails safe rather than red.
+func TestFreshInstall(t *testing.T) {
+	fx := newFixture(t, "UTC")
+	r := (&env{}).exec(t, "", "-config", fx.config, "-hour", "2026-11-30T14", "-print")
+	if r.code != 0 || !strings.Contains(r.stderr, "nothing sampled yet") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("exit %d, stderr %q; want 0 and one note", r.code, r.stderr)
+	}
+	f, err := policy.ParseFile([]byte(r.stdout[strings.Index(r.stdout, "\n")+1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range f.Lanes {
+		if l.Eligible || l.Reason != policy.ReasonNeverSampled {
+			t.Errorf("lane %+v; want never_sampled", l)
+		}
+	}
+}
+
+// A lane with history, asked about an hour far past it, has no recent
+// sample: it is not never_sampled.
+func TestFarHourIsNoRecentSample(t *testing.T) {
+	fx := newFixture(t, "UTC")
+	fx.seed(t, history(time.UTC, time.Date(2026, 11, 30, 14, 30, 0, 0, time.UTC), 1))
+	r := runOK(t, &env{}, "", "-config", fx.config, "-hour", "2027-06-01T09", "-print")
+	f, err := policy.ParseFile([]byte(r.stdout[strings.Index(r.stdout, "\n")+1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := f.Lanes[0]; l.Reason != policy.ReasonNoRecentSample || l.LastSample.IsZero() {
+		t.Fatalf("free %+v; want no_recent_sample with its last sample", l)
+	}
+}
