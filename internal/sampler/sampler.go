@@ -391,6 +391,10 @@ func (s *Sampler) RoundWarning() string {
 	for _, l := range s.owned {
 		longest = max(longest, s.targets[l].Timeout)
 	}
-	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; raise concurrency or lower the timeout",
-		len(s.owned), s.cfg.Concurrency, longest, worst.Round(time.Second), interval)
+	fix := "raise concurrency or lower the lanes' timeout"
+	if len(s.owned) <= s.cfg.Concurrency {
+		fix = "lower the lanes' timeout or space the schedule" // every probe is in flight already
+	}
+	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; %s",
+		len(s.owned), s.cfg.Concurrency, longest, worst.Round(time.Second), interval, fix)
 }

@@ -204,7 +204,7 @@ func TestRoundWarning(t *testing.T) {
 	}
 	s, _ := setup(t, srv, names, "concurrency: 16\n", "")
 	w := s.RoundWarning()
-	for _, want := range []string{"200 lanes", "16 in flight", "2m0s timeout", "26m", "20m0s interval"} {
+	for _, want := range []string{"200 lanes", "16 in flight", "2m0s timeout", "26m", "20m0s interval", "raise concurrency"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}
