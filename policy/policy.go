@@ -189,15 +189,39 @@ func (f File) Book(class string) (BookPolicy, error) {
 // figures for any hour are a few lookups away. Add replaces the record of
 // the same lane, site and hour. It is what ForHour builds from its input,
 // and what a replay of the past (policygen backtest) keeps up to date one
-// probe at a time.
+// probe at a time. A History is not safe for concurrent use.
 type History struct {
 	loc   *time.Location
 	lanes map[string]*laneHistory
+	keys  []lookKeys // the hours a lookback reads, shared by every lane
+}
+
+// lookKeys are the hour starts (Unix s) of wall-clock hour hh on each of
+// the days days before date d.
+type lookKeys struct {
+	d    civil
+	hh   int
+	days int
+	keys []int64
 }
 
 type laneHistory struct {
 	byHour map[int64][]rec // hour start (Unix s) → one record per site
 	ever   int             // records with samples
+	looks  []lookMemo      // LaneAt's lookback figures, per lookback
+}
+
+// lookMemo is the lookback part of a lane's figures for one hour: the same
+// wall-clock hour on each of the previous days records with samples. Add
+// drops it when a record of an earlier hour changes; records of the hour
+// itself and later are not part of it. A replay asks for the same lane
+// and hour after every probe of that hour, and the lookback records are
+// the bulk of the work.
+type lookMemo struct {
+	hour   int64 // the policy's hour (Unix s)
+	days   int   // LookbackDays
+	stat   stat
+	newest int64 // the newest record in stat (Unix s); MinInt64: none
 }
 
 // NewHistory returns an empty History keying hours in loc (nil: UTC).
@@ -215,6 +239,7 @@ func (x *History) Add(r Record) {
 	lt := r.Hour.In(x.loc)
 	n := rec{Record: r, day: civilOf(lt), hour: lt.Hour()}
 	k := r.Hour.Unix()
+	lh.looks = slices.DeleteFunc(lh.looks, func(m lookMemo) bool { return k < m.hour })
 	rs := lh.byHour[k]
 	for i := range rs {
 		if rs[i].Site == r.Site {
@@ -232,35 +257,6 @@ func (x *History) Add(r Record) {
 		lh.ever++
 	}
 	lh.byHour[k] = append(rs, n)
-}
-
-// at returns the lane's records (with samples) of the hour starting at h.
-func (lh *laneHistory) at(h time.Time) []rec {
-	if lh == nil {
-		return nil
-	}
-	var out []rec
-	for _, r := range lh.byHour[h.Unix()] {
-		if r.Samples > 0 {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// sameHour returns the lane's records of wall-clock hour hh on date d (two
-// hours on a fall-back day, none on a day that skipped it).
-func (x *History) sameHour(lh *laneHistory, d civil, hh int) []rec {
-	var out []rec
-	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, x.loc)
-	for _, c := range []time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
-		c = hours.Start(c, x.loc)
-		lt := c.In(x.loc)
-		if civilOf(lt) == d && lt.Hour() == hh && !slices.ContainsFunc(out, func(r rec) bool { return r.Hour.Equal(c) }) {
-			out = append(out, lh.at(c)...)
-		}
-	}
-	return out
 }
 
 // ForHour returns the live policy for the hour holding `hour` (in
@@ -343,21 +339,34 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 			sites[b.Site] = true
 		}
 	}
-	if lh != nil {
-		d := civilOf(lt)
-		hh := lt.Hour()
-		for k := 1; k <= p.LookbackDays; k++ {
-			x.eachSameHour(lh, addDays(d, -k), hh, func(r *rec) {
+	looked := false
+	if lh != nil && sites == nil {
+		// The memo holds no basis record as long as every basis hour is
+		// newer than its newest record; else the records are walked.
+		m := x.lookback(lh, p.LookbackDays, h)
+		if looked = m.newest < h.Add(-time.Duration(max(spec.BasisHours, 1))*time.Hour).Unix(); looked {
+			s.merge(&m.stat)
+		}
+	}
+	if lh != nil && !looked {
+		for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), p.LookbackDays) {
+			rs := lh.byHour[u]
+		recs:
+			for i := range rs {
+				r := &rs[i]
+				if r.Samples <= 0 {
+					continue
+				}
 				for _, b := range bases {
 					if b.Site == r.Site && b.Hour.Equal(r.Hour) {
-						return // a basis record of the same hour already counted
+						continue recs // a basis record of the same hour already counted
 					}
 				}
 				s.add(r)
 				if sites != nil {
 					sites[r.Site] = true
 				}
-			})
+			}
 		}
 	}
 	l := s.lane(spec)
@@ -382,41 +391,93 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 	return laneCalc{Lane: l, records: s.records}
 }
 
-// eachSameHour calls fn for each of the lane's records (with samples) of
-// wall-clock hour hh on date d, as sameHour returns them, without
-// allocating.
-func (x *History) eachSameHour(lh *laneHistory, d civil, hh int, fn func(*rec)) {
+// lookback returns the lane's lookback figures for hour h over days days,
+// from the memo when it holds them.
+func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
+	u := h.Unix()
+	for i := range lh.looks {
+		if m := &lh.looks[i]; m.hour == u && m.days == days {
+			return m
+		}
+	}
+	m := lookMemo{hour: u, days: days, newest: math.MinInt64}
+	lt := h.In(x.loc)
+	for _, k := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
+		rs := lh.byHour[k]
+		for i := range rs {
+			if rs[i].Samples > 0 {
+				m.stat.add(&rs[i])
+				m.newest = max(m.newest, k)
+			}
+		}
+	}
+	// A few memos per lane (a replay asks for two hours in turn, under
+	// each lookback it sweeps); the oldest hour makes room.
+	if len(lh.looks) < maxLookMemos {
+		lh.looks = append(lh.looks, m)
+		return &lh.looks[len(lh.looks)-1]
+	}
+	old := 0
+	for i := range lh.looks {
+		if lh.looks[i].hour < lh.looks[old].hour {
+			old = i
+		}
+	}
+	lh.looks[old] = m
+	return &lh.looks[old]
+}
+
+// maxLookMemos is how many lookback memos a lane keeps.
+const maxLookMemos = 8
+
+// lookbackHours returns the starts (Unix s) of wall-clock hour hh on each
+// of the days days before date d: one a day, two on a day that repeats
+// the hour, none on a day that skips it. The last few answers are kept:
+// every lane of a policy asks the same.
+func (x *History) lookbackHours(d civil, hh, days int) []int64 {
+	for i := range x.keys {
+		if k := &x.keys[i]; k.d == d && k.hh == hh && k.days == days {
+			return k.keys
+		}
+	}
+	k := lookKeys{d: d, hh: hh, days: days}
+	for back := 1; back <= days; back++ {
+		k.keys = x.sameHour(k.keys, addDays(d, -back), hh)
+	}
+	if len(x.keys) < maxLookMemos {
+		x.keys = append(x.keys, k)
+	} else {
+		old := 0
+		for i := range x.keys {
+			if x.keys[i].d < x.keys[old].d || x.keys[i].d == x.keys[old].d && x.keys[i].hh < x.keys[old].hh {
+				old = i
+			}
+		}
+		x.keys[old] = k
+	}
+	return k.keys
+}
+
+// sameHour appends to keys the starts (Unix s) of wall-clock hour hh on
+// date d: two on a fall-back day, none on a day that skipped it.
+func (x *History) sameHour(keys []int64, d civil, hh int) []int64 {
 	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, x.loc)
 	_, before := t.Add(-time.Hour).Zone()
 	_, after := t.Add(time.Hour).Zone()
 	_, at := t.Zone()
 	if before == at && at == after { // no offset change near t: t is the hour itself
-		rs := lh.byHour[t.Unix()]
-		for i := range rs {
-			if rs[i].Samples > 0 {
-				fn(&rs[i])
-			}
-		}
-		return
+		return append(keys, t.Unix())
 	}
-	var seen [3]int64
-	n := 0
+	n := len(keys)
 	for _, c := range [3]time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
 		c = hours.Start(c, x.loc)
 		lt := c.In(x.loc)
 		u := c.Unix()
-		if civilOf(lt) != d || lt.Hour() != hh || slices.Contains(seen[:n], u) {
-			continue
-		}
-		seen[n] = u
-		n++
-		rs := lh.byHour[u]
-		for i := range rs {
-			if rs[i].Samples > 0 {
-				fn(&rs[i])
-			}
+		if civilOf(lt) == d && lt.Hour() == hh && !slices.Contains(keys[n:], u) {
+			keys = append(keys, u)
 		}
 	}
+	return keys
 }
 
 // Forecast returns 24 forecast policies for the day holding `day` (in
@@ -451,11 +512,13 @@ func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File
 			state := stateOf(states, spec.Name)
 			var s stat
 			if lh != nil {
-				for k := 1; k <= p.LookbackDays; k++ {
-					for _, r := range x.sameHour(lh, addDays(d, -k), hr) {
-						r := r
-						s.add(&r)
-						sites[r.Site] = true
+				for _, u := range x.lookbackHours(d, hr, p.LookbackDays) {
+					rs := lh.byHour[u]
+					for i := range rs {
+						if rs[i].Samples > 0 {
+							s.add(&rs[i])
+							sites[rs[i].Site] = true
+						}
 					}
 				}
 			}
@@ -553,6 +616,19 @@ func (s *stat) add(r *rec) {
 	}
 	if num.Finite(r.MinTokPerS) && r.MinTokPerS > 0 && (s.tok == 0 || r.MinTokPerS < s.tok) {
 		s.tok = r.MinTokPerS
+	}
+}
+
+// merge adds the records o holds, as if each had been added to s.
+func (s *stat) merge(o *stat) {
+	s.records += o.records
+	s.samples += o.samples
+	s.failures += o.failures
+	if o.queue > s.queue {
+		s.queue = o.queue
+	}
+	if o.tok > 0 && (s.tok == 0 || o.tok < s.tok) {
+		s.tok = o.tok
 	}
 }
 

@@ -541,3 +541,51 @@ func TestNextGenUsesTheFilesRate(t *testing.T) {
 		t.Fatalf("tok_per_s %v, next_gen_s %v; want 41.49 and ceil(4000/41.49) = %v", rate, b.NextGenS, ceil2(4000/rate))
 	}
 }
+
+// TestHistoryLaneAtEqualsForHour checks History.LaneAt, with its memo of
+// lookback figures, against ForHour built from scratch, over random
+// sequences: records added out of order (older hours after newer ones),
+// replaced, several sites, bases up to two days wide, a DST change, and
+// several lookbacks asked in turn.
+func TestHistoryLaneAtEqualsForHour(t *testing.T) {
+	ny := mustLoc(t, "America/New_York")
+	for seed := range uint64(8) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		lanes := []LaneSpec{
+			{Name: "a", Kind: "free"},
+			{Name: "b", Kind: "free", BasisHours: 3},
+			{Name: "c", Kind: "paid", BasisHours: 30},
+			{Name: "d", Kind: "free", BasisHours: 48},
+		}
+		x := NewHistory(ny)
+		var recs []Record
+		now := time.Date(2026, 3, 1, 0, 0, 0, 0, ny) // DST starts on 2026-03-08
+		for step := range 1500 {
+			if rng.IntN(4) == 0 {
+				now = hours.Start(now.Add(time.Duration(rng.IntN(5))*time.Hour), ny)
+			}
+			if rng.IntN(3) > 0 {
+				rc := Record{
+					Lane: lanes[rng.IntN(len(lanes))].Name, Site: []string{"", "s2"}[rng.IntN(2)],
+					Hour:        hours.Start(now.Add(-time.Duration(rng.IntN(24*9))*time.Hour), ny),
+					WorstQueueS: float64(rng.IntN(4000)) / 100, WorstGenS: 1, MinTokPerS: float64(rng.IntN(80)),
+					Samples: rng.IntN(4), WorstCensoredS: float64(rng.IntN(2) * rng.IntN(60)),
+				}
+				if rc.Samples > 0 {
+					rc.Failures = rng.IntN(rc.Samples + 1)
+				}
+				rc.Kind = map[string]string{"a": "free", "b": "free", "c": "paid", "d": "free"}[rc.Lane]
+				x.Add(rc)
+				recs = append(recs, rc)
+				continue
+			}
+			p := Params{Location: ny, LookbackDays: []int{0, 1, 3, 7}[rng.IntN(4)], Lanes: lanes}
+			spec := lanes[rng.IntN(len(lanes))]
+			want := lane(t, ForHour(p, recs, nil, now), spec.Name)
+			if got := x.LaneAt(p, spec, LaneState{Lane: spec.Name}, now); !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d step %d: lane %s at %s, lookback %d:\n got %+v\nwant %+v",
+					seed, step, spec.Name, now, p.LookbackDays, got, want)
+			}
+		}
+	}
+}

@@ -218,6 +218,7 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 				LookbackDays: 2,
 				Lanes: []policy.LaneSpec{
 					{Name: "a", Kind: "free"}, {Name: "b", Kind: "paid"}, {Name: "c", Kind: "free", BasisHours: 3},
+					{Name: "d", Kind: "free", BasisHours: 30}, // a basis as old as the lookback
 				},
 				Classes: []policy.ClassSpec{{Name: "x", DeadlineS: 300, CeilingTokens: 5000, EstTokens: 500, PaidUSDPer1k: 0.01}},
 			}
@@ -225,11 +226,11 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 			opts := Options{Params: p, Lookbacks: []int{0, 1, 3}, From: start.AddDate(0, 0, 4), To: start.AddDate(0, 0, 9)}
 			var ps []series.Probe
 			for at := start; at.Before(opts.To); at = at.Add(time.Duration(rng.IntN(50)) * time.Minute) {
-				lane := []string{"a", "b", "c", "x"}[rng.IntN(4)]
-				if lane == "c" && rng.IntN(3) > 0 {
+				lane := []string{"a", "b", "c", "d", "x"}[rng.IntN(5)]
+				if (lane == "c" || lane == "d") && rng.IntN(3) > 0 {
 					continue // sparse
 				}
-				pr := series.Probe{Lane: lane, Kind: map[string]string{"a": "free", "b": "paid", "c": "free", "x": "free"}[lane],
+				pr := series.Probe{Lane: lane, Kind: map[string]string{"a": "free", "b": "paid", "c": "free", "d": "free", "x": "free"}[lane],
 					Site: []string{"", "s2"}[rng.IntN(2)], Time: at.Add(time.Duration(rng.IntN(1000)) * time.Millisecond),
 					QueueS: math.Round(rng.ExpFloat64()*2000) / 100, GenS: 0.1 + rng.Float64(), Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 				switch rng.IntN(12) {
