@@ -686,6 +686,24 @@ func finish(p Params, calcs []laneCalc) ([]Lane, []Class) {
 // them. A replay that keeps the lanes' figures up to date builds the policy
 // in force without recomputing them.
 func Classes(p Params, lanes []Lane) []Class {
+	// The order a class lists its lanes in: free first, then by name.
+	order := make([]int, len(lanes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(boolInt(lanes[a].Kind != KindFree), boolInt(lanes[b].Kind != KindFree)),
+			cmp.Compare(lanes[a].Name, lanes[b].Name))
+	})
+	type cand struct {
+		name     string
+		kind     string
+		q, g     float64
+		eligible bool
+		ok       bool // the lane has samples and a next_gen_s for the class
+	}
+	cands := make([]cand, len(lanes))
+	listed := make([]string, 0, len(lanes)*len(p.Classes)) // every class's Lanes, back to back
 	classes := make([]Class, 0, len(p.Classes))
 	for _, cs := range p.Classes {
 		c := Class{
@@ -693,39 +711,25 @@ func Classes(p Params, lanes []Lane) []Class {
 			DeadlineS:     cs.DeadlineS,
 			CeilingTokens: cs.CeilingTokens,
 			EstTokens:     cs.EstTokens,
-			Lanes:         []string{},
 		}
-		type cand struct {
-			name     string
-			kind     string
-			q, g     float64
-			eligible bool
-		}
-		var fits, cands []cand
 		for i := range lanes {
 			l := &lanes[i]
 			g, ok := gen(l.TokPerS, cs.EstTokens)
-			if !ok || l.Samples <= 0 {
-				continue
-			}
-			x := cand{l.Name, l.Kind, l.NextQueueS, g, l.Eligible}
-			cands = append(cands, x)
-			if l.Eligible && x.q+x.g <= cs.DeadlineS {
-				fits = append(fits, x)
+			cands[i] = cand{l.Name, l.Kind, l.NextQueueS, g, l.Eligible, ok && l.Samples > 0}
+		}
+		first := len(listed)
+		for _, i := range order {
+			if x := &cands[i]; x.ok && x.eligible && x.q+x.g <= cs.DeadlineS {
+				listed = append(listed, x.name)
 			}
 		}
-		slices.SortFunc(fits, func(a, b cand) int {
-			return cmp.Or(cmp.Compare(boolInt(a.kind != KindFree), boolInt(b.kind != KindFree)), cmp.Compare(a.name, b.name))
-		})
-		for _, x := range fits {
-			c.Lanes = append(c.Lanes, x.name)
-		}
+		c.Lanes = listed[first:len(listed):len(listed)]
 		choose := func(kind string) (cand, bool) {
 			var best cand
 			found := false
 			for _, eligibleOnly := range []bool{true, false} {
 				for _, x := range cands {
-					if x.kind != kind || (eligibleOnly && !x.eligible) {
+					if !x.ok || x.kind != kind || (eligibleOnly && !x.eligible) {
 						continue
 					}
 					if !found || x.q+x.g < best.q+best.g || (x.q+x.g == best.q+best.g && x.name < best.name) {

@@ -162,14 +162,14 @@ func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error
 
 // Probes returns the probe points q selects.
 func (s *File) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return readFile(ctx, s, kindProbe, q, decodeProbe, probeKey)
+	return readFile(ctx, s, kindProbe, q, names{}.probe, probeKey)
 }
 
 // Hourly returns the hourly points q selects. Probe lines are skipped by
 // their measurement prefix and lines out of range by their timestamp,
 // without decoding either.
 func (s *File) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return readFile(ctx, s, kindHourly, q, decodeHourly, hourlyKey)
+	return readFile(ctx, s, kindHourly, q, names{}.hourly, hourlyKey)
 }
 
 // Latest returns the newest probe point per lane and site that q selects.
@@ -320,8 +320,9 @@ func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (b
 	}
 	buf := &reorder{}
 	newest = math.MinInt64
+	nm := names{}
 	err = s.scanRaw(ctx, kindProbe, m, func(line []byte, ns int64) error {
-		p, err := decodeProbe(line)
+		p, err := nm.probe(line)
 		if err != nil || !m.seriesOK(p.Lane, p.Site) {
 			return nil // Probes reports corrupt lines
 		}

@@ -229,10 +229,38 @@ func lineTime(line []byte) (ns int64, ok bool) {
 }
 
 // decodeProbe decodes one probe line (without its newline).
-func decodeProbe(line []byte) (Probe, error) {
+func decodeProbe(line []byte) (Probe, error) { return names(nil).probe(line) }
+
+// decodeHourly decodes one queue_hourly line (without its newline).
+func decodeHourly(line []byte) (Hourly, error) { return names(nil).hourly(line) }
+
+// names interns the tag values and strings of the lines one read decodes:
+// a year of probes names a few dozen lanes and outcomes, not millions of
+// strings. A nil names copies each.
+type names map[string]string
+
+// maxNames bounds a names: past it, strings are copied, not kept.
+const maxNames = 1 << 14
+
+func (n names) get(b []byte) string {
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(n) < maxNames {
+		n[s] = s
+	}
+	return s
+}
+
+// probe decodes one probe line (without its newline).
+func (n names) probe(line []byte) (Probe, error) {
 	var p Probe
 	var err error
-	p.Lane, p.Kind, p.Site, p.Time, err = decodeLine(line, MeasurementProbe, func(key []byte, v lineprotocol.Value) error {
+	p.Lane, p.Kind, p.Site, p.Time, err = n.decodeLine(line, MeasurementProbe, func(key []byte, v fieldVal) error {
 		switch string(key) {
 		case fieldQueueS:
 			return floatField(&p.QueueS, key, v)
@@ -252,10 +280,10 @@ func decodeProbe(line []byte) (Probe, error) {
 		case fieldOK:
 			return boolField(&p.OK, key, v)
 		case fieldOutcome:
-			if v.Kind() != lineprotocol.String {
+			if v.kind != lineprotocol.String {
 				return kindError(key, v, lineprotocol.String)
 			}
-			p.Outcome = v.StringV()
+			p.Outcome = n.get(v.s)
 		case fieldStatus:
 			return intField(&p.Status, key, v)
 		}
@@ -264,11 +292,11 @@ func decodeProbe(line []byte) (Probe, error) {
 	return p, err
 }
 
-// decodeHourly decodes one queue_hourly line (without its newline).
-func decodeHourly(line []byte) (Hourly, error) {
+// hourly decodes one queue_hourly line (without its newline).
+func (n names) hourly(line []byte) (Hourly, error) {
 	var h Hourly
 	var err error
-	h.Lane, h.Kind, h.Site, h.Hour, err = decodeLine(line, MeasurementHourly, func(key []byte, v lineprotocol.Value) error {
+	h.Lane, h.Kind, h.Site, h.Hour, err = n.decodeLine(line, MeasurementHourly, func(key []byte, v fieldVal) error {
 		switch string(key) {
 		case fieldWorstQueueS:
 			return floatField(&h.WorstQueueS, key, v)
@@ -291,56 +319,36 @@ func decodeHourly(line []byte) (Hourly, error) {
 }
 
 // decodeLine decodes one line of measurement want, handing each field to
-// field. It requires the lane and kind tags and a timestamp; the site tag is
-// optional. Unknown tags and fields are ignored.
-func decodeLine(line []byte, want string, field func(key []byte, v lineprotocol.Value) error) (lane, kind, site string, t time.Time, err error) {
+// field: a plain line (plainLine) directly, any other through the
+// line-protocol library. It requires the lane and kind tags and a
+// timestamp; the site tag is optional. Unknown tags and fields are
+// ignored.
+func (n names) decodeLine(line []byte, want string, field func(key []byte, v fieldVal) error) (lane, kind, site string, t time.Time, err error) {
 	fail := func(err error) (string, string, string, time.Time, error) {
 		return "", "", "", time.Time{}, err
 	}
-	d := lineprotocol.NewDecoderWithBytes(line)
-	if !d.Next() {
-		return fail(errors.New("empty line"))
-	}
-	m, err := d.Measurement()
-	if err != nil {
-		return fail(err)
-	}
-	if string(m) != want {
-		return fail(fmt.Errorf("measurement %q, want %q", m, want))
-	}
-	for {
-		k, v, err := d.NextTag()
-		if err != nil {
-			return fail(err)
-		}
-		if k == nil {
-			break
-		}
+	tag := func(k, v []byte) {
 		switch string(k) {
 		case TagLane:
-			lane = string(v)
+			lane = n.get(v)
 		case TagKind:
-			kind = string(v)
+			kind = n.get(v)
 		case TagSite:
-			site = string(v)
+			site = n.get(v)
 		}
 	}
 	fields := 0
-	for {
-		k, v, err := d.NextField()
-		if err != nil {
-			return fail(err)
-		}
-		if k == nil {
-			break
-		}
+	counted := func(k []byte, v fieldVal) error {
 		fields++
-		if err := field(k, v); err != nil {
-			return fail(err)
-		}
+		return field(k, v)
 	}
-	t, err = d.Time(lineprotocol.Nanosecond, time.Time{})
+	ns, plain, err := plainLine(line, want, tag, counted)
 	if err != nil {
+		return fail(err)
+	}
+	if plain {
+		t = time.Unix(0, ns)
+	} else if t, err = libraryLine(line, want, tag, counted); err != nil {
 		return fail(err)
 	}
 	switch {
@@ -356,30 +364,69 @@ func decodeLine(line []byte, want string, field func(key []byte, v lineprotocol.
 	return lane, kind, site, t.UTC(), nil
 }
 
-func floatField(dst *float64, key []byte, v lineprotocol.Value) error {
-	if v.Kind() != lineprotocol.Float {
+// libraryLine reads a line that is not plain with the line-protocol
+// library, handing on tags and fields as plainLine does.
+func libraryLine(line []byte, want string, tag func(k, v []byte), field func(k []byte, v fieldVal) error) (time.Time, error) {
+	d := lineprotocol.NewDecoderWithBytes(line)
+	if !d.Next() {
+		return time.Time{}, errors.New("empty line")
+	}
+	m, err := d.Measurement()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if string(m) != want {
+		return time.Time{}, fmt.Errorf("measurement %q, want %q", m, want)
+	}
+	for {
+		k, v, err := d.NextTag()
+		if err != nil {
+			return time.Time{}, err
+		}
+		if k == nil {
+			break
+		}
+		tag(k, v)
+	}
+	for {
+		k, v, err := d.NextField()
+		if err != nil {
+			return time.Time{}, err
+		}
+		if k == nil {
+			break
+		}
+		if err := field(k, valueOf(v)); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return d.Time(lineprotocol.Nanosecond, time.Time{})
+}
+
+func floatField(dst *float64, key []byte, v fieldVal) error {
+	if v.kind != lineprotocol.Float {
 		return kindError(key, v, lineprotocol.Float)
 	}
-	*dst = v.FloatV()
+	*dst = v.f
 	return nil
 }
 
-func intField(dst *int64, key []byte, v lineprotocol.Value) error {
-	if v.Kind() != lineprotocol.Int {
+func intField(dst *int64, key []byte, v fieldVal) error {
+	if v.kind != lineprotocol.Int {
 		return kindError(key, v, lineprotocol.Int)
 	}
-	*dst = v.IntV()
+	*dst = v.i
 	return nil
 }
 
-func boolField(dst *bool, key []byte, v lineprotocol.Value) error {
-	if v.Kind() != lineprotocol.Bool {
+func boolField(dst *bool, key []byte, v fieldVal) error {
+	if v.kind != lineprotocol.Bool {
 		return kindError(key, v, lineprotocol.Bool)
 	}
-	*dst = v.BoolV()
+	*dst = v.b
 	return nil
 }
 
-func kindError(key []byte, v lineprotocol.Value, want lineprotocol.ValueKind) error {
-	return fmt.Errorf("field %s is %s, want %s", key, v.Kind(), want)
+func kindError(key []byte, v fieldVal, want lineprotocol.ValueKind) error {
+	return fmt.Errorf("field %s is %s, want %s", key, v.kind, want)
 }

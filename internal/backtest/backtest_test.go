@@ -331,3 +331,22 @@ func TestBestLookback(t *testing.T) {
 		}
 	}
 }
+
+// TestPercentileEqualsSortedRank: the selection gives the nearest rank of
+// the sorted values, for random lengths, duplicates and quantiles.
+func TestPercentileEqualsSortedRank(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := range 2000 {
+		xs := make([]float32, 1+rng.IntN(1+n))
+		for i := range xs {
+			xs[i] = float32(rng.IntN(1 + rng.IntN(50))) // many ties
+		}
+		q := []float64{0, 0.1, 0.5, 0.9, 0.99, 1}[rng.IntN(6)]
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		k := min(max(int(math.Ceil(q*float64(len(xs))))-1, 0), len(xs)-1)
+		if got, ok := percentile(xs, q); !ok || got != float64(sorted[k]) {
+			t.Fatalf("n=%d q=%g: %g, want %g", len(xs), q, got, sorted[k])
+		}
+	}
+}

@@ -2,7 +2,6 @@ package backtest
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
@@ -240,7 +239,6 @@ func (c *cell) counts(buf *[]float32) Counts {
 		n.Coverage = &v
 	}
 	*buf = append((*buf)[:0], c.ratios...)
-	slices.Sort(*buf)
 	if m, ok := percentile(*buf, 0.5); ok {
 		m = policy.Round(m, 3)
 		n.MedianRatio = &m
@@ -253,17 +251,48 @@ func (c *cell) counts(buf *[]float32) Counts {
 }
 
 // percentile returns the nearest-rank q-quantile of xs (the value of rank
-// ceil(q·n)), sorting xs in place.
+// ceil(q·n)), reordering xs (a selection, not a sort: the year's ratios
+// are a million values).
 func percentile(xs []float32, q float64) (float64, bool) {
 	if len(xs) == 0 {
 		return 0, false
 	}
-	if !slices.IsSorted(xs) {
-		slices.Sort(xs)
-	}
 	k := int(math.Ceil(q*float64(len(xs)))) - 1
 	k = min(max(k, 0), len(xs)-1)
-	return float64(xs[k]), true
+	return float64(selectK(xs, k)), true
+}
+
+// selectK returns the value of rank k+1 in xs, leaving xs reordered so that
+// xs[k] holds it, smaller or equal values before and greater or equal ones
+// after (Hoare's selection, middle pivot).
+func selectK(xs []float32, k int) float32 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		pivot := xs[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < pivot {
+				i++
+			}
+			for xs[j] > pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
 }
 
 // TargetCoverage is the coverage a lookback must reach to be marked best:

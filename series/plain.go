@@ -1,0 +1,252 @@
+package series
+
+import (
+	"strconv"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+)
+
+// A plain line is one of the shape the stores write: the measurement,
+// tags and field keys of printable ASCII without escapes, quotes or
+// backslashes, decimal numbers, true or false, strings without escapes,
+// and a timestamp. plainLine reads such a line without the line-protocol
+// library's general machinery (a year of probes decodes in a quarter of
+// the time); any other line is left to the library, which stays the
+// authority: FuzzPlainLine checks that whatever plainLine accepts, the
+// library reads the same way.
+
+// fieldVal is one decoded field value.
+type fieldVal struct {
+	kind lineprotocol.ValueKind
+	f    float64
+	i    int64
+	b    bool
+	s    []byte // String: valid until the next line is read
+}
+
+func valueOf(v lineprotocol.Value) fieldVal {
+	fv := fieldVal{kind: v.Kind()}
+	switch fv.kind {
+	case lineprotocol.Float:
+		fv.f = v.FloatV()
+	case lineprotocol.Int:
+		fv.i = v.IntV()
+	case lineprotocol.Bool:
+		fv.b = v.BoolV()
+	case lineprotocol.String:
+		fv.s = v.BytesV()
+	}
+	return fv
+}
+
+// plainLine reads line if it is plain and of measurement want, handing
+// each tag to tag and each field to field; ok is false, with nothing
+// handed on, when it is not (the caller decodes it with the library
+// then). An error from field ends the read.
+func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []byte, v fieldVal) error) (ns int64, ok bool, err error) {
+	if !hasMeasurement(line, want) {
+		return 0, false, nil
+	}
+	// One pass up front, so that nothing is handed on from a line that
+	// turns out not to be plain.
+	for _, c := range line {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return 0, false, nil
+		}
+	}
+	i := len(want)
+	// Tags: ,key=value ... up to the space before the fields.
+	tags := i
+	for i < len(line) && line[i] == ',' {
+		k0 := i + 1
+		k1 := plainWord(line, k0)
+		if k1 == k0 || k1 >= len(line) || line[k1] != '=' {
+			return 0, false, nil
+		}
+		v1 := plainWord(line, k1+1)
+		if v1 == k1+1 {
+			return 0, false, nil
+		}
+		i = v1
+	}
+	if i >= len(line) || line[i] != ' ' {
+		return 0, false, nil
+	}
+	// Fields: key=value[,key=value...] then a space and the timestamp.
+	i++
+	fields := i
+	for {
+		k1 := plainWord(line, i)
+		if k1 == i || k1 >= len(line) || line[k1] != '=' {
+			return 0, false, nil
+		}
+		v0 := k1 + 1
+		if v0 < len(line) && line[v0] == '"' {
+			v1 := v0 + 1
+			for v1 < len(line) && line[v1] != '"' {
+				v1++
+			}
+			if v1 >= len(line) {
+				return 0, false, nil
+			}
+			i = v1 + 1
+		} else {
+			v1 := v0
+			for v1 < len(line) && line[v1] != ',' && line[v1] != ' ' && line[v1] != '"' {
+				v1++
+			}
+			if _, ok := plainValue(line[v0:v1]); !ok {
+				return 0, false, nil
+			}
+			i = v1
+		}
+		if i >= len(line) {
+			return 0, false, nil // no timestamp
+		}
+		if line[i] == ' ' {
+			break
+		}
+		if line[i] != ',' {
+			return 0, false, nil
+		}
+		i++
+	}
+	ns, ok = plainTime(line[i+1:])
+	if !ok {
+		return 0, false, nil
+	}
+	// The line is plain: hand it on.
+	for j := tags; j < fields-1; {
+		k1 := plainWord(line, j+1)
+		v1 := plainWord(line, k1+1)
+		tag(line[j+1:k1], line[k1+1:v1])
+		j = v1
+	}
+	for j := fields; ; j++ { // j: the start of a field key
+		k0 := j
+		k1 := plainWord(line, k0)
+		v0 := k1 + 1
+		var v fieldVal
+		if line[v0] == '"' {
+			v1 := v0 + 1
+			for line[v1] != '"' {
+				v1++
+			}
+			v = fieldVal{kind: lineprotocol.String, s: line[v0+1 : v1]}
+			j = v1 + 1
+		} else {
+			j = v0
+			for line[j] != ',' && line[j] != ' ' {
+				j++
+			}
+			v, _ = plainValue(line[v0:j])
+		}
+		if err := field(line[k0:k1], v); err != nil {
+			return 0, true, err
+		}
+		if j == i { // the space before the timestamp
+			return ns, true, nil
+		}
+	}
+}
+
+// plainWord returns the end of the run of plain name characters at i:
+// printable ASCII but for space, comma, equals and the double quote.
+func plainWord(line []byte, i int) int {
+	for i < len(line) {
+		switch c := line[i]; c {
+		case ' ', ',', '=', '"':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// plainValue reads a plain number or boolean: -?digits[.digits][e[+-]digits]
+// (a float), -?digits followed by i (an integer), true or false.
+func plainValue(b []byte) (fieldVal, bool) {
+	switch string(b) {
+	case "true":
+		return fieldVal{kind: lineprotocol.Bool, b: true}, true
+	case "false":
+		return fieldVal{kind: lineprotocol.Bool}, true
+	}
+	if len(b) > 1 && b[len(b)-1] == 'i' {
+		d := b[:len(b)-1]
+		if !plainInt(d) {
+			return fieldVal{}, false
+		}
+		x, err := strconv.ParseInt(string(d), 10, 64)
+		if err != nil {
+			return fieldVal{}, false
+		}
+		return fieldVal{kind: lineprotocol.Int, i: x}, true
+	}
+	if !plainFloat(b) {
+		return fieldVal{}, false
+	}
+	x, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fieldVal{}, false // out of range: the library words the error
+	}
+	return fieldVal{kind: lineprotocol.Float, f: x}, true
+}
+
+func plainInt(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	return len(b) > 0 && digits(b) == len(b)
+}
+
+func plainFloat(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	n := digits(b)
+	if n == 0 {
+		return false
+	}
+	b = b[n:]
+	if len(b) > 0 && b[0] == '.' {
+		n = digits(b[1:])
+		if n == 0 {
+			return false
+		}
+		b = b[1+n:]
+	}
+	if len(b) > 0 && (b[0] == 'e' || b[0] == 'E') {
+		b = b[1:]
+		if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+			b = b[1:]
+		}
+		n = digits(b)
+		if n == 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return len(b) == 0
+}
+
+func digits(b []byte) int {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// plainTime reads a timestamp in nanoseconds: -?digits, within the range
+// the stores accept.
+func plainTime(b []byte) (int64, bool) {
+	if !plainInt(b) || len(b) > 20 {
+		return 0, false
+	}
+	ns, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || ns < minTime.UnixNano() || ns > maxTime.UnixNano() {
+		return 0, false
+	}
+	return ns, true
+}
