@@ -209,6 +209,18 @@ type laneHistory struct {
 	byHour map[int64][]rec // hour start (Unix s) → one record per site
 	ever   int             // records with samples
 	looks  []lookMemo      // LaneAt's lookback figures, per lookback
+	// The hour of the newest Add and its records, where a replay reads
+	// its basis from.
+	lastKey  int64
+	lastRecs []rec
+}
+
+// hour returns the lane's records of the hour starting at Unix second k.
+func (lh *laneHistory) hour(k int64) []rec {
+	if k == lh.lastKey && lh.lastRecs != nil {
+		return lh.lastRecs
+	}
+	return lh.byHour[k]
 }
 
 // lookMemo is the lookback part of a lane's figures for one hour: the same
@@ -240,7 +252,7 @@ func (x *History) Add(r Record) {
 	n := rec{Record: r, day: civilOf(lt), hour: lt.Hour()}
 	k := r.Hour.Unix()
 	lh.looks = slices.DeleteFunc(lh.looks, func(m lookMemo) bool { return k < m.hour })
-	rs := lh.byHour[k]
+	rs := lh.hour(k)
 	for i := range rs {
 		if rs[i].Site == r.Site {
 			if rs[i].Samples > 0 {
@@ -250,6 +262,7 @@ func (x *History) Add(r Record) {
 			if n.Samples > 0 {
 				lh.ever++
 			}
+			lh.lastKey, lh.lastRecs = k, rs
 			return
 		}
 	}
@@ -257,6 +270,7 @@ func (x *History) Add(r Record) {
 		lh.ever++
 	}
 	lh.byHour[k] = append(rs, n)
+	lh.lastKey, lh.lastRecs = k, lh.byHour[k]
 }
 
 // ForHour returns the live policy for the hour holding `hour` (in
@@ -323,7 +337,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 	bases := basesBuf[:0] // one per site: the newest record with samples
 	if lh != nil {
 		for back := 0; back <= max(spec.BasisHours, 1); back++ {
-			rs := lh.byHour[h.Add(-time.Duration(back)*time.Hour).Unix()]
+			rs := lh.hour(h.Add(-time.Duration(back) * time.Hour).Unix())
 			for i := range rs {
 				r := &rs[i]
 				if r.Samples <= 0 || slices.ContainsFunc(bases, func(b *rec) bool { return b.Site == r.Site }) {

@@ -47,16 +47,20 @@ func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []b
 	if !hasMeasurement(line, want) {
 		return 0, false, nil
 	}
-	// One pass up front, so that nothing is handed on from a line that
-	// turns out not to be plain.
-	for _, c := range line {
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return 0, false, nil
-		}
+	// Each part checks its own characters as it is read: names and string
+	// values are printable ASCII without backslashes (plainWord,
+	// plainString), numbers and the timestamp are digits and signs.
+	//
+	// The whole line is read before anything is handed on, so that nothing
+	// is from a line that turns out not to be plain. A line of more tags
+	// or fields than the stores write goes to the library.
+	var tags [maxPlainTags][4]int // key start, key end, value start, value end
+	var fields [maxPlainFields]struct {
+		k0, k1 int
+		v      fieldVal
 	}
+	nt, nf := 0, 0
 	i := len(want)
-	// Tags: ,key=value ... up to the space before the fields.
-	tags := i
 	for i < len(line) && line[i] == ',' {
 		k0 := i + 1
 		k1 := plainWord(line, k0)
@@ -64,42 +68,44 @@ func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []b
 			return 0, false, nil
 		}
 		v1 := plainWord(line, k1+1)
-		if v1 == k1+1 {
+		if v1 == k1+1 || nt == maxPlainTags {
 			return 0, false, nil
 		}
+		tags[nt] = [4]int{k0, k1, k1 + 1, v1}
+		nt++
 		i = v1
 	}
 	if i >= len(line) || line[i] != ' ' {
 		return 0, false, nil
 	}
-	// Fields: key=value[,key=value...] then a space and the timestamp.
 	i++
-	fields := i
 	for {
-		k1 := plainWord(line, i)
-		if k1 == i || k1 >= len(line) || line[k1] != '=' {
+		k0 := i
+		k1 := plainWord(line, k0)
+		if k1 == k0 || k1 >= len(line) || line[k1] != '=' || nf == maxPlainFields {
 			return 0, false, nil
 		}
 		v0 := k1 + 1
+		var v fieldVal
 		if v0 < len(line) && line[v0] == '"' {
-			v1 := v0 + 1
-			for v1 < len(line) && line[v1] != '"' {
-				v1++
-			}
-			if v1 >= len(line) {
+			v1 := plainString(line, v0+1)
+			if v1 >= len(line) || line[v1] != '"' {
 				return 0, false, nil
 			}
+			v = fieldVal{kind: lineprotocol.String, s: line[v0+1 : v1]}
 			i = v1 + 1
 		} else {
 			v1 := v0
 			for v1 < len(line) && line[v1] != ',' && line[v1] != ' ' && line[v1] != '"' {
 				v1++
 			}
-			if _, ok := plainValue(line[v0:v1]); !ok {
+			if v, ok = plainValue(line[v0:v1]); !ok {
 				return 0, false, nil
 			}
 			i = v1
 		}
+		fields[nf].k0, fields[nf].k1, fields[nf].v = k0, k1, v
+		nf++
 		if i >= len(line) {
 			return 0, false, nil // no timestamp
 		}
@@ -111,51 +117,48 @@ func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []b
 		}
 		i++
 	}
-	ns, ok = plainTime(line[i+1:])
-	if !ok {
+	if ns, ok = plainTime(line[i+1:]); !ok {
 		return 0, false, nil
 	}
-	// The line is plain: hand it on.
-	for j := tags; j < fields-1; {
-		k1 := plainWord(line, j+1)
-		v1 := plainWord(line, k1+1)
-		tag(line[j+1:k1], line[k1+1:v1])
-		j = v1
+	for _, t := range tags[:nt] {
+		tag(line[t[0]:t[1]], line[t[2]:t[3]])
 	}
-	for j := fields; ; j++ { // j: the start of a field key
-		k0 := j
-		k1 := plainWord(line, k0)
-		v0 := k1 + 1
-		var v fieldVal
-		if line[v0] == '"' {
-			v1 := v0 + 1
-			for line[v1] != '"' {
-				v1++
-			}
-			v = fieldVal{kind: lineprotocol.String, s: line[v0+1 : v1]}
-			j = v1 + 1
-		} else {
-			j = v0
-			for line[j] != ',' && line[j] != ' ' {
-				j++
-			}
-			v, _ = plainValue(line[v0:j])
-		}
-		if err := field(line[k0:k1], v); err != nil {
+	for _, f := range fields[:nf] {
+		if err := field(line[f.k0:f.k1], f.v); err != nil {
 			return 0, true, err
 		}
-		if j == i { // the space before the timestamp
-			return ns, true, nil
-		}
 	}
+	return ns, true, nil
 }
 
+// The most tags and fields a plain line has: the stores write up to three
+// tags and ten fields.
+const (
+	maxPlainTags   = 8
+	maxPlainFields = 16
+)
+
 // plainWord returns the end of the run of plain name characters at i:
-// printable ASCII but for space, comma, equals and the double quote.
+// printable ASCII but for space, comma, equals, the double quote and the
+// backslash. The caller checks that the character it stops at is the one
+// that may follow.
 func plainWord(line []byte, i int) int {
 	for i < len(line) {
-		switch c := line[i]; c {
-		case ' ', ',', '=', '"':
+		c := line[i]
+		if c <= ' ' || c >= 0x7f || c == ',' || c == '=' || c == '"' || c == '\\' {
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// plainString returns the end of the run of plain string characters at i:
+// printable ASCII but for the double quote and the backslash.
+func plainString(line []byte, i int) int {
+	for i < len(line) {
+		c := line[i]
+		if c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
 			return i
 		}
 		i++

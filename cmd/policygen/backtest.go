@@ -266,6 +266,7 @@ func scanFeed(ctx context.Context, sc series.ProbeScanner, from, to time.Time, a
 	defer cancel()
 	const size = 4096
 	batches := make(chan []series.Probe, 2)
+	free := make(chan []series.Probe, 4) // batches added, for reuse
 	var ordered bool
 	var scanErr error
 	done := make(chan struct{})
@@ -280,7 +281,11 @@ func scanFeed(ctx context.Context, sc series.ProbeScanner, from, to time.Time, a
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-				b = make([]series.Probe, 0, size)
+				select {
+				case b = <-free:
+				default:
+					b = make([]series.Probe, 0, size)
+				}
 			}
 			return nil
 		})
@@ -300,6 +305,10 @@ func scanFeed(ctx context.Context, sc series.ProbeScanner, from, to time.Time, a
 		}
 		if addErr != nil {
 			cancel()
+		}
+		select {
+		case free <- b[:0]:
+		default:
 		}
 	}
 	<-done

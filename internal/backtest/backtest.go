@@ -183,6 +183,9 @@ type Backtest struct {
 	dropped  int      // job replays left out: their horizon passes the newest probe
 	finished bool
 
+	hourNow hourSpan      // the hour of the last instant asked about
+	figs    []policy.Lane // evaluate's scratch: every lane's figures
+
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
@@ -369,12 +372,12 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 			b.evaluate(j)
 			b.waiting.push(j)
 		case hasP:
-			p := b.pending.peek()
+			p := b.pending.front()
 			if !all && !p.Time.Before(frontier) {
 				return
 			}
-			b.pending.pop()
 			b.apply(p)
+			b.pending.pop()
 		default:
 			return
 		}
@@ -394,16 +397,16 @@ func (b *Backtest) state(l *lane) policy.LaneState {
 }
 
 // apply scores p against the policy in force, then adds it to the history.
-func (b *Backtest) apply(p series.Probe) {
+func (b *Backtest) apply(p *series.Probe) {
 	l := b.lanes[p.Lane]
 	if !p.Time.Before(b.opts.From) {
 		st := b.state(l)
-		hod := p.Time.In(b.loc).Hour()
+		hod := b.hourOf(p.Time).hod
 		for i := range b.lookbacks {
 			pl := b.figures(l, i, st, p.Time)
-			b.cells[i][l.idx*24+hod].add(pl, &p)
+			b.cells[i][l.idx*24+hod].add(pl, p)
 			if b.onScore != nil {
-				b.onScore(&p, b.lookbacks[i], pl)
+				b.onScore(p, b.lookbacks[i], pl)
 			}
 		}
 	}
@@ -421,15 +424,15 @@ func (b *Backtest) apply(p series.Probe) {
 		sh = &siteHour{site: p.Site, rec: -1}
 		l.sites = append(l.sites, sh)
 	}
-	hour := hours.Start(p.Time, b.loc).UTC()
+	hour := b.hourOf(p.Time).start
 	if !sh.hour.Equal(hour) {
 		sh.hour, sh.probes, sh.rec = hour, sh.probes[:0], -1
 	}
-	sh.probes = append(sh.probes, p)
+	sh.probes = append(sh.probes, *p)
 	r := wire.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
 	b.hist.Add(r)
 	if b.onApply != nil {
-		b.onApply(&p, r)
+		b.onApply(p, r)
 	}
 	if sh.rec < 0 {
 		sh.rec = len(b.recs)
@@ -440,15 +443,46 @@ func (b *Backtest) apply(p series.Probe) {
 	if p.Time.After(l.last) {
 		l.last = p.Time
 	}
-	sh.backoff, _ = budget.Backoff(p, b.loc)
+	sh.backoff, _ = budget.Backoff(*p, b.loc)
 	l.version++
+}
+
+// hourSpan is an hour in the replay's timezone: [start, end), its hour of
+// day.
+type hourSpan struct {
+	start, end time.Time // UTC
+	hod        int
+}
+
+// hourOf returns the hour holding t. A replay asks about one hour many
+// times in a row; the answer is kept while t stays in it.
+func (b *Backtest) hourOf(t time.Time) hourSpan {
+	h := &b.hourNow
+	if !t.Before(h.start) && t.Before(h.end) {
+		return *h
+	}
+	start := hours.Start(t, b.loc).UTC()
+	*h = hourSpan{start: start, end: start, hod: start.In(b.loc).Hour()}
+	// An hour is an hour long but near a DST change, which moves the clock
+	// by a multiple of 15 minutes. hours.Start never goes back in time, so
+	// the hour covers [start, start+d) when start+d-1ns is still in it.
+	for _, d := range []time.Duration{time.Hour, 30 * time.Minute, 15 * time.Minute} {
+		if end := start.Add(d); hours.Start(end.Add(-1), b.loc).Equal(start) {
+			h.end = end
+			break
+		}
+	}
+	if !t.Before(h.end) {
+		h.end = t.Add(1) // none of those: this instant alone
+	}
+	return *h
 }
 
 // figures returns lane l's figures under params i at t, from the cache
 // while the lane, the history and the hour are the same.
 func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *policy.Lane {
 	f := &l.figs[i]
-	h := hours.Start(t, b.loc).Unix()
+	h := b.hourOf(t).start.Unix()
 	if !f.ok || f.hour != h || f.version != l.version || f.epoch != b.epoch {
 		*f = figures{ok: true, hour: h, version: l.version, epoch: b.epoch,
 			lane: b.hist.LaneAt(b.params[i], l.spec, st, t)}
@@ -490,11 +524,11 @@ func (b *Backtest) prune(now time.Time) {
 
 // evaluate takes the policy in force at the job's arrival.
 func (b *Backtest) evaluate(j *job) {
-	lanes := make([]policy.Lane, len(b.order))
-	for i, l := range b.order {
-		lanes[i] = *b.figures(l, b.decide, b.state(l), j.t0)
+	b.figs = b.figs[:0]
+	for _, l := range b.order {
+		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l), j.t0))
 	}
-	classes := policy.Classes(b.params[b.decide], lanes)
+	classes := policy.Classes(b.params[b.decide], b.figs)
 	j.pol = make([]classPolicy, len(classes))
 	for i, c := range classes {
 		j.pol[i].book = c.Book
@@ -531,7 +565,10 @@ type fifo[T any] struct {
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 func (q *fifo[T]) peek() T  { return q.items[q.head] }
-func (q *fifo[T]) push(x T) { q.items = append(q.items, x) }
+
+// front points at the head item, until the next push or pop.
+func (q *fifo[T]) front() *T { return &q.items[q.head] }
+func (q *fifo[T]) push(x T)  { q.items = append(q.items, x) }
 func (q *fifo[T]) pop() T {
 	x := q.items[q.head]
 	var zero T

@@ -350,3 +350,28 @@ func TestPercentileEqualsSortedRank(t *testing.T) {
 		}
 	}
 }
+
+// TestHourOfEqualsHoursStart: the kept hour is always the one hours.Start
+// gives, across DST changes of an hour and of half an hour.
+func TestHourOfEqualsHoursStart(t *testing.T) {
+	for _, name := range []string{"UTC", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &Backtest{loc: loc}
+		rng := rand.New(rand.NewPCG(9, 10))
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for range 200000 {
+			at = at.Add(time.Duration(rng.Int64N(int64(10 * time.Minute))))
+			if rng.IntN(50) == 0 {
+				at = at.Add(-time.Duration(rng.Int64N(int64(3 * time.Hour))))
+			}
+			got := b.hourOf(at)
+			want := hours.Start(at, loc)
+			if !got.start.Equal(want) || got.hod != at.In(loc).Hour() {
+				t.Fatalf("%s: hour of %s: %s (%d), want %s (%d)", name, at, got.start, got.hod, want, at.In(loc).Hour())
+			}
+		}
+	}
+}
