@@ -248,9 +248,9 @@ func (x *History) Add(r Record) {
 		lh = &laneHistory{byHour: map[int64][]rec{}}
 		x.lanes[r.Lane] = lh
 	}
-	lt := r.Hour.In(x.loc)
-	n := rec{Record: r, day: civilOf(lt), hour: lt.Hour()}
 	k := r.Hour.Unix()
+	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
+		Samples: r.Samples, Failures: r.Failures}
 	lh.looks = slices.DeleteFunc(lh.looks, func(m lookMemo) bool { return k < m.hour })
 	rs := lh.hour(k)
 	for i := range rs {
@@ -271,6 +271,33 @@ func (x *History) Add(r Record) {
 	}
 	lh.byHour[k] = append(rs, n)
 	lh.lastKey, lh.lastRecs = k, lh.byHour[k]
+}
+
+// Drop removes the records of hours that start before `before`, so that
+// a History kept up to date over a long replay holds only the days its
+// policies can still read. The lanes' figures from then on are as if the
+// dropped records had never been added.
+func (x *History) Drop(before time.Time) {
+	cut := before.Unix()
+	for _, lh := range x.lanes {
+		dropped := false
+		for k, rs := range lh.byHour {
+			if k >= cut {
+				continue
+			}
+			for i := range rs {
+				if rs[i].Samples > 0 {
+					lh.ever--
+				}
+			}
+			delete(lh.byHour, k)
+			dropped = true
+		}
+		if dropped {
+			lh.looks = lh.looks[:0]
+			lh.lastKey, lh.lastRecs = 0, nil
+		}
+	}
 }
 
 // ForHour returns the live policy for the hour holding `hour` (in
@@ -372,7 +399,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 					continue
 				}
 				for _, b := range bases {
-					if b.Site == r.Site && b.Hour.Equal(r.Hour) {
+					if b.Site == r.Site && b.At == r.At {
 						continue recs // a basis record of the same hour already counted
 					}
 				}
@@ -584,11 +611,13 @@ func siteList(sites map[string]bool) []string {
 	return out
 }
 
-// rec is a Record with its wall-clock day and hour in the policy's zone.
+// rec is what the rules read of a Record: 64 bytes, so that a lane's
+// records of a week stay close in memory.
 type rec struct {
-	Record
-	day  civil
-	hour int
+	Site                                    string
+	At                                      int64 // the hour's start, Unix s
+	WorstQueueS, WorstCensoredS, MinTokPerS float64
+	Samples, Failures                       int
 }
 
 // civil is a calendar date as yyyymmdd, so that dates compare as integers.

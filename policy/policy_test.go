@@ -546,7 +546,7 @@ func TestNextGenUsesTheFilesRate(t *testing.T) {
 // lookback figures, against ForHour built from scratch, over random
 // sequences: records added out of order (older hours after newer ones),
 // replaced, several sites, bases up to two days wide, a DST change, and
-// several lookbacks asked in turn.
+// several lookbacks asked in turn, records dropped.
 func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 	ny := mustLoc(t, "America/New_York")
 	for seed := range uint64(8) {
@@ -560,14 +560,44 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 		x := NewHistory(ny)
 		var recs []Record
 		now := time.Date(2026, 3, 1, 0, 0, 0, 0, ny) // DST starts on 2026-03-08
+		check := func(step int, spec LaneSpec, days int) {
+			t.Helper()
+			p := Params{Location: ny, LookbackDays: days, Lanes: lanes}
+			want := lane(t, ForHour(p, recs, nil, now), spec.Name)
+			if got := x.LaneAt(p, spec, LaneState{Lane: spec.Name}, now); !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d step %d: lane %s at %s, lookback %d:\n got %+v\nwant %+v",
+					seed, step, spec.Name, now, days, got, want)
+			}
+		}
+		lookbacks := []int{0, 1, 3, 7}
 		for step := range 1500 {
 			if rng.IntN(4) == 0 {
 				now = hours.Start(now.Add(time.Duration(rng.IntN(5))*time.Hour), ny)
 			}
+			if rng.IntN(100) == 0 { // a replay drops what it no longer reads
+				for _, spec := range lanes {
+					for _, days := range lookbacks {
+						check(step, spec, days) // memos of the hour, then the drop
+					}
+				}
+				cut := hours.Start(now.Add(-time.Duration(rng.IntN(24*10))*time.Hour), ny)
+				x.Drop(cut)
+				recs = slices.DeleteFunc(recs, func(r Record) bool { return r.Hour.Before(cut) })
+				for _, spec := range lanes {
+					for _, days := range lookbacks {
+						check(step, spec, days)
+					}
+				}
+				continue
+			}
 			if rng.IntN(3) > 0 {
+				back := 0 // mostly the hour itself, as a replay adds
+				if rng.IntN(3) == 0 {
+					back = rng.IntN(24 * 9)
+				}
 				rc := Record{
 					Lane: lanes[rng.IntN(len(lanes))].Name, Site: []string{"", "s2"}[rng.IntN(2)],
-					Hour:        hours.Start(now.Add(-time.Duration(rng.IntN(24*9))*time.Hour), ny),
+					Hour:        hours.Start(now.Add(-time.Duration(back)*time.Hour), ny),
 					WorstQueueS: float64(rng.IntN(4000)) / 100, WorstGenS: 1, MinTokPerS: float64(rng.IntN(80)),
 					Samples: rng.IntN(4), WorstCensoredS: float64(rng.IntN(2) * rng.IntN(60)),
 				}
@@ -579,13 +609,7 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 				recs = append(recs, rc)
 				continue
 			}
-			p := Params{Location: ny, LookbackDays: []int{0, 1, 3, 7}[rng.IntN(4)], Lanes: lanes}
-			spec := lanes[rng.IntN(len(lanes))]
-			want := lane(t, ForHour(p, recs, nil, now), spec.Name)
-			if got := x.LaneAt(p, spec, LaneState{Lane: spec.Name}, now); !reflect.DeepEqual(got, want) {
-				t.Fatalf("seed %d step %d: lane %s at %s, lookback %d:\n got %+v\nwant %+v",
-					seed, step, spec.Name, now, p.LookbackDays, got, want)
-			}
+			check(step, lanes[rng.IntN(len(lanes))], lookbacks[rng.IntN(len(lookbacks))])
 		}
 	}
 }

@@ -96,7 +96,7 @@ const (
 
 	// prunePeriod is how often the history drops the records no policy can
 	// read any more.
-	prunePeriod = 30 * 24 * time.Hour
+	prunePeriod = 24 * time.Hour
 	// maxHorizon caps how long a job may wait for its probes to arrive.
 	maxHorizon = 400 * 24 * time.Hour
 )
@@ -172,8 +172,7 @@ type Backtest struct {
 	latest  time.Time          // newest probe added
 	any     bool
 
-	recs      []policy.Record // the history's records, by hour (for pruning)
-	keep      time.Duration   // how far back a policy reads
+	keep      time.Duration // how far back a policy reads
 	nextPrune time.Time
 
 	cells    [][]cell // [lookback][lane*24 + hour of day]
@@ -220,7 +219,6 @@ type siteHour struct {
 	site    string
 	hour    time.Time
 	probes  []series.Probe
-	rec     int // index in Backtest.recs, -1: none yet
 	backoff time.Time
 }
 
@@ -421,24 +419,18 @@ func (b *Backtest) apply(p *series.Probe) {
 		}
 	}
 	if sh == nil {
-		sh = &siteHour{site: p.Site, rec: -1}
+		sh = &siteHour{site: p.Site}
 		l.sites = append(l.sites, sh)
 	}
 	hour := b.hourOf(p.Time).start
 	if !sh.hour.Equal(hour) {
-		sh.hour, sh.probes, sh.rec = hour, sh.probes[:0], -1
+		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
 	sh.probes = append(sh.probes, *p)
 	r := wire.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
 	b.hist.Add(r)
 	if b.onApply != nil {
 		b.onApply(p, r)
-	}
-	if sh.rec < 0 {
-		sh.rec = len(b.recs)
-		b.recs = append(b.recs, r)
-	} else {
-		b.recs[sh.rec] = r
 	}
 	if p.Time.After(l.last) {
 		l.last = p.Time
@@ -497,27 +489,13 @@ func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *po
 func (b *Backtest) prune(now time.Time) {
 	b.nextPrune = now.Add(b.pruneEvery)
 	cutoff := hours.Start(now, b.loc).Add(-b.keep)
-	cut := 0
-	for cut < len(b.recs) && b.recs[cut].Hour.Before(cutoff) {
-		cut++
-	}
-	if cut == 0 {
-		return
-	}
-	b.recs = append(b.recs[:0], b.recs[cut:]...)
+	b.hist.Drop(cutoff)
 	for _, l := range b.order {
 		for _, sh := range l.sites {
-			if sh.rec >= 0 {
-				sh.rec -= cut
-			}
-			if sh.rec < 0 {
-				sh.hour, sh.probes, sh.rec = time.Time{}, sh.probes[:0], -1
+			if sh.hour.Before(cutoff) {
+				sh.hour, sh.probes = time.Time{}, sh.probes[:0]
 			}
 		}
-	}
-	b.hist = policy.NewHistory(b.loc)
-	for _, r := range b.recs {
-		b.hist.Add(r)
 	}
 	b.epoch++
 }
