@@ -278,9 +278,10 @@ var errReadOnly = errors.New("store is open read-only")
 type ProbeScanner interface {
 	// ScanProbes calls fn for each probe point q selects, in time order,
 	// each point once (the later line of a rewritten point). It returns
-	// false, without calling fn, when it cannot promise that order (lines
-	// appended out of order, as an import of older history does): read
-	// with Probes then.
+	// false when it cannot keep that order (lines appended out of order,
+	// as an import of older history does), having perhaps called fn for
+	// the points before the first such line: discard them and read with
+	// Probes then.
 	ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (bool, error)
 }
 
@@ -291,12 +292,11 @@ var _ ProbeScanner = (*File)(nil)
 // probes in lane order, their start times a little apart.
 const scanDisorder = time.Hour
 
-// ScanProbes streams the probe lines q selects in two passes over the
-// file: one that checks, without decoding, that no line is more than
-// scanDisorder older than a line before it, and one that decodes them and
-// hands them to fn through a small reorder buffer (the points of the last
-// scanDisorder). A year of 50 lanes is two reads of the file instead of a
-// read per span.
+// ScanProbes streams the probe lines q selects in one pass over the file,
+// decoding them and handing them to fn through a small reorder buffer
+// (the points of the last scanDisorder). It stops, returning false, at the
+// first line more than scanDisorder older than a line before it. A year of
+// 50 lanes is one read of the file instead of a read per span.
 func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (bool, error) {
 	m := q.matcher()
 	if m.empty() {
@@ -305,26 +305,15 @@ func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (b
 	window := int64(scanDisorder)
 	var newest int64 = math.MinInt64
 	errUnordered := errors.New("out of order")
-	err := s.scanRaw(ctx, kindProbe, m, func(_ []byte, ns int64) error {
-		if newest != math.MinInt64 && ns < newest-window {
-			return errUnordered
-		}
-		newest = max(newest, ns)
-		return nil
-	})
-	if errors.Is(err, errUnordered) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
 	buf := &reorder{}
-	newest = math.MinInt64
 	nm := names{}
-	err = s.scanRaw(ctx, kindProbe, m, func(line []byte, ns int64) error {
+	err := s.scanRaw(ctx, kindProbe, m, func(line []byte, ns int64) error {
 		p, err := nm.probe(line)
 		if err != nil || !m.seriesOK(p.Lane, p.Site) {
 			return nil // Probes reports corrupt lines
+		}
+		if newest != math.MinInt64 && ns < newest-window {
+			return errUnordered
 		}
 		buf.put(p)
 		newest = max(newest, ns)
@@ -335,6 +324,9 @@ func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (b
 		}
 		return nil
 	})
+	if errors.Is(err, errUnordered) {
+		return false, nil
+	}
 	for err == nil && buf.len() > 0 {
 		err = fn(buf.pop())
 	}

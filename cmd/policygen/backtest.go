@@ -143,7 +143,12 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if fresh {
 		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); backtest of zero probes\n", cfg.Store.Path)
 	}
-	if err := feed(ctx, st, opts.ReadFrom(), opts.To, bt.Add); err != nil {
+	restart := func() error { // the scan found the file out of order
+		bt, err = backtest.New(opts)
+		return err
+	}
+	add := func(p series.Probe) error { return bt.Add(p) }
+	if err := feed(ctx, st, opts.ReadFrom(), opts.To, add, restart); err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
 	rep := bt.Report()
@@ -192,8 +197,10 @@ func clip(s string) string {
 // one: the store's decoding and the replay share the two cores.
 //
 // A store that streams in time order (the embedded file, as a sampler
-// writes it) is read in one pass instead, without holding any span.
-func feed(ctx context.Context, st series.Store, from, to time.Time, add func(series.Probe) error) error {
+// writes it) is read in one pass instead, without holding any span; when
+// the pass finds it out of order, restart wipes what add was given and the
+// window is read in spans.
+func feed(ctx context.Context, st series.Store, from, to time.Time, add func(series.Probe) error, restart func() error) error {
 	if sc, ok := st.(series.ProbeScanner); ok {
 		ordered, err := scanFeed(ctx, sc, from, to, add)
 		if err != nil {
@@ -201,6 +208,9 @@ func feed(ctx context.Context, st series.Store, from, to time.Time, add func(ser
 		}
 		if ordered {
 			return nil
+		}
+		if err := restart(); err != nil {
+			return err
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -318,10 +318,54 @@ func TestFeedReadsEverySpanOnce(t *testing.T) {
 	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
 		got = append(got, p)
 		return nil
-	}); err != nil {
+	}, noRestart(t)); err != nil {
 		t.Fatal(err)
 	}
 	if len(want) < 1000 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
+	}
+}
+
+func noRestart(t *testing.T) func() error {
+	return func() error {
+		t.Error("feed restarted over a store in time order")
+		return nil
+	}
+}
+
+// TestFeedRestartsOnAnOutOfOrderFile: an import appends older history
+// after a month of sampler rounds; the one pass has handed out probes when
+// it meets the old line, so feed restarts the replay and reads in spans:
+// every probe once, in time order, as the store holds them.
+func TestFeedRestartsOnAnOutOfOrderFile(t *testing.T) {
+	cfg := backtestFixture(t, false)
+	path := filepath.Join(filepath.Dir(cfg), "data", "samples.lp")
+	st, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := series.Probe{Lane: "free", Kind: "free", Time: backtestHistory.Start.Add(36*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
+	if err := st.Write(context.Background(), []series.Probe{old}, nil); err != nil {
+		t.Fatal(err)
+	}
+	from, to := backtestHistory.Start.Add(-time.Hour), backtestNow.Add(time.Hour)
+	want, _ := st.Probes(context.Background(), series.Between(from, to))
+	var got []series.Probe
+	restarts, before := 0, 0
+	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
+		got = append(got, p)
+		return nil
+	}, func() error {
+		restarts++
+		before, got = len(got), nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if restarts != 1 || before == 0 {
+		t.Fatalf("%d restarts after %d probes; want one, after some", restarts, before)
+	}
+	if !slices.ContainsFunc(got, func(p series.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
 	}
 }
@@ -404,7 +448,7 @@ func TestFeedStopsOnErrors(t *testing.T) {
 	to := start.AddDate(0, 0, 60)
 	st := &spanStore{probes: ps, failAt: 2}
 	n := 0
-	err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil })
+	err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil }, noRestart(t))
 	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n != 7*24 {
 		t.Errorf("store error: %v after %d probes, want it after the first week (168)", err, n)
 	}
@@ -416,13 +460,56 @@ func TestFeedStopsOnErrors(t *testing.T) {
 			return stop
 		}
 		return nil
-	})
+	}, noRestart(t))
 	if !errors.Is(err, stop) || n != 10 {
 		t.Errorf("add error: %v after %d probes", err, n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(series.Probe) error { return nil }); !errors.Is(err, context.Canceled) {
+	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(series.Probe) error { return nil }, noRestart(t)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestBacktestOutOfOrderFileSameReport: the report over a file with older
+// history appended late (the replay restarts) equals the report over the
+// same probes written in time order (one pass).
+func TestBacktestOutOfOrderFileSameReport(t *testing.T) {
+	ctx := context.Background()
+	unordered := backtestFixture(t, false)
+	st, err := series.OpenFile(filepath.Join(filepath.Dir(unordered), "data", "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := series.Probe{Lane: "free", Kind: "free", Time: backtestNow.Add(-36*time.Hour + time.Second), OK: false, Outcome: "timeout", QueueS: 30}
+	if err := st.Write(ctx, []series.Probe{old}, nil); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.Probes(ctx, series.Between(time.Unix(0, 0), backtestNow.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ordered := backtestFixture(t, true)
+	st, err = series.OpenFile(filepath.Join(filepath.Dir(ordered), "data", "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Write(ctx, all, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-days", "2", "-lookback", "1,3", "-format", "json"}
+	a := backtestRun(t, append([]string{"-config", unordered}, args...)...)
+	b := backtestRun(t, append([]string{"-config", ordered}, args...)...)
+	if a.code != 0 || b.code != 0 || a.stdout != b.stdout {
+		t.Errorf("out of order: exit %d %s\n%s\nin order: exit %d %s\n%s", a.code, a.stderr, a.stdout, b.code, b.stderr, b.stdout)
+	}
+	if !strings.Contains(a.stdout, `"probes"`) {
+		t.Errorf("no report: %s", a.stdout)
 	}
 }
