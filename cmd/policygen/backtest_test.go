@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -393,28 +391,7 @@ func BenchmarkBacktestYear(b *testing.B) {
 // reports its wall time and peak RSS (from rusage).
 func BenchmarkBacktestYearBinary(b *testing.B) {
 	dir := benchHistory(b)
-	bin := filepath.Join(b.TempDir(), "policygen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	var peak int64
-	var wall time.Duration
-	n := 0
-	for b.Loop() {
-		cmd := exec.Command(bin, backtestBenchArgs(dir)...)
-		cmd.Stderr = os.Stderr
-		t0 := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		wall += time.Since(t0)
-		n++
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			peak = max(peak, ru.Maxrss) // KiB on Linux
-		}
-	}
-	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
-	b.ReportMetric(wall.Seconds()/float64(n), "wall-s/run")
+	benchBinary(b, buildPolicygen(b), backtestBenchArgs(dir)...)
 }
 
 // spanStore serves probes of a fixed list and fails its failAt-th read.

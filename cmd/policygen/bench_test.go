@@ -137,27 +137,50 @@ func BenchmarkPolicyHourYear(b *testing.B) {
 // of history and reports its wall time and peak RSS (from rusage).
 func BenchmarkPolicyHourYearBinary(b *testing.B) {
 	dir := benchHistory(b)
+	benchBinary(b, buildPolicygen(b), "-config", filepath.Join(dir, "lanewatch.yaml"), "-hour", benchHour, "-out", b.TempDir())
+}
+
+// buildPolicygen builds this command for a benchmark and returns its path.
+func buildPolicygen(b *testing.B) string {
+	b.Helper()
 	bin := filepath.Join(b.TempDir(), "policygen")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	out := b.TempDir()
-	var peak int64
+	return bin
+}
+
+// runBinary runs bin with args, its output discarded but for stderr, and
+// returns its wall time and peak RSS in KiB (rusage; KiB on Linux).
+func runBinary(b *testing.B, bin string, args ...string) (time.Duration, int64) {
+	b.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	wall := time.Since(t0)
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if ru == nil {
+		return wall, 0
+	}
+	return wall, ru.Maxrss
+}
+
+// benchBinary runs bin with args once per benchmark iteration and reports
+// the mean wall time and the peak RSS.
+func benchBinary(b *testing.B, bin string, args ...string) {
+	b.Helper()
 	var wall time.Duration
+	var peak int64
 	n := 0
 	for b.Loop() {
-		cmd := exec.Command(bin, "-config", filepath.Join(dir, "lanewatch.yaml"), "-hour", benchHour, "-out", out)
-		cmd.Stderr = os.Stderr
-		t0 := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		wall += time.Since(t0)
+		w, rss := runBinary(b, bin, args...)
+		wall += w
+		peak = max(peak, rss)
 		n++
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			peak = max(peak, ru.Maxrss) // KiB on Linux
-		}
 	}
-	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 	b.ReportMetric(wall.Seconds()/float64(n), "wall-s/run")
+	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 }

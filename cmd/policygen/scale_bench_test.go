@@ -9,10 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -138,32 +136,9 @@ func BenchmarkPolicyHourScaleInflux(b *testing.B) {
 	base := influxtest.URL(b)
 	scaleSeed(b, base)
 	cfg := scaleConfig(b, base)
-	bin := filepath.Join(b.TempDir(), "policygen")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	runBin := func(args ...string) (time.Duration, int64) {
-		cmd := exec.Command(bin, args...)
-		cmd.Stderr = os.Stderr
-		cmd.Stdout = io.Discard
-		t0 := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		return time.Since(t0), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
-	}
+	bin := buildPolicygen(b)
 	out := b.TempDir()
-	var wall time.Duration
-	var peak int64
-	n := 0
-	for b.Loop() {
-		w, rss := runBin("-config", cfg, "-hour", "2026-11-30T13", "-out", out)
-		wall += w
-		peak = max(peak, rss)
-		n++
-	}
-	b.ReportMetric(wall.Seconds()/float64(n), "wall-s/run")
-	b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
-	w, rss := runBin("-config", cfg, "-hour", "2026-11-30T13", "-out", out, "-site", "iad1")
+	benchBinary(b, bin, "-config", cfg, "-hour", "2026-11-30T13", "-out", out)
+	w, rss := runBinary(b, bin, "-config", cfg, "-hour", "2026-11-30T13", "-out", out, "-site", "iad1")
 	b.Logf("policygen -hour -site iad1: %s, %d MiB", w.Round(time.Millisecond), rss/1024)
 }
