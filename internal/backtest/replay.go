@@ -125,14 +125,7 @@ func (b *Backtest) resolve(j *job, final bool) {
 			continue
 		}
 		for si, s := range Strategies {
-			var l *lane
-			switch s {
-			case StrategyNaive:
-				l = b.naive
-			case StrategyPaid:
-				l = b.paid
-			}
-			if s != StrategyLanewatch && l == nil {
+			if s != StrategyLanewatch && b.fixedLane(s) == nil {
 				continue // no such lane configured
 			}
 			o := b.replay(j, ci, c, s)
@@ -149,21 +142,28 @@ func (b *Backtest) resolve(j *job, final bool) {
 	}
 }
 
+// fixedLane returns the lane strategy s always retries on: the naive or
+// the paid lane (nil when not configured, and for lanewatch, which follows
+// the policy).
+func (b *Backtest) fixedLane(s string) *lane {
+	switch s {
+	case StrategyNaive:
+		return b.naive
+	case StrategyPaid:
+		return b.paid
+	}
+	return nil
+}
+
 // replay runs one job of class c with strategy s.
 func (b *Backtest) replay(j *job, ci int, c policy.ClassSpec, s string) outcome {
 	var out outcome
 	deadline := min(c.DeadlineS, maxHorizon.Seconds()) // a job waits at most that long for its probes
 	est := int64(max(c.EstTokens, 0))
 	pol := j.pol[ci]
-	var l *lane
-	switch s {
-	case StrategyNaive:
-		l = b.naive
-	case StrategyPaid:
-		l = b.paid
-	default:
-		l = b.lanes[pol.first]
-		if l == nil {
+	l := b.fixedLane(s)
+	if s == StrategyLanewatch {
+		if l = b.lanes[pol.first]; l == nil {
 			l = b.follow(policy.Book(nil, pol.book), pol.book)
 		}
 	}
