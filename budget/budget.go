@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -49,7 +50,7 @@ func Backoff(p series.Probe, loc *time.Location) (time.Time, bool) {
 	if !exhausted {
 		return time.Time{}, false
 	}
-	if w := p.QuotaResetS; w > 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
+	if w := p.QuotaResetS; w > 0 && num.Finite(w) {
 		d := time.Duration(min(w, MaxBackoff.Seconds()) * float64(time.Second))
 		return p.Time.Add(d), true
 	}
@@ -74,9 +75,11 @@ func (s Skip) String() string {
 type Plan struct {
 	Probe []string // lanes to probe, in config order
 	Skip  []Skip   // lanes left out, in config order
-	// Left is, per group, the probes its budget still allows today once
-	// this round's are sent.
-	Left map[string]int
+	// Sent and Left are, per group with a lane in the round, the probes
+	// sent since its day started and the probes its budget still allows
+	// today once this round's are sent. A group whose count is unknown
+	// (Input.MeterErr) is in neither.
+	Sent, Left map[string]int
 }
 
 // Input is what Decide needs to know.
@@ -112,7 +115,7 @@ type Input struct {
 // that no round fell in is not made up later. The probe goes to the lane of
 // the group probed least recently that is not backing off.
 func Decide(in Input) Plan {
-	plan := Plan{Left: map[string]int{}}
+	plan := Plan{Sent: map[string]int{}, Left: map[string]int{}}
 	latest := map[string]time.Time{}
 	until := map[string]time.Time{}
 	for _, p := range in.Latest {
@@ -137,9 +140,13 @@ func Decide(in Input) Plan {
 		if !slices.ContainsFunc(g.Lanes, func(l string) bool { return slices.Contains(in.Lanes, l) }) {
 			continue
 		}
+		if in.MeterErr != nil {
+			continue // spent unknown: nothing chosen, nothing reported
+		}
 		st := groupState(*g, in.Now, in.Probes)
+		plan.Sent[g.Name] = st.sent
 		plan.Left[g.Name] = g.ProbesPerDay - st.sent
-		if in.MeterErr != nil || !st.mayProbe {
+		if !st.mayProbe {
 			continue
 		}
 		// Least recently probed first; never probed before all; ties in config order.
@@ -159,7 +166,7 @@ func Decide(in Input) Plan {
 		switch {
 		case in.Force:
 			plan.Probe = append(plan.Probe, l)
-			if g != nil && !chosen[l] {
+			if g != nil && !chosen[l] && in.MeterErr == nil {
 				plan.Left[g.Name]--
 			}
 		case off:
@@ -185,17 +192,12 @@ type state struct {
 }
 
 func groupState(g Group, now time.Time, probes []series.Probe) state {
-	loc := g.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	day := hours.DayStart(now, loc)
-	next := hours.DayStart(day.Add(26*time.Hour), loc)
+	day, _ := dayOf(g, now)
 	slotStart, ok := SlotStart(g, now)
 	var st state
 	usedSlot := false
 	for _, p := range probes {
-		if !slices.Contains(g.Lanes, p.Lane) || p.Time.Before(day) || !p.Time.Before(next) || p.Time.After(now) {
+		if !slices.Contains(g.Lanes, p.Lane) || p.Time.Before(day) || p.Time.After(now) {
 			continue
 		}
 		st.sent++
@@ -249,14 +251,13 @@ func Offset(g Group, now time.Time) time.Duration {
 
 // dayOf returns the start and length of the group's day holding now.
 func dayOf(g Group, now time.Time) (time.Time, time.Duration) {
-	loc := g.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	day := hours.DayStart(now, loc)
-	next := hours.DayStart(day.Add(26*time.Hour), loc)
+	day := hours.DayStart(now, g.Location)
+	next := hours.DayStart(day.Add(26*time.Hour), g.Location)
 	return day, next.Sub(day)
 }
+
+// DayStart returns the start of the group's day holding now (in its zone).
+func (g Group) DayStart(now time.Time) time.Time { return hours.DayStart(now, g.Location) }
 
 // Interval is how often each lane of the group is probed at most: its share
 // of the day's slots.

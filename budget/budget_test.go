@@ -179,6 +179,22 @@ func TestBudgetInvariantRandomWeeks(t *testing.T) {
 			prev := map[string]series.Probe{} // newest probe of each lane before this round
 			s.run(t, spec, start, 7*24*time.Hour, func(now time.Time, plan Plan) {
 				checkCap(t, groups, s.probes, now)
+				// Sent and Left are the group's day so far, before and after the round.
+				for _, g := range groups {
+					before, after := 0, 0
+					for _, p := range s.probes {
+						if slices.Contains(g.Lanes, p.Lane) && !p.Time.Before(g.DayStart(now)) && !p.Time.After(now) {
+							after++
+							if p.Time.Before(now) {
+								before++
+							}
+						}
+					}
+					if plan.Sent[g.Name] != before || plan.Left[g.Name] != max(g.ProbesPerDay-after, 0) {
+						t.Fatalf("%s: group %s sent %d left %d; the store says %d before the round, %d after, of %d",
+							now, g.Name, plan.Sent[g.Name], plan.Left[g.Name], before, after, g.ProbesPerDay)
+					}
+				}
 				// A lane that backs off is not probed before its time.
 				for _, l := range plan.Probe {
 					if p, ok := prev[l]; ok {
@@ -250,6 +266,13 @@ func TestDecideSkipsAndForce(t *testing.T) {
 	plan = Decide(in)
 	if len(plan.Probe) != 0 || plan.Skip[0].Reason != SkipMeter {
 		t.Fatalf("plan without a meter %+v, want every budgeted lane skipped", plan)
+	}
+	if len(plan.Left) != 0 || len(plan.Sent) != 0 {
+		t.Fatalf("plan without a meter reports budgets: sent %v, left %v; want none (unknown)", plan.Sent, plan.Left)
+	}
+	in.Force = true // forced without a meter: probes, and still no budget figures
+	if plan = Decide(in); len(plan.Probe) != 3 || len(plan.Left) != 0 {
+		t.Fatalf("forced plan without a meter %+v", plan)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -38,6 +39,7 @@ type daemon struct {
 	mu        sync.Mutex
 	next      time.Time            // when the next scheduled round runs
 	backedOff map[string]time.Time // lanes whose back-off was logged, until when
+	interval  time.Duration        // between two rounds (the schedule's shortest)
 }
 
 // newDaemon loads the config, resolves the lanes' keys and opens the store.
@@ -63,8 +65,9 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 		_ = st.Close()
 		return nil, err
 	}
-	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), backedOff: map[string]time.Time{}}
-	if w := s.RoundWarning(); w != "" {
+	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), backedOff: map[string]time.Time{},
+		interval: cfg.Interval()}
+	if w := s.RoundWarning(d.interval); w != "" {
 		log.Warn("config: " + w)
 	}
 	return d, nil
@@ -146,7 +149,7 @@ func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
 	if r.MeterErr != nil {
 		fmt.Fprintf(w, "budgets unknown (store unreadable: %v): budgeted lanes skipped\n", r.MeterErr)
 	}
-	for _, name := range slices.Sorted(mapsKeys(r.Plan.Left)) {
+	for _, name := range slices.Sorted(maps.Keys(r.Plan.Left)) {
 		fmt.Fprintf(w, "quota %s: %d probes left today\n", name, r.Plan.Left[name])
 	}
 }
@@ -159,16 +162,6 @@ func waitText(sm probe.Sample) string {
 		return fmt.Sprintf(">%.1f", wait)
 	}
 	return fmt.Sprintf("%.3f", wait)
-}
-
-func mapsKeys(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // run runs rounds on the cron schedule until ctx is cancelled, then waits
@@ -244,9 +237,9 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 	if r.MeterErr != nil {
 		d.log.Warn("budgets unknown: the store could not be read; budgeted lanes skipped", "err", r.MeterErr)
 	}
-	if interval := d.cfg.Interval(); interval > 0 && r.Duration > interval {
-		d.log.Warn(fmt.Sprintf("round took %s, longer than the schedule's %s interval: the next round was skipped; raise concurrency (%d) or lower lane timeouts",
-			r.Duration.Round(time.Second), interval, d.cfg.Concurrency))
+	if d.interval > 0 && r.Duration > d.interval {
+		d.log.Warn(fmt.Sprintf("round took %s, longer than the schedule's %s interval: the next round was skipped; %s",
+			r.Duration.Round(time.Second), d.interval, d.s.RoundRemedy()))
 	}
 	if err != nil {
 		d.log.Error("round not stored", "err", err, "probes", len(r.Samples))

@@ -17,7 +17,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
@@ -48,12 +47,6 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Shard overrides Config.Shard when Count > 0 (the -shard flag).
 	Shard config.Shard
-	// Probe runs one probe; nil means probe.Run.
-	Probe func(context.Context, probe.Target) (probe.Sample, error)
-	// Now reads the clock; nil means time.Now.
-	Now func() time.Time
-	// StoreTimeout bounds the store write; 0 means DefaultStoreTimeout.
-	StoreTimeout time.Duration
 }
 
 // Sampler probes the lanes its shard owns.
@@ -65,9 +58,6 @@ type Sampler struct {
 	owned   []string // config order
 	shard   config.Shard
 	groups  []budget.Group
-	probe   func(context.Context, probe.Target) (probe.Sample, error)
-	now     func() time.Time
-	storeTO time.Duration
 
 	mu   sync.Mutex
 	seen map[string]series.Probe // newest probe of each lane this process stored
@@ -84,25 +74,10 @@ func New(o Options) (*Sampler, error) {
 		targets: map[string]probe.Target{},
 		shard:   cfg.Shard,
 		groups:  wire.Groups(cfg),
-		probe:   o.Probe,
-		now:     o.Now,
-		storeTO: o.StoreTimeout,
 		seen:    map[string]series.Probe{},
 	}
 	if o.Shard.Count > 0 {
 		s.shard = o.Shard
-	}
-	if s.shard.Count < 1 {
-		s.shard = config.Shard{Index: 0, Count: 1}
-	}
-	if s.probe == nil {
-		s.probe = probe.Run
-	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.storeTO <= 0 {
-		s.storeTO = DefaultStoreTimeout
 	}
 	lookup := o.LookupEnv
 	if lookup == nil {
@@ -148,12 +123,6 @@ func (s *Sampler) Owned() []string { return slices.Clone(s.owned) }
 // Shard returns the shard this sampler probes.
 func (s *Sampler) Shard() config.Shard { return s.shard }
 
-// Groups returns the quota groups of the config.
-func (s *Sampler) Groups() []budget.Group { return s.groups }
-
-// Store returns the store the sampler writes to.
-func (s *Sampler) Store() series.Store { return s.store }
-
 // Round is what one round did.
 type Round struct {
 	Start    time.Time
@@ -172,46 +141,68 @@ type Round struct {
 // read makes the budgeted lanes skip (the meter is checked before the
 // spend); back-offs then come from what this process stored itself.
 func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
-	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.cfg.Location, Force: force}
+	m := s.meter(ctx, now, now)
+	return s.decide(now, force, m), m.err
+}
+
+// reading is what a plan reads from the store: the newest probe of each
+// owned lane, and the probes since the start of the groups' days (or
+// since, when earlier) of the lanes a budget counts (of every owned lane,
+// when since is earlier).
+type reading struct {
+	latest, probes []series.Probe
+	err            error
+}
+
+// meter reads what a plan at now needs, and the owned lanes' probes since
+// since if that is earlier than the groups' days.
+func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
+	var m reading
 	site := []string{s.cfg.Site}
-	latest, err := s.store.Latest(ctx, series.Query{
+	m.latest, m.err = s.store.Latest(ctx, series.Query{
 		Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}},
 		Sites:   site, Lanes: s.owned,
 	})
-	if err == nil {
-		in.Latest = latest
-		var budgeted []string
-		from := now
+	if m.err != nil {
+		return m
+	}
+	lanes, from := s.owned, since
+	if !since.Before(now) {
+		lanes = nil // the budgeted lanes only
 		for _, g := range s.groups {
 			for _, l := range g.Lanes {
 				if slices.Contains(s.owned, l) {
-					budgeted = append(budgeted, l)
+					lanes = append(lanes, l)
 				}
 			}
-			loc := g.Location
-			if loc == nil {
-				loc = time.UTC
-			}
-			if day := hours.DayStart(now, loc); day.Before(from) {
-				from = day
-			}
-		}
-		if len(budgeted) > 0 {
-			in.Probes, err = s.store.Probes(ctx, series.Query{
-				Windows: []series.Window{{From: from.Add(-time.Hour), To: now.Add(time.Second)}},
-				Sites:   site, Lanes: budgeted,
-			})
 		}
 	}
-	if err != nil {
-		in.MeterErr = err
+	for _, g := range s.groups {
+		if day := g.DayStart(now); day.Before(from) {
+			from = day
+		}
+	}
+	if len(lanes) > 0 {
+		m.probes, m.err = s.store.Probes(ctx, series.Query{
+			Windows: []series.Window{{From: from.Add(-time.Hour), To: now.Add(time.Second)}},
+			Sites:   site, Lanes: lanes,
+		})
+	}
+	return m
+}
+
+// decide plans a round at now from what meter read.
+func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
+	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.cfg.Location, Force: force,
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err}
+	if m.err != nil {
 		s.mu.Lock()
 		for _, p := range s.seen {
 			in.Latest = append(in.Latest, p)
 		}
 		s.mu.Unlock()
 	}
-	return budget.Decide(in), err
+	return budget.Decide(in)
 }
 
 // Run runs one round. With interruptible false (the daemon) a cancelled ctx
@@ -222,7 +213,7 @@ func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.P
 // it finished. force probes every owned lane, budgets and back-offs
 // notwithstanding (the probes still count).
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
-	r := &Round{Start: s.now()}
+	r := &Round{Start: time.Now()}
 	start := time.Now() // monotonic, for the duration
 	r.Plan, r.MeterErr = s.Plan(ctx, r.Start, force)
 
@@ -240,7 +231,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	for i, sm := range samples {
 		points[i] = Point(sm, s.cfg.Site)
 	}
-	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.storeTO)
+	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
 	rec, err := s.rec.Record(storeCtx, points)
 	r.Recorded = rec
@@ -293,7 +284,7 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interrup
 			defer func() { <-sem }()
 			// The probe's error is its outcome, already in the sample: a
 			// failed probe is data, not an error of the round.
-			samples[i], _ = s.probe(probeCtx, t)
+			samples[i], _ = probe.Run(probeCtx, t)
 			samples[i].Lane, samples[i].Kind = t.Lane, t.Kind
 		}()
 	}
@@ -316,7 +307,7 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interrup
 // i×SpreadStep, then every N×SpreadStep), so that N shards together start a
 // probe every SpreadStep, as one sampler would.
 func (s *Sampler) offsets(n int) []time.Duration {
-	count := max(s.shard.Count, 1)
+	count := s.shard.Count
 	window := min(time.Duration(n*count)*SpreadStep, MaxSpread)
 	offsets := probe.Spread(n, window)
 	phase := time.Duration(s.shard.Index) * min(SpreadStep, window/time.Duration(max(n*count, 1)))
@@ -370,31 +361,35 @@ func Point(sm probe.Sample, site string) series.Probe {
 // WorstRound is how long a round of the owned lanes can take when every
 // probe runs to its timeout: waves of Concurrency probes, plus the spread.
 func (s *Sampler) WorstRound() time.Duration {
+	c := max(s.cfg.Concurrency, 1)
+	waves := (len(s.owned) + c - 1) / c
+	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.shard.Count)*SpreadStep, MaxSpread)
+}
+
+// longestTimeout is the longest probe timeout of the owned lanes.
+func (s *Sampler) longestTimeout() time.Duration {
 	var longest time.Duration
 	for _, l := range s.owned {
 		longest = max(longest, s.targets[l].Timeout)
 	}
-	c := max(s.cfg.Concurrency, 1)
-	waves := (len(s.owned) + c - 1) / c
-	return time.Duration(waves)*longest + min(time.Duration(len(s.owned)*max(s.shard.Count, 1))*SpreadStep, MaxSpread)
+	return longest
 }
 
 // RoundWarning says, with the numbers, when a round could outlast the
 // schedule's interval (cron then skips the next round); "" when it cannot.
-func (s *Sampler) RoundWarning() string {
-	interval := s.cfg.Interval()
+func (s *Sampler) RoundWarning(interval time.Duration) string {
 	worst := s.WorstRound()
 	if interval <= 0 || worst <= interval {
 		return ""
 	}
-	var longest time.Duration
-	for _, l := range s.owned {
-		longest = max(longest, s.targets[l].Timeout)
-	}
-	fix := "raise concurrency or lower the lanes' timeout"
-	if len(s.owned) <= s.cfg.Concurrency {
-		fix = "lower the lanes' timeout or space the schedule" // every probe is in flight already
-	}
 	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; %s",
-		len(s.owned), s.cfg.Concurrency, longest, worst.Round(time.Second), interval, fix)
+		len(s.owned), s.cfg.Concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
+}
+
+// RoundRemedy says what shortens a round that is too long.
+func (s *Sampler) RoundRemedy() string {
+	if len(s.owned) <= s.cfg.Concurrency {
+		return "lower the lanes' timeout or space the schedule" // every probe is in flight already
+	}
+	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.cfg.Concurrency)
 }

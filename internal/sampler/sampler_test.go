@@ -203,14 +203,14 @@ func TestRoundWarning(t *testing.T) {
 		names[i] = fmt.Sprintf("l%03d", i)
 	}
 	s, _ := setup(t, srv, names, "concurrency: 16\n", "")
-	w := s.RoundWarning()
+	w := s.RoundWarning(20 * time.Minute)
 	for _, want := range []string{"200 lanes", "16 in flight", "2m0s timeout", "26m", "20m0s interval", "raise concurrency"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warning %q lacks %q", w, want)
 		}
 	}
 	s, _ = setup(t, srv, names, "", "")
-	if w := s.RoundWarning(); w != "" {
+	if w := s.RoundWarning(20 * time.Minute); w != "" {
 		t.Errorf("default concurrency: warning %q, want none (4 waves of 2 min fit 20 min)", w)
 	}
 }
@@ -237,5 +237,62 @@ func TestShardNeedsOnlyItsOwnKeys(t *testing.T) {
 	}
 	if _, err := New(Options{Config: cfg, LookupEnv: onlyA}); err == nil || !strings.Contains(err.Error(), "LW_KEY_B") {
 		t.Fatalf("all lanes without b's key: %v; want an error naming LW_KEY_B", err)
+	}
+}
+
+// The status page shows the budgets of the quota groups this shard owns,
+// counted as the round's plan counts them, and no other shard's group as
+// unspent.
+func TestStatusShowsOwnGroups(t *testing.T) {
+	srv := httptest.NewServer(&lane{})
+	defer srv.Close()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("quotas:\n")
+	for g := range 6 {
+		fmt.Fprintf(&b, "  - {name: g%d, probes_per_day: 48}\n", g)
+	}
+	b.WriteString("store: {kind: file, path: samples.lp}\nlanes:\n")
+	for g := range 6 {
+		fmt.Fprintf(&b, "  - {name: l%d, kind: free, api: openai, base_url: %q, model: m, quota: g%d}\n", g, srv.URL, g)
+	}
+	cfg, err := config.Parse(strings.NewReader(b.String()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	seen := map[string]int{}
+	for i := range 2 {
+		s, err := New(Options{Config: cfg, Store: st, Shard: config.Shard{Index: i, Count: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Run(context.Background(), true, false) // forced: every owned lane once
+		if err != nil || len(r.Samples) != len(s.Owned()) {
+			t.Fatalf("shard %d: round %+v, %v", i, r, err)
+		}
+		page := s.Status(context.Background())
+		var names []string
+		for _, g := range page.Groups {
+			names = append(names, g.Name)
+			seen[g.Name]++
+			if g.Spent != 1 || g.Left != 47 || g.PerDay != 48 {
+				t.Errorf("shard %d: group %+v, want 1 spent and 47 left of 48", i, g)
+			}
+		}
+		var want []string
+		for _, l := range s.Owned() {
+			want = append(want, "g"+strings.TrimPrefix(l, "l"))
+		}
+		if !slices.Equal(names, want) || !page.Healthy {
+			t.Errorf("shard %d owns %v: page groups %v (healthy %v), want %v", i, s.Owned(), names, page.Healthy, want)
+		}
+	}
+	if len(seen) != 6 {
+		t.Errorf("groups across both shards' pages: %v, want each of 6 once", seen)
 	}
 }

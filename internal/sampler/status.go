@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/status"
 	"github.com/lanewatch/lanewatch/internal/swings"
 	"github.com/lanewatch/lanewatch/internal/wire"
@@ -29,35 +28,24 @@ const (
 // be read is left out and said in the page (a status page must render when
 // the store is down, too).
 func (s *Sampler) Status(ctx context.Context) status.Page {
-	now := s.now()
+	now := time.Now()
 	p := status.Page{Now: now, Site: s.cfg.Site, Schedule: s.cfg.Schedule, ChartDays: statusChartDays, Healthy: true}
 	if s.shard.Count > 1 {
 		p.Shard = s.shard.String()
 	}
-	fail := func(what string, err error) {
-		if p.Problem == "" {
-			p.Healthy, p.Problem = false, what+": "+err.Error()
-		}
+	// One read serves the plan and the page: the last day of probes of
+	// every owned lane, and each one's newest.
+	m := s.meter(ctx, now, now.Add(-24*time.Hour))
+	if m.err != nil {
+		p.Healthy, p.Problem = false, "store: "+m.err.Error()
 	}
-	plan, err := s.Plan(ctx, now, false)
-	if err != nil {
-		fail("store", err)
-	}
+	plan := s.decide(now, false, m)
 	skips := map[string]budget.Skip{}
 	for _, sk := range plan.Skip {
 		skips[sk.Lane] = sk
 	}
-	site := []string{s.cfg.Site}
-	recent, err := s.store.Probes(ctx, series.Query{Windows: []series.Window{{From: now.Add(-24 * time.Hour), To: now.Add(time.Second)}}, Sites: site, Lanes: s.owned})
-	if err != nil {
-		fail("store", err)
-	}
-	latest, err := s.store.Latest(ctx, series.Query{Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}}, Sites: site, Lanes: s.owned})
-	if err != nil {
-		fail("store", err)
-	}
 	byLane := map[string][]series.Probe{}
-	for _, pr := range recent {
+	for _, pr := range m.probes {
 		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
 	}
 	quotaOf := map[string]string{}
@@ -72,7 +60,7 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 			l.Probes = append(l.Probes, status.Probe{Time: pr.Time, Outcome: pr.Outcome, OK: pr.OK, QueueS: pr.QueueS,
 				Censored: !pr.OK && pr.Outcome == string(probe.Timeout) && pr.GenS == 0 && pr.QueueS > 0, GenS: pr.GenS})
 		}
-		for _, pr := range latest {
+		for _, pr := range m.latest {
 			if pr.Lane != name {
 				continue
 			}
@@ -89,20 +77,13 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 		}
 		p.Lanes = append(p.Lanes, l)
 	}
+	// The groups of the lanes this shard owns, as the plan counts them
+	// (none when the store could not be read).
 	for _, g := range s.groups {
-		loc := g.Location
-		if loc == nil {
-			loc = time.UTC
+		if sent, ok := plan.Sent[g.Name]; ok {
+			p.Groups = append(p.Groups, status.Group{Name: g.Name, PerDay: g.ProbesPerDay, Spent: sent,
+				Left: max(g.ProbesPerDay-sent, 0), Timezone: g.Location.String()})
 		}
-		day := hours.DayStart(now, loc)
-		spent := 0
-		for _, pr := range recent {
-			if slices.Contains(g.Lanes, pr.Lane) && !pr.Time.Before(day) {
-				spent++
-			}
-		}
-		p.Groups = append(p.Groups, status.Group{Name: g.Name, PerDay: g.ProbesPerDay, Spent: spent,
-			Left: max(g.ProbesPerDay-spent, 0), Timezone: loc.String()})
 	}
 	if f, err := wire.ForHour(ctx, s.store, s.cfg, now, nil); err != nil {
 		p.PolicyErr = err.Error()
