@@ -92,15 +92,9 @@ func (c *Config) validateStore() error {
 		}
 		s.Path = c.abs(s.Path)
 	case StoreInflux:
-		u, err := url.Parse(s.URL)
-		if s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fieldErr("store.url", "want an http(s) URL such as http://127.0.0.1:8086, got %q", redact.URL(s.URL))
-		}
-		if u.User != nil {
-			return fieldErr("store.url", "must not carry credentials; put the token in the variable named by store.token_env")
-		}
-		if u.RawQuery != "" || u.Fragment != "" {
-			return fieldErr("store.url", "must not carry a query or fragment")
+		if err := httpURL("store.url", s.URL, "such as http://127.0.0.1:8086",
+			"put the token in the variable named by store.token_env"); err != nil {
+			return err
 		}
 		if s.Bucket == "" {
 			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
@@ -124,6 +118,23 @@ func (c *Config) validateStore() error {
 		s.DeadLetter = c.abs(s.DeadLetter)
 	default:
 		return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
+	}
+	return nil
+}
+
+// httpURL checks that raw, the value of field, is an http(s) URL with a
+// host and no credentials, query or fragment; example follows "want an
+// http(s) URL" in the error, secret says where a credential goes instead.
+func httpURL(field, raw, example, secret string) error {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fieldErr(field, "want an http(s) URL%s, got %q", strings.TrimRight(" "+example, " "), redact.URL(raw))
+	}
+	if u.User != nil {
+		return fieldErr(field, "must not carry credentials; %s", secret)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fieldErr(field, "must not carry a query or fragment")
 	}
 	return nil
 }
@@ -160,15 +171,8 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	if api := probe.API(l.API); api != probe.OpenAI && api != probe.Anthropic {
 		return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
 	}
-	u, err := url.Parse(l.BaseURL)
-	if l.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fieldErr(f+".base_url", "want an http(s) URL, got %q", redact.URL(l.BaseURL))
-	}
-	if u.User != nil {
-		return fieldErr(f+".base_url", "must not carry credentials; name the key's variable in api_key_env")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fieldErr(f+".base_url", "must not carry a query or fragment")
+	if err := httpURL(f+".base_url", l.BaseURL, "", "name the key's variable in api_key_env"); err != nil {
+		return err
 	}
 	if strings.TrimSpace(l.Model) == "" {
 		return fieldErr(f+".model", "must not be empty")
