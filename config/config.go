@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
@@ -244,9 +245,7 @@ func interval(spec string, loc *time.Location, now time.Time) time.Duration {
 	if every, ok := s.(cron.ConstantDelaySchedule); ok {
 		return every.Delay
 	}
-	if loc == nil {
-		loc = time.UTC
-	}
+	loc = hours.OrUTC(loc)
 	var shortest time.Duration
 	run := s.Next(now.In(loc))
 	end := run.Add(8 * 24 * time.Hour)

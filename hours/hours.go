@@ -23,7 +23,7 @@ const DayLayout = "2006-01-02"
 // in loc (nil means UTC). In the repeated hour of a fall-back, each instant
 // maps to the start of its own occurrence of that hour. The result is in loc.
 func Start(t time.Time, loc *time.Location) time.Time {
-	lt := t.In(orUTC(loc))
+	lt := t.In(OrUTC(loc))
 	into := time.Duration(lt.Minute())*time.Minute +
 		time.Duration(lt.Second())*time.Second +
 		time.Duration(lt.Nanosecond())
@@ -38,7 +38,7 @@ func Start(t time.Time, loc *time.Location) time.Time {
 
 // Label returns the key of the hour holding t: "YYYY-MM-DDTHH" in loc.
 func Label(t time.Time, loc *time.Location) string {
-	return t.In(orUTC(loc)).Format(Layout)
+	return t.In(OrUTC(loc)).Format(Layout)
 }
 
 var hourRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}$`)
@@ -48,7 +48,7 @@ var hourRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}$`)
 // hour that a DST change skips is an error naming the zone; an hour that a
 // DST change repeats gives its first occurrence.
 func Parse(s string, loc *time.Location) (time.Time, error) {
-	loc = orUTC(loc)
+	loc = OrUTC(loc)
 	if !hourRE.MatchString(s) {
 		return time.Time{}, fmt.Errorf("hour %q: want YYYY-MM-DDTHH", s)
 	}
@@ -76,7 +76,7 @@ var dayRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // ParseDay parses a day "YYYY-MM-DD" and returns noon of that day in loc (a
 // time that exists on every day, whatever the DST rules).
 func ParseDay(s string, loc *time.Location) (time.Time, error) {
-	loc = orUTC(loc)
+	loc = OrUTC(loc)
 	if !dayRE.MatchString(s) {
 		return time.Time{}, fmt.Errorf("day %q: want YYYY-MM-DD", s)
 	}
@@ -99,11 +99,13 @@ func dateProblem(err error) string {
 // DayStart returns the start of the calendar day holding t in loc (the
 // first instant of that date, which a DST change at midnight may move).
 func DayStart(t time.Time, loc *time.Location) time.Time {
-	lt := t.In(orUTC(loc))
+	lt := t.In(OrUTC(loc))
 	return time.Date(lt.Year(), lt.Month(), lt.Day(), 0, 0, 0, 0, lt.Location())
 }
 
-func orUTC(loc *time.Location) *time.Location {
+// OrUTC returns loc, or time.UTC for nil: the zone of every API here that
+// takes a nil location as UTC.
+func OrUTC(loc *time.Location) *time.Location {
 	if loc == nil {
 		return time.UTC
 	}

@@ -238,7 +238,7 @@ type lookMemo struct {
 
 // NewHistory returns an empty History keying hours in loc (nil: UTC).
 func NewHistory(loc *time.Location) *History {
-	return &History{loc: orUTC(loc), lanes: map[string]*laneHistory{}}
+	return &History{loc: hours.OrUTC(loc), lanes: map[string]*laneHistory{}}
 }
 
 // Add adds r, replacing the record of the same lane, site and hour.
@@ -305,7 +305,7 @@ func (x *History) Drop(before time.Time) {
 // that hour are ignored, so a past hour gives the same file whatever came
 // later. See LaneAt for the rules.
 func ForHour(p Params, recs []Record, states []LaneState, hour time.Time) File {
-	loc := orUTC(p.Location)
+	loc := hours.OrUTC(p.Location)
 	h := hours.Start(hour, loc)
 	end := h.Add(time.Hour)
 	x := NewHistory(loc)
@@ -530,7 +530,7 @@ func (x *History) sameHour(keys []int64, d civil, hh int) []int64 {
 // hour's start) it is quota_exhausted. Records from the day itself or later
 // are ignored.
 func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File {
-	loc := orUTC(p.Location)
+	loc := hours.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
 	x := NewHistory(loc)
 	for _, r := range recs {
@@ -858,11 +858,4 @@ func floor2(x float64) float64 {
 		return 0
 	}
 	return v
-}
-
-func orUTC(loc *time.Location) *time.Location {
-	if loc == nil {
-		return time.UTC
-	}
-	return loc
 }

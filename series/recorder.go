@@ -35,10 +35,7 @@ type Recorder struct {
 
 // NewRecorder returns a Recorder writing to st, hours keyed in loc (nil: UTC).
 func NewRecorder(st Store, loc *time.Location) *Recorder {
-	if loc == nil {
-		loc = time.UTC
-	}
-	return &Recorder{store: st, loc: loc}
+	return &Recorder{store: st, loc: hours.OrUTC(loc)}
 }
 
 // Store returns the store the Recorder writes to.
@@ -102,9 +99,7 @@ func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHo
 	if len(touched) == 0 {
 		return nil, nil
 	}
-	if loc == nil {
-		loc = time.UTC
-	}
+	loc = hours.OrUTC(loc)
 	stored, err := st.Probes(ctx, queryOf(touched))
 	if err != nil {
 		return nil, fmt.Errorf("rebuild hours: %w", err)

@@ -69,7 +69,6 @@ package backtest
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -129,7 +128,7 @@ type Options struct {
 // before From that the largest lookback and basis read (the same hour of
 // day that many days before, the basis hours before it and an hour for DST).
 func (o Options) ReadFrom() time.Time {
-	loc := orUTC(o.Params.Location)
+	loc := hours.OrUTC(o.Params.Location)
 	lb := o.Params.LookbackDays
 	for _, k := range o.Lookbacks {
 		lb = max(lb, k)
@@ -255,7 +254,7 @@ func New(opts Options) (*Backtest, error) {
 			return nil, fmt.Errorf("backtest: lookback %d: want 0..%d days", k, MaxLookbackDays)
 		}
 	}
-	loc := orUTC(opts.Params.Location)
+	loc := hours.OrUTC(opts.Params.Location)
 	opts.Params.Location = loc
 	b := &Backtest{
 		opts:      opts,
@@ -561,12 +560,3 @@ func (q *fifo[T]) pop() T {
 	}
 	return x
 }
-
-func orUTC(loc *time.Location) *time.Location {
-	if loc == nil {
-		return time.UTC
-	}
-	return loc
-}
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -30,10 +31,10 @@ type timeline struct {
 
 func (tl *timeline) add(p series.Probe, loc *time.Location) {
 	e := event{t: p.Time.UnixNano(), ok: p.OK, tokens: max(p.Tokens, 0)}
-	if finite(p.QueueS) && p.QueueS > 0 {
+	if num.Finite(p.QueueS) && p.QueueS > 0 {
 		e.queue = p.QueueS
 	}
-	if finite(p.GenS) && p.GenS > 0 {
+	if num.Finite(p.GenS) && p.GenS > 0 {
 		e.gen = p.GenS
 		if p.OK && p.Tokens > 0 {
 			e.rate = float64(p.Tokens) / p.GenS

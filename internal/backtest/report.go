@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -29,7 +30,7 @@ func (c *cell) add(l *policy.Lane, p *series.Probe) {
 		if p.QueueS <= l.NextQueueS {
 			c.covered++
 		}
-		if finite(p.QueueS) && p.QueueS > 0 {
+		if num.Finite(p.QueueS) && p.QueueS > 0 {
 			c.ratios = append(c.ratios, float32(l.NextQueueS/p.QueueS))
 		}
 		if !l.Eligible {
@@ -40,7 +41,7 @@ func (c *cell) add(l *policy.Lane, p *series.Probe) {
 	if l.Eligible {
 		c.falseElig++
 	}
-	if finite(p.QueueS) && p.QueueS > l.NextQueueS {
+	if num.Finite(p.QueueS) && p.QueueS > l.NextQueueS {
 		c.censUncovered++
 	}
 }

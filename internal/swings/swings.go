@@ -19,6 +19,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
@@ -175,10 +176,7 @@ func recordWorst(rec Record, samples, failures int64) (worst, bool) {
 // Compute builds the report from hourly records. Records outside the window,
 // and queue times that are not finite, are ignored.
 func Compute(recs []Record, opt Options) *Report {
-	loc := opt.Location
-	if loc == nil {
-		loc = time.UTC
-	}
+	loc := hours.OrUTC(opt.Location)
 	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
 	for _, c := range opt.Classes {
 		if num.Finite(c.DeadlineS) && c.DeadlineS > 0 {

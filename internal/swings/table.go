@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
 )
 
 // TableWidth is the widest line WriteTable writes, in columns: the table fits
@@ -114,12 +116,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	return bw.Flush()
 }
 
-func (r *Report) location() *time.Location {
-	if r.Location == nil {
-		return time.UTC
-	}
-	return r.Location
-}
+func (r *Report) location() *time.Location { return hours.OrUTC(r.Location) }
 
 // laneLabel is "name (kind)" when it fits in w columns, else the name, cut to w.
 func laneLabel(l LaneReport, w int) string {
