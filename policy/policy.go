@@ -482,9 +482,7 @@ func (x *History) lookbackHours(d civil, hh, days int) []int64 {
 		}
 	}
 	k := lookKeys{d: d, hh: hh, days: days}
-	for back := 1; back <= days; back++ {
-		k.keys = x.sameHour(k.keys, addDays(d, -back), hh)
-	}
+	k.keys = lookbackHours(nil, x.loc, d, hh, days)
 	if len(x.keys) < maxLookMemos {
 		x.keys = append(x.keys, k)
 	} else {
@@ -499,10 +497,19 @@ func (x *History) lookbackHours(d civil, hh, days int) []int64 {
 	return k.keys
 }
 
-// sameHour appends to keys the starts (Unix s) of wall-clock hour hh on
-// date d: two on a fall-back day, none on a day that skipped it.
-func (x *History) sameHour(keys []int64, d civil, hh int) []int64 {
-	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, x.loc)
+// lookbackHours appends to keys the starts (Unix s) of wall-clock hour hh
+// in loc on each of the days days before date d.
+func lookbackHours(keys []int64, loc *time.Location, d civil, hh, days int) []int64 {
+	for back := 1; back <= days; back++ {
+		keys = sameHour(keys, loc, addDays(d, -back), hh)
+	}
+	return keys
+}
+
+// sameHour appends to keys the starts (Unix s) of wall-clock hour hh in loc
+// on date d: two on a fall-back day, none on a day that skipped it.
+func sameHour(keys []int64, loc *time.Location, d civil, hh int) []int64 {
+	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, loc)
 	_, before := t.Add(-time.Hour).Zone()
 	_, after := t.Add(time.Hour).Zone()
 	_, at := t.Zone()
@@ -511,14 +518,43 @@ func (x *History) sameHour(keys []int64, d civil, hh int) []int64 {
 	}
 	n := len(keys)
 	for _, c := range [3]time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
-		c = hours.Start(c, x.loc)
-		lt := c.In(x.loc)
+		c = hours.Start(c, loc)
+		lt := c.In(loc)
 		u := c.Unix()
 		if civilOf(lt) == d && lt.Hour() == hh && !slices.Contains(keys[n:], u) {
 			keys = append(keys, u)
 		}
 	}
 	return keys
+}
+
+// MaxBasisHours is how many hours before a policy's hour its lanes' basis
+// records may be: the largest LaneSpec.BasisHours, at least 1.
+func (p Params) MaxBasisHours() int {
+	b := 1
+	for _, l := range p.Lanes {
+		b = max(b, l.BasisHours)
+	}
+	return b
+}
+
+// ReadHours returns the starts of the hours whose records the live policy
+// of the hour holding h reads (see History.LaneAt): that hour and the
+// MaxBasisHours before it, oldest first, and the same wall-clock hour on
+// each of the LookbackDays days before (none on a day a DST change skipped
+// it, two on a day that repeated it). A store read for a policy fetches
+// these hours and no others.
+func (p Params) ReadHours(h time.Time) (basis, lookback []time.Time) {
+	loc := hours.OrUTC(p.Location)
+	h = hours.Start(h, loc)
+	for back := p.MaxBasisHours(); back >= 0; back-- {
+		basis = append(basis, h.Add(-time.Duration(back)*time.Hour))
+	}
+	lt := h.In(loc)
+	for _, u := range lookbackHours(nil, loc, civilOf(lt), lt.Hour(), p.LookbackDays) {
+		lookback = append(lookback, time.Unix(u, 0).In(loc))
+	}
+	return basis, lookback
 }
 
 // Forecast returns 24 forecast policies for the day holding `day` (in

@@ -613,3 +613,70 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 		}
 	}
 }
+
+// TestReadHoursIsWhatAPolicyReads: the live policy built from the records
+// of Params.ReadHours alone equals the one built from every record, across
+// a DST change in each direction, sparse lanes and several lookbacks; and
+// neither list names an hour twice.
+func TestReadHoursIsWhatAPolicyReads(t *testing.T) {
+	ny := mustLoc(t, "America/New_York")
+	lanes := []LaneSpec{{Name: "a", Kind: "free"}, {Name: "b", Kind: "paid", BasisHours: 3}, {Name: "c", Kind: "free", BasisHours: 30}}
+	rng := rand.New(rand.NewPCG(11, 12))
+	var recs []Record
+	start := time.Date(2026, 2, 25, 0, 0, 0, 0, ny)
+	for h := start; h.Before(time.Date(2026, 11, 10, 0, 0, 0, 0, ny)); h = h.Add(time.Hour) {
+		if rng.IntN(3) == 0 {
+			continue
+		}
+		l := lanes[rng.IntN(len(lanes))]
+		recs = append(recs, Record{Lane: l.Name, Kind: l.Kind, Hour: h, WorstQueueS: float64(rng.IntN(5000)) / 100,
+			MinTokPerS: float64(1 + rng.IntN(60)), Samples: 1 + rng.IntN(3), Failures: rng.IntN(2)})
+	}
+	hoursToCheck := []time.Time{
+		time.Date(2026, 3, 9, 2, 0, 0, 0, ny), time.Date(2026, 3, 15, 2, 30, 0, 0, ny), // after spring forward
+		time.Date(2026, 11, 2, 1, 0, 0, 0, ny), time.Date(2026, 11, 2, 1, 0, 0, 0, ny).Add(time.Hour), // the repeated hour
+		time.Date(2026, 11, 8, 1, 10, 0, 0, ny), time.Date(2026, 6, 1, 17, 0, 0, 0, ny),
+	}
+	for _, days := range []int{0, 1, 3, 7} {
+		p := Params{Location: ny, LookbackDays: days, Lanes: lanes}
+		for _, h := range hoursToCheck {
+			basis, lookback := p.ReadHours(h)
+			read := map[int64]bool{}
+			for _, hs := range [][]time.Time{basis, lookback} { // a wide basis may reach a lookback day
+				seen := map[int64]bool{}
+				for _, c := range hs {
+					if seen[c.Unix()] {
+						t.Fatalf("lookback %d, %s: hour %s listed twice", days, h, c)
+					}
+					seen[c.Unix()], read[c.Unix()] = true, true
+				}
+			}
+			var some []Record
+			for _, r := range recs {
+				if read[r.Hour.Unix()] {
+					some = append(some, r)
+				}
+			}
+			want, got := ForHour(p, recs, nil, h), ForHour(p, some, nil, h)
+			for i := range want.Lanes {
+				want.Lanes[i].LastSample, got.Lanes[i].LastSample = time.Time{}, time.Time{}
+			}
+			want.Records, got.Records = 0, 0
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("lookback %d, %s: from the hours read\n %+v\nfrom all\n %+v", days, h, got, want)
+			}
+			if samples := want.Lanes[0].Samples + want.Lanes[1].Samples + want.Lanes[2].Samples; samples == 0 {
+				t.Fatalf("lookback %d, %s: no samples at all; the test reads nothing", days, h)
+			}
+		}
+	}
+	// The basis reaches exactly as far as the sparsest lane's: a lone record
+	// 30 hours back is lane c's basis, and read.
+	h := time.Date(2026, 6, 1, 17, 0, 0, 0, ny)
+	p := Params{Location: ny, Lanes: lanes}
+	lone := []Record{{Lane: "c", Kind: "free", Hour: h.Add(-30 * time.Hour), WorstQueueS: 4, MinTokPerS: 9, Samples: 1}}
+	basis, _ := p.ReadHours(h.Add(10 * time.Minute))
+	if l := lane(t, ForHour(p, lone, nil, h), "c"); !l.Eligible || !basis[0].Equal(lone[0].Hour) || !basis[len(basis)-1].Equal(h) {
+		t.Errorf("basis hours %s..%s, lane c %+v; want 30 hours back to the hour itself, c eligible", basis[0], basis[len(basis)-1], l)
+	}
+}

@@ -136,15 +136,7 @@ func (o Options) ReadFrom() time.Time {
 	lb = min(max(lb, 0), MaxLookbackDays)
 	f := hours.Start(o.From, loc).In(loc)
 	t := time.Date(f.Year(), f.Month(), f.Day()-lb, f.Hour(), 0, 0, 0, loc)
-	return t.Add(-time.Duration(maxBasis(o.Params)+1) * time.Hour)
-}
-
-func maxBasis(p policy.Params) int {
-	b := 1
-	for _, l := range p.Lanes {
-		b = max(b, l.BasisHours)
-	}
-	return b
+	return t.Add(-time.Duration(o.Params.MaxBasisHours()+1) * time.Hour)
 }
 
 // Backtest is one replay. Feed it every probe from Options.ReadFrom to
@@ -302,7 +294,7 @@ func New(opts Options) (*Backtest, error) {
 		b.horizon = max(b.horizon, h)
 	}
 	maxLB := max(lbs[len(lbs)-1], opts.Params.LookbackDays)
-	b.keep = time.Duration(maxLB+2)*24*time.Hour + time.Duration(maxBasis(opts.Params)+1)*time.Hour
+	b.keep = time.Duration(maxLB+2)*24*time.Hour + time.Duration(opts.Params.MaxBasisHours()+1)*time.Hour
 	b.cells = make([][]cell, len(lbs))
 	for i := range b.cells {
 		b.cells[i] = make([]cell, len(b.order)*24)

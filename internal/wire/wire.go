@@ -101,34 +101,14 @@ func States(latest []series.Probe, loc *time.Location) []policy.LaneState {
 	return out
 }
 
-// HourWindows returns the spans a live policy of hour h reads: the basis
-// hours before it (as many as the sparsest lane needs) and the same
-// wall-clock hour on each lookback day (none on a day a DST change skipped
-// it, two on a day that repeated it), each exactly an hour long.
+// HourWindows returns the spans a live policy of hour h reads
+// (policy.Params.ReadHours): the basis hours as one span, and each
+// lookback hour, each exactly an hour long.
 func HourWindows(p policy.Params, h time.Time) []series.Window {
-	loc := p.Location
-	if loc == nil {
-		loc = time.UTC
-	}
-	h = hours.Start(h, loc)
-	basis := 1
-	for _, l := range p.Lanes {
-		basis = max(basis, l.BasisHours)
-	}
-	ws := []series.Window{{From: h.Add(-time.Duration(basis) * time.Hour), To: h.Add(time.Hour)}}
-	lt := h.In(loc)
-	for k := 1; k <= p.LookbackDays; k++ {
-		day := time.Date(lt.Year(), lt.Month(), lt.Day()-k, 12, 0, 0, 0, loc)
-		t := time.Date(lt.Year(), lt.Month(), lt.Day()-k, lt.Hour(), 0, 0, 0, loc)
-		var seen []time.Time
-		for _, c := range []time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
-			c = hours.Start(c, loc)
-			cl := c.In(loc)
-			if cl.Hour() == lt.Hour() && cl.YearDay() == day.YearDay() && cl.Year() == day.Year() && !slices.ContainsFunc(seen, c.Equal) {
-				seen = append(seen, c)
-				ws = append(ws, series.Window{From: c, To: c.Add(time.Hour)})
-			}
-		}
+	basis, lookback := p.ReadHours(h)
+	ws := []series.Window{{From: basis[0], To: basis[len(basis)-1].Add(time.Hour)}}
+	for _, c := range lookback {
+		ws = append(ws, series.Window{From: c, To: c.Add(time.Hour)})
 	}
 	return ws
 }
@@ -150,7 +130,7 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, cfg, end.Add(-stateSpan(p)), end, sites)
+	latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
@@ -174,7 +154,7 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	if err != nil {
 		return nil, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, cfg, start.Add(-stateSpan(p)), start, sites)
+	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites)
 	if err != nil {
 		return nil, err
 	}
@@ -191,15 +171,12 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 // sparse lane's basis), then [from, end), then all of the history before
 // end for the lanes still missing, so that a lane last probed long ago
 // reads no_recent_sample, not never_sampled.
-func newest(ctx context.Context, st series.Store, cfg *config.Config, from, end time.Time, sites []string) ([]series.Probe, error) {
-	recent := 2
-	for _, l := range Params(cfg).Lanes {
-		recent = max(recent, l.BasisHours+1)
-	}
+func newest(ctx context.Context, st series.Store, p policy.Params, from, end time.Time, sites []string) ([]series.Probe, error) {
+	recent := p.MaxBasisHours() + 1
 	steps := []time.Time{end.Add(-time.Duration(recent) * time.Hour), from, time.Unix(0, 0)}
 	var found []series.Probe
-	lanes := make([]string, len(cfg.Lanes))
-	for i, l := range cfg.Lanes {
+	lanes := make([]string, len(p.Lanes))
+	for i, l := range p.Lanes {
 		lanes[i] = l.Name
 	}
 	to := end
@@ -224,7 +201,6 @@ func newest(ctx context.Context, st series.Store, cfg *config.Config, from, end 
 }
 
 // SwingsRecords maps the store's hourly records to the report's input.
-// WorstCensoredS stays 0 until series.Hourly carries worst_censored_s.
 //
 // A lane-hour has one record per site (and, when the lane's kind changed
 // within the hour, identical copies per kind): the copies count once and
