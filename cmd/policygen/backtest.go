@@ -135,14 +135,11 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, fresh, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv)
+	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
 	defer st.Close()
-	if fresh {
-		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); backtest of zero probes\n", cfg.Store.Path)
-	}
 	restart := func() error { // the scan found the file out of order
 		bt, err = backtest.New(opts)
 		return err

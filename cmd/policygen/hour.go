@@ -16,6 +16,11 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
+// staleTemp is how old a temp file left by a killed run must be before a
+// later run removes it (younger ones may belong to a run still in
+// progress). Files are written with internal/atomicfile.
+const staleTemp = time.Hour
+
 // hourArg is the hour an -hour flag names in loc, or the current hour when
 // it is empty.
 func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
@@ -44,7 +49,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usagef("unexpected argument %q (subcommands: book, lane, swings)", fs.Arg(0))
+		return usagef("unexpected argument %q (subcommands: backtest, book, lane, swings)", fs.Arg(0))
 	case *configPath == "":
 		return usagef("-config is required")
 	case *hourFlag != "" && *dayFlag != "":
@@ -65,7 +70,15 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	if *siteFlag != "" {
 		sites = []string{*siteFlag}
 	}
-	st, fresh, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv)
+	var day, h time.Time
+	if *dayFlag != "" {
+		if day, err = parseDay(*dayFlag, e.now, loc); err != nil {
+			return usagef("-day: %w", err)
+		}
+	} else if h, err = e.hourArg(*hourFlag, loc); err != nil {
+		return usagef("-hour: %w", err)
+	}
+	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "every lane is never_sampled")
 	if err != nil {
 		return err
 	}
@@ -73,26 +86,15 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 
 	var files []policy.File
 	if *dayFlag != "" {
-		day, err := parseDay(*dayFlag, e.now, loc)
-		if err != nil {
-			return usagef("-day: %w", err)
-		}
 		if files, err = wire.Forecast(ctx, st, cfg, day, sites); err != nil {
 			return err
 		}
 	} else {
-		h, err := e.hourArg(*hourFlag, loc)
-		if err != nil {
-			return usagef("-hour: %w", err)
-		}
 		f, err := wire.ForHour(ctx, st, cfg, h, sites)
 		if err != nil {
 			return err
 		}
 		files = []policy.File{f}
-	}
-	if fresh {
-		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); every lane is never_sampled\n", cfg.Store.Path)
 	}
 
 	// Temp files that killed runs left in the folder go, whatever hour

@@ -6,6 +6,7 @@
 //	policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
 //	policygen lane -config F -class NAME [-hour H] [-format name|json|env] [-dir DIR]  # the lane to run on
+//	policygen backtest -config F [-days N] [-end H] [-lookback 1,3,7,14] [-format table|csv|json]  # how well it predicts
 //
 // Exit status: 0 done; 1 bad config, bad input or a store error, with one line
 // on stderr; 2 bad usage; 3 (lane only) no lane fits the class this hour.
@@ -56,7 +57,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "swings":
-			return runSwings(ctx, args[1:], e.stdout, e.stderr)
+			return e.runSwings(ctx, args[1:])
 		case "book":
 			return e.runBook(ctx, args[1:])
 		case "lane":

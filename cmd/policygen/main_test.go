@@ -540,6 +540,22 @@ func TestBadUsage(t *testing.T) {
 			}
 		}
 	})
+	t.Run("bad hour with a store that is down", func(t *testing.T) {
+		// The flags are checked before the store is opened: a usage error
+		// stays a usage error, whatever the store's state.
+		cfg := filepath.Join(t.TempDir(), "down.yaml")
+		yaml := "store: {kind: influx, url: \"http://127.0.0.1:1\", bucket: lanewatch}\n" +
+			"lanes:\n  - {name: free, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m}\n"
+		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"-day", "junk"}, {"-hour", "junk"}} {
+			r := (&env{}).exec(t, "", append([]string{"-config", cfg}, args...)...)
+			if r.code != 2 || !strings.Contains(r.stderr, args[0]+":") {
+				t.Errorf("%v: exit %d, stderr %q; want 2 and the flag named", args, r.code, r.stderr)
+			}
+		}
+	})
 	t.Run("help", func(t *testing.T) {
 		r := (&env{}).exec(t, "", "-h")
 		if r.code != 0 || !strings.Contains(r.stderr, "usage: policygen -config F") {

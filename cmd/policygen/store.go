@@ -21,15 +21,17 @@ func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookup
 }
 
 // openStoreOrFresh opens the store for reading. An embedded store file that
-// does not exist yet is a fresh install, not an error: it returns an empty
-// store and fresh true, so that policies say never_sampled and CI fails
-// safe rather than red.
-func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, bool, error) {
+// does not exist yet is a fresh install, not an error: it says so on
+// stderr, with what that means for the output (so), and returns an empty
+// store, so that policies say never_sampled and CI fails safe rather than
+// red.
+func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool), so string) (series.Store, error) {
 	st, err := openStore(ctx, cfg, stderr, lookupEnv)
 	if err != nil && cfg.Store.Kind == config.StoreFile && errors.Is(err, fs.ErrNotExist) {
-		return emptyStore{}, true, nil
+		fmt.Fprintf(stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); %s\n", cfg.Store.Path, so)
+		return emptyStore{}, nil
 	}
-	return st, false, err
+	return st, err
 }
 
 // emptyStore is the store of a fresh install: nothing in it.

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -52,19 +50,8 @@ stderr). -log puts the seconds axis of the chart on a log scale.
 // maxSwingsDays bounds -days (ten years of hourly records).
 const maxSwingsDays = 3660
 
-// swingsEnv is what the report takes from the process; tests replace now.
-type swingsEnv struct {
-	stdout, stderr io.Writer
-	lookupEnv      func(string) (string, bool)
-	now            func() time.Time
-}
-
 // runSwings is the `policygen swings` subcommand.
-func runSwings(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return swingsEnv{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, now: time.Now}.run(ctx, args)
-}
-
-func (e swingsEnv) run(ctx context.Context, args []string) error {
+func (e *env) runSwings(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("policygen swings", flag.ContinueOnError)
 	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
 	days := fset.Int("days", 7, "report the last `N` days")
@@ -169,13 +156,9 @@ func (e swingsEnv) run(ctx context.Context, args []string) error {
 
 // hourly reads the hourly records of [from, to). A samples file that does not
 // exist yet is an empty store (no sampler round has run): a warning, no error.
-func (e swingsEnv) hourly(ctx context.Context, cfg *config.Config, from, to time.Time, sites []string) ([]series.Hourly, error) {
-	st, err := openStore(ctx, cfg, e.stderr, e.lookupEnv)
+func (e *env) hourly(ctx context.Context, cfg *config.Config, from, to time.Time, sites []string) ([]series.Hourly, error) {
+	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "reporting no data")
 	if err != nil {
-		if cfg.Store.Kind == config.StoreFile && errors.Is(err, fs.ErrNotExist) {
-			warner(e.stderr)("samples file does not exist yet; reporting no data", "path", cfg.Store.Path)
-			return nil, nil
-		}
 		return nil, fmt.Errorf("swings: %w", err)
 	}
 	defer st.Close()

@@ -102,8 +102,8 @@ type swingsResult struct {
 func swingsExec(t *testing.T, now time.Time, args ...string) swingsResult {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := swingsEnv{stdout: &out, stderr: &errb, lookupEnv: func(string) (string, bool) { return "", false }, now: func() time.Time { return now }}
-	code := exitCode(e.run(context.Background(), args), &errb)
+	e := &env{stdout: &out, stderr: &errb, lookupEnv: func(string) (string, bool) { return "", false }, now: func() time.Time { return now }}
+	code := exitCode(e.runSwings(context.Background(), args), &errb)
 	return swingsResult{code, out.String(), errb.String()}
 }
 
@@ -322,7 +322,7 @@ func TestSwingsEdgeCases(t *testing.T) {
 		{
 			name: "no store file yet", lanes: both, now: swingsNow,
 			lines:  map[string]string{"records:": "records: none in the window", "free ": "free - - - - no data"},
-			stderr: "samples file does not exist yet",
+			stderr: "nothing sampled yet",
 		},
 		{
 			name: "single lane", lanes: []string{"free:free"}, recs: week, now: swingsNow,
