@@ -175,14 +175,24 @@ func (f File) ClassNames() []string {
 	return names
 }
 
+// NamedClass returns the class with the given name, or an error that names
+// the classes the file has.
+func (f File) NamedClass(name string) (Class, error) {
+	c, ok := f.Class(name)
+	switch {
+	case ok:
+		return c, nil
+	case len(f.Classes) == 0:
+		return Class{}, fmt.Errorf("class %q: not in the policy file for %s (it has no classes)", name, f.Hour)
+	}
+	return Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(f.ClassNames(), ", "))
+}
+
 // Book returns the ledger policy of the named class, ready for the package
 // function Book.
 func (f File) Book(class string) (BookPolicy, error) {
-	c, ok := f.Class(class)
-	if !ok {
-		return BookPolicy{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", class, f.Hour, strings.Join(f.ClassNames(), ", "))
-	}
-	return c.Book, nil
+	c, err := f.NamedClass(class)
+	return c.Book, err
 }
 
 // History indexes hourly records by lane, hour and site, so that a lane's

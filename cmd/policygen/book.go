@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
 
@@ -48,15 +47,12 @@ prints the retry ledger's answer as one line of JSON.
 		if err != nil {
 			return fmt.Errorf("%s: %w", *policyPath, err)
 		}
-		i, c, err := findClass(f, *className)
+		// ParseFile holds the book to the same bounds as stdin's.
+		b, err := f.Book(*className)
 		if err != nil {
 			return fmt.Errorf("%s: %w", *policyPath, err)
 		}
-		// The same bounds as stdin: a file is input too.
-		if err := c.Book.Validate(); err != nil {
-			return fmt.Errorf("%s: classes[%d].book.%w", *policyPath, i, err)
-		}
-		fromFile = &c.Book
+		fromFile = &b
 	}
 	data, err := readCapped(ctx, "input", maxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
 	if err != nil {
@@ -75,20 +71,4 @@ prints the retry ledger's answer as one line of JSON.
 	}
 	_, err = fmt.Fprintf(e.stdout, "%s\n", out)
 	return err
-}
-
-// findClass returns the index and the class named name, or an error that
-// lists the classes the file has.
-func findClass(f policy.File, name string) (int, policy.Class, error) {
-	names := make([]string, len(f.Classes))
-	for i, c := range f.Classes {
-		if c.Name == name {
-			return i, c, nil
-		}
-		names[i] = c.Name
-	}
-	if len(names) == 0 {
-		return 0, policy.Class{}, fmt.Errorf("class %q: not in the policy file for %s (it has no classes)", name, f.Hour)
-	}
-	return 0, policy.Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(names, ", "))
 }

@@ -108,7 +108,7 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if f.Hour != label {
 		return fmt.Errorf("lane: %s: holds hour %q, want %q", path, f.Hour, label)
 	}
-	_, c, err := findClass(f, *className)
+	c, err := f.NamedClass(*className)
 	if err != nil {
 		return fmt.Errorf("lane: %s: %w", path, err)
 	}
