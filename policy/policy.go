@@ -737,9 +737,12 @@ type laneCalc struct {
 	records int
 }
 
-// gen returns next_gen_s for est tokens, rounded up to 0.01 s, and whether it
-// is known (a lane without decode data has no next_gen_s unless est is 0).
-func gen(tokPerS float64, est int) (float64, bool) {
+// NextGenS returns next_gen_s of a lane that decodes tokPerS (its
+// tok_per_s) for est tokens, rounded up to 0.01 s, and whether it is known:
+// a lane without decode data, or with a rate too low to ever finish, has
+// none unless est is 0. A class lists an eligible lane with samples when
+// its next_queue_s + next_gen_s is within the deadline.
+func NextGenS(tokPerS float64, est int) (float64, bool) {
 	if est <= 0 {
 		return 0, true
 	}
@@ -803,7 +806,7 @@ func Classes(p Params, lanes []Lane) []Class {
 		}
 		for i := range lanes {
 			l := &lanes[i]
-			g, ok := gen(l.TokPerS, cs.EstTokens)
+			g, ok := NextGenS(l.TokPerS, cs.EstTokens)
 			cands[i] = cand{l.Name, l.Kind, l.NextQueueS, g, l.Eligible, ok && l.Samples > 0}
 		}
 		first := len(listed)

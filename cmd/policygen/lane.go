@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,14 +148,12 @@ func whyNoLane(f policy.File, c policy.Class) string {
 			why = l.Reason
 		case l.Samples <= 0:
 			why = "no samples"
-		case c.EstTokens > 0 && !(l.TokPerS > 0):
-			why = "no decode rate measured"
 		default:
-			gen := 0.0
-			if c.EstTokens > 0 {
-				gen = math.Ceil(float64(c.EstTokens)/l.TokPerS*100) / 100
-			}
-			if l.NextQueueS+gen > c.DeadlineS {
+			gen, ok := policy.NextGenS(l.TokPerS, c.EstTokens)
+			switch {
+			case !ok:
+				why = "no decode rate measured"
+			case l.NextQueueS+gen > c.DeadlineS:
 				why = fmt.Sprintf("does not fit the %s s deadline (%s s queue + %s s to generate %d tokens)",
 					secs2(c.DeadlineS), secs2(l.NextQueueS), secs2(gen), c.EstTokens)
 			}

@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +278,37 @@ func TestLaneFileTooLarge(t *testing.T) {
 	r := laneEnv(t, time.Time{}).exec(t, "", "lane", "-config", fx.config, "-class", "interactive", "-hour", "2026-11-30T14")
 	if r.code != 1 || !strings.Contains(r.stderr, fmt.Sprintf("policy file %s: larger than 1048576 bytes", path)) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// whyNoLane gives a reason for exactly the lanes policy.Classes leaves out
+// of a class, with the policy's own rounding, over random lanes.
+func TestWhyNoLaneAgreesWithThePolicy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for range 3000 {
+		// Boundaries are likely: 3 tokens at 0.3 tok/s take 10 s (in floating
+		// point a hair over), after a 50 s queue, against a 60 s deadline.
+		p := policy.Params{Classes: []policy.ClassSpec{{Name: "c", DeadlineS: []float64{60, float64(rng.IntN(120))}[rng.IntN(2)], EstTokens: rng.IntN(4) * 3}}}
+		var lanes []policy.Lane
+		for i := range 3 {
+			l := policy.Lane{Name: fmt.Sprintf("l%d", i), Kind: []string{policy.KindFree, policy.KindPaid}[rng.IntN(2)],
+				Eligible: rng.IntN(4) > 0, Samples: rng.IntN(3), NextQueueS: []float64{50, float64(rng.IntN(120))}[rng.IntN(2)],
+				TokPerS: []float64{0, 0.3, 1e-320, float64(rng.IntN(50)) / 10}[rng.IntN(4)]}
+			if !l.Eligible {
+				l.Reason = policy.ReasonProbeFailed
+			}
+			p.Lanes = append(p.Lanes, policy.LaneSpec{Name: l.Name, Kind: l.Kind})
+			lanes = append(lanes, l)
+		}
+		c := policy.Classes(p, lanes)[0]
+		f := policy.File{Lanes: lanes, Classes: []policy.Class{c}}
+		why := whyNoLane(f, c)
+		for _, l := range lanes {
+			listed := slices.Contains(c.Lanes, l.Name)
+			said := strings.Contains(why, l.Name+": not listed for the class")
+			if listed != said || strings.Contains(why, "Inf") || strings.Contains(why, "NaN") {
+				t.Fatalf("lane %+v, class %+v: listed %v, but whyNoLane says %q", l, c, listed, why)
+			}
+		}
 	}
 }
