@@ -73,6 +73,7 @@ start() {
 	INFLUXDB_HTTP_FLUX_ENABLED=true \
 	INFLUXDB_HTTP_AUTH_ENABLED=false \
 	INFLUXDB_HTTP_LOG_ENABLED=false \
+	INFLUXDB_HTTP_MAX_ROW_LIMIT=1000 \
 	INFLUXDB_META_DIR="$state/data/meta" \
 	INFLUXDB_DATA_DIR="$state/data/data" \
 	INFLUXDB_DATA_WAL_DIR="$state/data/wal" \

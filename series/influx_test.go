@@ -772,3 +772,25 @@ func openSpooled(t testing.TB, base string, io series.InfluxOptions, so series.S
 	t.Cleanup(func() { _ = sp.Close() })
 	return sp
 }
+
+// InfluxQL reads are chunked: a server with a max-row-limit (influxtest's
+// is influxtest.MaxRowLimit) cuts a plain query short without an error, and
+// a short read would roll up, and decide, on part of the probes.
+func TestInfluxReadsPastTheRowLimit(t *testing.T) {
+	srv := influxtest.Start(t)
+	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: srv.CreateDB(t, "rows") + "/autogen"})
+	n := 3*influxtest.MaxRowLimit + 7
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ps := make([]series.Probe, n)
+	for i := range ps {
+		ps[i] = series.Probe{Lane: fmt.Sprintf("l%d", i%13), Kind: "free", Time: start.Add(time.Duration(i) * time.Second),
+			QueueS: float64(i), OK: true, Outcome: "ok", Status: 200}
+	}
+	if err := s.Write(ctx, ps, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Probes(ctx, series.Between(start, start.Add(time.Duration(n)*time.Second)))
+	if err != nil || len(got) != n {
+		t.Fatalf("read %d of %d probes, %v", len(got), n, err)
+	}
+}

@@ -80,7 +80,7 @@ func (q qlRow) at() time.Time {
 // influxql reads one measurement's points in span with one InfluxQL SELECT
 // (InfluxDB 1.x, or 2.x's v1 /query): the fields and the tags as columns,
 // without GROUP BY, which InfluxDB 1.8 answers several times faster than a
-// Flux pivot over thousands of series. Rows are streamed in chunks.
+// Flux pivot over thousands of series.
 func (s *Influx) influxql(ctx context.Context, measurement string, fields []string, span [2]int64, m *matcher, put func(row)) error {
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -110,7 +110,10 @@ func (s *Influx) influxql(ctx context.Context, measurement string, fields []stri
 // to put. Errors are shaped as the client library's, so that classify tells
 // a passing failure from a lasting one.
 func (s *Influx) qlQuery(ctx context.Context, stmt string, put func(row)) error {
-	form := url.Values{"q": {stmt}, "db": {s.db}, "epoch": {"ns"}}
+	// Chunked: the server streams the rows as JSON objects one after the
+	// other, and its max-row-limit, which cuts a plain answer short with
+	// only "partial": true to say so, does not apply.
+	form := url.Values{"q": {stmt}, "db": {s.db}, "epoch": {"ns"}, "chunked": {"true"}, "chunk_size": {"10000"}}
 	if s.rp != "" {
 		form.Set("rp", s.rp)
 	}

@@ -121,6 +121,9 @@ func start(bin, dir string, o Options) (*Server, error) {
 		"INFLUXDB_HTTP_FLUX_ENABLED=true",
 		fmt.Sprintf("INFLUXDB_HTTP_AUTH_ENABLED=%t", o.Auth),
 		"INFLUXDB_HTTP_LOG_ENABLED=false",
+		// A row limit as a production server may have: a read that is not
+		// chunked comes back cut short ("partial": true).
+		"INFLUXDB_HTTP_MAX_ROW_LIMIT="+fmt.Sprint(MaxRowLimit),
 		"INFLUXDB_META_DIR="+filepath.Join(dir, "meta"),
 		"INFLUXDB_DATA_DIR="+filepath.Join(dir, "data"),
 		"INFLUXDB_DATA_WAL_DIR="+filepath.Join(dir, "wal"),
@@ -150,6 +153,9 @@ func start(bin, dir string, o Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// MaxRowLimit is the servers' max-row-limit for non-chunked queries.
+const MaxRowLimit = 1000
 
 // run starts the process and waits for /ping.
 func (s *Server) run() error {
