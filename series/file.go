@@ -193,7 +193,7 @@ func readFile[T any](ctx context.Context, s *File, kind pointKind, q Query,
 	err := s.scan(ctx, kind, m, func(line []byte) error {
 		p, err := decode(line)
 		if err != nil {
-			return err
+			return corruptLine{err}
 		}
 		l.putIn(p, m)
 		return nil
@@ -205,9 +205,8 @@ func readFile[T any](ctx context.Context, s *File, kind pointKind, q Query,
 }
 
 // scan streams the file and hands each complete line of measurement want
-// whose timestamp m selects to decode. Bad lines are skipped with a warning:
-// decode errors, lines of no known measurement, a torn last line.
-func (s *File) scan(ctx context.Context, want pointKind, m *matcher, decode func(line []byte) error) error {
+// that m's time range may hold to fn (see scanKind), under the read lock.
+func (s *File) scan(ctx context.Context, want pointKind, m *matcher, fn func(line []byte) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -218,14 +217,35 @@ func (s *File) scan(ctx context.Context, want pointKind, m *matcher, decode func
 			return fmt.Errorf("read %s: %w", s.path, err)
 		}
 	}
-	err := readLocked(s.path, func(n int64, line []byte, terminated bool) error {
+	if err := scanKind(ctx, s.path, want, m, s.warn, fn); err != nil {
+		return fmt.Errorf("read %s: %w", s.path, unpath(err))
+	}
+	return nil
+}
+
+// corruptLine is what a scan's fn returns for a line it cannot decode: the
+// line is skipped, with a warning, and the scan goes on.
+type corruptLine struct{ error }
+
+// scanKind streams the file at path and hands fn each complete line of
+// measurement want, but for the lines whose timestamp (read cheaply, when
+// it can be) is outside m's time range: fn checks the time of the others
+// once it has decoded them. Every 64 Ki lines it checks ctx. A line fn
+// finds corrupt (corruptLine), of no known measurement, torn (the last
+// line, without its newline) or longer than 1 MiB is skipped, with a
+// warning when warn is not nil; any other error from fn ends the scan.
+func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn func(string, ...any), fn func(line []byte) error) error {
+	if warn == nil {
+		warn = func(string, ...any) {}
+	}
+	return readLocked(path, func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
 		if !terminated {
-			s.warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", s.path, "line", n)
+			warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", path, "line", n)
 			return nil
 		}
 		switch kindOf(line) {
@@ -233,23 +253,22 @@ func (s *File) scan(ctx context.Context, want pointKind, m *matcher, decode func
 		case kindProbe, kindHourly, kindSkip:
 			return nil
 		default:
-			s.warn("skipped corrupt line: not a probe or queue_hourly point", "path", s.path, "line", n)
+			warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)
 			return nil
 		}
 		if ns, ok := lineTime(line); ok && !m.timeOK(ns) {
 			return nil
 		}
-		if err := decode(line); err != nil {
-			s.warn("skipped corrupt line", "path", s.path, "line", n, "err", err.Error())
+		var c corruptLine
+		if err := fn(line); errors.As(err, &c) {
+			warn("skipped corrupt line", "path", path, "line", n, "err", c.Error())
+		} else if err != nil {
+			return err
 		}
 		return nil
 	}, func(n int64) {
-		s.warn("skipped corrupt line: longer than 1 MiB", "path", s.path, "line", n)
+		warn("skipped corrupt line: longer than 1 MiB", "path", path, "line", n)
 	})
-	if err != nil {
-		return fmt.Errorf("read %s: %w", s.path, err)
-	}
-	return nil
 }
 
 // Close releases the writer lock. Further calls fail.
@@ -307,10 +326,14 @@ func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (b
 	errUnordered := errors.New("out of order")
 	buf := &reorder{}
 	nm := names{}
-	err := s.scanRaw(ctx, kindProbe, m, func(line []byte, ns int64) error {
+	err := s.scan(ctx, kindProbe, m, func(line []byte) error {
 		p, err := nm.probe(line)
-		if err != nil || !m.seriesOK(p.Lane, p.Site) {
-			return nil // Probes reports corrupt lines
+		if err != nil {
+			return corruptLine{err}
+		}
+		ns := p.Time.UnixNano()
+		if !m.seriesOK(p.Lane, p.Site) || !m.timeOK(ns) {
+			return nil
 		}
 		if newest != math.MinInt64 && ns < newest-window {
 			return errUnordered
@@ -402,39 +425,4 @@ func (r *reorder) pop() Probe {
 		p = r.popOne()
 	}
 	return p
-}
-
-// scanRaw hands fn each complete line of measurement want whose timestamp
-// m selects, with that timestamp, undecoded. Lines without a readable
-// timestamp are skipped (Probes and Hourly report them).
-func (s *File) scanRaw(ctx context.Context, want pointKind, m *matcher, fn func(line []byte, ns int64) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return fmt.Errorf("read %s: %w", s.path, os.ErrClosed)
-	}
-	if s.w != nil {
-		if err := s.w.checkPath(); err != nil {
-			return fmt.Errorf("read %s: %w", s.path, err)
-		}
-	}
-	err := readLocked(s.path, func(n int64, line []byte, terminated bool) error {
-		if n&0xffff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if !terminated || kindOf(line) != want {
-			return nil
-		}
-		ns, ok := lineTime(line)
-		if !ok || !m.timeOK(ns) {
-			return nil
-		}
-		return fn(line, ns)
-	}, nil)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", s.path, unpath(err))
-	}
-	return nil
 }

@@ -424,3 +424,41 @@ func TestFileScanProbes(t *testing.T) {
 		t.Fatalf("before it stopped, ScanProbes gave points out of order: %+v", got)
 	}
 }
+
+// ScanProbes and Probes read the same lines: one whose timestamp the cheap
+// reader cannot take (a CRLF line end, a trailing space) is decoded in
+// full by both, and a corrupt one skipped by both, with a warning.
+func TestFileScanProbesReadsWhatProbesReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.lp")
+	lines := "probe,kind=free,lane=a queue_s=1,ok=true,outcome=\"ok\" 1795960800000000000\r\n" +
+		"probe,kind=free,lane=b queue_s=2,ok=true,outcome=\"ok\" 1795960801000000000 \n" +
+		"probe,kind=free,lane=c queue_s=oops 1795960802000000000\n" +
+		"probe,kind=free,lane=d queue_s=4,ok=true,outcome=\"ok\" 1795960803000000000\n"
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	f, err := series.OpenFile(path, series.FileOptions{ReadOnly: true, Warn: func(msg string, _ ...any) { warnings = append(warnings, msg) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	q := series.Between(time.Unix(0, 1795960800000000000), time.Unix(0, 1795960900000000000))
+	want, err := f.Probes(ctx, q)
+	if err != nil || len(want) != 3 {
+		t.Fatalf("Probes: %d points, %v; want a, b and d", len(want), err)
+	}
+	probesWarned := slices.Clone(warnings)
+	warnings = nil
+	var got []series.Probe
+	ordered, err := f.ScanProbes(ctx, q, func(p series.Probe) error {
+		got = append(got, p)
+		return nil
+	})
+	if err != nil || !ordered || !slices.Equal(got, want) {
+		t.Fatalf("ScanProbes = %v, %v:\n %+v\nProbes:\n %+v", ordered, err, got, want)
+	}
+	if !slices.Equal(warnings, probesWarned) || len(warnings) != 1 {
+		t.Errorf("ScanProbes warned %q, Probes %q; want the corrupt line once each", warnings, probesWarned)
+	}
+}

@@ -525,23 +525,12 @@ func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, 
 		return nil
 	}
 	var got []T // merged only once the whole file was read
-	err := readLocked(s.o.Path, func(n int64, line []byte, terminated bool) error {
-		if n&0xffff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if !terminated || kindOf(line) != want {
-			return nil
-		}
-		if ns, ok := lineTime(line); ok && !m.timeOK(ns) {
-			return nil
-		}
+	err := scanKind(ctx, s.o.Path, want, m, nil, func(line []byte) error {
 		if p, err := decode(line); err == nil {
 			got = append(got, p)
 		}
 		return nil
-	}, nil)
+	})
 	switch {
 	case err == nil:
 		for _, p := range got {
