@@ -172,15 +172,6 @@ func (s *File) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
 	return readFile(ctx, s, kindHourly, q, names{}.hourly, hourlyKey)
 }
 
-// Latest returns the newest probe point per lane and site that q selects.
-func (s *File) Latest(ctx context.Context, q Query) ([]Probe, error) {
-	ps, err := s.Probes(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return newestPerSeries(ps), nil
-}
-
 // readFile decodes the file's points of one measurement that q selects, the
 // later line winning per series and time.
 func readFile[T any](ctx context.Context, s *File, kind pointKind, q Query,

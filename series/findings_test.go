@@ -211,7 +211,7 @@ func TestFindingReadOnlySpoolBesideWriter(t *testing.T) {
 	}
 	defer reader.Close()
 	wantRead(t, "read-only spool beside the writer", reader, sortProbes(append(ps0, ps1...)), hs1)
-	latest, err := reader.Latest(ctx, series.Between(hour0, hour0.Add(time.Hour)))
+	latest, err := series.Latest(ctx, reader, series.Between(hour0, hour0.Add(time.Hour)))
 	if err != nil || len(latest) != 2 || !latest[0].Time.Equal(ps1[0].Time) {
 		t.Errorf("Latest = %+v, %v; want the spooled round's probes", latest, err)
 	}
@@ -286,7 +286,7 @@ func TestFindingReadOnlySpoolUnreadable(t *testing.T) {
 			}
 			defer r.Close()
 			wantRead(t, "unreadable spool", r, ps, hs)
-			if _, err := r.Latest(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
+			if _, err := series.Latest(ctx, r, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
 				t.Errorf("Latest: %v", err)
 			}
 			if w.count() != 1 || !strings.Contains(w.all(), path) || strings.Count(w.all(), path) != 1 {
@@ -490,7 +490,7 @@ func TestFindingSpoolBadLines(t *testing.T) {
 		if _, err := s.Hourly(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Latest(ctx, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
+		if _, err := series.Latest(ctx, s, series.Between(hour0, hour0.Add(time.Hour))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -321,19 +321,6 @@ func readPoints[T any](ctx context.Context, s *Influx, what, measurement string,
 	return l.sorted(), nil
 }
 
-// Latest returns the newest probe point per lane and site that q selects:
-// the probes of q's windows, reduced to the newest per series. (Flux's
-// last() over every series and field is several times slower on InfluxDB
-// 1.8 than reading the points: callers keep the windows short, widening
-// them only for the lanes not found.)
-func (s *Influx) Latest(ctx context.Context, q Query) ([]Probe, error) {
-	ps, err := s.Probes(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return newestPerSeries(ps), nil
-}
-
 func (s *Influx) checkOpen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -471,27 +471,6 @@ func (s *Spool) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
 	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey)
 }
 
-// Latest returns the newest probe point per lane and site q selects,
-// spooled ones included.
-func (s *Spool) Latest(ctx context.Context, q Query) ([]Probe, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ps, err := s.inner.Latest(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	l := newLatest(probeKey)
-	for _, p := range ps {
-		l.put(p)
-	}
-	if s.file == nil || s.depth.Load() > 0 {
-		if err := spoolMerge(ctx, s, l, q.matcher(), kindProbe, decodeProbe); err != nil {
-			return nil, err
-		}
-	}
-	return newestPerSeries(l.sorted()), nil
-}
-
 func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.Context, Query) ([]T, error),
 	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
 	s.mu.RLock()

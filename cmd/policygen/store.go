@@ -46,9 +46,6 @@ func (emptyStore) Probes(context.Context, series.Query) ([]series.Probe, error) 
 func (emptyStore) Hourly(context.Context, series.Query) ([]series.Hourly, error) {
 	return []series.Hourly{}, nil
 }
-func (emptyStore) Latest(context.Context, series.Query) ([]series.Probe, error) {
-	return []series.Probe{}, nil
-}
 func (emptyStore) Close() error { return nil }
 
 // warner prints a store warning as one line: "policygen: warning: msg k=v ...".

@@ -159,7 +159,7 @@ type reading struct {
 func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
 	var m reading
 	site := []string{s.cfg.Site}
-	m.latest, m.err = s.store.Latest(ctx, series.Query{
+	m.latest, m.err = series.Latest(ctx, s.store, series.Query{
 		Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}},
 		Sites:   site, Lanes: s.owned,
 	})

@@ -184,7 +184,7 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		if !start.Before(to) {
 			continue
 		}
-		got, err := st.Latest(ctx, series.Query{Windows: []series.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
+		got, err := series.Latest(ctx, st, series.Query{Windows: []series.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
 		if err != nil {
 			return nil, fmt.Errorf("store: read the newest probes: %w", err)
 		}
