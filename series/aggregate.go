@@ -10,12 +10,9 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 )
 
-// OutcomeOK and OutcomeRateLimited are package probe's outcomes (it owns
-// the set) as the strings Probe.Outcome holds.
-const (
-	OutcomeOK          = string(probe.OK)
-	OutcomeRateLimited = string(probe.RateLimited)
-)
+// OutcomeRateLimited is package probe's outcome (it owns the set) as the
+// string Probe.Outcome holds.
+const OutcomeRateLimited = string(probe.RateLimited)
 
 // Aggregate folds the probes of one lane-hour into its hourly point:
 // worst_queue_s and worst_gen_s are the largest queue_s and gen_s of the ok

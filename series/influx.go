@@ -73,7 +73,7 @@ type Influx struct {
 	// The InfluxQL read path: /query of base, with db and rp from the bucket.
 	influxQL     bool
 	base, db, rp string
-	org, token   string
+	token        string
 	http         *http.Client
 
 	mu     sync.Mutex // guards enc and closed
@@ -145,7 +145,7 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 		s.client.Close()
 		return nil, fmt.Errorf("influx: query language %q: want %s or %s", o.Query, QueryInfluxQL, QueryFlux)
 	}
-	s.base, s.org, s.token = strings.TrimSuffix(o.URL, "/"), o.Org, o.Token
+	s.base, s.token = strings.TrimSuffix(o.URL, "/"), o.Token
 	s.db, s.rp = splitBucket(o.Bucket)
 	// A connection per InfluxQL read: behind a Go reverse proxy, a reused
 	// connection's next response came back empty (200, no body) in the
@@ -187,12 +187,12 @@ func (s *Influx) Write(ctx context.Context, probes []Probe, hourly []Hourly) err
 		s.mu.Unlock()
 		return fmt.Errorf("%s: write: %w", s.where, err)
 	}
-	body = bytes.Clone(body)
+	lines := string(bytes.TrimSuffix(body, []byte{'\n'})) // a copy: the encoder's buffer is reused
 	s.mu.Unlock()
-	if len(body) == 0 {
+	if lines == "" {
 		return nil
 	}
-	if err := s.send(ctx, body); err != nil {
+	if err := s.writeAPI.WriteRecord(ctx, lines); err != nil {
 		if isTransient(err) {
 			return fmt.Errorf("%s: write: %w", s.where, s.classify(err))
 		}
@@ -205,14 +205,6 @@ func (s *Influx) Write(ctx context.Context, probes []Probe, hourly []Hourly) err
 			Err: fmt.Errorf("%s: %w", s.where, s.explain(err))}
 	}
 	return nil
-}
-
-// send writes whole lines (each ending in a newline) in one request.
-func (s *Influx) send(ctx context.Context, body []byte) error {
-	if len(body) == 0 {
-		return nil
-	}
-	return s.writeAPI.WriteRecord(ctx, string(bytes.TrimSuffix(body, []byte{'\n'})))
 }
 
 // unreachable reports whether err says the server could not be reached or

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -91,14 +92,14 @@ func (s *Influx) influxql(ctx context.Context, measurement string, fields []stri
 		qlIdent(TagLane), qlIdent(TagKind), qlIdent(TagSite), qlIdent(measurement), span[0], span[1])
 	if m.sites != nil {
 		var or []string
-		for _, site := range slices.Sorted(mapKeys(m.sites)) {
+		for _, site := range slices.Sorted(maps.Keys(m.sites)) {
 			or = append(or, qlIdent(TagSite)+" = "+qlString(site)) // '' matches points without the tag
 		}
 		b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
 	}
 	if m.lanes != nil && len(m.lanes) <= maxPushedLanes {
 		var or []string
-		for _, lane := range slices.Sorted(mapKeys(m.lanes)) {
+		for _, lane := range slices.Sorted(maps.Keys(m.lanes)) {
 			or = append(or, qlIdent(TagLane)+" = "+qlString(lane))
 		}
 		b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
@@ -208,16 +209,6 @@ func qlIdent(s string) string {
 // qlString quotes an InfluxQL string literal.
 func qlString(s string) string {
 	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // splitBucket splits a 1.x bucket "db/rp" into its database and retention

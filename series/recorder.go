@@ -38,9 +38,6 @@ func NewRecorder(st Store, loc *time.Location) *Recorder {
 	return &Recorder{store: st, loc: hours.OrUTC(loc)}
 }
 
-// Store returns the store the Recorder writes to.
-func (r *Recorder) Store() Store { return r.store }
-
 // Recorded says what Record did.
 type Recorded struct {
 	// Hourly are the hourly points written with the probes.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -177,7 +178,7 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (serie
 		q := 0.6 * math.Exp(0.3*l.rng.NormFloat64())
 		rate := 120 * (1 + 0.1*(2*l.rng.Float64()-1))
 		p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
-		p.OK, p.Outcome, p.Status = true, "ok", 200
+		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
 		return p, true
 	}
 	if t.Before(l.backoff) {
@@ -194,7 +195,7 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (serie
 		l.burst = false
 	case (l.burst && burst < 0.5) || (!l.burst && burst < Burst429Rate):
 		reset := time.Duration(10+l.rng.IntN(51)) * time.Minute
-		p.Outcome, p.Status, p.QuotaResetS = "rate_limited", 429, reset.Seconds()
+		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, reset.Seconds()
 		p.QuotaKnown, p.QuotaRemaining = true, 0
 		l.backoff, l.burst = t.Add(reset), true
 	case q >= timeout.Seconds():
@@ -202,7 +203,7 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (serie
 		l.burst = false
 	default:
 		p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
-		p.OK, p.Outcome, p.Status = true, "ok", 200
+		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
 		l.burst = false
 	}
 	return p, true
