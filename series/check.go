@@ -118,15 +118,9 @@ func RebuildWindow(ctx context.Context, st Store, loc *time.Location, w Window, 
 	if err != nil {
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
-	hourly := Rollup(probes, loc)
-	n := 0
-	for len(hourly) > 0 {
-		chunk := hourly[:min(len(hourly), replayBatch)]
-		if err := st.Write(ctx, nil, chunk); err != nil {
-			return n, fmt.Errorf("rebuild: %w", err)
-		}
-		n += len(chunk)
-		hourly = hourly[len(chunk):]
+	n, err := writeHourly(ctx, st, Rollup(probes, loc))
+	if err != nil {
+		return n, fmt.Errorf("rebuild: %w", err)
 	}
 	return n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
@@ -66,27 +65,28 @@ func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error)
 		}
 		return Recorded{Deferred: true}, nil
 	}
-	hourly := r.rollup(touched, stored, probes)
+	hourly := rollupOf(touched, stored, probes, r.loc)
 	if err := r.store.Write(ctx, probes, hourly); err != nil {
 		return Recorded{}, err
 	}
 	return Recorded{Hourly: hourly}, nil
 }
 
-// rollup aggregates the touched lane-hours from the stored probes and the
-// new ones (a new point replaces a stored one with the same key).
-func (r *Recorder) rollup(touched []LaneHour, stored, fresh []Probe) []Hourly {
+// rollupOf aggregates the touched lane-hours from the stored probes (a
+// read may return more) and the fresh ones, which replace a stored one of
+// the same key.
+func rollupOf(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []Hourly {
 	in := laneHourSet(touched)
 	l := newLatest(probeKey)
 	for _, p := range stored {
-		if in[LaneHour{p.Lane, p.Site, hourOf(p.Time, r.loc)}] {
+		if in[LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}] {
 			l.put(p)
 		}
 	}
 	for _, p := range fresh {
 		l.put(p)
 	}
-	return Rollup(l.sorted(), r.loc)
+	return Rollup(l.sorted(), loc)
 }
 
 // Rebuild recomputes the hourly points of the lane-hours from the probes
@@ -101,16 +101,25 @@ func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHo
 	if err != nil {
 		return nil, fmt.Errorf("rebuild hours: %w", err)
 	}
-	in := laneHourSet(touched)
-	stored = slices.DeleteFunc(stored, func(p Probe) bool { return !in[LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}] })
-	hourly := Rollup(stored, loc)
-	if len(hourly) == 0 {
-		return nil, nil
-	}
-	if err := st.Write(ctx, nil, hourly); err != nil {
-		return nil, fmt.Errorf("rebuild hours: %w", err)
+	hourly := rollupOf(touched, stored, nil, loc)
+	if n, err := writeHourly(ctx, st, hourly); err != nil {
+		return hourly[:n], fmt.Errorf("rebuild hours: %w", err)
 	}
 	return hourly, nil
+}
+
+// writeHourly writes hourly points in batches of replayBatch and returns
+// how many it wrote.
+func writeHourly(ctx context.Context, st Store, hourly []Hourly) (int, error) {
+	n := 0
+	for n < len(hourly) {
+		chunk := hourly[n:min(len(hourly), n+replayBatch)]
+		if err := st.Write(ctx, nil, chunk); err != nil {
+			return n, err
+		}
+		n += len(chunk)
+	}
+	return n, nil
 }
 
 // RebuildAfterReplay is the SpoolOptions.AfterReplay that keeps the
