@@ -332,15 +332,15 @@ func ForHour(p Params, recs []Record, states []LaneState, hour time.Time) File {
 func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 	h := hours.Start(hour, x.loc)
 	f := File{Hour: hours.Label(h, x.loc), Timezone: x.loc.String(), Basis: BasisLive}
-	calcs := make([]laneCalc, 0, len(p.Lanes))
+	f.Lanes = make([]Lane, 0, len(p.Lanes))
 	sites := map[string]bool{}
 	for _, spec := range p.Lanes {
-		c := x.laneAt(p, spec, stateOf(states, spec.Name), h, sites)
-		f.Records += c.records
-		calcs = append(calcs, c)
+		l, records := x.laneAt(p, spec, stateOf(states, spec.Name), h, sites)
+		f.Records += records
+		f.Lanes = append(f.Lanes, l)
 	}
 	f.Sites = siteList(sites)
-	f.Lanes, f.Classes = finish(p, calcs)
+	f.Classes = Classes(p, f.Lanes)
 	return f
 }
 
@@ -362,11 +362,14 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 // at every site. A day on which a DST change skips that hour adds nothing; a
 // day on which it repeats adds both records.
 func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
-	c := x.laneAt(p, spec, state, hours.Start(hour, x.loc), nil)
-	return c.Lane
+	l, _ := x.laneAt(p, spec, state, hours.Start(hour, x.loc), nil)
+	return l
 }
 
-func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, sites map[string]bool) laneCalc {
+// laneAt is LaneAt at the start h of the hour, with the number of records
+// the figures come from; it adds the sites of those records to sites when
+// that is not nil.
+func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, sites map[string]bool) (Lane, int) {
 	lh := x.lanes[spec.Name]
 	lt := h.In(x.loc)
 	var s stat
@@ -439,7 +442,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 	}
 	l.Eligible = l.Reason == ReasonOK
 	l.LastSample = wholeSecond(state.LastSample)
-	return laneCalc{Lane: l, records: s.records}
+	return l, s.records
 }
 
 // lookback returns the lane's lookback figures for hour h over days days,
@@ -593,7 +596,7 @@ func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File
 		}
 		start := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hr, 0, 0, 0, loc)
 		sites := map[string]bool{}
-		calcs := make([]laneCalc, 0, len(p.Lanes))
+		f.Lanes = make([]Lane, 0, len(p.Lanes))
 		for _, spec := range p.Lanes {
 			lh := x.lanes[spec.Name]
 			state := stateOf(states, spec.Name)
@@ -625,10 +628,10 @@ func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File
 			l.Eligible = l.Reason == ReasonOK
 			l.LastSample = wholeSecond(state.LastSample)
 			f.Records += s.records
-			calcs = append(calcs, laneCalc{Lane: l, records: s.records})
+			f.Lanes = append(f.Lanes, l)
 		}
 		f.Sites = siteList(sites)
-		f.Lanes, f.Classes = finish(p, calcs)
+		f.Classes = Classes(p, f.Lanes)
 		files[hr] = f
 	}
 	return files
@@ -732,11 +735,6 @@ func (s *stat) lane(spec LaneSpec) Lane {
 	}
 }
 
-type laneCalc struct {
-	Lane
-	records int
-}
-
 // NextGenS returns next_gen_s of a lane that decodes tokPerS (its
 // tok_per_s) for est tokens, rounded up to 0.01 s, and whether it is known:
 // a lane without decode data, or with a rate too low to ever finish, has
@@ -755,28 +753,20 @@ func NextGenS(tokPerS float64, est int) (float64, bool) {
 	return ceil2(g), true
 }
 
-// finish builds the lanes and classes of a file from the lanes' figures.
-//
-// The book of a class: the free lane is the eligible free lane with the
-// smallest next_queue_s + next_gen_s (ties: by name); if no free lane is
-// eligible, the same choice among the free lanes with samples, and
-// free_eligible is false. The paid lane is chosen the same way among paid
-// lanes. A lane without decode data (tok_per_s 0) cannot be chosen. next_gen_s
-// is the larger next_gen_s of the chosen eligible lanes (of the chosen lanes if
-// neither is eligible), so that both ledger checks that use it are on the safe
-// side.
-func finish(p Params, calcs []laneCalc) ([]Lane, []Class) {
-	lanes := make([]Lane, len(calcs))
-	for i := range calcs {
-		lanes[i] = calcs[i].Lane
-	}
-	return lanes, Classes(p, lanes)
-}
-
 // Classes returns the classes of a file from its lanes' figures (as
 // History.LaneAt returns them, in p.Lanes order): what ForHour writes for
 // them. A replay that keeps the lanes' figures up to date builds the policy
 // in force without recomputing them.
+//
+// A class lists the eligible lanes with samples whose next_queue_s +
+// next_gen_s fits its deadline, free ones first, then by name. Its book:
+// the free lane is the eligible free lane with the smallest next_queue_s +
+// next_gen_s (ties: by name); if no free lane is eligible, the same choice
+// among the free lanes with samples, and free_eligible is false. The paid
+// lane is chosen the same way among paid lanes. A lane without decode data
+// (tok_per_s 0) cannot be chosen. next_gen_s is the larger next_gen_s of
+// the chosen eligible lanes (of the chosen lanes if neither is eligible),
+// so that both ledger checks that use it are on the safe side.
 func Classes(p Params, lanes []Lane) []Class {
 	// The order a class lists its lanes in: free first, then by name.
 	order := make([]int, len(lanes))

@@ -148,7 +148,7 @@ type Backtest struct {
 	params    []policy.Params // one per lookback, then the config's for the decisions
 	decide    int             // index in params of the decisions' (the config's lookback)
 	hist      *policy.History
-	epoch     int64 // bumped when the history is rebuilt: every lane's figures are stale
+	epoch     int64 // bumped when the history drops old hours: every lane's figures are taken anew
 	lanes     map[string]*lane
 	order     []*lane // config order
 	naive     *lane
@@ -473,10 +473,10 @@ func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *po
 	return &f.lane
 }
 
-// prune rebuilds the history from the records a policy at or after now can
-// still read, so that memory stays bounded by the lookback, not the window.
-// The lane states keep last_sample, so a lane never reads never_sampled
-// again once it was probed.
+// prune drops from the history the hours no policy at or after now can
+// read any more, so that memory stays bounded by the lookback, not the
+// window. The lane states keep last_sample, so a lane never reads
+// never_sampled again once it was probed.
 func (b *Backtest) prune(now time.Time) {
 	b.nextPrune = now.Add(b.pruneEvery)
 	cutoff := hours.Start(now, b.loc).Add(-b.keep)
