@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -301,73 +300,6 @@ func TestBacktestInfluxEqualsFile(t *testing.T) {
 	}
 }
 
-// TestFeedReadsEverySpanOnce: the window is read in spans, every probe once,
-// in time order.
-func TestFeedReadsEverySpanOnce(t *testing.T) {
-	cfg := backtestFixture(t, false)
-	st, err := series.OpenFile(filepath.Join(filepath.Dir(cfg), "data", "samples.lp"), series.FileOptions{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	from, to := backtestHistory.Start.Add(-time.Hour), backtestNow.Add(time.Hour)
-	want, _ := st.Probes(context.Background(), series.Between(from, to))
-	var got []series.Probe
-	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
-		got = append(got, p)
-		return nil
-	}, noRestart(t)); err != nil {
-		t.Fatal(err)
-	}
-	if len(want) < 1000 || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
-	}
-}
-
-func noRestart(t *testing.T) func() error {
-	return func() error {
-		t.Error("feed restarted over a store in time order")
-		return nil
-	}
-}
-
-// TestFeedRestartsOnAnOutOfOrderFile: an import appends older history
-// after a month of sampler rounds; the one pass has handed out probes when
-// it meets the old line, so feed restarts the replay and reads in spans:
-// every probe once, in time order, as the store holds them.
-func TestFeedRestartsOnAnOutOfOrderFile(t *testing.T) {
-	cfg := backtestFixture(t, false)
-	path := filepath.Join(filepath.Dir(cfg), "data", "samples.lp")
-	st, err := series.OpenFile(path, series.FileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := series.Probe{Lane: "free", Kind: "free", Time: backtestHistory.Start.Add(36*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
-	if err := st.Write(context.Background(), []series.Probe{old}, nil); err != nil {
-		t.Fatal(err)
-	}
-	from, to := backtestHistory.Start.Add(-time.Hour), backtestNow.Add(time.Hour)
-	want, _ := st.Probes(context.Background(), series.Between(from, to))
-	var got []series.Probe
-	restarts, before := 0, 0
-	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
-		got = append(got, p)
-		return nil
-	}, func() error {
-		restarts++
-		before, got = len(got), nil
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if restarts != 1 || before == 0 {
-		t.Fatalf("%d restarts after %d probes; want one, after some", restarts, before)
-	}
-	if !slices.ContainsFunc(got, func(p series.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
-	}
-}
-
 // backtestBenchArgs backtests the whole year of the benchmark history
 // (bench_test.go), ending with it.
 func backtestBenchArgs(dir string) []string {
@@ -392,60 +324,6 @@ func BenchmarkBacktestYear(b *testing.B) {
 func BenchmarkBacktestYearBinary(b *testing.B) {
 	dir := benchHistory(b)
 	benchBinary(b, buildPolicygen(b), backtestBenchArgs(dir)...)
-}
-
-// spanStore serves probes of a fixed list and fails its failAt-th read.
-type spanStore struct {
-	emptyStore
-	probes []series.Probe
-	reads  int
-	failAt int
-}
-
-func (s *spanStore) Probes(_ context.Context, q series.Query) ([]series.Probe, error) {
-	s.reads++
-	if s.reads == s.failAt {
-		return nil, errors.New("disk on fire")
-	}
-	var out []series.Probe
-	for _, p := range s.probes {
-		if q.Windows[0].Contains(p.Time) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-func TestFeedStopsOnErrors(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var ps []series.Probe
-	for i := range 24 * 60 {
-		ps = append(ps, series.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Hour)})
-	}
-	to := start.AddDate(0, 0, 60)
-	st := &spanStore{probes: ps, failAt: 2}
-	n := 0
-	err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil }, noRestart(t))
-	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n != 7*24 {
-		t.Errorf("store error: %v after %d probes, want it after the first week (168)", err, n)
-	}
-	stop := errors.New("enough")
-	st = &spanStore{probes: ps}
-	n = 0
-	err = feed(context.Background(), st, start, to, func(series.Probe) error {
-		if n++; n == 10 {
-			return stop
-		}
-		return nil
-	}, noRestart(t))
-	if !errors.Is(err, stop) || n != 10 {
-		t.Errorf("add error: %v after %d probes", err, n)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(series.Probe) error { return nil }, noRestart(t)); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: %v", err)
-	}
 }
 
 // TestBacktestOutOfOrderFileSameReport: the report over a file with older

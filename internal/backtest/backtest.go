@@ -227,10 +227,10 @@ type classPolicy struct {
 // New validates the options and returns an empty backtest.
 func New(opts Options) (*Backtest, error) {
 	if len(opts.Params.Lanes) == 0 {
-		return nil, errors.New("backtest: no lanes configured")
+		return nil, errors.New("no lanes configured")
 	}
 	if !opts.From.Before(opts.To) {
-		return nil, fmt.Errorf("backtest: empty window [%s, %s)", opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
+		return nil, fmt.Errorf("empty window [%s, %s)", opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 	}
 	lbs := slices.Clone(opts.Lookbacks)
 	if len(lbs) == 0 {
@@ -239,11 +239,11 @@ func New(opts Options) (*Backtest, error) {
 	slices.Sort(lbs)
 	lbs = slices.Compact(lbs)
 	if len(lbs) > MaxLookbacks {
-		return nil, fmt.Errorf("backtest: %d lookbacks: want at most %d", len(lbs), MaxLookbacks)
+		return nil, fmt.Errorf("%d lookbacks: want at most %d", len(lbs), MaxLookbacks)
 	}
 	for _, k := range lbs {
 		if k < 0 || k > MaxLookbackDays {
-			return nil, fmt.Errorf("backtest: lookback %d: want 0..%d days", k, MaxLookbackDays)
+			return nil, fmt.Errorf("lookback %d: want 0..%d days", k, MaxLookbackDays)
 		}
 	}
 	loc := hours.OrUTC(opts.Params.Location)
@@ -269,7 +269,7 @@ func New(opts Options) (*Backtest, error) {
 	}
 	for i, spec := range opts.Params.Lanes {
 		if _, dup := b.lanes[spec.Name]; dup {
-			return nil, fmt.Errorf("backtest: lane %q configured twice", spec.Name)
+			return nil, fmt.Errorf("lane %q configured twice", spec.Name)
 		}
 		l := &lane{idx: i, spec: spec, figs: make([]figures, len(lbs)+1)}
 		b.lanes[spec.Name] = l
@@ -309,10 +309,10 @@ func New(opts Options) (*Backtest, error) {
 // left out.
 func (b *Backtest) Add(p series.Probe) error {
 	if b.finished {
-		return errors.New("backtest: Add after Report")
+		return errors.New("Add after Report")
 	}
 	if b.any && p.Time.Before(b.latest) {
-		return fmt.Errorf("backtest: probe of %s at %s comes after one at %s: probes must be in time order",
+		return fmt.Errorf("probe of %s at %s comes after one at %s: probes must be in time order",
 			p.Lane, p.Time.Format(time.RFC3339Nano), b.latest.Format(time.RFC3339Nano))
 	}
 	b.read++

@@ -1,0 +1,157 @@
+package backtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// feedHistory is 5 days of generated history for three lanes, ending at
+// feedEnd.
+var (
+	feedHistory = lanesim.HistoryOptions{
+		Start: time.Date(2026, 10, 30, 0, 0, 0, 0, time.UTC),
+		Days:  5,
+		Seed:  11,
+		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "free2", Kind: "free"}, {Name: "paid", Kind: "paid"}},
+	}
+	feedEnd = time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)
+)
+
+// historyFile returns a file store holding feedHistory as the sampler
+// writes it (rounds in time order, through a Recorder).
+func historyFile(t *testing.T) *series.File {
+	t.Helper()
+	st, err := series.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rec := series.NewRecorder(st, time.UTC)
+	if err := lanesim.History(feedHistory, func(day []series.Probe) error {
+		_, err := rec.Record(context.Background(), day)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestFeedReadsEverySpanOnce: the window is read in spans, every probe once,
+// in time order.
+func TestFeedReadsEverySpanOnce(t *testing.T) {
+	st := historyFile(t)
+	from, to := feedHistory.Start.Add(-time.Hour), feedEnd.Add(time.Hour)
+	want, _ := st.Probes(context.Background(), series.Between(from, to))
+	var got []series.Probe
+	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
+		got = append(got, p)
+		return nil
+	}, noRestart(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 1000 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
+	}
+}
+
+func noRestart(t *testing.T) func() error {
+	return func() error {
+		t.Error("feed restarted over a store in time order")
+		return nil
+	}
+}
+
+// TestFeedRestartsOnAnOutOfOrderFile: an import appends older history
+// after a month of sampler rounds; the one pass has handed out probes when
+// it meets the old line, so feed restarts the replay and reads in spans:
+// every probe once, in time order, as the store holds them.
+func TestFeedRestartsOnAnOutOfOrderFile(t *testing.T) {
+	st := historyFile(t)
+	old := series.Probe{Lane: "free", Kind: "free", Time: feedHistory.Start.Add(36*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
+	if err := st.Write(context.Background(), []series.Probe{old}, nil); err != nil {
+		t.Fatal(err)
+	}
+	from, to := feedHistory.Start.Add(-time.Hour), feedEnd.Add(time.Hour)
+	want, _ := st.Probes(context.Background(), series.Between(from, to))
+	var got []series.Probe
+	restarts, before := 0, 0
+	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
+		got = append(got, p)
+		return nil
+	}, func() error {
+		restarts++
+		before, got = len(got), nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if restarts != 1 || before == 0 {
+		t.Fatalf("%d restarts after %d probes; want one, after some", restarts, before)
+	}
+	if !slices.ContainsFunc(got, func(p series.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
+	}
+}
+
+// spanStore serves probes of a fixed list and fails its failAt-th read.
+type spanStore struct {
+	series.Store // nil: only Probes is called
+	probes       []series.Probe
+	reads        int
+	failAt       int
+}
+
+func (s *spanStore) Probes(_ context.Context, q series.Query) ([]series.Probe, error) {
+	s.reads++
+	if s.reads == s.failAt {
+		return nil, errors.New("disk on fire")
+	}
+	var out []series.Probe
+	for _, p := range s.probes {
+		if q.Windows[0].Contains(p.Time) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func TestFeedStopsOnErrors(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ps []series.Probe
+	for i := range 24 * 60 {
+		ps = append(ps, series.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Hour)})
+	}
+	to := start.AddDate(0, 0, 60)
+	st := &spanStore{probes: ps, failAt: 2}
+	n := 0
+	err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil }, noRestart(t))
+	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n != 7*24 {
+		t.Errorf("store error: %v after %d probes, want it after the first week (168)", err, n)
+	}
+	stop := errors.New("enough")
+	st = &spanStore{probes: ps}
+	n = 0
+	err = feed(context.Background(), st, start, to, func(series.Probe) error {
+		if n++; n == 10 {
+			return stop
+		}
+		return nil
+	}, noRestart(t))
+	if !errors.Is(err, stop) || n != 10 {
+		t.Errorf("add error: %v after %d probes", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(series.Probe) error { return nil }, noRestart(t)); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
