@@ -9,10 +9,10 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// ReadTarget is how many probes one store read aims at: the window is
+// readTarget is how many probes one store read aims at: the window is
 // read in spans of about this many probes, so memory stays bounded however
 // long the window.
-const ReadTarget = 75_000
+const readTarget = 75_000
 
 // Run replays the probes st holds from opts.ReadFrom() to opts.To and
 // returns the report.
@@ -32,7 +32,7 @@ func Run(ctx context.Context, st series.Store, opts Options) (Report, error) {
 }
 
 // feed reads the probes of [from, to) from st in time order and hands them
-// to add, in spans of about ReadTarget probes (a week first, then as
+// to add, in spans of about readTarget probes (a week first, then as
 // long as the probe rate seen so far allows), so that no read holds the
 // whole window. The next span is read while add works through the current
 // one: the store's decoding and the replay share the two cores.
@@ -83,7 +83,7 @@ func feed(ctx context.Context, st series.Store, from, to time.Time, add func(ser
 				return
 			}
 			if perDay := float64(len(ps)) / end.Sub(t).Hours() * 24; perDay > 0 {
-				length = time.Duration(ReadTarget/perDay) * day
+				length = time.Duration(readTarget/perDay) * day
 			} else {
 				length *= 4
 			}
