@@ -2,8 +2,10 @@
 // policy, to measure what the policy promises: how often the next attempt
 // waited longer than next_queue_s, by how much the figure overstates, how
 // often an eligible lane failed, and what following the retry ledger saves
-// against a naive retry loop. It is pure: no I/O and no clock; the probes
-// come in one at a time, in time order, and the report comes out at the end.
+// against a naive retry loop. The replay (Backtest) is pure, with no I/O
+// and no clock: the probes come in one at a time, in time order, and the
+// report comes out at the end. Run feeds it from a store, and WriteTable,
+// WriteCSV and WriteJSON render the report.
 //
 // # Calibration
 //
