@@ -8,13 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	lwconfig "github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
@@ -196,39 +196,37 @@ func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptio
 }
 
 // historyToFile writes the history into a new file store at path: into a
-// temporary file beside it, renamed into place when complete, so that an
-// interrupted run leaves nothing behind.
+// temporary file beside it (internal/atomicfile), renamed into place when
+// complete, so that an interrupted run leaves nothing behind. Replacing a
+// store file (-force) takes its writer lock first, so that it never
+// happens under a running sampler.
 func historyToFile(ctx context.Context, path string, force bool, opts lanesim.HistoryOptions, loc *time.Location) (historyCount, error) {
-	if _, err := os.Stat(path); err == nil && !force {
-		return historyCount{}, fmt.Errorf("%s exists; use -force to replace it", path)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); err == nil {
+		if !force {
+			return historyCount{}, fmt.Errorf("%s exists; use -force to replace it", path)
+		}
+		held, err := series.OpenFile(path, series.FileOptions{})
+		if err != nil {
+			return historyCount{}, fmt.Errorf("replace %s: %w", path, err)
+		}
+		defer held.Close()
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return historyCount{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return historyCount{}, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return historyCount{}, err
-	}
-	_ = tmp.Close()
-	defer os.Remove(tmp.Name())
-	defer os.Remove(tmp.Name() + ".lock")
-	st, err := series.OpenFile(tmp.Name(), series.FileOptions{})
-	if err != nil {
-		return historyCount{}, err
-	}
-	n, err := record(ctx, series.NewRecorder(st, loc), opts, historyBatch)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return n, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return n, err
-	}
-	return n, os.Rename(tmp.Name(), path)
+	var n historyCount
+	err := atomicfile.WriteFile(path, func(tmp string) error {
+		defer os.Remove(tmp + ".lock")
+		st, err := series.OpenFile(tmp, series.FileOptions{})
+		if err != nil {
+			return err
+		}
+		n, err = record(ctx, series.NewRecorder(st, loc), opts, historyBatch)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, atomicfile.MakeDir(), atomicfile.RemoveStale(time.Hour))
+	return n, err
 }
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.

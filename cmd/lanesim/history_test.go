@@ -78,6 +78,27 @@ func TestHistoryRefusesToReplace(t *testing.T) {
 	if b, _ := os.ReadFile(path); !bytes.HasPrefix(b, []byte("probe,")) {
 		t.Error("-force did not replace the file")
 	}
+	// Nothing is left beside it but the store's lock file.
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range entries {
+		if e.Name() != "h.lp" && e.Name() != "h.lp.lock" {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+	// Not under a running sampler: its writer lock is taken first.
+	before, _ := os.ReadFile(path)
+	sampler, err := series.OpenFile(path, series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sampler.Close()
+	code, _, errs = history(t, "-days", "1", "-start", "2026-11-02", "-out", path, "-force")
+	if code != 1 || !strings.Contains(errs, "replace "+path) {
+		t.Errorf("-force under a sampler: exit %d, stderr %q; want 1 and the file named", code, errs)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Error("-force replaced the file under a running sampler")
+	}
 }
 
 func TestHistoryBadFlags(t *testing.T) {

@@ -40,7 +40,39 @@ func RemoveStale(age time.Duration) Option { return func(o *options) { o.staleAg
 // Write replaces path with data (mode 0644): a temp file beside path,
 // written and fsynced, renamed over path, then the folder fsynced. On any
 // error the temp file is removed and path is untouched. Errors name path.
-func Write(path string, data []byte, opts ...Option) (err error) {
+func Write(path string, data []byte, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return WriteFile(path, func(tmp string) error {
+		f, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		half := len(data) / 2
+		if _, err := f.Write(data[:half]); err != nil {
+			return err
+		}
+		if o.hook != nil {
+			if err := o.hook("partial", tmp); err != nil {
+				return err
+			}
+		}
+		if _, err := f.Write(data[half:]); err != nil {
+			return err
+		}
+		return f.Close()
+	}, opts...)
+}
+
+// WriteFile replaces path with the file fill makes: fill gets the path of
+// an empty temp file beside path, which it may reopen or open as a store;
+// the file is then fsynced (mode 0644), renamed over path and the folder
+// fsynced. On any error the temp file is removed and path is untouched.
+// Errors name path.
+func WriteFile(path string, fill func(tmp string) error, opts ...Option) (err error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -66,45 +98,47 @@ func Write(path string, data []byte, opts ...Option) (err error) {
 	if err != nil {
 		return err
 	}
+	tmpPath := tmp.Name()
+	_ = tmp.Close()
 	defer func() {
 		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
+			_ = os.Remove(tmpPath)
 		}
 	}()
-	half := len(data) / 2
-	if _, err := tmp.Write(data[:half]); err != nil {
+	if err := fill(tmpPath); err != nil {
+		return err
+	}
+	if err := syncFile(tmpPath); err != nil {
 		return err
 	}
 	if o.hook != nil {
-		if err := o.hook("partial", tmp.Name()); err != nil {
+		if err := o.hook("synced", tmpPath); err != nil {
 			return err
 		}
 	}
-	if _, err := tmp.Write(data[half:]); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if o.hook != nil {
-		if err := o.hook("synced", tmp.Name()); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmpPath, path); err != nil {
 		return err
 	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("sync folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// syncFile makes path mode 0644 and fsyncs it.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // syncDir fsyncs a folder so that the rename survives a crash. A platform or
