@@ -18,6 +18,10 @@ import (
 )
 
 var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+
+// ValidName reports whether s is a valid lane or site name: [a-z0-9_-]+.
+func ValidName(s string) bool { return laneName.MatchString(s) }
+
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func fieldErr(field, format string, args ...any) error {

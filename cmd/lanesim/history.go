@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -62,7 +61,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return err
 	}
-	bad := func(format string, a ...any) error { return usageError{Err: fmt.Errorf("history: "+format, a...)} }
+	bad := func(format string, a ...any) error { return cli.Usagef("history: "+format, a...) }
 	switch {
 	case fs.NArg() > 0:
 		return bad("unexpected argument %q", fs.Arg(0))
@@ -120,9 +119,6 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// laneName is what the config accepts as a lane name.
-var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
-
 // parseHistoryLanes reads -lanes.
 func parseHistoryLanes(s string) ([]lanesim.HistoryLane, error) {
 	var out []lanesim.HistoryLane
@@ -136,7 +132,7 @@ func parseHistoryLanes(s string) ([]lanesim.HistoryLane, error) {
 			}
 		}
 		switch {
-		case !laneName.MatchString(name):
+		case !lwconfig.ValidName(name):
 			return nil, fmt.Errorf("lane %q: want a name of [a-z0-9_-]", name)
 		case kind != "free" && kind != "paid":
 			return nil, fmt.Errorf("lane %q: kind %q: want free or paid", name, kind)
@@ -231,10 +227,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.
 func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer) (historyCount, error) {
-	warn := func(msg string, args ...any) {
-		fmt.Fprintln(stderr, "lanesim history: warning:", msg, fmt.Sprint(args...))
-	}
-	st, err := storeopen.Open(ctx, cfg, warn, os.LookupEnv)
+	st, err := storeopen.Open(ctx, cfg, cli.Warner("lanesim history", stderr), os.LookupEnv)
 	if err != nil {
 		return historyCount{}, err
 	}

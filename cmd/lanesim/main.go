@@ -41,9 +41,6 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// usageError marks bad flags or arguments: exit status 2.
-type usageError = cli.UsageError
-
 // exitCode prints err as one line and maps it to the exit status.
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("lanesim", err, stderr) }
 
@@ -84,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	bad := func(format string, a ...any) (config, error) {
-		return c, usageError{Err: fmt.Errorf(format, a...)}
+		return c, cli.Usagef(format, a...)
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -17,7 +17,7 @@ import (
 // opened read-only (no writer lock), so policygen runs while a sampler
 // appends to it.
 func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return storeopen.OpenReadOnly(ctx, cfg, warner(stderr), lookupEnv)
+	return storeopen.OpenReadOnly(ctx, cfg, cli.Warner("policygen", stderr), lookupEnv)
 }
 
 // openStoreOrFresh opens the store for reading. An embedded store file that
@@ -47,17 +47,3 @@ func (emptyStore) Hourly(context.Context, series.Query) ([]series.Hourly, error)
 	return []series.Hourly{}, nil
 }
 func (emptyStore) Close() error { return nil }
-
-// warner prints a store warning as one line: "policygen: warning: msg k=v ...".
-func warner(w io.Writer) func(msg string, args ...any) {
-	return func(msg string, args ...any) {
-		var b strings.Builder
-		b.WriteString("policygen: warning: ")
-		b.WriteString(msg)
-		for i := 0; i+1 < len(args); i += 2 {
-			fmt.Fprintf(&b, " %v=%q", args[i], fmt.Sprint(args[i+1]))
-		}
-		b.WriteByte('\n')
-		_, _ = io.WriteString(w, b.String())
-	}
-}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,10 +29,10 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		return err
 	}
 	if *configPath == "" {
-		return usageError{Err: errors.New("import: -config is required")}
+		return cli.Usagef("import: -config is required")
 	}
 	if fs.NArg() == 0 {
-		return usageError{Err: errors.New("import: name at least one line-protocol file")}
+		return cli.Usagef("import: name at least one line-protocol file")
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	cfg, err := config.Load(*configPath)

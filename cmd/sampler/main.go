@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,9 +25,6 @@ func main() {
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }
-
-// usageError marks bad flags or arguments: exit status 2.
-type usageError = cli.UsageError
 
 // exitCode prints err as one line and maps it to the exit status.
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("sampler", err, stderr) }
@@ -58,17 +54,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{Err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *configPath == "" {
-		return usageError{Err: errors.New("-config is required")}
+		return cli.Usagef("-config is required")
 	}
 	if *force && !*once {
-		return usageError{Err: errors.New("-force goes with -once")}
+		return cli.Usagef("-force goes with -once")
 	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
-		return usageError{Err: err}
+		return cli.UsageError{Err: err}
 	}
 	d, err := newDaemon(ctx, *configPath, *shardFlag, log, lookupEnv)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,11 +34,11 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	}
 	switch {
 	case *configPath == "":
-		return usageError{Err: errors.New("rollup: -config is required")}
+		return cli.Usagef("rollup: -config is required")
 	case fs.NArg() > 0:
-		return usageError{Err: fmt.Errorf("rollup: unexpected argument %q", fs.Arg(0))}
+		return cli.Usagef("rollup: unexpected argument %q", fs.Arg(0))
 	case *days < 1 || *days > 3660:
-		return usageError{Err: fmt.Errorf("rollup: -days %d: want 1 to 3660", *days)}
+		return cli.Usagef("rollup: -days %d: want 1 to 3660", *days)
 	}
 	cfg, err := config.Load(*configPath)
 	if err != nil {

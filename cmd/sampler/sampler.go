@@ -18,6 +18,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/sampler"
 	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/probe"
@@ -52,7 +53,7 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 	var sh config.Shard
 	if shardFlag != "" {
 		if sh, err = config.ParseShard(shardFlag); err != nil {
-			return nil, usageError{Err: fmt.Errorf("-shard: %w", err)}
+			return nil, cli.Usagef("-shard: %w", err)
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }

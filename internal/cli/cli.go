@@ -80,3 +80,18 @@ func Exit(name string, err error, stderr io.Writer) int {
 	}
 	return 1
 }
+
+// Warner returns a warning function (the Warn of the stores) that prints
+// each warning as one line on w: "prog: warning: msg k="v" ...".
+func Warner(prog string, w io.Writer) func(msg string, args ...any) {
+	return func(msg string, args ...any) {
+		var b strings.Builder
+		b.WriteString(prog + ": warning: ")
+		b.WriteString(msg)
+		for i := 0; i+1 < len(args); i += 2 {
+			fmt.Fprintf(&b, " %v=%q", args[i], fmt.Sprint(args[i+1]))
+		}
+		b.WriteByte('\n')
+		_, _ = io.WriteString(w, b.String())
+	}
+}
