@@ -328,12 +328,13 @@ func chart(r *Report, logY bool) (*plot.Plot, plot.Legend, error) {
 			p.Add(ln)
 		}
 		dots := &plotter.Scatter{GlyphStyle: dotStyle(c, laneShape(i))}
+		bounds := append(slices.Clone(medBound), worstBound...)
 		for _, set := range []struct {
 			pts plotter.XYs
 			sty draw.GlyphStyle
 		}{
 			{med, dotStyle(c, laneShape(i))},
-			{append(slices.Clone(medBound), worstBound...), boundStyle(c)},
+			{bounds, boundStyle(c)},
 			{fails, failStyle(c)},
 		} {
 			if len(set.pts) == 0 {
@@ -346,7 +347,7 @@ func chart(r *Report, logY bool) (*plot.Plot, plot.Legend, error) {
 			s.GlyphStyle = set.sty
 			p.Add(s)
 		}
-		if bounds := append(slices.Clone(medBound), worstBound...); len(bounds) > 0 {
+		if len(bounds) > 0 {
 			lb, err := boundLabels(bounds, c)
 			if err != nil {
 				return nil, legend, err
