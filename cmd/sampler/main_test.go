@@ -222,7 +222,11 @@ func TestDaemonStoresTheRoundInFlightOnShutdown(t *testing.T) {
 	}
 }
 
-func TestMetricsAndHealth(t *testing.T) {
+// servingDaemon starts a daemon on one healthy lane, "@every 1s", in a
+// folder of its own, serving HTTP on a free port; it returns the daemon,
+// the address and the folder. The test ends it.
+func servingDaemon(t *testing.T) (*daemon, string, string) {
+	t.Helper()
 	ok, _ := sseServer(t, 10*time.Millisecond, 2, http.StatusOK)
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": ok.URL})
@@ -230,12 +234,17 @@ func TestMetricsAndHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.close()
+	t.Cleanup(d.close)
 	addr, stop, err := d.serve("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	t.Cleanup(stop)
+	return d, addr, dir
+}
+
+func TestMetricsAndHealth(t *testing.T) {
+	d, addr, _ := servingDaemon(t)
 	if _, err := d.round(context.Background(), false, false); err != nil {
 		t.Fatal(err)
 	}
@@ -274,18 +283,7 @@ func TestMetricsAndHealth(t *testing.T) {
 // The daemon logs when the next round runs, at start and after each round,
 // and /healthz says it.
 func TestDaemonSaysWhenTheNextRoundRuns(t *testing.T) {
-	ok, _ := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
-	cfg := writeConfig(t, t.TempDir(), "@every 1s", map[string]string{"free": ok.URL})
-	d, err := newDaemon(context.Background(), cfg, "", mustLogger(t), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
-	addr, stop, err := d.serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	d, addr, _ := servingDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A store file moved away while the daemon runs: the previous release kept
@@ -17,19 +16,7 @@ import (
 // stored, the moved file is left as it was, and /healthz turns 503 naming
 // the file and what happened to it.
 func TestStoreFileMovedTurnsUnhealthy(t *testing.T) {
-	ok, _ := sseServer(t, 10*time.Millisecond, 2, http.StatusOK)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": ok.URL})
-	d, err := newDaemon(context.Background(), cfg, "", mustLogger(t), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
-	addr, stop, err := d.serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	d, addr, dir := servingDaemon(t)
 	health := func() (int, string) {
 		t.Helper()
 		resp, err := http.Get("http://" + addr + "/healthz")
