@@ -155,14 +155,10 @@ func (s *Spool) Path() string { return s.o.Path }
 func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.writable(); err != nil {
+	body, err := s.encodeLocked(probes, hourly)
+	if err != nil {
 		return err
 	}
-	body, err := s.enc.round(probes, hourly)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
-	body = bytes.Clone(body)
 	var errs []error
 	if s.depth.Load() > 0 {
 		if err := s.drainLocked(ctx); err != nil {
@@ -198,17 +194,24 @@ func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) erro
 func (s *Spool) Defer(ctx context.Context, probes []Probe, hourly []Hourly) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.writable(); err != nil {
+	body, err := s.encodeLocked(probes, hourly)
+	if err != nil || len(body) == 0 {
 		return err
+	}
+	return s.toSpool(body, len(probes)+len(hourly), errors.New("deferred until the store can be read"))
+}
+
+// encodeLocked checks the spool takes writes and returns the points' lines
+// (a copy: the encoder's buffer is reused).
+func (s *Spool) encodeLocked(probes []Probe, hourly []Hourly) ([]byte, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
 	}
 	body, err := s.enc.round(probes, hourly)
 	if err != nil {
-		return fmt.Errorf("spool: %w", err)
+		return nil, fmt.Errorf("spool: %w", err)
 	}
-	if len(body) == 0 {
-		return nil
-	}
-	return s.toSpool(bytes.Clone(body), len(probes)+len(hourly), errors.New("deferred until the store can be read"))
+	return bytes.Clone(body), nil
 }
 
 // Drain replays the spool now. It returns nil when the spool is empty
