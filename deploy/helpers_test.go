@@ -317,7 +317,7 @@ func checkAfterRounds(t *testing.T, where string, cfg *config.Config, zone strin
 }
 
 // Rounds spread their probe starts 2 ms apart, over at most 10 s
-// (internal/sampler SpreadStep, MaxSpread).
+// (sampler.SpreadStep, MaxSpread).
 const (
 	spreadStep = 2 * time.Millisecond
 	maxSpread  = 10 * time.Second

@@ -21,7 +21,7 @@ import (
 // benchDelay is the exact delay of the benchmark's lane.
 const benchDelay = 200 * time.Millisecond
 
-// BenchmarkQueueError probes N lanes in one round against internal/delaylane,
+// BenchmarkQueueError probes N lanes in one round against cmd/delaylane,
 // an exact-delay server built and started here as its own process: it sends
 // headers and a role-only chunk at once and the first token exactly 200 ms
 // after it read each request. It reports, in ms over every probe of every
@@ -144,19 +144,19 @@ func probeLanes(b *testing.B, url, round string, lanes, bound int, spread time.D
 // errParts are the per-probe errors of a round and their parts, in ms.
 type errParts struct{ err, late, in, out []float64 }
 
-// startDelayLane builds internal/delaylane, starts it with the given delay
+// startDelayLane builds cmd/delaylane, starts it with the given delay
 // and returns its base URL for the OpenAI dialect. The process is killed at
 // the end of the benchmark.
 func startDelayLane(b *testing.B, delay time.Duration) string {
 	b.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		b.Skip("no go command to build internal/delaylane")
+		b.Skip("no go command to build cmd/delaylane")
 	}
 	bin := filepath.Join(b.TempDir(), "delaylane")
-	build := exec.Command(goBin, "build", "-o", bin, "github.com/lanewatch/lanewatch/internal/delaylane")
+	build := exec.Command(goBin, "build", "-o", bin, "github.com/lanewatch/lanewatch/cmd/delaylane")
 	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build internal/delaylane: %v\n%s", err, out)
+		b.Fatalf("go build cmd/delaylane: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "-delay", delay.String())
 	cmd.Stderr = os.Stderr
@@ -179,7 +179,7 @@ func startDelayLane(b *testing.B, delay time.Duration) string {
 	return url + "/v1"
 }
 
-// delayRecord is internal/delaylane's record of one request, in ns.
+// delayRecord is cmd/delaylane's record of one request, in ns.
 type delayRecord struct {
 	Read  int64 `json:"read_ns"`  // request read, CLOCK_MONOTONIC
 	Wrote int64 `json:"wrote_ns"` // token write began, CLOCK_MONOTONIC

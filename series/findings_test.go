@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -630,7 +630,7 @@ func TestFindingKindChangeThroughPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pf, err := wire.ForHour(ctx, f, cfg, hour0.Add(40*time.Minute), nil)
+	pf, err := app.ForHour(ctx, f, cfg, hour0.Add(40*time.Minute), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	lwconfig "github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/lanesim"
-	"github.com/lanewatch/lanewatch/internal/storeopen"
+	"github.com/lanewatch/lanewatch/lanesim"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -34,7 +34,7 @@ The model: three rounds an hour (:07, :27, :47); free lanes queue along a
 time-of-day curve (UTC) with lognormal spread (heavy-tailed), time out past
 the probe timeout, fail for 1 to 4 hours at a time (about 1 % of their
 probes) and answer 429 in bursts (about 2 %), backing off until the announced
-reset; paid lanes are fast and steady. Details: internal/lanesim, History.
+reset; paid lanes are fast and steady. Details: package lanesim, History.
 
 A file that exists is not replaced without -force (also when -config names
 a file store). InfluxDB gets the points added; a point with the same lane,
@@ -227,7 +227,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.
 func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer) (historyCount, error) {
-	st, err := storeopen.Open(ctx, cfg, cli.Warner("lanesim history", stderr), os.LookupEnv)
+	st, err := app.OpenStore(ctx, cfg, cli.Warner("lanesim history", stderr), os.LookupEnv)
 	if err != nil {
 		return historyCount{}, err
 	}

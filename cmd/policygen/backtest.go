@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/internal/backtest"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/wire"
+	"github.com/lanewatch/lanewatch/report/backtest"
 )
 
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
@@ -120,7 +120,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		to = e.now()
 	}
 	to = to.In(cfg.Location)
-	opts := backtest.Options{Params: wire.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to}
+	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to}
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)

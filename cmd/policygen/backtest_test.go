@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/lanesim"
 	"github.com/lanewatch/lanewatch/series"
 )
 

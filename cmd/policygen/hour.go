@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/wire"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
@@ -86,11 +86,11 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 
 	var files []policy.File
 	if *dayFlag != "" {
-		if files, err = wire.Forecast(ctx, st, cfg, day, sites); err != nil {
+		if files, err = app.Forecast(ctx, st, cfg, day, sites); err != nil {
 			return err
 		}
 	} else {
-		f, err := wire.ForHour(ctx, st, cfg, h, sites)
+		f, err := app.ForHour(ctx, st, cfg, h, sites)
 		if err != nil {
 			return err
 		}

@@ -7,9 +7,9 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -17,7 +17,7 @@ import (
 // opened read-only (no writer lock), so policygen runs while a sampler
 // appends to it.
 func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return storeopen.OpenReadOnly(ctx, cfg, cli.Warner("policygen", stderr), lookupEnv)
+	return app.OpenStoreReadOnly(ctx, cfg, cli.Warner("policygen", stderr), lookupEnv)
 }
 
 // openStoreOrFresh opens the store for reading. An embedded store file that

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/wire"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -108,7 +108,7 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := wire.Swings(cfg, recs, from, to, *days, *site == "")
+	rep := app.Swings(cfg, recs, from, to, *days, *site == "")
 	if *lane != "" {
 		l, ok := rep.Lane(*lane)
 		if !ok {

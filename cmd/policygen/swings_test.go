@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -433,7 +433,7 @@ func TestSwingsDispatch(t *testing.T) {
 	}
 }
 
-// The report reads an InfluxDB store through the same seam (storeopen).
+// The report reads an InfluxDB store through the same seam (app.OpenStoreReadOnly).
 func TestSwingsInflux(t *testing.T) {
 	srv := influxtest.Start(t)
 	db := srv.CreateDB(t, "lanewatch")

@@ -21,7 +21,7 @@ import (
 // BenchmarkShards1000 measures what sharding does to timing accuracy: a
 // 1,000-lane config split over 4 sampler processes on this machine, each
 // running one -once round of its 250 lanes at the same time, against one
-// exact-delay server (internal/delaylane) in its own process — beside a
+// exact-delay server (cmd/delaylane) in its own process — beside a
 // single process probing 250 lanes alone. Error = stored queue_s − the time
 // the server held the request (read → first token written), per probe. It
 // reports each process's median, p99 and max error and peak RSS.
@@ -31,7 +31,7 @@ func BenchmarkShards1000(b *testing.B) {
 	dir := b.TempDir()
 	samplerBin := filepath.Join(dir, "sampler")
 	delayBin := filepath.Join(dir, "delaylane")
-	for pkg, out := range map[string]string{"github.com/lanewatch/lanewatch/cmd/sampler": samplerBin, "github.com/lanewatch/lanewatch/internal/delaylane": delayBin} {
+	for pkg, out := range map[string]string{"github.com/lanewatch/lanewatch/cmd/sampler": samplerBin, "github.com/lanewatch/lanewatch/cmd/delaylane": delayBin} {
 		if o, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			b.Fatalf("build %s: %v\n%s", pkg, err, o)
 		}

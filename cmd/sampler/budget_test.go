@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -188,7 +188,7 @@ func TestBackoffAfterQuotaSpent(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			f, err := wire.ForHour(context.Background(), st, loaded, time.Now(), nil)
+			f, err := app.ForHour(context.Background(), st, loaded, time.Now(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

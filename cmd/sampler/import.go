@@ -9,8 +9,8 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/cli"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -49,7 +49,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	dst, err := storeopen.Open(ctx, cfg, warn, lookupEnv)
+	dst, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

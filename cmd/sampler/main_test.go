@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/sampler"
+	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
 

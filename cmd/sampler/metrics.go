@@ -15,8 +15,8 @@ import (
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/redact"
-	"github.com/lanewatch/lanewatch/internal/sampler"
-	"github.com/lanewatch/lanewatch/internal/status"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/sampler/page"
 )
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
@@ -108,7 +108,7 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 // handler serves the status page /, /metrics and /healthz.
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", status.Handler(func(ctx context.Context) status.Page {
+	mux.Handle("/", page.Handler(func(ctx context.Context) page.Page {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a stuck store must not hold requests
 		defer cancel()
 		p := d.s.Status(ctx)

@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -46,9 +46,9 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	open := storeopen.Open
+	open := app.OpenStore
 	if *check {
-		open = storeopen.OpenReadOnly
+		open = app.OpenStoreReadOnly
 	}
 	st, err := open(ctx, cfg, warn, lookupEnv)
 	if err != nil {

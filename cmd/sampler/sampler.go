@@ -16,12 +16,12 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/internal/sampler"
-	"github.com/lanewatch/lanewatch/internal/storeopen"
 	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -57,7 +57,7 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := storeopen.Open(ctx, cfg, warn, lookupEnv)
+	st, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package status
+package page
 
 import (
 	"bytes"
@@ -41,10 +41,10 @@ func TestRenderGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/status -run Golden -update)", err)
+		t.Fatalf("%v (run go test ./sampler/page -run Golden -update)", err)
 	}
 	if got != string(want) {
-		t.Errorf("rendered page differs from %s (go test ./internal/status -run Golden -update rewrites it); got:\n%s", path, got)
+		t.Errorf("rendered page differs from %s (go test ./sampler/page -run Golden -update rewrites it); got:\n%s", path, got)
 	}
 }
 

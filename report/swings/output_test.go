@@ -18,7 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/report/swings"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

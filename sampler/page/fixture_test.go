@@ -1,4 +1,4 @@
-package status
+package page
 
 import (
 	"bytes"
@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/swings"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/report/swings"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden and docs/status.png")

@@ -3,7 +3,7 @@ package swings_test
 import (
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/report/swings"
 )
 
 // weekStart is the first hour of the generated week (UTC).

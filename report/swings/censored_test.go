@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/report/swings"
 )
 
 // censoredReport: three days, "free" queues 5 s and "paid" 2 s every hour,

@@ -74,9 +74,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -114,7 +114,7 @@ var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
 
 // Options configure a backtest.
 type Options struct {
-	// Params are the policy parameters (wire.Params of the config). The
+	// Params are the policy parameters (app.Params of the config). The
 	// decision replay uses them as given; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params
@@ -420,7 +420,7 @@ func (b *Backtest) apply(p *series.Probe) {
 		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
 	sh.probes = append(sh.probes, *p)
-	r := wire.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
+	r := app.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
 	b.hist.Add(r)
 	if b.onApply != nil {
 		b.onApply(p, r)

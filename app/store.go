@@ -1,6 +1,7 @@
-// Package storeopen opens the series.Store a configuration names: the
-// embedded line-protocol file, or InfluxDB behind its spool.
-package storeopen
+package app
+
+// This file opens the series.Store a configuration names: the embedded
+// line-protocol file, or InfluxDB behind its spool.
 
 import (
 	"context"
@@ -11,24 +12,24 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// Open opens the configured store for writing. An InfluxDB store is wrapped
+// OpenStore opens the configured store for writing. An InfluxDB store is wrapped
 // in its spool, whose replays rebuild the hours they touch (hours keyed in
 // the config's zone). Write through series.NewRecorder(st, cfg.Location) to
 // keep the hourly invariant. warn receives non-fatal warnings (a torn line
 // in the file, a spool past its cap). lookupEnv resolves store.token_env.
-func Open(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return open(ctx, cfg, false, warn, lookupEnv)
+func OpenStore(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return openStore(ctx, cfg, false, warn, lookupEnv)
 }
 
-// OpenReadOnly opens the configured store for reading: the embedded file
+// OpenStoreReadOnly opens the configured store for reading: the embedded file
 // without the writer lock, and InfluxDB with its spool merged into reads but
 // not locked, so readers (policygen, reports) run beside a sampler, as
 // another user too.
-func OpenReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return open(ctx, cfg, true, warn, lookupEnv)
+func OpenStoreReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return openStore(ctx, cfg, true, warn, lookupEnv)
 }
 
-func open(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/internal/status"
-	"github.com/lanewatch/lanewatch/internal/swings"
-	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/report/swings"
+	"github.com/lanewatch/lanewatch/sampler/page"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -27,9 +27,9 @@ const (
 // (over every site); the swings chart of the last 7 days. A part that cannot
 // be read is left out and said in the page (a status page must render when
 // the store is down, too).
-func (s *Sampler) Status(ctx context.Context) status.Page {
+func (s *Sampler) Status(ctx context.Context) page.Page {
 	now := time.Now()
-	p := status.Page{Now: now, Site: s.cfg.Site, Schedule: s.cfg.Schedule, ChartDays: statusChartDays, Healthy: true}
+	p := page.Page{Now: now, Site: s.cfg.Site, Schedule: s.cfg.Schedule, ChartDays: statusChartDays, Healthy: true}
 	if s.shard.Count > 1 {
 		p.Shard = s.shard.String()
 	}
@@ -53,11 +53,11 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 		quotaOf[l.Name] = l.Quota
 	}
 	for _, name := range s.owned {
-		l := status.Lane{Name: name, Kind: s.targets[name].Kind, Quota: quotaOf[name]}
+		l := page.Lane{Name: name, Kind: s.targets[name].Kind, Quota: quotaOf[name]}
 		ps := byLane[name]
 		slices.Reverse(ps)
 		for _, pr := range ps[:min(len(ps), statusProbes)] {
-			l.Probes = append(l.Probes, status.Probe{Time: pr.Time, Outcome: pr.Outcome, OK: pr.OK, QueueS: pr.QueueS,
+			l.Probes = append(l.Probes, page.Probe{Time: pr.Time, Outcome: pr.Outcome, OK: pr.OK, QueueS: pr.QueueS,
 				Censored: !pr.OK && pr.Outcome == string(probe.Timeout) && pr.GenS == 0 && pr.QueueS > 0, GenS: pr.GenS})
 		}
 		for _, pr := range m.latest {
@@ -81,11 +81,11 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 	// (none when the store could not be read).
 	for _, g := range s.groups {
 		if sent, ok := plan.Sent[g.Name]; ok {
-			p.Groups = append(p.Groups, status.Group{Name: g.Name, PerDay: g.ProbesPerDay, Spent: sent,
+			p.Groups = append(p.Groups, page.Group{Name: g.Name, PerDay: g.ProbesPerDay, Spent: sent,
 				Left: max(g.ProbesPerDay-sent, 0), Timezone: g.Location.String()})
 		}
 	}
-	if f, err := wire.ForHour(ctx, s.store, s.cfg, now, nil); err != nil {
+	if f, err := app.ForHour(ctx, s.store, s.cfg, now, nil); err != nil {
 		p.PolicyErr = err.Error()
 	} else {
 		p.Policy = &f
@@ -93,7 +93,7 @@ func (s *Sampler) Status(ctx context.Context) status.Page {
 	from := now.AddDate(0, 0, -statusChartDays)
 	if hs, err := s.store.Hourly(ctx, series.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
-		if err := swings.WriteChart(&svg, wire.Swings(s.cfg, hs, from, now, statusChartDays, false), swings.ChartOptions{Format: "svg"}); err == nil {
+		if err := swings.WriteChart(&svg, app.Swings(s.cfg, hs, from, now, statusChartDays, false), swings.ChartOptions{Format: "svg"}); err == nil {
 			// Trusted: package swings drew it from numbers and lane names,
 			// which the config limits to [a-z0-9_-].
 			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/swings"
+	"github.com/lanewatch/lanewatch/report/swings"
 )
 
 // hourWant is what one lane shows at one hour of day; a negative median

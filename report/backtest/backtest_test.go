@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -261,7 +261,7 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 				pk.LookbackDays = k
 				var recs []policy.Record
 				for _, h := range series.Rollup(before, ny) {
-					recs = append(recs, wire.Record(h))
+					recs = append(recs, app.Record(h))
 				}
 				latest := map[[2]string]series.Probe{}
 				for _, q := range before {
@@ -271,7 +271,7 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 				for _, q := range latest {
 					newest = append(newest, q)
 				}
-				file := policy.ForHour(pk, recs, wire.States(newest, ny), pr.Time)
+				file := policy.ForHour(pk, recs, app.States(newest, ny), pr.Time)
 				i := slices.IndexFunc(file.Lanes, func(l policy.Lane) bool { return l.Name == pr.Lane })
 				if want := file.Lanes[i]; !reflect.DeepEqual(*got, want) {
 					t.Fatalf("probe %s %s at %s, lookback %d:\n got %+v\nwant %+v", pr.Lane, pr.Site, pr.Time, k, *got, want)
@@ -285,7 +285,7 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 						hour = append(hour, q)
 					}
 				}
-				if want := wire.Record(series.Aggregate(r.Lane, pr.Kind, r.Site, r.Hour, hour)); r != want {
+				if want := app.Record(series.Aggregate(r.Lane, pr.Kind, r.Site, r.Hour, hour)); r != want {
 					t.Fatalf("record\n got %+v\nwant %+v", r, want)
 				}
 			}

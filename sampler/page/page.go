@@ -1,7 +1,7 @@
 // Package status renders the sampler's status page: per lane its last
 // probes, budget and quota state, the policy of the current hour and the
 // time-of-day chart, server-rendered with html/template, no external assets.
-package status
+package page
 
 import (
 	"html/template"

@@ -1,7 +1,8 @@
-// Package wire maps a loaded configuration onto the inputs of the domain
-// packages (policy parameters, budget groups) and reads from a store what a
-// policy needs, so that every command builds them the same way.
-package wire
+// Package app turns a loaded configuration into the domain packages' inputs
+// (store, policy parameters, budget groups, probe targets), so that every
+// command builds them the same way; it is the only importer of config
+// outside cmd.
+package app
 
 import (
 	"context"
@@ -12,8 +13,8 @@ import (
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/internal/swings"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/series"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/lanesim"
 	"github.com/lanewatch/lanewatch/series"
 )
 

@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/wire"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 	"github.com/lanewatch/lanewatch/shard"
@@ -73,7 +73,7 @@ func New(o Options) (*Sampler, error) {
 		rec:     series.NewRecorder(o.Store, cfg.Location),
 		targets: map[string]probe.Target{},
 		shard:   cfg.Shard,
-		groups:  wire.Groups(cfg),
+		groups:  app.Groups(cfg),
 		seen:    map[string]series.Probe{},
 	}
 	if o.Shard.Count > 0 {
