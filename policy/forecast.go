@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // Forecast returns 24 forecast policies for the day holding `day` (in
@@ -15,7 +16,7 @@ import (
 // no_recent_sample; while its quota is spent (state.QuotaUntil after the
 // hour's start) it is quota_exhausted. Records from the day itself or later
 // are ignored.
-func Forecast(p Params, recs []Record, states []LaneState, day time.Time) []File {
+func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time) []File {
 	loc := hours.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
 	x := NewHistory(loc)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // History indexes hourly records by lane, hour and site, so that a lane's
@@ -64,8 +65,9 @@ func NewHistory(loc *time.Location) *History {
 	return &History{loc: hours.OrUTC(loc), lanes: map[string]*laneHistory{}}
 }
 
-// Add adds r, replacing the record of the same lane, site and hour.
-func (x *History) Add(r Record) {
+// Add adds r, replacing the record of the same lane, site and hour. A
+// record with Samples <= 0 counts as no record.
+func (x *History) Add(r series.Hourly) {
 	lh := x.lanes[r.Lane]
 	if lh == nil {
 		lh = &laneHistory{byHour: map[int64][]rec{}}
@@ -73,7 +75,7 @@ func (x *History) Add(r Record) {
 	}
 	k := r.Hour.Unix()
 	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
-		Samples: r.Samples, Failures: r.Failures}
+		Samples: int(r.Samples), Failures: int(r.Failures)}
 	lh.looks = slices.DeleteFunc(lh.looks, func(m lookMemo) bool { return k < m.hour })
 	rs := lh.hour(k)
 	for i := range rs {
@@ -219,7 +221,7 @@ func sameHour(keys []int64, loc *time.Location, d civil, hh int) []int64 {
 	return keys
 }
 
-// rec is what the rules read of a Record: 64 bytes, so that a lane's
+// rec is what the rules read of a series.Hourly: 64 bytes, so that a lane's
 // records of a week stay close in memory.
 type rec struct {
 	Site                                    string

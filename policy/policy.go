@@ -3,9 +3,10 @@
 // the hour comes in as an argument, the records come in as values, and the
 // same input always gives the same File and the same bytes.
 //
-// Its input types (Record, LaneState, LaneSpec, ClassSpec, Params) are its
-// own, so that it depends on neither the store nor the config; cmd/policygen
-// maps them. The rules are documented in docs/policy.md.
+// It reads the store's hourly records as they are (series.Hourly: the type,
+// not the store); its other inputs (LaneState, LaneSpec, ClassSpec, Params)
+// are its own, so that it depends on no config; app maps them. The rules
+// are documented in docs/policy.md.
 //
 // Numbers in a file: waits are rounded up to 0.01 s and rates down to 0.01
 // tok/s, so a file never flatters a lane; every figure derived from them
@@ -19,8 +20,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // Basis of a policy file.
@@ -46,21 +49,6 @@ const (
 	KindFree = "free"
 	KindPaid = "paid"
 )
-
-// Record is one lane-hour of one site (measurement queue_hourly). A record
-// with Samples <= 0 counts as no record.
-type Record struct {
-	Lane           string
-	Kind           string
-	Site           string    // "" for a sampler without a site
-	Hour           time.Time // start of the hour (in the config's timezone)
-	WorstQueueS    float64   // max queue_s of the hour's ok probes
-	WorstGenS      float64   // max gen_s of the hour's ok probes
-	MinTokPerS     float64   // min decode rate of the hour's ok probes; 0: no decode data
-	Samples        int       // probes in the hour, ok or not
-	Failures       int       // probes in the hour that were not ok
-	WorstCensoredS float64   // longest wait a failed probe of the hour is known to have sat through
-}
 
 // LaneState is what a lane's newest probes say, as of the policy's hour.
 type LaneState struct {
@@ -197,8 +185,9 @@ func (f File) Book(class string) (BookPolicy, error) {
 // ForHour returns the live policy for the hour holding `hour` (in
 // p.Location), from the records and lane states given. Records from after
 // that hour are ignored, so a past hour gives the same file whatever came
-// later. See LaneAt for the rules.
-func ForHour(p Params, recs []Record, states []LaneState, hour time.Time) File {
+// later, and a record with Samples <= 0 counts as no record. See LaneAt for
+// the rules.
+func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time) File {
 	loc := hours.OrUTC(p.Location)
 	h := hours.Start(hour, loc)
 	end := h.Add(time.Hour)
@@ -356,6 +345,34 @@ func (p Params) ReadHours(h time.Time) (basis, lookback []time.Time) {
 		lookback = append(lookback, time.Unix(u, 0).In(loc))
 	}
 	return basis, lookback
+}
+
+// States reduces the newest probes (one per lane and site) to the policy's
+// lane states: the newest probe of any site, and the latest back-off
+// (budget.Backoff) any site's newest probe asks for (hours keyed in loc).
+func States(latest []series.Probe, loc *time.Location) []LaneState {
+	byLane := map[string]*LaneState{}
+	var order []string
+	for _, p := range latest {
+		s := byLane[p.Lane]
+		if s == nil {
+			s = &LaneState{Lane: p.Lane}
+			byLane[p.Lane] = s
+			order = append(order, p.Lane)
+		}
+		if p.Time.After(s.LastSample) {
+			s.LastSample = p.Time
+		}
+		if u, ok := budget.Backoff(p, loc); ok && u.After(s.QuotaUntil) {
+			s.QuotaUntil = u
+		}
+	}
+	slices.Sort(order)
+	out := make([]LaneState, len(order))
+	for i, l := range order {
+		out[i] = *byLane[l]
+	}
+	return out
 }
 
 func stateOf(states []LaneState, lane string) LaneState {

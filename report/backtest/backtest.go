@@ -74,7 +74,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
@@ -114,7 +113,7 @@ var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
 
 // Options configure a backtest.
 type Options struct {
-	// Params are the policy parameters (app.Params of the config). The
+	// Params are the policy parameters (app.Params maps a config). The
 	// decision replay uses them as given; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params
@@ -182,7 +181,7 @@ type Backtest struct {
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
 	onScore func(p *series.Probe, lookback int, l *policy.Lane)
-	onApply func(p *series.Probe, r policy.Record)
+	onApply func(p *series.Probe, r series.Hourly)
 }
 
 // lane is a configured lane's running state.
@@ -420,7 +419,7 @@ func (b *Backtest) apply(p *series.Probe) {
 		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
 	sh.probes = append(sh.probes, *p)
-	r := app.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
+	r := series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes)
 	b.hist.Add(r)
 	if b.onApply != nil {
 		b.onApply(p, r)
