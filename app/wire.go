@@ -149,45 +149,6 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 	return found, nil
 }
 
-// SwingsRecords maps the store's hourly records to the report's input.
-//
-// A lane-hour has one record per site (and, when the lane's kind changed
-// within the hour, identical copies per kind): the copies count once and
-// the sites merge conservatively, worst of the worsts and the sum of probes.
-func SwingsRecords(hs []series.Hourly) []swings.Record {
-	type laneHour struct {
-		lane string
-		hour int64
-	}
-	type laneSiteHour struct {
-		laneHour
-		site string
-	}
-	idx := map[laneHour]int{}
-	seen := map[laneSiteHour]bool{}
-	var recs []swings.Record
-	for _, h := range hs {
-		k := laneHour{h.Lane, h.Hour.UnixNano()}
-		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
-			continue
-		} else {
-			seen[ks] = true
-		}
-		i, ok := idx[k]
-		if !ok {
-			idx[k] = len(recs)
-			recs = append(recs, swings.Record{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
-			i = len(recs) - 1
-		}
-		r := &recs[i]
-		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
-		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
-		r.Samples += h.Samples
-		r.Failures += h.Failures
-	}
-	return recs
-}
-
 // Swings computes the time-of-day report of the hourly records of [from,
 // to): the config's lanes listed even without data, its classes' deadlines
 // drawn. Each lane's figures merge every site's records; with perSite, when
@@ -227,7 +188,7 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 	for i, c := range cfg.Policy.Classes {
 		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
 	}
-	return swings.Compute(SwingsRecords(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+	return swings.Compute(swings.MergeSites(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the
