@@ -1,16 +1,11 @@
-// Package policy turns a lane's hourly queue records into the policy file of an
-// hour and answers the retry ledger (Book). It is pure: no I/O and no clock;
-// the hour comes in as an argument, the records come in as values, and the
-// same input always gives the same File and the same bytes.
+// Package policy turns a lane's hourly records into the policy file of an
+// hour, and answers the retry ledger (Book).
 //
-// It reads the store's hourly records as they are (series.Hourly: the type,
-// not the store); its other inputs (LaneState, LaneSpec, ClassSpec, Params)
-// are its own, so that it depends on no config; app maps them. The rules
-// are documented in docs/policy.md.
-//
-// Numbers in a file: waits are rounded up to 0.01 s and rates down to 0.01
-// tok/s, so a file never flatters a lane; every figure derived from them
-// (class fit, the book) uses the rounded values a reader sees.
+// It is pure: no I/O and no clock. The hour comes in as an argument and the
+// records as values (series.Hourly: the store's type, never a store), and
+// the same input always gives the same File and the same bytes. Its other
+// inputs (LaneState, LaneSpec, ClassSpec, Params) are its own; app maps a
+// config to them. The rules and the rounding are in docs/policy.md.
 package policy
 
 import (

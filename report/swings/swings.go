@@ -1,6 +1,6 @@
 // Package swings computes the time-of-day report behind `policygen swings`:
-// for each lane and hour of day, how long the queue before the first token
-// was over the last N days, and how far the busiest hour is from the quietest.
+// per lane and hour of day, the queue before the first token over the last
+// N days, and how far the busiest hour is from the quietest.
 //
 // Compute is pure (no clock, no I/O); the writers in this package render a
 // Report as a table, CSV, JSON or a chart. It reads the store's hourly
