@@ -29,6 +29,7 @@ type lookKeys struct {
 	keys []int64
 }
 
+// laneHistory is one lane's records and what its figures keep of them.
 type laneHistory struct {
 	byHour map[int64][]rec // hour start (Unix s) → one record per site
 	ever   int             // records with samples
@@ -37,6 +38,15 @@ type laneHistory struct {
 	// its basis from.
 	lastKey  int64
 	lastRecs []rec
+}
+
+// rec is what the rules read of a series.Hourly: 64 bytes, so that a lane's
+// records of a week stay close in memory.
+type rec struct {
+	Site                                    string
+	At                                      int64 // the hour's start, Unix s
+	WorstQueueS, WorstCensoredS, MinTokPerS float64
+	Samples, Failures                       int
 }
 
 // hour returns the lane's records of the hour starting at Unix second k.
@@ -219,15 +229,6 @@ func sameHour(keys []int64, loc *time.Location, d civil, hh int) []int64 {
 		}
 	}
 	return keys
-}
-
-// rec is what the rules read of a series.Hourly: 64 bytes, so that a lane's
-// records of a week stay close in memory.
-type rec struct {
-	Site                                    string
-	At                                      int64 // the hour's start, Unix s
-	WorstQueueS, WorstCensoredS, MinTokPerS float64
-	Samples, Failures                       int
 }
 
 // civil is a calendar date as yyyymmdd, so that dates compare as integers.
