@@ -58,50 +58,6 @@ func Params(cfg *config.Config) policy.Params {
 	return p
 }
 
-// Record maps a stored hourly point to the policy's record.
-func Record(h series.Hourly) policy.Record {
-	return policy.Record{
-		Lane:           h.Lane,
-		Kind:           h.Kind,
-		Site:           h.Site,
-		Hour:           h.Hour,
-		WorstQueueS:    h.WorstQueueS,
-		WorstGenS:      h.WorstGenS,
-		MinTokPerS:     h.MinTokPerS,
-		Samples:        int(h.Samples),
-		Failures:       int(h.Failures),
-		WorstCensoredS: h.WorstCensoredS,
-	}
-}
-
-// States reduces the newest probes (one per lane and site) to the policy's
-// lane states: the newest probe of any site, and the latest back-off any
-// site's newest probe asks for (hours keyed in loc).
-func States(latest []series.Probe, loc *time.Location) []policy.LaneState {
-	byLane := map[string]*policy.LaneState{}
-	var order []string
-	for _, p := range latest {
-		s := byLane[p.Lane]
-		if s == nil {
-			s = &policy.LaneState{Lane: p.Lane}
-			byLane[p.Lane] = s
-			order = append(order, p.Lane)
-		}
-		if p.Time.After(s.LastSample) {
-			s.LastSample = p.Time
-		}
-		if u, ok := budget.Backoff(p, loc); ok && u.After(s.QuotaUntil) {
-			s.QuotaUntil = u
-		}
-	}
-	slices.Sort(order)
-	out := make([]policy.LaneState, len(order))
-	for i, l := range order {
-		out[i] = *byLane[l]
-	}
-	return out
-}
-
 // HourWindows returns the spans a live policy of hour h reads
 // (policy.Params.ReadHours): the basis hours as one span, and each
 // lookback hour, each exactly an hour long.
@@ -135,11 +91,7 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, err
 	}
-	recs := make([]policy.Record, len(hourly))
-	for i, x := range hourly {
-		recs[i] = Record(x)
-	}
-	return policy.ForHour(p, recs, States(latest, cfg.Location), h), nil
+	return policy.ForHour(p, hourly, policy.States(latest, cfg.Location), h), nil
 }
 
 // Forecast reads what the 24 forecast policies of the day holding `day`
@@ -159,11 +111,7 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	if err != nil {
 		return nil, err
 	}
-	recs := make([]policy.Record, len(hourly))
-	for i, x := range hourly {
-		recs[i] = Record(x)
-	}
-	return policy.Forecast(p, recs, States(latest, cfg.Location), day), nil
+	return policy.Forecast(p, hourly, policy.States(latest, cfg.Location), day), nil
 }
 
 // newest returns the newest probe of each lane and site before end, looking
@@ -199,45 +147,6 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		to = start
 	}
 	return found, nil
-}
-
-// SwingsRecords maps the store's hourly records to the report's input.
-//
-// A lane-hour has one record per site (and, when the lane's kind changed
-// within the hour, identical copies per kind): the copies count once and
-// the sites merge conservatively, worst of the worsts and the sum of probes.
-func SwingsRecords(hs []series.Hourly) []swings.Record {
-	type laneHour struct {
-		lane string
-		hour int64
-	}
-	type laneSiteHour struct {
-		laneHour
-		site string
-	}
-	idx := map[laneHour]int{}
-	seen := map[laneSiteHour]bool{}
-	var recs []swings.Record
-	for _, h := range hs {
-		k := laneHour{h.Lane, h.Hour.UnixNano()}
-		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
-			continue
-		} else {
-			seen[ks] = true
-		}
-		i, ok := idx[k]
-		if !ok {
-			idx[k] = len(recs)
-			recs = append(recs, swings.Record{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
-			i = len(recs) - 1
-		}
-		r := &recs[i]
-		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
-		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
-		r.Samples += h.Samples
-		r.Failures += h.Failures
-	}
-	return recs
 }
 
 // Swings computes the time-of-day report of the hourly records of [from,
@@ -279,7 +188,7 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 	for i, c := range cfg.Policy.Classes {
 		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
 	}
-	return swings.Compute(SwingsRecords(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+	return swings.Compute(swings.MergeSites(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the

@@ -1,13 +1,13 @@
 // Package budget decides which lanes a sampler round may probe, so that
-// probing never spends the free quota it measures: probe budgets shared by
-// the lanes of a quota group and spread over the provider's day, and the
-// back-off a lane's answer asks for (a 429, or a response that says no
-// requests remain).
+// probing never spends the free quota it measures.
 //
-// It is pure: no I/O and no clock. The time, the configured groups and the
-// probes already stored come in as arguments, so a restarted or
-// crash-looping sampler, which reads them from the store, never spends
-// twice. The rules are documented in docs/budgets.md.
+// Its rules are probe budgets shared by the lanes of a quota group and
+// spread over the provider's day, and the back-off a lane's answer asks for
+// (a 429, or a response that says no requests remain). It is pure: no I/O
+// and no clock. The time, the configured groups and the probes already
+// stored come in as arguments, so a restarted or crash-looping sampler,
+// which reads them from the store, never spends twice. The rules are
+// documented in docs/budgets.md.
 package budget
 
 import (

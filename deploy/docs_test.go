@@ -20,7 +20,7 @@ import (
 
 // The pages under docs/ that this package holds to the code (docs/config.md
 // has its own test in package config).
-var pages = []string{"schema.md", "policy.md", "ledger.md", "budgets.md", "deploy.md"}
+var pages = []string{"schema.md", "policy.md", "ledger.md", "budgets.md", "deploy.md", "backtest.md"}
 
 func readPage(t *testing.T, name string) string {
 	t.Helper()

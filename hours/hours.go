@@ -1,8 +1,10 @@
-// Package hours keys time by wall-clock hour in a configured zone: the one
-// rule every lanewatch package uses to say which hour an instant belongs to
-// ("2026-11-30T14"), so that the sampler's hourly records, the policy files
-// and every report agree, including in zones whose offset is not a whole
-// number of hours (India, Nepal, Newfoundland) and across DST changes.
+// Package hours keys time by wall-clock hour in a configured zone.
+//
+// It is the one rule every lanewatch package uses to say which hour an
+// instant belongs to ("2026-11-30T14"), so that the sampler's hourly
+// records, the policy files and every report agree, including in zones
+// whose offset is not a whole number of hours (India, Nepal, Newfoundland)
+// and across DST changes.
 package hours
 
 import (

@@ -1,12 +1,13 @@
-// Package lanesim is a local stand-in for a shared LLM lane. It speaks the
-// OpenAI chat completions and Anthropic Messages streaming APIs and puts a
-// real FIFO queue in front of a fixed number of generation slots, so the
-// time to the first token comes from load (requests and synthetic background
-// jobs waiting for a slot), not from a fixed sleep. Faults (429s and errors
-// in the middle of a stream) can be injected with a seeded random source.
+// Package lanesim is a local stand-in for a shared LLM lane, and generates
+// the probe history of such lanes (History) for demos, tests and backtests.
 //
-// It is meant for demos, tests and benchmarks: tests of other packages start
-// it in-process with httptest.NewServer(lanesim.New(opts).Handler()).
+// The lane speaks the OpenAI chat completions and Anthropic Messages
+// streaming APIs and puts a real FIFO queue in front of a fixed number of
+// generation slots, so the time to the first token comes from load
+// (requests and synthetic background jobs waiting for a slot), not from a
+// fixed sleep. Faults (429s and errors in the middle of a stream) can be
+// injected with a seeded random source. Tests of other packages start it
+// in-process with httptest.NewServer(lanesim.New(opts).Handler()).
 package lanesim
 
 import (

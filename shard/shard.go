@@ -1,8 +1,9 @@
-// Package shard splits the lanes of one configuration among N samplers:
-// rendezvous (highest random weight) hashing, so that every lane belongs to
-// exactly one shard, the assignment is the same on every machine and in
-// every run (no map order, no random seed), and going from N to N+1 shards
-// moves only the lanes the new shard wins, about 1/(N+1) of them.
+// Package shard assigns each lane of a configuration to one of N samplers.
+//
+// It uses rendezvous (highest random weight) hashing, so that every lane
+// belongs to exactly one shard, the assignment is the same on every machine
+// and in every run (no map order, no random seed), and going from N to N+1
+// shards moves only the lanes the new shard wins, about 1/(N+1) of them.
 //
 // The lanes of a quota group hash as one key (the group's name), so a group
 // stays on one shard: its budget is counted by one sampler, which reads the

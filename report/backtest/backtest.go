@@ -1,71 +1,12 @@
-// Package backtest replays a stored lane history against lanewatch's live
-// policy, to measure what the policy promises: how often the next attempt
-// waited longer than next_queue_s, by how much the figure overstates, how
-// often an eligible lane failed, and what following the retry ledger saves
-// against a naive retry loop. The replay (Backtest) is pure, with no I/O
-// and no clock: the probes come in one at a time, in time order, and the
-// report comes out at the end. Run feeds it from a store, and WriteTable,
-// WriteCSV and WriteJSON render the report.
+// Package backtest replays a stored lane history against the live policy
+// and reports how well it predicted: calibration (did the next attempt wait
+// at most next_queue_s) and a decision replay of jobs under three retry
+// strategies.
 //
-// # Calibration
-//
-// For each probe p of a configured lane L, the policy in force just before p
-// is what `policygen -hour` would have written at that instant from the
-// probes before p: the hour's record rebuilt from the earlier probes of the
-// hour (series.Aggregate), then policy.History's live rules (basis, lookback,
-// eligibility), with L's state taken from its newest earlier probe
-// (last_sample, and the quota back-off of budget.Backoff). It is kept up to
-// date incrementally: one pass, one History, the lane-hour's record replaced
-// as each probe arrives. Probes before Options.From are warm-up: they feed
-// the history but are not scored. Scored per lane, per lane and hour of day,
-// and for all lanes:
-//
-//   - covered: p ok and p.queue_s <= next_queue_s (the rounded figure a reader
-//     sees); coverage = covered / ok;
-//   - ratio = next_queue_s / p.queue_s over ok probes with queue_s > 0, its
-//     median and p90 (nearest rank, kept as float32: 7 significant digits);
-//   - false_eligible: the policy said eligible and p failed;
-//   - false_ineligible: the policy said ineligible (not never_sampled) and p
-//     was ok;
-//   - censored_uncovered: p failed after a known wait (queue_s > 0, a lower
-//     bound when it timed out) longer than next_queue_s: the figure was
-//     certainly too low, though p is not counted in coverage;
-//   - no_policy: no probe of L before p (never_sampled); such a probe counts
-//     in probes and nowhere else.
-//
-// ok counts the ok probes that had a policy.
-//
-// # Decision replay (the world model)
-//
-// Jobs arrive ArrivalLead (1 minute) before each probe of the naive lane in
-// the window (of the first lane when no lane is free), so that a job's
-// first attempt meets that round of probes while its policy predates it.
-// Each job is replayed once per class and strategy, with the class's
-// deadline_s and est_tokens. The policy in force at its arrival holds for
-// the whole job. The world:
-//
-//   - an attempt started at t on lane L meets L's next probe at or after t
-//     within the hour after t: its outcome, its queue_s and its decode rate
-//     (tokens/gen_s); with no such probe, or while L's newest earlier probe
-//     asked for a back-off (a 429, until its reset), it fails fast;
-//   - an ok attempt takes queue_s + est_tokens/rate; one that would end after
-//     the deadline is cut there, having emitted (deadline - start - queue) ×
-//     rate tokens, which do not ship;
-//   - a failed attempt takes the probe's known wait (queue_s + gen_s: the
-//     timeout of a probe that timed out), at least MinAttemptS, and at most
-//     what is left of the deadline, and emits the failed probe's tokens.
-//
-// Strategies: naive retries the naive lane (the first free lane of the
-// config) at once until the deadline; paid does the same on the first paid
-// lane; lanewatch starts on the first lane of the class's lanes in the
-// policy in force at the job's arrival (with none: where policy.Book sends
-// a first attempt) and after each failed attempt follows policy.Book with
-// that policy's book: retry_free on the book's free lane, cut_over on its
-// paid lane, or stop. A job is met when an attempt ships by the deadline.
-// Jobs whose deadline plus an hour reaches past the newest probe are not
-// replayed. Reported per class and strategy: jobs, met, median time to the
-// result of the met jobs, free tokens burned by attempts that did not ship,
-// and the USD of every token a paid attempt emitted (paid_usd_per_1k).
+// The replay (Backtest) is pure, with no I/O and no clock: the probes come
+// in one at a time, in time order, and the report comes out at the end. Run
+// feeds it from a store, and WriteTable, WriteCSV and WriteJSON render the
+// report. What it scores and the world its jobs run in: docs/backtest.md.
 package backtest
 
 import (
@@ -74,7 +15,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
@@ -114,7 +54,7 @@ var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
 
 // Options configure a backtest.
 type Options struct {
-	// Params are the policy parameters (app.Params of the config). The
+	// Params are the policy parameters (app.Params maps a config). The
 	// decision replay uses them as given; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params
@@ -182,7 +122,7 @@ type Backtest struct {
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
 	onScore func(p *series.Probe, lookback int, l *policy.Lane)
-	onApply func(p *series.Probe, r policy.Record)
+	onApply func(p *series.Probe, r series.Hourly)
 }
 
 // lane is a configured lane's running state.
@@ -420,7 +360,7 @@ func (b *Backtest) apply(p *series.Probe) {
 		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
 	sh.probes = append(sh.probes, *p)
-	r := app.Record(series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes))
+	r := series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes)
 	b.hist.Add(r)
 	if b.onApply != nil {
 		b.onApply(p, r)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
@@ -259,10 +258,7 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 				scores++
 				pk := p
 				pk.LookbackDays = k
-				var recs []policy.Record
-				for _, h := range series.Rollup(before, ny) {
-					recs = append(recs, app.Record(h))
-				}
+				recs := series.Rollup(before, ny)
 				latest := map[[2]string]series.Probe{}
 				for _, q := range before {
 					latest[[2]string{q.Lane, q.Site}] = q
@@ -271,13 +267,13 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 				for _, q := range latest {
 					newest = append(newest, q)
 				}
-				file := policy.ForHour(pk, recs, app.States(newest, ny), pr.Time)
+				file := policy.ForHour(pk, recs, policy.States(newest, ny), pr.Time)
 				i := slices.IndexFunc(file.Lanes, func(l policy.Lane) bool { return l.Name == pr.Lane })
 				if want := file.Lanes[i]; !reflect.DeepEqual(*got, want) {
 					t.Fatalf("probe %s %s at %s, lookback %d:\n got %+v\nwant %+v", pr.Lane, pr.Site, pr.Time, k, *got, want)
 				}
 			}
-			b.onApply = func(pr *series.Probe, r policy.Record) {
+			b.onApply = func(pr *series.Probe, r series.Hourly) {
 				before = append(before, *pr)
 				var hour []series.Probe
 				for _, q := range before {
@@ -285,7 +281,7 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 						hour = append(hour, q)
 					}
 				}
-				if want := app.Record(series.Aggregate(r.Lane, pr.Kind, r.Site, r.Hour, hour)); r != want {
+				if want := series.Aggregate(r.Lane, pr.Kind, r.Site, r.Hour, hour); r != want {
 					t.Fatalf("record\n got %+v\nwant %+v", r, want)
 				}
 			}

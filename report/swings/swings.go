@@ -1,11 +1,11 @@
 // Package swings computes the time-of-day report behind `policygen swings`:
-// for each lane and hour of day, how long the queue before the first token
-// was over the last N days, and how far the busiest hour is from the quietest.
+// per lane and hour of day, the queue before the first token over the last
+// N days, and how far the busiest hour is from the quietest.
 //
 // Compute is pure (no clock, no I/O); the writers in this package render a
-// Report as a table, CSV, JSON or a chart. Its input type (Record) is its
-// own, so that it depends on neither the store nor the config; the command
-// maps them.
+// Report as a table, CSV, JSON or a chart. It reads the store's hourly
+// records (series.Hourly: the type, never a store), one per lane-hour
+// (MergeSites); it depends on no config, app maps the lanes and classes.
 //
 // Censored hours: a failed probe (a timeout before the first token, say)
 // has no queue time, only a lower bound, the wait it is known to have sat
@@ -21,6 +21,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // HoursPerDay is the number of rows of a report: hours of day 0..23.
@@ -30,23 +31,6 @@ const HoursPerDay = 24
 type Lane struct {
 	Name string
 	Kind string
-}
-
-// Record is one lane-hour of the store (series.Hourly).
-type Record struct {
-	Lane string
-	Kind string
-	Hour time.Time // start of the hour
-	// WorstQueueS is the longest queue of the hour's ok probes (meaningful
-	// when Samples > Failures).
-	WorstQueueS float64
-	// WorstCensoredS is the longest wait a failed probe of the hour is known
-	// to have sat through before it failed (a lower bound on its queue,
-	// e.g. 30 for a probe that timed out at 30 s before its first token);
-	// 0 when no failed probe waited or the store does not know.
-	WorstCensoredS float64
-	Samples        int64 // probes in the hour, ok or not
-	Failures       int64 // of which failed
 }
 
 // ClassLine is a job class whose deadline the chart draws as a horizontal line.
@@ -104,7 +88,7 @@ type HourStat struct {
 	// record at this hour.
 	Days int
 	// Measured is the number of records that carry a queue time: an ok
-	// probe's, or a failed probe's lower bound (Record.WorstCensoredS > 0).
+	// probe's, or a failed probe's lower bound (series.Hourly.WorstCensoredS > 0).
 	// WorstS and MedianS are meaningful when Measured > 0.
 	Measured int
 	// WorstS is the max of the hourly worst queue times, where a record's
@@ -157,11 +141,51 @@ type worst struct {
 	censored bool
 }
 
+// MergeSites returns the store's hourly records with one record per
+// lane-hour, as Compute reads them.
+//
+// A lane-hour has one record per site (and, when the lane's kind changed
+// within the hour, identical copies per kind): the copies count once and
+// the sites merge conservatively, worst of the worsts and the sum of probes.
+func MergeSites(hs []series.Hourly) []series.Hourly {
+	type laneHour struct {
+		lane string
+		hour int64
+	}
+	type laneSiteHour struct {
+		laneHour
+		site string
+	}
+	idx := map[laneHour]int{}
+	seen := map[laneSiteHour]bool{}
+	var recs []series.Hourly
+	for _, h := range hs {
+		k := laneHour{h.Lane, h.Hour.UnixNano()}
+		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
+			continue
+		} else {
+			seen[ks] = true
+		}
+		i, ok := idx[k]
+		if !ok {
+			idx[k] = len(recs)
+			recs = append(recs, series.Hourly{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
+			i = len(recs) - 1
+		}
+		r := &recs[i]
+		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
+		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
+		r.Samples += h.Samples
+		r.Failures += h.Failures
+	}
+	return recs
+}
+
 // recordWorst returns a record's worst, or false when it has none: the max
 // of its ok probes' worst queue (when it has an ok probe and the value is
 // finite) and its failed probes' bound (when finite and > 0); the bound
 // wins ties, since the failed probe waited at least that long.
-func recordWorst(rec Record, samples, failures int64) (worst, bool) {
+func recordWorst(rec series.Hourly, samples, failures int64) (worst, bool) {
 	okQ := samples > failures && num.Finite(rec.WorstQueueS)
 	cens := failures > 0 && num.Finite(rec.WorstCensoredS) && rec.WorstCensoredS > 0
 	switch {
@@ -173,9 +197,10 @@ func recordWorst(rec Record, samples, failures int64) (worst, bool) {
 	return worst{}, false
 }
 
-// Compute builds the report from hourly records. Records outside the window,
+// Compute builds the report from hourly records, one per lane-hour (as
+// MergeSites returns them; Site is not read). Records outside the window,
 // and queue times that are not finite, are ignored.
-func Compute(recs []Record, opt Options) *Report {
+func Compute(recs []series.Hourly, opt Options) *Report {
 	loc := hours.OrUTC(opt.Location)
 	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
 	for _, c := range opt.Classes {

@@ -1,0 +1,76 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Forecast returns 24 forecast policies for the day holding `day` (in
+// p.Location), one per wall-clock hour 00..23, from the same hour of day on each
+// of the previous p.LookbackDays days alone (basis: forecast), at every
+// site. A lane is eligible when that history holds at least one ok probe and
+// no failed probe; with no history at that hour its reason is
+// no_recent_sample; while its quota is spent (state.QuotaUntil after the
+// hour's start) it is quota_exhausted. Records from the day itself or later
+// are ignored.
+func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time) []File {
+	loc := hours.OrUTC(p.Location)
+	d := civilOf(day.In(loc))
+	x := NewHistory(loc)
+	for _, r := range recs {
+		if civilOf(r.Hour.In(loc)) < d {
+			x.Add(r)
+		}
+	}
+	files := make([]File, 24)
+	for hr := range files {
+		f := File{
+			Hour:     fmt.Sprintf("%04d-%02d-%02dT%02d", d/10000, d/100%100, d%100, hr),
+			Timezone: loc.String(),
+			Basis:    BasisForecast,
+		}
+		start := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hr, 0, 0, 0, loc)
+		sites := map[string]bool{}
+		f.Lanes = make([]Lane, 0, len(p.Lanes))
+		for _, spec := range p.Lanes {
+			lh := x.lanes[spec.Name]
+			state := stateOf(states, spec.Name)
+			var s stat
+			if lh != nil {
+				for _, u := range x.lookbackHours(d, hr, p.LookbackDays) {
+					rs := lh.byHour[u]
+					for i := range rs {
+						if rs[i].Samples > 0 {
+							s.add(&rs[i])
+							sites[rs[i].Site] = true
+						}
+					}
+				}
+			}
+			l := s.lane(spec)
+			switch {
+			case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
+				l.Reason = ReasonNeverSampled
+			case state.QuotaUntil.After(start):
+				l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
+			case s.records == 0:
+				l.Reason = ReasonNoRecentSample
+			case s.failures > 0 || s.samples-s.failures < 1:
+				l.Reason = ReasonProbeFailed
+			default:
+				l.Reason = ReasonOK
+			}
+			l.Eligible = l.Reason == ReasonOK
+			l.LastSample = wholeSecond(state.LastSample)
+			f.Records += s.records
+			f.Lanes = append(f.Lanes, l)
+		}
+		f.Sites = siteList(sites)
+		f.Classes = Classes(p, f.Lanes)
+		files[hr] = f
+	}
+	return files
+}

@@ -1,0 +1,245 @@
+package policy
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// History indexes hourly records by lane, hour and site, so that a lane's
+// figures for any hour are a few lookups away. Add replaces the record of
+// the same lane, site and hour. It is what ForHour builds from its input,
+// and what a replay of the past (policygen backtest) keeps up to date one
+// probe at a time. A History is not safe for concurrent use.
+type History struct {
+	loc   *time.Location
+	lanes map[string]*laneHistory
+	keys  []lookKeys // the hours a lookback reads, shared by every lane
+}
+
+// lookKeys are the hour starts (Unix s) of wall-clock hour hh on each of
+// the days days before date d.
+type lookKeys struct {
+	d    civil
+	hh   int
+	days int
+	keys []int64
+}
+
+// laneHistory is one lane's records and what its figures keep of them.
+type laneHistory struct {
+	byHour map[int64][]rec // hour start (Unix s) → one record per site
+	ever   int             // records with samples
+	looks  []lookMemo      // LaneAt's lookback figures, per lookback
+	// The hour of the newest Add and its records, where a replay reads
+	// its basis from.
+	lastKey  int64
+	lastRecs []rec
+}
+
+// rec is what the rules read of a series.Hourly: 64 bytes, so that a lane's
+// records of a week stay close in memory.
+type rec struct {
+	Site                                    string
+	At                                      int64 // the hour's start, Unix s
+	WorstQueueS, WorstCensoredS, MinTokPerS float64
+	Samples, Failures                       int
+}
+
+// hour returns the lane's records of the hour starting at Unix second k.
+func (lh *laneHistory) hour(k int64) []rec {
+	if k == lh.lastKey && lh.lastRecs != nil {
+		return lh.lastRecs
+	}
+	return lh.byHour[k]
+}
+
+// lookMemo is the lookback part of a lane's figures for one hour: the same
+// wall-clock hour on each of the previous days records with samples. Add
+// drops it when a record of an earlier hour changes; records of the hour
+// itself and later are not part of it. A replay asks for the same lane
+// and hour after every probe of that hour, and the lookback records are
+// the bulk of the work.
+type lookMemo struct {
+	hour   int64 // the policy's hour (Unix s)
+	days   int   // LookbackDays
+	stat   stat
+	newest int64 // the newest record in stat (Unix s); MinInt64: none
+}
+
+// NewHistory returns an empty History keying hours in loc (nil: UTC).
+func NewHistory(loc *time.Location) *History {
+	return &History{loc: hours.OrUTC(loc), lanes: map[string]*laneHistory{}}
+}
+
+// Add adds r, replacing the record of the same lane, site and hour. A
+// record with Samples <= 0 counts as no record.
+func (x *History) Add(r series.Hourly) {
+	lh := x.lanes[r.Lane]
+	if lh == nil {
+		lh = &laneHistory{byHour: map[int64][]rec{}}
+		x.lanes[r.Lane] = lh
+	}
+	k := r.Hour.Unix()
+	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
+		Samples: int(r.Samples), Failures: int(r.Failures)}
+	lh.looks = slices.DeleteFunc(lh.looks, func(m lookMemo) bool { return k < m.hour })
+	rs := lh.hour(k)
+	for i := range rs {
+		if rs[i].Site == r.Site {
+			if rs[i].Samples > 0 {
+				lh.ever--
+			}
+			rs[i] = n
+			if n.Samples > 0 {
+				lh.ever++
+			}
+			lh.lastKey, lh.lastRecs = k, rs
+			return
+		}
+	}
+	if n.Samples > 0 {
+		lh.ever++
+	}
+	lh.byHour[k] = append(rs, n)
+	lh.lastKey, lh.lastRecs = k, lh.byHour[k]
+}
+
+// Drop removes the records of hours that start before `before`, so that
+// a History kept up to date over a long replay holds only the days its
+// policies can still read. The lanes' figures from then on are as if the
+// dropped records had never been added.
+func (x *History) Drop(before time.Time) {
+	cut := before.Unix()
+	for _, lh := range x.lanes {
+		dropped := false
+		for k, rs := range lh.byHour {
+			if k >= cut {
+				continue
+			}
+			for i := range rs {
+				if rs[i].Samples > 0 {
+					lh.ever--
+				}
+			}
+			delete(lh.byHour, k)
+			dropped = true
+		}
+		if dropped {
+			lh.looks = lh.looks[:0]
+			lh.lastKey, lh.lastRecs = 0, nil
+		}
+	}
+}
+
+// lookback returns the lane's lookback figures for hour h over days days,
+// from the memo when it holds them.
+func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
+	u := h.Unix()
+	for i := range lh.looks {
+		if m := &lh.looks[i]; m.hour == u && m.days == days {
+			return m
+		}
+	}
+	m := lookMemo{hour: u, days: days, newest: math.MinInt64}
+	lt := h.In(x.loc)
+	for _, k := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
+		rs := lh.byHour[k]
+		for i := range rs {
+			if rs[i].Samples > 0 {
+				m.stat.add(&rs[i])
+				m.newest = max(m.newest, k)
+			}
+		}
+	}
+	// A few memos per lane (a replay asks for two hours in turn, under
+	// each lookback it sweeps); the oldest hour makes room.
+	if len(lh.looks) < maxLookMemos {
+		lh.looks = append(lh.looks, m)
+		return &lh.looks[len(lh.looks)-1]
+	}
+	old := 0
+	for i := range lh.looks {
+		if lh.looks[i].hour < lh.looks[old].hour {
+			old = i
+		}
+	}
+	lh.looks[old] = m
+	return &lh.looks[old]
+}
+
+// maxLookMemos is how many lookback memos a lane keeps.
+const maxLookMemos = 8
+
+// lookbackHours returns the starts (Unix s) of wall-clock hour hh on each
+// of the days days before date d: one a day, two on a day that repeats
+// the hour, none on a day that skips it. The last few answers are kept:
+// every lane of a policy asks the same.
+func (x *History) lookbackHours(d civil, hh, days int) []int64 {
+	for i := range x.keys {
+		if k := &x.keys[i]; k.d == d && k.hh == hh && k.days == days {
+			return k.keys
+		}
+	}
+	k := lookKeys{d: d, hh: hh, days: days}
+	k.keys = lookbackHours(nil, x.loc, d, hh, days)
+	if len(x.keys) < maxLookMemos {
+		x.keys = append(x.keys, k)
+	} else {
+		old := 0
+		for i := range x.keys {
+			if x.keys[i].d < x.keys[old].d || x.keys[i].d == x.keys[old].d && x.keys[i].hh < x.keys[old].hh {
+				old = i
+			}
+		}
+		x.keys[old] = k
+	}
+	return k.keys
+}
+
+// lookbackHours appends to keys the starts (Unix s) of wall-clock hour hh
+// in loc on each of the days days before date d.
+func lookbackHours(keys []int64, loc *time.Location, d civil, hh, days int) []int64 {
+	for back := 1; back <= days; back++ {
+		keys = sameHour(keys, loc, addDays(d, -back), hh)
+	}
+	return keys
+}
+
+// sameHour appends to keys the starts (Unix s) of wall-clock hour hh in loc
+// on date d: two on a fall-back day, none on a day that skipped it.
+func sameHour(keys []int64, loc *time.Location, d civil, hh int) []int64 {
+	t := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hh, 0, 0, 0, loc)
+	_, before := t.Add(-time.Hour).Zone()
+	_, after := t.Add(time.Hour).Zone()
+	_, at := t.Zone()
+	if before == at && at == after { // no offset change near t: t is the hour itself
+		return append(keys, t.Unix())
+	}
+	n := len(keys)
+	for _, c := range [3]time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
+		c = hours.Start(c, loc)
+		lt := c.In(loc)
+		u := c.Unix()
+		if civilOf(lt) == d && lt.Hour() == hh && !slices.Contains(keys[n:], u) {
+			keys = append(keys, u)
+		}
+	}
+	return keys
+}
+
+// civil is a calendar date as yyyymmdd, so that dates compare as integers.
+type civil int
+
+func civilOf(t time.Time) civil {
+	y, m, d := t.Date()
+	return civil(y*10000 + int(m)*100 + d)
+}
+
+// addDays returns the date n days after d.
+func addDays(d civil, n int) civil {
+	return civilOf(time.Date(int(d/10000), time.Month(d/100%100), int(d%100)+n, 12, 0, 0, 0, time.UTC))
+}
