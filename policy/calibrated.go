@@ -106,11 +106,11 @@ type CalibratedFigure struct {
 }
 
 // Calibrator is the calibrated rule's state for one lane, fed one
-// observation at a time (Add) and asked for a forecast at any instant not
-// before the last observation (Quantile, which changes nothing). The window
-// is the lookback before the newest observation. Add costs a binary search
-// and a copy of the window's sorted values (a few thousand floats at
-// most); the zero value is not usable: use NewCalibrator.
+// observation at a time (Add) and asked for a forecast at any instant t not
+// before the last observation (Quantile, which changes nothing), from the
+// observations of the lookback before t. Add and Quantile cost a binary
+// search and a copy of the window's sorted residuals (a few thousand floats
+// at most); the zero value is not usable: use NewCalibrator.
 //
 // The calibrated rule (issue 19) forecasts the wait of a lane's next attempt
 // at a chosen coverage c: the figure q such that the next attempt waits at
@@ -206,7 +206,7 @@ func (c *Calibrator) Add(o QueueObs) error {
 	lv := math.Log(max(o.Value, MinQueueObsS))
 	h := o.Time.In(c.p.Location).Hour()
 	n := max(o.N, 1)
-	if prof, ok := c.profile(h); ok {
+	if prof, ok := c.profile(h, t-c.window); ok {
 		e := lv - prof
 		d := e - c.level
 		hi, lo, med, detect := c.shiftBounds()
@@ -247,13 +247,14 @@ func (c *Calibrator) Quantile(t time.Time, cov float64) (CalibratedFigure, bool)
 	if CheckCoverage(cov) != nil || (c.seen && t.Before(c.last)) {
 		return CalibratedFigure{}, false
 	}
-	prof, ok := c.profile(t.In(c.p.Location).Hour())
+	from := t.UnixNano() - c.window
+	prof, ok := c.profile(t.In(c.p.Location).Hour(), from)
 	if !ok {
 		return CalibratedFigure{}, false
 	}
-	q, warm := c.margin(cov)
+	q, n, warm := c.margin(cov, from)
 	f := CalibratedFigure{ProfileS: math.Exp(prof), Level: math.Exp(c.level), Margin: math.Exp(q),
-		Residuals: c.resid.len(), Warm: warm}
+		Residuals: n, Warm: warm}
 	f.QueueS = math.Exp(prof + c.level + q)
 	return f, true
 }
@@ -283,7 +284,7 @@ func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov flo
 	return f, ok, nil
 }
 
-// evict drops what is not within the window (t - lookback, t].
+// evict drops what is older than the window [t - lookback, t).
 func (c *Calibrator) evict(t int64) {
 	from := t - c.window
 	for i := range c.hours {
@@ -297,17 +298,17 @@ func (c *Calibrator) evict(t int64) {
 	})
 }
 
-// profile returns P(h): the upper median of hour h's window, else of the
-// whole window.
-func (c *Calibrator) profile(h int) (float64, bool) {
-	w := &c.hours[h]
-	if w.len() == 0 {
-		w = &c.all
+// profile returns P(h): the upper median of hour h's observations after
+// from, else of all of them.
+func (c *Calibrator) profile(h int, from int64) (float64, bool) {
+	s := c.hours[h].view(from)
+	if len(s) == 0 {
+		s = c.all.view(from)
 	}
-	if w.len() == 0 {
+	if len(s) == 0 {
 		return 0, false
 	}
-	return w.sorted[w.len()/2].v, true
+	return s[len(s)/2].v, true
 }
 
 // shiftBounds returns the residuals' shift tails and median, and whether
@@ -322,26 +323,26 @@ func (c *Calibrator) shiftBounds() (hi, lo, med float64, ok bool) {
 	return at(1 - CalibratedShiftTail), at(CalibratedShiftTail), s[n/2], true
 }
 
-// margin returns Q(cov): the conformal quantile of the residuals, and
-// whether the window had enough of them.
-func (c *Calibrator) margin(cov float64) (float64, bool) {
-	s := c.resid.sorted
-	n := len(s)
+// margin returns Q(cov): the conformal quantile of the residuals from from
+// on, how many there are, and whether there are enough of them.
+func (c *Calibrator) margin(cov float64, from int64) (float64, int, bool) {
+	stale := c.resid.stale(from)
+	n := c.resid.len() - len(stale)
 	if n == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	mass := cov * float64(n)
 	if c.multi > 0 {
 		mass = 0
-		for _, it := range c.resid.items[c.resid.head:] {
-			mass += math.Pow(cov, float64(it.n))
+		for _, it := range c.resid.items[c.resid.head+len(stale):] {
+			mass += math.Pow(cov, float64(max(it.n, 1)))
 		}
 	}
 	k := int(math.Ceil(mass*float64(n+1)/float64(n) - 1e-9))
 	if k > n {
-		return s[n-1], false
+		return c.resid.kth(from, n), n, false
 	}
-	return s[max(k, 1)-1], true
+	return c.resid.kth(from, max(k, 1)), n, true
 }
 
 // profileKey orders a profile's observations: uncensored by value, then the
@@ -399,10 +400,65 @@ func (w *orderedWindow[T]) add(t int64, v T, n int) {
 	w.sorted = slices.Insert(w.sorted, i, v)
 }
 
-// evict drops the items at or before from, calling gone (when not nil) with each
+// view returns the sorted values of the items from from on, without
+// changing w: w's own slice when none is older, else a sorted copy without
+// the older ones. It is for small windows; kth does without the copy.
+func (w *orderedWindow[T]) view(from int64) []T {
+	stale := w.stale(from)
+	if len(stale) == 0 {
+		return w.sorted
+	}
+	s := slices.Clone(w.sorted)
+	for _, it := range stale {
+		if i, ok := slices.BinarySearchFunc(s, it.v, w.cmp); ok {
+			s = slices.Delete(s, i, i+1)
+		}
+	}
+	return s
+}
+
+// stale returns the items before from that evict(from) would drop.
+func (w *orderedWindow[T]) stale(from int64) []windowItem[T] {
+	live := w.items[w.head:]
+	n := 0
+	for n < len(live) && live[n].t < from {
+		n++
+	}
+	return live[:n]
+}
+
+// kth returns the k-th smallest value (1-based, 1 <= k <= the count) of
+// the items from from on, without changing w: the stale items' positions in
+// the sorted slice (the first free slot of each one's run of equal values)
+// are skipped.
+func (w *orderedWindow[T]) kth(from int64, k int) T {
+	stale := w.stale(from)
+	if len(stale) == 0 {
+		return w.sorted[k-1]
+	}
+	pos := make([]int, 0, len(stale))
+	for _, it := range stale {
+		i, _ := slices.BinarySearchFunc(w.sorted, it.v, w.cmp)
+		for slices.Contains(pos, i) {
+			i++
+		}
+		pos = append(pos, i)
+	}
+	slices.Sort(pos)
+	j := k - 1
+	for _, p := range pos {
+		if p > j {
+			break
+		}
+		j++
+	}
+	return w.sorted[j]
+}
+
+// evict drops the items before from, calling gone (when not nil) with each
 // one's n.
 func (w *orderedWindow[T]) evict(from int64, gone func(n int)) {
-	for w.head < len(w.items) && w.items[w.head].t <= from {
+	for w.head < len(w.items) && w.items[w.head].t < from {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++

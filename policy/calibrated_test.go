@@ -480,3 +480,29 @@ func BenchmarkCalibrator(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ps)), "ns/probe")
 }
+
+// The window's k-th smallest of its newer items (kth, which skips the
+// older ones in place) is the one of a copy without them (view), ties
+// included, over random windows.
+func TestOrderedWindowKth(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		w := orderedWindow[float64]{cmp: cmpFloat}
+		for i := range 1 + r.IntN(60) {
+			w.add(int64(i), float64(r.IntN(5)), 1) // few values: many ties
+		}
+		if trial%3 == 0 {
+			w.evict(int64(r.IntN(10)), nil)
+		}
+		from := int64(r.IntN(70))
+		v := w.view(from)
+		if want := len(w.sorted) - len(w.stale(from)); len(v) != want || !slices.IsSorted(v) {
+			t.Fatalf("trial %d: view of %d items, want %d sorted", trial, len(v), want)
+		}
+		for k := 1; k <= len(v); k++ {
+			if got := w.kth(from, k); got != v[k-1] {
+				t.Fatalf("trial %d: kth(%d, %d) = %v, want %v (sorted %v, view %v)", trial, from, k, got, v[k-1], w.sorted, v)
+			}
+		}
+	}
+}
