@@ -30,27 +30,40 @@ const (
 // waits (an hourly record's). Censored says Value is a lower bound: the
 // probe failed before its first token after waiting Value (a timeout: the
 // wait it was cut at).
+//
+// Span is how long after Time the observation's attempts started: 0 for a
+// probe, an hour for an hourly record. The forecasts it scores were made
+// within the span, after Time, so its residual is measured against the
+// prediction as of just after Time: the window of such a forecast no longer
+// holds the observations of exactly one lookback before Time.
 type QueueObs struct {
 	Time     time.Time
+	Span     time.Duration
 	Value    float64
 	N        int // waits behind Value; <= 1: one
 	Censored bool
 }
 
 // RecordObs turns an hourly record into an observation: the larger of its
-// worst ok queue and its worst censored wait, the largest of its Samples
-// waits, censored when the censored wait is the larger. A record with no
-// samples or no wait gives false.
+// worst ok queue and its worst censored wait, censored when the censored
+// wait is the larger, the largest of N waits: the ok probes, and the failed
+// ones when a failure left a wait (a 429 leaves none and is no queue draw;
+// a record cannot tell which failures left one, so an hour with both counts
+// them all). A record with no samples or no wait gives false.
 func RecordObs(r Record) (QueueObs, bool) {
 	if r.Samples <= 0 {
 		return QueueObs{}, false
 	}
-	o := QueueObs{Time: r.Hour, N: r.Samples}
+	failures := min(max(r.Failures, 0), r.Samples)
+	o := QueueObs{Time: r.Hour, Span: time.Hour, N: r.Samples - failures}
 	if num.Finite(r.WorstQueueS) && r.WorstQueueS > 0 {
 		o.Value = r.WorstQueueS
 	}
-	if num.Finite(r.WorstCensoredS) && r.WorstCensoredS > 0 && r.WorstCensoredS >= o.Value {
-		o.Value, o.Censored = r.WorstCensoredS, true
+	if num.Finite(r.WorstCensoredS) && r.WorstCensoredS > 0 {
+		o.N += failures
+		if r.WorstCensoredS >= o.Value {
+			o.Value, o.Censored = r.WorstCensoredS, true
+		}
 	}
 	return o, o.Value > 0
 }
@@ -202,11 +215,15 @@ func (c *Calibrator) Add(o QueueObs) error {
 	}
 	c.last, c.seen = o.Time, true
 	t := o.Time.UnixNano()
-	c.evict(t)
+	at := t // the instant of the forecast the observation scores
+	if o.Span > 0 {
+		at++
+	}
+	c.evict(at)
 	lv := math.Log(max(o.Value, MinQueueObsS))
 	h := o.Time.In(c.p.Location).Hour()
 	n := max(o.N, 1)
-	if prof, ok := c.profile(h, t-c.window); ok {
+	if prof, ok := c.profile(h, at-c.window); ok {
 		e := lv - prof
 		d := e - c.level
 		hi, lo, med, detect := c.shiftBounds()

@@ -451,10 +451,11 @@ func TestRecordObs(t *testing.T) {
 		want QueueObs
 		ok   bool
 	}{
-		{"ok probes", Record{Hour: h, WorstQueueS: 4, Samples: 3}, QueueObs{Time: h, Value: 4, N: 3}, true},
-		{"a timeout above the ok probes", Record{Hour: h, WorstQueueS: 4, WorstCensoredS: 120, Samples: 3, Failures: 1}, QueueObs{Time: h, Value: 120, N: 3, Censored: true}, true},
-		{"a failure below the ok probes", Record{Hour: h, WorstQueueS: 4, WorstCensoredS: 0.5, Samples: 3, Failures: 1}, QueueObs{Time: h, Value: 4, N: 3}, true},
-		{"only failures", Record{Hour: h, WorstCensoredS: 120, Samples: 2, Failures: 2}, QueueObs{Time: h, Value: 120, N: 2, Censored: true}, true},
+		{"ok probes", Record{Hour: h, WorstQueueS: 4, Samples: 3}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 3}, true},
+		{"a timeout above the ok probes", Record{Hour: h, WorstQueueS: 4, WorstCensoredS: 120, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 120, N: 3, Censored: true}, true},
+		{"a failure below the ok probes", Record{Hour: h, WorstQueueS: 4, WorstCensoredS: 0.5, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 3}, true},
+		{"a 429 beside ok probes: no queue draw", Record{Hour: h, WorstQueueS: 4, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 2}, true},
+		{"only failures", Record{Hour: h, WorstCensoredS: 120, Samples: 2, Failures: 2}, QueueObs{Time: h, Span: time.Hour, Value: 120, N: 2, Censored: true}, true},
 		{"a 429 alone", Record{Hour: h, Samples: 1, Failures: 1}, QueueObs{}, false},
 		{"no samples", Record{Hour: h, WorstQueueS: 4}, QueueObs{}, false},
 		{"not finite", Record{Hour: h, WorstQueueS: math.Inf(1), WorstCensoredS: math.NaN(), Samples: 1}, QueueObs{}, false},
