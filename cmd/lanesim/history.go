@@ -21,8 +21,8 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-truth FILE] [-force]
-       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-truth FILE] [-force]
+const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-force]
+       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-force]
 
 Generates a realistic probe history and stores it, probes and hourly records
 (written through the store's recorder, so every hourly record is the
@@ -48,8 +48,8 @@ with "outage":true when the lane was down (the probe timed out whatever it
 drew): the lognormal the probe's queue was drawn from, for an oracle.
 
 A file that exists is not replaced without -force (also when -config names
-a file store, and for -truth). InfluxDB gets the points added; a point with the same lane,
-site and time replaces the stored one.
+a file store, and for -truth). InfluxDB gets the points added; a point with
+the same lane, site and time replaces the stored one.
 
 `
 
@@ -67,7 +67,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	paidFaults := fs.Bool("paid-faults", false, "give paid lanes a small queue of their own and rare failures")
 	curve := fs.String("curve", "", "free lanes' load by hour of day (UTC), as for the server's -curve (default: the profile's, harsh "+lanesim.HarshProfile.Curve.String()+", mild "+lanesim.MildProfile.Curve.String()+")")
 	timeout := fs.Duration("timeout", lanesim.DefaultHistoryTimeout, "probe timeout: longer waits are stored as timeouts (with -config: the config's probe.timeout)")
-	force := fs.Bool("force", false, "replace a store file that exists")
+	force := fs.Bool("force", false, "replace a store file (or -truth file) that exists")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), historyUsage)
 		fs.PrintDefaults()
