@@ -121,9 +121,10 @@ type CalibratedFigure struct {
 // Calibrator is the calibrated rule's state for one lane, fed one
 // observation at a time (Add) and asked for a forecast at any instant t not
 // before the last observation (Quantile, which changes nothing), from the
-// observations of the lookback before t. Add and Quantile cost a binary
-// search and a copy of the window's sorted residuals (a few thousand floats
-// at most); the zero value is not usable: use NewCalibrator.
+// observations of the lookback before t. Add costs binary searches and
+// shifting the window's sorted values (a few thousand floats at most),
+// Quantile a few binary searches; the zero value is not usable: use
+// NewCalibrator.
 //
 // The calibrated rule (issue 19) forecasts the wait of a lane's next attempt
 // at a chosen coverage c: the figure q such that the next attempt waits at
@@ -177,8 +178,8 @@ type Calibrator struct {
 	resid orderedWindow[float64]
 	multi int // residuals in the window with N > 1
 
-	level      float64
-	slow, fast float64
+	level      float64 // L = max(slow, fast)
+	slow, fast float64 // the EWMAs
 	last       time.Time
 	seen       bool
 	prevHi     bool // the previous observation lay above the shift tail
