@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/lanewatch/lanewatch/probe"
@@ -18,7 +19,8 @@ import (
 // source (seeded from the seed and the lane's name), so adding a lane does
 // not change the others.
 //
-// The model, per lane:
+// The model, per lane (the figures are the harsh profile's, the default;
+// the mild profile, MildProfile, changes the free lanes' numbers):
 //
 //   - rounds at :07, :27 and :47 of every hour, the lanes of a round started
 //     a few hundred milliseconds apart (the sampler's schedule);
@@ -39,19 +41,134 @@ import (
 //     rate_limited again with probability 1/2: about 2 % of a free lane's
 //     probes are 429s;
 //   - a paid lane is fast and steady: a median queue of 0.6 s (σ 0.3), no
-//     time-of-day curve, 120 tok/s, no outage and no 429.
+//     time-of-day curve, 120 tok/s, no outage and no 429. With PaidFaults it
+//     gets a small queue of its own: its median follows the curve a tenth as
+//     much as a free lane's (0.6 × (1 + 0.1·(curve-1))), each of its hours is
+//     busy (the median ×4) with probability PaidBusyRate (1 %), and a probe
+//     fails (http_error 503 after its wait) with probability PaidFailRate
+//     (0.2 %).
 //
-// Every probe asks for 16 tokens.
+// Every probe asks for 16 tokens. HistoryWithTruth also hands out each
+// probe's true queue distribution (ProbeTruth), for an oracle.
 type HistoryOptions struct {
 	Start time.Time // the first round is the first :07, :27 or :47 at or after Start
 	Days  int       // the history covers [Start, Start + Days × 24 h)
 	Lanes []HistoryLane
 	Seed  uint64
+	// Profile names the free lanes' model: "" or "harsh" (HarshProfile),
+	// "mild" (MildProfile).
+	Profile string
 	// Curve is the free lanes' load multiplier by hour of day (UTC); nil:
-	// DefaultHistoryCurve.
+	// the profile's.
 	Curve Curve
 	// Timeout is the probe timeout; 0: DefaultHistoryTimeout.
 	Timeout time.Duration
+	// PaidFaults gives paid lanes a small queue of their own and rare
+	// failures (off: the paid lanes of the harsh history, byte for byte).
+	PaidFaults bool
+}
+
+// HistoryProfile is the free lanes' model of a generated history. A free
+// lane (the i-th, from 0) at load multiplier mult = curve(hour of day)
+// queues lognormally with median (FirstMedianS + i × NextMedianS) × mult ×
+// day and σ SigmaBase + SigmaLoad × (mult - 1), where day is a factor per
+// day, exp(DaySigma·Z); it decodes RateBase / (1 + RateLoad × (mult - 1))
+// tok/s, ±10 %.
+type HistoryProfile struct {
+	Name                      string
+	Curve                     Curve
+	FirstMedianS, NextMedianS float64
+	SigmaBase, SigmaLoad      float64
+	DaySigma                  float64
+	RateBase, RateLoad        float64
+}
+
+// HarshProfile is the history lanesim generated before profiles: free lanes
+// with a median of 3-5 s, 12-20 s at the peak, an 8× swing between hours and
+// σ 0.9 (the p99 is 8× the median). Far harsher than what is published
+// (MildProfile); kept as the default, byte for byte.
+var HarshProfile = HistoryProfile{
+	Name: "harsh", Curve: DefaultHistoryCurve,
+	FirstMedianS: 3, NextMedianS: 2,
+	SigmaBase: 0.9, SigmaLoad: 0,
+	DaySigma: 0.25,
+	RateBase: 40, RateLoad: 0.15,
+}
+
+// MildProfile is calibrated to the published figures of time-of-day latency
+// on hosted LLM APIs, as quoted in issue 19 (the audit of the backtest):
+//
+//   - "off-peak 30-40 % faster": MildCurve runs from 0.8 (night) to 1.25
+//     (the early-afternoon peak, UTC), so the night median is 36 % below
+//     the peak's;
+//   - "p95 2.4× at peak": σ is 0.45 + 0.33 × (mult - 1), 0.53 at the peak,
+//     where the p95 is exp(1.645 × 0.53) = 2.4× the median (0.38 at night);
+//   - "throughput swings up to 40 % over a day": the decode rate is 60 tok/s
+//     over (1 + (mult - 1)), 75 tok/s at night and 48 at the peak, a 36 %
+//     swing;
+//   - "TTFT p50 0.44-1.6 s through a router": the first free lane's median
+//     is 0.55 s at load 1 (0.44 s at night, 0.69 at the peak), each next
+//     one 0.35 s more (the third: 1.0-1.6 s).
+//
+// The day factor is exp(0.1·Z) (the sources say nothing of day-to-day
+// swings; the harsh profile's 0.25 would swamp the curve). Outages, 429s,
+// the timeout and the paid lanes are the harsh profile's: the sources do not
+// measure failures.
+var MildProfile = HistoryProfile{
+	Name: "mild", Curve: MildCurve,
+	FirstMedianS: 0.55, NextMedianS: 0.35,
+	SigmaBase: 0.45, SigmaLoad: 0.33,
+	DaySigma: 0.1,
+	RateBase: 60, RateLoad: 1,
+}
+
+// MildCurve is MildProfile's time-of-day load: DefaultHistoryCurve's shape,
+// squeezed into 0.8-1.25.
+var MildCurve = Curve{{0, 0.8}, {6, 0.85}, {9, 1.1}, {13, 1.25}, {17, 1.1}, {21, 0.9}}
+
+// HistoryProfiles lists the profiles by name, the default first.
+var HistoryProfiles = []HistoryProfile{HarshProfile, MildProfile}
+
+// ProfileNamed returns the profile of the given name ("": the default).
+func ProfileNamed(name string) (HistoryProfile, error) {
+	if name == "" {
+		return HarshProfile, nil
+	}
+	for _, p := range HistoryProfiles {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return HistoryProfile{}, fmt.Errorf("profile %q: want harsh or mild", name)
+}
+
+// ProbeTruth is the queue distribution a generated probe drew from: a
+// lognormal with median MedianS and σ Sigma (of the log), before the
+// timeout cut it. Outage is true when the lane was down: the probe timed
+// out whatever it drew.
+type ProbeTruth struct {
+	Time    time.Time
+	Lane    string
+	MedianS float64
+	Sigma   float64
+	Outage  bool
+}
+
+// AppendJSON appends t as one JSON object: time (RFC 3339, UTC), lane,
+// median_s, sigma, and outage when true.
+func (t ProbeTruth) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"time":"`...)
+	dst = t.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","lane":`...)
+	dst = strconv.AppendQuote(dst, t.Lane)
+	dst = append(dst, `,"median_s":`...)
+	dst = strconv.AppendFloat(dst, t.MedianS, 'g', -1, 64)
+	dst = append(dst, `,"sigma":`...)
+	dst = strconv.AppendFloat(dst, t.Sigma, 'g', -1, 64)
+	if t.Outage {
+		dst = append(dst, `,"outage":true`...)
+	}
+	return append(dst, '}')
 }
 
 // HistoryLane is a lane of a generated history.
@@ -65,6 +182,8 @@ const (
 	DefaultHistoryTimeout = 120 * time.Second
 	OutageRate            = 0.004 // per free lane-hour
 	Burst429Rate          = 0.01  // per free probe
+	PaidBusyRate          = 0.01  // per paid lane-hour, with PaidFaults
+	PaidFailRate          = 0.002 // per paid probe, with PaidFaults
 	historyTokens         = 16
 )
 
@@ -80,15 +199,25 @@ const HistoryMaxDays = 3660
 // (lanes in the given order within a round). It stops at emit's first
 // error and returns it.
 func History(opts HistoryOptions, emit func(day []series.Probe) error) error {
+	return HistoryWithTruth(opts, func(day []series.Probe, _ []ProbeTruth) error { return emit(day) })
+}
+
+// HistoryWithTruth is History that also hands emit each probe's truth:
+// truth[i] is day[i]'s.
+func HistoryWithTruth(opts HistoryOptions, emit func(day []series.Probe, truth []ProbeTruth) error) error {
 	if opts.Days < 1 || opts.Days > HistoryMaxDays {
 		return fmt.Errorf("history: %d days: want 1 to %d", opts.Days, HistoryMaxDays)
 	}
 	if len(opts.Lanes) == 0 {
 		return errors.New("history: no lanes")
 	}
+	prof, err := ProfileNamed(opts.Profile)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
 	curve := opts.Curve
 	if curve == nil {
-		curve = DefaultHistoryCurve
+		curve = prof.Curve
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -104,9 +233,10 @@ func History(opts HistoryOptions, emit func(day []series.Probe) error) error {
 		}
 		h := fnv.New64a()
 		h.Write([]byte(l.Name))
-		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond}
+		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
+			prof: &prof, paidFaults: opts.PaidFaults}
 		if l.Kind == "free" {
-			hl.median = 3 + 2*float64(free)
+			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
 			free++
 		}
 		lanes[i] = hl
@@ -114,6 +244,7 @@ func History(opts HistoryOptions, emit func(day []series.Probe) error) error {
 	start := opts.Start.UTC()
 	end := start.Add(time.Duration(opts.Days) * 24 * time.Hour)
 	var day []series.Probe
+	var truth []ProbeTruth
 	dayEnd := start.Add(24 * time.Hour)
 	for hour := start.Truncate(time.Hour); hour.Before(end); hour = hour.Add(time.Hour) {
 		for _, l := range lanes {
@@ -125,20 +256,20 @@ func History(opts HistoryOptions, emit func(day []series.Probe) error) error {
 				continue
 			}
 			if !round.Before(dayEnd) {
-				if err := emit(day); err != nil {
+				if err := emit(day, truth); err != nil {
 					return err
 				}
-				day, dayEnd = day[:0], dayEnd.Add(24*time.Hour)
+				day, truth, dayEnd = day[:0], truth[:0], dayEnd.Add(24*time.Hour)
 			}
 			for _, l := range lanes {
-				if p, ok := l.probe(round.Add(l.offset), curve, timeout); ok {
-					day = append(day, p)
+				if p, tr, ok := l.probe(round.Add(l.offset), curve, timeout); ok {
+					day, truth = append(day, p), append(truth, tr)
 				}
 			}
 		}
 	}
 	if len(day) > 0 {
-		return emit(day)
+		return emit(day, truth)
 	}
 	return nil
 }
@@ -146,14 +277,17 @@ func History(opts HistoryOptions, emit func(day []series.Probe) error) error {
 // histLane is a lane's generator state.
 type histLane struct {
 	HistoryLane
-	rng       *rand.Rand
-	offset    time.Duration // after the round's start
-	median    float64       // free: median queue at curve 1
-	dayFactor float64
-	day       int64
-	outage    int // hours of outage left, this one included
-	backoff   time.Time
-	burst     bool // the last probe was a 429
+	rng        *rand.Rand
+	prof       *HistoryProfile
+	paidFaults bool
+	offset     time.Duration // after the round's start
+	median     float64       // free: median queue at curve 1
+	busy       bool          // paid with faults: this hour is busy
+	dayFactor  float64
+	day        int64
+	outage     int // hours of outage left, this one included
+	backoff    time.Time
+	burst      bool // the last probe was a 429
 }
 
 func (l *histLane) startHour(hour time.Time) {
@@ -161,6 +295,9 @@ func (l *histLane) startHour(hour time.Time) {
 		l.day, l.dayFactor = d, math.Exp(0.25*l.rng.NormFloat64())
 	}
 	if l.Kind != "free" {
+		if l.paidFaults {
+			l.busy = l.rng.Float64() < PaidBusyRate
+		}
 		return
 	}
 	if l.outage > 0 {
@@ -171,23 +308,24 @@ func (l *histLane) startHour(hour time.Time) {
 	}
 }
 
-// probe returns the lane's probe at t, or false when the lane backs off.
-func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (series.Probe, bool) {
+// probe returns the lane's probe at t and its truth, or false when the
+// lane backs off.
+func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (series.Probe, ProbeTruth, bool) {
 	p := series.Probe{Lane: l.Name, Kind: l.Kind, Time: t, HeadersS: 0.05, ConnectS: 0.02}
+	tr := ProbeTruth{Time: t, Lane: l.Name}
 	if l.Kind == "paid" {
-		q := 0.6 * math.Exp(0.3*l.rng.NormFloat64())
-		rate := 120 * (1 + 0.1*(2*l.rng.Float64()-1))
-		p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
-		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
-		return p, true
+		return l.paidProbe(p, tr, curve)
 	}
 	if t.Before(l.backoff) {
-		return p, false
+		return p, tr, false
 	}
 	hod := float64(t.Hour()) + float64(t.Minute())/60
 	mult := curve.At(hod)
-	q := l.median * mult * l.dayFactor * math.Exp(0.9*l.rng.NormFloat64())
-	rate := 40 / (1 + 0.15*(mult-1)) * (1 + 0.1*(2*l.rng.Float64()-1))
+	tr.MedianS = l.median * mult * l.dayFactor
+	tr.Sigma = l.prof.SigmaBase + l.prof.SigmaLoad*(mult-1)
+	tr.Outage = l.outage > 0
+	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())
+	rate := l.prof.RateBase / (1 + l.prof.RateLoad*(mult-1)) * (1 + 0.1*(2*l.rng.Float64()-1))
 	burst := l.rng.Float64() // drawn for every probe, so that outages do not shift the draws
 	switch {
 	case l.outage > 0:
@@ -206,7 +344,28 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (serie
 		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
 		l.burst = false
 	}
-	return p, true
+	return p, tr, true
+}
+
+// paidProbe is probe for a paid lane.
+func (l *histLane) paidProbe(p series.Probe, tr ProbeTruth, curve Curve) (series.Probe, ProbeTruth, bool) {
+	tr.MedianS, tr.Sigma = 0.6, 0.3
+	if l.paidFaults {
+		hod := float64(p.Time.Hour()) + float64(p.Time.Minute())/60
+		tr.MedianS *= 1 + 0.1*(curve.At(hod)-1)
+		if l.busy {
+			tr.MedianS *= 4
+		}
+	}
+	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())
+	rate := 120 * (1 + 0.1*(2*l.rng.Float64()-1))
+	if l.paidFaults && l.rng.Float64() < PaidFailRate {
+		p.QueueS, p.Outcome, p.Status = round3(q), string(probe.HTTPError), 503
+		return p, tr, true
+	}
+	p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
+	p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
+	return p, tr, true
 }
 
 // round3 rounds to a millisecond, as a probe's timings are.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -20,8 +21,8 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-force]
-       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-force]
+const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-force]
+       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-force]
 
 Generates a realistic probe history and stores it, probes and hourly records
 (written through the store's recorder, so every hourly record is the
@@ -34,11 +35,21 @@ The model: three rounds an hour (:07, :27, :47); free lanes queue along a
 time-of-day curve (UTC) with lognormal spread (heavy-tailed), time out past
 the probe timeout, fail for 1 to 4 hours at a time (about 1 % of their
 probes) and answer 429 in bursts (about 2 %), backing off until the announced
-reset; paid lanes are fast and steady. Details: package lanesim, History.
+reset; paid lanes are fast and steady (with -paid-faults: a small queue of
+their own and rare failures). -profile harsh (the default) gives free lanes
+a median of 3-5 s, 12-20 s at the peak and a heavy tail (σ 0.9); -profile
+mild is calibrated to published time-of-day figures of hosted APIs (medians
+0.44-1.6 s, off-peak 30-40 % faster, the peak's p95 2.4× its median).
+Details: package lanesim, History and MildProfile.
+
+-truth FILE writes each probe's true queue distribution, one JSON object a
+line in probe order: {"time":RFC 3339,"lane":NAME,"median_s":X,"sigma":S},
+with "outage":true when the lane was down (the probe timed out whatever it
+drew): the lognormal the probe's queue was drawn from, for an oracle.
 
 A file that exists is not replaced without -force (also when -config names
-a file store). InfluxDB gets the points added; a point with the same lane,
-site and time replaces the stored one.
+a file store, and for -truth). InfluxDB gets the points added; a point with
+the same lane, site and time replaces the stored one.
 
 `
 
@@ -51,9 +62,12 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	lanesFlag := fs.String("lanes", "free,free2,paid", "lanes as `NAME[:KIND]`, comma-separated; KIND free or paid (default: paid when the name starts with \"paid\"); ignored with -config")
 	seed := fs.Uint64("seed", 1, "seed of the history")
 	startFlag := fs.String("start", "", "first day `YYYY-MM-DD` (or hour YYYY-MM-DDTHH) in the timezone (default: -days before the current hour)")
-	curve := fs.String("curve", lanesim.DefaultHistoryCurve.String(), "free lanes' load by hour of day (UTC), as for the server's -curve")
+	profile := fs.String("profile", lanesim.HarshProfile.Name, "free lanes' model: harsh or mild")
+	truthPath := fs.String("truth", "", "also write each probe's true median and sigma to `FILE` (JSON lines)")
+	paidFaults := fs.Bool("paid-faults", false, "give paid lanes a small queue of their own and rare failures")
+	curve := fs.String("curve", "", "free lanes' load by hour of day (UTC), as for the server's -curve (default: the profile's, harsh "+lanesim.HarshProfile.Curve.String()+", mild "+lanesim.MildProfile.Curve.String()+")")
 	timeout := fs.Duration("timeout", lanesim.DefaultHistoryTimeout, "probe timeout: longer waits are stored as timeouts (with -config: the config's probe.timeout)")
-	force := fs.Bool("force", false, "replace a store file that exists")
+	force := fs.Bool("force", false, "replace a store file (or -truth file) that exists")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), historyUsage)
 		fs.PrintDefaults()
@@ -72,11 +86,18 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *timeout <= 0:
 		return bad("-timeout: want more than 0, got %s", *timeout)
 	}
-	cv, err := lanesim.ParseCurve(*curve)
-	if err != nil {
-		return bad("-curve: %w", err)
+	if _, err := lanesim.ProfileNamed(*profile); err != nil {
+		return bad("-profile: %w", err)
 	}
-	opts := lanesim.HistoryOptions{Days: *days, Seed: *seed, Curve: cv, Timeout: *timeout}
+	opts := lanesim.HistoryOptions{Days: *days, Seed: *seed, Timeout: *timeout, Profile: *profile, PaidFaults: *paidFaults}
+	if *curve != "" {
+		cv, err := lanesim.ParseCurve(*curve)
+		if err != nil {
+			return bad("-curve: %w", err)
+		}
+		opts.Curve = cv
+	}
+	var err error
 	loc := time.UTC
 	var cfg *lwconfig.Config
 	if *configPath != "" {
@@ -101,11 +122,23 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if path == "" && cfg.Store.Kind == lwconfig.StoreFile {
 		path = cfg.Store.Path
 	}
+	if *truthPath != "" && *truthPath == path {
+		return bad("-truth: %s is the store file", path)
+	}
 	var n historyCount
-	if path != "" {
-		n, err = historyToFile(ctx, path, *force, opts, loc)
+	generate := func(truth truthSink) error {
+		var err error
+		if path != "" {
+			n, err = historyToFile(ctx, path, *force, opts, loc, truth)
+		} else {
+			n, err = historyToConfigStore(ctx, cfg, opts, stderr, truth)
+		}
+		return err
+	}
+	if *truthPath != "" {
+		err = withTruthFile(*truthPath, *force, generate)
 	} else {
-		n, err = historyToConfigStore(ctx, cfg, opts, stderr)
+		err = generate(nil)
 	}
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
@@ -161,8 +194,47 @@ type historyCount struct{ probes, hourly int }
 // file is a pass over the file.
 const historyBatch = 50_000
 
-// record generates the history into rec, a batch at a time.
-func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptions, batch int) (historyCount, error) {
+// truthSink takes the truth of each generated day's probes; nil: none.
+type truthSink func([]lanesim.ProbeTruth) error
+
+// withTruthFile runs generate with a sink that writes the truth, one JSON
+// line a probe, into a new file at path: into a temporary file beside it,
+// renamed into place once generate and the writes succeeded.
+func withTruthFile(path string, force bool, generate func(truthSink) error) error {
+	if _, err := os.Stat(path); err == nil && !force {
+		return fmt.Errorf("%s exists; use -force to replace it", path)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return atomicfile.WriteFile(path, func(tmp string) error {
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(f, 1<<16)
+		var line []byte
+		err = generate(func(truth []lanesim.ProbeTruth) error {
+			for _, t := range truth {
+				line = append(t.AppendJSON(line[:0]), '\n')
+				if _, err := w.Write(line); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			err = w.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}, atomicfile.MakeDir(), atomicfile.RemoveStale(time.Hour))
+}
+
+// record generates the history into rec, a batch at a time, and its truth
+// into truth (when not nil).
+func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptions, batch int, truth truthSink) (historyCount, error) {
 	var n historyCount
 	var pending []series.Probe
 	flush := func() error {
@@ -178,7 +250,12 @@ func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptio
 		pending = pending[:0]
 		return ctx.Err()
 	}
-	err := lanesim.History(opts, func(day []series.Probe) error {
+	err := lanesim.HistoryWithTruth(opts, func(day []series.Probe, tr []lanesim.ProbeTruth) error {
+		if truth != nil {
+			if err := truth(tr); err != nil {
+				return fmt.Errorf("truth: %w", err)
+			}
+		}
 		pending = append(pending, day...)
 		if len(pending) >= batch {
 			return flush()
@@ -196,7 +273,7 @@ func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptio
 // complete, so that an interrupted run leaves nothing behind. Replacing a
 // store file (-force) takes its writer lock first, so that it never
 // happens under a running sampler.
-func historyToFile(ctx context.Context, path string, force bool, opts lanesim.HistoryOptions, loc *time.Location) (historyCount, error) {
+func historyToFile(ctx context.Context, path string, force bool, opts lanesim.HistoryOptions, loc *time.Location, truth truthSink) (historyCount, error) {
 	if _, err := os.Stat(path); err == nil {
 		if !force {
 			return historyCount{}, fmt.Errorf("%s exists; use -force to replace it", path)
@@ -216,7 +293,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 		if err != nil {
 			return err
 		}
-		n, err = record(ctx, series.NewRecorder(st, loc), opts, historyBatch)
+		n, err = record(ctx, series.NewRecorder(st, loc), opts, historyBatch, truth)
 		if cerr := st.Close(); err == nil {
 			err = cerr
 		}
@@ -226,12 +303,12 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 }
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.
-func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer) (historyCount, error) {
+func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer, truth truthSink) (historyCount, error) {
 	st, err := app.OpenStore(ctx, cfg, cli.Warner("lanesim history", stderr), os.LookupEnv)
 	if err != nil {
 		return historyCount{}, err
 	}
-	n, err := record(ctx, series.NewRecorder(st, cfg.Location), opts, 5_000)
+	n, err := record(ctx, series.NewRecorder(st, cfg.Location), opts, 5_000, truth)
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,494 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/num"
+)
+
+// Defaults of the calibrated rule.
+const (
+	DefaultCalibratedLookbackDays = 14
+	DefaultCalibratedAlpha        = 0.1
+	DefaultCalibratedFastAlpha    = 0.3
+	// CalibratedShiftTail is the tail beyond which two observations in a
+	// row signal a shift of the lane's level.
+	CalibratedShiftTail = 0.05
+	// calibratedShiftMin is how many residuals the shift rule needs.
+	calibratedShiftMin = 20
+	// MinQueueObsS is the least wait an observation counts as (1 ms, a
+	// probe's resolution), so that a wait of 0 has a logarithm.
+	MinQueueObsS = 0.001
+)
+
+// QueueObs is one observation of a lane's queue: the wait Value (seconds)
+// of the attempt that started at Time, or, with N > 1, the largest of N
+// waits (an hourly record's). Censored says Value is a lower bound: the
+// probe failed before its first token after waiting Value (a timeout: the
+// wait it was cut at).
+//
+// Span is how long after Time the observation's attempts started: 0 for a
+// probe, an hour for an hourly record. The forecasts it scores were made
+// within the span, after Time, so its residual is measured against the
+// prediction as of just after Time: the window of such a forecast no longer
+// holds the observations of exactly one lookback before Time.
+type QueueObs struct {
+	Time     time.Time
+	Span     time.Duration
+	Value    float64
+	N        int // waits behind Value; <= 1: one
+	Censored bool
+}
+
+// RecordObs turns an hourly record into an observation: the larger of its
+// worst ok queue and its worst censored wait, censored when the censored
+// wait is the larger, the largest of N waits: the ok probes, and the failed
+// ones when a failure left a wait (a 429 leaves none and is no queue draw;
+// a record cannot tell which failures left one, so an hour with both counts
+// them all). A record with no samples or no wait gives false.
+func RecordObs(r Record) (QueueObs, bool) {
+	if r.Samples <= 0 {
+		return QueueObs{}, false
+	}
+	failures := min(max(r.Failures, 0), r.Samples)
+	o := QueueObs{Time: r.Hour, Span: time.Hour, N: r.Samples - failures}
+	if num.Finite(r.WorstQueueS) && r.WorstQueueS > 0 {
+		o.Value = r.WorstQueueS
+	}
+	if num.Finite(r.WorstCensoredS) && r.WorstCensoredS > 0 {
+		o.N += failures
+		if r.WorstCensoredS >= o.Value {
+			o.Value, o.Censored = r.WorstCensoredS, true
+		}
+	}
+	return o, o.Value > 0
+}
+
+// CalibratedParams tunes the calibrated rule.
+type CalibratedParams struct {
+	LookbackDays int            // window of the profile and the margin; <= 0: 14
+	Alpha        float64        // weight of the level's slow EWMA, 0 < alpha <= 1; 0: 0.1
+	FastAlpha    float64        // weight of its fast EWMA, 0 < alpha <= 1; 0: 0.3
+	Location     *time.Location // hours of day are this zone's; nil: UTC
+}
+
+func (p CalibratedParams) withDefaults() (CalibratedParams, error) {
+	if p.LookbackDays <= 0 {
+		p.LookbackDays = DefaultCalibratedLookbackDays
+	}
+	if p.Alpha == 0 {
+		p.Alpha = DefaultCalibratedAlpha
+	}
+	if p.FastAlpha == 0 {
+		p.FastAlpha = DefaultCalibratedFastAlpha
+	}
+	for _, a := range []float64{p.Alpha, p.FastAlpha} {
+		if !(a > 0 && a <= 1) {
+			return p, fmt.Errorf("calibrated: alpha %v: want 0 < alpha <= 1", a)
+		}
+	}
+	if p.Location == nil {
+		p.Location = time.UTC
+	}
+	return p, nil
+}
+
+// CheckCoverage says whether c is a coverage the rule takes: 0 < c < 1.
+func CheckCoverage(c float64) error {
+	if !(c > 0 && c < 1) {
+		return fmt.Errorf("coverage %v: want 0 < c < 1", c)
+	}
+	return nil
+}
+
+// CalibratedFigure is a forecast of the calibrated rule.
+type CalibratedFigure struct {
+	QueueS   float64 // ProfileS × Level × Margin: the next attempt's wait at the coverage
+	ProfileS float64 // exp P(h): the hour of day's median
+	Level    float64 // exp L
+	Margin   float64 // exp Q(c)
+	// Residuals is how many residuals the margin comes from; Warm is true
+	// when there are enough for the quantile (k <= n; otherwise the margin
+	// is the largest residual, or 1 with none).
+	Residuals int
+	Warm      bool
+}
+
+// Calibrator is the calibrated rule's state for one lane, fed one
+// observation at a time (Add) and asked for a forecast at any instant t not
+// before the last observation (Quantile, which changes nothing), from the
+// observations of the lookback before t. Add costs binary searches and
+// shifting the window's sorted values (a few thousand floats at most),
+// Quantile a few binary searches; the zero value is not usable: use
+// NewCalibrator.
+//
+// The calibrated rule (issue 19) forecasts the wait of a lane's next attempt
+// at a chosen coverage c: the figure q such that the next attempt waits at
+// most q with probability c. It learns from a lane's observations in time
+// order, each a wait or a lower bound of one (QueueObs), and keeps three
+// parts, all in log seconds:
+//
+//   - the profile P(h): the median of the lane's observations at hour of day
+//     h over the lookback window (14 days), a censored observation ranked
+//     above every uncensored one (it is at least its bound, so it can only
+//     raise the median); with no observation at h, the median over all
+//     hours;
+//   - the level L: the larger of two EWMAs (weights alpha, 0.1, and
+//     fast_alpha, 0.3) of the residuals e = log v - P(h) of the
+//     observations, so that it follows the lane's day-to-day swings and
+//     rises within a few probes; a censored residual only raises it (e is
+//     taken as max(e, L)). The larger of the two: the margin's residuals
+//     are measured against it, so the coverage holds whichever leads, and
+//     the fast one catches a rise the slow one would be late for (on the
+//     generated lanes of the tests it also narrows the margin).
+//     A shift moves it at once: when two observations in a row both lie
+//     above the 0.95 quantile of the prediction residuals (a censored one by
+//     its bound), both EWMAs jump to the smaller of their residuals minus the
+//     residuals' median; when two uncensored ones in a row lie below the
+//     0.05 quantile, to the larger of theirs minus the median (a censored
+//     observation under the upper tail is skipped: its bound says nothing
+//     of a shift);
+//   - the margin Q(c): the conformal c-quantile of the prediction residuals
+//     d = e - L (L before the observation) over the lookback window: the
+//     k-th smallest of the n residuals, k = ceil(c (n+1)). A censored
+//     residual counts at its bound, which is how coverage scores a probe that
+//     timed out: covered exactly when the figure reaches the wait it was cut
+//     at.
+//
+// The forecast is exp(P(h) + L + Q(c)): the profile of the attempt's hour
+// of day, times the level, times the margin. Everything is causal: a
+// forecast for an instant t uses the observations before t alone.
+//
+// An observation may also be an hourly record's worst (N > 1: the largest
+// of N waits, see RecordObs). P(max of N <= x) = F(x)^N, so the margin then
+// takes the k-th smallest with k = ceil((n+1)/n × Σ c^N_i), which makes the
+// forecast a single attempt's quantile again; the profile and the level are
+// in units of the hourly worst, which the margin's residuals undo. A lane
+// should be fed one kind of observation, probes or hourly records.
+type Calibrator struct {
+	p      CalibratedParams
+	window int64 // nanoseconds
+
+	hours [24]orderedWindow[profileKey] // by hour of day
+	all   orderedWindow[profileKey]
+	resid orderedWindow[float64]
+	multi int // residuals in the window with N > 1
+
+	level      float64 // L = max(slow, fast)
+	slow, fast float64 // the EWMAs
+	last       time.Time
+	seen       bool
+	prevHi     bool // the previous observation lay above the shift tail
+	prevLo     bool // ... below it (uncensored)
+	prevE      float64
+}
+
+// NewCalibrator returns an empty calibrator.
+func NewCalibrator(p CalibratedParams) (*Calibrator, error) {
+	p, err := p.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Calibrator{p: p, window: int64(p.LookbackDays) * 24 * int64(time.Hour)}
+	for i := range c.hours {
+		c.hours[i].cmp = cmpProfileKey
+	}
+	c.all.cmp = cmpProfileKey
+	c.resid.cmp = cmpFloat
+	return c, nil
+}
+
+// ErrObsOrder is Add's answer to an observation older than the last one.
+var ErrObsOrder = errors.New("calibrated: observation before the previous one")
+
+// Add feeds the next observation. Observations come in time order (equal
+// times are fine); a non-finite or negative value is ignored.
+func (c *Calibrator) Add(o QueueObs) error {
+	if c.seen && o.Time.Before(c.last) {
+		return ErrObsOrder
+	}
+	if !num.Finite(o.Value) || o.Value < 0 {
+		return nil
+	}
+	c.last, c.seen = o.Time, true
+	t := o.Time.UnixNano()
+	at := t // the instant of the forecast the observation scores
+	if o.Span > 0 {
+		at++
+	}
+	c.evict(at)
+	lv := math.Log(max(o.Value, MinQueueObsS))
+	h := o.Time.In(c.p.Location).Hour()
+	n := max(o.N, 1)
+	if prof, ok := c.profile(h, at-c.window); ok {
+		e := lv - prof
+		d := e - c.level
+		hi, lo, med, detect := c.shiftBounds()
+		isHi, isLo := detect && d > hi, detect && !o.Censored && d < lo
+		upd := e
+		if o.Censored {
+			upd = max(e, c.level)
+		}
+		c.slow = (1-c.p.Alpha)*c.slow + c.p.Alpha*upd
+		c.fast = (1-c.p.FastAlpha)*c.fast + c.p.FastAlpha*upd
+		switch {
+		case isHi && c.prevHi:
+			c.slow = min(e, c.prevE) - med
+			c.fast = c.slow
+		case isLo && c.prevLo:
+			c.slow = max(e, c.prevE) - med
+			c.fast = c.slow
+		}
+		c.level = max(c.slow, c.fast)
+		if !o.Censored || isHi { // a bound below the tail says nothing of a shift
+			c.prevHi, c.prevLo, c.prevE = isHi, isLo, e
+		}
+		c.resid.add(t, d, n)
+		if n > 1 {
+			c.multi++
+		}
+	}
+	k := profileKey{censored: o.Censored, v: lv}
+	c.hours[h].add(t, k, n)
+	c.all.add(t, k, n)
+	return nil
+}
+
+// Quantile returns the forecast for an attempt at t (not before the last
+// observation: the rule is causal) at coverage cov (0 < cov < 1), and false
+// when the lane has no observation yet.
+func (c *Calibrator) Quantile(t time.Time, cov float64) (CalibratedFigure, bool) {
+	if CheckCoverage(cov) != nil || (c.seen && t.Before(c.last)) {
+		return CalibratedFigure{}, false
+	}
+	from := t.UnixNano() - c.window
+	prof, ok := c.profile(t.In(c.p.Location).Hour(), from)
+	if !ok {
+		return CalibratedFigure{}, false
+	}
+	q, n, warm := c.margin(cov, from)
+	f := CalibratedFigure{ProfileS: math.Exp(prof), Level: math.Exp(c.level), Margin: math.Exp(q),
+		Residuals: n, Warm: warm}
+	f.QueueS = math.Exp(prof + c.level + q)
+	return f, true
+}
+
+// CalibratedQuantile is the calibrated rule as a function (see Calibrator):
+// the forecast at coverage cov for an attempt at t, from the observations
+// before t (obs need not be sorted). It returns false when there are none.
+func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov float64) (CalibratedFigure, bool, error) {
+	if err := CheckCoverage(cov); err != nil {
+		return CalibratedFigure{}, false, fmt.Errorf("calibrated: %w", err)
+	}
+	c, err := NewCalibrator(p)
+	if err != nil {
+		return CalibratedFigure{}, false, err
+	}
+	sorted := slices.Clone(obs)
+	slices.SortStableFunc(sorted, func(a, b QueueObs) int { return a.Time.Compare(b.Time) })
+	for _, o := range sorted {
+		if !o.Time.Before(t) {
+			break
+		}
+		if err := c.Add(o); err != nil {
+			return CalibratedFigure{}, false, err
+		}
+	}
+	f, ok := c.Quantile(t, cov)
+	return f, ok, nil
+}
+
+// evict drops what is older than the window [t - lookback, t).
+func (c *Calibrator) evict(t int64) {
+	from := t - c.window
+	for i := range c.hours {
+		c.hours[i].evict(from, nil)
+	}
+	c.all.evict(from, nil)
+	c.resid.evict(from, func(n int) {
+		if n > 1 {
+			c.multi--
+		}
+	})
+}
+
+// profile returns P(h): the upper median of hour h's observations after
+// from, else of all of them.
+func (c *Calibrator) profile(h int, from int64) (float64, bool) {
+	s := c.hours[h].view(from)
+	if len(s) == 0 {
+		s = c.all.view(from)
+	}
+	if len(s) == 0 {
+		return 0, false
+	}
+	return s[len(s)/2].v, true
+}
+
+// shiftBounds returns the residuals' shift tails and median, and whether
+// there are enough residuals to tell a shift.
+func (c *Calibrator) shiftBounds() (hi, lo, med float64, ok bool) {
+	s := c.resid.sorted
+	n := len(s)
+	if n < calibratedShiftMin {
+		return 0, 0, 0, false
+	}
+	at := func(q float64) float64 { return s[min(n-1, max(0, int(math.Ceil(q*float64(n)))-1))] }
+	return at(1 - CalibratedShiftTail), at(CalibratedShiftTail), s[n/2], true
+}
+
+// margin returns Q(cov): the conformal quantile of the residuals from from
+// on, how many there are, and whether there are enough of them.
+func (c *Calibrator) margin(cov float64, from int64) (float64, int, bool) {
+	stale := c.resid.stale(from)
+	n := c.resid.len() - len(stale)
+	if n == 0 {
+		return 0, 0, false
+	}
+	mass := cov * float64(n)
+	if c.multi > 0 {
+		mass = 0
+		for _, it := range c.resid.items[c.resid.head+len(stale):] {
+			mass += math.Pow(cov, float64(max(it.n, 1)))
+		}
+	}
+	k := int(math.Ceil(mass*float64(n+1)/float64(n) - 1e-9))
+	if k > n {
+		return c.resid.kth(from, n), n, false
+	}
+	return c.resid.kth(from, max(k, 1)), n, true
+}
+
+// profileKey orders a profile's observations: uncensored by value, then the
+// censored ones by bound.
+type profileKey struct {
+	censored bool
+	v        float64
+}
+
+func cmpProfileKey(a, b profileKey) int {
+	switch {
+	case a.censored != b.censored:
+		if a.censored {
+			return 1
+		}
+		return -1
+	case a.v < b.v:
+		return -1
+	case a.v > b.v:
+		return 1
+	}
+	return 0
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// orderedWindow holds the values of a time window twice: in arrival order
+// (to drop the oldest) and sorted by cmp (for order statistics).
+type orderedWindow[T any] struct {
+	cmp    func(a, b T) int
+	items  []windowItem[T]
+	head   int
+	sorted []T
+}
+
+type windowItem[T any] struct {
+	t int64
+	v T
+	n int
+}
+
+func (w *orderedWindow[T]) len() int { return len(w.sorted) }
+
+func (w *orderedWindow[T]) add(t int64, v T, n int) {
+	w.items = append(w.items, windowItem[T]{t, v, n})
+	i, _ := slices.BinarySearchFunc(w.sorted, v, w.cmp)
+	w.sorted = slices.Insert(w.sorted, i, v)
+}
+
+// view returns the sorted values of the items from from on, without
+// changing w: w's own slice when none is older, else a sorted copy without
+// the older ones. It is for small windows; kth does without the copy.
+func (w *orderedWindow[T]) view(from int64) []T {
+	stale := w.stale(from)
+	if len(stale) == 0 {
+		return w.sorted
+	}
+	s := slices.Clone(w.sorted)
+	for _, it := range stale {
+		if i, ok := slices.BinarySearchFunc(s, it.v, w.cmp); ok {
+			s = slices.Delete(s, i, i+1)
+		}
+	}
+	return s
+}
+
+// stale returns the items before from that evict(from) would drop.
+func (w *orderedWindow[T]) stale(from int64) []windowItem[T] {
+	live := w.items[w.head:]
+	n := 0
+	for n < len(live) && live[n].t < from {
+		n++
+	}
+	return live[:n]
+}
+
+// kth returns the k-th smallest value (1-based, 1 <= k <= the count) of
+// the items from from on, without changing w: the stale items' positions in
+// the sorted slice (the first free slot of each one's run of equal values)
+// are skipped.
+func (w *orderedWindow[T]) kth(from int64, k int) T {
+	stale := w.stale(from)
+	if len(stale) == 0 {
+		return w.sorted[k-1]
+	}
+	pos := make([]int, 0, len(stale))
+	for _, it := range stale {
+		i, _ := slices.BinarySearchFunc(w.sorted, it.v, w.cmp)
+		for slices.Contains(pos, i) {
+			i++
+		}
+		pos = append(pos, i)
+	}
+	slices.Sort(pos)
+	j := k - 1
+	for _, p := range pos {
+		if p > j {
+			break
+		}
+		j++
+	}
+	return w.sorted[j]
+}
+
+// evict drops the items before from, calling gone (when not nil) with each
+// one's n.
+func (w *orderedWindow[T]) evict(from int64, gone func(n int)) {
+	for w.head < len(w.items) && w.items[w.head].t < from {
+		it := w.items[w.head]
+		w.items[w.head] = windowItem[T]{}
+		w.head++
+		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok {
+			w.sorted = slices.Delete(w.sorted, i, i+1)
+		}
+		if gone != nil {
+			gone(it.n)
+		}
+	}
+	if w.head > 64 && w.head*2 > len(w.items) {
+		w.items = append(w.items[:0], w.items[w.head:]...)
+		w.head = 0
+	}
+}
