@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // Defaults of the calibrated rule.
@@ -50,17 +51,17 @@ type QueueObs struct {
 // ones when a failure left a wait (a 429 leaves none and is no queue draw;
 // a record cannot tell which failures left one, so an hour with both counts
 // them all). A record with no samples or no wait gives false.
-func RecordObs(r Record) (QueueObs, bool) {
+func RecordObs(r series.Hourly) (QueueObs, bool) {
 	if r.Samples <= 0 {
 		return QueueObs{}, false
 	}
 	failures := min(max(r.Failures, 0), r.Samples)
-	o := QueueObs{Time: r.Hour, Span: time.Hour, N: r.Samples - failures}
+	o := QueueObs{Time: r.Hour, Span: time.Hour, N: int(r.Samples - failures)}
 	if num.Finite(r.WorstQueueS) && r.WorstQueueS > 0 {
 		o.Value = r.WorstQueueS
 	}
 	if num.Finite(r.WorstCensoredS) && r.WorstCensoredS > 0 {
-		o.N += failures
+		o.N += int(failures)
 		if r.WorstCensoredS >= o.Value {
 			o.Value, o.Censored = r.WorstCensoredS, true
 		}
