@@ -47,6 +47,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Shard overrides Config.Shard when Count > 0 (the -shard flag).
 	Shard config.Shard
+	// Policy computes the status page's live policy; nil shows none.
+	Policy PolicyFunc
+	// Chart draws the status page's chart; nil draws none.
+	Chart Chart
 }
 
 // Sampler probes the lanes its shard owns.
@@ -58,6 +62,8 @@ type Sampler struct {
 	owned   []string // config order
 	shard   config.Shard
 	groups  []budget.Group
+	policy  PolicyFunc
+	chart   Chart
 
 	mu   sync.Mutex
 	seen map[string]series.Probe // newest probe of each lane this process stored
@@ -75,6 +81,8 @@ func New(o Options) (*Sampler, error) {
 		shard:   cfg.Shard,
 		groups:  app.Groups(cfg),
 		seen:    map[string]series.Probe{},
+		policy:  o.Policy,
+		chart:   o.Chart,
 	}
 	if o.Shard.Count > 0 {
 		s.shard = o.Shard

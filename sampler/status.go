@@ -4,16 +4,28 @@ import (
 	"bytes"
 	"context"
 	"html/template"
+	"io"
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/sampler/page"
 	"github.com/lanewatch/lanewatch/series"
 )
+
+// Chart draws the status page's chart, so that the sampler does not depend
+// on the report that draws it.
+type Chart interface {
+	// WriteChart writes the chart of the hourly records of [from, to),
+	// days days long, as an SVG document.
+	WriteChart(w io.Writer, hourly []series.Hourly, from, to time.Time, days int) error
+}
+
+// PolicyFunc computes the live policy of the hour holding now, for the
+// status page.
+type PolicyFunc func(ctx context.Context, now time.Time) (policy.File, error)
 
 // Status page figures.
 const (
@@ -85,17 +97,22 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 				Left: max(g.ProbesPerDay-sent, 0), Timezone: g.Location.String()})
 		}
 	}
-	if f, err := app.ForHour(ctx, s.store, s.cfg, now, nil); err != nil {
-		p.PolicyErr = err.Error()
-	} else {
-		p.Policy = &f
+	if s.policy != nil {
+		if f, err := s.policy(ctx, now); err != nil {
+			p.PolicyErr = err.Error()
+		} else {
+			p.Policy = &f
+		}
 	}
 	from := now.AddDate(0, 0, -statusChartDays)
+	if s.chart == nil {
+		return p
+	}
 	if hs, err := s.store.Hourly(ctx, series.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
-		if err := swings.WriteChart(&svg, app.Swings(s.cfg, hs, from, now, statusChartDays, false), swings.ChartOptions{Format: "svg"}); err == nil {
-			// Trusted: package swings drew it from numbers and lane names,
-			// which the config limits to [a-z0-9_-].
+		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
+			// Trusted: the Chart (package swings, through app) drew it from
+			// numbers and lane names, which the config limits to [a-z0-9_-].
 			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
@@ -61,7 +62,11 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 	if err != nil {
 		return nil, err
 	}
-	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, LookupEnv: lookupEnv, Shard: sh})
+	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, LookupEnv: lookupEnv, Shard: sh,
+		Policy: func(ctx context.Context, now time.Time) (policy.File, error) {
+			return app.ForHour(ctx, st, cfg, now, nil)
+		},
+		Chart: app.SwingsChart{Config: cfg}})
 	if err != nil {
 		_ = st.Close()
 		return nil, err
