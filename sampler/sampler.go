@@ -10,17 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
-	"github.com/lanewatch/lanewatch/shard"
 )
 
 // DefaultStoreTimeout bounds a round's store write, apart from its probes.
@@ -38,98 +34,85 @@ const (
 // was stored, since probes cut short would read as lane failures.
 var ErrInterrupted = errors.New("interrupted: the round was cut short and not stored")
 
-// Options wire a Sampler.
+// Options wire a Sampler: the domain values app.SamplerOptions builds from
+// a configuration.
 type Options struct {
-	Config *config.Config
-	Store  series.Store
-	// LookupEnv resolves the API keys of the lanes this shard owns (and of
-	// no other lane); nil means os.LookupEnv.
-	LookupEnv func(string) (string, bool)
-	// Shard overrides Config.Shard when Count > 0 (the -shard flag).
-	Shard config.Shard
+	Store    series.Store
+	Site     string         // the site the probes are tagged with, "" for none
+	Schedule string         // the cron schedule, as the status page shows it
+	Location *time.Location // hours and back-offs are keyed in it
+	// Concurrency is how many probes run at once (at least 1).
+	Concurrency int
+	// Targets are the lanes this sampler probes (its shard's), in config
+	// order, with their keys.
+	Targets []probe.Target
+	// Groups are the quota groups with their lanes (every lane of the
+	// config, owned or not).
+	Groups []budget.Group
+	Shard  Shard
 	// Policy computes the status page's live policy; nil shows none.
 	Policy PolicyFunc
 	// Chart draws the status page's chart; nil draws none.
 	Chart Chart
 }
 
+// Shard is the part of the lanes a sampler probes when several share a
+// config: shard Index of Count.
+type Shard struct{ Index, Count int }
+
+// String is the shard as the -shard flag takes it: "2/5".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
 // Sampler probes the lanes its shard owns.
 type Sampler struct {
-	cfg     *config.Config
-	store   series.Store
-	rec     *series.Recorder
-	targets map[string]probe.Target
-	owned   []string // config order
-	shard   config.Shard
-	groups  []budget.Group
-	policy  PolicyFunc
-	chart   Chart
+	store       series.Store
+	rec         *series.Recorder
+	site        string
+	schedule    string
+	loc         *time.Location
+	concurrency int
+	targets     map[string]probe.Target
+	owned       []string // config order
+	shard       Shard
+	groups      []budget.Group
+	policy      PolicyFunc
+	chart       Chart
 
 	mu   sync.Mutex
 	seen map[string]series.Probe // newest probe of each lane this process stored
 }
 
-// New returns a Sampler for the lanes its shard owns. It fails when an
-// owned lane's key variable is unset or empty.
-func New(o Options) (*Sampler, error) {
-	cfg := o.Config
+// New returns a Sampler of the targets.
+func New(o Options) *Sampler {
 	s := &Sampler{
-		cfg:     cfg,
-		store:   o.Store,
-		rec:     series.NewRecorder(o.Store, cfg.Location),
-		targets: map[string]probe.Target{},
-		shard:   cfg.Shard,
-		groups:  app.Groups(cfg),
-		seen:    map[string]series.Probe{},
-		policy:  o.Policy,
-		chart:   o.Chart,
+		store:       o.Store,
+		rec:         series.NewRecorder(o.Store, o.Location),
+		site:        o.Site,
+		schedule:    o.Schedule,
+		loc:         o.Location,
+		concurrency: o.Concurrency,
+		targets:     map[string]probe.Target{},
+		shard:       o.Shard,
+		groups:      o.Groups,
+		policy:      o.Policy,
+		chart:       o.Chart,
+		seen:        map[string]series.Probe{},
 	}
-	if o.Shard.Count > 0 {
-		s.shard = o.Shard
+	if s.shard.Count < 1 {
+		s.shard = Shard{Index: 0, Count: 1}
 	}
-	lookup := o.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
+	for _, t := range o.Targets {
+		s.targets[t.Lane] = t
+		s.owned = append(s.owned, t.Lane)
 	}
-	lanes := make([]shard.Lane, len(cfg.Lanes))
-	for i, l := range cfg.Lanes {
-		lanes[i] = shard.Lane{Name: l.Name, Quota: l.Quota}
-	}
-	s.owned = shard.Owned(lanes, s.shard.Index, s.shard.Count)
-	for _, l := range cfg.Lanes {
-		if !slices.Contains(s.owned, l.Name) {
-			continue
-		}
-		key, err := l.APIKey(lookup)
-		if err != nil {
-			return nil, err
-		}
-		s.targets[l.Name] = Target(l, key)
-	}
-	return s, nil
-}
-
-// Target is the probe target of a configured lane with its key.
-func Target(l config.Lane, key string) probe.Target {
-	return probe.Target{
-		Lane:         l.Name,
-		Kind:         l.Kind,
-		API:          probe.API(l.API),
-		BaseURL:      l.BaseURL,
-		Model:        l.Model,
-		APIKey:       key,
-		Prompt:       l.Prompt,
-		MaxTokens:    l.MaxTokens,
-		Timeout:      l.Timeout.D(),
-		IncludeUsage: l.IncludeUsage == nil || *l.IncludeUsage,
-	}
+	return s
 }
 
 // Owned returns the lanes this sampler's shard owns, in config order.
 func (s *Sampler) Owned() []string { return slices.Clone(s.owned) }
 
 // Shard returns the shard this sampler probes.
-func (s *Sampler) Shard() config.Shard { return s.shard }
+func (s *Sampler) Shard() Shard { return s.shard }
 
 // Round is what one round did.
 type Round struct {
@@ -166,7 +149,7 @@ type reading struct {
 // since if that is earlier than the groups' days.
 func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
 	var m reading
-	site := []string{s.cfg.Site}
+	site := []string{s.site}
 	m.latest, m.err = series.Latest(ctx, s.store, series.Query{
 		Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}},
 		Sites:   site, Lanes: s.owned,
@@ -201,7 +184,7 @@ func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
 
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
-	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.cfg.Location, Force: force,
+	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.loc, Force: force,
 		Latest: m.latest, Probes: m.probes, MeterErr: m.err}
 	if m.err != nil {
 		s.mu.Lock()
@@ -237,7 +220,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	points := make([]series.Probe, len(samples))
 	for i, sm := range samples {
-		points[i] = Point(sm, s.cfg.Site)
+		points[i] = Point(sm, s.site)
 	}
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
@@ -271,7 +254,7 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interrup
 	}
 	samples := make([]probe.Sample, n)
 	started := make([]bool, n)
-	sem := make(chan struct{}, max(s.cfg.Concurrency, 1))
+	sem := make(chan struct{}, max(s.concurrency, 1))
 	var wg sync.WaitGroup
 	begin := time.Now()
 	for i, t := range targets {
@@ -369,7 +352,7 @@ func Point(sm probe.Sample, site string) series.Probe {
 // WorstRound is how long a round of the owned lanes can take when every
 // probe runs to its timeout: waves of Concurrency probes, plus the spread.
 func (s *Sampler) WorstRound() time.Duration {
-	c := max(s.cfg.Concurrency, 1)
+	c := max(s.concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
 	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.shard.Count)*SpreadStep, MaxSpread)
 }
@@ -391,13 +374,13 @@ func (s *Sampler) RoundWarning(interval time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; %s",
-		len(s.owned), s.cfg.Concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
+		len(s.owned), s.concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
 }
 
 // RoundRemedy says what shortens a round that is too long.
 func (s *Sampler) RoundRemedy() string {
-	if len(s.owned) <= s.cfg.Concurrency {
+	if len(s.owned) <= s.concurrency {
 		return "lower the lanes' timeout or space the schedule" // every probe is in flight already
 	}
-	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.cfg.Concurrency)
+	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.concurrency)
 }

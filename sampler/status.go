@@ -41,7 +41,7 @@ const (
 // the store is down, too).
 func (s *Sampler) Status(ctx context.Context) page.Page {
 	now := time.Now()
-	p := page.Page{Now: now, Site: s.cfg.Site, Schedule: s.cfg.Schedule, ChartDays: statusChartDays, Healthy: true}
+	p := page.Page{Now: now, Site: s.site, Schedule: s.schedule, ChartDays: statusChartDays, Healthy: true}
 	if s.shard.Count > 1 {
 		p.Shard = s.shard.String()
 	}
@@ -61,8 +61,10 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
 	}
 	quotaOf := map[string]string{}
-	for _, l := range s.cfg.Lanes {
-		quotaOf[l.Name] = l.Quota
+	for _, g := range s.groups {
+		for _, l := range g.Lanes {
+			quotaOf[l] = g.Name
+		}
 	}
 	for _, name := range s.owned {
 		l := page.Lane{Name: name, Kind: s.targets[name].Kind, Quota: quotaOf[name]}
@@ -80,7 +82,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 			if pr.QuotaResetS > 0 {
 				l.QuotaReset = pr.Time.Add(time.Duration(pr.QuotaResetS * float64(time.Second)))
 			}
-			if u, ok := budget.Backoff(pr, s.cfg.Location); ok && u.After(now) {
+			if u, ok := budget.Backoff(pr, s.loc); ok && u.After(now) {
 				l.BackoffUntil = u
 			}
 		}

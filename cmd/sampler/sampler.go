@@ -20,7 +20,6 @@ import (
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
@@ -62,15 +61,12 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 	if err != nil {
 		return nil, err
 	}
-	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, LookupEnv: lookupEnv, Shard: sh,
-		Policy: func(ctx context.Context, now time.Time) (policy.File, error) {
-			return app.ForHour(ctx, st, cfg, now, nil)
-		},
-		Chart: app.SwingsChart{Config: cfg}})
+	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
+	s := sampler.New(o)
 	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), backedOff: map[string]time.Time{},
 		interval: cfg.Interval()}
 	if w := s.RoundWarning(d.interval); w != "" {
