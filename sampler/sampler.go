@@ -7,6 +7,7 @@
 package sampler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -132,31 +134,28 @@ type Round struct {
 // read makes the budgeted lanes skip (the meter is checked before the
 // spend); back-offs then come from what this process stored itself.
 func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
-	m := s.meter(ctx, now, now)
+	m := s.meter(ctx, now, now, now)
 	return s.decide(now, force, m), m.err
 }
 
 // reading is what a plan reads from the store: the newest probe of each
 // owned lane, and the probes since the start of the groups' days (or
 // since, when earlier) of the lanes a budget counts (of every owned lane,
-// when since is earlier).
+// when since is earlier). It comes from one read (prior), which also holds
+// the hours a round's probes fall in, for the Recorder.
 type reading struct {
 	latest, probes []series.Probe
+	prior          series.Prior
 	err            error
 }
 
-// meter reads what a plan at now needs, and the owned lanes' probes since
-// since if that is earlier than the groups' days.
-func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
+// meter reads what a plan at now needs, the owned lanes' probes since since
+// if that is earlier than the groups' days, and the whole hours up to the
+// one holding until (the hours the round's probes fall in), in one read of
+// the owned lanes at this site.
+func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) reading {
 	var m reading
-	site := []string{s.site}
-	m.latest, m.err = series.Latest(ctx, s.store, series.Query{
-		Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}},
-		Sites:   site, Lanes: s.owned,
-	})
-	if m.err != nil {
-		return m
-	}
+	latestWin := series.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
@@ -173,13 +172,68 @@ func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
 			from = day
 		}
 	}
+	probesWin := series.Window{From: from.Add(-time.Hour), To: now.Add(time.Second)}
+	read := latestWin
+	if len(lanes) > 0 && probesWin.From.Before(read.From) {
+		read.From = probesWin.From
+	}
+	if end := hours.Start(until, s.loc).Add(time.Hour); end.After(read.To) {
+		read.To = end
+	}
+	q := series.Query{Windows: []series.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
+	ps, err := s.store.Probes(ctx, q)
+	if err != nil {
+		m.err = err
+		return m
+	}
+	m.prior = series.Prior{Query: q, Probes: ps}
+	m.latest = newest(within(ps, latestWin, s.owned))
 	if len(lanes) > 0 {
-		m.probes, m.err = s.store.Probes(ctx, series.Query{
-			Windows: []series.Window{{From: from.Add(-time.Hour), To: now.Add(time.Second)}},
-			Sites:   site, Lanes: lanes,
-		})
+		m.probes = within(ps, probesWin, lanes)
 	}
 	return m
+}
+
+// within returns the probes of ps in w of the lanes (nil: every lane), in
+// their order.
+func within(ps []series.Probe, w series.Window, lanes []string) []series.Probe {
+	var in map[string]bool
+	if lanes != nil {
+		in = make(map[string]bool, len(lanes))
+		for _, l := range lanes {
+			in[l] = true
+		}
+	}
+	out := []series.Probe{}
+	for _, p := range ps {
+		if w.Contains(p.Time) && (in == nil || in[p.Lane]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newest returns the newest of the probes (sorted by time) of each lane and
+// site, sorted by lane and site, as series.Latest does.
+func newest(ps []series.Probe) []series.Probe {
+	type laneSite struct{ lane, site string }
+	idx := map[laneSite]int{}
+	out := []series.Probe{}
+	for _, p := range ps {
+		k := laneSite{p.Lane, p.Site}
+		if i, ok := idx[k]; ok {
+			if !p.Time.Before(out[i].Time) {
+				out[i] = p
+			}
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b series.Probe) int {
+		return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site))
+	})
+	return out
 }
 
 // decide plans a round at now from what meter read.
@@ -206,7 +260,10 @@ func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
 	r := &Round{Start: time.Now()}
 	start := time.Now() // monotonic, for the duration
-	r.Plan, r.MeterErr = s.Plan(ctx, r.Start, force)
+	// One read serves the plan and the hour records the round rewrites:
+	// the hours up to the one a round of worst length ends in.
+	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(s.WorstRound()))
+	r.Plan, r.MeterErr = s.decide(r.Start, force, m), m.err
 
 	targets := make([]probe.Target, 0, len(r.Plan.Probe))
 	for _, l := range r.Plan.Probe {
@@ -224,7 +281,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
-	rec, err := s.rec.Record(storeCtx, points)
+	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
 	if err != nil {

@@ -47,7 +47,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	}
 	// One read serves the plan and the page: the last day of probes of
 	// every owned lane, and each one's newest.
-	m := s.meter(ctx, now, now.Add(-24*time.Hour))
+	m := s.meter(ctx, now, now.Add(-24*time.Hour), now)
 	if m.err != nil {
 		p.Healthy, p.Problem = false, "store: "+m.err.Error()
 	}
