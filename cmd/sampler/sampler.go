@@ -33,6 +33,8 @@ type daemon struct {
 	s       *sampler.Sampler
 	log     *slog.Logger
 	metrics *metrics
+	// httpLimits bound the -listen server's visitors.
+	httpLimits httpLimits
 
 	cron  *cron.Cron
 	entry cron.EntryID
@@ -67,8 +69,8 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 		return nil, err
 	}
 	s := sampler.New(o)
-	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), backedOff: map[string]time.Time{},
-		interval: cfg.Interval()}
+	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), httpLimits: defaultHTTPLimits(),
+		backedOff: map[string]time.Time{}, interval: cfg.Interval()}
 	if w := s.RoundWarning(d.interval); w != "" {
 		log.Warn("config: " + w)
 	}
