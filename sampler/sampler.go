@@ -1,9 +1,8 @@
-// Package sampler runs lanewatch's probe rounds: which lanes a round probes
-// (its shard, probe budgets and back-offs, package budget), each probe
-// bounded by its own timeout from its own start and the starts spread over a
-// short window, and the round recorded with its hourly rollup
-// (series.Recorder) under a deadline of its own. It returns what happened;
-// cmd/sampler wires it to flags, cron, logs, metrics and the HTTP server.
+// Package sampler runs the probe rounds: which of its shard's lanes a round
+// probes, the probes, and the round recorded in the store.
+//
+// Budgets and back-offs are in docs/budgets.md, a round's timing in
+// docs/deploy.md; cmd/sampler wires it to flags, cron, logs and HTTP.
 package sampler
 
 import (
