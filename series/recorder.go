@@ -22,7 +22,8 @@ type Deferrer interface {
 //
 // Record reads the probes already stored for the lane-hours a round
 // touches, adds the new ones, and writes the new probes with the refreshed
-// hourly points in one Write. When the store cannot be read (InfluxDB down)
+// hourly points in one Write (RecordWith takes them from a read the caller
+// made already). When the store cannot be read (InfluxDB down)
 // and it is a Deferrer, the probes go to the spool alone and their hours are
 // rebuilt once they are readable: a Spool opened with AfterReplay set to
 // RebuildAfterReplay(loc) does that before it lets go of them. So rounds,
