@@ -124,11 +124,15 @@ func editDistance(a, b string) int {
 
 // Options tune a Decoder.
 type Options struct {
-	// JSON speaks JSON: "an object", "an array", "null"; a null decodes
-	// only into a pointer, and a scalar only into a field of its own type
-	// (a string into a string, a number into a number, true or false into
-	// a bool).
+	// JSON speaks JSON: "must be an object", "unknown field", "repeated
+	// field", where YAML has "want a mapping, got ...", "unknown key", "key
+	// repeated"; a null decodes only into a pointer, and a scalar only into
+	// a field of its own type (a string into a string, a number into a
+	// number, true or false into a bool).
 	JSON bool
+	// Root names the whole document in an error about it ("input"); ""
+	// leaves the field out.
+	Root string
 	// MaxMappings bounds the mappings one document may decode: YAML merge
 	// keys ("<<: [*a, *a]") can make a small file expand without end.
 	// 0 means 100000.
@@ -197,7 +201,7 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string, at int) erro
 	if n.ShortTag() == "!!null" {
 		switch {
 		case d.opts.JSON && v.Kind() != reflect.Pointer:
-			return &Error{Line: at, Field: path, Err: fmt.Errorf("want %s, got null", d.kindName(v.Type()))}
+			return d.typeErr(n, v.Type(), path, at)
 		case v.Kind() == reflect.Pointer || v.Kind() == reflect.Slice:
 			v.SetZero() // as yaml.v3: a null clears a pointer or list, else keeps the default
 		}
@@ -213,6 +217,13 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string, at int) erro
 	case v.Kind() == reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
 		v.Set(p)
+		_, custom := p.Interface().(yaml.Unmarshaler)
+		if d.opts.JSON && !custom && n.Kind == yaml.ScalarNode && p.Elem().Kind() != reflect.Struct && p.Elem().Kind() != reflect.Slice {
+			if !d.scalar(n, p.Elem()) {
+				return d.typeErr(n, v.Type(), path, at) // "must be a string or null"
+			}
+			return nil
+		}
 		return d.value(n, p.Elem(), path, at)
 	case v.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		return d.mapping(n, v, path, map[string]bool{})
@@ -228,9 +239,20 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string, at int) erro
 		return nil
 	}
 	if !d.scalar(n, v) {
-		return &Error{Line: at, Field: path, Err: fmt.Errorf("want %s, got %s", d.kindName(v.Type()), d.Describe(n))}
+		return d.typeErr(n, v.Type(), path, at)
 	}
 	return nil
+}
+
+// typeErr says that n at path is not a value of type t.
+func (d *Decoder) typeErr(n *yaml.Node, t reflect.Type, path string, at int) error {
+	if path == "" {
+		path = d.opts.Root
+	}
+	if d.opts.JSON {
+		return Errorf(at, path, "must be %s", d.kindName(t))
+	}
+	return Errorf(at, path, "want %s, got %s", d.kindName(t), d.Describe(n))
 }
 
 // scalar decodes scalar n into v as yaml.v3 decodes it, except that an
@@ -258,6 +280,14 @@ func (d *Decoder) scalar(n *yaml.Node, v reflect.Value) bool {
 			if tag != "!!int" && tag != "!!float" {
 				return false
 			}
+			// As written, out of range too (1e400 is +Inf): the caller's
+			// bounds then say what is wrong with it.
+			x, err := strconv.ParseFloat(n.Value, 64)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return false
+			}
+			v.SetFloat(x)
+			return true
 		}
 	}
 	return n.Decode(v.Addr().Interface()) == nil
@@ -315,6 +345,9 @@ func (d *Decoder) mapping(n *yaml.Node, v reflect.Value, path string, set map[st
 			return Errorf(line, path, "want a plain key, got %s", d.Describe(k))
 		}
 		if l, dup := first[k.Value]; dup {
+			if d.opts.JSON {
+				return Errorf(line, Key(path, k.Value), "repeated field")
+			}
 			return Errorf(line, Key(path, k.Value), "key repeated (first set on line %d)", l)
 		}
 		first[k.Value] = line
@@ -323,6 +356,9 @@ func (d *Decoder) mapping(n *yaml.Node, v reflect.Value, path string, set map[st
 		case k.Value == "<<" && k.ShortTag() == "!!merge":
 			merge = n.Content[i+1]
 		case f < 0 || k.Value == "":
+			if d.opts.JSON {
+				return Errorf(line, Key(path, k.Value), "unknown field")
+			}
 			return &Error{Line: line, Field: Key(path, k.Value), Err: UnknownKey(k.Value, info.keys)}
 		case !set[k.Value]:
 			set[k.Value] = true
