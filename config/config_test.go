@@ -224,6 +224,9 @@ func TestBadConfigs(t *testing.T) {
 		{"merge cycle", "lanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m, <<: *l}\n", `:2: lanes[0]: merges a mapping into itself`},
 		{"alias bomb", aliasBomb(), `aliases expand to more than 100000 mappings`},
 		{"validation error has a line", "lanes:\n  - name: a\n    kind: cheap\n", `:3: lanes[0].kind: want free or paid, got "cheap"`},
+		// yaml.v3 says line 1, where the list began (issue 20).
+		{"bad indent at its own line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n   model: m\n", `:5: not valid YAML: did not find expected '-' indicator`},
+		{"bad indent in a nested mapping", "store:\n  kind: file\n  path: x\n    spool: y\n" + lane(""), `:4: not valid YAML: mapping values are not allowed in this context`},
 		{"missing field has its mapping's line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n    base_url: http://x\n", `:2: lanes[0].model: must not be empty`},
 	}
 	for _, c := range cases {

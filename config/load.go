@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/decode"
@@ -38,26 +35,22 @@ func Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
-var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
-
 // Parse reads a configuration from r; dir is the folder relative paths
 // resolve against. The document is read as a yaml.Node tree and walked into
 // the Config field by field (internal/decode), so an error names the field
 // and its line.
 func Parse(r io.Reader, dir string) (*Config, error) {
-	var doc yaml.Node
-	if err := yaml.NewDecoder(r).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		line := 0
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		return nil, &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	doc, _, err := decode.YAML(data)
+	if err != nil {
+		return nil, err
 	}
 	cfg := Default()
 	d := decode.New(decode.Options{})
-	if err := d.Decode(&doc, cfg); err != nil {
+	if err := d.Decode(doc, cfg); err != nil {
 		return nil, err
 	}
 	cfg.Dir = dir
