@@ -232,11 +232,12 @@ func TestBookPolicyFileBounds(t *testing.T) {
 		want string
 	}{
 		// It used to wrap to a negative projection and answer retry_free.
-		{"huge next_est_tokens", func(b *policy.BookPolicy) { b.NextEstTokens = math.MaxInt64 }, "classes[1].book.next_est_tokens: must be at most 1000000000000"},
-		{"huge ceiling", func(b *policy.BookPolicy) { b.CeilingTokens = policy.MaxTokens + 1 }, "classes[1].book.ceiling_tokens: must be at most 1000000000000"},
-		{"huge deadline", func(b *policy.BookPolicy) { b.DeadlineS = 1e300 }, "classes[1].book.deadline_s: must be at most 1000000000"},
-		{"huge paid queue", func(b *policy.BookPolicy) { b.PaidQueueS = 2e9 }, "classes[1].book.paid_queue_s: must be at most 1000000000"},
-		{"huge price", func(b *policy.BookPolicy) { b.PaidUSDPer1k = 1e7 }, "classes[1].book.paid_usd_per_1k: must be at most 1000000"},
+		// The schema holds the bounds; the error has the line.
+		{"huge next_est_tokens", func(b *policy.BookPolicy) { b.NextEstTokens = math.MaxInt64 }, "line 34: classes[1].book.next_est_tokens: must be at most 1000000000000"},
+		{"huge ceiling", func(b *policy.BookPolicy) { b.CeilingTokens = policy.MaxTokens + 1 }, "line 31: classes[1].book.ceiling_tokens: must be at most 1000000000000"},
+		{"huge deadline", func(b *policy.BookPolicy) { b.DeadlineS = 1e300 }, "line 30: classes[1].book.deadline_s: must be at most 1000000000"},
+		{"huge paid queue", func(b *policy.BookPolicy) { b.PaidQueueS = 2e9 }, "line 35: classes[1].book.paid_queue_s: must be at most 1000000000"},
+		{"huge price", func(b *policy.BookPolicy) { b.PaidUSDPer1k = 1e7 }, "line 36: classes[1].book.paid_usd_per_1k: must be at most 1000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := good
