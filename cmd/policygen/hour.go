@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
-	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
@@ -33,29 +31,19 @@ func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 // runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
 // D is YYYY-MM-DD, today or tomorrow.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("policygen", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newFlags("", usageText)
 	hourFlag := fs.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
 	dayFlag := fs.String("day", "", "write the 24 forecast files of day `YYYY-MM-DD` (or today, tomorrow: in the config's timezone) instead")
 	outFlag := fs.String("out", "", "folder for <hour>.yaml (default: policy.out of the config)")
 	printFlag := fs.Bool("print", false, "print the YAML written instead of the paths")
 	siteFlag := fs.String("site", "", "write the view of one `site` only (default: every site, conservatively merged)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, e.stderr); err != nil {
+	if err := fs.parse(args, e.stderr, " (subcommands: backtest, book, lane, swings)"); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q (subcommands: backtest, book, lane, swings)", fs.Arg(0))
-	case *configPath == "":
-		return usagef("-config is required")
-	case *hourFlag != "" && *dayFlag != "":
+	if *hourFlag != "" && *dayFlag != "" {
 		return usagef("-hour and -day exclude each other")
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
