@@ -1,6 +1,11 @@
-// Package config loads and validates a lanewatch configuration file: defaults
-// first, the YAML file on top (unknown keys rejected), then validation whose
-// errors name the offending field, e.g. "lanes[2].base_url: ...".
+// Package config loads a lanewatch configuration file into a validated
+// Config.
+//
+// Defaults come first and the YAML file goes on top, decoded by
+// internal/decode (unknown and repeated keys rejected); validation then
+// checks every value and fills in the effective ones. Every error is one
+// line naming the file, line and field ("c.yaml:12: lanes[2].base_url:
+// ..."). docs/config.md lists the keys.
 package config
 
 import (
