@@ -101,3 +101,39 @@ func TestParseFileSchemaRules(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseFile: ParseFile never panics, its errors are one line, and a
+// file it accepts Marshal writes so that it reads back the same.
+func FuzzParseFile(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.yaml"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("hour: \"2026-01-01T00\"\ntimezone: UTC\nbasis: live\nlanes: []\nclasses: []\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := ParseFile(data)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("error on more than one line: %q", err)
+			}
+			return
+		}
+		out, err := Marshal(file)
+		if err != nil {
+			t.Fatalf("accepted a file Marshal refuses: %v", err)
+		}
+		back, err := ParseFile(out)
+		if err != nil {
+			t.Fatalf("Marshal wrote what ParseFile refuses: %v\n%s", err, out)
+		}
+		again, err := Marshal(back)
+		if err != nil || string(again) != string(out) {
+			t.Fatalf("not stable: %v\n%s\n%s", err, out, again)
+		}
+	})
+}

@@ -44,8 +44,11 @@ func (e *Error) Error() string {
 	} else if e.Line > 0 {
 		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
+	if f := e.Field; f != "" {
+		if r := []rune(f); len(r) > 100 { // a path down deep nesting: its ends say enough
+			f = string(r[:60]) + "..." + string(r[len(r)-30:])
+		}
+		b.WriteString(f)
 		b.WriteString(": ")
 	}
 	// One line, whatever the YAML library quoted back.

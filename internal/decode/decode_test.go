@@ -149,3 +149,26 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+// Schema refuses what a JSON value cannot be, fast: a cycle of aliases, an
+// alias bomb, a number that is not finite.
+func TestSchemaInstance(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"alias cycle", "a: &a [*a]\n", "line 1: a[0]: an alias refers to a node that holds it"},
+		{"alias bomb", "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", "aliases expand to more than 100000 values"},
+		{"infinite", "a: [1, .inf]\n", "line 1: a[1]: must be a finite number"},
+		{"repeated key", "a: 1\na: 2\n", "line 2: a: key repeated (first set on line 1)"},
+		{"deep", "a: " + strings.Repeat("[", 1200) + strings.Repeat("]", 1200) + "\n", "nested more than 1000 deep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc, _, err := YAML([]byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Schema(nil, doc, SchemaOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 200 {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -41,7 +41,7 @@ func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 		}
 		doc = doc.Content[0]
 	}
-	c := converter{budget: opts.MaxValues, max: opts.MaxValues}
+	c := converter{budget: opts.MaxValues, max: opts.MaxValues, active: map[*yaml.Node]bool{}}
 	inst, err := c.value(doc, "", 0)
 	if err != nil {
 		return err
@@ -60,7 +60,10 @@ func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 }
 
 // converter turns a YAML tree into the values jsonschema validates.
-type converter struct{ budget, max int }
+type converter struct {
+	budget, max int
+	active      map[*yaml.Node]bool // the mappings and lists being converted
+}
 
 func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 	if at == 0 {
@@ -69,9 +72,20 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 	if c.budget--; c.budget < 0 {
 		return nil, Errorf(at, path, "aliases expand to more than %d values", c.max)
 	}
-	switch n.Kind {
-	case yaml.AliasNode:
+	if n.Kind == yaml.AliasNode {
+		if c.active[n.Alias] {
+			return nil, Errorf(at, path, "an alias refers to a node that holds it")
+		}
 		return c.value(n.Alias, path, at)
+	}
+	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+		if len(c.active) >= maxDepth {
+			return nil, Errorf(at, path, "nested more than %d deep", maxDepth)
+		}
+		c.active[n] = true
+		defer delete(c.active, n)
+	}
+	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		first := map[string]int{}
