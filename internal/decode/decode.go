@@ -151,7 +151,7 @@ type Decoder struct {
 	opts   Options
 	budget int                 // mappings left to decode: merges multiply them
 	lines  map[string]int      // field path → line it was set on
-	active map[*yaml.Node]bool // mappings being decoded, against merge cycles
+	active map[*yaml.Node]bool // mappings and lists being decoded, against cycles
 }
 
 // New returns a Decoder for one document.
@@ -231,6 +231,11 @@ func (d *Decoder) value(n *yaml.Node, v reflect.Value, path string, at int) erro
 	case v.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		return d.mapping(n, v, path, map[string]bool{})
 	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		if d.active[n] {
+			return Errorf(at, path, "an alias refers to a list that holds it")
+		}
+		d.active[n] = true
+		defer delete(d.active, n)
 		v.Set(reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content)))
 		for i, e := range n.Content {
 			p := Index(path, i)

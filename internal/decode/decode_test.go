@@ -78,6 +78,22 @@ func TestDecodeYAMLAndJSON(t *testing.T) {
 	}
 }
 
+// A list that holds itself through an alias is an error, not a stack
+// overflow.
+func TestDecodeAliasCycle(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte("a: &a [*a]\n"), &root); err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		A [][][]any `yaml:"a"`
+	}
+	err := New(Options{}).Decode(&root, &v)
+	if err == nil || err.Error() != "line 1: a[0]: an alias refers to a list that holds it" {
+		t.Fatalf("err %v", err)
+	}
+}
+
 // Line finds the line of a field, or of the nearest enclosing one set.
 func TestDecoderLine(t *testing.T) {
 	src := "title: t\nitems:\n  - n: 1\n    x: 2\n  - n: 3\n"
