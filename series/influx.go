@@ -21,6 +21,7 @@ import (
 	"github.com/influxdata/influxdb-client-go/v2/api"
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"github.com/influxdata/influxdb-client-go/v2/api/query"
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/lanewatch/lanewatch/internal/redact"
 )
 
@@ -257,31 +258,35 @@ func (s *Influx) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
 	return readPoints(ctx, s, "hourly", MeasurementHourly, hourlyFields, q, hourlyKey, hourlyOf)
 }
 
-func probeOf(r row) Probe {
-	p := Probe{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Time: r.at().UTC()}
-	p.QueueS = floatOf(r, fieldQueueS)
-	p.GenS = floatOf(r, fieldGenS)
-	p.HeadersS = floatOf(r, fieldHeadersS)
-	p.ConnectS = floatOf(r, fieldConnectS)
-	p.Tokens, _ = intOf(r, fieldTokens)
-	p.OK = boolOf(r, fieldOK)
-	p.Outcome = str(r, fieldOutcome)
-	p.Status, _ = intOf(r, fieldStatus)
-	p.QuotaRemaining, p.QuotaKnown = intOf(r, fieldQuotaRemaining)
-	p.QuotaResetS = floatOf(r, fieldQuotaResetS)
-	return p
-}
+func probeOf(r row) Probe   { return rowPoint(&probeSchema, r) }
+func hourlyOf(r row) Hourly { return rowPoint(&hourlySchema, r) }
 
-func hourlyOf(r row) Hourly {
-	h := Hourly{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Hour: r.at().UTC()}
-	h.WorstQueueS = floatOf(r, fieldWorstQueueS)
-	h.WorstGenS = floatOf(r, fieldWorstGenS)
-	h.MinTokPerS = floatOf(r, fieldMinTokPerS)
-	h.Samples, _ = intOf(r, fieldSamples)
-	h.Failures, _ = intOf(r, fieldFailures)
-	h.Eligible = boolOf(r, fieldEligible)
-	h.WorstCensoredS = floatOf(r, fieldWorstCensoredS)
-	return h
+// rowPoint reads one point of measurement s from a row of a read. A field
+// the row lacks, or holds with another type, reads as zero (an optional
+// one as absent).
+func rowPoint[T any](s *schema[T], r row) T {
+	var p T
+	lane, kind, site, at := s.id(&p)
+	*lane, *kind, *site, *at = str(r, TagLane), str(r, TagKind), str(r, TagSite), r.at().UTC()
+	for i := range s.fields {
+		f := &s.fields[i]
+		v := r.value(f.key)
+		ok := false
+		switch f.kind {
+		case lineprotocol.Float:
+			*f.f(&p), ok = numberOf(v)
+		case lineprotocol.Int:
+			*f.i(&p), ok = intValue(v)
+		case lineprotocol.Bool:
+			*f.b(&p), ok = v.(bool)
+		case lineprotocol.String:
+			*f.s(&p), ok = v.(string)
+		}
+		if ok && f.seen != nil {
+			f.seen(&p)
+		}
+	}
+	return p
 }
 
 // readPoints reads one measurement's points that q selects, one query per

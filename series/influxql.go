@@ -31,13 +31,13 @@ type row interface {
 
 type fluxRow struct{ r *query.FluxRecord }
 
-func (f fluxRow) at() time.Time         { return f.r.Time() }
-func (f fluxRow) value(key string) any  { return f.r.ValueByKey(key) }
-func str(r row, key string) string      { v, _ := r.value(key).(string); return v }
-func boolOf(r row, key string) bool     { v, _ := r.value(key).(bool); return v }
-func floatOf(r row, key string) float64 { f, _ := numberOf(r.value(key)); return f }
-func intOf(r row, key string) (int64, bool) {
-	switch v := r.value(key).(type) {
+func (f fluxRow) at() time.Time             { return f.r.Time() }
+func (f fluxRow) value(key string) any      { return f.r.ValueByKey(key) }
+func str(r row, key string) string          { v, _ := r.value(key).(string); return v }
+func intOf(r row, key string) (int64, bool) { return intValue(r.value(key)) }
+
+func intValue(v any) (int64, bool) {
+	switch v := v.(type) {
 	case int64:
 		return v, true
 	case json.Number:

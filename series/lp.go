@@ -11,40 +11,6 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// Tag and field keys of the storage schema (docs/schema.md).
-const (
-	TagKind = "kind"
-	TagLane = "lane"
-	TagSite = "site" // only on points of a sampler with a site
-
-	fieldQueueS         = "queue_s"
-	fieldGenS           = "gen_s"
-	fieldHeadersS       = "headers_s"
-	fieldConnectS       = "connect_s"
-	fieldTokens         = "tokens"
-	fieldOK             = "ok"
-	fieldOutcome        = "outcome"
-	fieldStatus         = "status"
-	fieldQuotaRemaining = "quota_remaining" // optional
-	fieldQuotaResetS    = "quota_reset_s"   // optional
-
-	fieldWorstQueueS    = "worst_queue_s"
-	fieldWorstGenS      = "worst_gen_s"
-	fieldMinTokPerS     = "min_tok_per_s"
-	fieldSamples        = "samples"
-	fieldFailures       = "failures"
-	fieldEligible       = "eligible"
-	fieldWorstCensoredS = "worst_censored_s"
-)
-
-// probeFields and hourlyFields list the field keys in the order they are written.
-var (
-	probeFields = []string{fieldQueueS, fieldGenS, fieldHeadersS, fieldConnectS, fieldTokens, fieldOK, fieldOutcome,
-		fieldStatus, fieldQuotaRemaining, fieldQuotaResetS}
-	hourlyFields = []string{fieldWorstQueueS, fieldWorstGenS, fieldMinTokPerS, fieldSamples, fieldFailures, fieldEligible,
-		fieldWorstCensoredS}
-)
-
 // InfluxDB 1.x accepts timestamps in [MinInt64+2, MaxInt64-1] ns; the stores
 // accept the same range so that every stored line imports as is.
 var (
@@ -64,57 +30,48 @@ type encoder struct {
 func (e *encoder) round(probes []Probe, hourly []Hourly) ([]byte, error) {
 	e.enc.Reset()
 	for i := range probes {
-		if err := e.probe(&probes[i]); err != nil {
+		if err := encodePoint(e, &probeSchema, &probes[i]); err != nil {
 			return nil, fmt.Errorf("probe %d (lane %q): %w", i, probes[i].Lane, err)
 		}
 	}
 	for i := range hourly {
-		if err := e.hourly(&hourly[i]); err != nil {
+		if err := encodePoint(e, &hourlySchema, &hourly[i]); err != nil {
 			return nil, fmt.Errorf("hourly %d (lane %q): %w", i, hourly[i].Lane, err)
 		}
 	}
 	return e.enc.Bytes(), nil
 }
 
-func (e *encoder) probe(p *Probe) error {
-	if err := checkSeries(p.Lane, p.Kind, p.Time); err != nil {
+// encodePoint adds one point of measurement s to the encoder.
+func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
+	lane, kind, site, at := s.id(p)
+	if err := checkSeries(*lane, *kind, *at); err != nil {
 		return err
 	}
-	if !utf8.ValidString(p.Outcome) {
-		return errors.New("outcome is not valid UTF-8")
+	for i := range s.fields {
+		if f := &s.fields[i]; f.kind == lineprotocol.String && !utf8.ValidString(*f.s(p)) {
+			return fmt.Errorf("%s is not valid UTF-8", f.key)
+		}
 	}
-	e.start(MeasurementProbe, p.Lane, p.Kind, p.Site)
-	e.float(fieldQueueS, p.QueueS)
-	e.float(fieldGenS, p.GenS)
-	e.float(fieldHeadersS, p.HeadersS)
-	e.float(fieldConnectS, p.ConnectS)
-	e.enc.AddField(fieldTokens, lineprotocol.IntValue(p.Tokens))
-	e.enc.AddField(fieldOK, lineprotocol.BoolValue(p.OK))
-	v, _ := lineprotocol.StringValue(p.Outcome) // UTF-8 checked above
-	e.enc.AddField(fieldOutcome, v)
-	e.enc.AddField(fieldStatus, lineprotocol.IntValue(p.Status))
-	if p.QuotaKnown {
-		e.enc.AddField(fieldQuotaRemaining, lineprotocol.IntValue(p.QuotaRemaining))
+	e.start(s.measurement, *lane, *kind, *site)
+	for i := range s.fields {
+		f := &s.fields[i]
+		if f.has != nil && !f.has(p) {
+			continue
+		}
+		switch f.kind {
+		case lineprotocol.Float:
+			e.float(f.key, *f.f(p))
+		case lineprotocol.Int:
+			e.enc.AddField(f.key, lineprotocol.IntValue(*f.i(p)))
+		case lineprotocol.Bool:
+			e.enc.AddField(f.key, lineprotocol.BoolValue(*f.b(p)))
+		case lineprotocol.String:
+			v, _ := lineprotocol.StringValue(*f.s(p)) // UTF-8 checked above
+			e.enc.AddField(f.key, v)
+		}
 	}
-	if p.QuotaResetS != 0 {
-		e.float(fieldQuotaResetS, p.QuotaResetS)
-	}
-	return e.end(p.Time)
-}
-
-func (e *encoder) hourly(h *Hourly) error {
-	if err := checkSeries(h.Lane, h.Kind, h.Hour); err != nil {
-		return err
-	}
-	e.start(MeasurementHourly, h.Lane, h.Kind, h.Site)
-	e.float(fieldWorstQueueS, h.WorstQueueS)
-	e.float(fieldWorstGenS, h.WorstGenS)
-	e.float(fieldMinTokPerS, h.MinTokPerS)
-	e.enc.AddField(fieldSamples, lineprotocol.IntValue(h.Samples))
-	e.enc.AddField(fieldFailures, lineprotocol.IntValue(h.Failures))
-	e.enc.AddField(fieldEligible, lineprotocol.BoolValue(h.Eligible))
-	e.float(fieldWorstCensoredS, h.WorstCensoredS)
-	return e.end(h.Hour)
+	return e.end(*at)
 }
 
 func (e *encoder) start(measurement, lane, kind, site string) {
@@ -259,63 +216,54 @@ func (n names) get(b []byte) string {
 // probe decodes one probe line (without its newline).
 func (n names) probe(line []byte) (Probe, error) {
 	var p Probe
-	var err error
-	p.Lane, p.Kind, p.Site, p.Time, err = n.decodeLine(line, MeasurementProbe, func(key []byte, v fieldVal) error {
-		switch string(key) {
-		case fieldQueueS:
-			return floatField(&p.QueueS, key, v)
-		case fieldGenS:
-			return floatField(&p.GenS, key, v)
-		case fieldHeadersS:
-			return floatField(&p.HeadersS, key, v)
-		case fieldConnectS:
-			return floatField(&p.ConnectS, key, v)
-		case fieldQuotaRemaining:
-			p.QuotaKnown = true
-			return intField(&p.QuotaRemaining, key, v)
-		case fieldQuotaResetS:
-			return floatField(&p.QuotaResetS, key, v)
-		case fieldTokens:
-			return intField(&p.Tokens, key, v)
-		case fieldOK:
-			return boolField(&p.OK, key, v)
-		case fieldOutcome:
-			if v.kind != lineprotocol.String {
-				return kindError(key, v, lineprotocol.String)
-			}
-			p.Outcome = n.get(v.s)
-		case fieldStatus:
-			return intField(&p.Status, key, v)
-		}
-		return nil
-	})
+	err := decodeInto(n, &probeSchema, line, &p)
 	return p, err
 }
 
 // hourly decodes one queue_hourly line (without its newline).
 func (n names) hourly(line []byte) (Hourly, error) {
 	var h Hourly
+	err := decodeInto(n, &hourlySchema, line, &h)
+	return h, err
+}
+
+// decodeInto decodes one line of measurement s (without its newline) into
+// *p, which it zeroes first. Fields that s does not name are ignored. (A
+// reader decodes every line into one p and copies it: a point of its own
+// per line would cost an allocation, as the table's accessors take its
+// address.)
+func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
+	var zero T
+	*p = zero
+	lane, kind, site, at := s.id(p)
+	next := 0 // the field a line written by the stores holds next
 	var err error
-	h.Lane, h.Kind, h.Site, h.Hour, err = n.decodeLine(line, MeasurementHourly, func(key []byte, v fieldVal) error {
-		switch string(key) {
-		case fieldWorstQueueS:
-			return floatField(&h.WorstQueueS, key, v)
-		case fieldWorstGenS:
-			return floatField(&h.WorstGenS, key, v)
-		case fieldMinTokPerS:
-			return floatField(&h.MinTokPerS, key, v)
-		case fieldSamples:
-			return intField(&h.Samples, key, v)
-		case fieldFailures:
-			return intField(&h.Failures, key, v)
-		case fieldEligible:
-			return boolField(&h.Eligible, key, v)
-		case fieldWorstCensoredS:
-			return floatField(&h.WorstCensoredS, key, v)
+	*lane, *kind, *site, *at, err = n.decodeLine(line, s.measurement, func(key []byte, v fieldVal) error {
+		i := s.index(key, next)
+		if i < 0 {
+			return nil
+		}
+		next = i + 1
+		f := &s.fields[i]
+		if v.kind != f.kind {
+			return kindError(key, v, f.kind)
+		}
+		switch f.kind {
+		case lineprotocol.Float:
+			*f.f(p) = v.f
+		case lineprotocol.Int:
+			*f.i(p) = v.i
+		case lineprotocol.Bool:
+			*f.b(p) = v.b
+		case lineprotocol.String:
+			*f.s(p) = n.get(v.s)
+		}
+		if f.seen != nil {
+			f.seen(p)
 		}
 		return nil
 	})
-	return h, err
+	return err
 }
 
 // decodeLine decodes one line of measurement want, handing each field to
@@ -401,30 +349,6 @@ func libraryLine(line []byte, want string, tag func(k, v []byte), field func(k [
 		}
 	}
 	return d.Time(lineprotocol.Nanosecond, time.Time{})
-}
-
-func floatField(dst *float64, key []byte, v fieldVal) error {
-	if v.kind != lineprotocol.Float {
-		return kindError(key, v, lineprotocol.Float)
-	}
-	*dst = v.f
-	return nil
-}
-
-func intField(dst *int64, key []byte, v fieldVal) error {
-	if v.kind != lineprotocol.Int {
-		return kindError(key, v, lineprotocol.Int)
-	}
-	*dst = v.i
-	return nil
-}
-
-func boolField(dst *bool, key []byte, v fieldVal) error {
-	if v.kind != lineprotocol.Bool {
-		return kindError(key, v, lineprotocol.Bool)
-	}
-	*dst = v.b
-	return nil
 }
 
 func kindError(key []byte, v fieldVal, want lineprotocol.ValueKind) error {
