@@ -59,11 +59,16 @@ var _ Store = (*File)(nil)
 
 // OpenFile opens the line-protocol file at path. For writing it creates the
 // file and its folder if needed and cuts off a torn last line left by a
-// crash; it fails, naming the path, when another writer holds the file.
+// crash; it fails, naming the path, when another writer holds the file, and
+// when path names anything but a regular file (ErrNotRegular: a device such
+// as /dev/zero, a named pipe, a directory), also through a link.
 func OpenFile(path string, opts FileOptions) (*File, error) {
 	s := &File{warn: opts.Warn}
 	if s.warn == nil {
 		s.warn = func(string, ...any) {}
+	}
+	if err := checkRegular(path); err != nil { // before a writer creates its lock beside it
+		return nil, fmt.Errorf("open samples file: %w", err)
 	}
 	resolved, err := resolve(path)
 	if err != nil {
@@ -75,10 +80,18 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open samples file: %w", err)
 		}
+		e := fstatNotRegular(f)
 		_ = f.Close()
+		if e != nil {
+			e.path = resolved
+			return nil, fmt.Errorf("open samples file: %w", e)
+		}
 		return s, nil
 	}
 	w, err := openAppend(resolved, s.warn)
+	if err == nil {
+		err = w.regular()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open samples file: %w", err)
 	}
@@ -230,7 +243,7 @@ func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn
 	if warn == nil {
 		warn = func(string, ...any) {}
 	}
-	return readLocked(path, func(n int64, line []byte, terminated bool) error {
+	return readLocked(ctx, path, func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return err

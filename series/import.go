@@ -53,7 +53,7 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 		ps = ps[:0]
 		return nil
 	}
-	err := scanLines(r, func(n int64, line []byte, terminated bool) error {
+	err := scanLines(ctx, r, func(n int64, line []byte, terminated bool) error {
 		last = n
 		if !terminated {
 			warn("skipped torn last line (no newline)", "line", n)

@@ -29,7 +29,7 @@ func TestScanLines(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
 			var longs []int64
-			err := scanLinesSize(strings.NewReader(c.in), 16, func(n int64, line []byte, terminated bool) error {
+			err := scanLinesSize(t.Context(), strings.NewReader(c.in), 16, func(n int64, line []byte, terminated bool) error {
 				if int(n) != len(got)+len(longs)+1 {
 					t.Errorf("line number %d, want %d", n, len(got)+len(longs)+1)
 				}

@@ -3,6 +3,7 @@ package series
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,13 +22,15 @@ const readBuf = 256 << 10
 // scanLines streams r line by line and calls fn for each line, without its
 // newline. terminated is false only for a last line that has no newline. n is
 // the one-based line number. Lines longer than maxLine are reported to long
-// and not passed to fn. fn's line is only valid during the call.
-func scanLines(r io.Reader, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
-	return scanLinesSize(r, readBuf, fn, long)
+// and not passed to fn. fn's line is only valid during the call. Before each
+// read of r it checks ctx, so a source without end (a device, a line that
+// never ends) stops when ctx is done, with ctx's error.
+func scanLines(ctx context.Context, r io.Reader, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	return scanLinesSize(ctx, r, readBuf, fn, long)
 }
 
-func scanLinesSize(r io.Reader, size int, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
-	br := bufio.NewReaderSize(r, size)
+func scanLinesSize(ctx context.Context, r io.Reader, size int, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	br := bufio.NewReaderSize(ctxReader{ctx, r}, size)
 	var n int64
 	var big []byte // a line longer than the buffer, assembled
 	tooLong := false
@@ -79,6 +82,115 @@ func scanLinesSize(r io.Reader, size int, fn func(n int64, line []byte, terminat
 	}
 }
 
+// ctxReader is a reader that fails with ctx's error once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// ErrNotRegular marks (errors.Is) a path the stores refuse because it names
+// something other than a regular file: a device such as /dev/zero, a named
+// pipe, a socket or a directory, which would read without end, block or
+// fail obscurely.
+var ErrNotRegular = errors.New("not a regular file")
+
+// notRegularError is an ErrNotRegular about one path.
+type notRegularError struct {
+	path   string // "" when the caller names the file
+	target string // what path links to, when it is a link
+	mode   fs.FileMode
+}
+
+func (e *notRegularError) Error() string {
+	what := modeName(e.mode)
+	if e.target != "" {
+		what = "a link to " + e.target + ", " + what
+	}
+	msg := fmt.Sprintf("%v (%s)", ErrNotRegular, what)
+	if e.path != "" {
+		msg = e.path + ": " + msg
+	}
+	return msg
+}
+
+func (e *notRegularError) Is(target error) bool { return target == ErrNotRegular }
+
+func modeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.String()
+}
+
+// checkRegular fails with an ErrNotRegular naming path when path (its
+// links followed) exists and is not a regular file. A path that cannot be
+// looked at passes: the open that follows creates or reports it.
+func checkRegular(path string) error {
+	if e := notRegular(path); e != nil {
+		return e
+	}
+	return nil
+}
+
+// notRegular is checkRegular's error, nil when path passes.
+func notRegular(path string) *notRegularError {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	e := &notRegularError{path: path, mode: fi.Mode().Type()}
+	if t, err := filepath.EvalSymlinks(path); err == nil && t != filepath.Clean(path) {
+		e.target = t
+	}
+	return e
+}
+
+// fstatNotRegular is a path-less ErrNotRegular unless f is a regular file
+// (what was checked by name may have been replaced before the open), nil
+// when it is.
+func fstatNotRegular(f *os.File) *notRegularError {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	return &notRegularError{mode: fi.Mode().Type()}
+}
+
+// OpenImport opens a line-protocol file to Import, refusing (with an
+// ErrNotRegular naming it) anything but a regular file: /dev/zero, a pipe
+// or a device would be read without end.
+func OpenImport(path string) (*os.File, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if e := fstatNotRegular(f); e != nil {
+		_ = f.Close()
+		e.path = path
+		return nil, e
+	}
+	return f, nil
+}
+
 // appendFile is a line-protocol file that one process appends to. It holds
 // an exclusive lock on path+".lock" for its whole life, so a second writer
 // fails at open, and an exclusive flock on the data file while appending, so
@@ -91,7 +203,9 @@ type appendFile struct {
 
 // openAppend opens (creating it and its folder if needed) a line-protocol file
 // for appending. A torn last line left by a crash is cut off, with a warning,
-// so the next append does not glue onto it.
+// so the next append does not glue onto it. It takes what path names: a
+// file that is also read (a store's, a spool) is checked first with
+// checkRegular, then with regular.
 func openAppend(path string, warn func(string, ...any)) (*appendFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
@@ -247,6 +361,17 @@ func (a *appendFile) truncatePathErr() error {
 	return a.f.Sync()
 }
 
+// regular closes a and fails with an ErrNotRegular naming its path unless
+// the open file is a regular file.
+func (a *appendFile) regular() error {
+	if e := fstatNotRegular(a.f); e != nil {
+		_ = a.close()
+		e.path = a.path
+		return e
+	}
+	return nil
+}
+
 // size returns the current file size.
 func (a *appendFile) size() (int64, error) {
 	fi, err := a.f.Stat()
@@ -257,8 +382,8 @@ func (a *appendFile) size() (int64, error) {
 }
 
 // read streams the file's complete lines under a shared lock.
-func (a *appendFile) read(fn func(n int64, line []byte, terminated bool) error) error {
-	return readLocked(a.path, fn, nil)
+func (a *appendFile) read(ctx context.Context, fn func(n int64, line []byte, terminated bool) error) error {
+	return readLocked(ctx, a.path, fn, nil)
 }
 
 func (a *appendFile) close() error {
@@ -270,18 +395,27 @@ func (a *appendFile) close() error {
 }
 
 // readLocked opens path, takes a shared flock (so no append is half visible)
-// and streams its lines to fn.
+// and streams its lines to fn until the end or until ctx is done. Anything
+// but a regular file is refused (ErrNotRegular) before it is opened: a
+// named pipe would block the open, a device read without end.
 // Its own errors do not repeat the path: callers name the file.
-func readLocked(path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+func readLocked(ctx context.Context, path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	if e := notRegular(path); e != nil {
+		e.path, e.target = "", "" // the caller names the (resolved) file
+		return e
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return unpathOf(err, path)
 	}
 	defer func() { _ = f.Close() }()
+	if e := fstatNotRegular(f); e != nil {
+		return e
+	}
 	if err := lockShared(f); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
-	return unpathOf(scanLines(f, fn, long), path)
+	return unpathOf(scanLines(ctx, f, fn, long), path)
 }
 
 // syncDir fsyncs a folder so that entries created in it are durable. It is
