@@ -60,17 +60,6 @@ func promptly(t *testing.T, f func(ctx context.Context) error) error {
 	}
 }
 
-// A scan of a source without end stops when its context is cancelled.
-func TestScanLinesEndlessStopsOnCancel(t *testing.T) {
-	for name, src := range endlessSources(t) {
-		t.Run(name, func(t *testing.T) {
-			promptly(t, func(ctx context.Context) error {
-				return scanLines(ctx, src(), func(int64, []byte, bool) error { return nil }, func(int64) {})
-			})
-		})
-	}
-}
-
 // An import of a source without end stops when its context is cancelled
 // (as sampler import does on SIGTERM), with one line saying so.
 func TestImportEndlessStopsOnCancel(t *testing.T) {

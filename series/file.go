@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
 // DefaultFilePath is where the embedded store lives unless the config says
@@ -261,7 +263,7 @@ func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn
 			warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)
 			return nil
 		}
-		if ns, ok := lineTime(line); ok && !m.timeOK(ns) {
+		if ns, ok := lineproto.LineTime(line); ok && !m.timeOK(ns) {
 			return nil
 		}
 		if err := fn(line); err != nil {

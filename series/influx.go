@@ -21,8 +21,8 @@ import (
 	"github.com/influxdata/influxdb-client-go/v2/api"
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"github.com/influxdata/influxdb-client-go/v2/api/query"
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/lanewatch/lanewatch/internal/redact"
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
 // InfluxOptions configure OpenInflux.
@@ -273,13 +273,13 @@ func rowPoint[T any](s *schema[T], r row) T {
 		v := r.value(f.key)
 		ok := false
 		switch f.kind {
-		case lineprotocol.Float:
+		case lineproto.Float:
 			*f.f(&p), ok = numberOf(v)
-		case lineprotocol.Int:
+		case lineproto.Int:
 			*f.i(&p), ok = intValue(v)
-		case lineprotocol.Bool:
+		case lineproto.Bool:
 			*f.b(&p), ok = v.(bool)
-		case lineprotocol.String:
+		case lineproto.String:
 			*f.s(&p), ok = v.(string)
 		}
 		if ok && f.seen != nil {

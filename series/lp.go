@@ -4,24 +4,22 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 	"unicode/utf8"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
-// InfluxDB 1.x accepts timestamps in [MinInt64+2, MaxInt64-1] ns; the stores
-// accept the same range so that every stored line imports as is.
+// The range of times the stores accept: InfluxDB 1.x's, so that every
+// stored line imports as is.
 var (
-	minTime = time.Unix(0, math.MinInt64+2)
-	maxTime = time.Unix(0, math.MaxInt64-1)
+	minTime = time.Unix(0, lineproto.MinNano)
+	maxTime = time.Unix(0, lineproto.MaxNano)
 )
 
 // encoder turns points into line protocol, one line per point, ns precision.
 type encoder struct {
-	enc lineprotocol.Encoder
-	bad string // why the line being built cannot be stored
+	enc lineproto.Encoder
 }
 
 // round encodes probes then hourly points and reports how many lines it wrote.
@@ -49,7 +47,7 @@ func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
 		return err
 	}
 	for i := range s.fields {
-		if f := &s.fields[i]; f.kind == lineprotocol.String && !utf8.ValidString(*f.s(p)) {
+		if f := &s.fields[i]; f.kind == lineproto.String && !utf8.ValidString(*f.s(p)) {
 			return fmt.Errorf("%s is not valid UTF-8", f.key)
 		}
 	}
@@ -60,18 +58,17 @@ func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
 			continue
 		}
 		switch f.kind {
-		case lineprotocol.Float:
-			e.float(f.key, *f.f(p))
-		case lineprotocol.Int:
-			e.enc.AddField(f.key, lineprotocol.IntValue(*f.i(p)))
-		case lineprotocol.Bool:
-			e.enc.AddField(f.key, lineprotocol.BoolValue(*f.b(p)))
-		case lineprotocol.String:
-			v, _ := lineprotocol.StringValue(*f.s(p)) // UTF-8 checked above
-			e.enc.AddField(f.key, v)
+		case lineproto.Float:
+			e.enc.AddFloat(f.key, *f.f(p))
+		case lineproto.Int:
+			e.enc.AddInt(f.key, *f.i(p))
+		case lineproto.Bool:
+			e.enc.AddBool(f.key, *f.b(p))
+		case lineproto.String:
+			e.enc.AddString(f.key, *f.s(p)) // UTF-8 checked above, before any float
 		}
 	}
-	return e.end(*at)
+	return e.enc.EndLine(*at)
 }
 
 func (e *encoder) start(measurement, lane, kind, site string) {
@@ -81,36 +78,6 @@ func (e *encoder) start(measurement, lane, kind, site string) {
 	if site != "" {
 		e.enc.AddTag(TagSite, site)
 	}
-	e.bad = ""
-}
-
-// float adds a float field; a value that is not finite fails the line (end
-// reports it).
-func (e *encoder) float(key string, x float64) {
-	v, ok := lineprotocol.FloatValue(x)
-	if !ok {
-		if e.bad == "" {
-			e.bad = fmt.Sprintf("%s is %v, want a finite number", key, x)
-		}
-		return
-	}
-	e.enc.AddField(key, v)
-}
-
-func (e *encoder) end(t time.Time) error {
-	if e.bad != "" {
-		// Finish the line so the encoder is in a clean state; the round
-		// is discarded by the caller.
-		e.enc.EndLine(t)
-		e.enc.ClearErr()
-		return errors.New(e.bad)
-	}
-	e.enc.EndLine(t)
-	if err := e.enc.Err(); err != nil {
-		e.enc.ClearErr()
-		return err
-	}
-	return nil
 }
 
 func checkSeries(lane, kind string, t time.Time) error {
@@ -142,47 +109,12 @@ func kindOf(line []byte) pointKind {
 	switch {
 	case len(line) == 0 || line[0] == '#' || len(bytes.TrimSpace(line)) == 0:
 		return kindSkip
-	case hasMeasurement(line, MeasurementHourly):
+	case lineproto.HasMeasurement(line, MeasurementHourly):
 		return kindHourly
-	case hasMeasurement(line, MeasurementProbe):
+	case lineproto.HasMeasurement(line, MeasurementProbe):
 		return kindProbe
 	}
 	return kindOther
-}
-
-func hasMeasurement(line []byte, m string) bool {
-	return len(line) > len(m) && string(line[:len(m)]) == m && (line[len(m)] == ',' || line[len(m)] == ' ')
-}
-
-// lineTime reads the timestamp at the end of a line cheaply. ok is false when
-// the last word is not an integer; the caller then decodes the line in full.
-func lineTime(line []byte) (ns int64, ok bool) {
-	i := bytes.LastIndexByte(line, ' ')
-	if i < 0 {
-		return 0, false
-	}
-	b := line[i+1:]
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	if neg {
-		return -int64(u), true
-	}
-	return int64(u), true
 }
 
 // decodeProbe decodes one probe line (without its newline).
@@ -238,25 +170,25 @@ func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
 	lane, kind, site, at := s.id(p)
 	next := 0 // the field a line written by the stores holds next
 	var err error
-	*lane, *kind, *site, *at, err = n.decodeLine(line, s.measurement, func(key []byte, v fieldVal) error {
+	*lane, *kind, *site, *at, err = n.decodeLine(line, s.measurement, func(key []byte, v lineproto.Value) error {
 		i := s.index(key, next)
 		if i < 0 {
 			return nil
 		}
 		next = i + 1
 		f := &s.fields[i]
-		if v.kind != f.kind {
+		if v.Kind != f.kind {
 			return kindError(key, v, f.kind)
 		}
 		switch f.kind {
-		case lineprotocol.Float:
-			*f.f(p) = v.f
-		case lineprotocol.Int:
-			*f.i(p) = v.i
-		case lineprotocol.Bool:
-			*f.b(p) = v.b
-		case lineprotocol.String:
-			*f.s(p) = n.get(v.s)
+		case lineproto.Float:
+			*f.f(p) = v.F
+		case lineproto.Int:
+			*f.i(p) = v.I
+		case lineproto.Bool:
+			*f.b(p) = v.B
+		case lineproto.String:
+			*f.s(p) = n.get(v.S)
 		}
 		if f.seen != nil {
 			f.seen(p)
@@ -267,11 +199,11 @@ func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
 }
 
 // decodeLine decodes one line of measurement want, handing each field to
-// field: a plain line (plainLine) directly, any other through the
-// line-protocol library. It requires the lane and kind tags and a
+// field (lineproto.Decode: a plain line directly, any other through the
+// line-protocol library). It requires the lane and kind tags and a
 // timestamp; the site tag is optional. Unknown tags and fields are
 // ignored.
-func (n names) decodeLine(line []byte, want string, field func(key []byte, v fieldVal) error) (lane, kind, site string, t time.Time, err error) {
+func (n names) decodeLine(line []byte, want string, field func(key []byte, v lineproto.Value) error) (lane, kind, site string, t time.Time, err error) {
 	fail := func(err error) (string, string, string, time.Time, error) {
 		return "", "", "", time.Time{}, err
 	}
@@ -286,17 +218,11 @@ func (n names) decodeLine(line []byte, want string, field func(key []byte, v fie
 		}
 	}
 	fields := 0
-	counted := func(k []byte, v fieldVal) error {
+	counted := func(k []byte, v lineproto.Value) error {
 		fields++
 		return field(k, v)
 	}
-	ns, plain, err := plainLine(line, want, tag, counted)
-	if err != nil {
-		return fail(err)
-	}
-	if plain {
-		t = time.Unix(0, ns)
-	} else if t, err = libraryLine(line, want, tag, counted); err != nil {
+	if t, err = lineproto.Decode(line, want, tag, counted); err != nil {
 		return fail(err)
 	}
 	switch {
@@ -312,45 +238,6 @@ func (n names) decodeLine(line []byte, want string, field func(key []byte, v fie
 	return lane, kind, site, t.UTC(), nil
 }
 
-// libraryLine reads a line that is not plain with the line-protocol
-// library, handing on tags and fields as plainLine does.
-func libraryLine(line []byte, want string, tag func(k, v []byte), field func(k []byte, v fieldVal) error) (time.Time, error) {
-	d := lineprotocol.NewDecoderWithBytes(line)
-	if !d.Next() {
-		return time.Time{}, errors.New("empty line")
-	}
-	m, err := d.Measurement()
-	if err != nil {
-		return time.Time{}, err
-	}
-	if string(m) != want {
-		return time.Time{}, fmt.Errorf("measurement %q, want %q", m, want)
-	}
-	for {
-		k, v, err := d.NextTag()
-		if err != nil {
-			return time.Time{}, err
-		}
-		if k == nil {
-			break
-		}
-		tag(k, v)
-	}
-	for {
-		k, v, err := d.NextField()
-		if err != nil {
-			return time.Time{}, err
-		}
-		if k == nil {
-			break
-		}
-		if err := field(k, valueOf(v)); err != nil {
-			return time.Time{}, err
-		}
-	}
-	return d.Time(lineprotocol.Nanosecond, time.Time{})
-}
-
-func kindError(key []byte, v fieldVal, want lineprotocol.ValueKind) error {
-	return fmt.Errorf("field %s is %s, want %s", key, v.kind, want)
+func kindError(key []byte, v lineproto.Value, want lineproto.Kind) error {
+	return fmt.Errorf("field %s is %s, want %s", key, v.Kind, want)
 }

@@ -3,7 +3,7 @@ package series
 import (
 	"time"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
 // Tag keys of the storage schema (docs/schema.md), common to both
@@ -80,7 +80,7 @@ type schema[T any] struct {
 // its value lives (the one pointer accessor of its type).
 type field[T any] struct {
 	key  string
-	kind lineprotocol.ValueKind
+	kind lineproto.Kind
 	f    func(*T) *float64
 	i    func(*T) *int64
 	b    func(*T) *bool
@@ -93,19 +93,19 @@ type field[T any] struct {
 }
 
 func floatField[T any](key string, f func(*T) *float64) field[T] {
-	return field[T]{key: key, kind: lineprotocol.Float, f: f}
+	return field[T]{key: key, kind: lineproto.Float, f: f}
 }
 
 func intField[T any](key string, i func(*T) *int64) field[T] {
-	return field[T]{key: key, kind: lineprotocol.Int, i: i}
+	return field[T]{key: key, kind: lineproto.Int, i: i}
 }
 
 func boolField[T any](key string, b func(*T) *bool) field[T] {
-	return field[T]{key: key, kind: lineprotocol.Bool, b: b}
+	return field[T]{key: key, kind: lineproto.Bool, b: b}
 }
 
 func stringField[T any](key string, s func(*T) *string) field[T] {
-	return field[T]{key: key, kind: lineprotocol.String, s: s}
+	return field[T]{key: key, kind: lineproto.String, s: s}
 }
 
 // optional makes f a field that points may lack.
