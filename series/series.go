@@ -1,14 +1,12 @@
-// Package series owns lanewatch's storage: the schema (measurements probe
-// and queue_hourly, docs/schema.md), the stores that keep it (File, an
-// embedded line-protocol file, and Influx, InfluxDB 1.8+/2.x), and the
-// invariant that ties the two measurements together: every stored
-// queue_hourly point is the aggregate of the probe points of its lane, site
-// and hour. Recorder is the only writer that keeps it; Spool is a layer that
-// wraps a Store so that nothing is lost while the store is unreachable;
-// Check and Rebuild find and repair hours that disagree.
+// Package series stores lanewatch's probe and hourly points and keeps
+// every hourly point the aggregate of its probes.
 //
-// Store is the one storage seam; File and Influx implement it and pass the
-// same contract suite (series/storetest).
+// Store is the one storage seam; File (an embedded line-protocol file) and
+// Influx (InfluxDB 1.8+/2.x) implement it and pass one contract suite
+// (series/storetest). Recorder is the writer that keeps the invariant,
+// Spool keeps points while a store is unreachable, Check and Rebuild
+// repair hours that disagree. The schema (schema.go) and the rules are
+// described in docs/schema.md; series/lineproto is the line-protocol codec.
 package series
 
 import (
