@@ -13,6 +13,11 @@ import (
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
+// ErrMoved is returned (wrapped) by File.Write when the file at the store's
+// path is no longer the file the store opened: it was moved, deleted or
+// replaced while the store was open. Nothing is written to the old file.
+var ErrMoved = errors.New("store file was moved, deleted or replaced while open")
+
 // readBuf is the buffer of a read of the file that is not a scan.
 const readBuf = 256 << 10
 
@@ -369,4 +374,96 @@ func unpath(err error) error {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
 	return err
+}
+
+// resolve returns path absolute with its symlinks followed. For a file that
+// does not exist yet, its folder is resolved instead, and a symlink naming
+// it (a dangling link, whose target the open creates) is followed too.
+func resolve(path string) (string, error) {
+	return resolveLinks(path, 0)
+}
+
+// maxLinks bounds the symlinks resolve follows by hand (as Linux's ELOOP).
+const maxLinks = 40
+
+func resolveLinks(path string, links int) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	dir, base := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	if dir == abs { // the root
+		return abs, nil
+	}
+	rdir, err := resolveLinks(dir, links)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(rdir, base)
+	target, err := os.Readlink(p)
+	if err != nil { // not a link: the file is yet to be created
+		return p, nil
+	}
+	if links >= maxLinks {
+		return "", fmt.Errorf("resolve %s: too many levels of symbolic links", path)
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(rdir, target)
+	}
+	return resolveLinks(target, links+1)
+}
+
+// corruptLine is what a scan's fn returns for a line it cannot decode: the
+// line is skipped, with a warning, and the scan goes on.
+type corruptLine struct{ error }
+
+// scanKind streams the file at path and hands fn each complete line of
+// measurement want, but for the lines whose timestamp (read cheaply, when
+// it can be) is outside m's time range: fn checks the time of the others
+// once it has decoded them. Every 64 Ki lines it checks ctx. A line fn
+// finds corrupt (corruptLine), of no known measurement, torn (the last
+// line, without its newline) or longer than 1 MiB is skipped, with a
+// warning when warn is not nil; any other error from fn ends the scan.
+func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn func(string, ...any), fn func(line []byte) error) error {
+	if warn == nil {
+		warn = func(string, ...any) {}
+	}
+	return readLocked(ctx, path, func(n int64, line []byte, terminated bool) error {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !terminated {
+			warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", path, "line", n)
+			return nil
+		}
+		switch kindOf(line) {
+		case want:
+		case kindProbe, kindHourly, kindSkip:
+			return nil
+		default:
+			warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)
+			return nil
+		}
+		if ns, ok := lineproto.LineTime(line); ok && !m.timeOK(ns) {
+			return nil
+		}
+		if err := fn(line); err != nil {
+			var c corruptLine // declared here: taken by address, it costs an allocation
+			if !errors.As(err, &c) {
+				return err
+			}
+			warn("skipped corrupt line", "path", path, "line", n, "err", c.Error())
+		}
+		return nil
+	}, func(n int64) {
+		warn("skipped corrupt line: longer than 1 MiB", "path", path, "line", n)
+	})
 }

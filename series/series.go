@@ -10,8 +10,10 @@
 package series
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -137,6 +139,27 @@ func Latest(ctx context.Context, st Store, q Query) ([]Probe, error) {
 		return nil, err
 	}
 	return newestPerSeries(ps), nil
+}
+
+// newestPerSeries reduces probes to the newest one per lane and site,
+// sorted by lane and site.
+func newestPerSeries(ps []Probe) []Probe {
+	type ls struct{ lane, site string }
+	idx := map[ls]int{}
+	out := []Probe{}
+	for _, p := range ps {
+		k := ls{p.Lane, p.Site}
+		if i, ok := idx[k]; ok {
+			if !p.Time.Before(out[i].Time) {
+				out[i] = p
+			}
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Probe) int { return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site)) })
+	return out
 }
 
 // ErrUnavailable marks a failure that may go away by itself: the store could
