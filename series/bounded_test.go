@@ -143,6 +143,9 @@ func TestNotRegularRefused(t *testing.T) {
 				if strings.Contains(msg, "\n") || !strings.Contains(msg, path+": not a regular file (") {
 					t.Errorf("error %q: want one line naming %s", msg, path)
 				}
+				if link := strings.HasPrefix(pname, "a link"); link != strings.Contains(msg, "(a link to /dev/zero, a character device)") {
+					t.Errorf("error %q: want the link's target named only for a link", msg)
+				}
 			})
 		}
 	}

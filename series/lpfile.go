@@ -81,8 +81,10 @@ func notRegular(path string) *notRegularError {
 		return nil
 	}
 	e := &notRegularError{path: path, mode: fi.Mode().Type()}
-	if t, err := filepath.EvalSymlinks(path); err == nil && t != filepath.Clean(path) {
-		e.target = t
+	if li, err := os.Lstat(path); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			e.target = t
+		}
 	}
 	return e
 }
