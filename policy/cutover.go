@@ -10,7 +10,8 @@ import (
 // The cut-over rule's constants (docs/policy.md, "The cut-over time").
 const (
 	// CutoverMarginS is the slack kept between the paid attempt's
-	// expected end and the deadline when the free attempt is cut.
+	// expected end and the deadline when the free attempt is cut, and
+	// past the free lane's capping quantile.
 	CutoverMarginS = 2.0
 	// CutoverCapCoverage is the least coverage of the free lane's wait
 	// that caps the cut-over time: a free attempt with no first token by
@@ -66,7 +67,7 @@ type Cutover struct {
 //
 //	latest      = deadline_s − (paid_queue_s + paid_gen_s + CutoverMarginS)
 //	useful      = deadline_s − free_gen_s
-//	cap         = free wait at max(CutoverCapCoverage, the largest coverage given)
+//	cap         = free wait at CutoverCapCoverage (else the largest coverage given) + CutoverMarginS
 //	after_s     = max(0, min(latest, useful, cap))
 //	free_chance = the largest coverage whose free wait is at most after_s (0: none)
 //	free_first  = free eligible and after_s > 0 and free_chance >= MinFreeFirstChance
@@ -94,7 +95,7 @@ func CutoverFor(in CutoverInput) Cutover {
 				break
 			}
 		}
-		after = math.Min(after, capAt)
+		after = math.Min(after, capAt+CutoverMarginS)
 	}
 	after = clampS(after)
 	c := Cutover{AfterS: after, FreeChance: freeChance(in.Free, after)}

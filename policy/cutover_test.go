@@ -24,10 +24,10 @@ func TestCutoverFor(t *testing.T) {
 		in   CutoverInput
 		want Cutover
 	}{
-		{"quiet hour: capped at the free p99", with(func(in *CutoverInput) { in.Free = pts(0.5, 5, 0.9, 12, 0.95, 20, 0.99, 40) }),
-			Cutover{AfterS: 40, FreeFirst: true, FreeChance: 0.99}},
+		{"quiet hour: capped at the free p99 + 2 s", with(func(in *CutoverInput) { in.Free = pts(0.5, 5, 0.9, 12, 0.95, 20, 0.99, 40) }),
+			Cutover{AfterS: 42, FreeFirst: true, FreeChance: 0.99}},
 		{"points in any order", with(func(in *CutoverInput) { in.Free = pts(0.99, 40, 0.5, 5, 0.95, 20, 0.9, 12) }),
-			Cutover{AfterS: 40, FreeFirst: true, FreeChance: 0.99}},
+			Cutover{AfterS: 42, FreeFirst: true, FreeChance: 0.99}},
 		{"busy hour: the useful wait, even odds", with(func(in *CutoverInput) { in.Free = pts(0.5, 30, 0.9, 80, 0.99, 200) }),
 			Cutover{AfterS: 50, FreeFirst: true, FreeChance: 0.5}},
 		{"peak: not worth a first try", with(func(in *CutoverInput) { in.Free = pts(0.3, 45, 0.5, 55, 0.99, 200) }),
@@ -35,7 +35,7 @@ func TestCutoverFor(t *testing.T) {
 		{"slow paid lane: latest decides", with(func(in *CutoverInput) { in.PaidQueueS = 20; in.Free = pts(0.5, 5, 0.99, 100) }),
 			Cutover{AfterS: 33, FreeFirst: true, FreeChance: 0.5}},
 		{"cap below every coverage given uses the largest", with(func(in *CutoverInput) { in.Free = pts(0.5, 5, 0.9, 30) }),
-			Cutover{AfterS: 30, FreeFirst: true, FreeChance: 0.9}},
+			Cutover{AfterS: 32, FreeFirst: true, FreeChance: 0.9}},
 		{"no forecast", base, Cutover{AfterS: 50, FreeFirst: true, FreeChance: 1}},
 		{"paid not eligible: wait while free can make it", with(func(in *CutoverInput) { in.PaidEligible = false; in.Free = pts(0.5, 55) }),
 			Cutover{AfterS: 50, FreeFirst: true, FreeChance: 0}},
@@ -44,7 +44,7 @@ func TestCutoverFor(t *testing.T) {
 			Cutover{AfterS: 0, FreeFirst: false, FreeChance: 0}},
 		{"NaN deadline", with(func(in *CutoverInput) { in.DeadlineS = math.NaN() }), Cutover{AfterS: 0, FreeFirst: false, FreeChance: 1}},
 		{"non-finite points dropped", with(func(in *CutoverInput) { in.Free = pts(0.5, math.Inf(1), 0.9, 10, math.NaN(), 1) }),
-			Cutover{AfterS: 10, FreeFirst: true, FreeChance: 0.9}},
+			Cutover{AfterS: 12, FreeFirst: true, FreeChance: 0.9}},
 	} {
 		if got := CutoverFor(tc.in); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
@@ -78,7 +78,7 @@ func TestCutoverForInvariants(t *testing.T) {
 			if c.AfterS+in.PaidQueueS+in.PaidGenS+CutoverMarginS > in.DeadlineS+1e-9 || c.AfterS > in.DeadlineS-in.FreeGenS+1e-9 {
 				t.Fatalf("%d: %+v: after_s %v leaves the paid attempt no room", i, in, c.AfterS)
 			}
-			if len(in.Free) > 0 && c.AfterS > in.Free[len(in.Free)-1].QueueS {
+			if len(in.Free) > 0 && c.AfterS > in.Free[len(in.Free)-1].QueueS+CutoverMarginS {
 				t.Fatalf("%d: %+v: after_s %v past the largest free quantile", i, in, c.AfterS)
 			}
 		}
