@@ -62,7 +62,7 @@ type baselines struct {
 	horizons   [][]time.Duration // per class and deadline
 	acc        [][]baseAcc       // [class][deadline*len(strategies)+strategy]
 	cals       []*policy.Calibrator
-	cuts       map[*job][][]policy.Cutover // per class and deadline, taken at arrival
+	cuts       map[*job][][]jobCut // per class and deadline, taken at arrival
 	dropped    int
 }
 
@@ -102,7 +102,7 @@ func newBaselines(b *Backtest) (*baselines, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs := &baselines{cuts: map[*job][][]policy.Cutover{}}
+	bs := &baselines{cuts: map[*job][][]jobCut{}}
 	bs.strategies = []baseStrategy{{kind: baseNaive, name: StrategyNaive}, {kind: basePaid, name: StrategyPaid},
 		{kind: baseLanewatch, name: StrategyLanewatch}}
 	for _, t := range fbs {
@@ -160,7 +160,7 @@ func (bs *baselines) observe(l *lane, p *series.Probe) {
 // from its tok_per_s (the book's next_gen_s without one). b.figs holds
 // every lane's figures at the arrival.
 func (bs *baselines) evaluate(b *Backtest, j *job) {
-	cuts := make([][]policy.Cutover, len(bs.deadlines))
+	cuts := make([][]jobCut, len(bs.deadlines))
 	for ci, ds := range bs.deadlines {
 		bp := j.pol[ci].book
 		in := policy.CutoverInput{PaidQueueS: bp.PaidQueueS, PaidGenS: bp.NextGenS, FreeGenS: bp.NextGenS,
@@ -183,14 +183,24 @@ func (bs *baselines) evaluate(b *Backtest, j *job) {
 				}
 			}
 		}
+		paidMed, freeMed := bp.PaidQueueS, bp.NextQueueS
 		if l := b.lanes[bp.PaidLane]; l != nil {
 			if f, ok := bs.cals[l.idx].Quantile(j.t0, BaselineCoverage); ok {
 				in.PaidQueueS = f.QueueS
 			}
+			if f, ok := bs.cals[l.idx].Quantile(j.t0, 0.5); ok {
+				paidMed = f.QueueS
+			}
+		}
+		for _, p := range in.Free {
+			if p.Coverage == 0.5 {
+				freeMed = p.QueueS
+			}
 		}
 		for _, d := range ds {
 			in.DeadlineS = d
-			cuts[ci] = append(cuts[ci], policy.CutoverFor(in))
+			hopeless := !(in.PaidEligible && paidMed+in.PaidGenS <= d) && !(in.FreeEligible && freeMed+in.FreeGenS <= d)
+			cuts[ci] = append(cuts[ci], jobCut{policy.CutoverFor(in), hopeless})
 		}
 	}
 	bs.cuts[j] = cuts
@@ -239,6 +249,15 @@ func (bs *baselines) configured(b *Backtest, s baseStrategy) bool {
 		return b.naive != nil && b.paid != nil
 	}
 	return true
+}
+
+// jobCut is what the lanewatch baseline follows for a class and deadline:
+// the cut-over rule's answer, and whether no lane likely finishes (paid
+// and free both take longer than the deadline at their median forecast
+// queue), when lanewatch sends nothing.
+type jobCut struct {
+	policy.Cutover
+	hopeless bool
 }
 
 // baseRun is one job replayed under one baseline strategy.
@@ -365,7 +384,7 @@ func (r *baseRun) repeat(l *lane, at float64) {
 
 // play replays the job under s; bp and cut are the class's book and
 // cut-over in force at its arrival.
-func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut policy.Cutover) {
+func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 	b := r.b
 	switch s.kind {
 	case baseNaive:
@@ -391,6 +410,9 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut policy.Cutover)
 			at = st.end
 		}
 	case baseLanewatch:
+		if cut.hopeless {
+			return // no lane likely finishes: no request, nothing paid
+		}
 		free, paid := b.lanes[bp.FreeLane], b.lanes[bp.PaidLane]
 		if !bp.PaidEligible {
 			paid = nil

@@ -96,7 +96,7 @@ func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
 	}
 	b := &Backtest{naive: free}
 	r := baseRun{b: b, t0: t0, d: 120, est: 800}
-	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, policy.Cutover{})
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
 	if !r.met || r.timeS != 60 || r.freeReq != 3 || r.abandoned != 2 || r.burned != 0 {
 		t.Errorf("got met %v at %v, %d requests, %d abandoned, %d burned; want met at 60, 3, 2, 0",
 			r.met, r.timeS, r.freeReq, r.abandoned, r.burned)
@@ -104,7 +104,7 @@ func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
 	// The same lane, nothing cancelled ahead (a fresh job at 20 s):
 	// first token at 21 s.
 	r = baseRun{b: b, t0: at(20), d: 120, est: 800}
-	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, policy.Cutover{})
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
 	if !r.met || r.timeS != 11 || r.abandoned != 0 {
 		t.Errorf("fresh job: met %v at %v, %d abandoned; want met at 11, 0", r.met, r.timeS, r.abandoned)
 	}
