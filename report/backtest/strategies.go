@@ -504,11 +504,12 @@ func writeBaselinesTable(bw *bufio.Writer, r *Report) {
 	if r.DroppedBaselines > 0 {
 		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedBaselines)
 	}
-	fmt.Fprintf(bw, "%-16s %8s %-17s %6s %7s %10s %8s %8s %8s %9s %11s\n",
-		"class", "deadline", "strategy", "jobs", "met %", "paid USD", "median s", "p90 s", "free req", "abandoned", "burned free")
+	fmt.Fprintf(bw, "(free: free requests sent; abandon: cancelled with no first token; burned: free tokens not shipped)\n")
+	fmt.Fprintf(bw, "%-12s %8s %-15s %5s %6s %9s %6s %6s %7s %7s %9s\n",
+		"class", "deadline", "strategy", "jobs", "met %", "paid USD", "med s", "p90 s", "free", "abandon", "burned")
 	for _, d := range r.Baselines {
-		fmt.Fprintf(bw, "%-16s %8s %-17s %6d %7s %10s %8s %8s %8d %9d %11d\n", clipName(d.Class, 16), secs(d.DeadlineS),
-			clipName(d.Strategy, 17), d.Jobs, strconv.FormatFloat(d.MetPct, 'f', 1, 64), strconv.FormatFloat(d.PaidUSD, 'f', 4, 64),
+		fmt.Fprintf(bw, "%-12s %8s %-15s %5d %6s %9s %6s %6s %7d %7d %9d\n", clipName(d.Class, 12), secs(d.DeadlineS),
+			clipName(d.Strategy, 15), d.Jobs, strconv.FormatFloat(d.MetPct, 'f', 1, 64), strconv.FormatFloat(d.PaidUSD, 'f', 4, 64),
 			fmtNum(d.MedianTimeS, 1), fmtNum(d.P90TimeS, 1), d.FreeRequests, d.AbandonedFreeRequests, d.BurnedFreeTokens)
 	}
 }
