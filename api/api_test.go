@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -168,6 +169,12 @@ func TestHandler(t *testing.T) {
 	defer srv.Close()
 	sp := loadSpec(t)
 	sch := policySchema(t)
+	before := snapshot(t, dir)
+	defer func() {
+		if after := snapshot(t, dir); after != before {
+			t.Errorf("the API changed its folder:\n%s\nwas\n%s", after, before)
+		}
+	}()
 
 	free := `"lane":"free","kind":"free","api":"openai","base_url":"http://127.0.0.1:1/v1","model":"m-free","api_key_env":"LW_TEST_FREE_KEY"`
 	paid := `"lane":"paid","kind":"paid","api":"anthropic","base_url":"https://paid.example/v1","model":"claude","api_key_env":"LW_TEST_PAID_KEY"`
@@ -314,4 +321,22 @@ func TestSpecCatchesWrongAnswers(t *testing.T) {
 			t.Errorf("%s %d %s passed the document check", tc.path, tc.status, tc.body)
 		}
 	}
+}
+
+// snapshot lists a folder's files with their sizes and times.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %d %s\n", e.Name(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -142,6 +143,43 @@ func TestPolicyJSONValues(t *testing.T) {
 	for _, in := range []string{"", "a: .inf\n"} {
 		if _, err := PolicyJSON([]byte(in)); err == nil {
 			t.Errorf("%q: want an error", in)
+		}
+	}
+}
+
+// For any file, Choose runs a class on its first lane, falls back to the
+// book's paid lane exactly when the book has an eligible one, and says
+// why when the class has no lane.
+func TestChooseRule(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for i := range 500 {
+		f := randomFile(r)
+		var eps []Endpoint
+		for _, l := range f.Lanes {
+			eps = append(eps, Endpoint{Name: l.Name, Kind: l.Kind, API: "openai", BaseURL: "http://" + l.Name + "/v1", Model: "m", APIKeyEnv: "K_" + l.Name})
+		}
+		for _, c := range f.Classes {
+			ch, err := Choose(f, c.Name, eps)
+			if len(c.Lanes) == 0 {
+				var nl *NoLaneError
+				if !errors.As(err, &nl) || nl.Why == "" {
+					t.Fatalf("file %d class %s: %v, want a NoLaneError", i, c.Name, err)
+				}
+				continue
+			}
+			if err != nil || ch.Lane.Lane != c.Lanes[0] || ch.BaseURL != "http://"+c.Lanes[0]+"/v1" || ch.Hour != f.Hour || ch.Class != c.Name {
+				t.Fatalf("file %d class %s: %+v %v", i, c.Name, ch, err)
+			}
+			wantFallback := c.Book.PaidLane != "" && c.Book.PaidEligible
+			if (ch.Fallback != nil) != wantFallback || wantFallback && ch.Fallback.Lane != c.Book.PaidLane {
+				t.Fatalf("file %d class %s: fallback %+v, book %+v", i, c.Name, ch.Fallback, c.Book)
+			}
+			if ch.CutoverAfterS != nil {
+				t.Fatalf("file %d: a cut-over time from a file that has none", i)
+			}
+		}
+		if _, err := Choose(f, "no-such-class", eps); !errors.Is(err, ErrNoClass) {
+			t.Fatalf("file %d: unknown class: %v", i, err)
 		}
 	}
 }
