@@ -165,7 +165,7 @@ func TestTypeScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, func(apiURL string) *exec.Cmd {
-		c := exec.Command(node, filepath.Join(out, "lanewatch-job.js"), "--api", apiURL, "--class", "interactive", "--timeout", "1")
+		c := exec.Command(node, filepath.Join(out, "lanewatch-job.js"), "--api", apiURL, "--class", "interactive", "--timeout", "3")
 		c.Env = []string{"NODE_PATH=" + modules}
 		return c
 	})
@@ -174,6 +174,6 @@ func TestTypeScript(t *testing.T) {
 func TestPython(t *testing.T) {
 	py := need(t, "python3", "python3")
 	run(t, func(apiURL string) *exec.Cmd {
-		return exec.Command(py, "python/lanewatch_job.py", "--api", apiURL, "--class", "interactive", "--timeout", "1")
+		return exec.Command(py, "python/lanewatch_job.py", "--api", apiURL, "--class", "interactive", "--timeout", "3")
 	})
 }
