@@ -166,3 +166,57 @@ func TestBaselineOptionsChecked(t *testing.T) {
 		}
 	}
 }
+
+// On random worlds (queues, timeouts, 429 bursts, a failing paid lane),
+// every baseline row keeps its invariants: abandoned <= free requests;
+// fallback@T sends one free request a job; cancel-retry@T and naive never
+// pay; paid sends no free request; met <= jobs, and every strategy sees the
+// same jobs per class and deadline.
+func TestBaselineInvariants(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 230))
+		from := day0.AddDate(0, 0, 2)
+		opts := Options{Params: params(1), From: from, To: from.Add(30 * time.Hour),
+			Fallbacks: []float64{1 + rng.Float64()*30, 20}, Deadlines: []float64{10 + rng.Float64()*100}}
+		ps := rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) {
+			q := rng.ExpFloat64() * 30
+			return q, q < 90
+		})
+		for i := range ps {
+			switch p := &ps[i]; {
+			case p.Kind == "free" && rng.IntN(20) == 0:
+				p.OK, p.Outcome, p.Status, p.QueueS, p.QuotaResetS = false, "http_error", 429, 0, 600
+			case p.Kind == "paid" && rng.IntN(30) == 0:
+				p.OK, p.Outcome, p.Status = false, "http_error", 503
+			case p.Kind == "paid":
+				p.QueueS = 0.5 + rng.ExpFloat64()
+			}
+		}
+		r := run(t, opts, ps)
+		jobs := map[[2]string]int{}
+		for _, b := range r.Baselines {
+			k := [2]string{b.Class, secs(b.DeadlineS)}
+			if n, ok := jobs[k]; ok && n != b.Jobs {
+				t.Errorf("seed %d %+v: %d jobs, others %d", seed, b, b.Jobs, n)
+			}
+			jobs[k] = b.Jobs
+			if b.Jobs == 0 || b.Met > b.Jobs || b.AbandonedFreeRequests > b.FreeRequests || b.FreeRequests < 0 || b.BurnedFreeTokens < 0 {
+				t.Errorf("seed %d: %+v", seed, b)
+			}
+			switch {
+			case b.Strategy == StrategyPaid && (b.FreeRequests != 0 || b.BurnedFreeTokens != 0):
+				t.Errorf("seed %d paid sent free requests: %+v", seed, b)
+			case (b.Strategy == StrategyNaive || len(b.Strategy) > 12 && b.Strategy[:12] == StrategyCancelRetry) && b.PaidUSD != 0:
+				t.Errorf("seed %d %s paid: %+v", seed, b.Strategy, b)
+			case len(b.Strategy) > 8 && b.Strategy[:8] == StrategyFallback && b.FreeRequests != int64(b.Jobs):
+				t.Errorf("seed %d %s: %d free requests for %d jobs", seed, b.Strategy, b.FreeRequests, b.Jobs)
+			}
+			if b.Met > 0 && (b.MedianTimeS == nil || *b.MedianTimeS > b.DeadlineS || *b.P90TimeS < *b.MedianTimeS) {
+				t.Errorf("seed %d times: %+v", seed, b)
+			}
+		}
+		if len(jobs) != 2 {
+			t.Errorf("seed %d: %d class-deadline cells, want 2", seed, len(jobs))
+		}
+	}
+}
