@@ -64,40 +64,44 @@ func recorded(srvURL string) []*url.URL {
 
 // Writes go through /api/v2/write with the bucket as db/rp and nanosecond
 // precision, whichever language reads; Flux reads go through /api/v2/query
-// and nothing else, InfluxQL reads through /query.
+// and nothing else, InfluxQL reads through /query. A config with an org
+// (as for 2.x) reads with Flux on 1.8 too: 1.8 ignores the org.
 func TestFluxUsesTheV2API(t *testing.T) {
 	base := influxtest.URL(t)
 	for _, c := range []struct {
-		query     string
-		readPaths []string
+		name, org, query string
+		readPath         string
 	}{
-		{series.QueryFlux, []string{"/api/v2/query"}},
-		{series.QueryInfluxQL, []string{"/query"}},
+		{"flux", "", series.QueryFlux, "/api/v2/query"},
+		{"org set", "my-org", "", "/api/v2/query"},
+		{"influxql", "", series.QueryInfluxQL, "/query"},
+		{"default on 1.x", "", "", "/query"},
 	} {
-		t.Run(c.query, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			proxy := newRecorder(t, base)
 			db := influxtest.NewDB(t, base)
-			s := openInflux(t, proxy.URL, series.InfluxOptions{Bucket: db + "/autogen", Query: c.query})
+			s := openInflux(t, proxy.URL, series.InfluxOptions{Bucket: db + "/autogen", Org: c.org, Query: c.query})
 			ps, hs := round(3, 1)
 			if err := s.Write(ctx, ps, hs); err != nil {
 				t.Fatal(err)
 			}
-			wantRead(t, c.query, s, sortProbes(ps), hs)
-			writes := 0
+			wantRead(t, c.name, s, sortProbes(ps), hs)
+			writes, reads := 0, 0
 			for _, u := range recorded(proxy.URL) {
-				switch {
-				case u.Path == "/api/v2/write":
+				switch u.Path {
+				case "/api/v2/write":
 					writes++
 					if b, p := u.Query().Get("bucket"), u.Query().Get("precision"); b != db+"/autogen" || p != "ns" {
 						t.Errorf("write %s: bucket %q precision %q; want %q, ns", u, b, p, db+"/autogen")
 					}
-				case slices.Contains(c.readPaths, u.Path):
+				case c.readPath:
+					reads++
 				default:
-					t.Errorf("request to %s; a %s store writes to /api/v2/write and reads from %v only", u, c.query, c.readPaths)
+					t.Errorf("request to %s; want writes to /api/v2/write and reads from %s only", u, c.readPath)
 				}
 			}
-			if writes != 1 {
-				t.Errorf("%d writes through /api/v2/write, want 1", writes)
+			if writes != 1 || reads < 3 { // the read check at open, Probes, Hourly
+				t.Errorf("%d writes through /api/v2/write and %d reads through %s; want 1 and at least 3", writes, reads, c.readPath)
 			}
 		})
 	}
@@ -278,7 +282,9 @@ func TestFluxAuth(t *testing.T) {
 	}{
 		{"wrong password", "admin:wrong-pw-5531", "wrong-pw-5531", []string{srv.URL, bucket, "401", "check the token"}},
 		{"no token", "", "", []string{srv.URL, "401"}},
-		{"user without privileges", "stranger:st-pw-9923", "st-pw-9923", []string{srv.URL, bucket}},
+		// 1.8's Flux answers this with a 500 ("failed to initialize
+		// execute state"), InfluxQL with a 403.
+		{"user without privileges", "stranger:st-pw-9923", "st-pw-9923", []string{srv.URL, bucket, `requires READ for database "lanewatch"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := open(c.token)
