@@ -151,18 +151,23 @@ func TestFluxBucketIsDatabaseAndRetentionPolicy(t *testing.T) {
 
 // Flux reads are not chunked, and need not be: InfluxDB 1.8's max-row-limit
 // and its coordinator limits (max-select-point, max-select-series) apply to
-// InfluxQL only. A read of more points than any of them returns them all.
+// InfluxQL only. A read of more points than any of them returns them all;
+// an InfluxQL read past a coordinator limit fails, loudly (qlErr).
 func TestFluxReadsPastTheRowLimit(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		env  []string
+		name  string
+		env   []string
+		qlErr string // "": InfluxQL reads everything too (chunked)
 	}{
-		{"max-row-limit", nil},
-		{"coordinator limits", []string{"INFLUXDB_COORDINATOR_MAX_SELECT_POINT=500", "INFLUXDB_COORDINATOR_MAX_SELECT_SERIES=5"}},
+		{"max-row-limit", nil, ""},
+		{"coordinator limits", []string{"INFLUXDB_COORDINATOR_MAX_SELECT_POINT=500", "INFLUXDB_COORDINATOR_MAX_SELECT_SERIES=5"},
+			"max-select-series limit exceeded"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := influxtest.StartWith(t, influxtest.Options{Env: c.env})
-			s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: srv.CreateDB(t, "rows") + "/autogen", Query: series.QueryFlux})
+			bucket := srv.CreateDB(t, "rows") + "/autogen"
+			s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: bucket, Query: series.QueryFlux})
+			ql := openInflux(t, srv.URL, series.InfluxOptions{Bucket: bucket, Query: series.QueryInfluxQL})
 			n := 3*influxtest.MaxRowLimit + 7
 			start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 			ps := make([]series.Probe, n)
@@ -185,6 +190,13 @@ func TestFluxReadsPastTheRowLimit(t *testing.T) {
 			gotH, err := s.Hourly(ctx, series.Between(start, start.Add(time.Duration(n)*time.Hour)))
 			if err != nil || !slices.Equal(gotH, hs) {
 				t.Errorf("read %d of %d hourly points, %v", len(gotH), n, err)
+			}
+			got, err = ql.Probes(ctx, series.Between(start, start.Add(time.Duration(n)*time.Second)))
+			switch {
+			case c.qlErr == "" && (err != nil || !slices.Equal(got, ps)):
+				t.Errorf("InfluxQL read %d of %d probes, %v", len(got), n, err)
+			case c.qlErr != "" && (err == nil || !strings.Contains(err.Error(), c.qlErr)):
+				t.Errorf("InfluxQL read = %d probes, %v; want an error saying %q", len(got), err, c.qlErr)
 			}
 		})
 	}
