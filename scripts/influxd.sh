@@ -9,7 +9,8 @@
 #                              not reachable here; a stub libflux stands in, so InfluxQL
 #                              (/query) and the writes (/write, /api/v2/write) work and
 #                              Flux does not (run it with INFLUXDB_HTTP_FLUX_ENABLED=false).
-#                              Tested with 1.13.2; slow (3 CPU minutes, 20+ on a busy machine).
+#                              Tested with 1.11.8 and 1.13.2; slow (1-3 CPU minutes, 5-25
+#                              minutes of wall time on a busy machine).
 #   scripts/influxd.sh start   start it on a free 127.0.0.1 port, create database "lanewatch",
 #                              print INFLUX_URL=http://127.0.0.1:PORT
 #   scripts/influxd.sh stop    stop it (by PID) and remove its data

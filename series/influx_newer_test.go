@@ -16,8 +16,8 @@ import (
 )
 
 // A newer InfluxDB 1.x than the 1.8.10 of `make test`, when
-// $INFLUXD_BIN_NEWER names one: scripts/influxd.sh build 1.13.2 builds
-// 1.13.2 without Flux (libflux, Rust through cgo, cannot be built here), so
+// $INFLUXD_BIN_NEWER names one: scripts/influxd.sh build 1.13.2 (or 1.11.8)
+// builds one without Flux (libflux, Rust through cgo, cannot be built here), so
 // only the InfluxQL read path and the writes run against it. Not part of
 // `make test`: the build takes 10+ minutes.
 func newerServer(t *testing.T, o influxtest.Options) *influxtest.Server {
