@@ -329,7 +329,8 @@ type RunningDecision struct {
 //
 //  1. the paid lane is not eligible: wait;
 //  2. free_first is false: cut_over;
-//  3. spent_s + runningS >= cutover_after_s: cut_over;
+//  3. spent_s + runningS > cutover_after_s: cut_over (a first token at
+//     exactly cutover_after_s is in time: the attempt waits at most that);
 //  4. otherwise wait.
 //
 // A NaN elapsed time counts as past the cut-over. Book is unchanged by it:
@@ -345,7 +346,7 @@ func Running(attempts []Attempt, runningS float64, p BookPolicy, c Cutover) Runn
 		d.Action, d.Why = Wait, WhyRunningPaidClosed
 	case !c.FreeFirst:
 		d.Why = WhyRunningNotFirst
-	case !(elapsed < c.AfterS):
+	case !(elapsed <= c.AfterS):
 		d.Why = WhyRunningCut
 	default:
 		d.Action, d.Why = Wait, WhyRunningWait

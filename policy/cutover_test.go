@@ -104,8 +104,9 @@ func TestRunning(t *testing.T) {
 	}{
 		{"early", nil, 5, p, cut, RunningDecision{Wait, WhyRunningWait, 5}},
 		{"just before", nil, 19.99, p, cut, RunningDecision{Wait, WhyRunningWait, 19.99}},
-		{"exactly at the cut-over", nil, 20, p, cut, RunningDecision{CutOver, WhyRunningCut, 20}},
-		{"earlier attempts count", prior, 16, p, cut, RunningDecision{CutOver, WhyRunningCut, 20}},
+		{"exactly at the cut-over: still in time", nil, 20, p, cut, RunningDecision{Wait, WhyRunningWait, 20}},
+		{"just past the cut-over", nil, 20.01, p, cut, RunningDecision{CutOver, WhyRunningCut, 20.01}},
+		{"earlier attempts count", prior, 17, p, cut, RunningDecision{CutOver, WhyRunningCut, 21}},
 		{"earlier attempts, still time", prior, 15, p, cut, RunningDecision{Wait, WhyRunningWait, 19}},
 		{"free not first", nil, 0, p, Cutover{AfterS: 20}, RunningDecision{CutOver, WhyRunningNotFirst, 0}},
 		{"paid closed", nil, 500, BookPolicy{DeadlineS: 60, FreeEligible: true}, cut, RunningDecision{Wait, WhyRunningPaidClosed, 500}},

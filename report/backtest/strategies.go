@@ -419,6 +419,9 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 		}
 		at := 0.0
 		if cut.FreeFirst && free != nil {
+			// policy.Running answers cut_over from elapsed >= AfterS on
+			// (free_first, paid eligible) and wait without a paid lane:
+			// the attempt is cancelled at AfterS, or never.
 			cancelAt := noCancel
 			if paid != nil {
 				cancelAt = cut.AfterS

@@ -220,3 +220,29 @@ func TestBaselineInvariants(t *testing.T) {
 		}
 	}
 }
+
+// The lanewatch baseline cancels at cutover_after_s exactly when
+// policy.Running turns to cut_over: a free lane whose first token comes
+// just before the cut-over ships free, just after it is abandoned for paid.
+func TestLanewatchBaselineFollowsRunning(t *testing.T) {
+	t0 := day0.UnixNano()
+	for _, tc := range []struct {
+		queue     float64
+		abandoned int64
+		paid      bool
+	}{{19.99, 0, false}, {20, 0, false}, {20.01, 1, true}} {
+		free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		free.tl.ev = []event{{t: t0, queue: tc.queue, gen: 0.2, rate: 80, tokens: 16, ok: true}}
+		paid := &lane{spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+		paid.tl.ev = []event{{t: t0 + 30e9, queue: 1, gen: 0.1, rate: 160, tokens: 16, ok: true}}
+		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
+		bp := policy.BookPolicy{DeadlineS: 60, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
+		cut := policy.Cutover{AfterS: 20, FreeFirst: true, FreeChance: 0.9}
+		want := policy.Running(nil, tc.queue, bp, cut).Action == policy.CutOver
+		r := baseRun{b: b, t0: t0, d: 60, est: 800}
+		r.play(baseStrategy{kind: baseLanewatch}, bp, jobCut{Cutover: cut})
+		if !r.met || r.abandoned != tc.abandoned || (r.paidTokens > 0) != tc.paid || want != tc.paid {
+			t.Errorf("queue %v: met %v, abandoned %d, paid tokens %d; Running cut_over %v", tc.queue, r.met, r.abandoned, r.paidTokens, want)
+		}
+	}
+}
