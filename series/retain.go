@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
@@ -134,4 +135,19 @@ func (a *appendFile) reopen() error {
 	a.f = f
 	_ = old.Close()
 	return nil
+}
+
+// Pruner is a store that can drop old probes: File. On InfluxDB old
+// probe points are deleted on the server (docs/schema.md, Retention).
+type Pruner interface {
+	Prune(ctx context.Context, cut time.Time, opts PruneOptions) (PruneStats, error)
+}
+
+var _ Pruner = (*File)(nil)
+
+// RetentionCut is the cut that keeps days days of probes at now: the
+// start of the hour (in loc) days×24 h before now, so that no hour keeps
+// part of its probes (a rollup of a kept hour sees all of them).
+func RetentionCut(now time.Time, days int, loc *time.Location) time.Time {
+	return hours.Start(now.Add(-time.Duration(days)*24*time.Hour), loc)
 }
