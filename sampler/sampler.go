@@ -145,9 +145,9 @@ type Round struct {
 	NotStarted []string
 	// Points are the round's probe points as stored, in the order of the
 	// plan's lanes: settled, cancelled or released (unsent).
-	Points []series.Probe
-	Recorded   series.Recorded
-	Duration   time.Duration // probes and store write
+	Points   []series.Probe
+	Recorded series.Recorded
+	Duration time.Duration // probes and store write
 }
 
 // Plan reads from the store what budgets and back-offs need and decides

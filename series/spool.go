@@ -621,6 +621,7 @@ func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, 
 	}
 	return fileMerge(ctx, s, s.o.Path, l, m, kind, decode, replace)
 }
+
 // fileMerge adds the points of kind want that m selects in the file at
 // path (the spool or the dead-letter file) to l, a later line replacing an
 // earlier one unless replace (nil: always) says no. s.mu must be held
