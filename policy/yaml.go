@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/lanewatch/lanewatch/configs"
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
@@ -168,245 +170,180 @@ func quote(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// rawFile mirrors the YAML; pointers tell a missing key from a zero value.
-type rawFile struct {
-	Hour     *string     `yaml:"hour"`
-	Timezone *string     `yaml:"timezone"`
-	Basis    *string     `yaml:"basis"`
-	Sites    *[]string   `yaml:"sites"` // optional
-	Lanes    *[]rawLane  `yaml:"lanes"`
-	Classes  *[]rawClass `yaml:"classes"`
+// fileDoc mirrors the YAML. The schema has checked it when it is decoded:
+// pointers are the optional keys.
+type fileDoc struct {
+	Hour     string     `yaml:"hour"`
+	Timezone string     `yaml:"timezone"`
+	Basis    string     `yaml:"basis"`
+	Sites    []string   `yaml:"sites"` // optional
+	Lanes    []laneDoc  `yaml:"lanes"`
+	Classes  []classDoc `yaml:"classes"`
 }
 
-type rawLane struct {
-	Name       *string  `yaml:"name"`
-	Kind       *string  `yaml:"kind"`
-	Eligible   *bool    `yaml:"eligible"`
-	Reason     *string  `yaml:"reason"`
-	NextQueueS *float64 `yaml:"next_queue_s"`
-	TokPerS    *float64 `yaml:"tok_per_s"`
-	Samples    *int     `yaml:"samples"`
-	Failures   *int     `yaml:"failures"`
-	LastSample *string  `yaml:"last_sample"` // optional; null: unknown
-	Until      *string  `yaml:"until"`       // optional: only for quota_exhausted
+type laneDoc struct {
+	Name       string  `yaml:"name"`
+	Kind       string  `yaml:"kind"`
+	Eligible   bool    `yaml:"eligible"`
+	Reason     string  `yaml:"reason"`
+	NextQueueS float64 `yaml:"next_queue_s"`
+	TokPerS    float64 `yaml:"tok_per_s"`
+	Samples    int     `yaml:"samples"`
+	Failures   int     `yaml:"failures"`
+	LastSample *string `yaml:"last_sample"` // null: unknown
+	Until      *string `yaml:"until"`       // optional: only for quota_exhausted
 }
 
-type rawClass struct {
-	Name          *string   `yaml:"name"`
-	DeadlineS     *float64  `yaml:"deadline_s"`
-	CeilingTokens *int      `yaml:"ceiling_tokens"`
-	EstTokens     *int      `yaml:"est_tokens"`
-	Lanes         *[]string `yaml:"lanes"`
-	Book          *rawBook  `yaml:"book"`
+type classDoc struct {
+	Name          string       `yaml:"name"`
+	DeadlineS     float64      `yaml:"deadline_s"`
+	CeilingTokens int          `yaml:"ceiling_tokens"`
+	EstTokens     int          `yaml:"est_tokens"`
+	Lanes         []string     `yaml:"lanes"`
+	Book          classBookDoc `yaml:"book"`
 }
 
-type rawBook struct {
-	DeadlineS     *float64 `yaml:"deadline_s"`
-	CeilingTokens *int     `yaml:"ceiling_tokens"`
-	NextQueueS    *float64 `yaml:"next_queue_s"`
-	NextGenS      *float64 `yaml:"next_gen_s"`
-	NextEstTokens *int     `yaml:"next_est_tokens"`
-	PaidQueueS    *float64 `yaml:"paid_queue_s"`
-	PaidUSDPer1k  *float64 `yaml:"paid_usd_per_1k"`
-	FreeEligible  *bool    `yaml:"free_eligible"`
-	PaidEligible  *bool    `yaml:"paid_eligible"` // optional; absent: true
-	FreeLane      *string  `yaml:"free_lane"`     // optional
-	PaidLane      *string  `yaml:"paid_lane"`     // optional
+type classBookDoc struct {
+	DeadlineS     float64 `yaml:"deadline_s"`
+	CeilingTokens int     `yaml:"ceiling_tokens"`
+	NextQueueS    float64 `yaml:"next_queue_s"`
+	NextGenS      float64 `yaml:"next_gen_s"`
+	NextEstTokens int     `yaml:"next_est_tokens"`
+	PaidQueueS    float64 `yaml:"paid_queue_s"`
+	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
+	FreeEligible  bool    `yaml:"free_eligible"`
+	PaidEligible  *bool   `yaml:"paid_eligible"` // optional; absent: true
+	FreeLane      *string `yaml:"free_lane"`     // optional
+	PaidLane      *string `yaml:"paid_lane"`     // optional
+}
+
+// schema is configs/policy.schema.json, compiled once.
+var schema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(configs.PolicySchema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("policy.schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("policy.schema.json")
+})
+
+// patternHints say what a string failing a pattern of the schema should be.
+var patternHints = map[string]string{
+	"hour":        "want YYYY-MM-DDTHH",
+	"last_sample": "want an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SSZ)",
+	"until":       "want an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SSZ)",
+	"name":        "want [A-Za-z0-9_.-]+",
+	"lanes":       "want [A-Za-z0-9_.-]+",
+	"free_lane":   "want [A-Za-z0-9_.-]+",
+	"paid_lane":   "want [A-Za-z0-9_.-]+",
+}
+
+func patternHint(field string) string {
+	last := field[strings.LastIndex(field, ".")+1:]
+	if i := strings.IndexByte(last, '['); i >= 0 {
+		last = last[:i]
+	}
+	return patternHints[last]
 }
 
 // ParseFile reads a policy file written by Marshal (or by hand in the same
-// shape). Unknown keys are rejected and errors name the field, e.g.
-// "classes[0].book.next_gen_s: missing". Optional keys: last_sample,
-// free_lane, paid_lane (absent or null: unknown) and paid_eligible (absent:
-// true, as before the key existed). Records comes from the header comment if
-// it is there.
+// shape). It is checked against its JSON Schema (configs/policy.schema.json,
+// the one place its rules live: required and unknown keys, types, bounds,
+// names, reasons) and then decoded (internal/decode); errors name the line
+// and field, e.g. "line 40: classes[0].book.next_gen_s: missing". Optional
+// keys: sites, until, free_lane, paid_lane (absent or null: unknown),
+// last_sample may be null, and paid_eligible may be absent (true, as before
+// the key existed). Records comes from the header comment if it is there.
 func ParseFile(data []byte) (File, error) {
-	var raw rawFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&raw); err != nil {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			err = typeError{te}
-		}
+	f, err := parseFile(data)
+	if err != nil {
 		return File{}, fmt.Errorf("policy file: %w", err)
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return File{}, errors.New("policy file: more than one YAML document")
+	return f, nil
+}
+
+func parseFile(data []byte) (File, error) {
+	root, more, err := decode.YAML(data)
+	if err != nil {
+		return File{}, err
 	}
-	p := parser{}
+	if more {
+		return File{}, errors.New("more than one YAML document")
+	}
+	sch, err := schema()
+	if err != nil {
+		return File{}, fmt.Errorf("schema: %w", err)
+	}
+	if err := decode.Schema(sch, root, decode.SchemaOptions{Pattern: patternHint}); err != nil {
+		return File{}, err
+	}
+	var doc fileDoc
+	d := decode.New(decode.Options{})
+	if err := d.Decode(root, &doc); err != nil {
+		return File{}, err
+	}
 	f := File{
-		Hour:     p.str("hour", raw.Hour),
-		Timezone: p.str("timezone", raw.Timezone),
-		Basis:    p.str("basis", raw.Basis),
-		Lanes:    []Lane{},
-		Classes:  []Class{},
+		Hour:     doc.Hour,
+		Timezone: doc.Timezone,
+		Basis:    doc.Basis,
+		Lanes:    make([]Lane, len(doc.Lanes)),
+		Classes:  make([]Class, len(doc.Classes)),
 	}
-	if raw.Sites != nil {
-		f.Sites = append(f.Sites, *raw.Sites...)
+	if len(doc.Sites) > 0 {
+		f.Sites = doc.Sites
 	}
 	var n int
 	if _, err := fmt.Sscanf(string(data), Header, &n); err == nil {
 		f.Records = n
 	}
-	if p.err == nil {
-		if _, err := time.Parse(hours.Layout, f.Hour); err != nil {
-			p.fail("hour", "want YYYY-MM-DDTHH")
+	// What the schema's patterns cannot say: that the hour and times exist.
+	if _, err := time.Parse(hours.Layout, f.Hour); err != nil {
+		return File{}, decode.Errorf(d.Line("hour"), "hour", "want YYYY-MM-DDTHH, got %q", f.Hour)
+	}
+	for i, l := range doc.Lanes {
+		at := decode.Index("lanes", i)
+		f.Lanes[i] = Lane{
+			Name: l.Name, Kind: l.Kind, Eligible: l.Eligible, Reason: l.Reason,
+			NextQueueS: l.NextQueueS, TokPerS: l.TokPerS, Samples: l.Samples, Failures: l.Failures,
 		}
-		if f.Basis != BasisLive && f.Basis != BasisForecast {
-			p.fail("basis", "must be live or forecast")
+		for _, t := range []struct {
+			key string
+			v   *string
+			to  *time.Time
+		}{{"last_sample", l.LastSample, &f.Lanes[i].LastSample}, {"until", l.Until, &f.Lanes[i].Until}} {
+			if t.v == nil {
+				continue
+			}
+			tm, err := time.Parse(time.RFC3339, *t.v)
+			if err != nil {
+				field := decode.Key(at, t.key)
+				return File{}, decode.Errorf(d.Line(field), field, "want an RFC 3339 time, got %q", *t.v)
+			}
+			*t.to = tm.UTC()
 		}
 	}
-	if raw.Lanes == nil {
-		p.fail("lanes", "missing")
-	} else {
-		for i, rl := range *raw.Lanes {
-			at := fmt.Sprintf("lanes[%d].", i)
-			l := Lane{
-				Name:       p.str(at+"name", rl.Name),
-				Kind:       p.str(at+"kind", rl.Kind),
-				Eligible:   p.bool(at+"eligible", rl.Eligible),
-				Reason:     p.str(at+"reason", rl.Reason),
-				NextQueueS: p.num(at+"next_queue_s", rl.NextQueueS),
-				TokPerS:    p.num(at+"tok_per_s", rl.TokPerS),
-				Samples:    p.int(at+"samples", rl.Samples),
-				Failures:   p.int(at+"failures", rl.Failures),
-			}
-			if l.Reason != "" && !slices.Contains(Reasons, l.Reason) {
-				p.fail(at+"reason", "must be one of "+strings.Join(Reasons, ", "))
-			}
-			l.LastSample = p.time(at+"last_sample", rl.LastSample)
-			l.Until = p.time(at+"until", rl.Until)
-			f.Lanes = append(f.Lanes, l)
+	for i, c := range doc.Classes {
+		k := c.Book
+		f.Classes[i] = Class{
+			Name: c.Name, DeadlineS: c.DeadlineS, CeilingTokens: c.CeilingTokens, EstTokens: c.EstTokens,
+			Lanes: c.Lanes,
+			Book: BookPolicy{
+				DeadlineS: k.DeadlineS, CeilingTokens: k.CeilingTokens,
+				NextQueueS: k.NextQueueS, NextGenS: k.NextGenS, NextEstTokens: k.NextEstTokens,
+				PaidQueueS: k.PaidQueueS, PaidUSDPer1k: k.PaidUSDPer1k,
+				FreeEligible: k.FreeEligible,
+				PaidEligible: k.PaidEligible == nil || *k.PaidEligible,
+			},
 		}
-	}
-	if raw.Classes == nil {
-		p.fail("classes", "missing")
-	} else {
-		for i, rc := range *raw.Classes {
-			at := fmt.Sprintf("classes[%d].", i)
-			c := Class{
-				Name:          p.str(at+"name", rc.Name),
-				DeadlineS:     p.num(at+"deadline_s", rc.DeadlineS),
-				CeilingTokens: p.int(at+"ceiling_tokens", rc.CeilingTokens),
-				EstTokens:     p.int(at+"est_tokens", rc.EstTokens),
-				Lanes:         []string{},
-			}
-			if rc.Lanes == nil {
-				p.fail(at+"lanes", "missing")
-			} else {
-				c.Lanes = append(c.Lanes, *rc.Lanes...)
-			}
-			if rc.Book == nil {
-				p.fail(at+"book", "missing")
-			} else {
-				k, bt := rc.Book, at+"book."
-				c.Book = BookPolicy{
-					DeadlineS:     p.num(bt+"deadline_s", k.DeadlineS),
-					CeilingTokens: p.int(bt+"ceiling_tokens", k.CeilingTokens),
-					NextQueueS:    p.num(bt+"next_queue_s", k.NextQueueS),
-					NextGenS:      p.num(bt+"next_gen_s", k.NextGenS),
-					NextEstTokens: p.int(bt+"next_est_tokens", k.NextEstTokens),
-					PaidQueueS:    p.num(bt+"paid_queue_s", k.PaidQueueS),
-					PaidUSDPer1k:  p.numMax(bt+"paid_usd_per_1k", k.PaidUSDPer1k, MaxUSDPer1k),
-					FreeEligible:  p.bool(bt+"free_eligible", k.FreeEligible),
-					PaidEligible:  k.PaidEligible == nil || *k.PaidEligible,
-				}
-				if k.FreeLane != nil {
-					c.Book.FreeLane = *k.FreeLane
-				}
-				if k.PaidLane != nil {
-					c.Book.PaidLane = *k.PaidLane
-				}
-			}
-			f.Classes = append(f.Classes, c)
+		if k.FreeLane != nil {
+			f.Classes[i].Book.FreeLane = *k.FreeLane
 		}
-	}
-	if p.err != nil {
-		return File{}, fmt.Errorf("policy file: %w", p.err)
+		if k.PaidLane != nil {
+			f.Classes[i].Book.PaidLane = *k.PaidLane
+		}
 	}
 	return f, nil
-}
-
-// typeError shows a yaml.TypeError on one line, in the file's terms.
-type typeError struct{ err *yaml.TypeError }
-
-var notFound = regexp.MustCompile(`^(line \d+: )field (.+) not found in type \S+$`)
-
-func (e typeError) Error() string {
-	msgs := make([]string, len(e.err.Errors))
-	for i, m := range e.err.Errors {
-		msgs[i] = notFound.ReplaceAllString(m, "${1}unknown key $2")
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e typeError) Unwrap() error { return e.err }
-
-// parser keeps the first error; later reads return zero values.
-type parser struct{ err error }
-
-func (p *parser) fail(field, msg string) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%s: %s", field, msg)
-	}
-}
-
-func (p *parser) str(field string, v *string) string {
-	if v == nil {
-		p.fail(field, "missing")
-		return ""
-	}
-	return *v
-}
-
-// time reads an optional RFC 3339 time (nil: zero).
-func (p *parser) time(field string, v *string) time.Time {
-	if v == nil {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339, *v)
-	if err != nil {
-		p.fail(field, "want an RFC 3339 time")
-	}
-	return t.UTC()
-}
-
-func (p *parser) bool(field string, v *bool) bool {
-	if v == nil {
-		p.fail(field, "missing")
-		return false
-	}
-	return *v
-}
-
-// int reads a count: at least 0 and at most MaxTokens.
-func (p *parser) int(field string, v *int) int {
-	if v == nil {
-		p.fail(field, "missing")
-		return 0
-	}
-	if err := CheckCount(field, int64(*v)); err != nil && p.err == nil {
-		p.err = err
-		return 0
-	}
-	return *v
-}
-
-// num reads seconds or a rate: finite, at least 0 and at most MaxSeconds.
-func (p *parser) num(field string, v *float64) float64 { return p.numMax(field, v, MaxSeconds) }
-
-func (p *parser) numMax(field string, v *float64, limit float64) float64 {
-	if v == nil {
-		p.fail(field, "missing")
-		return 0
-	}
-	if err := CheckNumber(field, *v, limit); err != nil {
-		if p.err == nil {
-			p.err = err
-		}
-		return 0
-	}
-	return *v
 }

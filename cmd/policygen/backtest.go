@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/report/backtest"
 )
 
@@ -70,51 +68,36 @@ const maxBacktestDays = 3660
 
 // runBacktest is `policygen backtest`.
 func (e *env) runBacktest(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("policygen backtest", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newFlags("backtest", backtestUsage)
 	days := fs.Int("days", 14, "score the last `N` days")
 	lookbackFlag := fs.String("lookback", "", "comma-separated lookback_days `values` to score, e.g. 1,3,7,14 (default: the config's)")
 	format := fs.String("format", "table", "output `format`: table, csv or json")
 	endFlag := fs.String("end", "", "end the window at the start of hour `YYYY-MM-DDTHH` in the config's timezone (default: now)")
 	hoursFlag := fs.Bool("hours", false, "break the calibration down by hour of day (table and json; csv always does)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), backtestUsage)
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, e.stderr); err != nil {
+	if err := fs.parse(args, e.stderr, ""); err != nil {
 		return err
 	}
-	var write func(io.Writer, *backtest.Report, bool) error
-	switch *format {
-	case "table":
-		write = backtest.WriteTable
-	case "csv":
-		write = backtest.WriteCSV
-	case "json":
-		write = backtest.WriteJSON
-	default:
-		return usagef("backtest: -format: want table, csv or json, got %q", *format)
+	type writer = func(io.Writer, *backtest.Report, bool) error
+	write, err := choose(fs, "format", *format,
+		option[writer]{"table", backtest.WriteTable}, option[writer]{"csv", backtest.WriteCSV}, option[writer]{"json", backtest.WriteJSON})
+	if err != nil {
+		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("backtest: unexpected argument %q", fs.Arg(0))
-	case *configPath == "":
-		return usagef("backtest: -config is required")
-	case *days < 1 || *days > maxBacktestDays:
-		return usagef("backtest: -days: want 1 to %d, got %d", maxBacktestDays, *days)
+	if err := fs.inRange("days", *days, 1, maxBacktestDays); err != nil {
+		return err
 	}
 	lookbacks, err := parseLookbacks(*lookbackFlag)
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
 	to := time.Time{}
 	if *endFlag != "" {
 		if to, err = hours.Parse(*endFlag, cfg.Location); err != nil {
-			return usagef("backtest: -end: %w", err)
+			return fs.usagef("-end: %w", err)
 		}
 	} else {
 		to = e.now()
