@@ -73,6 +73,21 @@ func (f *fault) Write(ctx context.Context, probes []series.Probe, hourly []serie
 	return f.Store.Write(ctx, probes, hourly)
 }
 
+// spoolFault is a fault above a Spool: it still spools (series.Deferrer)
+// and reads the spool alone (series.LocalReader) as the Spool does.
+type spoolFault struct {
+	*fault
+	sp *series.Spool
+}
+
+func (f spoolFault) Defer(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+	return f.sp.Defer(ctx, probes, hourly)
+}
+
+func (f spoolFault) LocalProbes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+	return f.sp.LocalProbes(ctx, q)
+}
+
 // Failures as the stores report them.
 var (
 	errPassing = fmt.Errorf("connection refused: %w", series.ErrUnavailable)
@@ -92,8 +107,10 @@ type rig struct {
 	srv    *httptest.Server
 	spool  bool
 	inner  series.Store // the store under test, opened by openInner
-	fault  *fault
+	fault  *fault       // between the spool (if any) and the store: the store's and the network's failures
+	kill   *fault       // above everything: a process killed before a write
 	st     series.Store // what the sampler writes to
+	sp     *series.Spool
 	s      *sampler.Sampler
 	mu     sync.Mutex
 	clock  time.Time
@@ -106,8 +123,14 @@ type rig struct {
 // model on it, timeout 2 s) with the extra top-level YAML and lane YAML.
 func newRig(t *testing.T, spool bool, extra string, lanes map[string]string) *rig {
 	t.Helper()
+	return newRigWith(t, spool, extra, lanes, nil)
+}
+
+// newRigWith is newRig on the store openInner opens (nil: a file store).
+func newRigWith(t *testing.T, spool bool, extra string, lanes map[string]string, openInner func() series.Store) *rig {
+	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), lane: &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, spool: spool,
-		clock: time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC)}
+		clock: time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC), openInner: openInner}
 	r.srv = httptest.NewServer(r.lane)
 	t.Cleanup(r.srv.Close)
 	var b strings.Builder
@@ -169,14 +192,19 @@ func (r *rig) open() {
 	if r.inject != nil {
 		r.inject(r.fault)
 	}
-	r.st = r.fault
+	var st series.Store = r.fault
 	if r.spool {
 		sp, err := series.OpenSpool(r.fault, series.SpoolOptions{Path: filepath.Join(r.dir, "spool.lp"),
 			DeadLetter: filepath.Join(r.dir, "dead.lp"), AfterReplay: series.RebuildAfterReplay(r.cfg.Location)})
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		r.st = sp
+		st = sp
+	}
+	r.kill = &fault{Store: st}
+	r.st = r.kill
+	if sp, ok := st.(*series.Spool); ok {
+		r.sp, r.st = sp, spoolFault{r.kill, sp}
 	}
 	o, err := app.SamplerOptions(r.cfg, r.st, nil, config.Shard{})
 	if err != nil {
@@ -244,7 +272,7 @@ const budgetOne = "quotas:\n  - {name: g, probes_per_day: 1}\n"
 // settle it any more its hour counts it as a failure.
 func TestKilledMidProbeSpendsOnce(t *testing.T) {
 	r := newRig(t, false, budgetOne, map[string]string{"a": ", quota: g"})
-	r.fault.killAt = 2 // the reservation is written, the round's write is not
+	r.kill.killAt = 2 // the reservation is written, the round's write is not
 	if _, err := r.round(0); !errors.Is(err, errKilled) {
 		t.Fatalf("round = %v, want the kill", err)
 	}

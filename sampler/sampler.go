@@ -341,7 +341,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
 	offsets := s.offsets(len(targets))
-	booked := s.book(targets, offsets)
+	booked := s.book(targets, offsets, m.prior.Probes)
 	if len(booked) > 0 {
 		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
 			// Release what may have been stored of them, so that they count
@@ -391,16 +391,29 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 // book returns the reservations of the round's probes: probe i is booked
 // at the round's clock now plus its spread offset, the moment it is
 // planned to start (it starts then, or later when it waits for a slot of
-// Concurrency), and its point keeps that time.
-func (s *Sampler) book(targets []probe.Target, offsets []time.Duration) []series.Probe {
+// Concurrency), and its point keeps that time. A time a stored point of
+// the lane holds already (a clock stepped back onto it) moves on by a
+// nanosecond until it is free, so that no booking replaces another request.
+func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []series.Probe) []series.Probe {
 	if len(targets) == 0 {
 		return nil
+	}
+	type laneTime struct {
+		lane string
+		ns   int64
+	}
+	taken := map[laneTime]bool{}
+	for _, p := range stored {
+		taken[laneTime{p.Lane, p.Time.UnixNano()}] = true
 	}
 	base := s.now()
 	out := make([]series.Probe, len(targets))
 	for i, t := range targets {
-		out[i] = series.Probe{Lane: t.Lane, Kind: t.Kind, Site: s.site, Time: base.Add(offsets[i]).Round(0).UTC(),
-			Outcome: series.OutcomeReserved}
+		at := base.Add(offsets[i]).Round(0).UTC()
+		for taken[laneTime{t.Lane, at.UnixNano()}] {
+			at = at.Add(time.Nanosecond)
+		}
+		out[i] = series.Probe{Lane: t.Lane, Kind: t.Kind, Site: s.site, Time: at, Outcome: series.OutcomeReserved}
 	}
 	return out
 }
