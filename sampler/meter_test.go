@@ -84,6 +84,8 @@ func (f spoolFault) Defer(ctx context.Context, probes []series.Probe, hourly []s
 	return f.sp.Defer(ctx, probes, hourly)
 }
 
+func (f spoolFault) RebuildLater(probes []series.Probe) { f.sp.RebuildLater(probes) }
+
 func (f spoolFault) LocalProbes(ctx context.Context, q series.Query) ([]series.Probe, error) {
 	return f.sp.LocalProbes(ctx, q)
 }

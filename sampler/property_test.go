@@ -120,7 +120,7 @@ func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
 		t.Helper()
 		t.Fatalf("seed %d, %d a day: %s\nsteps:\n  %s", seed, perDay, fmt.Sprintf(format, args...), strings.Join(steps, "\n  "))
 	}
-	rebuildOwed := false // a round said its hours were not rebuilt: the operator runs rollup
+	rebuildOwed := false // a round said its hours were not rebuilt: the operator runs rollup (no spool to do it)
 	for i := range 40 {
 		r.setClock(r.now().Add(time.Duration(1+rnd.IntN(90)) * time.Minute))
 		r.lane.delay["c"] = 0
@@ -159,8 +159,8 @@ func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
 		}
 		rd, err := r.round(interrupt)
 		logf("%d: %s read=%v write=%v kill=%d interrupt=%s: probed %d, err %v", i, r.now().Format("01-02T15:04"), read, write, killAt, interrupt, len(rd.Samples), err)
-		if errors.Is(err, series.ErrHoursNotRebuilt) {
-			rebuildOwed = true
+		if errors.Is(err, series.ErrHoursNotRebuilt) && !spooled {
+			rebuildOwed = true // a spool rebuilds them at its next write, which the check's drain is
 		}
 		if killAt > 0 {
 			r.restart() // the process died: a new one starts on its files

@@ -118,8 +118,16 @@ func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recor
 	if werr := r.store.Write(ctx, probes, nil); werr != nil {
 		return Recorded{}, fmt.Errorf("%w; write the probes: %w", rerr, werr)
 	}
+	if l, ok := r.store.(laterRebuilder); ok {
+		l.RebuildLater(probes)
+		return Recorded{}, fmt.Errorf("%w (they are rebuilt at the first write after the store can be read again, or by sampler rollup): %w", ErrHoursNotRebuilt, rerr)
+	}
 	return Recorded{}, fmt.Errorf("%w (run sampler rollup once the store can be read): %w", ErrHoursNotRebuilt, rerr)
 }
+
+// laterRebuilder is a layer that rebuilds the hours of probes after a later
+// write that goes through (a Spool with AfterReplay).
+type laterRebuilder interface{ RebuildLater(probes []Probe) }
 
 // touchedWith is the lane-hours the probes fall in and the extra ones,
 // sorted and without repeats.

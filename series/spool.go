@@ -352,6 +352,18 @@ func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 	return re
 }
 
+// RebuildLater has AfterReplay run for the probes after the next write that
+// goes through, as for dead-lettered ones: a Recorder that wrote them but
+// could not read their hours calls it. The probes are kept in memory only:
+// after a restart, sampler rollup rebuilds their hours.
+func (s *Spool) RebuildLater(probes []Probe) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.AfterReplay != nil {
+		s.pending = append(s.pending, probes...)
+	}
+}
+
 // rebuildPendingLocked runs AfterReplay for the probes dead-lettered by
 // direct writes since it last succeeded (at open: every probe of the
 // dead-letter file), now that a write went through: reads count a refused
