@@ -349,7 +349,6 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 			// reserved, counted as both (never fewer than sent).
 			_ = s.store.Write(storeCtx, released(booked), nil)
 			r.Duration = time.Since(start)
-			r.NotStarted = slices.Clone(r.Plan.Probe)
 			return r, fmt.Errorf("book the round: %w: %w", ErrNotBooked, err)
 		}
 	}
