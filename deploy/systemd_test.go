@@ -17,6 +17,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lanewatch/lanewatch/config"
+
+	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
 
 // unitFile is a parsed systemd unit or timer.
@@ -478,7 +480,7 @@ func TestSystemdPolicygenRuns(t *testing.T) {
 func TestSystemdAnalyzeVerify(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze not installed")
+		missingtool.Skip(t, "systemd-analyze", "apt-get install systemd", "the units are not verified as systemd reads them")
 	}
 	root := t.TempDir()
 	for _, d := range []string{"etc/systemd/system", "usr/local/bin", "usr/lib/systemd"} {
