@@ -107,7 +107,12 @@ func moduleZip(t *testing.T, version string) []byte {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	n := 0
+	seen := map[string]bool{} // a file in conflict is listed once per stage
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		path := filepath.Join(repoRoot, filepath.FromSlash(name))
 		info, err := os.Lstat(path)
 		if err != nil || !info.Mode().IsRegular() { // deleted in the work tree, or a link
