@@ -64,6 +64,11 @@ type Options struct {
 	// From and To bound the scored window [From, To). Probes before From
 	// are warm-up; probes from To on are ignored.
 	From, To time.Time
+	// Fallbacks and Deadlines ask for the baselines (strategies.go):
+	// fallback@T and cancel-retry@T for each T of Fallbacks (seconds),
+	// every class replayed at its deadline and at each of Deadlines.
+	// Both empty: no baselines, the report as without them.
+	Fallbacks, Deadlines []float64
 }
 
 // ReadFrom returns the earliest probe the backtest needs: the warm-up
@@ -117,6 +122,8 @@ type Backtest struct {
 
 	hourNow hourSpan      // the hour of the last instant asked about
 	figs    []policy.Lane // evaluate's scratch: every lane's figures
+
+	base *baselines // nil: no baselines asked for
 
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied with the
@@ -242,6 +249,10 @@ func New(opts Options) (*Backtest, error) {
 		b.cells[i] = make([]cell, len(b.order)*24)
 	}
 	b.dec = make([]decAcc, len(opts.Params.Classes)*len(Strategies))
+	var err error
+	if b.base, err = newBaselines(b); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -370,6 +381,9 @@ func (b *Backtest) apply(p *series.Probe) {
 	}
 	sh.backoff, _ = budget.Backoff(*p, b.loc)
 	l.version++
+	if b.base != nil {
+		b.base.observe(l, p)
+	}
 }
 
 // hourSpan is an hour in the replay's timezone: [start, end), its hour of
@@ -446,6 +460,9 @@ func (b *Backtest) evaluate(j *job) {
 		if len(c.Lanes) > 0 {
 			j.pol[i].first = c.Lanes[0]
 		}
+	}
+	if b.base != nil {
+		b.base.evaluate(b, j)
 	}
 }
 

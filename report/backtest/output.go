@@ -83,6 +83,7 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 	if len(r.Decisions) == 0 {
 		fmt.Fprintln(bw, "(no classes configured)")
 	}
+	writeBaselinesTable(bw, r)
 	return bw.Flush()
 }
 
@@ -147,7 +148,10 @@ func WriteCSV(w io.Writer, r *Report, _ bool) error {
 		lane("all", c.All.Counts, c.All.Hours)
 	}
 	cw.Flush()
-	return cw.Error()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return writeBaselinesCSV(w, r)
 }
 
 // WriteJSON writes the report as indented JSON, without the per-hour
