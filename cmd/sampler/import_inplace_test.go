@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // Moving to InfluxDB in place: the influx config sets no store.path, and
@@ -46,10 +47,20 @@ func TestImportInPlaceIntoInflux(t *testing.T) {
 	if err := run(context.Background(), args, &stdout, &stderr, influxEnv); err != nil {
 		t.Fatalf("import: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "imported 1 probe") {
+	if !strings.Contains(stdout.String(), "data/samples.lp: imported ") {
 		t.Errorf("import output: %q", stdout.String())
 	}
-	if got := influxProbes(t, url, db); len(got) != 1 {
-		t.Errorf("InfluxDB holds %d probes, want 1", len(got))
+	// InfluxDB holds what the old file holds, as the store reads it.
+	src, err := series.OpenFile(old, series.FileOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want, err := src.Probes(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := influxProbes(t, url, db); len(want) == 0 || len(got) != len(want) {
+		t.Errorf("InfluxDB holds %d probes, the old file %d", len(got), len(want))
 	}
 }
