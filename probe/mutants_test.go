@@ -244,3 +244,203 @@ func TestAbsurdUsageGivesWayToDeltas(t *testing.T) {
 		t.Fatalf("usage 12 of max 12: tokens %d from %s (%v), want 12 from usage", s.Tokens, s.TokensSource, err)
 	}
 }
+
+// safeToken lets through 1 to 48 bytes of letters, digits and _.:/+- and
+// nothing else; each range is checked at both ends and one past them.
+func TestSafeToken(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		safe bool
+	}{
+		{"", false},
+		{"a", true},
+		{strings.Repeat("x", 48), true},
+		{strings.Repeat("x", 49), false},
+		{"az", true}, {"AZ", true}, {"09", true}, {"_.:/+-", true},
+		{"rate_limit_error", true}, {"text/event-stream", true},
+		{"`", false}, {"{", false}, // 'a'-1, 'z'+1
+		{"@", false}, {"[", false}, // 'A'-1, 'Z'+1
+		{";", false}, {"a;b", false}, // ('0'-1 and '9'+1 are '/' and ':', both in the list)
+		{"a b", false}, {"é", false}, {"a\n", false}, {"a*", false},
+	} {
+		want := ""
+		if c.safe {
+			want = c.in
+		}
+		if got := safeToken(c.in); got != want {
+			t.Errorf("safeToken(%q) = %q, want %q", c.in, got, want)
+		}
+	}
+}
+
+// safeHeader lets through up to 64 bytes of printable ASCII (0x20-0x7e).
+func TestSafeHeader(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		safe bool
+	}{
+		{"", true},
+		{"7", true},
+		{" ~", true}, // 0x20 and 0x7e
+		{"\x1f", false},
+		{"\x7f", false},
+		{"Wed, 21 Oct 2015 07:28:00 GMT", true},
+		{strings.Repeat("9", 64), true},
+		{strings.Repeat("9", 65), false},
+		{"7\xff", false},
+	} {
+		want := ""
+		if c.safe {
+			want = c.in
+		}
+		if got := safeHeader(c.in); got != want {
+			t.Errorf("safeHeader(%q) = %q, want %q", c.in, got, want)
+		}
+	}
+}
+
+// An Error's text names the lane and outcome, then the detail when there
+// is one.
+func TestErrorText(t *testing.T) {
+	for _, c := range []struct {
+		e    Error
+		want string
+	}{
+		{Error{Lane: "l1", Outcome: Timeout, Detail: "deadline exceeded after 1.0s"}, `probe lane "l1": timeout: deadline exceeded after 1.0s`},
+		{Error{Lane: "l1", Outcome: Empty}, `probe lane "l1": empty`},
+	} {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}
+
+// chunks is a reader that returns its chunks one per Read.
+type chunks [][]byte
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(*c) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, (*c)[0])
+	if n == len((*c)[0]) {
+		*c = (*c)[1:]
+	} else {
+		(*c)[0] = (*c)[0][n:]
+	}
+	return n, nil
+}
+
+// readAllCapped reads r to its end or error, at most 100 reads (a reader
+// that makes no progress must not hang the test).
+func readAllCapped(r io.Reader, buf int) ([]byte, error) {
+	var out []byte
+	p := make([]byte, buf)
+	for range 100 {
+		n, err := r.Read(p)
+		out = append(out, p[:n]...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, errors.New("no progress in 100 reads")
+}
+
+// capReader passes exactly max bytes; the byte after them is ErrTooLarge,
+// and the error sticks. Worked with max 10.
+func TestCapReader(t *testing.T) {
+	const limit = 10
+	digits := []byte("0123456789abcdef")
+	for _, c := range []struct {
+		name string
+		src  [][]byte
+		buf  int
+		want string
+		err  error
+	}{
+		{"exactly the cap", [][]byte{digits[:10]}, 64, "0123456789", io.EOF},
+		{"exactly the cap in small reads", [][]byte{digits[:4], digits[4:8], digits[8:10]}, 64, "0123456789", io.EOF},
+		{"one over in one read", [][]byte{digits[:11]}, 64, "0123456789", ErrTooLarge},
+		{"six over in one read", [][]byte{digits[:16]}, 64, "0123456789", ErrTooLarge},
+		{"over across reads", [][]byte{digits[:6], digits[6:16]}, 64, "0123456789", ErrTooLarge},
+		{"small buffer", [][]byte{digits[:16]}, 3, "0123456789", ErrTooLarge},
+		{"under the cap", [][]byte{digits[:9]}, 64, "012345678", io.EOF},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := chunks(c.src)
+			cr := &capReader{r: &src, max: limit}
+			got, err := readAllCapped(cr, c.buf)
+			if string(got) != c.want || !errors.Is(err, c.err) {
+				t.Fatalf("read %q, %v; want %q, %v", got, err, c.want, c.err)
+			}
+			if n, again := cr.Read(make([]byte, 8)); n != 0 || !errors.Is(again, c.err) {
+				t.Fatalf("read after the end: %d, %v; want 0, %v (sticky)", n, again, c.err)
+			}
+		})
+	}
+}
+
+// A probe follows up to maxRedirects (3) same-origin redirects, and fails
+// on the 4th. The server redirects /rN/... to /r(N-1)/... down to /r0/.
+func TestRedirectCount(t *testing.T) {
+	for _, c := range []struct {
+		hops int
+		want Outcome
+	}{{3, OK}, {4, ConnError}} {
+		t.Run(fmt.Sprint(c.hops), func(t *testing.T) {
+			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var n int
+				rest, _ := strings.CutPrefix(r.URL.Path, "/r")
+				if _, err := fmt.Sscanf(rest, "%d", &n); err == nil && n > 0 {
+					http.Redirect(w, r, fmt.Sprintf("/r%d/", n-1), http.StatusTemporaryRedirect)
+					return
+				}
+				okOpenAIStream.ServeHTTP(w, r)
+			}))
+			s, err := Run(context.Background(), target(OpenAI, fmt.Sprintf("%s/r%d", url, c.hops)))
+			if s.Outcome != c.want || c.want == ConnError && !errors.Is(err, ErrRedirectLoop) {
+				t.Fatalf("%d redirects: outcome %s (%v), want %s", c.hops, s.Outcome, err, c.want)
+			}
+		})
+	}
+}
+
+// Every 2xx status is a stream to read, and nothing outside 200-299 is.
+func TestTwoHundredsAreStreams(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   Outcome
+	}{{200, OK}, {201, OK}, {299, OK}, {300, HTTPError}} {
+		t.Run(fmt.Sprint(c.status), func(t *testing.T) {
+			steps := okOpenAIStream.steps
+			s, _ := Run(context.Background(), target(OpenAI, serve(t, script{status: c.status, steps: steps})))
+			if s.Outcome != c.want || s.Status != c.status {
+				t.Fatalf("status %d: outcome %s (%s), want %s", s.Status, s.Outcome, s.Detail, c.want)
+			}
+		})
+	}
+}
+
+// A remaining count without its reset header is still a count, and a reset
+// without a count still a reset.
+func TestQuotaHalfADialect(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   quota
+	}{
+		{"remaining only", map[string]string{"x-ratelimit-remaining-requests": "5"}, quota{remaining: 5, known: true}},
+		{"reset only", map[string]string{"x-ratelimit-reset-requests": "6m0s"}, quota{reset: 6 * time.Minute, resetKnown: true}},
+		{"anthropic remaining only", map[string]string{"anthropic-ratelimit-requests-remaining": "0"}, quota{remaining: 0, known: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range c.header {
+				h.Set(k, v)
+			}
+			if got := parseQuota(h, wall); got != c.want {
+				t.Fatalf("parseQuota = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
