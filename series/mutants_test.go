@@ -250,3 +250,13 @@ func TestRebuildAfterReplay(t *testing.T) {
 		t.Fatalf("rebuild after replay with a refused write: %v, want the write's error", err)
 	}
 }
+
+// A probe with gen_s 0 gives no rate, whatever its token count (an
+// imported point may hold a negative one): -5 / 0 would be -Inf.
+func TestAggregateNoRateWithoutGen(t *testing.T) {
+	p := series.Probe{Lane: "l", Kind: "free", QueueS: 3, GenS: 0, Tokens: -5, OK: true, Outcome: "ok"}
+	h := series.Aggregate("l", "free", "", mutHour, []series.Probe{p, mutOK("l", mutHour, 1)})
+	if h.MinTokPerS != 8 {
+		t.Fatalf("min_tok_per_s = %v, want 8 (the one probe with a gen_s)", h.MinTokPerS)
+	}
+}
