@@ -11,10 +11,13 @@
 # every other file of series, and series/storetest, is excluded by name.
 #
 # Environment: MUTATE_PKGS (space-separated, default all five),
-# MUTATE_WORKERS (default 2), MUTATE_LOGS (directory for one log per
-# package, default a temporary one, kept), INFLUXD_BIN (as for `make test`:
-# set, the InfluxDB tests of series run against every mutant too; unset,
-# they skip and a run is several times faster).
+# MUTATE_WORKERS (default 2), MUTATE_TIMEOUT_COEFFICIENT (default 5: a
+# mutant's tests may take 5 times the unmutated run; on a loaded machine
+# many time out, and a timed-out mutant counts neither way, so raise it or
+# lower the workers when the run says so), MUTATE_LOGS (directory for one
+# log per package, default a temporary one, kept), INFLUXD_BIN (as for
+# `make test`: set, the InfluxDB tests of series run against every mutant
+# too; unset, they skip and a run is faster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +31,7 @@ fi
 
 pkgs=(${MUTATE_PKGS:-budget policy probe series report/backtest})
 workers="${MUTATE_WORKERS:-2}"
+coefficient="${MUTATE_TIMEOUT_COEFFICIENT:-5}"
 logs="${MUTATE_LOGS:-$(mktemp -d -t lanewatch-mutate.XXXXXX)}"
 mkdir -p "$logs"
 
@@ -54,10 +58,15 @@ for pkg in "${pkgs[@]}"; do
 	log="$logs/${pkg//\//_}.log"
 	mapfile -t ex < <(excludes "$pkg")
 	echo "== gremlins unleash ./$pkg (log: $log)"
-	"$gremlins" unleash --invert-logical --workers "$workers" --timeout-coefficient 5 \
+	# -count=1: gremlins times each mutant against the unmutated coverage
+	# run, and a cached one takes no time, so every mutant would time out.
+	GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1" "$gremlins" unleash --invert-logical --workers "$workers" --timeout-coefficient "$coefficient" \
 		"${ex[@]}" "./$pkg" >"$log" 2>&1 || { echo "gremlins failed on $pkg:"; tail -20 "$log"; exit 1; }
 	grep -E '^ *(LIVED|TIMED OUT|NOT VIABLE) ' "$log" || true
 	grep -E '^(Killed|Timed out|Test efficacy|Mutator coverage):' "$log"
+	if ! grep -qE '^Timed out: 0,' "$log"; then
+		echo "warning: mutants of $pkg timed out (uncounted); try MUTATE_WORKERS=1 or a larger MUTATE_TIMEOUT_COEFFICIENT"
+	fi
 	summary+=("$(printf '%-16s %s' "$pkg" "$(grep -E '^Test efficacy:' "$log" | awk '{print $3}')")")
 done
 
