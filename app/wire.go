@@ -36,7 +36,8 @@ func Groups(cfg *config.Config) []budget.Group {
 // Params maps the config to the policy's parameters. A lane of a quota
 // group keeps a basis as long as its probe interval plus an hour.
 func Params(cfg *config.Config) policy.Params {
-	p := policy.Params{Location: cfg.Location, LookbackDays: max(cfg.Policy.LookbackDays, 0)}
+	p := policy.Params{Location: cfg.Location, LookbackDays: max(cfg.Policy.LookbackDays, 0),
+		Rule: cfg.Policy.Rule, Coverage: cfg.Policy.Coverage}
 	basis := map[string]int{}
 	for _, g := range Groups(cfg) {
 		for _, l := range g.Lanes {
@@ -53,6 +54,7 @@ func Params(cfg *config.Config) policy.Params {
 			CeilingTokens: c.CeilingTokens,
 			EstTokens:     c.EstTokens,
 			PaidUSDPer1k:  c.PaidUSDPer1k,
+			Coverage:      c.Coverage,
 		})
 	}
 	return p
@@ -91,7 +93,38 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, err
 	}
-	return policy.ForHour(p, hourly, policy.States(latest, cfg.Location), h), nil
+	probes, err := calibratedProbes(ctx, st, p, end, sites)
+	if err != nil {
+		return policy.File{}, err
+	}
+	return policy.ForHourProbes(p, hourly, probes, policy.States(latest, cfg.Location), h), nil
+}
+
+// calibratedProbes reads the probes the calibrated rule learns from for a
+// policy as of end: the lookback's days before it (none under the
+// worst-of rule, which reads the hourly records alone).
+func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end time.Time, sites []string) ([]series.Probe, error) {
+	if !p.Calibrated() {
+		return nil, nil
+	}
+	lanes := make([]string, len(p.Lanes))
+	for i, l := range p.Lanes {
+		lanes[i] = l.Name
+	}
+	from := end.Add(-time.Duration(calibratedDays(p)) * 24 * time.Hour)
+	probes, err := st.Probes(ctx, series.Query{Windows: []series.Window{{From: from, To: end}}, Sites: sites, Lanes: lanes})
+	if err != nil {
+		return nil, fmt.Errorf("store: read probes: %w", err)
+	}
+	return probes, nil
+}
+
+// calibratedDays is the calibrated rule's window, days.
+func calibratedDays(p policy.Params) int {
+	if p.LookbackDays <= 0 {
+		return policy.DefaultCalibratedLookbackDays
+	}
+	return p.LookbackDays
 }
 
 // Forecast reads what the 24 forecast policies of the day holding `day`
