@@ -89,11 +89,13 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites)
+	// The calibrated rule's probes hold the newest ones of every lane
+	// probed in its window: the probes are read once.
+	probes, err := calibratedProbes(ctx, st, p, end, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
-	probes, err := calibratedProbes(ctx, st, p, end, sites)
+	latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites, probes)
 	if err != nil {
 		return policy.File{}, err
 	}
@@ -140,7 +142,7 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	if err != nil {
 		return nil, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites)
+	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +154,11 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 // needed: the last few hours (every lane probed at least hourly, and a
 // sparse lane's basis), then [from, end), then all of the history before
 // end for the lanes still missing, so that a lane last probed long ago
-// reads no_recent_sample, not never_sampled.
-func newest(ctx context.Context, st series.Store, p policy.Params, from, end time.Time, sites []string) ([]series.Probe, error) {
+// reads no_recent_sample, not never_sampled. Probes already read (have: the
+// probes of the window before end that the calibrated rule reads, in time
+// order) give the newest of the lanes they hold, and the search goes on
+// before them for the others.
+func newest(ctx context.Context, st series.Store, p policy.Params, from, end time.Time, sites []string, have []series.Probe) ([]series.Probe, error) {
 	recent := p.MaxBasisHours() + 1
 	steps := []time.Time{end.Add(-time.Duration(recent) * time.Hour), from, time.Unix(0, 0)}
 	var found []series.Probe
@@ -162,6 +167,17 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		lanes[i] = l.Name
 	}
 	to := end
+	if have != nil {
+		found = newestPerSeries(have)
+		lanes = slices.DeleteFunc(lanes, func(l string) bool {
+			return slices.ContainsFunc(found, func(p series.Probe) bool { return p.Lane == l })
+		})
+		if len(lanes) == 0 {
+			return found, nil
+		}
+		to = end.Add(-time.Duration(calibratedDays(p)) * 24 * time.Hour)
+		steps = slices.DeleteFunc(steps, func(t time.Time) bool { return !t.Before(to) })
+	}
 	for _, start := range steps {
 		if !start.Before(to) {
 			continue
@@ -180,6 +196,26 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		to = start
 	}
 	return found, nil
+}
+
+// newestPerSeries returns the newest probe of each lane and site in
+// probes (time order: the later of equal times).
+func newestPerSeries(probes []series.Probe) []series.Probe {
+	type key struct{ lane, site string }
+	at := map[key]int{}
+	var out []series.Probe
+	for _, pr := range probes {
+		k := key{pr.Lane, pr.Site}
+		if i, ok := at[k]; ok {
+			if !pr.Time.Before(out[i].Time) {
+				out[i] = pr
+			}
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, pr)
+	}
+	return out
 }
 
 // Swings computes the time-of-day report of the hourly records of [from,

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +17,9 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/backtest"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
@@ -77,6 +82,10 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	format := fs.String("format", "table", "output `format`: table, csv or json")
 	endFlag := fs.String("end", "", "end the window at the start of hour `YYYY-MM-DDTHH` in the config's timezone (default: now)")
 	hoursFlag := fs.Bool("hours", false, "break the calibration down by hour of day (table and json; csv always does)")
+	ruleFlag := fs.String("rule", "", "comma-separated `rules` to score: calibrated, max (default: the config's policy.rule)")
+	coverageFlag := fs.String("coverage", "", "comma-separated `coverages` the calibrated rule is scored at, e.g. 0.9,0.95,0.99 (default: the config's policy.coverage)")
+	warmupFlag := fs.Int("warmup", 0, "warm-up `D` days: a lane's probes are scored once it has D days of history (default: each calibration's lookback)")
+	truthFlag := fs.String("truth", "", "compare with the oracle that knows each probe's true queue distribution, from `FILE` (lanesim history -truth)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), backtestUsage)
 		fs.PrintDefaults()
@@ -107,6 +116,23 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	rules, err := parseRules(*ruleFlag)
+	if err != nil {
+		return err
+	}
+	coverages, err := parseCoverages(*coverageFlag)
+	if err != nil {
+		return err
+	}
+	if *warmupFlag < 0 || *warmupFlag > backtest.MaxLookbackDays {
+		return usagef("backtest: -warmup: want 0 to %d days, got %d", backtest.MaxLookbackDays, *warmupFlag)
+	}
+	var truth func(*series.Probe) (float64, float64, bool)
+	if *truthFlag != "" {
+		if truth, err = readTruth(*truthFlag); err != nil {
+			return fmt.Errorf("backtest: -truth: %w", err)
+		}
+	}
 	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return err
@@ -120,7 +146,8 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		to = e.now()
 	}
 	to = to.In(cfg.Location)
-	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to}
+	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
+		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth}
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
@@ -158,6 +185,87 @@ func parseLookbacks(s string) ([]int, error) {
 		return nil, usagef("backtest: -lookback: want at most %d values, got %d", backtest.MaxLookbacks, len(out))
 	}
 	return out, nil
+}
+
+// parseRules reads -rule: comma-separated calibrated or max (nil when
+// empty: the config's).
+func parseRules(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		r := strings.TrimSpace(part)
+		if r != policy.RuleCalibrated && r != policy.RuleMax {
+			return nil, usagef("backtest: -rule: want comma-separated calibrated or max, got %q", clip(s))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// parseCoverages reads -coverage: comma-separated numbers above 0 and below
+// 1 (nil when empty: the config's).
+func parseCoverages(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for part := range strings.SplitSeq(s, ",") {
+		c, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || policy.CheckCoverage(c) != nil {
+			return nil, usagef("backtest: -coverage: want comma-separated numbers above 0 and below 1, got %q", clip(s))
+		}
+		out = append(out, c)
+	}
+	if len(out) > backtest.MaxCoverages {
+		return nil, usagef("backtest: -coverage: want at most %d values, got %d", backtest.MaxCoverages, len(out))
+	}
+	return out, nil
+}
+
+// readTruth reads the JSON lines of lanesim history -truth (time, lane,
+// median_s, sigma, outage) and returns the lookup of a probe's truth, by
+// lane and instant.
+func readTruth(path string) (func(*series.Probe) (float64, float64, bool), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	type key struct {
+		lane string
+		ns   int64
+	}
+	type val struct{ m, sigma float64 }
+	byKey := map[key]val{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var t struct {
+			Time    time.Time `json:"time"`
+			Lane    string    `json:"lane"`
+			MedianS float64   `json:"median_s"`
+			Sigma   float64   `json:"sigma"`
+			Outage  bool      `json:"outage"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		byKey[key{t.Lane, t.Time.UnixNano()}] = val{t.MedianS, t.Sigma}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return func(p *series.Probe) (float64, float64, bool) {
+		v, ok := byKey[key{p.Lane, p.Time.UnixNano()}]
+		return v.m, v.sigma, ok
+	}, nil
 }
 
 // clip shortens a flag value quoted in an error.

@@ -29,6 +29,7 @@ lanes:
   - {name: paid, kind: paid, api: anthropic, base_url: "http://127.0.0.1:2", model: m}
 policy:
   out: policies
+  rule: max
   lookback_days: 3
   classes:
     - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
