@@ -1,7 +1,8 @@
-// Package app turns a loaded configuration into the domain packages' inputs
-// (store, policy parameters, budget groups, probe targets), so that every
-// command builds them the same way; it is the only importer of config
-// outside cmd.
+// Package app turns a loaded configuration into the domain packages' inputs.
+//
+// It is the only importer of config outside cmd, so every command builds the
+// store, the policy parameters, the budget groups and the sampler the same
+// way.
 package app
 
 import (

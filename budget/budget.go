@@ -36,6 +36,18 @@ type Group struct {
 	ProbesPerDay int
 	Location     *time.Location // the provider's day; nil means UTC
 	Lanes        []string       // in config order
+	// Sites share the group's budget (quota scope account): its slots
+	// belong to them in turn (SlotOwner), and every site counts the
+	// requests of all of them. Empty: the budget is the probing site's
+	// own (scope site).
+	Sites []string
+}
+
+// Spend is one request booked against a group's budget: a reservation
+// written before the request left, settled by its probe or not.
+type Spend struct {
+	Lane string
+	Time time.Time
 }
 
 // Backoff returns until when a lane must not be probed after its probe p,
@@ -88,9 +100,19 @@ type Input struct {
 	Lanes  []string // every lane the round covers, in config order
 	Groups []Group  // quota groups; a lane in none is unbudgeted
 	// Probes holds the stored probes of the budgeted lanes since (at
-	// least) the start of their group's day; nil with MeterErr set when
-	// the store could not be read.
+	// least) the start of their group's day that settle no reservation in
+	// Spent (a probe that does is counted once, through Spent); nil with
+	// MeterErr set when the store could not be read. With a group of
+	// several Sites, the probes and reservations of all of them.
 	Probes []series.Probe
+	// Spent holds the reservations of the budgeted lanes since (at least)
+	// the start of their group's day, settled or not: a request counts
+	// from the moment it was booked, whether or not its probe was ever
+	// stored.
+	Spent []Spend
+	// Site is the probing site: a group with Sites probes only in the
+	// slots SlotOwner gives this site.
+	Site string
 	// Latest holds the newest stored probe of each lane (any age up to
 	// MaxBackoff): back-offs and turn order come from it.
 	Latest   []series.Probe
@@ -143,7 +165,7 @@ func Decide(in Input) Plan {
 		if in.MeterErr != nil {
 			continue // spent unknown: nothing chosen, nothing reported
 		}
-		st := groupState(*g, in.Now, in.Probes)
+		st := groupState(*g, in.Now, in.Site, spends(g, in))
 		plan.Sent[g.Name] = st.sent
 		plan.Left[g.Name] = g.ProbesPerDay - st.sent
 		if !st.mayProbe {
@@ -191,13 +213,33 @@ type state struct {
 	mayProbe bool // the current slot is unused and the cap allows one more
 }
 
-func groupState(g Group, now time.Time, probes []series.Probe) state {
+// spends is every request of the group's lanes the input knows of: its
+// reservations and the probes that settle none.
+func spends(g *Group, in Input) []Spend {
+	var out []Spend
+	for _, p := range in.Probes {
+		if slices.Contains(g.Lanes, p.Lane) {
+			out = append(out, Spend{Lane: p.Lane, Time: p.Time})
+		}
+	}
+	for _, s := range in.Spent {
+		if slices.Contains(g.Lanes, s.Lane) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// groupState counts the group's requests since its day started. A request
+// stamped after now (a clock stepped back) still counts, and uses the
+// current slot: the requests were sent, whatever the clock says now.
+func groupState(g Group, now time.Time, site string, spent []Spend) state {
 	day, _ := dayOf(g, now)
 	slotStart, ok := SlotStart(g, now)
 	var st state
 	usedSlot := false
-	for _, p := range probes {
-		if !slices.Contains(g.Lanes, p.Lane) || p.Time.Before(day) || p.Time.After(now) {
+	for _, p := range spent {
+		if p.Time.Before(day) {
 			continue
 		}
 		st.sent++
@@ -205,8 +247,42 @@ func groupState(g Group, now time.Time, probes []series.Probe) state {
 			usedSlot = true
 		}
 	}
-	st.mayProbe = ok && !usedSlot && st.sent < Cap(g, now)
+	mine := len(g.Sites) == 0 || SlotOwner(g, now) == site
+	st.mayProbe = ok && mine && !usedSlot && st.sent < Cap(g, now)
 	return st
+}
+
+// SlotOwner returns the site whose turn the slot holding now is, for a
+// group shared by Sites ("" without them or before the day's first slot):
+// slot k of day n belongs to Sites[(k + n/m) mod len(Sites)], m the
+// offset's period (Offset). The owner moves on by one each m days, while
+// the offset runs through its m phases, so each site meets every slot at
+// every phase, and so every hour of the day, within m × len(Sites) days
+// (12 probes a day over 3 sites: 2-hour slots, 6 days). Slots of a site
+// that is down are not used by another: a site down under-spends.
+func SlotOwner(g Group, now time.Time) string {
+	if len(g.Sites) == 0 {
+		return ""
+	}
+	start, ok := SlotStart(g, now)
+	if !ok {
+		return ""
+	}
+	day, length := dayOf(g, now)
+	slot := length / time.Duration(max(g.ProbesPerDay, 1))
+	k := int64(start.Sub(day.Add(Offset(g, now))) / slot)
+	n := dayNumber(day)
+	m := offsetPeriod(slot)
+	s := int64(len(g.Sites))
+	return g.Sites[(((k+floorDiv(n, m))%s)+s)%s]
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
 }
 
 // Cap is how many probes the group may have sent since its day started, at
@@ -240,13 +316,25 @@ func SlotStart(g Group, now time.Time) (time.Time, bool) {
 func Offset(g Group, now time.Time) time.Duration {
 	day, length := dayOf(g, now)
 	slot := length / time.Duration(max(g.ProbesPerDay, 1))
-	m := int64(math.Ceil(float64(slot) / float64(time.Hour)))
+	m := offsetPeriod(slot)
 	if m <= 1 {
 		return 0
 	}
-	y, mo, d := day.Date()
-	n := time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() / 86400 // days since the epoch
+	n := dayNumber(day)
 	return time.Duration(((n%m)+m)%m) * time.Hour
+}
+
+// offsetPeriod is the number of whole hours a slot spans, rounded up (at
+// least 1): the days the offset takes to come round.
+func offsetPeriod(slot time.Duration) int64 {
+	return max(int64(math.Ceil(float64(slot)/float64(time.Hour))), 1)
+}
+
+// dayNumber is the number of the civil day that starts at day, counted
+// from the Unix epoch's.
+func dayNumber(day time.Time) int64 {
+	y, mo, d := day.Date()
+	return time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
 }
 
 // dayOf returns the start and length of the group's day holding now.

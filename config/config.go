@@ -1,6 +1,11 @@
-// Package config loads and validates a lanewatch configuration file: defaults
-// first, the YAML file on top (unknown keys rejected), then validation whose
-// errors name the offending field, e.g. "lanes[2].base_url: ...".
+// Package config loads a lanewatch configuration file into a validated
+// Config.
+//
+// Defaults come first and the YAML file goes on top, decoded by
+// internal/decode (unknown and repeated keys rejected); validation then
+// checks every value and fills in the effective ones. Every error is one
+// line naming the file, line and field ("c.yaml:12: lanes[2].base_url:
+// ..."). docs/config.md lists the keys.
 package config
 
 import (
@@ -9,10 +14,10 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
@@ -50,34 +55,7 @@ const (
 // Error is a configuration error tied to one field. Its text is one line,
 // "FILE:LINE: FIELD: PROBLEM" ("line LINE: FIELD: PROBLEM" without a file;
 // the line and field are left out when unknown).
-type Error struct {
-	File  string
-	Line  int // 0 when unknown
-	Field string
-	Err   error
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	} else if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	// One line, whatever the YAML library quoted back.
-	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
-	return b.String()
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+type Error = decode.Error
 
 // Default returns a configuration with every default filled in and no lanes.
 func Default() *Config {
@@ -192,7 +170,7 @@ func ParseShard(s string) (Shard, error) {
 		sh.Count, _ = strconv.Atoi(m[2])
 	}
 	if sh.Count < 1 || sh.Count > 1024 || sh.Index >= sh.Count {
-		return Shard{}, fmt.Errorf("want I/N such as 2/5 with 0 <= I < N <= 1024, got %q", clip(s))
+		return Shard{}, fmt.Errorf("want I/N such as 2/5 with 0 <= I < N <= 1024, got %q", decode.Clip(s))
 	}
 	return sh, nil
 }
@@ -203,7 +181,7 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 // UnmarshalYAML reads "I/N".
 func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("want I/N such as 2/5, got %s", describeNode(n))
+		return fmt.Errorf("want I/N such as 2/5, got %s", decode.Describe(n))
 	}
 	sh, err := ParseShard(n.Value)
 	if err == nil {

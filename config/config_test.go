@@ -209,6 +209,12 @@ func TestBadConfigs(t *testing.T) {
 		{"bad kind", "lanes:\n  - {name: a, kind: cheap, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].kind: want free or paid`},
 		{"bad api", "lanes:\n  - {name: a, kind: free, api: gemini, base_url: \"http://x\", model: m}\n", `lanes[0].api: want openai or anthropic`},
 		{"bad base_url", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"ftp://x\", model: m}\n", `lanes[0].base_url: want an http(s) URL`},
+		// It said got "(unparsable URL)" (issue 20).
+		{"base_url without scheme", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"127.0.0.1:18081/v1\", model: m}\n",
+			`:2: lanes[0].base_url: want an http(s) URL, got "127.0.0.1:18081/v1": missing http:// (try "http://127.0.0.1:18081/v1")`},
+		{"base_url without scheme, with a key", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"u:hunter2@h.example/v1\", model: m}\n",
+			`:2: lanes[0].base_url: want an http(s) URL, got "h.example/v1": missing http:// (try "http://h.example/v1")`},
+		{"store url without scheme", "store: {kind: influx, url: \"localhost:8086\"}\n" + lane(""), `store.url: want an http(s) URL, got "localhost:8086": missing http:// (try "http://localhost:8086")`},
 		{"base_url with key", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://k:sk-secret@x\", model: m}\n", `lanes[0].base_url: must not carry credentials`},
 		{"no model", "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://x\"}\n", `lanes[0].model: must not be empty`},
 		{"bad api_key_env", lane(", api_key_env: \"sk-abc-123\""), `lanes[0].api_key_env: must name an environment variable`},
@@ -254,6 +260,9 @@ func TestBadConfigs(t *testing.T) {
 		{"merge cycle", "lanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m, <<: *l}\n", `:2: lanes[0]: merges a mapping into itself`},
 		{"alias bomb", aliasBomb(), `aliases expand to more than 100000 mappings`},
 		{"validation error has a line", "lanes:\n  - name: a\n    kind: cheap\n", `:3: lanes[0].kind: want free or paid, got "cheap"`},
+		// yaml.v3 says line 1, where the list began (issue 20).
+		{"bad indent at its own line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n   model: m\n", `:5: not valid YAML: did not find expected '-' indicator`},
+		{"bad indent in a nested mapping", "store:\n  kind: file\n  path: x\n    spool: y\n" + lane(""), `:4: not valid YAML: mapping values are not allowed in this context`},
 		{"missing field has its mapping's line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n    base_url: http://x\n", `:2: lanes[0].model: must not be empty`},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/series"
 	"gopkg.in/yaml.v3"
 )
@@ -16,7 +17,7 @@ import (
 // Value inside a list, which has no default).
 func docKeys(t reflect.Type, v reflect.Value, prefix string, keys map[string]bool, leaves map[string]reflect.Value) {
 	unmarshaler := reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-	for i, key := range yamlKeys(t) {
+	for i, key := range decode.Keys(t) {
 		if key == "" {
 			continue
 		}
@@ -76,8 +77,7 @@ func TestDocsMatchCode(t *testing.T) {
 				n.Tag = "!!str"
 			}
 			got := reflect.New(fv.Type())
-			d := decoder{budget: maxMappings, lines: map[string]int{}, active: map[*yaml.Node]bool{}}
-			if err := d.value(n, got.Elem(), key, 0); err != nil || !reflect.DeepEqual(got.Elem().Interface(), fv.Interface()) {
+			if err := decode.New(decode.Options{}).Decode(n, got.Interface()); err != nil || !reflect.DeepEqual(got.Elem().Interface(), fv.Interface()) {
 				t.Errorf("%s: documented default %s, code has %v (%v)", key, def[0][1], fv.Interface(), err)
 			}
 		}

@@ -130,6 +130,14 @@ func (c *Config) validateStore() error {
 // host and no credentials, query or fragment; example follows "want an
 // http(s) URL" in the error, secret says where a credential goes instead.
 func httpURL(field, raw, example, secret string) error {
+	if raw != "" && !strings.Contains(raw, "://") {
+		// "127.0.0.1:18081/v1" does not even parse ("first path segment
+		// in URL cannot contain colon"): say what is missing.
+		if u, err := url.Parse("http://" + raw); err == nil && u.Host != "" {
+			fixed := redact.URL("http://" + raw)
+			return fieldErr(field, "want an http(s) URL, got %q: missing http:// (try %q)", strings.TrimPrefix(fixed, "http://"), fixed)
+		}
+	}
 	u, err := url.Parse(raw)
 	if raw == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fieldErr(field, "want an http(s) URL%s, got %q", strings.TrimRight(" "+example, " "), redact.URL(raw))

@@ -58,11 +58,14 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestMarshalQuotesAmbiguousStrings(t *testing.T) {
-	f := File{Hour: "2026-01-01T00", Timezone: "UTC", Basis: BasisLive, Classes: []Class{}, Lanes: []Lane{
-		{Name: "yes", Kind: "free", Reason: ReasonOK},
-		{Name: "1e3", Kind: "free", Reason: ReasonOK},
-		{Name: "a: b", Kind: "free", Reason: ReasonOK},
-		{Name: "null", Kind: "free", Reason: ReasonOK},
+	// Names follow the schema's pattern ([A-Za-z0-9_.-]+, which ParseFile
+	// holds them to); the timezone, which has none, takes the colon.
+	f := File{Hour: "2026-01-01T00", Timezone: "a: b", Basis: BasisLive, Classes: []Class{}, Lanes: []Lane{
+		{Name: "yes", Kind: "free", Eligible: true, Reason: ReasonOK},
+		{Name: "1e3", Kind: "free", Eligible: true, Reason: ReasonOK},
+		{Name: "-1", Kind: "free", Eligible: true, Reason: ReasonOK},
+		{Name: "null", Kind: "free", Eligible: true, Reason: ReasonOK},
+		{Name: ".inf", Kind: "free", Eligible: true, Reason: ReasonOK},
 	}}
 	data, err := Marshal(f)
 	if err != nil {
@@ -71,6 +74,9 @@ func TestMarshalQuotesAmbiguousStrings(t *testing.T) {
 	back, err := ParseFile(data)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
+	}
+	if back.Timezone != f.Timezone {
+		t.Errorf("timezone %q came back as %q", f.Timezone, back.Timezone)
 	}
 	for i, l := range back.Lanes {
 		if l.Name != f.Lanes[i].Name {
@@ -87,7 +93,7 @@ func TestParseFileErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, from, to, want string
 	}{
-		{"unknown key", "basis: live\n", "basis: live\nextra: 1\n", "line 5: unknown key extra"},
+		{"unknown key", "basis: live\n", "basis: live\nextra: 1\n", "line 5: extra: unknown key"},
 		{"missing book key", "      next_gen_s: 26.67\n", "", "classes[0].book.next_gen_s: missing"},
 		{"missing lane key", "    failures: 1\n", "", "lanes[1].failures: missing"},
 		{"negative", "next_queue_s: 6\n", "next_queue_s: -6\n", "lanes[1].next_queue_s: must be >= 0"},
@@ -95,7 +101,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"bad basis", "basis: live", "basis: guess", "basis: must be live or forecast"},
 		{"bad hour", `hour: "2026-11-30T14"`, `hour: "2026-11-30 14h"`, "hour: want YYYY-MM-DDTHH"},
 		{"bad last_sample", `"2026-11-30T11:47:03Z"`, `"yesterday"`, "lanes[3].last_sample: want an RFC 3339 time"},
-		{"not a number", "tok_per_s: 30\n", "tok_per_s: fast\n", "cannot unmarshal"},
+		{"not a number", "tok_per_s: 30\n", "tok_per_s: fast\n", `lanes[0].tok_per_s: want a number, got "fast"`},
 		{"infinite", "tok_per_s: 30\n", "tok_per_s: .inf\n", "lanes[0].tok_per_s: must be a finite number"},
 		{"two documents", "basis: live\n", "basis: live\n---\nhour: x\n", "more than one YAML document"},
 	} {

@@ -1,26 +1,23 @@
-// Package sampler runs lanewatch's probe rounds: which lanes a round probes
-// (its shard, probe budgets and back-offs, package budget), each probe
-// bounded by its own timeout from its own start and the starts spread over a
-// short window, and the round recorded with its hourly rollup
-// (series.Recorder) under a deadline of its own. It returns what happened;
-// cmd/sampler wires it to flags, cron, logs, metrics and the HTTP server.
+// Package sampler runs the probe rounds: which of its shard's lanes a round
+// probes, the probes, and the round recorded in the store.
+//
+// Budgets and back-offs are in docs/budgets.md, a round's timing in
+// docs/deploy.md; cmd/sampler wires it to flags, cron, logs and HTTP.
 package sampler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
-	"github.com/lanewatch/lanewatch/shard"
 )
 
 // DefaultStoreTimeout bounds a round's store write, apart from its probes.
@@ -38,90 +35,85 @@ const (
 // was stored, since probes cut short would read as lane failures.
 var ErrInterrupted = errors.New("interrupted: the round was cut short and not stored")
 
-// Options wire a Sampler.
+// Options wire a Sampler: the domain values app.SamplerOptions builds from
+// a configuration.
 type Options struct {
-	Config *config.Config
-	Store  series.Store
-	// LookupEnv resolves the API keys of the lanes this shard owns (and of
-	// no other lane); nil means os.LookupEnv.
-	LookupEnv func(string) (string, bool)
-	// Shard overrides Config.Shard when Count > 0 (the -shard flag).
-	Shard config.Shard
+	Store    series.Store
+	Site     string         // the site the probes are tagged with, "" for none
+	Schedule string         // the cron schedule, as the status page shows it
+	Location *time.Location // hours and back-offs are keyed in it
+	// Concurrency is how many probes run at once (at least 1).
+	Concurrency int
+	// Targets are the lanes this sampler probes (its shard's), in config
+	// order, with their keys.
+	Targets []probe.Target
+	// Groups are the quota groups with their lanes (every lane of the
+	// config, owned or not).
+	Groups []budget.Group
+	Shard  Shard
+	// Policy computes the status page's live policy; nil shows none.
+	Policy PolicyFunc
+	// Chart draws the status page's chart; nil draws none.
+	Chart Chart
 }
+
+// Shard is the part of the lanes a sampler probes when several share a
+// config: shard Index of Count.
+type Shard struct{ Index, Count int }
+
+// String is the shard as the -shard flag takes it: "2/5".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Sampler probes the lanes its shard owns.
 type Sampler struct {
-	cfg     *config.Config
-	store   series.Store
-	rec     *series.Recorder
-	targets map[string]probe.Target
-	owned   []string // config order
-	shard   config.Shard
-	groups  []budget.Group
+	store       series.Store
+	rec         *series.Recorder
+	site        string
+	schedule    string
+	loc         *time.Location
+	concurrency int
+	targets     map[string]probe.Target
+	owned       []string // config order
+	shard       Shard
+	groups      []budget.Group
+	policy      PolicyFunc
+	chart       Chart
 
 	mu   sync.Mutex
 	seen map[string]series.Probe // newest probe of each lane this process stored
 }
 
-// New returns a Sampler for the lanes its shard owns. It fails when an
-// owned lane's key variable is unset or empty.
-func New(o Options) (*Sampler, error) {
-	cfg := o.Config
+// New returns a Sampler of the targets.
+func New(o Options) *Sampler {
 	s := &Sampler{
-		cfg:     cfg,
-		store:   o.Store,
-		rec:     series.NewRecorder(o.Store, cfg.Location),
-		targets: map[string]probe.Target{},
-		shard:   cfg.Shard,
-		groups:  app.Groups(cfg),
-		seen:    map[string]series.Probe{},
+		store:       o.Store,
+		rec:         series.NewRecorder(o.Store, o.Location),
+		site:        o.Site,
+		schedule:    o.Schedule,
+		loc:         o.Location,
+		concurrency: o.Concurrency,
+		targets:     map[string]probe.Target{},
+		shard:       o.Shard,
+		groups:      o.Groups,
+		policy:      o.Policy,
+		chart:       o.Chart,
+		seen:        map[string]series.Probe{},
 	}
-	if o.Shard.Count > 0 {
-		s.shard = o.Shard
+	if s.shard.Count < 1 {
+		s.shard = Shard{Index: 0, Count: 1}
 	}
-	lookup := o.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
+	for _, t := range o.Targets {
+		s.targets[t.Lane] = t
+		s.owned = append(s.owned, t.Lane)
 	}
-	lanes := make([]shard.Lane, len(cfg.Lanes))
-	for i, l := range cfg.Lanes {
-		lanes[i] = shard.Lane{Name: l.Name, Quota: l.Quota}
-	}
-	s.owned = shard.Owned(lanes, s.shard.Index, s.shard.Count)
-	for _, l := range cfg.Lanes {
-		if !slices.Contains(s.owned, l.Name) {
-			continue
-		}
-		key, err := l.APIKey(lookup)
-		if err != nil {
-			return nil, err
-		}
-		s.targets[l.Name] = Target(l, key)
-	}
-	return s, nil
-}
-
-// Target is the probe target of a configured lane with its key.
-func Target(l config.Lane, key string) probe.Target {
-	return probe.Target{
-		Lane:         l.Name,
-		Kind:         l.Kind,
-		API:          probe.API(l.API),
-		BaseURL:      l.BaseURL,
-		Model:        l.Model,
-		APIKey:       key,
-		Prompt:       l.Prompt,
-		MaxTokens:    l.MaxTokens,
-		Timeout:      l.Timeout.D(),
-		IncludeUsage: l.IncludeUsage == nil || *l.IncludeUsage,
-	}
+	return s
 }
 
 // Owned returns the lanes this sampler's shard owns, in config order.
 func (s *Sampler) Owned() []string { return slices.Clone(s.owned) }
 
 // Shard returns the shard this sampler probes.
-func (s *Sampler) Shard() config.Shard { return s.shard }
+func (s *Sampler) Shard() Shard { return s.shard }
 
 // Round is what one round did.
 type Round struct {
@@ -141,31 +133,28 @@ type Round struct {
 // read makes the budgeted lanes skip (the meter is checked before the
 // spend); back-offs then come from what this process stored itself.
 func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
-	m := s.meter(ctx, now, now)
+	m := s.meter(ctx, now, now, now)
 	return s.decide(now, force, m), m.err
 }
 
 // reading is what a plan reads from the store: the newest probe of each
 // owned lane, and the probes since the start of the groups' days (or
 // since, when earlier) of the lanes a budget counts (of every owned lane,
-// when since is earlier).
+// when since is earlier). It comes from one read (prior), which also holds
+// the hours a round's probes fall in, for the Recorder.
 type reading struct {
 	latest, probes []series.Probe
+	prior          series.Prior
 	err            error
 }
 
-// meter reads what a plan at now needs, and the owned lanes' probes since
-// since if that is earlier than the groups' days.
-func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
+// meter reads what a plan at now needs, the owned lanes' probes since since
+// if that is earlier than the groups' days, and the whole hours up to the
+// one holding until (the hours the round's probes fall in), in one read of
+// the owned lanes at this site.
+func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) reading {
 	var m reading
-	site := []string{s.cfg.Site}
-	m.latest, m.err = series.Latest(ctx, s.store, series.Query{
-		Windows: []series.Window{{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}},
-		Sites:   site, Lanes: s.owned,
-	})
-	if m.err != nil {
-		return m
-	}
+	latestWin := series.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
@@ -182,18 +171,73 @@ func (s *Sampler) meter(ctx context.Context, now, since time.Time) reading {
 			from = day
 		}
 	}
+	probesWin := series.Window{From: from.Add(-time.Hour), To: now.Add(time.Second)}
+	read := latestWin
+	if len(lanes) > 0 && probesWin.From.Before(read.From) {
+		read.From = probesWin.From
+	}
+	if end := hours.Start(until, s.loc).Add(time.Hour); end.After(read.To) {
+		read.To = end
+	}
+	q := series.Query{Windows: []series.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
+	ps, err := s.store.Probes(ctx, q)
+	if err != nil {
+		m.err = err
+		return m
+	}
+	m.prior = series.Prior{Query: q, Probes: ps}
+	m.latest = newest(within(ps, latestWin, s.owned))
 	if len(lanes) > 0 {
-		m.probes, m.err = s.store.Probes(ctx, series.Query{
-			Windows: []series.Window{{From: from.Add(-time.Hour), To: now.Add(time.Second)}},
-			Sites:   site, Lanes: lanes,
-		})
+		m.probes = within(ps, probesWin, lanes)
 	}
 	return m
 }
 
+// within returns the probes of ps in w of the lanes (nil: every lane), in
+// their order.
+func within(ps []series.Probe, w series.Window, lanes []string) []series.Probe {
+	var in map[string]bool
+	if lanes != nil {
+		in = make(map[string]bool, len(lanes))
+		for _, l := range lanes {
+			in[l] = true
+		}
+	}
+	out := []series.Probe{}
+	for _, p := range ps {
+		if w.Contains(p.Time) && (in == nil || in[p.Lane]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newest returns the newest of the probes (sorted by time) of each lane and
+// site, sorted by lane and site, as series.Latest does.
+func newest(ps []series.Probe) []series.Probe {
+	type laneSite struct{ lane, site string }
+	idx := map[laneSite]int{}
+	out := []series.Probe{}
+	for _, p := range ps {
+		k := laneSite{p.Lane, p.Site}
+		if i, ok := idx[k]; ok {
+			if !p.Time.Before(out[i].Time) {
+				out[i] = p
+			}
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b series.Probe) int {
+		return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site))
+	})
+	return out
+}
+
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
-	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.cfg.Location, Force: force,
+	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.loc, Force: force,
 		Latest: m.latest, Probes: m.probes, MeterErr: m.err}
 	if m.err != nil {
 		s.mu.Lock()
@@ -215,7 +259,10 @@ func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
 	r := &Round{Start: time.Now()}
 	start := time.Now() // monotonic, for the duration
-	r.Plan, r.MeterErr = s.Plan(ctx, r.Start, force)
+	// One read serves the plan and the hour records the round rewrites:
+	// the hours up to the one a round of worst length ends in.
+	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(s.WorstRound()))
+	r.Plan, r.MeterErr = s.decide(r.Start, force, m), m.err
 
 	targets := make([]probe.Target, 0, len(r.Plan.Probe))
 	for _, l := range r.Plan.Probe {
@@ -229,11 +276,11 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	points := make([]series.Probe, len(samples))
 	for i, sm := range samples {
-		points[i] = Point(sm, s.cfg.Site)
+		points[i] = Point(sm, s.site)
 	}
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
-	rec, err := s.rec.Record(storeCtx, points)
+	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
 	if err != nil {
@@ -263,7 +310,7 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interrup
 	}
 	samples := make([]probe.Sample, n)
 	started := make([]bool, n)
-	sem := make(chan struct{}, max(s.cfg.Concurrency, 1))
+	sem := make(chan struct{}, max(s.concurrency, 1))
 	var wg sync.WaitGroup
 	begin := time.Now()
 	for i, t := range targets {
@@ -361,7 +408,7 @@ func Point(sm probe.Sample, site string) series.Probe {
 // WorstRound is how long a round of the owned lanes can take when every
 // probe runs to its timeout: waves of Concurrency probes, plus the spread.
 func (s *Sampler) WorstRound() time.Duration {
-	c := max(s.cfg.Concurrency, 1)
+	c := max(s.concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
 	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.shard.Count)*SpreadStep, MaxSpread)
 }
@@ -383,13 +430,13 @@ func (s *Sampler) RoundWarning(interval time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; %s",
-		len(s.owned), s.cfg.Concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
+		len(s.owned), s.concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
 }
 
 // RoundRemedy says what shortens a round that is too long.
 func (s *Sampler) RoundRemedy() string {
-	if len(s.owned) <= s.cfg.Concurrency {
+	if len(s.owned) <= s.concurrency {
 		return "lower the lanes' timeout or space the schedule" // every probe is in flight already
 	}
-	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.cfg.Concurrency)
+	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.concurrency)
 }

@@ -1,4 +1,4 @@
-package sampler
+package sampler_test
 
 import (
 	"context"
@@ -12,10 +12,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 	"github.com/lanewatch/lanewatch/shard"
 )
+
+// newSampler returns the Sampler of cfg's shard sh (the config's when
+// sh.Count is 0) on st, as cmd/sampler wires it.
+func newSampler(cfg *config.Config, st series.Store, lookupEnv func(string) (string, bool), sh config.Shard) (*sampler.Sampler, error) {
+	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
+	if err != nil {
+		return nil, err
+	}
+	return sampler.New(o), nil
+}
 
 // lane is a test server: an OpenAI-compatible stream whose first token
 // comes after delay (or never, when hang), counting the requests it gets.
@@ -53,7 +65,7 @@ func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // setup writes a config of the named lanes (each its own model on srv) with
 // extra top-level YAML, opens a file store and returns a Sampler on it.
-func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string) (*Sampler, series.Store) {
+func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string) (*sampler.Sampler, series.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -71,7 +83,7 @@ func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	s, err := New(Options{Config: cfg, Store: st})
+	s, err := newSampler(cfg, st, nil, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +196,7 @@ func TestInterruptStoresNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	if _, err := s.Run(ctx, false, true); err != ErrInterrupted {
+	if _, err := s.Run(ctx, false, true); err != sampler.ErrInterrupted {
 		t.Fatalf("Run = %v, want ErrInterrupted", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -231,11 +243,11 @@ func TestShardNeedsOnlyItsOwnKeys(t *testing.T) {
 		return "", false
 	}
 	owner := shard.Of(shard.Key("a", ""), 2)
-	s, err := New(Options{Config: cfg, Store: nil, LookupEnv: onlyA, Shard: config.Shard{Index: owner, Count: 2}})
+	s, err := newSampler(cfg, nil, onlyA, config.Shard{Index: owner, Count: 2})
 	if err != nil || !slices.Equal(s.Owned(), []string{"a"}) {
 		t.Fatalf("shard %d/2: %v, owned %v; want lane a alone, without b's key", owner, err, s.Owned())
 	}
-	if _, err := New(Options{Config: cfg, LookupEnv: onlyA}); err == nil || !strings.Contains(err.Error(), "LW_KEY_B") {
+	if _, err := newSampler(cfg, nil, onlyA, config.Shard{}); err == nil || !strings.Contains(err.Error(), "LW_KEY_B") {
 		t.Fatalf("all lanes without b's key: %v; want an error naming LW_KEY_B", err)
 	}
 }
@@ -267,7 +279,7 @@ func TestStatusShowsOwnGroups(t *testing.T) {
 	defer st.Close()
 	seen := map[string]int{}
 	for i := range 2 {
-		s, err := New(Options{Config: cfg, Store: st, Shard: config.Shard{Index: i, Count: 2}})
+		s, err := newSampler(cfg, st, nil, config.Shard{Index: i, Count: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,16 +4,28 @@ import (
 	"bytes"
 	"context"
 	"html/template"
+	"io"
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/sampler/page"
 	"github.com/lanewatch/lanewatch/series"
 )
+
+// Chart draws the status page's chart, so that the sampler does not depend
+// on the report that draws it.
+type Chart interface {
+	// WriteChart writes the chart of the hourly records of [from, to),
+	// days days long, as an SVG document.
+	WriteChart(w io.Writer, hourly []series.Hourly, from, to time.Time, days int) error
+}
+
+// PolicyFunc computes the live policy of the hour holding now, for the
+// status page.
+type PolicyFunc func(ctx context.Context, now time.Time) (policy.File, error)
 
 // Status page figures.
 const (
@@ -29,13 +41,13 @@ const (
 // the store is down, too).
 func (s *Sampler) Status(ctx context.Context) page.Page {
 	now := time.Now()
-	p := page.Page{Now: now, Site: s.cfg.Site, Schedule: s.cfg.Schedule, ChartDays: statusChartDays, Healthy: true}
+	p := page.Page{Now: now, Site: s.site, Schedule: s.schedule, ChartDays: statusChartDays, Healthy: true}
 	if s.shard.Count > 1 {
 		p.Shard = s.shard.String()
 	}
 	// One read serves the plan and the page: the last day of probes of
 	// every owned lane, and each one's newest.
-	m := s.meter(ctx, now, now.Add(-24*time.Hour))
+	m := s.meter(ctx, now, now.Add(-24*time.Hour), now)
 	if m.err != nil {
 		p.Healthy, p.Problem = false, "store: "+m.err.Error()
 	}
@@ -49,8 +61,10 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
 	}
 	quotaOf := map[string]string{}
-	for _, l := range s.cfg.Lanes {
-		quotaOf[l.Name] = l.Quota
+	for _, g := range s.groups {
+		for _, l := range g.Lanes {
+			quotaOf[l] = g.Name
+		}
 	}
 	for _, name := range s.owned {
 		l := page.Lane{Name: name, Kind: s.targets[name].Kind, Quota: quotaOf[name]}
@@ -68,7 +82,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 			if pr.QuotaResetS > 0 {
 				l.QuotaReset = pr.Time.Add(time.Duration(pr.QuotaResetS * float64(time.Second)))
 			}
-			if u, ok := budget.Backoff(pr, s.cfg.Location); ok && u.After(now) {
+			if u, ok := budget.Backoff(pr, s.loc); ok && u.After(now) {
 				l.BackoffUntil = u
 			}
 		}
@@ -85,17 +99,22 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 				Left: max(g.ProbesPerDay-sent, 0), Timezone: g.Location.String()})
 		}
 	}
-	if f, err := app.ForHour(ctx, s.store, s.cfg, now, nil); err != nil {
-		p.PolicyErr = err.Error()
-	} else {
-		p.Policy = &f
+	if s.policy != nil {
+		if f, err := s.policy(ctx, now); err != nil {
+			p.PolicyErr = err.Error()
+		} else {
+			p.Policy = &f
+		}
 	}
 	from := now.AddDate(0, 0, -statusChartDays)
+	if s.chart == nil {
+		return p
+	}
 	if hs, err := s.store.Hourly(ctx, series.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
-		if err := swings.WriteChart(&svg, app.Swings(s.cfg, hs, from, now, statusChartDays, false), swings.ChartOptions{Format: "svg"}); err == nil {
-			// Trusted: package swings drew it from numbers and lane names,
-			// which the config limits to [a-z0-9_-].
+		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
+			// Trusted: the Chart (package swings, through app) drew it from
+			// numbers and lane names, which the config limits to [a-z0-9_-].
 			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
@@ -21,7 +22,8 @@ type Deferrer interface {
 //
 // Record reads the probes already stored for the lane-hours a round
 // touches, adds the new ones, and writes the new probes with the refreshed
-// hourly points in one Write. When the store cannot be read (InfluxDB down)
+// hourly points in one Write (RecordWith takes them from a read the caller
+// made already). When the store cannot be read (InfluxDB down)
 // and it is a Deferrer, the probes go to the spool alone and their hours are
 // rebuilt once they are readable: a Spool opened with AfterReplay set to
 // RebuildAfterReplay(loc) does that before it lets go of them. So rounds,
@@ -50,26 +52,67 @@ type Recorded struct {
 // they fall in. A nil error means every point is durable (in the store, or
 // in a spool).
 func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error) {
+	return r.RecordWith(ctx, probes, Prior{})
+}
+
+// Prior is what a caller read from the store before it records: the probes
+// Query selected, as Store.Probes returned them.
+type Prior struct {
+	Query  Query
+	Probes []Probe
+}
+
+// RecordWith is Record for a caller that read the store already, so that a
+// round reads it once: when prior's query covers every lane-hour the probes
+// touch (its windows span the whole hour, its sites and lanes include the
+// lane-hour's), the stored probes of those hours come from prior.Probes and
+// the store is only written. Otherwise (a zero Prior, or one that misses an
+// hour) it reads them as Record does. Points stored after prior was read
+// are not seen; Record's read narrows that gap to the write.
+func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) (Recorded, error) {
 	if len(probes) == 0 {
 		return Recorded{}, nil
 	}
 	touched := Touched(probes, r.loc)
-	stored, err := r.store.Probes(ctx, queryOf(touched))
-	if err != nil {
-		d, ok := r.store.(Deferrer)
-		if !ok || !errors.Is(err, ErrUnavailable) {
-			return Recorded{}, fmt.Errorf("read the probes of the hour: %w", err)
+	stored := prior.Probes
+	if !prior.covers(touched) {
+		var err error
+		if stored, err = r.store.Probes(ctx, queryOf(touched)); err != nil {
+			d, ok := r.store.(Deferrer)
+			if !ok || !errors.Is(err, ErrUnavailable) {
+				return Recorded{}, fmt.Errorf("read the probes of the hour: %w", err)
+			}
+			if derr := d.Defer(ctx, probes, nil); derr != nil {
+				return Recorded{}, fmt.Errorf("read the probes of the hour: %w; %w", err, derr)
+			}
+			return Recorded{Deferred: true}, nil
 		}
-		if derr := d.Defer(ctx, probes, nil); derr != nil {
-			return Recorded{}, fmt.Errorf("read the probes of the hour: %w; %w", err, derr)
-		}
-		return Recorded{Deferred: true}, nil
 	}
 	hourly := rollupOf(touched, stored, probes, r.loc)
 	if err := r.store.Write(ctx, probes, hourly); err != nil {
 		return Recorded{}, err
 	}
 	return Recorded{Hourly: hourly}, nil
+}
+
+// covers reports whether p's query selects every probe of the lane-hours:
+// their lanes and sites, and each hour whole within one of its windows.
+func (p Prior) covers(touched []LaneHour) bool {
+	m := p.Query.matcher()
+	if m.empty() {
+		return false
+	}
+	for _, t := range touched {
+		if !m.seriesOK(t.Lane, t.Site) {
+			return false
+		}
+		from, to := clampNano(t.Hour), clampNano(t.Hour.Add(time.Hour))
+		i := slices.IndexFunc(m.spans, func(s [2]int64) bool { return s[0] <= from && to <= s[1] })
+		if i < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // rollupOf aggregates the touched lane-hours from the stored probes (a

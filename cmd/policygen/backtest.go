@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/series"
@@ -75,8 +73,7 @@ const maxBacktestDays = 3660
 
 // runBacktest is `policygen backtest`.
 func (e *env) runBacktest(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("policygen backtest", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newFlags("backtest", backtestUsage)
 	days := fs.Int("days", 14, "score the last `N` days")
 	lookbackFlag := fs.String("lookback", "", "comma-separated lookback_days `values` to score, e.g. 1,3,7,14 (default: the config's)")
 	format := fs.String("format", "table", "output `format`: table, csv or json")
@@ -86,31 +83,17 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	coverageFlag := fs.String("coverage", "", "comma-separated `coverages` the calibrated rule is scored at, e.g. 0.9,0.95,0.99 (default: the config's policy.coverage)")
 	warmupFlag := fs.Int("warmup", 0, "warm-up `D` days: a lane's probes are scored once it has D days of history (default: each calibration's lookback)")
 	truthFlag := fs.String("truth", "", "compare with the oracle that knows each probe's true queue distribution, from `FILE` (lanesim history -truth)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), backtestUsage)
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, e.stderr); err != nil {
+	if err := fs.parse(args, e.stderr, ""); err != nil {
 		return err
 	}
-	var write func(io.Writer, *backtest.Report, bool) error
-	switch *format {
-	case "table":
-		write = backtest.WriteTable
-	case "csv":
-		write = backtest.WriteCSV
-	case "json":
-		write = backtest.WriteJSON
-	default:
-		return usagef("backtest: -format: want table, csv or json, got %q", *format)
+	type writer = func(io.Writer, *backtest.Report, bool) error
+	write, err := choose(fs, "format", *format,
+		option[writer]{"table", backtest.WriteTable}, option[writer]{"csv", backtest.WriteCSV}, option[writer]{"json", backtest.WriteJSON})
+	if err != nil {
+		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("backtest: unexpected argument %q", fs.Arg(0))
-	case *configPath == "":
-		return usagef("backtest: -config is required")
-	case *days < 1 || *days > maxBacktestDays:
-		return usagef("backtest: -days: want 1 to %d, got %d", maxBacktestDays, *days)
+	if err := fs.inRange("days", *days, 1, maxBacktestDays); err != nil {
+		return err
 	}
 	lookbacks, err := parseLookbacks(*lookbackFlag)
 	if err != nil {
@@ -124,8 +107,8 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *warmupFlag < 0 || *warmupFlag > backtest.MaxLookbackDays {
-		return usagef("backtest: -warmup: want 0 to %d days, got %d", backtest.MaxLookbackDays, *warmupFlag)
+	if err := fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays); err != nil {
+		return err
 	}
 	var truth func(*series.Probe) (float64, float64, bool)
 	if *truthFlag != "" {
@@ -133,14 +116,14 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 			return fmt.Errorf("backtest: -truth: %w", err)
 		}
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
 	to := time.Time{}
 	if *endFlag != "" {
 		if to, err = hours.Parse(*endFlag, cfg.Location); err != nil {
-			return usagef("backtest: -end: %w", err)
+			return fs.usagef("-end: %w", err)
 		}
 	} else {
 		to = e.now()

@@ -239,7 +239,7 @@ func TestBacktestBadUsage(t *testing.T) {
 		{[]string{"-config", cfg, "-end", "2026-11-04"}, `policygen: backtest: -end: hour "2026-11-04": want YYYY-MM-DDTHH` + "\n"},
 		{[]string{"-days", "2"}, "policygen: backtest: -config is required\n"},
 		{[]string{"-config", cfg, "now"}, `policygen: backtest: unexpected argument "now"` + "\n"},
-		{[]string{"-config", cfg, "-bogus"}, "policygen: flag provided but not defined: -bogus (-h for usage)\n"},
+		{[]string{"-config", cfg, "-bogus"}, "policygen: backtest: flag provided but not defined: -bogus (-h for usage)\n"},
 	} {
 		r := backtestRun(t, tc.args...)
 		if r.code != 2 || r.stderr != tc.want || r.stdout != "" {

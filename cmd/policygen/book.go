@@ -58,7 +58,7 @@ prints the retry ledger's answer as one line of JSON.
 	if err != nil {
 		return err
 	}
-	in, err := decodeBookInput(data, fromFile == nil)
+	in, err := policy.DecodeBookInput(data, fromFile == nil)
 	if err != nil {
 		return err
 	}

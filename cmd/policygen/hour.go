@@ -2,18 +2,20 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
-	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // staleTemp is how old a temp file left by a killed run must be before a
@@ -33,29 +35,19 @@ func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 // runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
 // D is YYYY-MM-DD, today or tomorrow.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("policygen", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newFlags("", usageText)
 	hourFlag := fs.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
 	dayFlag := fs.String("day", "", "write the 24 forecast files of day `YYYY-MM-DD` (or today, tomorrow: in the config's timezone) instead")
 	outFlag := fs.String("out", "", "folder for <hour>.yaml (default: policy.out of the config)")
 	printFlag := fs.Bool("print", false, "print the YAML written instead of the paths")
-	siteFlag := fs.String("site", "", "write the view of one `site` only (default: every site, conservatively merged)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, e.stderr); err != nil {
+	siteFlag := fs.String("site", "", "write the view of one `site` only, as <hour>.<site>.yaml (default: every site, conservatively merged, as <hour>.yaml)")
+	if err := fs.parse(args, e.stderr, " (subcommands: backtest, book, lane, swings)"); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q (subcommands: backtest, book, lane, swings)", fs.Arg(0))
-	case *configPath == "":
-		return usagef("-config is required")
-	case *hourFlag != "" && *dayFlag != "":
+	if *hourFlag != "" && *dayFlag != "" {
 		return usagef("-hour and -day exclude each other")
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
@@ -68,6 +60,9 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	}
 	var sites []string
 	if *siteFlag != "" {
+		if !config.ValidName(*siteFlag) {
+			return usagef("-site: want [a-z0-9_-]+, got %q", clip(*siteFlag))
+		}
 		sites = []string{*siteFlag}
 	}
 	var day, h time.Time
@@ -96,6 +91,12 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		}
 		files = []policy.File{f}
 	}
+	// A site the figures came from is known; else the store is asked.
+	if *siteFlag != "" && !slices.ContainsFunc(files, func(f policy.File) bool { return slices.Contains(f.Sites, *siteFlag) }) {
+		if err := checkSite(ctx, st, cfg, *siteFlag); err != nil {
+			return err
+		}
+	}
 
 	// Temp files that killed runs left in the folder go, whatever hour
 	// they were for.
@@ -105,7 +106,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("policy %s: %w", f.Hour, err)
 		}
-		path := filepath.Join(out, f.Hour+".yaml")
+		path := filepath.Join(out, policyFileName(f.Hour, *siteFlag))
 		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
@@ -119,6 +120,52 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// policyFileName is the file of the policy for hour: <hour>.yaml for every
+// site merged, <hour>.<site>.yaml for one site's view, so that a view never
+// replaces the merged file that policygen lane reads.
+func policyFileName(hour, site string) string {
+	if site == "" {
+		return hour + ".yaml"
+	}
+	return hour + "." + site + ".yaml"
+}
+
+// endOfRecords bounds the store reads of checkSite: any record there is.
+var endOfRecords = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC) // int64 nanoseconds end in 2262
+
+// checkSite refuses a -site that neither the config's site nor a stored
+// hourly record names: a usage error (exit 2) that lists the sites known, so
+// that a typo writes nothing rather than a policy of never_sampled lanes.
+func checkSite(ctx context.Context, st series.Store, cfg *config.Config, site string) error {
+	if site == cfg.Site {
+		return nil
+	}
+	all := series.Between(time.Unix(0, 0), endOfRecords)
+	recs, err := st.Hourly(ctx, all.Site(site))
+	if err != nil {
+		return fmt.Errorf("store: read hourly records: %w", err)
+	}
+	if len(recs) > 0 {
+		return nil
+	}
+	if recs, err = st.Hourly(ctx, all); err != nil {
+		return fmt.Errorf("store: read hourly records: %w", err)
+	}
+	known := map[string]bool{}
+	if cfg.Site != "" {
+		known[cfg.Site] = true
+	}
+	for _, r := range recs {
+		if r.Site != "" {
+			known[r.Site] = true
+		}
+	}
+	if len(known) == 0 {
+		return usagef("-site: unknown site %q (no stored record carries a site, and the config sets none)", site)
+	}
+	return usagef("-site: unknown site %q (sites: %s)", site, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 }
 
 // parseDay reads -day: YYYY-MM-DD, or today or tomorrow, the day in loc that

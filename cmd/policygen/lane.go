@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -45,32 +44,21 @@ hour, a class or lane that is not there, or a bad file; 2 bad usage.
 
 // runLane is `policygen lane`.
 func (e *env) runLane(ctx context.Context, args []string) error {
-	fset := flag.NewFlagSet("policygen lane", flag.ContinueOnError)
-	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
+	fset := newFlags("lane", laneUsage)
 	className := fset.String("class", "", "job class `NAME` (required)")
 	hourFlag := fset.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
 	format := fset.String("format", "name", "output `format`: name, json or env")
 	dirFlag := fset.String("dir", "", "folder of the policy files (default: policy.out of the config)")
-	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), laneUsage)
-		fset.PrintDefaults()
+	if err := fset.parse(args, e.stderr, ""); err != nil {
+		return err
 	}
-	if err := cli.Parse(fset, args, e.stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("lane: %w", err)
+	if *className == "" {
+		return fset.usagef("-class is required")
 	}
-	switch {
-	case fset.NArg() > 0:
-		return usagef("lane: unexpected argument %q", fset.Arg(0))
-	case *configPath == "":
-		return usagef("lane: -config is required")
-	case *className == "":
-		return usagef("lane: -class is required")
-	case *format != "name" && *format != "json" && *format != "env":
-		return usagef("lane: -format %q: want name, json or env", *format)
+	if _, err := choose(fset, "format", *format, option[bool]{"name", true}, option[bool]{"json", true}, option[bool]{"env", true}); err != nil {
+		return err
 	}
+	configPath := fset.config
 	cfg, err := config.Load(*configPath)
 	if err != nil {
 		return err
@@ -78,13 +66,13 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	loc := cfg.Location
 	h, err := e.hourArg(*hourFlag, loc)
 	if err != nil {
-		return usagef("lane: -hour: %w", err)
+		return fset.usagef("-hour: %w", err)
 	}
 	label := hours.Label(h, loc)
 	dir := cfg.Policy.Out
 	if *dirFlag != "" {
 		if dir, err = filepath.Abs(*dirFlag); err != nil {
-			return usagef("lane: -dir: %w", err)
+			return fset.usagef("-dir: %w", err)
 		}
 	}
 

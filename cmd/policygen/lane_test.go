@@ -178,7 +178,7 @@ func TestLane(t *testing.T) {
 		{"file of another hour", []string{"-class", "interactive", "-dir", wrongHour}, 1, "", `holds hour "2026-11-30T13", want "2026-11-30T14"`},
 		{"lane not in the config", []string{"-class", "interactive", "-dir", stale}, 1, "", `lane "gone" of class "interactive" is not in the config`},
 		{"no class", nil, 2, "", "lane: -class is required"},
-		{"bad format", []string{"-class", "batch", "-format", "yaml"}, 2, "", `lane: -format "yaml": want name, json or env`},
+		{"bad format", []string{"-class", "batch", "-format", "yaml"}, 2, "", `lane: -format: want name, json or env, got "yaml"`},
 		{"bad hour", []string{"-class", "batch", "-hour", "2026-11-30 14"}, 2, "", "want YYYY-MM-DDTHH"},
 		{"stray argument", []string{"-class", "batch", "now"}, 2, "", `unexpected argument "now"`},
 		{"unknown flag", []string{"-class", "batch", "-x"}, 2, "", "flag provided but not defined: -x"},

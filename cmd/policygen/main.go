@@ -1,7 +1,7 @@
 // Command policygen turns the stored hourly queue records into policy files
 // and answers the retry ledger.
 //
-//	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]  # policy for an hour (default: now)
+//	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print] [-site NAME]  # policy for an hour (default: now)
 //	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
 //	policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
@@ -69,7 +69,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	return e.runPolicy(ctx, args)
 }
 
-const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print]
+const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print] [-site NAME]
        policygen -config F -day YYYY-MM-DD|today|tomorrow [-out DIR] [-print] [-site NAME]
        policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
        policygen book [-policy FILE -class NAME] < attempts.json
@@ -79,7 +79,9 @@ const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the
 config's timezone) or, with -day, the 24 forecast files of that day, each
 atomically, and prints the paths written. -print prints the YAML instead,
-each file after a "# wrote PATH" comment.
+each file after a "# wrote PATH" comment. -site NAME writes that site's view
+as <out>/<hour>.<NAME>.yaml instead; a site that no stored record or the
+config names is a usage error, and nothing is written.
 
 book reads {"attempts": [...], "policy": {...}} on stdin (with -policy and
 -class: {"attempts": [...]} and the class's book from the policy file) and

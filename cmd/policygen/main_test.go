@@ -474,11 +474,22 @@ func TestBadConfigAndStore(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("timezone: Mars/Olympus\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// store.path under a regular file: the error names the path (issue 20).
+	notDir := filepath.Join(fx.dir, "notdir.yaml")
+	cfgText, err := os.ReadFile(fx.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notDir, []byte(strings.Replace(string(cfgText), "path: data/samples.lp", "path: lanewatch.yaml/samples.lp", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"store path not a directory", []string{"-config", notDir, "-hour", "2026-11-30T14"},
+			"store: open samples file: not a directory (store.path " + filepath.Join(fx.dir, "lanewatch.yaml", "samples.lp") + ")"},
 		{"missing config", []string{"-config", filepath.Join(fx.dir, "nope.yaml"), "-hour", "2026-11-30T14"}, "no such file"},
 		{"bad config", []string{"-config", bad, "-hour", "2026-11-30T14"}, "timezone"},
 		{"bad policy file", []string{"book", "-policy", fx.config, "-class", "interactive"}, "policy file"},

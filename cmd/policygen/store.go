@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
@@ -17,7 +18,13 @@ import (
 // opened read-only (no writer lock), so policygen runs while a sampler
 // appends to it.
 func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return app.OpenStoreReadOnly(ctx, cfg, cli.Warner("policygen", stderr), lookupEnv)
+	st, err := app.OpenStoreReadOnly(ctx, cfg, cli.Warner("policygen", stderr), lookupEnv)
+	if err != nil && cfg.Store.Kind == config.StoreFile && !strings.Contains(err.Error(), cfg.Store.Path) {
+		// "store: open samples file: not a directory" said neither which
+		// file nor where it comes from (issue 20).
+		return nil, fmt.Errorf("%w (store.path %s)", err, cfg.Store.Path)
+	}
+	return st, err
 }
 
 // openStoreOrFresh opens the store for reading. An embedded store file that

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
-	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/report/swings"
@@ -47,54 +45,39 @@ stderr). -log puts the seconds axis of the chart on a log scale.
 
 `
 
+// reportWriter writes the swings report in one -format.
+type reportWriter = func(io.Writer, *swings.Report) error
+
 // maxSwingsDays bounds -days (ten years of hourly records).
 const maxSwingsDays = 3660
 
 // runSwings is the `policygen swings` subcommand.
 func (e *env) runSwings(ctx context.Context, args []string) error {
-	fset := flag.NewFlagSet("policygen swings", flag.ContinueOnError)
-	configPath := fset.String("config", "", "path to the lanewatch YAML config (required)")
+	fset := newFlags("swings", swingsUsage)
 	days := fset.Int("days", 7, "report the last `N` days")
 	lane := fset.String("lane", "", "report only the lane `NAME`")
 	site := fset.String("site", "", "report only the `site` NAME's records (default: every site merged, plus a column per site when there are several)")
 	svg := fset.String("svg", "", "draw the chart into `FILE` (PNG when it ends in .png)")
 	logY := fset.Bool("log", false, "with -svg: a log scale on the seconds axis")
 	format := fset.String("format", "table", "output `format`: table, csv or json (with -svg: print the report too)")
-	fset.Usage = func() {
-		fmt.Fprint(fset.Output(), swingsUsage)
-		fset.PrintDefaults()
-	}
-	if err := cli.Parse(fset, args, e.stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("swings: %w", err)
+	if err := fset.parse(args, e.stderr, ""); err != nil {
+		return err
 	}
 	formatSet := false
 	fset.Visit(func(f *flag.Flag) { formatSet = formatSet || f.Name == "format" })
-	var write func(io.Writer, *swings.Report) error
-	switch *format {
-	case "table":
-		write = swings.WriteTable
-	case "csv":
-		write = swings.WriteCSV
-	case "json":
-		write = swings.WriteJSON
-	default:
-		return usagef("swings: -format %q: want table, csv or json", *format)
+	write, err := choose(fset, "format", *format,
+		option[reportWriter]{"table", swings.WriteTable}, option[reportWriter]{"csv", swings.WriteCSV}, option[reportWriter]{"json", swings.WriteJSON})
+	if err != nil {
+		return err
 	}
-	switch {
-	case fset.NArg() > 0:
-		return usagef("swings: unexpected argument %q", fset.Arg(0))
-	case *configPath == "":
-		return usagef("swings: -config is required")
-	case *days < 1 || *days > maxSwingsDays:
-		return usagef("swings: -days %d: want 1 to %d", *days, maxSwingsDays)
-	case *logY && *svg == "":
-		return usagef("swings: -log goes with -svg (it scales the chart)")
+	if err := fset.inRange("days", *days, 1, maxSwingsDays); err != nil {
+		return err
+	}
+	if *logY && *svg == "" {
+		return fset.usagef("-log goes with -svg (it scales the chart)")
 	}
 
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fset.config)
 	if err != nil {
 		return err
 	}

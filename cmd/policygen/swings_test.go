@@ -367,8 +367,8 @@ func TestSwingsEdgeCases(t *testing.T) {
 			name: "unknown lane", lanes: both, recs: week, now: swingsNow, args: []string{"-lane", "nope"}, code: 1,
 			stderr: `policygen: swings: unknown lane "nope" (lanes: free, paid, dead)`, errLine: true,
 		},
-		{name: "bad format", lanes: both, recs: week, now: swingsNow, args: []string{"-format", "xml"}, code: 2, stderr: `-format "xml": want table, csv or json`, errLine: true},
-		{name: "days zero", lanes: both, recs: week, now: swingsNow, args: []string{"-days", "0"}, code: 2, stderr: "-days 0: want 1 to 3660", errLine: true},
+		{name: "bad format", lanes: both, recs: week, now: swingsNow, args: []string{"-format", "xml"}, code: 2, stderr: `-format: want table, csv or json, got "xml"`, errLine: true},
+		{name: "days zero", lanes: both, recs: week, now: swingsNow, args: []string{"-days", "0"}, code: 2, stderr: "-days: want 1 to 3660, got 0", errLine: true},
 		{name: "days not a number", lanes: both, recs: week, now: swingsNow, args: []string{"-days", "x"}, code: 2, stderr: `invalid value "x" for flag -days`},
 		{name: "stray argument", lanes: both, recs: week, now: swingsNow, args: []string{"extra"}, code: 2, stderr: `unexpected argument "extra"`, errLine: true},
 		{name: "chart into a missing folder's file", lanes: both, recs: week, now: swingsNow, args: []string{"-svg", "/dev/null/x.svg"}, code: 1, stderr: "swings: write /dev/null/x.svg", errLine: true},
@@ -420,7 +420,7 @@ func TestSwingsDispatch(t *testing.T) {
 		err  string
 	}{
 		{[]string{"swings"}, 2, "policygen: swings: -config is required\n"},
-		{[]string{"swings", "-format", "yaml", "-config", "x.yaml"}, 2, "policygen: swings: -format \"yaml\": want table, csv or json\n"},
+		{[]string{"swings", "-format", "yaml", "-config", "x.yaml"}, 2, "policygen: swings: -format: want table, csv or json, got \"yaml\"\n"},
 		{[]string{"swings", "-config", "/nonexistent/lanewatch.yaml"}, 1, "policygen: config: open /nonexistent/lanewatch.yaml: no such file or directory\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -1,5 +1,5 @@
-// Command sampler probes every configured lane on a cron schedule and stores
-// each probe and the worst queue per lane and hour.
+// Command sampler probes the configured lanes on a cron schedule and stores
+// the probes with their hourly records.
 //
 //	sampler -config F [-shard I/N]     # daemon: cron rounds until SIGINT/SIGTERM
 //	sampler -config F -once [-force]   # one round now, print the samples, exit

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/redact"
@@ -105,11 +106,14 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 	m.lastStored.Store(err == nil)
 }
 
+// statusLoadTimeout bounds the status page's store reads.
+const statusLoadTimeout = 10 * time.Second
+
 // handler serves the status page /, /metrics and /healthz.
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", page.Handler(func(ctx context.Context) page.Page {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a stuck store must not hold requests
+		ctx, cancel := context.WithTimeout(ctx, statusLoadTimeout) // a stuck store must not hold requests
 		defer cancel()
 		p := d.s.Status(ctx)
 		p.Store = d.storeName()
@@ -150,6 +154,25 @@ func (d *daemon) storeName() string {
 	return "file " + d.cfg.Store.Path
 }
 
+// httpLimits bound what the visitors of -listen can hold, so that they
+// cannot take the descriptors, memory or time the rounds need: a
+// connection cap (more wait in the kernel's backlog, not in the process)
+// and deadlines that close connections which send or read too slowly or sit
+// idle.
+type httpLimits struct {
+	maxConns                          int
+	readHeader, read, write, idleTime time.Duration
+	// connState, when set, sees every connection's state changes (tests).
+	connState func(net.Conn, http.ConnState)
+}
+
+// defaultHTTPLimits fit a scraper, a probe and a few people at the status
+// page: its load takes up to 10 s when the store is stuck, within the
+// write deadline.
+func defaultHTTPLimits() httpLimits {
+	return httpLimits{maxConns: 32, readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idleTime: time.Minute}
+}
+
 // serve serves handler on addr until the returned stop function is called;
 // it returns the address it listens on.
 func (d *daemon) serve(addr string) (string, func(), error) {
@@ -157,11 +180,13 @@ func (d *daemon) serve(addr string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("-listen: %w", err)
 	}
-	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+	lim := d.httpLimits
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: lim.readHeader, ReadTimeout: lim.read,
+		WriteTimeout: lim.write, IdleTimeout: lim.idleTime, ConnState: lim.connState}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(netutil.LimitListener(ln, lim.maxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("http server", "err", err)
 		}
 	}()

@@ -33,6 +33,8 @@ type daemon struct {
 	s       *sampler.Sampler
 	log     *slog.Logger
 	metrics *metrics
+	// httpLimits bound the -listen server's visitors.
+	httpLimits httpLimits
 
 	cron  *cron.Cron
 	entry cron.EntryID
@@ -61,13 +63,14 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 	if err != nil {
 		return nil, err
 	}
-	s, err := sampler.New(sampler.Options{Config: cfg, Store: st, LookupEnv: lookupEnv, Shard: sh})
+	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
-	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), backedOff: map[string]time.Time{},
-		interval: cfg.Interval()}
+	s := sampler.New(o)
+	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), httpLimits: defaultHTTPLimits(),
+		backedOff: map[string]time.Time{}, interval: cfg.Interval()}
 	if w := s.RoundWarning(d.interval); w != "" {
 		log.Warn("config: " + w)
 	}

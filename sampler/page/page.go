@@ -1,6 +1,6 @@
-// Package status renders the sampler's status page: per lane its last
-// probes, budget and quota state, the policy of the current hour and the
-// time-of-day chart, server-rendered with html/template, no external assets.
+// Package page renders the sampler's status page.
+//
+// What the page shows is in README.md ("Status page").
 package page
 
 import (

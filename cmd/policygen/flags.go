@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lanewatch/lanewatch/internal/cli"
+)
+
+// cmdFlags is the flag set of one policygen command with what they all
+// share: -config, the usage text, the checks after parsing and one wording
+// for a bad value ("-format: want table, csv or json, got \"xml\"").
+type cmdFlags struct {
+	*flag.FlagSet
+	name   string // the subcommand ("swings"); "" for the policy command
+	config *string
+}
+
+// newFlags starts the flags of `policygen name`; usage is printed by -h,
+// before the flags' defaults.
+func newFlags(name, usage string) *cmdFlags {
+	full := strings.TrimSpace("policygen " + name)
+	f := &cmdFlags{FlagSet: flag.NewFlagSet(full, flag.ContinueOnError), name: name}
+	f.config = f.String("config", "", "path to the lanewatch YAML config (required)")
+	f.Usage = func() {
+		fmt.Fprint(f.Output(), usage)
+		f.PrintDefaults()
+	}
+	return f
+}
+
+// usagef returns a usage error (exit status 2) that names the subcommand.
+func (f *cmdFlags) usagef(format string, args ...any) error {
+	if f.name != "" {
+		format = f.name + ": " + format
+	}
+	return usagef(format, args...)
+}
+
+// parse parses args (-h prints the usage to stderr) and refuses arguments
+// (argHint follows the message) and a missing -config.
+func (f *cmdFlags) parse(args []string, stderr io.Writer, argHint string) error {
+	if err := cli.Parse(f.FlagSet, args, stderr); err != nil {
+		if f.name == "" || errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%s: %w", f.name, err)
+	}
+	switch {
+	case f.NArg() > 0:
+		return f.usagef("unexpected argument %q%s", f.Arg(0), argHint)
+	case *f.config == "":
+		return f.usagef("-config is required")
+	}
+	return nil
+}
+
+// option is one value a flag may take and what it selects.
+type option[T any] struct {
+	name string
+	v    T
+}
+
+// choose returns what got selects among opts, or the usage error
+// "-flag: want a, b or c, got \"x\"".
+func choose[T any](f *cmdFlags, flagName, got string, opts ...option[T]) (T, error) {
+	names := make([]string, len(opts))
+	for i, o := range opts {
+		if o.name == got {
+			return o.v, nil
+		}
+		names[i] = o.name
+	}
+	var zero T
+	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return zero, f.usagef("-%s: want %s, got %q", flagName, want, clip(got))
+}
+
+// inRange refuses an integer flag outside [lo, hi]:
+// "-days: want 1 to 3660, got 0".
+func (f *cmdFlags) inRange(flagName string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return f.usagef("-%s: want %d to %d, got %d", flagName, lo, hi, v)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxDepth bounds how deep JSON may nest.
+const maxDepth = 1000
+
+// JSON parses data, one strict JSON value, into the yaml.Node tree that a
+// Decoder with Options.JSON walks: objects become mappings (a repeated key
+// kept, for the Decoder to refuse), arrays sequences, and scalars carry the
+// tag of their JSON type (!!str, !!int for an integer literal, !!float,
+// !!bool, !!null), each node the line it is on. At most maxNodes values are
+// read (the tree of a small input cannot outgrow it) and nesting is at most
+// 1000 deep. Errors are *Error with the line and the path reached.
+func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	lines := lineCounter{data: data, line: 1}
+	type open struct {
+		n    *yaml.Node
+		path string
+	}
+	var stack []open
+	var root *yaml.Node
+	nodes := 0
+	for {
+		path := ""
+		if len(stack) > 0 {
+			top := stack[len(stack)-1]
+			path = top.path
+			if top.n.Kind == yaml.SequenceNode {
+				path = Index(path, len(top.n.Content))
+			} else if len(top.n.Content)%2 == 1 {
+				path = Key(path, top.n.Content[len(top.n.Content)-1].Value)
+			}
+		}
+		tok, err := dec.Token()
+		line := lines.at(dec.InputOffset())
+		if err != nil {
+			var se *json.SyntaxError
+			switch {
+			case errors.As(err, &se):
+				return nil, &Error{Line: lines.at(se.Offset), Field: path, Err: fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)}
+			case errors.Is(err, io.EOF) && root == nil && len(stack) == 0:
+				return nil, &Error{Err: errors.New("no JSON value")}
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+				return nil, &Error{Line: line, Field: path, Err: errors.New("the JSON ends early")}
+			}
+			return nil, &Error{Line: line, Field: path, Err: fmt.Errorf("not valid JSON: %w", err)}
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+		} else {
+			if nodes++; nodes > maxNodes {
+				return nil, &Error{Line: line, Field: path, Err: fmt.Errorf("more than %d JSON values", maxNodes)}
+			}
+			n := &yaml.Node{Kind: yaml.ScalarNode, Line: line}
+			switch v := tok.(type) {
+			case json.Delim:
+				n.Kind, n.Tag = yaml.MappingNode, "!!map"
+				if v == '[' {
+					n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
+				}
+			case string:
+				n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
+			case json.Number:
+				n.Tag, n.Value = "!!int", string(v)
+				if strings.ContainsAny(string(v), ".eE") {
+					n.Tag = "!!float"
+				}
+			case bool:
+				n.Tag, n.Value = "!!bool", fmt.Sprint(v)
+			case nil:
+				n.Tag, n.Value = "!!null", "null"
+			}
+			if len(stack) == 0 {
+				root = n
+			} else {
+				top := stack[len(stack)-1].n
+				top.Content = append(top.Content, n)
+			}
+			if n.Kind != yaml.ScalarNode {
+				if len(stack) >= maxDepth {
+					return nil, &Error{Line: line, Field: path, Err: fmt.Errorf("nested more than %d deep", maxDepth)}
+				}
+				stack = append(stack, open{n, path})
+			}
+		}
+		if len(stack) == 0 {
+			break
+		}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		what := map[yaml.Kind]string{yaml.MappingNode: "object", yaml.SequenceNode: "array"}[root.Kind]
+		if what == "" {
+			what = "value"
+		}
+		return nil, &Error{Line: lines.at(dec.InputOffset()), Err: fmt.Errorf("unexpected data after the JSON %s", what)}
+	}
+	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Content: []*yaml.Node{root}}, nil
+}
+
+// lineCounter maps byte offsets, mostly increasing, to 1-based lines.
+type lineCounter struct {
+	data []byte
+	off  int64
+	line int
+}
+
+func (c *lineCounter) at(off int64) int {
+	off = min(max(off, 0), int64(len(c.data)))
+	if off < c.off {
+		c.off, c.line = 0, 1
+	}
+	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
+	c.off = off
+	return c.line
+}

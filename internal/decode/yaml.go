@@ -1,0 +1,89 @@
+package decode
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// YAML parses the first document of data into a node tree (an empty
+// DocumentNode for no document); more reports whether another document
+// follows it. A syntax error is an *Error, "line N: not valid YAML: ...",
+// at the line where the document stops parsing: yaml.v3 names the line
+// where the enclosing block began ("did not find expected '-' indicator" at
+// the list's first line for a key indented wrong five lines further down),
+// so the line is found again as the first line at which the document up to
+// it fails the same way.
+func YAML(data []byte) (doc *yaml.Node, more bool, err error) {
+	doc = &yaml.Node{Kind: yaml.DocumentNode}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &yaml.Node{Kind: yaml.DocumentNode}, false, nil
+		}
+		return nil, false, yamlError(data, err)
+	}
+	var next yaml.Node
+	return doc, dec.Decode(&next) == nil, nil
+}
+
+// yamlError turns a yaml.v3 syntax error into an *Error at the line where
+// data stops parsing.
+func yamlError(data []byte, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	if line > 0 {
+		line = failingLine(data, line, msg)
+	}
+	return &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
+}
+
+// failingLine returns the first line k >= from such that the first k lines
+// of data fail to parse with msg, found by bisection and then checked (the
+// first k-1 lines must not fail so); from when there is none.
+func failingLine(data []byte, from int, msg string) int {
+	ends := []int{} // ends[i]: the length of the first i+1 lines
+	for i, b := range data {
+		if b == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(data) {
+		ends = append(ends, len(data))
+	}
+	fails := func(k int) bool { // the first k lines fail with msg
+		if k < 1 {
+			return false
+		}
+		var n yaml.Node
+		err := yaml.Unmarshal(data[:ends[min(k, len(ends))-1]], &n)
+		if err == nil {
+			return false
+		}
+		m := strings.TrimPrefix(err.Error(), "yaml: ")
+		if sub := yamlLine.FindStringSubmatch(m); sub != nil {
+			m = sub[2]
+		}
+		return m == msg
+	}
+	if from > len(ends) {
+		return from
+	}
+	k := from + sort.Search(len(ends)-from+1, func(i int) bool { return fails(from + i) })
+	if k > len(ends) || !fails(k) || k > from && fails(k-1) {
+		return from
+	}
+	return k
+}

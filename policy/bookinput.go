@@ -1,0 +1,162 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"math"
+
+	"github.com/lanewatch/lanewatch/internal/decode"
+	"github.com/lanewatch/lanewatch/internal/num"
+)
+
+// MaxAttempts bounds the attempts of one ledger input.
+const MaxAttempts = 10000
+
+// maxBookValues bounds the JSON values of one ledger input: MaxAttempts
+// attempts of five values each and a policy, with room to spare.
+const maxBookValues = 20 * MaxAttempts
+
+// BookInput is the ledger's input: the attempts so far and the policy of
+// the class for the hour.
+type BookInput struct {
+	Attempts []Attempt
+	Policy   BookPolicy
+}
+
+// bookDoc is the JSON of a BookInput, as the decoder reads it.
+type bookDoc struct {
+	Attempts []attemptDoc  `yaml:"attempts" decode:"required"`
+	Policy   bookPolicyDoc `yaml:"policy"`
+}
+
+type attemptDoc struct {
+	QueueS        float64 `yaml:"queue_s" decode:"required"`
+	GenS          float64 `yaml:"gen_s" decode:"required"`
+	EmittedTokens float64 `yaml:"emitted_tokens" decode:"required"`
+	Shipped       bool    `yaml:"shipped" decode:"required"`
+}
+
+type bookPolicyDoc struct {
+	DeadlineS     float64 `yaml:"deadline_s" decode:"required"`
+	CeilingTokens float64 `yaml:"ceiling_tokens" decode:"required"`
+	NextQueueS    float64 `yaml:"next_queue_s" decode:"required"`
+	NextGenS      float64 `yaml:"next_gen_s" decode:"required"`
+	NextEstTokens float64 `yaml:"next_est_tokens" decode:"required"`
+	PaidQueueS    float64 `yaml:"paid_queue_s" decode:"required"`
+	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k" decode:"required"`
+	FreeEligible  *bool   `yaml:"free_eligible"` // absent or null: true
+	PaidEligible  *bool   `yaml:"paid_eligible"` // absent or null: true
+	FreeLane      *string `yaml:"free_lane"`     // absent or null: ""
+	PaidLane      *string `yaml:"paid_lane"`     // absent or null: ""
+}
+
+// DecodeBookInput decodes the ledger's JSON input, {"attempts": [...],
+// "policy": {...}}, strictly (internal/decode): every field of the test
+// vectors is required, unknown or repeated fields are rejected, numbers must
+// be finite, >= 0 and in range (MaxSeconds, MaxTokens, MaxUSDPer1k), counts
+// whole (1e3 and 800.0 are). The optional policy fields free_eligible and
+// paid_eligible default to true, free_lane and paid_lane to "". With
+// withPolicy false the input is {"attempts": [...]} alone. Errors name the
+// line and field: "line 3: attempts[1].queue_s: must be >= 0", "line 1:
+// attempts[0].lane: unknown field".
+func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return BookInput{}, errors.New(`input: empty; want {"attempts": [...], "policy": {...}}`)
+	}
+	root, err := decode.JSON(data, maxBookValues)
+	if err != nil {
+		var de *decode.Error
+		if errors.As(err, &de) && de.Field == "" {
+			de.Field = "input"
+		}
+		return BookInput{}, err
+	}
+	var doc bookDoc
+	d := decode.New(decode.Options{JSON: true, Root: "input"})
+	if err := d.Decode(root, &doc); err != nil {
+		return BookInput{}, err
+	}
+	c := checker{d: d}
+	switch {
+	case withPolicy && !d.Set("policy"):
+		return BookInput{}, decode.Errorf(root.Line, "policy", "missing")
+	case !withPolicy && d.Set("policy"):
+		return BookInput{}, decode.Errorf(d.Line("policy"), "policy", "not allowed with -policy (the policy comes from the file)")
+	case len(doc.Attempts) > MaxAttempts:
+		at := decode.Index("attempts", MaxAttempts)
+		return BookInput{}, decode.Errorf(d.Line(at), at, "more than %d attempts", MaxAttempts)
+	}
+	in := BookInput{Attempts: make([]Attempt, len(doc.Attempts))}
+	for i, a := range doc.Attempts {
+		at := decode.Index("attempts", i)
+		in.Attempts[i] = Attempt{
+			QueueS:        c.number(decode.Key(at, "queue_s"), a.QueueS, MaxSeconds),
+			GenS:          c.number(decode.Key(at, "gen_s"), a.GenS, MaxSeconds),
+			EmittedTokens: c.count(decode.Key(at, "emitted_tokens"), a.EmittedTokens),
+			Shipped:       a.Shipped,
+		}
+	}
+	if withPolicy {
+		p := doc.Policy
+		in.Policy = BookPolicy{
+			DeadlineS:     c.number("policy.deadline_s", p.DeadlineS, MaxSeconds),
+			CeilingTokens: c.count("policy.ceiling_tokens", p.CeilingTokens),
+			NextQueueS:    c.number("policy.next_queue_s", p.NextQueueS, MaxSeconds),
+			NextGenS:      c.number("policy.next_gen_s", p.NextGenS, MaxSeconds),
+			NextEstTokens: c.count("policy.next_est_tokens", p.NextEstTokens),
+			PaidQueueS:    c.number("policy.paid_queue_s", p.PaidQueueS, MaxSeconds),
+			PaidUSDPer1k:  c.number("policy.paid_usd_per_1k", p.PaidUSDPer1k, MaxUSDPer1k),
+			FreeEligible:  p.FreeEligible == nil || *p.FreeEligible,
+			PaidEligible:  p.PaidEligible == nil || *p.PaidEligible,
+		}
+		if p.FreeLane != nil {
+			in.Policy.FreeLane = *p.FreeLane
+		}
+		if p.PaidLane != nil {
+			in.Policy.PaidLane = *p.PaidLane
+		}
+	}
+	if c.err != nil {
+		return BookInput{}, c.err
+	}
+	return in, nil
+}
+
+// checker holds decoded numbers to their bounds and keeps the first error,
+// with the field's line.
+type checker struct {
+	d   *decode.Decoder
+	err error
+}
+
+func (c *checker) fail(err error) {
+	var fe *FieldError
+	if c.err == nil && errors.As(err, &fe) {
+		c.err = decode.Errorf(c.d.Line(fe.Field), fe.Field, "%s", fe.Msg)
+	}
+}
+
+// number holds x to CheckNumber's bounds.
+func (c *checker) number(field string, x, limit float64) float64 {
+	if err := CheckNumber(field, x, limit); err != nil {
+		c.fail(err)
+		return 0
+	}
+	return x
+}
+
+// count holds x to a whole number in [0, MaxTokens] (CheckCount).
+func (c *checker) count(field string, x float64) int {
+	if !num.Finite(x) || x != math.Trunc(x) {
+		c.fail(&FieldError{field, "must be a whole number"})
+		return 0
+	}
+	// Clamped first so that the conversion is defined; the check then
+	// reports -1 and MaxTokens+1 as out of bounds.
+	n := int64(math.Max(-1, math.Min(x, MaxTokens+1)))
+	if err := CheckCount(field, n); err != nil {
+		c.fail(err)
+		return 0
+	}
+	return int(n)
+}

@@ -1,0 +1,164 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const goodBookPolicy = `"policy": {"deadline_s": 60, "ceiling_tokens": 4000, "next_queue_s": 35, "next_gen_s": 12, "next_est_tokens": 800, "paid_queue_s": 2, "paid_usd_per_1k": 0.002}`
+
+// rawVectorInputs returns the "input" of each file of testdata/book as
+// written.
+func rawVectorInputs(t testing.TB) [][]byte {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "book", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no vectors: %v", err)
+	}
+	var out [][]byte
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out = append(out, v.Input)
+	}
+	return out
+}
+
+// The shared vectors decode to what their plain JSON says.
+func TestDecodeBookInputVectors(t *testing.T) {
+	for name, v := range loadVectors(t) {
+		t.Run(name, func(t *testing.T) {
+			raw, err := json.Marshal(v.Input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := DecodeBookInput(raw, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			as, p := v.args()
+			if len(as) == 0 {
+				as = []Attempt{}
+			}
+			if !reflect.DeepEqual(in, BookInput{Attempts: as, Policy: p}) {
+				t.Fatalf("got %+v\nwant %+v %+v", in, as, p)
+			}
+		})
+	}
+}
+
+// Errors name the line and the field, in input spread over lines as in one.
+func TestDecodeBookInputErrorLines(t *testing.T) {
+	good := `{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"bound", "{\n\"attempts\": [\n" + good + ",\n{\"queue_s\": -1, \"gen_s\": 1, \"emitted_tokens\": 1, \"shipped\": false}\n],\n" + goodBookPolicy + "}",
+			"line 4: attempts[1].queue_s: must be >= 0"},
+		{"type", "{\"attempts\": [],\n" + strings.Replace(goodBookPolicy, `"deadline_s": 60`, `"deadline_s": "60"`, 1) + "}",
+			`line 2: policy.deadline_s: must be a number`},
+		{"unknown", "{\"attempts\": [],\n\n\"atempts\": 1}", `line 3: atempts: unknown field`},
+		{"repeated", "{\"attempts\": [],\n\"attempts\": []}", "line 2: attempts: repeated field"},
+		{"missing", "{\"attempts\": [\n{\"queue_s\": 1}]}", "line 2: attempts[0].gen_s: missing"},
+		{"syntax", "{\"attempts\": [\n\n1,,]}", "line 3: attempts[1]: not valid JSON at byte 18"},
+		{"too many attempts", `{"attempts": [` + strings.Repeat(good+",", MaxAttempts) + good + `]}`, "attempts[10000]: more than 10000 attempts"},
+		{"too deep", `{"attempts": ` + strings.Repeat("[", 2000), "nested more than 1000 deep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeBookInput([]byte(tc.in), tc.name == "bound" || tc.name == "type")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzBookInput: the decoder never panics, its errors are one line naming a
+// field, and what it accepts encoding/json accepts with the same values and
+// the ledger answers with finite numbers.
+func FuzzBookInput(f *testing.F) {
+	for _, raw := range rawVectorInputs(f) {
+		f.Add(raw)
+	}
+	f.Add([]byte(`{"attempts": [{"queue_s": -0, "gen_s": 1e9, "emitted_tokens": 1e12, "shipped": true}], ` + goodBookPolicy + `}`))
+	f.Add([]byte(`{"attempts": [], "policy": {"deadline_s": 1, "free_eligible": false, "paid_lane": null}}`))
+	f.Add([]byte(`{"attempts": [{"queue_s": 1, "queue_s": 2}]}`))
+	f.Add([]byte(`{"a\u0000b": 1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := DecodeBookInput(data, true)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("error on more than one line: %q", err)
+			}
+			return
+		}
+		var ref struct {
+			Attempts []struct {
+				QueueS        float64 `json:"queue_s"`
+				GenS          float64 `json:"gen_s"`
+				EmittedTokens int     `json:"emitted_tokens"`
+				Shipped       bool    `json:"shipped"`
+			} `json:"attempts"`
+			Policy struct {
+				DeadlineS     float64 `json:"deadline_s"`
+				CeilingTokens int     `json:"ceiling_tokens"`
+				NextQueueS    float64 `json:"next_queue_s"`
+				NextGenS      float64 `json:"next_gen_s"`
+				NextEstTokens float64 `json:"next_est_tokens"`
+				PaidQueueS    float64 `json:"paid_queue_s"`
+				PaidUSDPer1k  float64 `json:"paid_usd_per_1k"`
+				FreeEligible  *bool   `json:"free_eligible"`
+				PaidEligible  *bool   `json:"paid_eligible"`
+				FreeLane      *string `json:"free_lane"`
+				PaidLane      *string `json:"paid_lane"`
+			} `json:"policy"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ref); err != nil {
+			// encoding/json wants whole numbers as plain integers (no
+			// 1e3 or 800.0) for int fields: only that may differ.
+			if !strings.Contains(err.Error(), "cannot unmarshal number") {
+				t.Fatalf("accepted what encoding/json rejects: %v\n%s", err, data)
+			}
+		} else {
+			if len(ref.Attempts) != len(in.Attempts) {
+				t.Fatalf("attempts: %d vs %d", len(in.Attempts), len(ref.Attempts))
+			}
+			for i, a := range ref.Attempts {
+				if b := in.Attempts[i]; a.QueueS != b.QueueS || a.GenS != b.GenS || a.EmittedTokens != b.EmittedTokens || a.Shipped != b.Shipped {
+					t.Fatalf("attempt %d: %+v vs %+v", i, b, a)
+				}
+			}
+			if p := in.Policy; p.DeadlineS != ref.Policy.DeadlineS || p.PaidUSDPer1k != ref.Policy.PaidUSDPer1k || p.FreeEligible != (ref.Policy.FreeEligible == nil || *ref.Policy.FreeEligible) {
+				t.Fatalf("policy: %+v vs %+v", p, ref.Policy)
+			}
+		}
+		d := Book(in.Attempts, in.Policy)
+		out, err := json.Marshal(d)
+		if err != nil {
+			t.Fatalf("ledger answer does not encode: %v (%+v)", err, d)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(out, &back); err != nil || len(back) != 7 {
+			t.Fatalf("bad output %s: %v", out, err)
+		}
+		if math.IsInf(d.SpentS, 0) || math.IsInf(d.RemainingS, 0) || math.IsInf(d.SunkUSD, 0) {
+			t.Fatalf("non-finite answer %+v", d)
+		}
+	})
+}

@@ -1,0 +1,118 @@
+package sampler_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// countingStore counts the calls a round makes to the store it wraps.
+type countingStore struct {
+	series.Store
+	probes, hourly, writes atomic.Int64
+}
+
+func (c *countingStore) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+	c.probes.Add(1)
+	return c.Store.Probes(ctx, q)
+}
+
+func (c *countingStore) Hourly(ctx context.Context, q series.Query) ([]series.Hourly, error) {
+	c.hourly.Add(1)
+	return c.Store.Hourly(ctx, q)
+}
+
+func (c *countingStore) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+	c.writes.Add(1)
+	return c.Store.Write(ctx, probes, hourly)
+}
+
+func (c *countingStore) reset() (probes, hourly, writes int64) {
+	return c.probes.Swap(0), c.hourly.Swap(0), c.writes.Swap(0)
+}
+
+// A round reads the store once and writes once: the one read serves the
+// back-offs (a lane that answered 429), the budget count (two lanes of a
+// quota group) and the hour records the round rewrites, which still equal
+// the aggregate of every stored probe of their hour.
+func TestRoundReadsOnceWritesOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := make([]byte, 4096)
+		n, _ := r.Body.Read(body)
+		if strings.Contains(string(body[:n]), `"model":"limited"`) {
+			w.Header().Set("Retry-After", "3600")
+			http.Error(w, `{"error":{"type":"rate_limit_error"}}`, http.StatusTooManyRequests)
+			return
+		}
+		(&lane{}).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("site: eu-1\nquotas:\n  - {name: g, probes_per_day: 24}\nstore: {kind: file, path: samples.lp}\nlanes:\n")
+	for _, l := range []struct{ name, extra string }{{"free", ""}, {"limited", ""}, {"b1", ", quota: g"}, {"b2", ", quota: g"}} {
+		fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s%s}\n", l.name, srv.URL, l.name, l.extra)
+	}
+	cfg, err := config.Parse(strings.NewReader(b.String()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	st := &countingStore{Store: file}
+	s, err := newSampler(cfg, st, nil, config.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rounds := []struct {
+		force  bool
+		probed int
+		left   int               // the group's probes left today, as the plan counts them
+		skips  map[string]string // lane: reason
+	}{
+		{force: true, probed: 4, left: 22, skips: map[string]string{}}, // every lane; limited answers 429
+		// limited backs off; the group spent its slot in the forced round
+		{probed: 1, left: 22, skips: map[string]string{"limited": "quota", "b1": "budget", "b2": "budget"}},
+		{force: true, probed: 4, left: 20, skips: map[string]string{}},
+		{probed: 1, left: 20, skips: map[string]string{"limited": "quota", "b1": "budget", "b2": "budget"}},
+	}
+	for i, rd := range rounds {
+		r, err := s.Run(ctx, rd.force, false)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		reads, hourlyReads, writes := st.reset()
+		if reads != 1 || hourlyReads != 0 || writes != 1 {
+			t.Errorf("round %d: %d probe reads, %d hourly reads, %d writes; want 1, 0, 1", i, reads, hourlyReads, writes)
+		}
+		skips := map[string]string{}
+		for _, sk := range r.Plan.Skip {
+			skips[sk.Lane] = sk.Reason
+		}
+		if len(r.Samples) != rd.probed || r.Plan.Left["g"] != rd.left || !maps.Equal(skips, rd.skips) {
+			t.Errorf("round %d: probed %d, left %d, skips %v; want %d, %d, %v", i, len(r.Samples), r.Plan.Left["g"], skips, rd.probed, rd.left, rd.skips)
+		}
+		if len(r.Recorded.Hourly) != len(r.Samples) {
+			t.Errorf("round %d: %d probes, %d hour records written; want one per probed lane", i, len(r.Samples), len(r.Recorded.Hourly))
+		}
+		now := time.Now()
+		bad, err := series.Check(ctx, file, cfg.Location, series.Window{From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)}, nil)
+		if err != nil || len(bad) > 0 {
+			t.Fatalf("round %d: hour records that disagree with their probes: %v, %v", i, bad, err)
+		}
+	}
+}
