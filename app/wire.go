@@ -143,11 +143,15 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	if err != nil {
 		return nil, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites, nil)
+	probes, err := calibratedProbes(ctx, st, p, start, sites)
 	if err != nil {
 		return nil, err
 	}
-	return policy.Forecast(p, hourly, policy.States(latest, cfg.Location), day), nil
+	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites, probes)
+	if err != nil {
+		return nil, err
+	}
+	return policy.ForecastProbes(p, hourly, probes, policy.States(latest, cfg.Location), day), nil
 }
 
 // newest returns the newest probe of each lane and site before end, looking

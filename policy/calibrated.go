@@ -75,6 +75,12 @@ type CalibratedParams struct {
 	Alpha        float64        // weight of the level's slow EWMA, 0 < alpha <= 1; 0: 0.1
 	FastAlpha    float64        // weight of its fast EWMA, 0 < alpha <= 1; 0: 0.3
 	Location     *time.Location // hours of day are this zone's; nil: UTC
+	// DayAhead drops the level (it stays 1): the margin is then the
+	// quantile of the residuals against the profile alone, the error of a
+	// forecast made before the day it is for (policy.Forecast). The level's
+	// one-probe-ahead residuals would under-state it: the level a forecast
+	// made at midnight reads is up to a day old by the hour it is for.
+	DayAhead bool
 }
 
 func (p CalibratedParams) withDefaults() (CalibratedParams, error) {
@@ -244,7 +250,9 @@ func (c *Calibrator) Add(o QueueObs) error {
 			c.slow = max(e, c.prevE) - med
 			c.fast = c.slow
 		}
-		c.level = max(c.slow, c.fast)
+		if !c.p.DayAhead {
+			c.level = max(c.slow, c.fast)
+		}
 		if !o.Censored || isHi { // a bound below the tail says nothing of a shift
 			c.prevHi, c.prevLo, c.prevE = isHi, isLo, e
 		}
