@@ -204,7 +204,7 @@ func NewCalibrator(p CalibratedParams) (*Calibrator, error) {
 	for i := range c.hours {
 		c.hours[i].cmp = cmpProfileKey
 	}
-	c.all.cmp = cmpProfileKey
+	c.all.cmp, c.all.lazy = cmpProfileKey, true // read only for an hour without observations
 	c.resid.cmp = cmpFloat
 	return c, nil
 }
@@ -406,8 +406,13 @@ func cmpFloat(a, b float64) int {
 
 // orderedWindow holds the values of a time window twice: in arrival order
 // (to drop the oldest) and sorted by cmp (for order statistics).
+//
+// A lazy window keeps the arrival order alone and sorts a copy when asked
+// (view): for a window read rarely, so that adding and dropping cost no
+// shifting of the sorted values.
 type orderedWindow[T any] struct {
 	cmp    func(a, b T) int
+	lazy   bool
 	items  []windowItem[T]
 	head   int
 	sorted []T
@@ -423,6 +428,9 @@ func (w *orderedWindow[T]) len() int { return len(w.sorted) }
 
 func (w *orderedWindow[T]) add(t int64, v T, n int) {
 	w.items = append(w.items, windowItem[T]{t, v, n})
+	if w.lazy {
+		return
+	}
 	i, _ := slices.BinarySearchFunc(w.sorted, v, w.cmp)
 	w.sorted = slices.Insert(w.sorted, i, v)
 }
@@ -431,6 +439,15 @@ func (w *orderedWindow[T]) add(t int64, v T, n int) {
 // changing w: w's own slice when none is older, else a sorted copy without
 // the older ones. It is for small windows; kth does without the copy.
 func (w *orderedWindow[T]) view(from int64) []T {
+	if w.lazy {
+		live := w.items[w.head+len(w.stale(from)):]
+		s := make([]T, len(live))
+		for i, it := range live {
+			s[i] = it.v
+		}
+		slices.SortFunc(s, w.cmp)
+		return s
+	}
 	stale := w.stale(from)
 	if len(stale) == 0 {
 		return w.sorted
@@ -489,7 +506,7 @@ func (w *orderedWindow[T]) evict(from int64, gone func(n int)) {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++
-		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok {
+		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok && !w.lazy {
 			w.sorted = slices.Delete(w.sorted, i, i+1)
 		}
 		if gone != nil {

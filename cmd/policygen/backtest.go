@@ -21,12 +21,22 @@ import (
 )
 
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
+                          [-rule calibrated,max] [-coverage 0.9,0.95,0.99] [-warmup D] [-truth FILE]
                           [-format table|csv|json] [-hours]
 
 Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
 -hour would have written from the probes before it), after a warm-up of the
 lookback's days before the window, and reports:
+
+  -rule calibrated,max and -coverage 0.9,0.95,0.99 sweep like -lookback
+  (default: the config's). Scoring the calibrated rule, a coverage, a
+  -warmup or a -truth gives issue 19's shape: per calibration its rule,
+  target coverage and warm-up; coverage_all (every probe but 429s, a
+  timeout a miss unless next_queue_s reached its wait) beside coverage;
+  the free and paid lanes as kinds, never mixed in a headline; with
+  -truth FILE (lanesim history -truth), the oracle's median ratio at the
+  achieved coverage and the rule's ratio to it (docs/backtest.md).
 
   calibration  per lane (per hour of day with -hours) and for all lanes:
                probes, ok, covered (ok and queue_s <= next_queue_s),

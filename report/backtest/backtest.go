@@ -65,7 +65,9 @@ type Options struct {
 	// are warm-up; probes from To on are ignored.
 	From, To time.Time
 	// Rules are the rules to score (policy.RuleCalibrated, policy.RuleMax;
-	// duplicates dropped, in policy.Rules order). Empty: Params.Rule.
+	// duplicates dropped, in policy.Rules order). Empty: Params.Rule. One
+	// rule also sets the decisions' (as if the config said it), so that
+	// -rule max replays the rule of before throughout.
 	Rules []string
 	// Coverages are the coverages the calibrated rule is scored at (0 < c
 	// < 1, at most MaxCoverages; duplicates dropped, sorted). Empty:
@@ -275,6 +277,9 @@ func New(opts Options) (*Backtest, error) {
 	}
 	if opts.WarmupDays < 0 || opts.WarmupDays > MaxLookbackDays {
 		return nil, fmt.Errorf("warm-up %d: want 0..%d days", opts.WarmupDays, MaxLookbackDays)
+	}
+	if rs := opts.rules(); len(rs) == 1 {
+		opts.Params.Rule = rs[0]
 	}
 	loc := hours.OrUTC(opts.Params.Location)
 	opts.Params.Location = loc
