@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // The pages under docs/ that this package holds to the code (docs/config.md
@@ -232,34 +233,49 @@ func goStrings(t *testing.T, path string) map[string]string {
 	return out
 }
 
-// docs/schema.md names every tag and field of series/lp.go in a table row,
-// and no other.
+// docs/schema.md documents each measurement of series.Schemas() in its own
+// section: every tag named, and one table row per field, in the order the
+// stores write them, with its type ("int, optional" for a field a point
+// may lack); no row anywhere documents a field the stores do not write.
 func TestDocsSchemaFields(t *testing.T) {
 	text := readPage(t, "schema.md")
-	consts := goStrings(t, filepath.Join(repoRoot, "series", "lp.go"))
-	documented := map[string]bool{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(text, -1) {
-		documented[m[1]] = true
-	}
-	for name, v := range consts {
-		switch {
-		case strings.HasPrefix(name, "field"):
-			if !documented[v] {
-				t.Errorf("docs/schema.md: field %s (series/lp.go %s) has no row", v, name)
-			}
-			delete(documented, v)
-		case strings.HasPrefix(name, "Tag"):
-			if !strings.Contains(text, "`"+v+"`") {
-				t.Errorf("docs/schema.md: tag %s is not named", v)
+	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([a-z, ]+) \\|")
+	written := map[string]bool{}
+	for _, m := range series.Schemas() {
+		head := "### `" + m.Measurement + "`"
+		i := strings.Index(text, head)
+		if i < 0 {
+			t.Errorf("docs/schema.md has no section %s", head)
+			continue
+		}
+		sec := text[i+len(head):]
+		if j := strings.Index(sec, "\n#"); j >= 0 {
+			sec = sec[:j]
+		}
+		for _, tag := range m.Tags {
+			if !strings.Contains(sec, "`"+tag.Key+"`") {
+				t.Errorf("docs/schema.md %s: tag %s is not named", head, tag.Key)
 			}
 		}
+		var want, got []string
+		for _, f := range m.Fields {
+			typ := f.Type
+			if f.Optional {
+				typ += ", optional"
+			}
+			want = append(want, f.Key+": "+typ)
+			written[f.Key] = true
+		}
+		for _, r := range row.FindAllStringSubmatch(sec, -1) {
+			got = append(got, r[1]+": "+r[2])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("docs/schema.md %s: rows\n  %s\nwant (series.Schemas)\n  %s", head, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
 	}
-	for v := range documented {
-		t.Errorf("docs/schema.md: a row documents %s, which series/lp.go does not write", v)
-	}
-	for _, m := range []string{"probe", "queue_hourly"} {
-		if !strings.Contains(text, "`"+m+"`") {
-			t.Errorf("docs/schema.md does not name measurement %s", m)
+	for _, r := range row.FindAllStringSubmatch(text, -1) {
+		if !written[r[1]] {
+			t.Errorf("docs/schema.md: a row documents %s, which the stores do not write", r[1])
 		}
 	}
 }

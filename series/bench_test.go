@@ -161,3 +161,36 @@ func BenchmarkInfluxHourly30d50(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFileScanProbesYear is the backtest's read: every probe of a
+// year-long file of 50 lanes (1,314,000 lines) streamed in time order, the
+// decode path that the plain-line reader serves.
+func BenchmarkFileScanProbesYear(b *testing.B) {
+	path, err := makeYearFile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := series.OpenFile(path, series.FileOptions{ReadOnly: true, Warn: func(msg string, args ...any) { b.Fatalf("warning: %s %v", msg, args) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	q := series.Between(yearStart, yearStart.Add(365*24*time.Hour))
+	b.SetBytes(fi.Size())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		ordered, err := s.ScanProbes(ctx, q, func(series.Probe) error { n++; return nil })
+		if err != nil || !ordered {
+			b.Fatalf("ScanProbes: ordered %v, %v", ordered, err)
+		}
+		if n != 365*24*3*benchLanes {
+			b.Fatalf("got %d probes, want %d", n, 365*24*3*benchLanes)
+		}
+	}
+}

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -16,11 +14,6 @@ import (
 // DefaultFilePath is where the embedded store lives unless the config says
 // otherwise (relative to the config file's folder).
 const DefaultFilePath = "data/samples.lp"
-
-// ErrMoved is returned (wrapped) by File.Write when the file at the store's
-// path is no longer the file the store opened: it was moved, deleted or
-// replaced while the store was open. Nothing is written to the old file.
-var ErrMoved = errors.New("store file was moved, deleted or replaced while open")
 
 // FileOptions tune OpenFile.
 type FileOptions struct {
@@ -59,11 +52,16 @@ var _ Store = (*File)(nil)
 
 // OpenFile opens the line-protocol file at path. For writing it creates the
 // file and its folder if needed and cuts off a torn last line left by a
-// crash; it fails, naming the path, when another writer holds the file.
+// crash; it fails, naming the path, when another writer holds the file, and
+// when path names anything but a regular file (ErrNotRegular: a device such
+// as /dev/zero, a named pipe, a directory), also through a link.
 func OpenFile(path string, opts FileOptions) (*File, error) {
 	s := &File{warn: opts.Warn}
 	if s.warn == nil {
 		s.warn = func(string, ...any) {}
+	}
+	if err := checkRegular(path); err != nil { // before a writer creates its lock beside it
+		return nil, fmt.Errorf("open samples file: %w", err)
 	}
 	resolved, err := resolve(path)
 	if err != nil {
@@ -75,58 +73,23 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open samples file: %w", err)
 		}
+		e := fstatNotRegular(f)
 		_ = f.Close()
+		if e != nil {
+			e.path = resolved
+			return nil, fmt.Errorf("open samples file: %w", e)
+		}
 		return s, nil
 	}
 	w, err := openAppend(resolved, s.warn)
+	if err == nil {
+		err = w.regular()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open samples file: %w", err)
 	}
 	s.w = w
 	return s, nil
-}
-
-// resolve returns path absolute with its symlinks followed. For a file that
-// does not exist yet, its folder is resolved instead, and a symlink naming
-// it (a dangling link, whose target the open creates) is followed too.
-func resolve(path string) (string, error) {
-	return resolveLinks(path, 0)
-}
-
-// maxLinks bounds the symlinks resolve follows by hand (as Linux's ELOOP).
-const maxLinks = 40
-
-func resolveLinks(path string, links int) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	dir, base := filepath.Split(abs)
-	dir = filepath.Clean(dir)
-	if dir == abs { // the root
-		return abs, nil
-	}
-	rdir, err := resolveLinks(dir, links)
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(rdir, base)
-	target, err := os.Readlink(p)
-	if err != nil { // not a link: the file is yet to be created
-		return p, nil
-	}
-	if links >= maxLinks {
-		return "", fmt.Errorf("resolve %s: too many levels of symbolic links", path)
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(rdir, target)
-	}
-	return resolveLinks(target, links+1)
 }
 
 // Path returns the file's resolved path.
@@ -162,28 +125,29 @@ func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error
 
 // Probes returns the probe points q selects.
 func (s *File) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return readFile(ctx, s, kindProbe, q, names{}.probe, probeKey)
+	return readFile(ctx, s, kindProbe, q, &probeSchema, probeKey)
 }
 
 // Hourly returns the hourly points q selects. Probe lines are skipped by
 // their measurement prefix and lines out of range by their timestamp,
 // without decoding either.
 func (s *File) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return readFile(ctx, s, kindHourly, q, names{}.hourly, hourlyKey)
+	return readFile(ctx, s, kindHourly, q, &hourlySchema, hourlyKey)
 }
 
 // readFile decodes the file's points of one measurement that q selects, the
 // later line winning per series and time.
 func readFile[T any](ctx context.Context, s *File, kind pointKind, q Query,
-	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+	sch *schema[T], key func(*T) pointKey) ([]T, error) {
 	m := q.matcher()
 	l := newLatest(key)
 	if m.empty() {
 		return l.out, nil
 	}
+	nm := names{}
+	var p T
 	err := s.scan(ctx, kind, m, func(line []byte) error {
-		p, err := decode(line)
-		if err != nil {
+		if err := decodeInto(nm, sch, line, &p); err != nil {
 			return corruptLine{err}
 		}
 		l.putIn(p, m)
@@ -214,54 +178,6 @@ func (s *File) scan(ctx context.Context, want pointKind, m *matcher, fn func(lin
 	return nil
 }
 
-// corruptLine is what a scan's fn returns for a line it cannot decode: the
-// line is skipped, with a warning, and the scan goes on.
-type corruptLine struct{ error }
-
-// scanKind streams the file at path and hands fn each complete line of
-// measurement want, but for the lines whose timestamp (read cheaply, when
-// it can be) is outside m's time range: fn checks the time of the others
-// once it has decoded them. Every 64 Ki lines it checks ctx. A line fn
-// finds corrupt (corruptLine), of no known measurement, torn (the last
-// line, without its newline) or longer than 1 MiB is skipped, with a
-// warning when warn is not nil; any other error from fn ends the scan.
-func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn func(string, ...any), fn func(line []byte) error) error {
-	if warn == nil {
-		warn = func(string, ...any) {}
-	}
-	return readLocked(path, func(n int64, line []byte, terminated bool) error {
-		if n&0xffff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if !terminated {
-			warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", path, "line", n)
-			return nil
-		}
-		switch kindOf(line) {
-		case want:
-		case kindProbe, kindHourly, kindSkip:
-			return nil
-		default:
-			warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)
-			return nil
-		}
-		if ns, ok := lineTime(line); ok && !m.timeOK(ns) {
-			return nil
-		}
-		var c corruptLine
-		if err := fn(line); errors.As(err, &c) {
-			warn("skipped corrupt line", "path", path, "line", n, "err", c.Error())
-		} else if err != nil {
-			return err
-		}
-		return nil
-	}, func(n int64) {
-		warn("skipped corrupt line: longer than 1 MiB", "path", path, "line", n)
-	})
-}
-
 // Close releases the writer lock. Further calls fail.
 func (s *File) Close() error {
 	s.mu.Lock()
@@ -278,9 +194,6 @@ func (s *File) Close() error {
 	}
 	return nil
 }
-
-// errReadOnly is returned by writes to a read-only store.
-var errReadOnly = errors.New("store is open read-only")
 
 // ProbeScanner is a store that can stream its probe points in time order
 // without holding them: File, when its lines are in time order give or
@@ -317,9 +230,9 @@ func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (b
 	errUnordered := errors.New("out of order")
 	buf := &reorder{}
 	nm := names{}
+	var p Probe
 	err := s.scan(ctx, kindProbe, m, func(line []byte) error {
-		p, err := nm.probe(line)
-		if err != nil {
+		if err := decodeInto(nm, &probeSchema, line, &p); err != nil {
 			return corruptLine{err}
 		}
 		ns := p.Time.UnixNano()

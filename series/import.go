@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
 // importBatch is how many probe points Import records at once.
@@ -53,7 +55,7 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 		ps = ps[:0]
 		return nil
 	}
-	err := scanLines(r, func(n int64, line []byte, terminated bool) error {
+	err := lineproto.ScanLines(ctx, r, func(n int64, line []byte, terminated bool) error {
 		last = n
 		if !terminated {
 			warn("skipped torn last line (no newline)", "line", n)

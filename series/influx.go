@@ -22,6 +22,7 @@ import (
 	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"github.com/influxdata/influxdb-client-go/v2/api/query"
 	"github.com/lanewatch/lanewatch/internal/redact"
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
 // InfluxOptions configure OpenInflux.
@@ -70,11 +71,9 @@ type Influx struct {
 	secrets  []string // strings never to print
 	warn     func(string, ...any)
 
-	// The InfluxQL read path: /query of base, with db and rp from the bucket.
-	influxQL     bool
-	base, db, rp string
-	token        string
-	http         *http.Client
+	// The InfluxQL read path: /query, with db and rp from the bucket.
+	influxQL bool
+	ql       qlClient
 
 	mu     sync.Mutex // guards enc and closed
 	enc    encoder
@@ -82,25 +81,6 @@ type Influx struct {
 }
 
 var _ Store = (*Influx)(nil)
-
-// RefusedError reports points a store refused for good. Status is the
-// HTTP status (0 when not known). A Spool moves them to its dead-letter file
-// and says so in DeadLetter.
-type RefusedError struct {
-	Points     int
-	Status     int
-	DeadLetter string // where the points went; empty when nowhere, or when a Spool kept them (its error says so)
-	Err        error
-}
-
-func (e *RefusedError) Error() string {
-	if e.DeadLetter == "" {
-		return fmt.Sprintf("refused %d points: %v", e.Points, e.Err)
-	}
-	return fmt.Sprintf("refused %d points: %v; moved to dead-letter file %s", e.Points, e.Err, e.DeadLetter)
-}
-
-func (e *RefusedError) Unwrap() error { return e.Err }
 
 // OpenInflux connects to InfluxDB and checks, with a real read of the bucket,
 // that the URL, token and bucket work: Ping and Health would not check
@@ -145,18 +125,18 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 		s.client.Close()
 		return nil, fmt.Errorf("influx: query language %q: want %s or %s", o.Query, QueryInfluxQL, QueryFlux)
 	}
-	s.base, s.token = strings.TrimSuffix(o.URL, "/"), o.Token
-	s.db, s.rp = splitBucket(o.Bucket)
+	s.ql.base, s.ql.token = strings.TrimSuffix(o.URL, "/"), o.Token
+	s.ql.db, s.ql.rp = splitBucket(o.Bucket)
 	// A connection per InfluxQL read: behind a Go reverse proxy, a reused
 	// connection's next response came back empty (200, no body) in the
 	// outage tests. Reads are few (a handful per policy or round).
-	s.http = &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+	s.ql.http = &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
 
 	check := func() error {
 		if s.influxQL {
 			// A read of the database and retention policy the writes go to:
 			// a missing one is an error here, as it is for Flux.
-			return s.qlQuery(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE time > now() - 1m LIMIT 1", qlIdent(fieldOK), qlIdent(MeasurementProbe)), func(row) {})
+			return s.ql.query(ctx, fmt.Sprintf("SELECT %s FROM %s WHERE time > now() - 1m LIMIT 1", qlIdent(fieldOK), qlIdent(MeasurementProbe)), func(row) {})
 		}
 		flux := fmt.Sprintf("from(bucket: %s) |> range(start: -1m) |> limit(n: 1)", fluxString(o.Bucket))
 		return s.query(ctx, flux, func(*query.FluxRecord) error { return nil })
@@ -257,31 +237,35 @@ func (s *Influx) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
 	return readPoints(ctx, s, "hourly", MeasurementHourly, hourlyFields, q, hourlyKey, hourlyOf)
 }
 
-func probeOf(r row) Probe {
-	p := Probe{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Time: r.at().UTC()}
-	p.QueueS = floatOf(r, fieldQueueS)
-	p.GenS = floatOf(r, fieldGenS)
-	p.HeadersS = floatOf(r, fieldHeadersS)
-	p.ConnectS = floatOf(r, fieldConnectS)
-	p.Tokens, _ = intOf(r, fieldTokens)
-	p.OK = boolOf(r, fieldOK)
-	p.Outcome = str(r, fieldOutcome)
-	p.Status, _ = intOf(r, fieldStatus)
-	p.QuotaRemaining, p.QuotaKnown = intOf(r, fieldQuotaRemaining)
-	p.QuotaResetS = floatOf(r, fieldQuotaResetS)
-	return p
-}
+func probeOf(r row) Probe   { return rowPoint(&probeSchema, r) }
+func hourlyOf(r row) Hourly { return rowPoint(&hourlySchema, r) }
 
-func hourlyOf(r row) Hourly {
-	h := Hourly{Lane: str(r, TagLane), Kind: str(r, TagKind), Site: str(r, TagSite), Hour: r.at().UTC()}
-	h.WorstQueueS = floatOf(r, fieldWorstQueueS)
-	h.WorstGenS = floatOf(r, fieldWorstGenS)
-	h.MinTokPerS = floatOf(r, fieldMinTokPerS)
-	h.Samples, _ = intOf(r, fieldSamples)
-	h.Failures, _ = intOf(r, fieldFailures)
-	h.Eligible = boolOf(r, fieldEligible)
-	h.WorstCensoredS = floatOf(r, fieldWorstCensoredS)
-	return h
+// rowPoint reads one point of measurement s from a row of a read. A field
+// the row lacks, or holds with another type, reads as zero (an optional
+// one as absent).
+func rowPoint[T any](s *schema[T], r row) T {
+	var p T
+	lane, kind, site, at := s.id(&p)
+	*lane, *kind, *site, *at = str(r, TagLane), str(r, TagKind), str(r, TagSite), r.at().UTC()
+	for i := range s.fields {
+		f := &s.fields[i]
+		v := r.value(f.key)
+		ok := false
+		switch f.kind {
+		case lineproto.Float:
+			*f.f(&p), ok = numberOf(v)
+		case lineproto.Int:
+			*f.i(&p), ok = intValue(v)
+		case lineproto.Bool:
+			*f.b(&p), ok = v.(bool)
+		case lineproto.String:
+			*f.s(&p), ok = v.(string)
+		}
+		if ok && f.seen != nil {
+			f.seen(&p)
+		}
+	}
+	return p
 }
 
 // readPoints reads one measurement's points that q selects, one query per
@@ -299,7 +283,7 @@ func readPoints[T any](ctx context.Context, s *Influx, what, measurement string,
 	for _, span := range m.spans {
 		var err error
 		if s.influxQL {
-			err = s.influxql(ctx, measurement, fields, span, m, func(r row) { l.putIn(fromRow(r), m) })
+			err = s.ql.query(ctx, qlSelect(measurement, fields, span, m), func(r row) { l.putIn(fromRow(r), m) })
 		} else {
 			err = s.query(ctx, s.flux(measurement, fields, span, m), func(r *query.FluxRecord) error {
 				l.putIn(fromRow(fluxRow{r}), m) // Flux on InfluxDB 1.8 includes points at stop
@@ -321,11 +305,6 @@ func (s *Influx) checkOpen() error {
 	}
 	return nil
 }
-
-// maxPushedLanes is the most lanes a query names in its Flux filter; for
-// more, a predicate of hundreds of comparisons costs InfluxDB more than
-// reading every lane of the span, and the lanes are picked in Go.
-const maxPushedLanes = 32
 
 // flux builds the query for one measurement over one span: a bounded range,
 // the measurement, site, lane and field filters first, then one row per
@@ -454,33 +433,3 @@ type cleanError struct {
 
 func (e *cleanError) Error() string { return e.msg }
 func (e *cleanError) Unwrap() error { return e.err }
-
-// joinErrors is errors.Join on one line ("; " between the errors), so a
-// caller can print it as one line. It returns nil when all errs are nil.
-func joinErrors(errs []error) error {
-	var nonNil []error
-	for _, err := range errs {
-		if err != nil {
-			nonNil = append(nonNil, err)
-		}
-	}
-	switch len(nonNil) {
-	case 0:
-		return nil
-	case 1:
-		return nonNil[0]
-	}
-	return &multiError{errs: nonNil}
-}
-
-type multiError struct{ errs []error }
-
-func (e *multiError) Error() string {
-	msgs := make([]string, len(e.errs))
-	for i, err := range e.errs {
-		msgs[i] = err.Error()
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (e *multiError) Unwrap() []error { return e.errs }

@@ -31,13 +31,13 @@ type row interface {
 
 type fluxRow struct{ r *query.FluxRecord }
 
-func (f fluxRow) at() time.Time         { return f.r.Time() }
-func (f fluxRow) value(key string) any  { return f.r.ValueByKey(key) }
-func str(r row, key string) string      { v, _ := r.value(key).(string); return v }
-func boolOf(r row, key string) bool     { v, _ := r.value(key).(bool); return v }
-func floatOf(r row, key string) float64 { f, _ := numberOf(r.value(key)); return f }
-func intOf(r row, key string) (int64, bool) {
-	switch v := r.value(key).(type) {
+func (f fluxRow) at() time.Time             { return f.r.Time() }
+func (f fluxRow) value(key string) any      { return f.r.ValueByKey(key) }
+func str(r row, key string) string          { v, _ := r.value(key).(string); return v }
+func intOf(r row, key string) (int64, bool) { return intValue(r.value(key)) }
+
+func intValue(v any) (int64, bool) {
+	switch v := v.(type) {
 	case int64:
 		return v, true
 	case json.Number:
@@ -78,11 +78,11 @@ func (q qlRow) at() time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// influxql reads one measurement's points in span with one InfluxQL SELECT
+// qlSelect is the InfluxQL SELECT of one measurement's points in span
 // (InfluxDB 1.x, or 2.x's v1 /query): the fields and the tags as columns,
 // without GROUP BY, which InfluxDB 1.8 answers several times faster than a
 // Flux pivot over thousands of series.
-func (s *Influx) influxql(ctx context.Context, measurement string, fields []string, span [2]int64, m *matcher, put func(row)) error {
+func qlSelect(measurement string, fields []string, span [2]int64, m *matcher) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	for _, f := range fields {
@@ -104,13 +104,22 @@ func (s *Influx) influxql(ctx context.Context, measurement string, fields []stri
 		}
 		b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
 	}
-	return s.qlQuery(ctx, b.String(), put)
+	return b.String()
 }
 
-// qlQuery runs one InfluxQL statement through /query and hands each row
+// qlClient reads through an InfluxQL /query endpoint: base is the
+// server's URL, db and rp the database and retention policy ("": the
+// default), token the credentials ("" for none).
+type qlClient struct {
+	base, db, rp string
+	token        string
+	http         *http.Client
+}
+
+// query runs one InfluxQL statement through /query and hands each row
 // to put. Errors are shaped as the client library's, so that classify tells
 // a passing failure from a lasting one.
-func (s *Influx) qlQuery(ctx context.Context, stmt string, put func(row)) error {
+func (s *qlClient) query(ctx context.Context, stmt string, put func(row)) error {
 	// Chunked: the server streams the rows as JSON objects one after the
 	// other, and its max-row-limit, which cuts a plain answer short with
 	// only "partial": true to say so, does not apply.

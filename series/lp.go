@@ -4,58 +4,22 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 	"unicode/utf8"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
-// Tag and field keys of the storage schema (docs/schema.md).
-const (
-	TagKind = "kind"
-	TagLane = "lane"
-	TagSite = "site" // only on points of a sampler with a site
-
-	fieldQueueS         = "queue_s"
-	fieldGenS           = "gen_s"
-	fieldHeadersS       = "headers_s"
-	fieldConnectS       = "connect_s"
-	fieldTokens         = "tokens"
-	fieldOK             = "ok"
-	fieldOutcome        = "outcome"
-	fieldStatus         = "status"
-	fieldQuotaRemaining = "quota_remaining" // optional
-	fieldQuotaResetS    = "quota_reset_s"   // optional
-
-	fieldWorstQueueS    = "worst_queue_s"
-	fieldWorstGenS      = "worst_gen_s"
-	fieldMinTokPerS     = "min_tok_per_s"
-	fieldSamples        = "samples"
-	fieldFailures       = "failures"
-	fieldEligible       = "eligible"
-	fieldWorstCensoredS = "worst_censored_s"
-)
-
-// probeFields and hourlyFields list the field keys in the order they are written.
+// The range of times the stores accept: InfluxDB 1.x's, so that every
+// stored line imports as is.
 var (
-	probeFields = []string{fieldQueueS, fieldGenS, fieldHeadersS, fieldConnectS, fieldTokens, fieldOK, fieldOutcome,
-		fieldStatus, fieldQuotaRemaining, fieldQuotaResetS}
-	hourlyFields = []string{fieldWorstQueueS, fieldWorstGenS, fieldMinTokPerS, fieldSamples, fieldFailures, fieldEligible,
-		fieldWorstCensoredS}
-)
-
-// InfluxDB 1.x accepts timestamps in [MinInt64+2, MaxInt64-1] ns; the stores
-// accept the same range so that every stored line imports as is.
-var (
-	minTime = time.Unix(0, math.MinInt64+2)
-	maxTime = time.Unix(0, math.MaxInt64-1)
+	minTime = time.Unix(0, lineproto.MinNano)
+	maxTime = time.Unix(0, lineproto.MaxNano)
 )
 
 // encoder turns points into line protocol, one line per point, ns precision.
 type encoder struct {
-	enc lineprotocol.Encoder
-	bad string // why the line being built cannot be stored
+	enc lineproto.Encoder
 }
 
 // round encodes probes then hourly points and reports how many lines it wrote.
@@ -64,57 +28,47 @@ type encoder struct {
 func (e *encoder) round(probes []Probe, hourly []Hourly) ([]byte, error) {
 	e.enc.Reset()
 	for i := range probes {
-		if err := e.probe(&probes[i]); err != nil {
+		if err := encodePoint(e, &probeSchema, &probes[i]); err != nil {
 			return nil, fmt.Errorf("probe %d (lane %q): %w", i, probes[i].Lane, err)
 		}
 	}
 	for i := range hourly {
-		if err := e.hourly(&hourly[i]); err != nil {
+		if err := encodePoint(e, &hourlySchema, &hourly[i]); err != nil {
 			return nil, fmt.Errorf("hourly %d (lane %q): %w", i, hourly[i].Lane, err)
 		}
 	}
 	return e.enc.Bytes(), nil
 }
 
-func (e *encoder) probe(p *Probe) error {
-	if err := checkSeries(p.Lane, p.Kind, p.Time); err != nil {
+// encodePoint adds one point of measurement s to the encoder.
+func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
+	lane, kind, site, at := s.id(p)
+	if err := checkSeries(*lane, *kind, *at); err != nil {
 		return err
 	}
-	if !utf8.ValidString(p.Outcome) {
-		return errors.New("outcome is not valid UTF-8")
+	for i := range s.fields {
+		if f := &s.fields[i]; f.kind == lineproto.String && !utf8.ValidString(*f.s(p)) {
+			return fmt.Errorf("%s is not valid UTF-8", f.key)
+		}
 	}
-	e.start(MeasurementProbe, p.Lane, p.Kind, p.Site)
-	e.float(fieldQueueS, p.QueueS)
-	e.float(fieldGenS, p.GenS)
-	e.float(fieldHeadersS, p.HeadersS)
-	e.float(fieldConnectS, p.ConnectS)
-	e.enc.AddField(fieldTokens, lineprotocol.IntValue(p.Tokens))
-	e.enc.AddField(fieldOK, lineprotocol.BoolValue(p.OK))
-	v, _ := lineprotocol.StringValue(p.Outcome) // UTF-8 checked above
-	e.enc.AddField(fieldOutcome, v)
-	e.enc.AddField(fieldStatus, lineprotocol.IntValue(p.Status))
-	if p.QuotaKnown {
-		e.enc.AddField(fieldQuotaRemaining, lineprotocol.IntValue(p.QuotaRemaining))
+	e.start(s.measurement, *lane, *kind, *site)
+	for i := range s.fields {
+		f := &s.fields[i]
+		if f.has != nil && !f.has(p) {
+			continue
+		}
+		switch f.kind {
+		case lineproto.Float:
+			e.enc.AddFloat(f.key, *f.f(p))
+		case lineproto.Int:
+			e.enc.AddInt(f.key, *f.i(p))
+		case lineproto.Bool:
+			e.enc.AddBool(f.key, *f.b(p))
+		case lineproto.String:
+			e.enc.AddString(f.key, *f.s(p)) // UTF-8 checked above, before any float
+		}
 	}
-	if p.QuotaResetS != 0 {
-		e.float(fieldQuotaResetS, p.QuotaResetS)
-	}
-	return e.end(p.Time)
-}
-
-func (e *encoder) hourly(h *Hourly) error {
-	if err := checkSeries(h.Lane, h.Kind, h.Hour); err != nil {
-		return err
-	}
-	e.start(MeasurementHourly, h.Lane, h.Kind, h.Site)
-	e.float(fieldWorstQueueS, h.WorstQueueS)
-	e.float(fieldWorstGenS, h.WorstGenS)
-	e.float(fieldMinTokPerS, h.MinTokPerS)
-	e.enc.AddField(fieldSamples, lineprotocol.IntValue(h.Samples))
-	e.enc.AddField(fieldFailures, lineprotocol.IntValue(h.Failures))
-	e.enc.AddField(fieldEligible, lineprotocol.BoolValue(h.Eligible))
-	e.float(fieldWorstCensoredS, h.WorstCensoredS)
-	return e.end(h.Hour)
+	return e.enc.EndLine(*at)
 }
 
 func (e *encoder) start(measurement, lane, kind, site string) {
@@ -124,36 +78,6 @@ func (e *encoder) start(measurement, lane, kind, site string) {
 	if site != "" {
 		e.enc.AddTag(TagSite, site)
 	}
-	e.bad = ""
-}
-
-// float adds a float field; a value that is not finite fails the line (end
-// reports it).
-func (e *encoder) float(key string, x float64) {
-	v, ok := lineprotocol.FloatValue(x)
-	if !ok {
-		if e.bad == "" {
-			e.bad = fmt.Sprintf("%s is %v, want a finite number", key, x)
-		}
-		return
-	}
-	e.enc.AddField(key, v)
-}
-
-func (e *encoder) end(t time.Time) error {
-	if e.bad != "" {
-		// Finish the line so the encoder is in a clean state; the round
-		// is discarded by the caller.
-		e.enc.EndLine(t)
-		e.enc.ClearErr()
-		return errors.New(e.bad)
-	}
-	e.enc.EndLine(t)
-	if err := e.enc.Err(); err != nil {
-		e.enc.ClearErr()
-		return err
-	}
-	return nil
 }
 
 func checkSeries(lane, kind string, t time.Time) error {
@@ -185,47 +109,12 @@ func kindOf(line []byte) pointKind {
 	switch {
 	case len(line) == 0 || line[0] == '#' || len(bytes.TrimSpace(line)) == 0:
 		return kindSkip
-	case hasMeasurement(line, MeasurementHourly):
+	case lineproto.HasMeasurement(line, MeasurementHourly):
 		return kindHourly
-	case hasMeasurement(line, MeasurementProbe):
+	case lineproto.HasMeasurement(line, MeasurementProbe):
 		return kindProbe
 	}
 	return kindOther
-}
-
-func hasMeasurement(line []byte, m string) bool {
-	return len(line) > len(m) && string(line[:len(m)]) == m && (line[len(m)] == ',' || line[len(m)] == ' ')
-}
-
-// lineTime reads the timestamp at the end of a line cheaply. ok is false when
-// the last word is not an integer; the caller then decodes the line in full.
-func lineTime(line []byte) (ns int64, ok bool) {
-	i := bytes.LastIndexByte(line, ' ')
-	if i < 0 {
-		return 0, false
-	}
-	b := line[i+1:]
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	if neg {
-		return -int64(u), true
-	}
-	return int64(u), true
 }
 
 // decodeProbe decodes one probe line (without its newline).
@@ -259,71 +148,62 @@ func (n names) get(b []byte) string {
 // probe decodes one probe line (without its newline).
 func (n names) probe(line []byte) (Probe, error) {
 	var p Probe
-	var err error
-	p.Lane, p.Kind, p.Site, p.Time, err = n.decodeLine(line, MeasurementProbe, func(key []byte, v fieldVal) error {
-		switch string(key) {
-		case fieldQueueS:
-			return floatField(&p.QueueS, key, v)
-		case fieldGenS:
-			return floatField(&p.GenS, key, v)
-		case fieldHeadersS:
-			return floatField(&p.HeadersS, key, v)
-		case fieldConnectS:
-			return floatField(&p.ConnectS, key, v)
-		case fieldQuotaRemaining:
-			p.QuotaKnown = true
-			return intField(&p.QuotaRemaining, key, v)
-		case fieldQuotaResetS:
-			return floatField(&p.QuotaResetS, key, v)
-		case fieldTokens:
-			return intField(&p.Tokens, key, v)
-		case fieldOK:
-			return boolField(&p.OK, key, v)
-		case fieldOutcome:
-			if v.kind != lineprotocol.String {
-				return kindError(key, v, lineprotocol.String)
-			}
-			p.Outcome = n.get(v.s)
-		case fieldStatus:
-			return intField(&p.Status, key, v)
-		}
-		return nil
-	})
+	err := decodeInto(n, &probeSchema, line, &p)
 	return p, err
 }
 
 // hourly decodes one queue_hourly line (without its newline).
 func (n names) hourly(line []byte) (Hourly, error) {
 	var h Hourly
-	var err error
-	h.Lane, h.Kind, h.Site, h.Hour, err = n.decodeLine(line, MeasurementHourly, func(key []byte, v fieldVal) error {
-		switch string(key) {
-		case fieldWorstQueueS:
-			return floatField(&h.WorstQueueS, key, v)
-		case fieldWorstGenS:
-			return floatField(&h.WorstGenS, key, v)
-		case fieldMinTokPerS:
-			return floatField(&h.MinTokPerS, key, v)
-		case fieldSamples:
-			return intField(&h.Samples, key, v)
-		case fieldFailures:
-			return intField(&h.Failures, key, v)
-		case fieldEligible:
-			return boolField(&h.Eligible, key, v)
-		case fieldWorstCensoredS:
-			return floatField(&h.WorstCensoredS, key, v)
-		}
-		return nil
-	})
+	err := decodeInto(n, &hourlySchema, line, &h)
 	return h, err
 }
 
+// decodeInto decodes one line of measurement s (without its newline) into
+// *p, which it zeroes first. Fields that s does not name are ignored. (A
+// reader decodes every line into one p and copies it: a point of its own
+// per line would cost an allocation, as the table's accessors take its
+// address.)
+func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
+	var zero T
+	*p = zero
+	lane, kind, site, at := s.id(p)
+	next := 0 // the field a line written by the stores holds next
+	var err error
+	*lane, *kind, *site, *at, err = n.decodeLine(line, s.measurement, func(key []byte, v lineproto.Value) error {
+		i := s.index(key, next)
+		if i < 0 {
+			return nil
+		}
+		next = i + 1
+		f := &s.fields[i]
+		if v.Kind != f.kind {
+			return kindError(key, v, f.kind)
+		}
+		switch f.kind {
+		case lineproto.Float:
+			*f.f(p) = v.F
+		case lineproto.Int:
+			*f.i(p) = v.I
+		case lineproto.Bool:
+			*f.b(p) = v.B
+		case lineproto.String:
+			*f.s(p) = n.get(v.S)
+		}
+		if f.seen != nil {
+			f.seen(p)
+		}
+		return nil
+	})
+	return err
+}
+
 // decodeLine decodes one line of measurement want, handing each field to
-// field: a plain line (plainLine) directly, any other through the
-// line-protocol library. It requires the lane and kind tags and a
+// field (lineproto.Decode: a plain line directly, any other through the
+// line-protocol library). It requires the lane and kind tags and a
 // timestamp; the site tag is optional. Unknown tags and fields are
 // ignored.
-func (n names) decodeLine(line []byte, want string, field func(key []byte, v fieldVal) error) (lane, kind, site string, t time.Time, err error) {
+func (n names) decodeLine(line []byte, want string, field func(key []byte, v lineproto.Value) error) (lane, kind, site string, t time.Time, err error) {
 	fail := func(err error) (string, string, string, time.Time, error) {
 		return "", "", "", time.Time{}, err
 	}
@@ -338,17 +218,11 @@ func (n names) decodeLine(line []byte, want string, field func(key []byte, v fie
 		}
 	}
 	fields := 0
-	counted := func(k []byte, v fieldVal) error {
+	counted := func(k []byte, v lineproto.Value) error {
 		fields++
 		return field(k, v)
 	}
-	ns, plain, err := plainLine(line, want, tag, counted)
-	if err != nil {
-		return fail(err)
-	}
-	if plain {
-		t = time.Unix(0, ns)
-	} else if t, err = libraryLine(line, want, tag, counted); err != nil {
+	if t, err = lineproto.Decode(line, want, tag, counted); err != nil {
 		return fail(err)
 	}
 	switch {
@@ -364,69 +238,6 @@ func (n names) decodeLine(line []byte, want string, field func(key []byte, v fie
 	return lane, kind, site, t.UTC(), nil
 }
 
-// libraryLine reads a line that is not plain with the line-protocol
-// library, handing on tags and fields as plainLine does.
-func libraryLine(line []byte, want string, tag func(k, v []byte), field func(k []byte, v fieldVal) error) (time.Time, error) {
-	d := lineprotocol.NewDecoderWithBytes(line)
-	if !d.Next() {
-		return time.Time{}, errors.New("empty line")
-	}
-	m, err := d.Measurement()
-	if err != nil {
-		return time.Time{}, err
-	}
-	if string(m) != want {
-		return time.Time{}, fmt.Errorf("measurement %q, want %q", m, want)
-	}
-	for {
-		k, v, err := d.NextTag()
-		if err != nil {
-			return time.Time{}, err
-		}
-		if k == nil {
-			break
-		}
-		tag(k, v)
-	}
-	for {
-		k, v, err := d.NextField()
-		if err != nil {
-			return time.Time{}, err
-		}
-		if k == nil {
-			break
-		}
-		if err := field(k, valueOf(v)); err != nil {
-			return time.Time{}, err
-		}
-	}
-	return d.Time(lineprotocol.Nanosecond, time.Time{})
-}
-
-func floatField(dst *float64, key []byte, v fieldVal) error {
-	if v.kind != lineprotocol.Float {
-		return kindError(key, v, lineprotocol.Float)
-	}
-	*dst = v.f
-	return nil
-}
-
-func intField(dst *int64, key []byte, v fieldVal) error {
-	if v.kind != lineprotocol.Int {
-		return kindError(key, v, lineprotocol.Int)
-	}
-	*dst = v.i
-	return nil
-}
-
-func boolField(dst *bool, key []byte, v fieldVal) error {
-	if v.kind != lineprotocol.Bool {
-		return kindError(key, v, lineprotocol.Bool)
-	}
-	*dst = v.b
-	return nil
-}
-
-func kindError(key []byte, v fieldVal, want lineprotocol.ValueKind) error {
-	return fmt.Errorf("field %s is %s, want %s", key, v.kind, want)
+func kindError(key []byte, v lineproto.Value, want lineproto.Kind) error {
+	return fmt.Errorf("field %s is %s, want %s", key, v.Kind, want)
 }

@@ -5,79 +5,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
-
-func TestScanLines(t *testing.T) {
-	long := strings.Repeat("y", 100)
-	for _, c := range []struct {
-		name  string
-		in    string
-		lines []string // with a trailing "!" when not terminated
-		longs []int64
-	}{
-		{"empty", "", nil, nil},
-		{"one line", "a\n", []string{"a"}, nil},
-		{"unterminated last", "a\nb", []string{"a", "b!"}, nil},
-		{"empty lines", "\n\nx\n", []string{"", "", "x"}, nil},
-		{"lines longer than the buffer are assembled", "a\n" + long + "\n" + long, []string{"a", long, long + "!"}, nil},
-		{"line longer than the cap is skipped", "a\n" + strings.Repeat("z", maxLine+5) + "\nb\n", []string{"a", "b"}, []int64{2}},
-		{"unterminated line longer than the cap", "a\n" + strings.Repeat("z", maxLine+5), []string{"a"}, []int64{2}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var got []string
-			var longs []int64
-			err := scanLinesSize(strings.NewReader(c.in), 16, func(n int64, line []byte, terminated bool) error {
-				if int(n) != len(got)+len(longs)+1 {
-					t.Errorf("line number %d, want %d", n, len(got)+len(longs)+1)
-				}
-				s := string(line)
-				if !terminated {
-					s += "!"
-				}
-				got = append(got, s)
-				return nil
-			}, func(n int64) { longs = append(longs, n) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(got, "|") != strings.Join(c.lines, "|") {
-				t.Errorf("lines %q, want %q", got, c.lines)
-			}
-			if len(longs) != len(c.longs) || (len(longs) > 0 && longs[0] != c.longs[0]) {
-				t.Errorf("long lines %v, want %v", longs, c.longs)
-			}
-		})
-	}
-}
-
-func TestLineTime(t *testing.T) {
-	for _, c := range []struct {
-		in string
-		ns int64
-		ok bool
-	}{
-		{"m f=1 123", 123, true},
-		{"m f=1 -5", -5, true},
-		{"m f=1 9223372036854775807", math.MaxInt64, true},
-		{"m f=1 9223372036854775808", 0, false},
-		{"m f=1 99999999999999999999", 0, false},
-		{"m f=1", 0, false},
-		{"m f=1 ", 0, false},
-		{"m f=1 12a", 0, false},
-		{"m f=1 -", 0, false},
-		{"nospace", 0, false},
-	} {
-		t.Run(c.in, func(t *testing.T) {
-			ns, ok := lineTime([]byte(c.in))
-			if ns != c.ns || ok != c.ok {
-				t.Errorf("lineTime(%q) = %d, %v; want %d, %v", c.in, ns, ok, c.ns, c.ok)
-			}
-		})
-	}
-}
 
 // FuzzDecode: any line decodes or fails cleanly, and what decodes re-encodes
 // to a line that decodes to the same point.

@@ -1,82 +1,122 @@
 package series
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
-// maxLine bounds one line of a line-protocol file; a longer line is corrupt
-// (ours are under 300 bytes) and is skipped instead of growing memory.
-const maxLine = 1 << 20
+// ErrMoved is returned (wrapped) by File.Write when the file at the store's
+// path is no longer the file the store opened: it was moved, deleted or
+// replaced while the store was open. Nothing is written to the old file.
+var ErrMoved = errors.New("store file was moved, deleted or replaced while open")
 
-// readBuf is the read buffer of a scan.
+// readBuf is the buffer of a read of the file that is not a scan.
 const readBuf = 256 << 10
 
-// scanLines streams r line by line and calls fn for each line, without its
-// newline. terminated is false only for a last line that has no newline. n is
-// the one-based line number. Lines longer than maxLine are reported to long
-// and not passed to fn. fn's line is only valid during the call.
-func scanLines(r io.Reader, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
-	return scanLinesSize(r, readBuf, fn, long)
+// ErrNotRegular marks (errors.Is) a path the stores refuse because it names
+// something other than a regular file: a device such as /dev/zero, a named
+// pipe, a socket or a directory, which would read without end, block or
+// fail obscurely.
+var ErrNotRegular = errors.New("not a regular file")
+
+// notRegularError is an ErrNotRegular about one path.
+type notRegularError struct {
+	path   string // "" when the caller names the file
+	target string // what path links to, when it is a link
+	mode   fs.FileMode
 }
 
-func scanLinesSize(r io.Reader, size int, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
-	br := bufio.NewReaderSize(r, size)
-	var n int64
-	var big []byte // a line longer than the buffer, assembled
-	tooLong := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if !tooLong {
-				if len(big)+len(chunk) > maxLine {
-					tooLong, big = true, big[:0]
-				} else {
-					big = append(big, chunk...)
-				}
-			}
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if len(chunk) == 0 && len(big) == 0 && !tooLong {
-			return nil // clean EOF
-		}
-		n++
-		line := chunk
-		if len(big) > 0 || tooLong {
-			if !tooLong {
-				if len(big)+len(chunk) > maxLine {
-					tooLong = true
-				} else {
-					big = append(big, chunk...)
-				}
-			}
-			line = big
-		}
-		terminated := len(line) > 0 && line[len(line)-1] == '\n'
-		if terminated {
-			line = line[:len(line)-1]
-		}
-		if tooLong {
-			if long != nil {
-				long(n)
-			}
-		} else if ferr := fn(n, line, terminated); ferr != nil {
-			return ferr
-		}
-		big, tooLong = big[:0], false
-		if err != nil { // io.EOF after a last line without newline
-			return nil
+func (e *notRegularError) Error() string {
+	what := modeName(e.mode)
+	if e.target != "" {
+		what = "a link to " + e.target + ", " + what
+	}
+	msg := fmt.Sprintf("%v (%s)", ErrNotRegular, what)
+	if e.path != "" {
+		msg = e.path + ": " + msg
+	}
+	return msg
+}
+
+func (e *notRegularError) Is(target error) bool { return target == ErrNotRegular }
+
+func modeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.String()
+}
+
+// checkRegular fails with an ErrNotRegular naming path when path (its
+// links followed) exists and is not a regular file. A path that cannot be
+// looked at passes: the open that follows creates or reports it.
+func checkRegular(path string) error {
+	if e := notRegular(path); e != nil {
+		return e
+	}
+	return nil
+}
+
+// notRegular is checkRegular's error, nil when path passes.
+func notRegular(path string) *notRegularError {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	e := &notRegularError{path: path, mode: fi.Mode().Type()}
+	if li, err := os.Lstat(path); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		if t, err := filepath.EvalSymlinks(path); err == nil {
+			e.target = t
 		}
 	}
+	return e
+}
+
+// fstatNotRegular is a path-less ErrNotRegular unless f is a regular file
+// (what was checked by name may have been replaced before the open), nil
+// when it is.
+func fstatNotRegular(f *os.File) *notRegularError {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	return &notRegularError{mode: fi.Mode().Type()}
+}
+
+// OpenImport opens a line-protocol file to Import, refusing (with an
+// ErrNotRegular naming it) anything but a regular file: /dev/zero, a pipe
+// or a device would be read without end.
+func OpenImport(path string) (*os.File, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if e := fstatNotRegular(f); e != nil {
+		_ = f.Close()
+		e.path = path
+		return nil, e
+	}
+	return f, nil
 }
 
 // appendFile is a line-protocol file that one process appends to. It holds
@@ -91,7 +131,9 @@ type appendFile struct {
 
 // openAppend opens (creating it and its folder if needed) a line-protocol file
 // for appending. A torn last line left by a crash is cut off, with a warning,
-// so the next append does not glue onto it.
+// so the next append does not glue onto it. It takes what path names: a
+// file that is also read (a store's, a spool) is checked first with
+// checkRegular, then with regular.
 func openAppend(path string, warn func(string, ...any)) (*appendFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
@@ -247,6 +289,17 @@ func (a *appendFile) truncatePathErr() error {
 	return a.f.Sync()
 }
 
+// regular closes a and fails with an ErrNotRegular naming its path unless
+// the open file is a regular file.
+func (a *appendFile) regular() error {
+	if e := fstatNotRegular(a.f); e != nil {
+		_ = a.close()
+		e.path = a.path
+		return e
+	}
+	return nil
+}
+
 // size returns the current file size.
 func (a *appendFile) size() (int64, error) {
 	fi, err := a.f.Stat()
@@ -257,8 +310,8 @@ func (a *appendFile) size() (int64, error) {
 }
 
 // read streams the file's complete lines under a shared lock.
-func (a *appendFile) read(fn func(n int64, line []byte, terminated bool) error) error {
-	return readLocked(a.path, fn, nil)
+func (a *appendFile) read(ctx context.Context, fn func(n int64, line []byte, terminated bool) error) error {
+	return readLocked(ctx, a.path, fn, nil)
 }
 
 func (a *appendFile) close() error {
@@ -270,18 +323,27 @@ func (a *appendFile) close() error {
 }
 
 // readLocked opens path, takes a shared flock (so no append is half visible)
-// and streams its lines to fn.
+// and streams its lines to fn until the end or until ctx is done. Anything
+// but a regular file is refused (ErrNotRegular) before it is opened: a
+// named pipe would block the open, a device read without end.
 // Its own errors do not repeat the path: callers name the file.
-func readLocked(path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+func readLocked(ctx context.Context, path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	if e := notRegular(path); e != nil {
+		e.path, e.target = "", "" // the caller names the (resolved) file
+		return e
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return unpathOf(err, path)
 	}
 	defer func() { _ = f.Close() }()
+	if e := fstatNotRegular(f); e != nil {
+		return e
+	}
 	if err := lockShared(f); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
-	return unpathOf(scanLines(f, fn, long), path)
+	return unpathOf(lineproto.ScanLines(ctx, f, fn, long), path)
 }
 
 // syncDir fsyncs a folder so that entries created in it are durable. It is
@@ -314,4 +376,96 @@ func unpath(err error) error {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
 	return err
+}
+
+// resolve returns path absolute with its symlinks followed. For a file that
+// does not exist yet, its folder is resolved instead, and a symlink naming
+// it (a dangling link, whose target the open creates) is followed too.
+func resolve(path string) (string, error) {
+	return resolveLinks(path, 0)
+}
+
+// maxLinks bounds the symlinks resolve follows by hand (as Linux's ELOOP).
+const maxLinks = 40
+
+func resolveLinks(path string, links int) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	dir, base := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	if dir == abs { // the root
+		return abs, nil
+	}
+	rdir, err := resolveLinks(dir, links)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(rdir, base)
+	target, err := os.Readlink(p)
+	if err != nil { // not a link: the file is yet to be created
+		return p, nil
+	}
+	if links >= maxLinks {
+		return "", fmt.Errorf("resolve %s: too many levels of symbolic links", path)
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(rdir, target)
+	}
+	return resolveLinks(target, links+1)
+}
+
+// corruptLine is what a scan's fn returns for a line it cannot decode: the
+// line is skipped, with a warning, and the scan goes on.
+type corruptLine struct{ error }
+
+// scanKind streams the file at path and hands fn each complete line of
+// measurement want, but for the lines whose timestamp (read cheaply, when
+// it can be) is outside m's time range: fn checks the time of the others
+// once it has decoded them. Every 64 Ki lines it checks ctx. A line fn
+// finds corrupt (corruptLine), of no known measurement, torn (the last
+// line, without its newline) or longer than 1 MiB is skipped, with a
+// warning when warn is not nil; any other error from fn ends the scan.
+func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn func(string, ...any), fn func(line []byte) error) error {
+	if warn == nil {
+		warn = func(string, ...any) {}
+	}
+	return readLocked(ctx, path, func(n int64, line []byte, terminated bool) error {
+		if n&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if !terminated {
+			warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", path, "line", n)
+			return nil
+		}
+		switch kindOf(line) {
+		case want:
+		case kindProbe, kindHourly, kindSkip:
+			return nil
+		default:
+			warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)
+			return nil
+		}
+		if ns, ok := lineproto.LineTime(line); ok && !m.timeOK(ns) {
+			return nil
+		}
+		if err := fn(line); err != nil {
+			var c corruptLine // declared here: taken by address, it costs an allocation
+			if !errors.As(err, &c) {
+				return err
+			}
+			warn("skipped corrupt line", "path", path, "line", n, "err", c.Error())
+		}
+		return nil
+	}, func(n int64) {
+		warn("skipped corrupt line: longer than 1 MiB", "path", path, "line", n)
+	})
 }

@@ -71,6 +71,12 @@ func (m *matcher) seriesOK(lane, site string) bool {
 	return (m.sites == nil || m.sites[site]) && (m.lanes == nil || m.lanes[lane])
 }
 
+// maxPushedLanes is the most lanes a query names in its filter (Flux or
+// InfluxQL); for more, a predicate of hundreds of comparisons costs
+// InfluxDB more than reading every lane of the span, and the lanes are
+// picked in Go.
+const maxPushedLanes = 32
+
 // pointKey identifies a point: same key, same point (the later write wins).
 type pointKey struct {
 	lane, kind, site string
@@ -135,27 +141,6 @@ func (l *latest[T]) sorted() []T {
 	for j, e := range order {
 		out[j] = l.out[e.i]
 	}
-	return out
-}
-
-// newestPerSeries reduces probes to the newest one per lane and site,
-// sorted by lane and site.
-func newestPerSeries(ps []Probe) []Probe {
-	type ls struct{ lane, site string }
-	idx := map[ls]int{}
-	out := []Probe{}
-	for _, p := range ps {
-		k := ls{p.Lane, p.Site}
-		if i, ok := idx[k]; ok {
-			if !p.Time.Before(out[i].Time) {
-				out[i] = p
-			}
-			continue
-		}
-		idx[k] = len(out)
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b Probe) int { return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site)) })
 	return out
 }
 

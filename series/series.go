@@ -1,19 +1,19 @@
-// Package series owns lanewatch's storage: the schema (measurements probe
-// and queue_hourly, docs/schema.md), the stores that keep it (File, an
-// embedded line-protocol file, and Influx, InfluxDB 1.8+/2.x), and the
-// invariant that ties the two measurements together: every stored
-// queue_hourly point is the aggregate of the probe points of its lane, site
-// and hour. Recorder is the only writer that keeps it; Spool is a layer that
-// wraps a Store so that nothing is lost while the store is unreachable;
-// Check and Rebuild find and repair hours that disagree.
+// Package series stores lanewatch's probe and hourly points and keeps
+// every hourly point the aggregate of its probes.
 //
-// Store is the one storage seam; File and Influx implement it and pass the
-// same contract suite (series/storetest).
+// Store is the one storage seam; File (an embedded line-protocol file) and
+// Influx (InfluxDB 1.8+/2.x) implement it and pass one contract suite
+// (series/storetest). Recorder is the writer that keeps the invariant,
+// Spool keeps points while a store is unreachable, Check and Rebuild
+// repair hours that disagree. The schema (schema.go) and the rules are
+// described in docs/schema.md; series/lineproto is the line-protocol codec.
 package series
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -139,6 +139,27 @@ func Latest(ctx context.Context, st Store, q Query) ([]Probe, error) {
 		return nil, err
 	}
 	return newestPerSeries(ps), nil
+}
+
+// newestPerSeries reduces probes to the newest one per lane and site,
+// sorted by lane and site.
+func newestPerSeries(ps []Probe) []Probe {
+	type ls struct{ lane, site string }
+	idx := map[ls]int{}
+	out := []Probe{}
+	for _, p := range ps {
+		k := ls{p.Lane, p.Site}
+		if i, ok := idx[k]; ok {
+			if !p.Time.Before(out[i].Time) {
+				out[i] = p
+			}
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Probe) int { return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site)) })
+	return out
 }
 
 // ErrUnavailable marks a failure that may go away by itself: the store could

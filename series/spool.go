@@ -28,10 +28,13 @@ var ErrSpoolFull = errors.New("spool is full")
 
 // SpoolOptions configure OpenSpool.
 type SpoolOptions struct {
-	// Path is the spool file (line protocol).
+	// Path is the spool file (line protocol). Anything but a regular
+	// file is refused (ErrNotRegular).
 	Path string
 	// DeadLetter receives the points the inner store refused for good, and
 	// lines of the spool that are not lanewatch points. Empty: Path+".dead".
+	// It is only appended to, never read, so it may be any file that takes
+	// writes.
 	DeadLetter string
 	// MaxBytes caps the spool; 0 means DefaultSpoolMaxBytes.
 	MaxBytes int64
@@ -110,19 +113,25 @@ func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
 	if o.ReadOnly {
 		return s, nil
 	}
+	if err := checkRegular(o.Path); err != nil {
+		return nil, fmt.Errorf("spool: %w", err) // names the path
+	}
 	path, err := resolve(o.Path)
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
 	s.o.Path = path
 	f, err := openAppend(path, o.Warn)
+	if err == nil {
+		err = f.regular()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
 	// Lines are counted, not decoded: the replay sorts out the ones that
 	// are not lanewatch points and reports them, once.
 	var lines int64
-	err = f.read(func(_ int64, line []byte, terminated bool) error {
+	err = f.read(context.Background(), func(_ int64, line []byte, terminated bool) error {
 		if kindOf(line) != kindSkip {
 			lines++
 		}
@@ -397,7 +406,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		cur = batch{}
 		return nil
 	}
-	err := s.file.read(func(_ int64, line []byte, terminated bool) error {
+	err := s.file.read(ctx, func(_ int64, line []byte, terminated bool) error {
 		if !terminated {
 			return nil
 		}

@@ -56,7 +56,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	defer dst.Close()
 	rec := series.NewRecorder(dst, cfg.Location)
 	for _, name := range fs.Args() {
-		f, err := os.Open(name)
+		f, err := series.OpenImport(name) // refuses /dev/zero, pipes, devices
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}

@@ -1,50 +1,22 @@
-package series
+package lineproto
 
-import (
-	"strconv"
+import "strconv"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
-)
-
-// A plain line is one of the shape the stores write: the measurement,
-// tags and field keys of printable ASCII without escapes, quotes or
-// backslashes, decimal numbers, true or false, strings without escapes,
-// and a timestamp. plainLine reads such a line without the line-protocol
-// library's general machinery (a year of probes decodes in a quarter of
-// the time); any other line is left to the library, which stays the
-// authority: FuzzPlainLine checks that whatever plainLine accepts, the
+// A plain line is one of the shape lanewatch's stores write: the
+// measurement, tags and field keys of printable ASCII without escapes,
+// quotes or backslashes, decimal numbers, true or false, strings without
+// escapes, and a timestamp. Plain reads such a line without the
+// line-protocol library's general machinery (a year of probes decodes in a
+// quarter of the time); any other line is left to the library, which stays
+// the authority: FuzzPlainLine checks that whatever Plain accepts, the
 // library reads the same way.
 
-// fieldVal is one decoded field value.
-type fieldVal struct {
-	kind lineprotocol.ValueKind
-	f    float64
-	i    int64
-	b    bool
-	s    []byte // String: valid until the next line is read
-}
-
-func valueOf(v lineprotocol.Value) fieldVal {
-	fv := fieldVal{kind: v.Kind()}
-	switch fv.kind {
-	case lineprotocol.Float:
-		fv.f = v.FloatV()
-	case lineprotocol.Int:
-		fv.i = v.IntV()
-	case lineprotocol.Bool:
-		fv.b = v.BoolV()
-	case lineprotocol.String:
-		fv.s = v.BytesV()
-	}
-	return fv
-}
-
-// plainLine reads line if it is plain and of measurement want, handing
-// each tag to tag and each field to field; ok is false, with nothing
-// handed on, when it is not (the caller decodes it with the library
-// then). An error from field ends the read.
-func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []byte, v fieldVal) error) (ns int64, ok bool, err error) {
-	if !hasMeasurement(line, want) {
+// Plain reads line if it is plain and of measurement want, handing each
+// tag to tag and each field to field; ok is false, with nothing handed on,
+// when it is not (Library reads it then). An error from field ends the
+// read.
+func Plain(line []byte, want string, tag func(k, v []byte), field func(k []byte, v Value) error) (ns int64, ok bool, err error) {
+	if !HasMeasurement(line, want) {
 		return 0, false, nil
 	}
 	// Each part checks its own characters as it is read: names and string
@@ -57,7 +29,7 @@ func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []b
 	var tags [maxPlainTags][4]int // key start, key end, value start, value end
 	var fields [maxPlainFields]struct {
 		k0, k1 int
-		v      fieldVal
+		v      Value
 	}
 	nt, nf := 0, 0
 	i := len(want)
@@ -86,13 +58,13 @@ func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []b
 			return 0, false, nil
 		}
 		v0 := k1 + 1
-		var v fieldVal
+		var v Value
 		if v0 < len(line) && line[v0] == '"' {
 			v1 := plainString(line, v0+1)
 			if v1 >= len(line) || line[v1] != '"' {
 				return 0, false, nil
 			}
-			v = fieldVal{kind: lineprotocol.String, s: line[v0+1 : v1]}
+			v = Value{Kind: String, S: line[v0+1 : v1]}
 			i = v1 + 1
 		} else {
 			v1 := v0
@@ -131,8 +103,8 @@ func plainLine(line []byte, want string, tag func(k, v []byte), field func(k []b
 	return ns, true, nil
 }
 
-// The most tags and fields a plain line has: the stores write up to three
-// tags and ten fields.
+// The most tags and fields a plain line has (lanewatch's stores write up to
+// three tags and ten fields); a line of more goes to Library.
 const (
 	maxPlainTags   = 8
 	maxPlainFields = 16
@@ -168,32 +140,32 @@ func plainString(line []byte, i int) int {
 
 // plainValue reads a plain number or boolean: -?digits[.digits][e[+-]digits]
 // (a float), -?digits followed by i (an integer), true or false.
-func plainValue(b []byte) (fieldVal, bool) {
+func plainValue(b []byte) (Value, bool) {
 	switch string(b) {
 	case "true":
-		return fieldVal{kind: lineprotocol.Bool, b: true}, true
+		return Value{Kind: Bool, B: true}, true
 	case "false":
-		return fieldVal{kind: lineprotocol.Bool}, true
+		return Value{Kind: Bool}, true
 	}
 	if len(b) > 1 && b[len(b)-1] == 'i' {
 		d := b[:len(b)-1]
 		if !plainInt(d) {
-			return fieldVal{}, false
+			return Value{}, false
 		}
 		x, err := strconv.ParseInt(string(d), 10, 64)
 		if err != nil {
-			return fieldVal{}, false
+			return Value{}, false
 		}
-		return fieldVal{kind: lineprotocol.Int, i: x}, true
+		return Value{Kind: Int, I: x}, true
 	}
 	if !plainFloat(b) {
-		return fieldVal{}, false
+		return Value{}, false
 	}
 	x, err := strconv.ParseFloat(string(b), 64)
 	if err != nil {
-		return fieldVal{}, false // out of range: the library words the error
+		return Value{}, false // out of range: the library words the error
 	}
-	return fieldVal{kind: lineprotocol.Float, f: x}, true
+	return Value{Kind: Float, F: x}, true
 }
 
 func plainInt(b []byte) bool {
@@ -248,7 +220,7 @@ func plainTime(b []byte) (int64, bool) {
 		return 0, false
 	}
 	ns, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || ns < minTime.UnixNano() || ns > maxTime.UnixNano() {
+	if err != nil || ns < MinNano || ns > MaxNano {
 		return 0, false
 	}
 	return ns, true

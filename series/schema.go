@@ -1,0 +1,170 @@
+package series
+
+import (
+	"time"
+
+	"github.com/lanewatch/lanewatch/series/lineproto"
+)
+
+// Tag keys of the storage schema (docs/schema.md), common to both
+// measurements.
+const (
+	TagKind = "kind"
+	TagLane = "lane"
+	TagSite = "site" // only on points of a sampler with a site
+)
+
+// fieldOK is the probe field the Influx store's read check selects.
+const fieldOK = "ok"
+
+// The storage schema, spelled once: each measurement's fields in the order
+// they are written, each bound to the Probe or Hourly field it holds. The
+// encoder, both decoders (line protocol, InfluxDB rows), the InfluxDB
+// queries and the docs test (Schemas) are driven by these two tables.
+var (
+	probeSchema = schema[Probe]{
+		measurement: MeasurementProbe,
+		id:          func(p *Probe) (*string, *string, *string, *time.Time) { return &p.Lane, &p.Kind, &p.Site, &p.Time },
+		fields: []field[Probe]{
+			floatField("queue_s", func(p *Probe) *float64 { return &p.QueueS }),
+			floatField("gen_s", func(p *Probe) *float64 { return &p.GenS }),
+			floatField("headers_s", func(p *Probe) *float64 { return &p.HeadersS }),
+			floatField("connect_s", func(p *Probe) *float64 { return &p.ConnectS }),
+			intField("tokens", func(p *Probe) *int64 { return &p.Tokens }),
+			boolField(fieldOK, func(p *Probe) *bool { return &p.OK }),
+			stringField("outcome", func(p *Probe) *string { return &p.Outcome }),
+			intField("status", func(p *Probe) *int64 { return &p.Status }),
+			// Written when the lane's headers said; a point that has it
+			// is one whose quota is known.
+			intField("quota_remaining", func(p *Probe) *int64 { return &p.QuotaRemaining }).
+				optional(func(p *Probe) bool { return p.QuotaKnown }, func(p *Probe) { p.QuotaKnown = true }),
+			floatField("quota_reset_s", func(p *Probe) *float64 { return &p.QuotaResetS }).
+				optional(func(p *Probe) bool { return p.QuotaResetS != 0 }, nil),
+		},
+	}
+	hourlySchema = schema[Hourly]{
+		measurement: MeasurementHourly,
+		id:          func(h *Hourly) (*string, *string, *string, *time.Time) { return &h.Lane, &h.Kind, &h.Site, &h.Hour },
+		fields: []field[Hourly]{
+			floatField("worst_queue_s", func(h *Hourly) *float64 { return &h.WorstQueueS }),
+			floatField("worst_gen_s", func(h *Hourly) *float64 { return &h.WorstGenS }),
+			floatField("min_tok_per_s", func(h *Hourly) *float64 { return &h.MinTokPerS }),
+			intField("samples", func(h *Hourly) *int64 { return &h.Samples }),
+			intField("failures", func(h *Hourly) *int64 { return &h.Failures }),
+			boolField("eligible", func(h *Hourly) *bool { return &h.Eligible }),
+			floatField("worst_censored_s", func(h *Hourly) *float64 { return &h.WorstCensoredS }),
+		},
+	}
+)
+
+// probeFields and hourlyFields list the field keys in the order they are
+// written.
+var (
+	probeFields  = probeSchema.fieldKeys()
+	hourlyFields = hourlySchema.fieldKeys()
+)
+
+// seriesTags are the tags of both measurements, in the (lexical) order
+// they are written; site is written only when not empty.
+var seriesTags = []SchemaTag{{Key: TagKind}, {Key: TagLane}, {Key: TagSite, Optional: true}}
+
+// schema is one measurement bound to the type T of its points.
+type schema[T any] struct {
+	measurement string
+	// id returns the point's series and time: lane, kind, site, time.
+	id     func(*T) (lane, kind, site *string, at *time.Time)
+	fields []field[T]
+}
+
+// field is one field of a measurement: its key and type, and where in a T
+// its value lives (the one pointer accessor of its type).
+type field[T any] struct {
+	key  string
+	kind lineproto.Kind
+	f    func(*T) *float64
+	i    func(*T) *int64
+	b    func(*T) *bool
+	s    func(*T) *string
+
+	// An optional field is written only when has says so; seen, when set,
+	// records that a decoded point held the field.
+	has  func(*T) bool
+	seen func(*T)
+}
+
+func floatField[T any](key string, f func(*T) *float64) field[T] {
+	return field[T]{key: key, kind: lineproto.Float, f: f}
+}
+
+func intField[T any](key string, i func(*T) *int64) field[T] {
+	return field[T]{key: key, kind: lineproto.Int, i: i}
+}
+
+func boolField[T any](key string, b func(*T) *bool) field[T] {
+	return field[T]{key: key, kind: lineproto.Bool, b: b}
+}
+
+func stringField[T any](key string, s func(*T) *string) field[T] {
+	return field[T]{key: key, kind: lineproto.String, s: s}
+}
+
+// optional makes f a field that points may lack.
+func (f field[T]) optional(has func(*T) bool, seen func(*T)) field[T] {
+	f.has, f.seen = has, seen
+	return f
+}
+
+// index returns the position of the field named key, or -1. A line written
+// by the stores holds its fields in table order, so try is tried first.
+func (s *schema[T]) index(key []byte, try int) int {
+	if try < len(s.fields) && s.fields[try].key == string(key) {
+		return try
+	}
+	for i := range s.fields {
+		if s.fields[i].key == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *schema[T]) fieldKeys() []string {
+	keys := make([]string, len(s.fields))
+	for i, f := range s.fields {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+// Schema describes one measurement of the storage schema (docs/schema.md).
+type Schema struct {
+	Measurement string
+	Tags        []SchemaTag   // in the order they are written
+	Fields      []SchemaField // in the order they are written
+}
+
+// SchemaTag is one tag key of a measurement.
+type SchemaTag struct {
+	Key      string
+	Optional bool // not on every point
+}
+
+// SchemaField is one field of a measurement.
+type SchemaField struct {
+	Key      string
+	Type     string // float, int, bool or string
+	Optional bool   // not on every point
+}
+
+// Schemas returns the storage schema: probe, then queue_hourly.
+func Schemas() []Schema {
+	return []Schema{probeSchema.describe(), hourlySchema.describe()}
+}
+
+func (s *schema[T]) describe() Schema {
+	d := Schema{Measurement: s.measurement, Tags: append([]SchemaTag(nil), seriesTags...)}
+	for _, f := range s.fields {
+		d.Fields = append(d.Fields, SchemaField{Key: f.key, Type: f.kind.String(), Optional: f.has != nil})
+	}
+	return d
+}
