@@ -227,9 +227,9 @@ func (c *Calibrator) Add(o QueueObs) error {
 	if o.Span > 0 {
 		at++
 	}
-	c.evict(at)
 	lv := math.Log(max(o.Value, MinQueueObsS))
 	h := o.Time.In(c.p.Location).Hour()
+	c.evict(at, h)
 	n := max(o.N, 1)
 	if prof, ok := c.profile(h, at-c.window); ok {
 		e := lv - prof
@@ -312,11 +312,14 @@ func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov flo
 }
 
 // evict drops what is older than the window [t - lookback, t).
-func (c *Calibrator) evict(t int64) {
+//
+// Of the hours of day only h, the observation's, is evicted: the others
+// drop theirs when an observation of their own comes (within a day), and
+// until then their readers skip them (view, kth), so that an Add touches
+// one hour's window, not 24.
+func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
-	for i := range c.hours {
-		c.hours[i].evict(from, nil)
-	}
+	c.hours[h].evict(from, nil)
 	c.all.evict(from, nil)
 	c.resid.evict(from, func(n int) {
 		if n > 1 {
@@ -328,10 +331,11 @@ func (c *Calibrator) evict(t int64) {
 // profile returns P(h): the upper median of hour h's observations after
 // from, else of all of them.
 func (c *Calibrator) profile(h int, from int64) (float64, bool) {
-	s := c.hours[h].view(from)
-	if len(s) == 0 {
-		s = c.all.view(from)
+	w := &c.hours[h]
+	if n := w.len() - len(w.stale(from)); n > 0 {
+		return w.kth(from, n/2+1).v, true
 	}
+	s := c.all.view(from)
 	if len(s) == 0 {
 		return 0, false
 	}
@@ -480,7 +484,8 @@ func (w *orderedWindow[T]) kth(from int64, k int) T {
 	if len(stale) == 0 {
 		return w.sorted[k-1]
 	}
-	pos := make([]int, 0, len(stale))
+	var buf [16]int
+	pos := buf[:0]
 	for _, it := range stale {
 		i, _ := slices.BinarySearchFunc(w.sorted, it.v, w.cmp)
 		for slices.Contains(pos, i) {
