@@ -98,10 +98,7 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 	if m, ok := percentile(ratios, 0.5); ok {
 		om := policy.Round(m, 3)
 		out.OracleMedianRatio = &om
-		ratios = ratios[:0]
-		for _, r := range sum.ratios {
-			ratios = append(ratios, r)
-		}
+		ratios = append(ratios[:0], sum.ratios...)
 		if rm, ok := percentile(ratios, 0.5); ok && m > 0 {
 			x := policy.Round(rm/m, 3)
 			out.RatioToOracle = &x
