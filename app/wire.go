@@ -119,8 +119,23 @@ func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end
 	for i, l := range p.Lanes {
 		lanes[i] = l.Name
 	}
-	from := calibratedFrom(p, end)
-	probes, err := st.Probes(ctx, series.Query{Windows: []series.Window{{From: from, To: end}}, Sites: sites, Lanes: lanes})
+	q := series.Query{Windows: []series.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
+	// A store that streams in time order (the embedded file) is read
+	// without the per-point map a Probes read keeps.
+	if sc, ok := st.(series.ProbeScanner); ok {
+		var probes []series.Probe
+		ordered, err := sc.ScanProbes(ctx, q, func(pr series.Probe) error {
+			probes = append(probes, pr)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: read probes: %w", err)
+		}
+		if ordered {
+			return probes, nil
+		}
+	}
+	probes, err := st.Probes(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("store: read probes: %w", err)
 	}
