@@ -2,6 +2,15 @@
 # influxd.sh — a throwaway InfluxDB 1.8 server on loopback for tests.
 #
 #   scripts/influxd.sh build   install influxd 1.8.10 into $LANEWATCH_CACHE/bin (if missing)
+#   scripts/influxd.sh build VERSION
+#                              build a newer 1.x (e.g. 1.13.2) WITHOUT Flux into
+#                              $LANEWATCH_CACHE/bin/influxd-VERSION (if missing): from 1.9 on
+#                              influxd links libflux (Rust, through cgo), whose crates are
+#                              not reachable here; a stub libflux stands in, so InfluxQL
+#                              (/query) and the writes (/write, /api/v2/write) work and
+#                              Flux does not (run it with INFLUXDB_HTTP_FLUX_ENABLED=false).
+#                              Tested with 1.11.8 and 1.13.2; slow (1-3 CPU minutes, 5-25
+#                              minutes of wall time on a busy machine).
 #   scripts/influxd.sh start   start it on a free 127.0.0.1 port, create database "lanewatch",
 #                              print INFLUX_URL=http://127.0.0.1:PORT
 #   scripts/influxd.sh stop    stop it (by PID) and remove its data
@@ -54,6 +63,129 @@ build() {
 		go install -ldflags="-s -w -X main.version=$version" \
 		"github.com/influxdata/influxdb/cmd/influxd@v$version"
 	[[ -x "$bin" ]] || die "build finished but $bin is missing"
+}
+
+# build_noflux VERSION: influxd VERSION from its Go module, with flux's cgo
+# package libflux/go/libflux replaced by a stub whose every entry point
+# fails, in a throwaway module that requires the release and replaces its
+# flux module with the patched copy. Built with CGO_ENABLED=0 under nice.
+build_noflux() {
+	local v="$1" out="$cache/bin/influxd-$1" work dir fluxv fluxdir godir
+	if [[ -x "$out" ]]; then
+		echo "influxd.sh: $out present"
+		return 0
+	fi
+	command -v go >/dev/null || die "go not found on PATH"
+	mkdir -p "$(dirname "$out")"
+	work=$(mktemp -d "${TMPDIR:-/tmp}/lanewatch-influxd-build.XXXXXX")
+	trap 'rm -rf "$work"' RETURN
+	dir=$(cd "$work" && go mod download -json "github.com/influxdata/influxdb@v$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[[ -n "$dir" && -f "$dir/go.mod" ]] || die "go mod download github.com/influxdata/influxdb@v$v failed"
+	fluxv=$(awk '$1 == "github.com/influxdata/flux" { print $2; exit }' "$dir/go.mod")
+	godir=$(awk '$1 == "go" { print $2; exit }' "$dir/go.mod")
+	[[ -n "$fluxv" ]] || die "influxdb v$v does not require github.com/influxdata/flux: build it with plain go install"
+	fluxdir=$(cd "$work" && go mod download -json "github.com/influxdata/flux@$fluxv" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[[ -d "$fluxdir/libflux/go/libflux" ]] || die "flux $fluxv has no libflux/go/libflux"
+	echo "influxd.sh: building influxd $v without Flux (flux $fluxv stubbed) into $out (10+ minutes)"
+	cp -r "$fluxdir" "$work/flux"
+	chmod -R u+w "$work/flux"
+	rm -f "$work"/flux/libflux/go/libflux/{analyze,parser,link_dynamic,link_static}.go "$work"/flux/libflux/go/libflux/*_test.go
+	cat >"$work/flux/libflux/go/libflux/stub.go" <<'STUB'
+// Package libflux stands in for flux's cgo binding to the Rust libflux in an
+// influxd built without Flux: every entry point fails with errNoFlux.
+package libflux
+
+import (
+	"context"
+	"errors"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+	"github.com/influxdata/flux/internal/fbsemantic"
+	"github.com/influxdata/flux/semantic"
+)
+
+var errNoFlux = errors.New("flux is not available: this influxd was built without libflux")
+
+type Options struct {
+	Features []string `json:"features,omitempty"`
+}
+
+func NewOptions(ctx context.Context) Options                   { return Options{} }
+func SemanticPackages() (map[string]*semantic.Package, error) { return nil, errNoFlux }
+
+type SemanticPkg struct{}
+
+func (p *SemanticPkg) MarshalFB() ([]byte, error) { return nil, errNoFlux }
+func (p *SemanticPkg) Free()                      {}
+
+func Analyze(astPkg *ASTPkg) (*SemanticPkg, error)                            { return nil, errNoFlux }
+func AnalyzeWithOptions(astPkg *ASTPkg, options Options) (*SemanticPkg, error) { return nil, errNoFlux }
+func AnalyzeString(script string) (*SemanticPkg, error)                        { return nil, errNoFlux }
+func FindVarType(astPkg *ASTPkg, varName string) (semantic.MonoType, error) {
+	return semantic.MonoType{}, errNoFlux
+}
+func FindVarTypes(script string, varNames []string) ([]semantic.MonoType, error) {
+	return nil, errNoFlux
+}
+func FindVarTypeSemantic(pkg *SemanticPkg, varName string) (semantic.MonoType, error) {
+	return semantic.MonoType{}, errNoFlux
+}
+
+type Analyzer struct{}
+
+func NewAnalyzerWithOptions(options Options) (*Analyzer, error)           { return nil, errNoFlux }
+func (p *Analyzer) AnalyzeString(src string) (*SemanticPkg, *FluxError)  { return nil, &FluxError{} }
+func (p *Analyzer) Analyze(string, *ASTPkg) (*SemanticPkg, *FluxError)   { return nil, &FluxError{} }
+func (p *Analyzer) Free()                                                {}
+
+// EnvStdlib returns an empty type environment: no builtin has a type (the
+// patched runtime.LookupBuiltinType answers a placeholder).
+func EnvStdlib() []byte {
+	b := flatbuffers.NewBuilder(64)
+	fbsemantic.TypeEnvironmentStartAssignmentsVector(b, 0)
+	v := b.EndVector(0)
+	fbsemantic.TypeEnvironmentStart(b)
+	fbsemantic.TypeEnvironmentAddAssignments(b, v)
+	b.Finish(fbsemantic.TypeEnvironmentEnd(b))
+	return b.FinishedBytes()
+}
+
+type FluxError struct{}
+
+func (p *FluxError) Free()          {}
+func (p *FluxError) Print()         {}
+func (p *FluxError) GoError() error { return errNoFlux }
+
+type ASTPkg struct{}
+
+func (p ASTPkg) ASTHandle()                              {}
+func (p ASTPkg) Format() (string, error)                 { return "", errNoFlux }
+func (p ASTPkg) GetError(options Options) error          { return errNoFlux }
+func (p *ASTPkg) MarshalJSON() ([]byte, error)           { return nil, errNoFlux }
+func (p *ASTPkg) Free()                                  {}
+func (p *ASTPkg) String() string                         { return "" }
+func ParseString(src string) *ASTPkg                     { return &ASTPkg{} }
+func Parse(fname string, src string) *ASTPkg             { return &ASTPkg{} }
+func ParseJSON(bs []byte) (*ASTPkg, error)               { return nil, errNoFlux }
+func MergePackages(outPkg *ASTPkg, inPkg *ASTPkg) error  { return errNoFlux }
+STUB
+	# flux's stdlib packages look up their builtins' types at init, in the
+	# type environment libflux would embed; without it they would panic.
+	local lookup="$work/flux/runtime/lookup.go"
+	grep -q '^func LookupBuiltinType(pkg, name string) (semantic.MonoType, error) {$' "$lookup" ||
+		die "flux $fluxv: runtime/lookup.go has no LookupBuiltinType to patch"
+	sed -i '/^func LookupBuiltinType(pkg, name string) (semantic.MonoType, error) {$/a\
+	if len(stdlibTypeEnvironment) == 0 { // built without libflux: a placeholder\
+		return semantic.NewFunctionType(semantic.BasicString, nil), nil\
+	}' "$lookup"
+	printf 'module lanewatch.local/influxd-noflux\n\ngo %s\n\nrequire github.com/influxdata/influxdb v%s\n\nreplace github.com/influxdata/flux => ./flux\n' \
+		"${godir:-1.22}" "$v" >"$work/go.mod"
+	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/influxdata/influxdb/cmd/influxd"\n' >"$work/tools.go"
+	cp "$dir/go.sum" "$work/go.sum"
+	(cd "$work" && go mod tidy) || die "go mod tidy for influxd $v failed"
+	(cd "$work" && CGO_ENABLED=0 nice -n 19 go build -ldflags="-s -w -X main.version=$v" -o "$out" \
+		github.com/influxdata/influxdb/cmd/influxd) || die "building influxd $v without Flux failed"
+	[[ -x "$out" ]] || die "build finished but $out is missing"
 }
 
 start() {
@@ -111,6 +243,12 @@ stop() {
 	fi
 	rm -rf "$state"
 }
+
+# build VERSION: a newer 1.x without Flux (build_noflux).
+if [[ "${1:-}" == build && -n "${2:-}" && "${2:-}" != "$version" ]]; then
+	build_noflux "$2"
+	exit 0
+fi
 
 case "${1:-}" in
 build) build ;;

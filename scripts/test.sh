@@ -12,7 +12,8 @@ eval "$(scripts/influxd.sh start | grep '^INFLUX_URL=')"
 export INFLUX_URL
 export INFLUXD_BIN="${INFLUXD_BIN:-${LANEWATCH_CACHE:-$HOME/.cache/lanewatch}/bin/influxd}"
 
-if [[ ! -d interop/node_modules/@dwmkerr/mock-llm ]]; then
+# The interop servers and the examples' openai SDK and typescript compiler.
+if [[ ! -d interop/node_modules/@dwmkerr/mock-llm || ! -d interop/node_modules/openai || ! -d interop/node_modules/typescript ]]; then
 	npm ci --prefix interop --no-audit --no-fund
 fi
 

@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 
+	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/internal/cli"
 
 	"github.com/lanewatch/lanewatch/policy"
@@ -65,10 +65,11 @@ prints the retry ledger's answer as one line of JSON.
 	if fromFile != nil {
 		in.Policy = *fromFile
 	}
-	out, err := json.Marshal(policy.Book(in.Attempts, in.Policy))
+	// The same bytes as POST /api/v1/book.
+	out, err := api.BookAnswer(in.Attempts, in.Policy)
 	if err != nil {
-		return fmt.Errorf("book: %w", err)
+		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "%s\n", out)
+	_, err = e.stdout.Write(out)
 	return err
 }

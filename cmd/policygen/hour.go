@@ -41,7 +41,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	outFlag := fs.String("out", "", "folder for <hour>.yaml (default: policy.out of the config)")
 	printFlag := fs.Bool("print", false, "print the YAML written instead of the paths")
 	siteFlag := fs.String("site", "", "write the view of one `site` only, as <hour>.<site>.yaml (default: every site, conservatively merged, as <hour>.yaml)")
-	if err := fs.parse(args, e.stderr, " (subcommands: backtest, book, lane, swings)"); err != nil {
+	if err := fs.parse(args, e.stderr, " (subcommands: backtest, book, lane, serve, swings)"); err != nil {
 		return err
 	}
 	if *hourFlag != "" && *dayFlag != "" {

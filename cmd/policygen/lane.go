@@ -11,13 +11,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lanewatch/lanewatch/api"
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env] [-dir DIR]
+const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env|dotenv] [-dir DIR]
+       policygen lane -config F -class NAME -next [-format name|json|env|dotenv] [-dir DIR]
 
 Prints the lane a job of class NAME should run on: the first lane of the
 class's lanes in the policy file of the hour (default: the current hour in
@@ -25,16 +28,26 @@ the config's timezone), read from policy.out of the config (or -dir). The
 endpoint comes from the config; no API key is ever read or printed, only the
 name of the variable that holds it.
 
-  name  the lane's name and a newline
-  json  one line: {"lane", "kind", "api", "base_url", "model", "api_key_env",
-        "hour", "class"} ("" for a lane without api_key_env)
-  env   lines NAME=VALUE for eval, source or >> $GITHUB_ENV:
-        LANEWATCH_LANE, LANEWATCH_KIND, LANEWATCH_API, LANEWATCH_BASE_URL,
-        LANEWATCH_MODEL, LANEWATCH_API_KEY_ENV, LANEWATCH_HOUR, LANEWATCH_CLASS.
+  name    the lane's name and a newline
+  json    one line: {"lane", "kind", "api", "base_url", "model", "api_key_env",
+          "hour", "class"} ("" for a lane without api_key_env)
+  env     lines export NAME=VALUE for eval or source (a child process sees
+          them): LANEWATCH_LANE, LANEWATCH_KIND, LANEWATCH_API,
+          LANEWATCH_BASE_URL, LANEWATCH_MODEL, LANEWATCH_API_KEY_ENV,
+          LANEWATCH_HOUR, LANEWATCH_CLASS.
+  dotenv  the same lines without "export", for >> $GITHUB_ENV or a GitLab
+          dotenv report.
         A value made only of A-Z a-z 0-9 and _ - . / : @ % + , = is written
         bare (so $GITHUB_ENV reads it as is); any other value is single-quoted
         for sh ('\'' for a quote), which eval and source undo but $GITHUB_ENV
         would keep: use -format json there. Control characters are refused.
+
+With -next it prints the first hour from the current one on whose policy
+file (live or forecast: policygen -day writes them) lists a lane for the
+class: name prints the hour YYYY-MM-DDTHH; json one line {"class", "hour",
+"start", "basis", "lanes"}; env and dotenv LANEWATCH_NEXT_HOUR,
+LANEWATCH_NEXT_START, LANEWATCH_CLASS. Exit 3 when no file from this hour on
+lets it fit, 1 when there are none.
 
 Exit status: 0 a lane printed; 3 no lane fits the class this hour (nothing
 on stdout, one line on stderr saying why per lane); 1 no policy file for the
@@ -47,16 +60,20 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	fset := newFlags("lane", laneUsage)
 	className := fset.String("class", "", "job class `NAME` (required)")
 	hourFlag := fset.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
-	format := fset.String("format", "name", "output `format`: name, json or env")
+	format := fset.String("format", "name", "output `format`: name, json, env or dotenv")
 	dirFlag := fset.String("dir", "", "folder of the policy files (default: policy.out of the config)")
+	next := fset.Bool("next", false, "print the first hour from now on that the class fits in, instead of a lane")
 	if err := fset.parse(args, e.stderr, ""); err != nil {
 		return err
 	}
 	if *className == "" {
 		return fset.usagef("-class is required")
 	}
-	if _, err := choose(fset, "format", *format, option[bool]{"name", true}, option[bool]{"json", true}, option[bool]{"env", true}); err != nil {
+	if _, err := choose(fset, "format", *format, option[bool]{"name", true}, option[bool]{"json", true}, option[bool]{"env", true}, option[bool]{"dotenv", true}); err != nil {
 		return err
+	}
+	if *next && *hourFlag != "" {
+		return fset.usagef("-next and -hour exclude each other")
 	}
 	configPath := fset.config
 	cfg, err := config.Load(*configPath)
@@ -76,6 +93,9 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 		}
 	}
 
+	if *next {
+		return e.laneNext(api.Folder{Dir: dir, Location: loc}, *className, *format)
+	}
 	path := filepath.Join(dir, label+".yaml")
 	data, err := readFileCapped(ctx, "policy file "+path, path, maxPolicyFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -95,64 +115,24 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if f.Hour != label {
 		return fmt.Errorf("lane: %s: holds hour %q, want %q", path, f.Hour, label)
 	}
-	c, err := f.NamedClass(*className)
-	if err != nil {
+	ch, err := api.Choose(f, *className, app.Endpoints(cfg))
+	var noLane *api.NoLaneError
+	var unknown *api.UnknownLaneError
+	switch {
+	case errors.As(err, &noLane):
+		return cli.NoLanef("lane: %v", noLane)
+	case errors.As(err, &unknown):
+		return fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, *configPath)
+	case err != nil:
 		return fmt.Errorf("lane: %s: %w", path, err)
 	}
-	if len(c.Lanes) == 0 {
-		return cli.NoLanef("lane: no lane fits class %q in %s: %s", c.Name, label, whyNoLane(f, c))
-	}
-	name := c.Lanes[0]
-	var spec *config.Lane
-	for i := range cfg.Lanes {
-		if cfg.Lanes[i].Name == name {
-			spec = &cfg.Lanes[i]
-			break
-		}
-	}
-	if spec == nil {
-		return fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, name, c.Name, *configPath)
-	}
-	out, err := laneOutput(*format, spec, label, c.Name)
+	out, err := laneOutput(*format, ch)
 	if err != nil {
 		return fmt.Errorf("lane: %w", err)
 	}
 	_, err = e.stdout.Write(out)
 	return err
 }
-
-// whyNoLane says, per lane of the file, why it is not in the class's lanes:
-// "free: probe_failed; paid: does not fit the 60 s deadline (55 s queue +
-// 19.28 s to generate 800 tokens)".
-func whyNoLane(f policy.File, c policy.Class) string {
-	if len(f.Lanes) == 0 {
-		return "the policy file lists no lanes"
-	}
-	parts := make([]string, len(f.Lanes))
-	for i, l := range f.Lanes {
-		why := "not listed for the class"
-		switch {
-		case !l.Eligible:
-			why = l.Reason
-		case l.Samples <= 0:
-			why = "no samples"
-		default:
-			gen, ok := policy.NextGenS(l.TokPerS, c.EstTokens)
-			switch {
-			case !ok:
-				why = "no decode rate measured"
-			case l.NextQueueS+gen > c.DeadlineS:
-				why = fmt.Sprintf("does not fit the %s s deadline (%s s queue + %s s to generate %d tokens)",
-					secs2(c.DeadlineS), secs2(l.NextQueueS), secs2(gen), c.EstTokens)
-			}
-		}
-		parts[i] = l.Name + ": " + why
-	}
-	return strings.Join(parts, "; ")
-}
-
-// secs2 writes seconds with at most 2 decimals and no trailing zeros.
-func secs2(x float64) string { return strconv.FormatFloat(policy.Round(x, 2), 'f', -1, 64) }
 
 // laneJSON is one line of `policygen lane -format json`.
 type laneJSON struct {
@@ -166,10 +146,11 @@ type laneJSON struct {
 	Class     string `json:"class"`
 }
 
-// laneOutput renders the chosen lane in format. It sees the config's lane,
-// which holds the name of the key's variable and never a key.
-func laneOutput(format string, l *config.Lane, hour, class string) ([]byte, error) {
-	v := laneJSON{Lane: l.Name, Kind: l.Kind, API: l.API, BaseURL: l.BaseURL, Model: l.Model, APIKeyEnv: l.APIKeyEnv, Hour: hour, Class: class}
+// laneOutput renders the chosen lane in format. It sees the lane's
+// endpoint, which holds the name of the key's variable and never a key.
+func laneOutput(format string, ch api.Choice) ([]byte, error) {
+	l := ch.Lane
+	v := laneJSON{Lane: l.Lane, Kind: l.Kind, API: l.API, BaseURL: l.BaseURL, Model: l.Model, APIKeyEnv: l.APIKeyEnv, Hour: ch.Hour, Class: ch.Class}
 	switch format {
 	case "json":
 		var b bytes.Buffer
@@ -179,22 +160,33 @@ func laneOutput(format string, l *config.Lane, hour, class string) ([]byte, erro
 			return nil, err
 		}
 		return b.Bytes(), nil
-	case "env":
-		var b bytes.Buffer
-		for _, kv := range [][2]string{
+	case "env", "dotenv":
+		return envLines(format == "env", "lane "+strconv.Quote(v.Lane), [][2]string{
 			{"LANEWATCH_LANE", v.Lane}, {"LANEWATCH_KIND", v.Kind}, {"LANEWATCH_API", v.API},
 			{"LANEWATCH_BASE_URL", v.BaseURL}, {"LANEWATCH_MODEL", v.Model},
 			{"LANEWATCH_API_KEY_ENV", v.APIKeyEnv}, {"LANEWATCH_HOUR", v.Hour}, {"LANEWATCH_CLASS", v.Class},
-		} {
-			q, err := shellValue(kv[1])
-			if err != nil {
-				return nil, fmt.Errorf("%s of lane %q: %w (use -format json)", kv[0], v.Lane, err)
-			}
-			b.WriteString(kv[0] + "=" + q + "\n")
-		}
-		return b.Bytes(), nil
+		})
 	}
 	return []byte(v.Lane + "\n"), nil
+}
+
+// envLines writes NAME=VALUE lines, each after "export " when export is
+// set (-format env, for eval and source: a child process sees them), bare
+// for -format dotenv ($GITHUB_ENV, GitLab's dotenv reports). what names
+// the answer in an error.
+func envLines(export bool, what string, kvs [][2]string) ([]byte, error) {
+	var b bytes.Buffer
+	for _, kv := range kvs {
+		q, err := shellValue(kv[1])
+		if err != nil {
+			return nil, fmt.Errorf("%s of %s: %w (use -format json)", kv[0], what, err)
+		}
+		if export {
+			b.WriteString("export ")
+		}
+		b.WriteString(kv[0] + "=" + q + "\n")
+	}
+	return b.Bytes(), nil
 }
 
 // shellValue returns s as the value of a sh assignment: bare when every
@@ -218,4 +210,37 @@ func shellValue(s string) (string, error) {
 		return s, nil
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'", nil
+}
+
+// laneNext is `policygen lane -next`: api.Folder.Next from the current hour.
+func (e *env) laneNext(d api.Folder, class, format string) error {
+	n, err := d.Next(e.now(), class)
+	var none *api.NoNextError
+	switch {
+	case errors.As(err, &none) && none.Files > 0:
+		return cli.NoLanef("lane: %v", none)
+	case err != nil:
+		return fmt.Errorf("lane: %s: %w", d.Dir, err)
+	}
+	var out []byte
+	switch format {
+	case "json":
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(n); err != nil {
+			return fmt.Errorf("lane: %w", err)
+		}
+		out = b.Bytes()
+	case "env", "dotenv":
+		if out, err = envLines(format == "env", "the next hour", [][2]string{
+			{"LANEWATCH_NEXT_HOUR", n.Hour}, {"LANEWATCH_NEXT_START", n.Start}, {"LANEWATCH_CLASS", n.Class},
+		}); err != nil {
+			return fmt.Errorf("lane: %w", err)
+		}
+	default:
+		out = []byte(n.Hour + "\n")
+	}
+	_, err = e.stdout.Write(out)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/policy"
 )
 
@@ -157,12 +158,21 @@ func TestLane(t *testing.T) {
 		{"json", []string{"-class", "batch", "-format", "json"}, 0,
 			`{"lane":"paid","kind":"paid","api":"anthropic","base_url":"https://paid.example/it's/v1","model":"claude x $(reboot)","api_key_env":"LW_TEST_PAID_KEY","hour":"2026-11-30T14","class":"batch"}` + "\n", ""},
 		{"env, bare values", []string{"-class", "interactive", "-format", "env"}, 0,
+			"export LANEWATCH_LANE=free\nexport LANEWATCH_KIND=free\nexport LANEWATCH_API=openai\nexport LANEWATCH_BASE_URL=http://127.0.0.1:1/v1\nexport LANEWATCH_MODEL=m-free\n" +
+				"export LANEWATCH_API_KEY_ENV=LW_TEST_FREE_KEY\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=interactive\n", ""},
+		{"dotenv, bare values", []string{"-class", "interactive", "-format", "dotenv"}, 0,
 			"LANEWATCH_LANE=free\nLANEWATCH_KIND=free\nLANEWATCH_API=openai\nLANEWATCH_BASE_URL=http://127.0.0.1:1/v1\nLANEWATCH_MODEL=m-free\n" +
 				"LANEWATCH_API_KEY_ENV=LW_TEST_FREE_KEY\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=interactive\n", ""},
 		{"env, quoted values", []string{"-class", "batch", "-format", "env"}, 0,
+			"export LANEWATCH_LANE=paid\nexport LANEWATCH_KIND=paid\nexport LANEWATCH_API=anthropic\nexport LANEWATCH_BASE_URL='https://paid.example/it'\\''s/v1'\nexport LANEWATCH_MODEL='claude x $(reboot)'\n" +
+				"export LANEWATCH_API_KEY_ENV=LW_TEST_PAID_KEY\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=batch\n", ""},
+		{"dotenv, quoted values", []string{"-class", "batch", "-format", "dotenv"}, 0,
 			"LANEWATCH_LANE=paid\nLANEWATCH_KIND=paid\nLANEWATCH_API=anthropic\nLANEWATCH_BASE_URL='https://paid.example/it'\\''s/v1'\nLANEWATCH_MODEL='claude x $(reboot)'\n" +
 				"LANEWATCH_API_KEY_ENV=LW_TEST_PAID_KEY\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=batch\n", ""},
 		{"env, no key variable", []string{"-class", "interactive", "-format", "env", "-dir", other}, 0,
+			"export LANEWATCH_LANE=plain\nexport LANEWATCH_KIND=free\nexport LANEWATCH_API=openai\nexport LANEWATCH_BASE_URL=http://127.0.0.1:3/v1\nexport LANEWATCH_MODEL=m\n" +
+				"export LANEWATCH_API_KEY_ENV=\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=interactive\n", ""},
+		{"dotenv, no key variable", []string{"-class", "interactive", "-format", "dotenv", "-dir", other}, 0,
 			"LANEWATCH_LANE=plain\nLANEWATCH_KIND=free\nLANEWATCH_API=openai\nLANEWATCH_BASE_URL=http://127.0.0.1:3/v1\nLANEWATCH_MODEL=m\n" +
 				"LANEWATCH_API_KEY_ENV=\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=interactive\n", ""},
 		{"-dir", []string{"-class", "batch", "-dir", other}, 0, "plain\n", ""},
@@ -178,7 +188,7 @@ func TestLane(t *testing.T) {
 		{"file of another hour", []string{"-class", "interactive", "-dir", wrongHour}, 1, "", `holds hour "2026-11-30T13", want "2026-11-30T14"`},
 		{"lane not in the config", []string{"-class", "interactive", "-dir", stale}, 1, "", `lane "gone" of class "interactive" is not in the config`},
 		{"no class", nil, 2, "", "lane: -class is required"},
-		{"bad format", []string{"-class", "batch", "-format", "yaml"}, 2, "", `lane: -format: want name, json or env, got "yaml"`},
+		{"bad format", []string{"-class", "batch", "-format", "yaml"}, 2, "", `lane: -format: want name, json, env or dotenv, got "yaml"`},
 		{"bad hour", []string{"-class", "batch", "-hour", "2026-11-30 14"}, 2, "", "want YYYY-MM-DDTHH"},
 		{"stray argument", []string{"-class", "batch", "now"}, 2, "", `unexpected argument "now"`},
 		{"unknown flag", []string{"-class", "batch", "-x"}, 2, "", "flag provided but not defined: -x"},
@@ -302,7 +312,7 @@ func TestWhyNoLaneAgreesWithThePolicy(t *testing.T) {
 		}
 		c := policy.Classes(p, lanes)[0]
 		f := policy.File{Lanes: lanes, Classes: []policy.Class{c}}
-		why := whyNoLane(f, c)
+		why := api.WhyNoLane(f, c)
 		for _, l := range lanes {
 			listed := slices.Contains(c.Lanes, l.Name)
 			said := strings.Contains(why, l.Name+": not listed for the class")
@@ -310,5 +320,65 @@ func TestWhyNoLaneAgreesWithThePolicy(t *testing.T) {
 				t.Fatalf("lane %+v, class %+v: listed %v, but whyNoLane says %q", l, c, listed, why)
 			}
 		}
+	}
+}
+
+// -next names the first hour from the current one on whose file lists a
+// lane for the class, the same answer as api.Folder.Next.
+func TestLaneNext(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
+	fx := newLaneFixture(t, "UTC")
+	fx.write(t, fx.out, "2026-11-30T13", []string{"free"}, []string{"free"}) // past: never the answer
+	fx.write(t, fx.out, "2026-11-30T14", nil, []string{"paid"})
+	fx.write(t, fx.out, "2026-11-30T15", nil, nil)
+	fx.write(t, fx.out, "2026-11-30T16", []string{"paid", "free"}, nil)
+	empty := filepath.Join(fx.dir, "empty")
+	cfg := []string{"lane", "-config", fx.config, "-next"}
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"name", []string{"-class", "interactive"}, 0, "2026-11-30T16\n", ""},
+		{"current hour fits", []string{"-class", "batch"}, 0, "2026-11-30T14\n", ""},
+		{"json", []string{"-class", "interactive", "-format", "json"}, 0,
+			`{"class":"interactive","hour":"2026-11-30T16","start":"2026-11-30T16:00:00Z","basis":"live","lanes":["paid","free"]}` + "\n", ""},
+		{"env", []string{"-class", "interactive", "-format", "env"}, 0,
+			"export LANEWATCH_NEXT_HOUR=2026-11-30T16\nexport LANEWATCH_NEXT_START=2026-11-30T16:00:00Z\nexport LANEWATCH_CLASS=interactive\n", ""},
+		{"unknown class fits nowhere", []string{"-class", "nope"}, 3, "", `class "nope" fits in none of the 3 policy files from 2026-11-30T14 on`},
+		{"no files", []string{"-class", "interactive", "-dir", empty}, 1, "", "no policy files from 2026-11-30T14 on"},
+		{"with -hour", []string{"-class", "interactive", "-hour", "2026-11-30T15"}, 2, "", "-next and -hour exclude each other"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := laneEnv(t, now).exec(t, "", append(cfg, tc.args...)...)
+			if r.code != tc.code || r.stdout != tc.stdout {
+				t.Fatalf("exit %d, stdout %q, stderr %q\nwant exit %d, stdout %q", r.code, r.stdout, r.stderr, tc.code, tc.stdout)
+			}
+			if (tc.stderr == "") != (r.stderr == "") || !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr %q, want %q", r.stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+// The export lines reach a child process of the shell that evals them.
+func TestLaneEnvExported(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
+	fx := newLaneFixture(t, "UTC")
+	fx.write(t, fx.out, "2026-11-30T14", []string{"free"}, []string{"paid"})
+	r := laneEnv(t, now).exec(t, "", "lane", "-config", fx.config, "-class", "batch", "-format", "env")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out, err := exec.Command(sh, "-c", r.stdout+`sh -c 'printf "%s|%s" "$LANEWATCH_LANE" "$LANEWATCH_MODEL"'`).Output()
+	if err != nil || string(out) != "paid|claude x $(reboot)" {
+		t.Errorf("child saw %q (%v)", out, err)
 	}
 }

@@ -5,7 +5,8 @@
 //	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
 //	policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]  # time-of-day report
 //	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
-//	policygen lane -config F -class NAME [-hour H] [-format name|json|env] [-dir DIR]  # the lane to run on
+//	policygen lane -config F -class NAME [-hour H | -next] [-format name|json|env|dotenv] [-dir DIR]  # the lane to run on
+//	policygen serve -config F [-listen ADDR] [-dir DIR]            # the read-only JSON API
 //	policygen backtest -config F [-days N] [-end H] [-lookback 1,3,7,14] [-format table|csv|json]  # how well it predicts
 //
 // Exit status: 0 done; 1 bad config, bad input or a store error, with one line
@@ -64,6 +65,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 			return e.runLane(ctx, args[1:])
 		case "backtest":
 			return e.runBacktest(ctx, args[1:])
+		case "serve":
+			return e.runServe(ctx, args[1:])
 		}
 	}
 	return e.runPolicy(ctx, args)
@@ -73,7 +76,8 @@ const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [
        policygen -config F -day YYYY-MM-DD|today|tomorrow [-out DIR] [-print] [-site NAME]
        policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
        policygen book [-policy FILE -class NAME] < attempts.json
-       policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env] [-dir DIR]
+       policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH | -next] [-format name|json|env|dotenv] [-dir DIR]
+       policygen serve -config F [-listen ADDR] [-dir DIR]
        policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14] [-format table|csv|json] [-hours]
 
 Writes <out>/<hour>.yaml for the hour (default: the current hour in the
@@ -90,6 +94,8 @@ prints the ledger's answer as JSON.
 lane prints the first lane of the class in the policy file of the hour
 (default: the current hour in the config's timezone); policygen lane -h
 has the formats.
+
+serve serves the read-only JSON API over the policy files (docs/api.md).
 
 Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage,
 3 (lane) no lane fits the class this hour.

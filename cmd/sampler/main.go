@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	once := fs.Bool("once", false, "run one round now, print the samples and exit")
 	force := fs.Bool("force", false, "with -once: probe every lane, budgets and back-offs notwithstanding (the probes count)")
 	shardFlag := fs.String("shard", "", "probe only shard `I/N` of the lanes (overrides the config's shard), e.g. 2/5")
-	listen := fs.String("listen", "", "serve the status page /, /metrics and /healthz on this address, e.g. 127.0.0.1:9464")
+	listen := fs.String("listen", "", "serve the status page /, /metrics, /healthz and the JSON API /api/v1/ (docs/api.md) on this address, e.g. 127.0.0.1:9464")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {

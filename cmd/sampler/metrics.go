@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
+	"github.com/lanewatch/lanewatch/api"
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/sampler"
@@ -109,9 +111,11 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 // statusLoadTimeout bounds the status page's store reads.
 const statusLoadTimeout = 10 * time.Second
 
-// handler serves the status page /, /metrics and /healthz.
+// handler serves the status page /, /metrics, /healthz and the read-only
+// JSON API under /api/ (package api, over the config's policy files).
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("/api/", api.Handler(app.APIOptions(d.cfg)))
 	mux.Handle("/", page.Handler(func(ctx context.Context) page.Page {
 		ctx, cancel := context.WithTimeout(ctx, statusLoadTimeout) // a stuck store must not hold requests
 		defer cancel()
@@ -190,7 +194,7 @@ func (d *daemon) serve(addr string) (string, func(), error) {
 			d.log.Error("http server", "err", err)
 		}
 	}()
-	d.log.Info("serving metrics", "addr", ln.Addr().String(), "paths", "/ /metrics /healthz")
+	d.log.Info("serving metrics", "addr", ln.Addr().String(), "paths", "/ /metrics /healthz /api/v1/")
 	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

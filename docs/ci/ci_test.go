@@ -237,7 +237,7 @@ func artifact(t *testing.T, src, dst string) {
 }
 
 // envLines reads NAME=VALUE lines (a $GITHUB_ENV or $GITHUB_OUTPUT file, or
-// policygen lane -format env).
+// policygen lane -format dotenv).
 func envLines(t *testing.T, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}

@@ -35,6 +35,14 @@ type Options struct {
 	Auth     bool
 	User     string
 	Password string
+	// Bin is the influxd binary to run instead of Binary(), e.g. a newer
+	// release built by scripts/influxd.sh build VERSION. A missing one
+	// skips the test (fails it when CI=true), as a missing Binary() does.
+	Bin string
+	// Env adds INFLUXDB_* settings to the server's environment (e.g.
+	// "INFLUXDB_COORDINATOR_MAX_SELECT_POINT=500"); they override the
+	// defaults.
+	Env []string
 }
 
 // Server is one influxd process with its own data folder and ports.
@@ -74,7 +82,12 @@ func Start(tb testing.TB) *Server { return StartWith(tb, Options{}) }
 // StartWith is Start with options.
 func StartWith(tb testing.TB, o Options) *Server {
 	tb.Helper()
-	bin := needBinary(tb)
+	bin := o.Bin
+	if bin == "" {
+		bin = needBinary(tb)
+	} else {
+		needFile(tb, bin)
+	}
 	s, err := start(bin, tb.TempDir(), o)
 	if err != nil {
 		tb.Fatalf("influxtest: %v", err)
@@ -90,6 +103,13 @@ func StartWith(tb testing.TB, o Options) *Server {
 func needBinary(tb testing.TB) string {
 	tb.Helper()
 	bin := Binary()
+	needFile(tb, bin)
+	return bin
+}
+
+// needFile skips tb (fails it when CI=true) when bin does not exist.
+func needFile(tb testing.TB, bin string) {
+	tb.Helper()
 	if _, err := os.Stat(bin); err != nil {
 		msg := fmt.Sprintf("influxd binary %s missing (run scripts/influxd.sh build or set INFLUXD_BIN)", bin)
 		if os.Getenv("CI") == "true" {
@@ -97,7 +117,6 @@ func needBinary(tb testing.TB) string {
 		}
 		tb.Skip(msg)
 	}
-	return bin
 }
 
 func start(bin, dir string, o Options) (*Server, error) {
@@ -133,6 +152,7 @@ func start(bin, dir string, o Options) (*Server, error) {
 		"INFLUXDB_LOGGING_LEVEL=warn",
 		"INFLUXDB_LOGGING_SUPPRESS_LOGO=true",
 	)
+	s.env = append(s.env, o.Env...) // the last of a repeated name wins
 	if err := s.run(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,115 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// PolicyJSON converts a policy file, which policy.ParseFile has accepted,
+// node by node into JSON: mappings keep the file's key order, numbers,
+// booleans and nulls stay what YAML reads them as, everything else is a
+// string, and aliases are expanded. The JSON holds what the file holds, so
+// it validates against configs/policy.schema.json as the file does; the
+// header comment is not in it.
+func PolicyJSON(data []byte) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, errors.New("policy file: empty")
+	}
+	var b bytes.Buffer
+	if err := writeJSON(&b, doc.Content[0], 0); err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// maxJSONDepth bounds nesting; a policy file is 4 deep.
+const maxJSONDepth = 32
+
+func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
+	if depth > maxJSONDepth {
+		return errors.New("nested too deep")
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return writeJSON(b, n.Alias, depth+1)
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k := n.Content[i]
+			if k.Kind == yaml.AliasNode {
+				k = k.Alias
+			}
+			writeString(b, k.Value)
+			b.WriteByte(':')
+			if err := writeJSON(b, n.Content[i+1], depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+		return nil
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, e := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJSON(b, e, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+		return nil
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		b.WriteString("null")
+		return nil
+	case "!!bool", "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		switch x := v.(type) {
+		case bool:
+			b.WriteString(strconv.FormatBool(x))
+		case int:
+			b.WriteString(strconv.Itoa(x))
+		case int64:
+			b.WriteString(strconv.FormatInt(x, 10))
+		case uint64:
+			b.WriteString(strconv.FormatUint(x, 10))
+		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return fmt.Errorf("line %d: not a finite number", n.Line)
+			}
+			out, _ := json.Marshal(x) // finite: cannot fail
+			b.Write(out)
+		default:
+			return fmt.Errorf("line %d: unexpected %T", n.Line, v)
+		}
+		return nil
+	}
+	writeString(b, n.Value)
+	return nil
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	b.Truncate(b.Len() - 1)
+}

@@ -1,0 +1,152 @@
+// Package api answers what retry code and CI jobs ask of the policy files:
+// the hour's policy, the lane a class should run on with its fallback, the
+// next hour a class fits and the retry ledger, in Go (Folder, Choose) and
+// as a read-only JSON API over HTTP (Handler, docs/api.md).
+//
+// It reads policy files and never writes, probes or reads a key: a lane's
+// endpoint comes from the caller (package app maps the config to Endpoint)
+// and names the variable that holds its key, never the key.
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lanewatch/lanewatch/policy"
+)
+
+// Endpoint is where a configured lane is reached: what a client needs to
+// call it, with the name of the environment variable that holds its key.
+type Endpoint struct {
+	Name      string
+	Kind      string // policy.KindFree or policy.KindPaid
+	API       string // "openai" or "anthropic"
+	BaseURL   string
+	Model     string
+	APIKeyEnv string // "" for a lane without a key
+}
+
+// Lane is a lane with its endpoint, as the answers write it.
+type Lane struct {
+	Lane      string `json:"lane"`
+	Kind      string `json:"kind"`
+	API       string `json:"api"`
+	BaseURL   string `json:"base_url"`
+	Model     string `json:"model"`
+	APIKeyEnv string `json:"api_key_env"`
+}
+
+// Choice is the lane a job of a class runs on in an hour: the first of the
+// class's lanes in the hour's policy file, with its endpoint.
+type Choice struct {
+	Lane
+	Hour  string `json:"hour"`
+	Class string `json:"class"`
+	// CutoverAfterS is the first-token wait after which the running free
+	// attempt should be abandoned for the fallback; nil while the policy
+	// file has none (issue 23 adds it).
+	CutoverAfterS *float64 `json:"cutover_after_s"`
+	// Fallback is the class's paid lane in the hour's book, when the book
+	// has one and it is eligible: where the ledger's cut_over goes. nil
+	// otherwise.
+	Fallback *Lane `json:"fallback"`
+}
+
+// NoLaneError says that no lane fits the class in the hour, and why per
+// lane of the file.
+type NoLaneError struct {
+	Class, Hour, Why string
+}
+
+func (e *NoLaneError) Error() string {
+	return fmt.Sprintf("no lane fits class %q in %s: %s", e.Class, e.Hour, e.Why)
+}
+
+// UnknownLaneError says that the policy file names a lane that the
+// endpoints given do not have (the file and the config disagree).
+type UnknownLaneError struct {
+	Lane, Class string
+}
+
+func (e *UnknownLaneError) Error() string {
+	return fmt.Sprintf("lane %q of class %q is not in the config", e.Lane, e.Class)
+}
+
+// ErrNoClass is wrapped by the error of a class the file does not have.
+var ErrNoClass = errors.New("no such class")
+
+type classError struct{ err error }
+
+func (e *classError) Error() string { return e.err.Error() }
+func (e *classError) Unwrap() []error {
+	return []error{e.err, ErrNoClass}
+}
+
+// Choose returns the lane a job of class runs on in f: the first of the
+// class's lanes, with its endpoint from lanes, and the fallback lane. The
+// errors: the class is not in f (wrapping ErrNoClass), *NoLaneError, and
+// *UnknownLaneError when lanes lack the chosen lane.
+func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
+	c, err := f.NamedClass(class)
+	if err != nil {
+		return Choice{}, &classError{err}
+	}
+	if len(c.Lanes) == 0 {
+		return Choice{}, &NoLaneError{Class: c.Name, Hour: f.Hour, Why: WhyNoLane(f, c)}
+	}
+	l, ok := find(lanes, c.Lanes[0])
+	if !ok {
+		return Choice{}, &UnknownLaneError{Lane: c.Lanes[0], Class: c.Name}
+	}
+	ch := Choice{Lane: l, Hour: f.Hour, Class: c.Name}
+	if b := c.Book; b.PaidLane != "" && b.PaidEligible {
+		if fb, ok := find(lanes, b.PaidLane); ok {
+			ch.Fallback = &fb
+		}
+	}
+	return ch, nil
+}
+
+func find(lanes []Endpoint, name string) (Lane, bool) {
+	for _, e := range lanes {
+		if e.Name == name {
+			return Lane{Lane: e.Name, Kind: e.Kind, API: e.API, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv}, true
+		}
+	}
+	return Lane{}, false
+}
+
+// WhyNoLane says, per lane of the file, why it is not in the class's lanes:
+// "free: probe_failed; paid: does not fit the 60 s deadline (55 s queue +
+// 19.28 s to generate 800 tokens)".
+func WhyNoLane(f policy.File, c policy.Class) string {
+	if len(f.Lanes) == 0 {
+		return "the policy file lists no lanes"
+	}
+	parts := make([]string, len(f.Lanes))
+	for i, l := range f.Lanes {
+		why := "not listed for the class"
+		switch {
+		case !l.Eligible:
+			why = l.Reason
+		case l.Samples <= 0:
+			why = "no samples"
+		default:
+			gen, ok := policy.NextGenS(l.TokPerS, c.EstTokens)
+			switch {
+			case !ok:
+				why = "no decode rate measured"
+			case l.NextQueueS+gen > c.DeadlineS:
+				why = fmt.Sprintf("does not fit the %s s deadline (%s s queue + %s s to generate %d tokens)",
+					secs2(c.DeadlineS), secs2(l.NextQueueS), secs2(gen), c.EstTokens)
+			}
+		}
+		parts[i] = l.Name + ": " + why
+	}
+	return strings.Join(parts, "; ")
+}
+
+// secs2 writes seconds with at most 2 decimals and no trailing zeros.
+func secs2(x float64) string { return strconv.FormatFloat(policy.Round(x, 2), 'f', -1, 64) }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/policy"
+)
+
+// startServe runs policygen serve on a free port until the test ends and
+// returns its base URL.
+func startServe(t *testing.T, e *env, args ...string) string {
+	t.Helper()
+	pr, pw := io.Pipe()
+	e.stdin, e.stdout, e.stderr = strings.NewReader(""), io.Discard, pw
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.run(ctx, append([]string{"serve", "-listen", "127.0.0.1:0"}, args...)); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "policygen serve listening on ")
+	if err != nil || !ok {
+		cancel()
+		t.Fatalf("policygen serve said %q (%v); exit: %v", line, err, <-done)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("policygen serve: %v", err)
+		}
+	})
+	return url
+}
+
+// POST /api/v1/book answers byte for byte what policygen book -policy
+// FILE -class NAME prints, on every shared test vector.
+func TestServeBookSameAsBook(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
+	fx := newLaneFixture(t, "UTC")
+	url := startServe(t, &env{now: func() time.Time { return now }, lookupEnv: func(string) (string, bool) { return "", false }}, "-config", fx.config)
+	for i, path := range vectorFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			v := readVector(t, path)
+			in, err := policy.DecodeBookInput(v.Input, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The vector's policy as the book of an hour's file.
+			hour := fmt.Sprintf("2026-12-%02dT%02d", 1+i/24, i%24)
+			file := fx.write(t, fx.out, hour, nil, nil)
+			rewrite(t, file, func(f *policy.File) { f.Classes[0].Book = in.Policy })
+			var raw struct {
+				Attempts json.RawMessage `json:"attempts"`
+			}
+			if err := json.Unmarshal(v.Input, &raw); err != nil {
+				t.Fatal(err)
+			}
+			body := `{"attempts":` + string(raw.Attempts) + `}`
+			cli := runOK(t, &env{}, body, "book", "-policy", file, "-class", "interactive")
+			resp, err := http.Post(url+"/api/v1/book?class=interactive&hour="+hour, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(got) != cli.stdout {
+				t.Errorf("API %d %q\npolicygen book %q", resp.StatusCode, got, cli.stdout)
+			}
+		})
+	}
+}
+
+// The API's lane is policygen lane -format json's, plus the fallback.
+func TestServeLaneSameAsLane(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
+	fx := newLaneFixture(t, "UTC")
+	file := fx.write(t, fx.out, "2026-11-30T14", []string{"free", "paid"}, []string{"paid"})
+	rewrite(t, file, func(f *policy.File) { f.Classes[1].Book.PaidLane = "paid" })
+	e := laneEnv(t, now)
+	url := startServe(t, e, "-config", fx.config)
+	cli := runOK(t, laneEnv(t, now), "", "lane", "-config", fx.config, "-class", "batch", "-format", "json")
+	resp, err := http.Get(url + "/api/v1/lane?class=batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var a, b map[string]any
+	if err := json.Unmarshal(got, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(cli.stdout), &b); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range b {
+		if fmt.Sprint(a[k]) != fmt.Sprint(v) {
+			t.Errorf("%s: API %v, policygen lane %v", k, a[k], v)
+		}
+	}
+	fb, _ := a["fallback"].(map[string]any)
+	if fb["lane"] != "paid" || fb["base_url"] != "https://paid.example/it's/v1" || len(a) != len(b)+2 {
+		t.Errorf("API lane %s: want the paid fallback and cutover_after_s", got)
+	}
+	for _, s := range []string{freeSecret, paidSecret} {
+		if strings.Contains(string(got), s) {
+			t.Errorf("a key reached the answer")
+		}
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"serve"}, 2, "serve: -config is required"},
+		{[]string{"serve", "-config", "x.yaml", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"serve", "-config", filepath.Join(t.TempDir(), "none.yaml")}, 1, "none.yaml"},
+	} {
+		r := (&env{}).exec(t, "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d %q, want %d %q", tc.args, r.code, r.stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// rewrite changes the policy file at path through edit.
+func rewrite(t *testing.T, path string, edit func(*policy.File)) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := policy.ParseFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&f)
+	if data, err = policy.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

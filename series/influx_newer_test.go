@@ -1,0 +1,134 @@
+package series_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/series/storetest"
+)
+
+// A newer InfluxDB 1.x than the 1.8.10 of `make test`, when
+// $INFLUXD_BIN_NEWER names one: scripts/influxd.sh build 1.13.2 (or 1.11.8)
+// builds one without Flux (libflux, Rust through cgo, cannot be built here), so
+// only the InfluxQL read path and the writes run against it. Not part of
+// `make test`: the build takes 10+ minutes.
+func newerServer(t *testing.T, o influxtest.Options) *influxtest.Server {
+	t.Helper()
+	bin := os.Getenv("INFLUXD_BIN_NEWER")
+	if bin == "" {
+		t.Skip("INFLUXD_BIN_NEWER not set (scripts/influxd.sh build 1.13.2 builds one)")
+	}
+	// Its Flux is a stub: with flux-enabled it stops at start ("panic:
+	// flux is not available: this influxd was built without libflux").
+	o.Bin, o.Env = bin, append(o.Env, "INFLUXDB_HTTP_FLUX_ENABLED=false")
+	srv := influxtest.StartWith(t, o)
+	resp, err := http.Get(srv.URL + "/ping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	v := resp.Header.Get("X-Influxdb-Version")
+	if v == "" || strings.HasPrefix(v, "1.8.") {
+		t.Fatalf("%s answers as InfluxDB %q; want a release newer than 1.8", bin, v)
+	}
+	t.Logf("InfluxDB %s", v)
+	return srv
+}
+
+// The store contract through InfluxQL reads and /api/v2/write on the newer
+// server, with the spool around the store as a sampler has it.
+func TestInfluxNewerContract(t *testing.T) {
+	srv := newerServer(t, influxtest.Options{})
+	storetest.Run(t, func(t *testing.T) series.Store {
+		db := influxtest.NewDB(t, srv.URL)
+		s, err := openSpool(series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen", Query: series.QueryInfluxQL, Warn: failOnWarn(t)},
+			series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: failOnWarn(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// Chunked InfluxQL reads get past the newer server's max-row-limit too.
+func TestInfluxNewerReadsPastTheRowLimit(t *testing.T) {
+	srv := newerServer(t, influxtest.Options{})
+	s := openInflux(t, srv.URL, series.InfluxOptions{Bucket: srv.CreateDB(t, "rows") + "/autogen"})
+	n := 3*influxtest.MaxRowLimit + 7
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ps := make([]series.Probe, n)
+	for i := range ps {
+		ps[i] = series.Probe{Lane: fmt.Sprintf("l%d", i%13), Kind: "free", Time: start.Add(time.Duration(i) * time.Second),
+			QueueS: float64(i), OK: true, Outcome: "ok", Status: 200}
+	}
+	if err := s.Write(ctx, ps, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Probes(ctx, series.Between(start, start.Add(time.Duration(n)*time.Second)))
+	if err != nil || !slices.Equal(got, ps) {
+		t.Fatalf("read %d of %d probes, %v", len(got), n, err)
+	}
+}
+
+// An outage of the newer server: spooled rounds replay after its restart,
+// each probe stored once.
+func TestInfluxNewerSpoolReplay(t *testing.T) {
+	srv := newerServer(t, influxtest.Options{})
+	db := srv.CreateDB(t, "newerspool")
+	const lanes = 3
+	s := openSpooled(t, srv.URL, series.InfluxOptions{Bucket: db + "/autogen", RequestTimeout: 5 * time.Second},
+		series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
+	var all []series.Probe
+	write := func(r int) {
+		t.Helper()
+		ps, hs := round(lanes, r)
+		all = append(all, ps...)
+		if err := s.Write(ctx, ps, hs); err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+	}
+	write(0)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	write(1)
+	if d := s.SpoolDepth(); d != 2*lanes {
+		t.Fatalf("spool depth %d while down, want %d", d, 2*lanes)
+	}
+	srv.Restart(t)
+	write(2)
+	if d := s.SpoolDepth(); d != 0 {
+		t.Fatalf("spool depth %d after the restart, want 0", d)
+	}
+	_, hs := round(lanes, 2)
+	wantRead(t, "after the replay", s, sortProbes(all), hs)
+}
+
+// With auth on, the token user:password reads and writes; a wrong password
+// fails at open with a hint and without the password.
+func TestInfluxNewerAuth(t *testing.T) {
+	srv := newerServer(t, influxtest.Options{Auth: true, Password: "pw-New-2291"})
+	bucket := srv.CreateDB(t, "lanewatch") + "/autogen"
+	s, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: bucket, Token: "admin:pw-New-2291"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ps, hs := round(2, 1)
+	if err := s.Write(ctx, ps, hs); err != nil {
+		t.Fatal(err)
+	}
+	wantRead(t, "admin", s, sortProbes(ps), hs)
+	_, err = series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: bucket, Token: "admin:wrong-pw-6620"})
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "check the token") || strings.Contains(err.Error(), "wrong-pw-6620") {
+		t.Errorf("OpenInflux with a wrong password = %v; want a 401 with a hint, without the password", err)
+	}
+}
