@@ -130,12 +130,22 @@ func (o Options) rules() []string {
 
 // ReadFrom returns the earliest probe the backtest needs: the warm-up
 // before From that the largest lookback and basis read (the same hour of
-// day that many days before, the basis hours before it and an hour for DST).
+// day that many days before, the basis hours before it and an hour for
+// DST). The calibrated rule reads twice its lookback, as policygen -hour
+// does: its margin's older residuals need the profile of the window
+// before them.
 func (o Options) ReadFrom() time.Time {
 	loc := hours.OrUTC(o.Params.Location)
 	lb := max(o.Params.LookbackDays, o.WarmupDays)
 	for _, k := range o.Lookbacks {
 		lb = max(lb, k)
+	}
+	calibrated := o.Params.Calibrated()
+	for _, r := range o.rules() {
+		calibrated = calibrated || r == policy.RuleCalibrated
+	}
+	if calibrated {
+		lb *= 2
 	}
 	lb = min(max(lb, 0), MaxLookbackDays)
 	f := hours.Start(o.From, loc).In(loc)
@@ -358,7 +368,9 @@ func New(opts Options) (*Backtest, error) {
 	}
 	maxLB := max(lbs[len(lbs)-1], opts.Params.LookbackDays)
 	if b.probes {
-		maxLB = max(maxLB, policy.DefaultCalibratedLookbackDays)
+		// The calibrators are made when first asked (at From): the history
+		// keeps the probes of twice the window for them (see ReadFrom).
+		maxLB = 2 * max(maxLB, opts.WarmupDays)
 	}
 	b.keep = time.Duration(maxLB+2)*24*time.Hour + time.Duration(opts.Params.MaxBasisHours()+1)*time.Hour
 	b.cells = make([][]cell, len(b.entries))
