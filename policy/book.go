@@ -300,3 +300,56 @@ func Round(x float64, n int) float64 {
 	}
 	return v
 }
+
+// Wait is the running answer that keeps the attempt in flight: its first
+// token may still come in time (see Running).
+const Wait Action = "wait"
+
+// The running answer's reasons, a contract as the ledger's are.
+const (
+	WhyRunningWait       = "the paid lane still fits after this wait; keep waiting"
+	WhyRunningCut        = "no first token by cutover_after_s: cancel and cut over"
+	WhyRunningNotFirst   = "the free lane is not worth a try this hour: cut over"
+	WhyRunningPaidClosed = "no paid lane is eligible this hour: keep waiting"
+)
+
+// RunningDecision is the running answer: Action is Wait or CutOver;
+// ElapsedS the seconds the job has spent (the attempts' queue and
+// generation plus runningS).
+type RunningDecision struct {
+	Action   Action
+	Why      string
+	ElapsedS float64
+}
+
+// Running answers "an attempt is running and has no first token after
+// runningS seconds": wait, or cancel it and cut over to the paid lane. It
+// reads the attempts before the running one, the class's book (whether the
+// paid lane is eligible) and the hour's cut-over (CutoverFor):
+//
+//  1. the paid lane is not eligible: wait;
+//  2. free_first is false: cut_over;
+//  3. spent_s + runningS > cutover_after_s: cut_over (a first token at
+//     exactly cutover_after_s is in time: the attempt waits at most that);
+//  4. otherwise wait.
+//
+// A NaN elapsed time counts as past the cut-over. Book is unchanged by it:
+// Running is asked while an attempt runs, Book after one ended.
+func Running(attempts []Attempt, runningS float64, p BookPolicy, c Cutover) RunningDecision {
+	elapsed := runningS
+	for _, a := range attempts {
+		elapsed += a.QueueS + a.GenS
+	}
+	d := RunningDecision{Action: CutOver, ElapsedS: elapsed}
+	switch {
+	case !p.PaidEligible:
+		d.Action, d.Why = Wait, WhyRunningPaidClosed
+	case !c.FreeFirst:
+		d.Why = WhyRunningNotFirst
+	case !(elapsed <= c.AfterS):
+		d.Why = WhyRunningCut
+	default:
+		d.Action, d.Why = Wait, WhyRunningWait
+	}
+	return d
+}

@@ -23,6 +23,7 @@ import (
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
                           [-rule calibrated,max] [-coverage 0.9,0.95,0.99] [-warmup D] [-truth FILE]
                           [-format table|csv|json] [-hours]
+                          [-fallback 5,10,20,30,45] [-deadlines 30,60,120]
 
 Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
@@ -55,6 +56,12 @@ lookback's days before the window, and reports:
                lanewatch (the class's lanes, then policy.Book):
                jobs, deadlines met, median time to result, free tokens
                burned on attempts that did not ship, paid USD
+  baselines    with -fallback or -deadlines: per class, deadline (the
+               class's, then each of -deadlines) and strategy (naive, paid,
+               lanewatch following the cut-over rule, fallback@T and
+               cancel-retry@T for each T of -fallback): jobs, met_pct,
+               paid_usd, median and p90 time to result, free_requests,
+               abandoned_free_requests, burned_free_tokens (docs/backtest.md)
 
 The replay's world: an attempt started at t on a lane meets the lane's next
 probe within the hour after t (its outcome, queue_s and tokens/gen_s), or
@@ -65,7 +72,8 @@ emitted by then; a failed one takes the probe's known wait (at least 1 s).
   table  fits 100 columns; "-" where there is no value
   csv    the calibration: lookback_days,lane,hour,probes,ok,covered,coverage,
          median_ratio,p90_ratio,false_eligible,false_ineligible,no_policy,
-         censored_uncovered,best (hour "all" and 00..23; lane "all" too)
+         censored_uncovered,best (hour "all" and 00..23; lane "all" too);
+         with baselines, an empty line and their table
   json   {timezone, from, to, read_from, probes_read, ignored,
           best_lookback_days, calibration: [{lookback_days, best, lanes:
           [{lane, probes, ok, covered, coverage, median_ratio, p90_ratio,
@@ -73,7 +81,8 @@ emitted by then; a failed one takes the probe's known wait (at least 1 s).
           hours (with -hours)}], all: {...}}], naive_lane, paid_lane,
           arrival_lane, arrival_lead_s, decision_lookback_days,
           dropped_replays, decisions: [{class, strategy, jobs, met, met_pct,
-          median_time_s, burned_free_tokens, paid_usd, attempts}]};
+          median_time_s, burned_free_tokens, paid_usd, attempts}],
+          baselines and dropped_baselines (with baselines only)};
          null where there is no value
 
 `
@@ -93,6 +102,8 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	coverageFlag := fs.String("coverage", "", "comma-separated `coverages` the calibrated rule is scored at, e.g. 0.9,0.95,0.99 (default: the config's policy.coverage)")
 	warmupFlag := fs.Int("warmup", 0, "warm-up `D` days: a lane's probes are scored once it has D days of history (default: each calibration's lookback)")
 	truthFlag := fs.String("truth", "", "compare with the oracle that knows each probe's true queue distribution, from `FILE` (lanesim history -truth)")
+	fallbackFlag := fs.String("fallback", "", "comma-separated first-token timeouts `T` (seconds) of the fallback@T and cancel-retry@T baselines")
+	deadlinesFlag := fs.String("deadlines", "", "comma-separated `deadlines` (seconds) to replay each class at too, in the baselines")
 	if err := fs.parse(args, e.stderr, ""); err != nil {
 		return err
 	}
@@ -126,6 +137,14 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 			return fmt.Errorf("backtest: -truth: %w", err)
 		}
 	}
+	fallbacks, err := parseSeconds("fallback", *fallbackFlag, backtest.MinFallbackS, backtest.MaxFallbacks)
+	if err != nil {
+		return err
+	}
+	deadlines, err := parseSeconds("deadlines", *deadlinesFlag, backtest.MinAttemptS, backtest.MaxDeadlines)
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
@@ -140,7 +159,8 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	}
 	to = to.In(cfg.Location)
 	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
-		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth}
+		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth,
+		Fallbacks: fallbacks, Deadlines: deadlines}
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
@@ -176,6 +196,26 @@ func parseLookbacks(s string) ([]int, error) {
 	}
 	if len(out) > backtest.MaxLookbacks {
 		return nil, usagef("backtest: -lookback: want at most %d values, got %d", backtest.MaxLookbacks, len(out))
+	}
+	return out, nil
+}
+
+// parseSeconds reads a comma-separated list of seconds in [least, 1e9],
+// at most most of them (nil when empty).
+func parseSeconds(name, s string, least float64, most int) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for part := range strings.SplitSeq(s, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || !(x >= least && x <= policy.MaxSeconds) {
+			return nil, usagef("backtest: -%s: want comma-separated seconds %g..%g, got %q", name, least, policy.MaxSeconds, clip(s))
+		}
+		out = append(out, x)
+	}
+	if len(out) > most {
+		return nil, usagef("backtest: -%s: want at most %d values, got %d", name, most, len(out))
 	}
 	return out, nil
 }

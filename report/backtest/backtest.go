@@ -84,6 +84,11 @@ type Options struct {
 	// unknown. The report then compares the rule with the oracle that
 	// knows them (Oracle).
 	Truth func(p *series.Probe) (median, sigma float64, ok bool)
+	// Fallbacks and Deadlines ask for the baselines (strategies.go):
+	// fallback@T and cancel-retry@T for each T of Fallbacks (seconds),
+	// every class replayed at its deadline and at each of Deadlines.
+	// Both empty: no baselines, the report as without them.
+	Fallbacks, Deadlines []float64
 }
 
 // MaxCoverages bounds how many coverages one run scores.
@@ -192,6 +197,8 @@ type Backtest struct {
 
 	hourNow hourSpan      // the hour of the last instant asked about
 	figs    []policy.Lane // evaluate's scratch: every lane's figures
+
+	base *baselines // nil: no baselines asked for
 
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied with the
@@ -378,6 +385,10 @@ func New(opts Options) (*Backtest, error) {
 		b.cells[i] = make([]cell, len(b.order)*24)
 	}
 	b.dec = make([]decAcc, len(opts.Params.Classes)*len(Strategies))
+	var err error
+	if b.base, err = newBaselines(b); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -524,6 +535,9 @@ func (b *Backtest) apply(p *series.Probe) {
 	}
 	sh.backoff, _ = budget.Backoff(*p, b.loc)
 	l.version++
+	if b.base != nil {
+		b.base.observe(l, p)
+	}
 }
 
 // warm says whether the hour starting at h is at least days days (in the
@@ -615,6 +629,9 @@ func (b *Backtest) evaluate(j *job) {
 		if len(c.Lanes) > 0 {
 			j.pol[i].first = c.Lanes[0]
 		}
+	}
+	if b.base != nil {
+		b.base.evaluate(b, j)
 	}
 }
 

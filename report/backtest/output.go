@@ -234,6 +234,7 @@ func writeDecisions(bw *bufio.Writer, r *Report) {
 	if len(r.Decisions) == 0 {
 		fmt.Fprintln(bw, "(no classes configured)")
 	}
+	writeBaselinesTable(bw, r)
 }
 
 func days(n int) string {
@@ -300,7 +301,10 @@ func WriteCSV(w io.Writer, r *Report, _ bool) error {
 		lane("all", c.All.Counts, c.All.Hours)
 	}
 	cw.Flush()
-	return cw.Error()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return writeBaselinesCSV(w, r)
 }
 
 // writeCSVByKind is WriteCSV in issue 19's shape: a row per calibration
@@ -337,7 +341,10 @@ func writeCSVByKind(w io.Writer, r *Report) error {
 		}
 	}
 	cw.Flush()
-	return cw.Error()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return writeBaselinesCSV(w, r)
 }
 
 // WriteJSON writes the report as indented JSON, without the per-hour

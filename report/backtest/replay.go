@@ -120,6 +120,9 @@ type outcome struct {
 // resolve replays the job for every class and strategy whose horizon lies
 // within the probes added; at the end (final) the others are dropped.
 func (b *Backtest) resolve(j *job, final bool) {
+	if b.base != nil {
+		b.base.resolve(b, j, final)
+	}
 	for ci, c := range b.opts.Params.Classes {
 		if final && j.t0.Add(b.horizons[ci]).After(b.latest) {
 			b.dropped += len(Strategies)

@@ -207,6 +207,11 @@ type Report struct {
 	// plus an hour reaches past the newest probe.
 	DroppedReplays int        `json:"dropped_replays"`
 	Decisions      []Decision `json:"decisions"`
+	// Baselines are the baseline replays (Options.Fallbacks,
+	// Options.Deadlines), absent when neither was asked for;
+	// DroppedBaselines counts those left out as DroppedReplays does.
+	Baselines        []Baseline `json:"baselines,omitempty"`
+	DroppedBaselines int        `json:"dropped_baselines,omitempty"`
 }
 
 // Report finishes the replay (every probe added is applied, every job that
@@ -333,6 +338,9 @@ func (b *Backtest) Report() Report {
 			}
 			r.Decisions = append(r.Decisions, d)
 		}
+	}
+	if b.base != nil {
+		r.Baselines, r.DroppedBaselines = b.base.rows(b), b.base.dropped
 	}
 	return r
 }

@@ -1,0 +1,548 @@
+package backtest
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// The baselines (Options.Fallbacks, Options.Deadlines): the strategies a
+// careful engineer writes without lanewatch, replayed beside lanewatch's
+// cut-over rule in the same world (docs/backtest.md, "Baselines").
+const (
+	// StrategyFallback names fallback@T: the free lane with a first-token
+	// timeout of T seconds, then the paid lane.
+	StrategyFallback = "fallback"
+	// StrategyCancelRetry names cancel-retry@T: cancel the free attempt
+	// at T seconds without a first token and retry the free lane, behind
+	// the cancelled request.
+	StrategyCancelRetry = "cancel-retry"
+
+	// MaxFallbacks and MaxDeadlines bound the two sweeps.
+	MaxFallbacks = 16
+	MaxDeadlines = 16
+	// MinFallbackS is the shortest timeout a fallback@T may use.
+	MinFallbackS = 0.1
+	// BaselineCoverage is the coverage the lanewatch baseline reads the
+	// paid lane's queue at (the class's coverage once classes carry one).
+	BaselineCoverage = 0.95
+	// maxBaselineAttempts bounds the attempts of one replayed job.
+	maxBaselineAttempts = 100_000
+)
+
+type baseKind int
+
+const (
+	baseNaive baseKind = iota
+	basePaid
+	baseLanewatch
+	baseFallback
+	baseCancelRetry
+)
+
+type baseStrategy struct {
+	kind baseKind
+	t    float64 // fallback, cancel-retry: the timeout, s
+	name string
+}
+
+// baselines is the state of the baseline replay.
+type baselines struct {
+	strategies []baseStrategy
+	deadlines  [][]float64       // per class: its deadline, then the -deadlines ones
+	horizons   [][]time.Duration // per class and deadline
+	acc        [][]baseAcc       // [class][deadline*len(strategies)+strategy]
+	cals       []*policy.Calibrator
+	cuts       map[*job][][]jobCut // per class and deadline, taken at arrival
+	dropped    int
+}
+
+type baseAcc struct {
+	jobs, met                          int
+	times                              []float32
+	freeReq, abandoned, burned, tokens int64
+}
+
+// checkSeconds validates a sweep of seconds.
+func checkSeconds(what string, xs []float64, least float64, most int) ([]float64, error) {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > most {
+		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
+	}
+	for _, x := range out {
+		if !num.Finite(x) || x < least || x > policy.MaxSeconds {
+			return nil, fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
+		}
+	}
+	return out, nil
+}
+
+// newBaselines returns nil when neither sweep is asked for.
+func newBaselines(b *Backtest) (*baselines, error) {
+	o := b.opts
+	if len(o.Fallbacks) == 0 && len(o.Deadlines) == 0 {
+		return nil, nil
+	}
+	fbs, err := checkSeconds("fallbacks", o.Fallbacks, MinFallbackS, MaxFallbacks)
+	if err != nil {
+		return nil, err
+	}
+	dls, err := checkSeconds("deadlines", o.Deadlines, MinAttemptS, MaxDeadlines)
+	if err != nil {
+		return nil, err
+	}
+	bs := &baselines{cuts: map[*job][][]jobCut{}}
+	bs.strategies = []baseStrategy{{kind: baseNaive, name: StrategyNaive}, {kind: basePaid, name: StrategyPaid},
+		{kind: baseLanewatch, name: StrategyLanewatch}}
+	for _, t := range fbs {
+		bs.strategies = append(bs.strategies, baseStrategy{baseFallback, t, StrategyFallback + "@" + secs(t)})
+	}
+	for _, t := range fbs {
+		bs.strategies = append(bs.strategies, baseStrategy{baseCancelRetry, t, StrategyCancelRetry + "@" + secs(t)})
+	}
+	for _, c := range o.Params.Classes {
+		ds := []float64{c.DeadlineS}
+		for _, d := range dls {
+			if d != c.DeadlineS {
+				ds = append(ds, d)
+			}
+		}
+		var hs []time.Duration
+		for _, d := range ds {
+			h := maxHorizon
+			if d < maxHorizon.Seconds() {
+				h = min(time.Duration(d*float64(time.Second))+Lookahead, maxHorizon)
+			}
+			hs = append(hs, h)
+			b.horizon = max(b.horizon, h)
+		}
+		bs.deadlines = append(bs.deadlines, ds)
+		bs.horizons = append(bs.horizons, hs)
+		bs.acc = append(bs.acc, make([]baseAcc, len(ds)*len(bs.strategies)))
+	}
+	for range b.order {
+		c, err := policy.NewCalibrator(policy.CalibratedParams{Location: b.loc})
+		if err != nil {
+			return nil, fmt.Errorf("baselines: %w", err)
+		}
+		bs.cals = append(bs.cals, c)
+	}
+	return bs, nil
+}
+
+func secs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// observe feeds a probe to its lane's calibrated forecast: its queue_s, a
+// lower bound when it failed; a 429, and a failure with no wait, are no
+// queue draw.
+func (bs *baselines) observe(l *lane, p *series.Probe) {
+	if p.Status == 429 || !num.Finite(p.QueueS) || p.QueueS <= 0 {
+		return
+	}
+	_ = bs.cals[l.idx].Add(policy.QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}) // in time order
+}
+
+// evaluate takes the cut-over of each class and deadline at the job's
+// arrival, from the lanes' forecasts before it: the free lane's wait at
+// policy.CutoverCoverages, the paid lane's queue at BaselineCoverage (the
+// book's paid_queue_s without a forecast), each lane's generation time
+// from its tok_per_s (the book's next_gen_s without one). b.figs holds
+// every lane's figures at the arrival.
+func (bs *baselines) evaluate(b *Backtest, j *job) {
+	cuts := make([][]jobCut, len(bs.deadlines))
+	for ci, ds := range bs.deadlines {
+		bp := j.pol[ci].book
+		in := policy.CutoverInput{PaidQueueS: bp.PaidQueueS, PaidGenS: bp.NextGenS, FreeGenS: bp.NextGenS,
+			FreeEligible: bp.FreeEligible && b.lanes[bp.FreeLane] != nil, PaidEligible: bp.PaidEligible && b.lanes[bp.PaidLane] != nil}
+		est := b.opts.Params.Classes[ci].EstTokens
+		if l := b.lanes[bp.FreeLane]; l != nil {
+			if g, ok := policy.NextGenS(b.figs[l.idx].TokPerS, est); ok {
+				in.FreeGenS = g
+			}
+		}
+		if l := b.lanes[bp.PaidLane]; l != nil {
+			if g, ok := policy.NextGenS(b.figs[l.idx].TokPerS, est); ok {
+				in.PaidGenS = g
+			}
+		}
+		if l := b.lanes[bp.FreeLane]; l != nil {
+			for _, c := range policy.CutoverCoverages {
+				if f, ok := bs.cals[l.idx].Quantile(j.t0, c); ok {
+					in.Free = append(in.Free, policy.QuantilePoint{Coverage: c, QueueS: f.QueueS})
+				}
+			}
+		}
+		paidMed, freeMed := bp.PaidQueueS, bp.NextQueueS
+		if l := b.lanes[bp.PaidLane]; l != nil {
+			if f, ok := bs.cals[l.idx].Quantile(j.t0, BaselineCoverage); ok {
+				in.PaidQueueS = f.QueueS
+			}
+			if f, ok := bs.cals[l.idx].Quantile(j.t0, 0.5); ok {
+				paidMed = f.QueueS
+			}
+		}
+		for _, p := range in.Free {
+			if p.Coverage == 0.5 {
+				freeMed = p.QueueS
+			}
+		}
+		for _, d := range ds {
+			in.DeadlineS = d
+			hopeless := !(in.PaidEligible && paidMed+in.PaidGenS <= d) && !(in.FreeEligible && freeMed+in.FreeGenS <= d)
+			cuts[ci] = append(cuts[ci], jobCut{policy.CutoverFor(in), hopeless})
+		}
+	}
+	bs.cuts[j] = cuts
+}
+
+// resolve replays the job for every class, deadline and strategy.
+func (bs *baselines) resolve(b *Backtest, j *job, final bool) {
+	cuts := bs.cuts[j]
+	delete(bs.cuts, j)
+	for ci, ds := range bs.deadlines {
+		c := b.opts.Params.Classes[ci]
+		for di, d := range ds {
+			if final && j.t0.Add(bs.horizons[ci][di]).After(b.latest) {
+				bs.dropped += len(bs.strategies)
+				continue
+			}
+			for si, s := range bs.strategies {
+				if !bs.configured(b, s) {
+					continue
+				}
+				r := baseRun{b: b, t0: j.t0.UnixNano(), d: min(d, maxHorizon.Seconds()), est: int64(max(c.EstTokens, 0))}
+				r.play(s, j.pol[ci].book, cuts[ci][di])
+				a := &bs.acc[ci][di*len(bs.strategies)+si]
+				a.jobs++
+				if r.met {
+					a.met++
+					a.times = append(a.times, float32(r.timeS))
+				}
+				a.freeReq += r.freeReq
+				a.abandoned += r.abandoned
+				a.burned += r.burned
+				a.tokens += r.paidTokens
+			}
+		}
+	}
+}
+
+// configured says whether the config has the lanes strategy s needs.
+func (bs *baselines) configured(b *Backtest, s baseStrategy) bool {
+	switch s.kind {
+	case baseNaive, baseCancelRetry:
+		return b.naive != nil
+	case basePaid:
+		return b.paid != nil
+	case baseFallback:
+		return b.naive != nil && b.paid != nil
+	}
+	return true
+}
+
+// jobCut is what the lanewatch baseline follows for a class and deadline:
+// the cut-over rule's answer, and whether no lane likely finishes (paid
+// and free both take longer than the deadline at their median forecast
+// queue), when lanewatch sends nothing.
+type jobCut struct {
+	policy.Cutover
+	hopeless bool
+}
+
+// baseRun is one job replayed under one baseline strategy.
+type baseRun struct {
+	b   *Backtest
+	t0  int64
+	d   float64 // deadline, s
+	est int64
+
+	met                                              bool
+	timeS                                            float64
+	freeReq, abandoned, burned, paidTokens, attempts int64
+}
+
+type stepKind int
+
+const (
+	stepShipped   stepKind = iota // shipped: the job is met
+	stepCut                       // cut at the deadline: the job is missed
+	stepFailed                    // failed by itself; end is when
+	stepAbandoned                 // cancelled with no first token at end
+)
+
+type step struct {
+	kind stepKind
+	end  float64 // s since arrival
+	// first is when an abandoned request's first token would have come:
+	// it keeps its place in the server's queue until then.
+	first float64
+	// n is how many failed attempts a stepFailed stands for.
+	n int64
+}
+
+const noCancel = math.MaxFloat64
+
+// attempt runs attempts on l from at (s since arrival): one that gets a
+// first token or is abandoned, or a run of failures that meet the same
+// world. An attempt with no first token by cancelAt (s since arrival) is
+// cancelled then; behind is the instant before which no first token can
+// come on l (the cancelled requests ahead of it in the server's queue).
+// Without run a failure is one attempt.
+func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step {
+	w := l.tl.meet(r.t0 + int64(math.Round(at*1e9)))
+	free := l.spec.Kind != policy.KindPaid
+	account := func(tokens int64, shipped bool) {
+		switch {
+		case !free:
+			r.paidTokens += tokens
+		case !shipped:
+			r.burned += tokens
+		}
+	}
+	countOne := func() {
+		r.attempts++
+		if free {
+			r.freeReq++
+		}
+	}
+	if w.ok {
+		countOne()
+		first := max(at+w.queue, behind)
+		if first > cancelAt && cancelAt < r.d {
+			if free {
+				r.abandoned++
+			}
+			return step{kind: stepAbandoned, end: cancelAt, first: first}
+		}
+		gen := 0.0
+		if w.rate > 0 {
+			gen = float64(r.est) / w.rate
+		}
+		if end := first + gen; end <= r.d {
+			account(r.est, true)
+			r.met, r.timeS = true, end
+			return step{kind: stepShipped, end: end}
+		}
+		if first >= r.d && free {
+			r.abandoned++ // still queued at the deadline
+		}
+		emitted := int64(0)
+		if g := r.d - first; g > 0 && w.rate > 0 {
+			emitted = min(r.est, int64(g*w.rate))
+		}
+		account(emitted, false)
+		return step{kind: stepCut, end: r.d}
+	}
+	if at+w.queue > cancelAt && cancelAt < r.d {
+		countOne()
+		if free {
+			r.abandoned++
+		}
+		return step{kind: stepAbandoned, end: cancelAt, first: max(at+w.queue, behind)}
+	}
+	// A run of failures that all meet the same world, none cancelled:
+	// n of them before what they meet changes, the deadline comes or the
+	// cancel time passes.
+	cost := max(w.queue+w.gen, MinAttemptS)
+	limit := min(r.d, cancelAt)
+	if w.until != never {
+		limit = min(limit, float64(w.until-r.t0)/1e9)
+	}
+	n := int64(1)
+	if nf := math.Ceil((limit - at) / cost); nf > 1 && run {
+		n = int64(min(nf, 1<<40))
+	}
+	r.attempts += n
+	if free {
+		r.freeReq += n
+	}
+	account(n*min(w.tokens, r.est), false)
+	return step{kind: stepFailed, end: at + min(float64(n)*cost, r.d-at), n: n}
+}
+
+// repeat retries l at once from at until a result or the deadline.
+func (r *baseRun) repeat(l *lane, at float64) {
+	for at < r.d && r.attempts < maxBaselineAttempts {
+		s := r.attempt(l, at, noCancel, 0, true)
+		if s.kind != stepFailed {
+			return
+		}
+		at = s.end
+	}
+}
+
+// play replays the job under s; bp and cut are the class's book and
+// cut-over in force at its arrival.
+func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
+	b := r.b
+	switch s.kind {
+	case baseNaive:
+		r.repeat(b.naive, 0)
+	case basePaid:
+		r.repeat(b.paid, 0)
+	case baseFallback:
+		st := r.attempt(b.naive, 0, min(s.t, r.d), 0, false)
+		if st.kind == stepFailed || st.kind == stepAbandoned {
+			r.repeat(b.paid, st.end)
+		}
+	case baseCancelRetry:
+		at, behind := 0.0, 0.0
+		for at < r.d && r.attempts < maxBaselineAttempts {
+			st := r.attempt(b.naive, at, at+s.t, behind, true)
+			switch st.kind {
+			case stepAbandoned:
+				behind = max(behind, st.first)
+			case stepFailed:
+			default:
+				return
+			}
+			at = st.end
+		}
+	case baseLanewatch:
+		if cut.hopeless {
+			return // no lane likely finishes: no request, nothing paid
+		}
+		free, paid := b.lanes[bp.FreeLane], b.lanes[bp.PaidLane]
+		if !bp.PaidEligible {
+			paid = nil
+		}
+		at := 0.0
+		if cut.FreeFirst && free != nil {
+			// policy.Running answers cut_over from elapsed >= AfterS on
+			// (free_first, paid eligible) and wait without a paid lane:
+			// the attempt is cancelled at AfterS, or never.
+			cancelAt := noCancel
+			if paid != nil {
+				cancelAt = cut.AfterS
+			}
+			for at < r.d && r.attempts < maxBaselineAttempts {
+				st := r.attempt(free, at, cancelAt, 0, true)
+				if st.kind == stepShipped || st.kind == stepCut {
+					return
+				}
+				at = st.end
+				if st.kind == stepAbandoned || at >= cancelAt {
+					break // policy.Running: cut_over
+				}
+			}
+		}
+		if paid != nil {
+			r.repeat(paid, at)
+		}
+	}
+}
+
+// Baseline is the replay of one class at one deadline under one strategy
+// (docs/backtest.md, "Baselines"). MetPct is rounded to 2 decimals, the
+// times to 2 (null without a met job), PaidUSD to 4.
+type Baseline struct {
+	Class                 string   `json:"class"`
+	DeadlineS             float64  `json:"deadline_s"`
+	Strategy              string   `json:"strategy"`
+	Jobs                  int      `json:"jobs"`
+	Met                   int      `json:"met"`
+	MetPct                float64  `json:"met_pct"`
+	PaidUSD               float64  `json:"paid_usd"`
+	MedianTimeS           *float64 `json:"median_time_s"`
+	P90TimeS              *float64 `json:"p90_time_s"`
+	FreeRequests          int64    `json:"free_requests"`
+	AbandonedFreeRequests int64    `json:"abandoned_free_requests"`
+	BurnedFreeTokens      int64    `json:"burned_free_tokens"`
+}
+
+// rows renders the accumulators, per class, deadline and strategy.
+func (bs *baselines) rows(b *Backtest) []Baseline {
+	if bs == nil {
+		return nil
+	}
+	out := []Baseline{}
+	for ci, ds := range bs.deadlines {
+		c := b.opts.Params.Classes[ci]
+		for di, d := range ds {
+			for si, s := range bs.strategies {
+				if !bs.configured(b, s) {
+					continue
+				}
+				a := &bs.acc[ci][di*len(bs.strategies)+si]
+				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met,
+					PaidUSD:      policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4),
+					FreeRequests: a.freeReq, AbandonedFreeRequests: a.abandoned, BurnedFreeTokens: a.burned}
+				if a.jobs > 0 {
+					row.MetPct = policy.Round(100*float64(a.met)/float64(a.jobs), 2)
+				}
+				if m, ok := percentile(a.times, 0.5); ok {
+					m = policy.Round(m, 2)
+					row.MedianTimeS = &m
+				}
+				if m, ok := percentile(a.times, 0.9); ok {
+					m = policy.Round(m, 2)
+					row.P90TimeS = &m
+				}
+				out = append(out, row)
+			}
+		}
+	}
+	return out
+}
+
+// writeBaselinesTable writes the baselines section of the table (nothing
+// without baselines).
+func writeBaselinesTable(bw *bufio.Writer, r *Report) {
+	if r.Baselines == nil {
+		return
+	}
+	fmt.Fprintf(bw, "\nbaselines: fallback@T waits T s for a free first token, then pays; cancel-retry@T cancels at T s\n")
+	fmt.Fprintf(bw, "and retries free behind its cancelled request; lanewatch waits at most cutover_after_s\n")
+	if r.DroppedBaselines > 0 {
+		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedBaselines)
+	}
+	fmt.Fprintf(bw, "(free: free requests sent; abandon: cancelled with no first token; burned: free tokens not shipped)\n")
+	fmt.Fprintf(bw, "%-12s %8s %-15s %5s %6s %9s %6s %6s %7s %7s %9s\n",
+		"class", "deadline", "strategy", "jobs", "met %", "paid USD", "med s", "p90 s", "free", "abandon", "burned")
+	for _, d := range r.Baselines {
+		fmt.Fprintf(bw, "%-12s %8s %-15s %5d %6s %9s %6s %6s %7d %7d %9d\n", clipName(d.Class, 12), secs(d.DeadlineS),
+			clipName(d.Strategy, 15), d.Jobs, strconv.FormatFloat(d.MetPct, 'f', 1, 64), strconv.FormatFloat(d.PaidUSD, 'f', 4, 64),
+			fmtNum(d.MedianTimeS, 1), fmtNum(d.P90TimeS, 1), d.FreeRequests, d.AbandonedFreeRequests, d.BurnedFreeTokens)
+	}
+}
+
+// BaselineCSVHeader is the header of the CSV's baselines table.
+var BaselineCSVHeader = []string{"class", "deadline_s", "strategy", "jobs", "met", "met_pct", "paid_usd", "median_time_s", "p90_time_s",
+	"free_requests", "abandoned_free_requests", "burned_free_tokens"}
+
+// writeBaselinesCSV writes the baselines as a second CSV table after an
+// empty line (nothing without baselines).
+func writeBaselinesCSV(w io.Writer, r *Report) error {
+	if r.Baselines == nil {
+		return nil
+	}
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	cw := csv.NewWriter(w)
+	_ = cw.Write(BaselineCSVHeader)
+	opt := func(x *float64) string {
+		if x == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*x, 'f', -1, 64)
+	}
+	for _, d := range r.Baselines {
+		_ = cw.Write([]string{d.Class, secs(d.DeadlineS), d.Strategy, strconv.Itoa(d.Jobs), strconv.Itoa(d.Met),
+			secs(d.MetPct), secs(d.PaidUSD), opt(d.MedianTimeS), opt(d.P90TimeS),
+			strconv.FormatInt(d.FreeRequests, 10), strconv.FormatInt(d.AbandonedFreeRequests, 10), strconv.FormatInt(d.BurnedFreeTokens, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
+}

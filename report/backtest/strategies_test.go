@@ -1,0 +1,248 @@
+package backtest
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/policy"
+)
+
+func baseline(t *testing.T, r Report, class string, deadline float64, strategy string) Baseline {
+	t.Helper()
+	for _, b := range r.Baselines {
+		if b.Class == class && b.DeadlineS == deadline && b.Strategy == strategy {
+			return b
+		}
+	}
+	t.Fatalf("no baseline %s/%v/%s in %+v", class, deadline, strategy, r.Baselines)
+	return Baseline{}
+}
+
+// A day of a free lane always quieter than T: 5 s queue, 10 s to
+// generate 800 tokens, first token long before any timeout. lanewatch
+// (cut-over at min(60 − (1 + 5 + 2), 60 − 10, p99 5 + 2) = 7 s) never
+// pays and abandons nothing; fallback@20 neither; fallback@2 abandons
+// every job's free request and pays for every job.
+func TestBaselinesQuietLane(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), From: from, To: from.Add(24 * time.Hour), Fallbacks: []float64{2, 20}}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }))
+	lw := baseline(t, r, "interactive", 60, "lanewatch")
+	if lw.Jobs == 0 || lw.Met != lw.Jobs || lw.PaidUSD != 0 || lw.AbandonedFreeRequests != 0 || lw.FreeRequests != int64(lw.Jobs) {
+		t.Errorf("lanewatch: %+v", lw)
+	}
+	if lw.MedianTimeS == nil || *lw.MedianTimeS != 15 || *lw.P90TimeS != 15 {
+		t.Errorf("lanewatch times: %v %v, want 15", f(lw.MedianTimeS), f(lw.P90TimeS))
+	}
+	fb20 := baseline(t, r, "interactive", 60, "fallback@20")
+	if fb20.Met != fb20.Jobs || fb20.PaidUSD != 0 || fb20.AbandonedFreeRequests != 0 {
+		t.Errorf("fallback@20: %+v", fb20)
+	}
+	fb2 := baseline(t, r, "interactive", 60, "fallback@2")
+	// Abandoned at 2 s, paid: 2 + 1 + 5 = 8 s, 800 × 0.002 / 1000 USD a job.
+	if fb2.Met != fb2.Jobs || fb2.AbandonedFreeRequests != int64(fb2.Jobs) || *fb2.MedianTimeS != 8 ||
+		fb2.PaidUSD != policy.Round(float64(fb2.Jobs)*0.0016, 4) {
+		t.Errorf("fallback@2: %+v (median %v)", fb2, f(fb2.MedianTimeS))
+	}
+	cr2 := baseline(t, r, "interactive", 60, "cancel-retry@2")
+	// Cancelled at 2, 4, ..., each retry behind the one before: never a
+	// first token within 2 s; 30 requests, the last still queued at 60 s.
+	if cr2.Met != 0 || cr2.FreeRequests != int64(30*cr2.Jobs) || cr2.AbandonedFreeRequests != cr2.FreeRequests {
+		t.Errorf("cancel-retry@2: %+v", cr2)
+	}
+}
+
+// A free lane always slower than the deadline (100 s queue, 60 s
+// deadline): lanewatch's forecast gives no chance of a first token by
+// the cut-over, so free_first is false: straight to paid, no free request,
+// nothing abandoned. fallback@20 abandons one request a job.
+func TestBaselinesSlowLane(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), From: from, To: from.Add(24 * time.Hour), Fallbacks: []float64{20}}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 100, true }))
+	lw := baseline(t, r, "interactive", 60, "lanewatch")
+	if lw.Jobs == 0 || lw.Met != lw.Jobs || lw.FreeRequests != 0 || lw.AbandonedFreeRequests != 0 || *lw.MedianTimeS != 6 {
+		t.Errorf("lanewatch: %+v (median %v)", lw, f(lw.MedianTimeS))
+	}
+	if want := policy.Round(float64(lw.Jobs)*0.0016, 4); lw.PaidUSD != want {
+		t.Errorf("lanewatch paid %v, want %v", lw.PaidUSD, want)
+	}
+	fb := baseline(t, r, "interactive", 60, "fallback@20")
+	if fb.Met != fb.Jobs || fb.AbandonedFreeRequests != int64(fb.Jobs) || *fb.MedianTimeS != 26 {
+		t.Errorf("fallback@20: %+v (median %v)", fb, f(fb.MedianTimeS))
+	}
+	naive := baseline(t, r, "interactive", 60, "naive")
+	if naive.Met != 0 || naive.AbandonedFreeRequests != int64(naive.Jobs) {
+		t.Errorf("naive: %+v", naive)
+	}
+}
+
+// cancel-retry@20 on a lane whose queue empties just after the job
+// starts: the first request meets a 50 s queue and is cancelled at 20 s;
+// the retry meets a 1 s queue, but waits behind its own cancelled request,
+// whose turn comes at 50 s: no first token by 40 s, cancelled too; the
+// third request's first token comes at 50 s as well (10 s after it was
+// sent) and it ships at 50 + 10 = 60 s. Without the queue it keeps, the
+// retry would have shipped at 20 + 1 + 10 = 31 s.
+func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
+	t0 := day0.UnixNano()
+	at := func(s float64) int64 { return t0 + int64(s*1e9) }
+	free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+	free.tl.ev = []event{
+		{t: at(0), queue: 50, gen: 0.2, rate: 80, tokens: 16, ok: true},
+		{t: at(30), queue: 1, gen: 0.2, rate: 80, tokens: 16, ok: true},
+		{t: at(45), queue: 1, gen: 0.2, rate: 80, tokens: 16, ok: true},
+	}
+	b := &Backtest{naive: free}
+	r := baseRun{b: b, t0: t0, d: 120, est: 800}
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
+	if !r.met || r.timeS != 60 || r.freeReq != 3 || r.abandoned != 2 || r.burned != 0 {
+		t.Errorf("got met %v at %v, %d requests, %d abandoned, %d burned; want met at 60, 3, 2, 0",
+			r.met, r.timeS, r.freeReq, r.abandoned, r.burned)
+	}
+	// The same lane, nothing cancelled ahead (a fresh job at 20 s):
+	// first token at 21 s.
+	r = baseRun{b: b, t0: at(20), d: 120, est: 800}
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
+	if !r.met || r.timeS != 11 || r.abandoned != 0 {
+		t.Errorf("fresh job: met %v at %v, %d abandoned; want met at 11, 0", r.met, r.timeS, r.abandoned)
+	}
+}
+
+// On random worlds the baselines' naive and paid rows are the decision
+// replay's naive and paid rows: the same world, the same strategy.
+func TestBaselinesNaiveAndPaidEqualTheDecisions(t *testing.T) {
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 23))
+		from := day0.AddDate(0, 0, 2)
+		opts := Options{Params: params(1), From: from, To: from.Add(36 * time.Hour), Fallbacks: []float64{10}, Deadlines: []float64{30}}
+		opts.Params.Classes = append(opts.Params.Classes, policy.ClassSpec{Name: "batch", DeadlineS: 300, CeilingTokens: 20000, EstTokens: 4000, PaidUSDPer1k: 0.001})
+		r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) {
+			q := 2 + rng.ExpFloat64()*20
+			return q, q < 60
+		}))
+		for _, c := range opts.Params.Classes {
+			for _, s := range []string{StrategyNaive, StrategyPaid} {
+				d := decision(t, r, c.Name, s)
+				b := baseline(t, r, c.Name, c.DeadlineS, s)
+				if b.Jobs != d.Jobs || b.Met != d.Met || b.PaidUSD != d.PaidUSD || b.BurnedFreeTokens != d.BurnedFreeTokens ||
+					f(b.MedianTimeS) != f(d.MedianTimeS) {
+					t.Errorf("seed %d %s/%s:\nbaseline %+v\ndecision %+v", seed, c.Name, s, b, d)
+				}
+				if s == StrategyNaive && b.FreeRequests != d.Attempts {
+					t.Errorf("seed %d %s/naive: %d free requests, %d attempts", seed, c.Name, b.FreeRequests, d.Attempts)
+				}
+			}
+		}
+	}
+}
+
+// Without -fallback and -deadlines the report has no baselines: the
+// decisions are as before, and the JSON, table and CSV unchanged.
+func TestNoBaselinesByDefault(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour)}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }))
+	if r.Baselines != nil || r.DroppedBaselines != 0 {
+		t.Errorf("baselines %+v", r.Baselines)
+	}
+}
+
+func TestBaselineOptionsChecked(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	for _, o := range []Options{
+		{Fallbacks: []float64{0}}, {Fallbacks: []float64{-1}}, {Deadlines: []float64{0.5}},
+		{Fallbacks: make([]float64, 0, 17)}, {Deadlines: []float64{2e9}},
+	} {
+		if cap(o.Fallbacks) == 17 {
+			for i := range 17 {
+				o.Fallbacks = append(o.Fallbacks, float64(i+1))
+			}
+		}
+		o.Params, o.From, o.To = params(1), from, from.Add(time.Hour)
+		if _, err := New(o); err == nil {
+			t.Errorf("%v %v: no error", o.Fallbacks, o.Deadlines)
+		}
+	}
+}
+
+// On random worlds (queues, timeouts, 429 bursts, a failing paid lane),
+// every baseline row keeps its invariants: abandoned <= free requests;
+// fallback@T sends one free request a job; cancel-retry@T and naive never
+// pay; paid sends no free request; met <= jobs, and every strategy sees the
+// same jobs per class and deadline.
+func TestBaselineInvariants(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 230))
+		from := day0.AddDate(0, 0, 2)
+		opts := Options{Params: params(1), From: from, To: from.Add(30 * time.Hour),
+			Fallbacks: []float64{1 + rng.Float64()*30, 20}, Deadlines: []float64{10 + rng.Float64()*100}}
+		ps := rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) {
+			q := rng.ExpFloat64() * 30
+			return q, q < 90
+		})
+		for i := range ps {
+			switch p := &ps[i]; {
+			case p.Kind == "free" && rng.IntN(20) == 0:
+				p.OK, p.Outcome, p.Status, p.QueueS, p.QuotaResetS = false, "http_error", 429, 0, 600
+			case p.Kind == "paid" && rng.IntN(30) == 0:
+				p.OK, p.Outcome, p.Status = false, "http_error", 503
+			case p.Kind == "paid":
+				p.QueueS = 0.5 + rng.ExpFloat64()
+			}
+		}
+		r := run(t, opts, ps)
+		jobs := map[[2]string]int{}
+		for _, b := range r.Baselines {
+			k := [2]string{b.Class, secs(b.DeadlineS)}
+			if n, ok := jobs[k]; ok && n != b.Jobs {
+				t.Errorf("seed %d %+v: %d jobs, others %d", seed, b, b.Jobs, n)
+			}
+			jobs[k] = b.Jobs
+			if b.Jobs == 0 || b.Met > b.Jobs || b.AbandonedFreeRequests > b.FreeRequests || b.FreeRequests < 0 || b.BurnedFreeTokens < 0 {
+				t.Errorf("seed %d: %+v", seed, b)
+			}
+			switch {
+			case b.Strategy == StrategyPaid && (b.FreeRequests != 0 || b.BurnedFreeTokens != 0):
+				t.Errorf("seed %d paid sent free requests: %+v", seed, b)
+			case (b.Strategy == StrategyNaive || len(b.Strategy) > 12 && b.Strategy[:12] == StrategyCancelRetry) && b.PaidUSD != 0:
+				t.Errorf("seed %d %s paid: %+v", seed, b.Strategy, b)
+			case len(b.Strategy) > 8 && b.Strategy[:8] == StrategyFallback && b.FreeRequests != int64(b.Jobs):
+				t.Errorf("seed %d %s: %d free requests for %d jobs", seed, b.Strategy, b.FreeRequests, b.Jobs)
+			}
+			if b.Met > 0 && (b.MedianTimeS == nil || *b.MedianTimeS > b.DeadlineS || *b.P90TimeS < *b.MedianTimeS) {
+				t.Errorf("seed %d times: %+v", seed, b)
+			}
+		}
+		if len(jobs) != 2 {
+			t.Errorf("seed %d: %d class-deadline cells, want 2", seed, len(jobs))
+		}
+	}
+}
+
+// The lanewatch baseline cancels at cutover_after_s exactly when
+// policy.Running turns to cut_over: a free lane whose first token comes
+// just before the cut-over ships free, just after it is abandoned for paid.
+func TestLanewatchBaselineFollowsRunning(t *testing.T) {
+	t0 := day0.UnixNano()
+	for _, tc := range []struct {
+		queue     float64
+		abandoned int64
+		paid      bool
+	}{{19.99, 0, false}, {20, 0, false}, {20.01, 1, true}} {
+		free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		free.tl.ev = []event{{t: t0, queue: tc.queue, gen: 0.2, rate: 80, tokens: 16, ok: true}}
+		paid := &lane{spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+		paid.tl.ev = []event{{t: t0 + 30e9, queue: 1, gen: 0.1, rate: 160, tokens: 16, ok: true}}
+		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
+		bp := policy.BookPolicy{DeadlineS: 60, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
+		cut := policy.Cutover{AfterS: 20, FreeFirst: true, FreeChance: 0.9}
+		want := policy.Running(nil, tc.queue, bp, cut).Action == policy.CutOver
+		r := baseRun{b: b, t0: t0, d: 60, est: 800}
+		r.play(baseStrategy{kind: baseLanewatch}, bp, jobCut{Cutover: cut})
+		if !r.met || r.abandoned != tc.abandoned || (r.paidTokens > 0) != tc.paid || want != tc.paid {
+			t.Errorf("queue %v: met %v, abandoned %d, paid tokens %d; Running cut_over %v", tc.queue, r.met, r.abandoned, r.paidTokens, want)
+		}
+	}
+}
