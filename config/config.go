@@ -19,7 +19,6 @@ import (
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
@@ -65,7 +64,7 @@ func Default() *Config {
 		Jitter:      Duration(DefaultJitter),
 		Concurrency: DefaultConcurrency,
 		Shard:       Shard{Index: 0, Count: 1},
-		Store:       Store{Kind: StoreFile, Path: series.DefaultFilePath, Bucket: "lanewatch/autogen"},
+		Store:       Store{Kind: StoreFile, Bucket: "lanewatch/autogen"}, // the paths default per kind in validate
 		Probe: Probe{
 			Prompt:    probe.DefaultPrompt,
 			MaxTokens: probe.DefaultMaxTokens,
@@ -98,7 +97,7 @@ type Config struct {
 // Store selects and configures the storage backend.
 type Store struct {
 	Kind          string `yaml:"kind"`            // StoreFile | StoreInflux
-	Path          string `yaml:"path"`            // file: the line-protocol file
+	Path          string `yaml:"path"`            // file: the line-protocol file; "" for influx
 	URL           string `yaml:"url"`             // influx
 	Org           string `yaml:"org"`             // influx 2.x; "" for 1.8
 	Bucket        string `yaml:"bucket"`          // influx: bucket, or "db/rp" on 1.8

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 const minimal = `
@@ -98,6 +99,40 @@ func TestDefaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.got != c.want {
 				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+}
+
+// Each store kind gets the defaults of its own kind only: an InfluxDB
+// store has no samples file (so `sampler import data/samples.lp` into it is
+// not refused as importing the store's own file), a file store no spool.
+func TestStoreDefaultsPerKind(t *testing.T) {
+	for _, c := range []struct {
+		name, store             string
+		path, spool, deadLetter string
+		spoolMax                int64
+	}{
+		{"file, nothing set", "{kind: file}", "/etc/lw/data/samples.lp", "", "", 0},
+		{"file, empty path", "{kind: file, path: \"\"}", "/etc/lw/data/samples.lp", "", "", 0},
+		{"file, a path", "{kind: file, path: s.lp}", "/etc/lw/s.lp", "", "", 0},
+		{"no store key", "", "/etc/lw/data/samples.lp", "", "", 0},
+		{"influx, nothing set", "{kind: influx, url: \"http://h:8086\"}", "", "/etc/lw/data/spool.lp", "/etc/lw/data/dead-letter.lp", series.DefaultSpoolMaxBytes},
+		{"influx, own spool", "{kind: influx, url: \"http://h:8086\", spool: /var/sp.lp, dead_letter: d.lp}", "", "/var/sp.lp", "/etc/lw/d.lp", series.DefaultSpoolMaxBytes},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := minimal
+			if c.store != "" {
+				src = "store: " + c.store + "\n" + minimal
+			}
+			cfg, err := Parse(strings.NewReader(src), "/etc/lw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Store
+			if s.Path != c.path || s.Spool != c.spool || s.DeadLetter != c.deadLetter || s.SpoolMaxBytes != c.spoolMax {
+				t.Errorf("path %q spool %q dead_letter %q spool_max_bytes %d, want %q %q %q %d",
+					s.Path, s.Spool, s.DeadLetter, s.SpoolMaxBytes, c.path, c.spool, c.deadLetter, c.spoolMax)
 			}
 		})
 	}
@@ -202,6 +237,7 @@ func TestBadConfigs(t *testing.T) {
 		{"influx without url", "store: {kind: influx}\n" + lane(""), `store.url: want an http(s) URL`},
 		{"influx url with password", "store: {kind: influx, url: \"http://u:hunter2@h:8086\"}\n" + lane(""), `store.url: must not carry credentials`},
 		{"influx url with query", "store: {kind: influx, url: \"http://h:8086/?token=hunter2\"}\n" + lane(""), `store.url: must not carry a query or fragment`},
+		{"influx with a file path", "store:\n  kind: influx\n  url: http://h:8086\n  path: data/samples.lp\n" + lane(""), `:4: store.path: is for kind file only; an InfluxDB store keeps no samples file (remove store.path;`},
 		{"influx bad token_env", "store: {kind: influx, url: \"http://h:8086\", token_env: \"my token\"}\n" + lane(""), `store.token_env: must name an environment variable`},
 		{"no lanes", "timezone: UTC\n", `lanes: at least one lane is required`},
 		{"bad lane name", "lanes:\n  - {name: A!, kind: free, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].name: want [a-z0-9_-]+, got "A!"`},

@@ -92,10 +92,16 @@ func (c *Config) validateStore() error {
 	switch s.Kind {
 	case StoreFile:
 		if s.Path == "" {
-			return fieldErr("store.path", "required for kind file")
+			s.Path = series.DefaultFilePath
 		}
 		s.Path = c.abs(s.Path)
 	case StoreInflux:
+		// The file store's default path is no path of an InfluxDB store:
+		// `sampler import` of data/samples.lp into InfluxDB must not take
+		// it for the store's own file. A path set here is a leftover.
+		if s.Path != "" {
+			return fieldErr("store.path", "is for kind file only; an InfluxDB store keeps no samples file (remove store.path; import the old file with `sampler import -config F FILE`)")
+		}
 		if err := httpURL("store.url", s.URL, "such as http://127.0.0.1:8086",
 			"put the token in the variable named by store.token_env"); err != nil {
 			return err

@@ -170,6 +170,15 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
+	if _, fresh := st.(emptyStore); !fresh { // a fresh install said so already
+		note, err := thinNote(ctx, st, &rep)
+		if err != nil {
+			return fmt.Errorf("backtest: %w", err)
+		}
+		if note != "" {
+			fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
+		}
+	}
 	var out bytes.Buffer
 	if err := write(&out, &rep, *hoursFlag); err != nil {
 		return fmt.Errorf("backtest: %w", err)
