@@ -10,6 +10,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,7 +34,15 @@ const (
 	DefaultJitter       = 30 * time.Second
 	DefaultConcurrency  = 64
 	DefaultPolicyOut    = "policies"
-	DefaultLookbackDays = 7
+	DefaultLookbackDays = 7 // under policy.rule: max
+	// DefaultCalibratedLookbackDays is policy.lookback_days under rule:
+	// calibrated (policy.DefaultCalibratedLookbackDays).
+	DefaultCalibratedLookbackDays = 14
+	DefaultRule                   = "calibrated" // policy.RuleCalibrated
+	DefaultCoverage               = 0.95         // policy.DefaultCoverage
+	// LookbackUnset is Policy.LookbackDays before validation when the file
+	// leaves it out: the rule's default replaces it.
+	LookbackUnset = math.MinInt
 )
 
 // Store kinds.
@@ -61,7 +70,7 @@ func Default() *Config {
 			MaxTokens: probe.DefaultMaxTokens,
 			Timeout:   Duration(probe.DefaultTimeout),
 		},
-		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: DefaultLookbackDays},
+		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
 	}
 }
 
@@ -185,8 +194,12 @@ func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
 
 // Policy configures policygen.
 type Policy struct {
-	Out          string  `yaml:"out"`
+	Out string `yaml:"out"`
+	// LookbackDays is LookbackUnset until validation gives it the rule's
+	// default (14 calibrated, 7 max) when the file leaves it out.
 	LookbackDays int     `yaml:"lookback_days"`
+	Rule         string  `yaml:"rule"`     // calibrated | max
+	Coverage     float64 `yaml:"coverage"` // 0 < c < 1: the calibrated rule's
 	Classes      []Class `yaml:"classes"`
 }
 
@@ -197,6 +210,7 @@ type Class struct {
 	CeilingTokens int     `yaml:"ceiling_tokens"`
 	EstTokens     int     `yaml:"est_tokens"`
 	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
+	Coverage      float64 `yaml:"coverage"` // 0: policy.coverage
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

@@ -47,6 +47,29 @@ func TestLoadEveryShippedConfig(t *testing.T) {
 	}
 }
 
+// lookback_days defaults to the rule's window: 14 days calibrated, 7 max;
+// a value in the file wins under either rule.
+func TestLookbackDefaultPerRule(t *testing.T) {
+	cases := []struct {
+		policy string
+		want   int
+	}{
+		{"policy: {rule: max}\n", 7},
+		{"policy: {rule: calibrated}\n", 14},
+		{"policy: {rule: max, lookback_days: 0}\n", 0},
+		{"policy: {rule: calibrated, lookback_days: 3}\n", 3},
+	}
+	for _, c := range cases {
+		cfg, err := Parse(strings.NewReader(c.policy+minimal), "/etc/lanewatch")
+		if err != nil {
+			t.Fatalf("%q: %v", c.policy, err)
+		}
+		if cfg.Policy.LookbackDays != c.want {
+			t.Errorf("%q: lookback_days %d, want %d", c.policy, cfg.Policy.LookbackDays, c.want)
+		}
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	cfg, err := Parse(strings.NewReader(minimal), "/etc/lanewatch")
 	if err != nil {
@@ -64,7 +87,9 @@ func TestDefaults(t *testing.T) {
 		{"store.kind", cfg.Store.Kind, StoreFile},
 		{"store.path", cfg.Store.Path, "/etc/lanewatch/data/samples.lp"},
 		{"policy.out", cfg.Policy.Out, "/etc/lanewatch/policies"},
-		{"policy.lookback_days", cfg.Policy.LookbackDays, 7},
+		{"policy.rule", cfg.Policy.Rule, "calibrated"},
+		{"policy.coverage", cfg.Policy.Coverage, 0.95},
+		{"policy.lookback_days", cfg.Policy.LookbackDays, 14}, // the calibrated rule's default
 		{"lane prompt", l.Prompt, probe.DefaultPrompt},
 		{"lane max_tokens", l.MaxTokens, probe.DefaultMaxTokens},
 		{"lane timeout", l.Timeout.D(), probe.DefaultTimeout},
@@ -233,6 +258,11 @@ func TestBadConfigs(t *testing.T) {
 		{"lane timeout", lane(", timeout: -5s"), `lanes[0].timeout: must be > 0`},
 		{"empty prompt", "probe: {prompt: \" \"}\n" + lane(""), `probe.prompt: must not be empty`},
 		{"lookback", "policy: {lookback_days: -1}\n" + lane(""), `policy.lookback_days: must be between 0 and 366`},
+		{"lookback calibrated 0", "policy: {lookback_days: 0}\n" + lane(""), `policy.lookback_days: the calibrated rule learns from at least 1 day, got 0`},
+		{"rule", "policy: {rule: p99}\n" + lane(""), `policy.rule: want calibrated or max, got "p99"`},
+		{"coverage 1", "policy: {coverage: 1}\n" + lane(""), `policy.coverage: must be above 0 and below 1, got 1`},
+		{"coverage 0", "policy: {coverage: 0}\n" + lane(""), `policy.coverage: must be above 0 and below 1, got 0`},
+		{"class coverage", "policy: {classes: [{name: c, deadline_s: 1, ceiling_tokens: 10, est_tokens: 5, coverage: 1.5}]}\n" + lane(""), `policy.classes[0].coverage: must be above 0 and below 1 (or left out: policy.coverage), got 1.5`},
 		{"class deadline", "policy: {classes: [{name: c, deadline_s: 0, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got 0`},
 		{"class deadline NaN", "policy: {classes: [{name: c, deadline_s: .nan, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got NaN`},
 		{"class deadline Inf", "policy: {classes: [{name: c, deadline_s: .inf, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got +Inf`},

@@ -272,8 +272,26 @@ func (c *Config) validatePolicy() error {
 		return fieldErr("policy.out", "must not be empty")
 	}
 	p.Out = c.abs(p.Out)
+	switch p.Rule {
+	case "calibrated":
+		if p.LookbackDays == LookbackUnset {
+			p.LookbackDays = DefaultCalibratedLookbackDays
+		}
+	case "max":
+		if p.LookbackDays == LookbackUnset {
+			p.LookbackDays = DefaultLookbackDays
+		}
+	default:
+		return fieldErr("policy.rule", "want calibrated or max, got %q", p.Rule)
+	}
+	if !(p.Coverage > 0 && p.Coverage < 1) {
+		return fieldErr("policy.coverage", "must be above 0 and below 1, got %v", p.Coverage)
+	}
 	if p.LookbackDays < 0 || p.LookbackDays > 366 {
 		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
+	}
+	if p.Rule == "calibrated" && p.LookbackDays < 1 {
+		return fieldErr("policy.lookback_days", "the calibrated rule learns from at least 1 day, got %d", p.LookbackDays)
 	}
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
@@ -291,6 +309,8 @@ func (c *Config) validatePolicy() error {
 			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
 		case !num.Finite(cl.PaidUSDPer1k) || cl.PaidUSDPer1k < 0:
 			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
+		case cl.Coverage != 0 && !(cl.Coverage > 0 && cl.Coverage < 1):
+			return fieldErr(f+".coverage", "must be above 0 and below 1 (or left out: policy.coverage), got %v", cl.Coverage)
 		}
 		if j, dup := seen[cl.Name]; dup {
 			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)
