@@ -24,6 +24,9 @@ func Groups(cfg *config.Config) []budget.Group {
 	var gs []budget.Group
 	for _, q := range cfg.Quotas {
 		g := budget.Group{Name: q.Name, ProbesPerDay: q.ProbesPerDay, Location: q.Location}
+		if q.Scope != config.ScopeSite {
+			g.Sites = slices.Clone(cfg.Sites) // scope account: the listed sites share it
+		}
 		for _, l := range cfg.Lanes {
 			if l.Quota == q.Name {
 				g.Lanes = append(g.Lanes, l.Name)

@@ -83,6 +83,7 @@ type Config struct {
 	Jitter      Duration       `yaml:"jitter"`
 	Concurrency int            `yaml:"concurrency"`
 	Site        string         `yaml:"site"`  // tag on every stored point; "" for none
+	Sites       []string       `yaml:"sites"` // the sites that share the account-scope quotas, in turn order
 	Shard       Shard          `yaml:"shard"` // the part of the lanes this sampler probes
 	Store       Store          `yaml:"store"`
 	Probe       Probe          `yaml:"probe"`
@@ -138,7 +139,16 @@ type Quota struct {
 	ProbesPerDay int            `yaml:"probes_per_day"`
 	Timezone     string         `yaml:"timezone"`
 	Location     *time.Location `yaml:"-"` // Timezone, loaded
+	// Scope is whose budget it is: ScopeAccount (the default), one for all
+	// the config's Sites together, or ScopeSite, one per site.
+	Scope string `yaml:"scope"`
 }
+
+// Quota scopes.
+const (
+	ScopeAccount = "account" // the lanes share one key: all sites spend one budget
+	ScopeSite    = "site"    // each site has a budget of its own
+)
 
 // QuotaOf returns the quota of the named lane; false when the lane has none
 // or there is no such lane.

@@ -457,6 +457,7 @@ func TestNewKeys(t *testing.T) {
 	}
 	src := `
 site: fra1
+sites: [fra1]
 shard: "2/5"
 quotas:
   - {name: openrouter, probes_per_day: 12}
@@ -542,7 +543,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("timezone: UTC\nschedule: \"* * * * *\"\n" + minimal)
 	f.Add("lanes: [{name: a}]")
 	f.Add("store: {kind: influx, url: \"http://h\"}\n" + minimal)
-	f.Add("site: fra1\nshard: 2/5\nquotas: [{name: q, probes_per_day: 12}]\nlanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x\", model: m, quota: q}\n  - {<<: [*l], name: b}\n")
+	f.Add("site: fra1\nsites: [fra1]\nshard: 2/5\nquotas: [{name: q, probes_per_day: 12}]\nlanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x\", model: m, quota: q}\n  - {<<: [*l], name: b}\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		cfg, err := Parse(strings.NewReader(src), "/tmp")
 		if err != nil {

@@ -65,6 +65,9 @@ func (c *Config) validate() error {
 	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
 		return err
 	}
+	if err := c.validateSites(); err != nil {
+		return err
+	}
 	if err := c.validateQuotas(); err != nil {
 		return err
 	}
@@ -249,6 +252,32 @@ func (c *Config) validateQuotas() error {
 		}
 		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
 			return err
+		}
+		switch q.Scope {
+		case "":
+			q.Scope = ScopeAccount
+		case ScopeAccount, ScopeSite:
+		default:
+			return fieldErr(f+".scope", "want %s or %s, got %q", ScopeAccount, ScopeSite, q.Scope)
+		}
+		if q.Scope == ScopeAccount && (c.Site != "" || len(c.Sites) > 0) && !slices.Contains(c.Sites, c.Site) {
+			if c.Site == "" {
+				return fieldErr(f+".scope", "account: the sites %s share this quota's budget, so site must name one of them", strings.Join(c.Sites, ", "))
+			}
+			return fieldErr("sites", "must list site %q: quotas[%d] %q has scope account, shared by the listed sites (or set its scope: site)", c.Site, i, q.Name)
+		}
+	}
+	return nil
+}
+
+// validateSites checks the sites list: valid names, each once.
+func (c *Config) validateSites() error {
+	for i, s := range c.Sites {
+		if !laneName.MatchString(s) {
+			return fieldErr(fmt.Sprintf("sites[%d]", i), "want [a-z0-9_-]+, got %q", s)
+		}
+		if j := slices.Index(c.Sites, s); j < i {
+			return fieldErr(fmt.Sprintf("sites[%d]", i), "%q is already sites[%d]", s, j)
 		}
 	}
 	return nil

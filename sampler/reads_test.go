@@ -60,7 +60,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	var b strings.Builder
-	b.WriteString("site: eu-1\nquotas:\n  - {name: g, probes_per_day: 24}\nstore: {kind: file, path: samples.lp}\nlanes:\n")
+	b.WriteString("site: eu-1\nsites: [eu-1]\nquotas:\n  - {name: g, probes_per_day: 24}\nstore: {kind: file, path: samples.lp}\nlanes:\n")
 	for _, l := range []struct{ name, extra string }{{"free", ""}, {"limited", ""}, {"b1", ", quota: g"}, {"b2", ", quota: g"}} {
 		fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s%s}\n", l.name, srv.URL, l.name, l.extra)
 	}

@@ -208,7 +208,10 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 		read.To = end
 	}
 	q := series.Query{Windows: []series.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
-	ps, err := s.store.Probes(ctx, q)
+	shared, sites := s.shared()
+	wide := q
+	wide.Sites = sites
+	ps, err := s.store.Probes(ctx, wide)
 	if err != nil {
 		m.err = err
 		if lr, ok := s.store.(series.LocalReader); ok {
@@ -219,13 +222,40 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 		}
 		return m
 	}
-	m.prior = series.Prior{Query: q, Probes: ps}
-	m.latest = newest(sent(within(ps, latestWin, s.owned)))
+	// The hour records are this site's own: they are rebuilt from its
+	// probes alone. Budgets and back-offs of a group the sites share count
+	// every site's requests of its lanes.
+	own := slices.DeleteFunc(slices.Clone(ps), func(p series.Probe) bool { return p.Site != s.site })
+	counted := slices.DeleteFunc(ps, func(p series.Probe) bool { return p.Site != s.site && !shared[p.Lane] })
+	m.prior = series.Prior{Query: q, Probes: own}
+	m.latest = newest(sent(within(counted, latestWin, s.owned)))
 	if len(lanes) > 0 {
-		m.probes = sent(within(ps, probesWin, lanes))
+		m.probes = sent(within(counted, probesWin, lanes))
 	}
-	m.prior.Rebuild = s.abandoned(ps, now)
+	m.prior.Rebuild = s.abandoned(own, now)
 	return m
+}
+
+// shared returns the owned lanes of the groups the sites share (quota
+// scope account: budget.Group.Sites) and the sites a round reads: this
+// one and those sharing a group with it.
+func (s *Sampler) shared() (map[string]bool, []string) {
+	lanes := map[string]bool{}
+	sites := []string{s.site}
+	for _, g := range s.groups {
+		if len(g.Sites) == 0 || !slices.ContainsFunc(g.Lanes, func(l string) bool { return slices.Contains(s.owned, l) }) {
+			continue
+		}
+		for _, l := range g.Lanes {
+			lanes[l] = true
+		}
+		for _, site := range g.Sites {
+			if !slices.Contains(sites, site) {
+				sites = append(sites, site)
+			}
+		}
+	}
+	return lanes, sites
 }
 
 // sent returns the points of ps that stand for requests sent (series.Sent):
@@ -295,7 +325,7 @@ func newest(ps []series.Probe) []series.Probe {
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
 	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.loc, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err}
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site}
 	if m.err != nil {
 		in.Latest = append(in.Latest, m.local...)
 		s.mu.Lock()
