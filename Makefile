@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: all build demo test vet lint bench clean
+.PHONY: all build demo test vet lint bench mutate clean
 
 all: build
 
@@ -26,6 +26,12 @@ vet:
 
 bench:
 	./scripts/bench.sh
+
+# Mutation testing of the core (gremlins, pinned and installed by the
+# script): each package's efficacy and survivors. Minutes, not seconds; not
+# part of `test`. TESTING.md records the scores and the equivalent survivors.
+mutate:
+	./scripts/mutate.sh
 
 clean:
 	rm -rf $(BIN) .demo

@@ -13,6 +13,7 @@ import (
 )
 
 const samplerYAML = `site: fra1
+sites: [fra1]
 schedule: "*/20 * * * *"
 timezone: Europe/Berlin
 concurrency: 3

@@ -24,6 +24,9 @@ func Groups(cfg *config.Config) []budget.Group {
 	var gs []budget.Group
 	for _, q := range cfg.Quotas {
 		g := budget.Group{Name: q.Name, ProbesPerDay: q.ProbesPerDay, Location: q.Location}
+		if q.Scope != config.ScopeSite {
+			g.Sites = slices.Clone(cfg.Sites) // scope account: the listed sites share it
+		}
 		for _, l := range cfg.Lanes {
 			if l.Quota == q.Name {
 				g.Lanes = append(g.Lanes, l.Name)
@@ -37,7 +40,8 @@ func Groups(cfg *config.Config) []budget.Group {
 // Params maps the config to the policy's parameters. A lane of a quota
 // group keeps a basis as long as its probe interval plus an hour.
 func Params(cfg *config.Config) policy.Params {
-	p := policy.Params{Location: cfg.Location, LookbackDays: max(cfg.Policy.LookbackDays, 0)}
+	p := policy.Params{Location: cfg.Location, LookbackDays: max(cfg.Policy.LookbackDays, 0),
+		Rule: cfg.Policy.Rule, Coverage: cfg.Policy.Coverage}
 	basis := map[string]int{}
 	for _, g := range Groups(cfg) {
 		for _, l := range g.Lanes {
@@ -54,6 +58,7 @@ func Params(cfg *config.Config) policy.Params {
 			CeilingTokens: c.CeilingTokens,
 			EstTokens:     c.EstTokens,
 			PaidUSDPer1k:  c.PaidUSDPer1k,
+			Coverage:      c.Coverage,
 		})
 	}
 	return p
@@ -88,11 +93,66 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites)
+	// The calibrated rule's probes hold the newest ones of every lane
+	// probed in its window: the probes are read once.
+	probes, err := calibratedProbes(ctx, st, p, end, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
-	return policy.ForHour(p, hourly, policy.States(latest, cfg.Location), h), nil
+	latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites, probes)
+	if err != nil {
+		return policy.File{}, err
+	}
+	return policy.ForHourProbes(p, hourly, probes, policy.States(latest, cfg.Location), h), nil
+}
+
+// calibratedProbes reads the probes the calibrated rule learns from for a
+// policy as of end: twice the lookback's days before it (none under the
+// worst-of rule, which reads the hourly records alone). The rule's margin is
+// made of the window's residuals, each measured against the profile of the
+// window before it: with the lookback alone, the older residuals would come
+// from young profiles, and on the benchmark's year of 50 lanes the figures
+// differed from a replay of the whole history by 4.6 % (median; 9.7 % at
+// p90); with twice the lookback by 0.03 % (0.9 % at p90).
+func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end time.Time, sites []string) ([]series.Probe, error) {
+	if !p.Calibrated() {
+		return nil, nil
+	}
+	lanes := make([]string, len(p.Lanes))
+	for i, l := range p.Lanes {
+		lanes[i] = l.Name
+	}
+	q := series.Query{Windows: []series.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
+	// A store that streams in time order (the embedded file) is read
+	// without the per-point map a Probes read keeps.
+	if sc, ok := st.(series.ProbeScanner); ok {
+		var probes []series.Probe
+		ordered, err := sc.ScanProbes(ctx, q, func(pr series.Probe) error {
+			probes = append(probes, pr)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: read probes: %w", err)
+		}
+		if ordered {
+			return probes, nil
+		}
+	}
+	probes, err := st.Probes(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("store: read probes: %w", err)
+	}
+	return probes, nil
+}
+
+// calibratedFrom is where the calibrated rule's read for a policy as of
+// end starts: twice its window before end.
+func calibratedFrom(p policy.Params, end time.Time) time.Time {
+	days := p.LookbackDays
+	if days <= 0 {
+		days = policy.DefaultCalibratedLookbackDays
+	}
+	return end.Add(-2 * time.Duration(days) * 24 * time.Hour)
 }
 
 // Forecast reads what the 24 forecast policies of the day holding `day`
@@ -108,11 +168,15 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	if err != nil {
 		return nil, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites)
+	probes, err := calibratedProbes(ctx, st, p, start, sites)
 	if err != nil {
 		return nil, err
 	}
-	return policy.Forecast(p, hourly, policy.States(latest, cfg.Location), day), nil
+	latest, err := newest(ctx, st, p, start.Add(-stateSpan(p)), start, sites, probes)
+	if err != nil {
+		return nil, err
+	}
+	return policy.ForecastProbes(p, hourly, probes, policy.States(latest, cfg.Location), day), nil
 }
 
 // newest returns the newest probe of each lane and site before end, looking
@@ -120,8 +184,11 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 // needed: the last few hours (every lane probed at least hourly, and a
 // sparse lane's basis), then [from, end), then all of the history before
 // end for the lanes still missing, so that a lane last probed long ago
-// reads no_recent_sample, not never_sampled.
-func newest(ctx context.Context, st series.Store, p policy.Params, from, end time.Time, sites []string) ([]series.Probe, error) {
+// reads no_recent_sample, not never_sampled. Probes already read (have: the
+// probes of the window before end that the calibrated rule reads, in time
+// order) give the newest of the lanes they hold, and the search goes on
+// before them for the others.
+func newest(ctx context.Context, st series.Store, p policy.Params, from, end time.Time, sites []string, have []series.Probe) ([]series.Probe, error) {
 	recent := p.MaxBasisHours() + 1
 	steps := []time.Time{end.Add(-time.Duration(recent) * time.Hour), from, time.Unix(0, 0)}
 	var found []series.Probe
@@ -130,6 +197,17 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		lanes[i] = l.Name
 	}
 	to := end
+	if have != nil {
+		found = newestPerSeries(have)
+		lanes = slices.DeleteFunc(lanes, func(l string) bool {
+			return slices.ContainsFunc(found, func(p series.Probe) bool { return p.Lane == l })
+		})
+		if len(lanes) == 0 {
+			return found, nil
+		}
+		to = calibratedFrom(p, end)
+		steps = slices.DeleteFunc(steps, func(t time.Time) bool { return !t.Before(to) })
+	}
 	for _, start := range steps {
 		if !start.Before(to) {
 			continue
@@ -148,6 +226,26 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		to = start
 	}
 	return found, nil
+}
+
+// newestPerSeries returns the newest probe of each lane and site in
+// probes (time order: the later of equal times).
+func newestPerSeries(probes []series.Probe) []series.Probe {
+	type key struct{ lane, site string }
+	at := map[key]int{}
+	var out []series.Probe
+	for _, pr := range probes {
+		k := key{pr.Lane, pr.Site}
+		if i, ok := at[k]; ok {
+			if !pr.Time.Before(out[i].Time) {
+				out[i] = pr
+			}
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, pr)
+	}
+	return out
 }
 
 // Swings computes the time-of-day report of the hourly records of [from,

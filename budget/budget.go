@@ -43,13 +43,6 @@ type Group struct {
 	Sites []string
 }
 
-// Spend is one request booked against a group's budget: a reservation
-// written before the request left, settled by its probe or not.
-type Spend struct {
-	Lane string
-	Time time.Time
-}
-
 // Backoff returns until when a lane must not be probed after its probe p,
 // and whether p asks for a back-off at all: after a 429, or an answer that
 // said no requests remain, until the later of Retry-After and the quota's
@@ -99,17 +92,15 @@ type Input struct {
 	Now    time.Time
 	Lanes  []string // every lane the round covers, in config order
 	Groups []Group  // quota groups; a lane in none is unbudgeted
-	// Probes holds the stored probes of the budgeted lanes since (at
-	// least) the start of their group's day that settle no reservation in
-	// Spent (a probe that does is counted once, through Spent); nil with
+	// Probes holds the requests of the budgeted lanes since (at least)
+	// the start of their group's day: their stored probe points, each a
+	// reservation (series.OutcomeReserved) or the probe that replaced it,
+	// so a request counts once from the moment it was booked, whether or
+	// not its probe was ever stored. Released reservations
+	// (series.OutcomeUnsent) are no requests and are not counted. Nil with
 	// MeterErr set when the store could not be read. With a group of
-	// several Sites, the probes and reservations of all of them.
+	// several Sites, the probes of all of them.
 	Probes []series.Probe
-	// Spent holds the reservations of the budgeted lanes since (at least)
-	// the start of their group's day, settled or not: a request counts
-	// from the moment it was booked, whether or not its probe was ever
-	// stored.
-	Spent []Spend
 	// Site is the probing site: a group with Sites probes only in the
 	// slots SlotOwner gives this site.
 	Site string
@@ -213,18 +204,13 @@ type state struct {
 	mayProbe bool // the current slot is unused and the cap allows one more
 }
 
-// spends is every request of the group's lanes the input knows of: its
-// reservations and the probes that settle none.
-func spends(g *Group, in Input) []Spend {
-	var out []Spend
+// spends is the time of every request of the group's lanes the input
+// knows of: its probe points, reserved or settled, but released ones.
+func spends(g *Group, in Input) []time.Time {
+	var out []time.Time
 	for _, p := range in.Probes {
-		if slices.Contains(g.Lanes, p.Lane) {
-			out = append(out, Spend{Lane: p.Lane, Time: p.Time})
-		}
-	}
-	for _, s := range in.Spent {
-		if slices.Contains(g.Lanes, s.Lane) {
-			out = append(out, s)
+		if series.Sent(p) && slices.Contains(g.Lanes, p.Lane) {
+			out = append(out, p.Time)
 		}
 	}
 	return out
@@ -233,17 +219,17 @@ func spends(g *Group, in Input) []Spend {
 // groupState counts the group's requests since its day started. A request
 // stamped after now (a clock stepped back) still counts, and uses the
 // current slot: the requests were sent, whatever the clock says now.
-func groupState(g Group, now time.Time, site string, spent []Spend) state {
+func groupState(g Group, now time.Time, site string, spent []time.Time) state {
 	day, _ := dayOf(g, now)
 	slotStart, ok := SlotStart(g, now)
 	var st state
 	usedSlot := false
-	for _, p := range spent {
-		if p.Time.Before(day) {
+	for _, at := range spent {
+		if at.Before(day) {
 			continue
 		}
 		st.sent++
-		if ok && !p.Time.Before(slotStart) {
+		if ok && !at.Before(slotStart) {
 			usedSlot = true
 		}
 	}

@@ -21,20 +21,22 @@ func TestUnsettledReservationsSpendTheDay(t *testing.T) {
 	now := day.Add(20 * time.Hour)
 	cases := []struct {
 		name   string
-		spent  []Spend
+		spent  []series.Probe // reservations
 		probes []series.Probe
 		probe  bool
 		sent   int
 	}{
 		{"nothing booked", nil, nil, true, 0},
-		{"a reservation never settled", []Spend{{Lane: "a", Time: day.Add(time.Hour)}}, nil, false, 1},
+		{"a reservation never settled", []series.Probe{{Lane: "a", Time: day.Add(time.Hour), Outcome: series.OutcomeReserved}}, nil, false, 1},
 		{"a stored probe without a reservation", nil, []series.Probe{{Lane: "a", Time: day.Add(time.Hour)}}, false, 1},
-		{"yesterday's reservation", []Spend{{Lane: "a", Time: day.Add(-time.Minute)}}, nil, true, 0},
-		{"another group's lane", []Spend{{Lane: "b", Time: day.Add(time.Hour)}}, nil, true, 0},
+		{"yesterday's reservation", []series.Probe{{Lane: "a", Time: day.Add(-time.Minute), Outcome: series.OutcomeReserved}}, nil, true, 0},
+		{"a released reservation (its probe never started)", nil, []series.Probe{{Lane: "a", Time: day.Add(time.Hour), Outcome: series.OutcomeUnsent}}, true, 0},
+		{"a reservation and the probe that replaced it", nil, []series.Probe{{Lane: "a", Time: day.Add(time.Hour), Outcome: "ok", OK: true}}, false, 1},
+		{"another group's lane", []series.Probe{{Lane: "b", Time: day.Add(time.Hour), Outcome: series.OutcomeReserved}}, nil, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			plan := Decide(Input{Now: now, Lanes: []string{"a"}, Groups: []Group{g}, Spent: c.spent, Probes: c.probes, Location: time.UTC})
+			plan := Decide(Input{Now: now, Lanes: []string{"a"}, Groups: []Group{g}, Probes: append(slices.Clone(c.spent), c.probes...), Location: time.UTC})
 			if got := slices.Contains(plan.Probe, "a"); got != c.probe {
 				t.Errorf("probe a = %v, want %v (plan %+v)", got, c.probe, plan)
 			}
@@ -57,7 +59,7 @@ func TestFutureStampedRequestsCount(t *testing.T) {
 				if kind == "probe" {
 					in.Probes = []series.Probe{{Lane: "a", Time: now.Add(ahead)}}
 				} else {
-					in.Spent = []Spend{{Lane: "a", Time: now.Add(ahead)}}
+					in.Probes = []series.Probe{{Lane: "a", Time: now.Add(ahead), Outcome: series.OutcomeReserved}}
 				}
 				plan := Decide(in)
 				if slices.Contains(plan.Probe, "a") || plan.Sent["or"] != 1 {
@@ -110,9 +112,9 @@ type multiSite struct {
 	sites   []string
 	groups  []Group
 	lanes   []string
-	spent   []Spend // every site's requests, in time order
+	spent   []series.Probe // every site's requests, in time order
 	down    func(site string, now time.Time) bool
-	perSite map[string][]Spend
+	perSite map[string][]series.Probe
 }
 
 func (m *multiSite) run(t *testing.T, spec string, start time.Time, d time.Duration, check func(now time.Time)) {
@@ -122,7 +124,7 @@ func (m *multiSite) run(t *testing.T, spec string, start time.Time, d time.Durat
 		t.Fatal(err)
 	}
 	if m.perSite == nil {
-		m.perSite = map[string][]Spend{}
+		m.perSite = map[string][]series.Probe{}
 	}
 	for now := sched.Next(start.Add(-time.Nanosecond)); now.Before(start.Add(d)); now = sched.Next(now) {
 		for _, site := range m.sites {
@@ -137,15 +139,15 @@ func (m *multiSite) run(t *testing.T, spec string, start time.Time, d time.Durat
 			for l, at := range last {
 				latest = append(latest, series.Probe{Lane: l, Time: at, OK: true, Outcome: "ok"})
 			}
-			i, _ := slices.BinarySearchFunc(m.spent, now.Add(-48*time.Hour), func(s Spend, t time.Time) int { return s.Time.Compare(t) })
-			plan := Decide(Input{Now: now, Lanes: m.lanes, Groups: m.groups, Spent: slices.Clone(m.spent[i:]), Latest: latest, Site: site, Location: time.UTC})
+			i, _ := slices.BinarySearchFunc(m.spent, now.Add(-48*time.Hour), func(s series.Probe, t time.Time) int { return s.Time.Compare(t) })
+			plan := Decide(Input{Now: now, Lanes: m.lanes, Groups: m.groups, Probes: slices.Clone(m.spent[i:]), Latest: latest, Site: site, Location: time.UTC})
 			for _, l := range plan.Probe {
 				if g := groupOfLane(m.groups, l); g != nil {
 					if owner := SlotOwner(*g, now); owner != site {
 						t.Fatalf("%s: site %s probed %s in a slot of %s", now.Format(time.RFC3339), site, l, owner)
 					}
 				}
-				s := Spend{Lane: l, Time: now}
+				s := series.Probe{Lane: l, Time: now, Outcome: series.OutcomeReserved}
 				m.spent = append(m.spent, s)
 				m.perSite[site] = append(m.perSite[site], s)
 			}
@@ -229,7 +231,7 @@ func TestAccountScopeRandom(t *testing.T) {
 }
 
 // checkSpendCap asserts the budget invariant over every site's requests.
-func checkSpendCap(t *testing.T, groups []Group, spent []Spend, now time.Time) {
+func checkSpendCap(t *testing.T, groups []Group, spent []series.Probe, now time.Time) {
 	t.Helper()
 	for _, g := range groups {
 		day, length := dayOf(g, now)

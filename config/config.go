@@ -10,6 +10,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,7 +19,6 @@ import (
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
@@ -34,7 +34,15 @@ const (
 	DefaultJitter       = 30 * time.Second
 	DefaultConcurrency  = 64
 	DefaultPolicyOut    = "policies"
-	DefaultLookbackDays = 7
+	DefaultLookbackDays = 7 // under policy.rule: max
+	// DefaultCalibratedLookbackDays is policy.lookback_days under rule:
+	// calibrated (policy.DefaultCalibratedLookbackDays).
+	DefaultCalibratedLookbackDays = 14
+	DefaultRule                   = "calibrated" // policy.RuleCalibrated
+	DefaultCoverage               = 0.95         // policy.DefaultCoverage
+	// LookbackUnset is Policy.LookbackDays before validation when the file
+	// leaves it out: the rule's default replaces it.
+	LookbackUnset = math.MinInt
 )
 
 // Store kinds.
@@ -56,13 +64,13 @@ func Default() *Config {
 		Jitter:      Duration(DefaultJitter),
 		Concurrency: DefaultConcurrency,
 		Shard:       Shard{Index: 0, Count: 1},
-		Store:       Store{Kind: StoreFile, Path: series.DefaultFilePath, Bucket: "lanewatch/autogen"},
+		Store:       Store{Kind: StoreFile, Bucket: "lanewatch/autogen"}, // the paths default per kind in validate
 		Probe: Probe{
 			Prompt:    probe.DefaultPrompt,
 			MaxTokens: probe.DefaultMaxTokens,
 			Timeout:   Duration(probe.DefaultTimeout),
 		},
-		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: DefaultLookbackDays},
+		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
 	}
 }
 
@@ -75,6 +83,7 @@ type Config struct {
 	Jitter      Duration       `yaml:"jitter"`
 	Concurrency int            `yaml:"concurrency"`
 	Site        string         `yaml:"site"`  // tag on every stored point; "" for none
+	Sites       []string       `yaml:"sites"` // the sites that share the account-scope quotas, in turn order
 	Shard       Shard          `yaml:"shard"` // the part of the lanes this sampler probes
 	Store       Store          `yaml:"store"`
 	Probe       Probe          `yaml:"probe"`
@@ -89,7 +98,7 @@ type Config struct {
 // Store selects and configures the storage backend.
 type Store struct {
 	Kind          string `yaml:"kind"`            // StoreFile | StoreInflux
-	Path          string `yaml:"path"`            // file: the line-protocol file
+	Path          string `yaml:"path"`            // file: the line-protocol file; "" for influx
 	URL           string `yaml:"url"`             // influx
 	Org           string `yaml:"org"`             // influx 2.x; "" for 1.8
 	Bucket        string `yaml:"bucket"`          // influx: bucket, or "db/rp" on 1.8
@@ -134,7 +143,16 @@ type Quota struct {
 	ProbesPerDay int            `yaml:"probes_per_day"`
 	Timezone     string         `yaml:"timezone"`
 	Location     *time.Location `yaml:"-"` // Timezone, loaded
+	// Scope is whose budget it is: ScopeAccount (the default), one for all
+	// the config's Sites together, or ScopeSite, one per site.
+	Scope string `yaml:"scope"`
 }
+
+// Quota scopes.
+const (
+	ScopeAccount = "account" // the lanes share one key: all sites spend one budget
+	ScopeSite    = "site"    // each site has a budget of its own
+)
 
 // QuotaOf returns the quota of the named lane; false when the lane has none
 // or there is no such lane.
@@ -190,8 +208,12 @@ func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
 
 // Policy configures policygen.
 type Policy struct {
-	Out          string  `yaml:"out"`
+	Out string `yaml:"out"`
+	// LookbackDays is LookbackUnset until validation gives it the rule's
+	// default (14 calibrated, 7 max) when the file leaves it out.
 	LookbackDays int     `yaml:"lookback_days"`
+	Rule         string  `yaml:"rule"`     // calibrated | max
+	Coverage     float64 `yaml:"coverage"` // 0 < c < 1: the calibrated rule's
 	Classes      []Class `yaml:"classes"`
 }
 
@@ -202,6 +224,7 @@ type Class struct {
 	CeilingTokens int     `yaml:"ceiling_tokens"`
 	EstTokens     int     `yaml:"est_tokens"`
 	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
+	Coverage      float64 `yaml:"coverage"` // 0: policy.coverage
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 const minimal = `
@@ -46,6 +47,29 @@ func TestLoadEveryShippedConfig(t *testing.T) {
 	}
 }
 
+// lookback_days defaults to the rule's window: 14 days calibrated, 7 max;
+// a value in the file wins under either rule.
+func TestLookbackDefaultPerRule(t *testing.T) {
+	cases := []struct {
+		policy string
+		want   int
+	}{
+		{"policy: {rule: max}\n", 7},
+		{"policy: {rule: calibrated}\n", 14},
+		{"policy: {rule: max, lookback_days: 0}\n", 0},
+		{"policy: {rule: calibrated, lookback_days: 3}\n", 3},
+	}
+	for _, c := range cases {
+		cfg, err := Parse(strings.NewReader(c.policy+minimal), "/etc/lanewatch")
+		if err != nil {
+			t.Fatalf("%q: %v", c.policy, err)
+		}
+		if cfg.Policy.LookbackDays != c.want {
+			t.Errorf("%q: lookback_days %d, want %d", c.policy, cfg.Policy.LookbackDays, c.want)
+		}
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	cfg, err := Parse(strings.NewReader(minimal), "/etc/lanewatch")
 	if err != nil {
@@ -63,7 +87,9 @@ func TestDefaults(t *testing.T) {
 		{"store.kind", cfg.Store.Kind, StoreFile},
 		{"store.path", cfg.Store.Path, "/etc/lanewatch/data/samples.lp"},
 		{"policy.out", cfg.Policy.Out, "/etc/lanewatch/policies"},
-		{"policy.lookback_days", cfg.Policy.LookbackDays, 7},
+		{"policy.rule", cfg.Policy.Rule, "calibrated"},
+		{"policy.coverage", cfg.Policy.Coverage, 0.95},
+		{"policy.lookback_days", cfg.Policy.LookbackDays, 14}, // the calibrated rule's default
 		{"lane prompt", l.Prompt, probe.DefaultPrompt},
 		{"lane max_tokens", l.MaxTokens, probe.DefaultMaxTokens},
 		{"lane timeout", l.Timeout.D(), probe.DefaultTimeout},
@@ -73,6 +99,40 @@ func TestDefaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if c.got != c.want {
 				t.Errorf("got %v, want %v", c.got, c.want)
+			}
+		})
+	}
+}
+
+// Each store kind gets the defaults of its own kind only: an InfluxDB
+// store has no samples file (so `sampler import data/samples.lp` into it is
+// not refused as importing the store's own file), a file store no spool.
+func TestStoreDefaultsPerKind(t *testing.T) {
+	for _, c := range []struct {
+		name, store             string
+		path, spool, deadLetter string
+		spoolMax                int64
+	}{
+		{"file, nothing set", "{kind: file}", "/etc/lw/data/samples.lp", "", "", 0},
+		{"file, empty path", "{kind: file, path: \"\"}", "/etc/lw/data/samples.lp", "", "", 0},
+		{"file, a path", "{kind: file, path: s.lp}", "/etc/lw/s.lp", "", "", 0},
+		{"no store key", "", "/etc/lw/data/samples.lp", "", "", 0},
+		{"influx, nothing set", "{kind: influx, url: \"http://h:8086\"}", "", "/etc/lw/data/spool.lp", "/etc/lw/data/dead-letter.lp", series.DefaultSpoolMaxBytes},
+		{"influx, own spool", "{kind: influx, url: \"http://h:8086\", spool: /var/sp.lp, dead_letter: d.lp}", "", "/var/sp.lp", "/etc/lw/d.lp", series.DefaultSpoolMaxBytes},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := minimal
+			if c.store != "" {
+				src = "store: " + c.store + "\n" + minimal
+			}
+			cfg, err := Parse(strings.NewReader(src), "/etc/lw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := cfg.Store
+			if s.Path != c.path || s.Spool != c.spool || s.DeadLetter != c.deadLetter || s.SpoolMaxBytes != c.spoolMax {
+				t.Errorf("path %q spool %q dead_letter %q spool_max_bytes %d, want %q %q %q %d",
+					s.Path, s.Spool, s.DeadLetter, s.SpoolMaxBytes, c.path, c.spool, c.deadLetter, c.spoolMax)
 			}
 		})
 	}
@@ -177,6 +237,7 @@ func TestBadConfigs(t *testing.T) {
 		{"influx without url", "store: {kind: influx}\n" + lane(""), `store.url: want an http(s) URL`},
 		{"influx url with password", "store: {kind: influx, url: \"http://u:hunter2@h:8086\"}\n" + lane(""), `store.url: must not carry credentials`},
 		{"influx url with query", "store: {kind: influx, url: \"http://h:8086/?token=hunter2\"}\n" + lane(""), `store.url: must not carry a query or fragment`},
+		{"influx with a file path", "store:\n  kind: influx\n  url: http://h:8086\n  path: data/samples.lp\n" + lane(""), `:4: store.path: is for kind file only; an InfluxDB store keeps no samples file (remove store.path;`},
 		{"influx bad token_env", "store: {kind: influx, url: \"http://h:8086\", token_env: \"my token\"}\n" + lane(""), `store.token_env: must name an environment variable`},
 		{"no lanes", "timezone: UTC\n", `lanes: at least one lane is required`},
 		{"bad lane name", "lanes:\n  - {name: A!, kind: free, api: openai, base_url: \"http://x\", model: m}\n", `lanes[0].name: want [a-z0-9_-]+, got "A!"`},
@@ -197,6 +258,11 @@ func TestBadConfigs(t *testing.T) {
 		{"lane timeout", lane(", timeout: -5s"), `lanes[0].timeout: must be > 0`},
 		{"empty prompt", "probe: {prompt: \" \"}\n" + lane(""), `probe.prompt: must not be empty`},
 		{"lookback", "policy: {lookback_days: -1}\n" + lane(""), `policy.lookback_days: must be between 0 and 366`},
+		{"lookback calibrated 0", "policy: {lookback_days: 0}\n" + lane(""), `policy.lookback_days: the calibrated rule learns from at least 1 day, got 0`},
+		{"rule", "policy: {rule: p99}\n" + lane(""), `policy.rule: want calibrated or max, got "p99"`},
+		{"coverage 1", "policy: {coverage: 1}\n" + lane(""), `policy.coverage: must be above 0 and below 1, got 1`},
+		{"coverage 0", "policy: {coverage: 0}\n" + lane(""), `policy.coverage: must be above 0 and below 1, got 0`},
+		{"class coverage", "policy: {classes: [{name: c, deadline_s: 1, ceiling_tokens: 10, est_tokens: 5, coverage: 1.5}]}\n" + lane(""), `policy.classes[0].coverage: must be above 0 and below 1 (or left out: policy.coverage), got 1.5`},
 		{"class deadline", "policy: {classes: [{name: c, deadline_s: 0, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got 0`},
 		{"class deadline NaN", "policy: {classes: [{name: c, deadline_s: .nan, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got NaN`},
 		{"class deadline Inf", "policy: {classes: [{name: c, deadline_s: .inf, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got +Inf`},
@@ -391,6 +457,7 @@ func TestNewKeys(t *testing.T) {
 	}
 	src := `
 site: fra1
+sites: [fra1]
 shard: "2/5"
 quotas:
   - {name: openrouter, probes_per_day: 12}
@@ -476,7 +543,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("timezone: UTC\nschedule: \"* * * * *\"\n" + minimal)
 	f.Add("lanes: [{name: a}]")
 	f.Add("store: {kind: influx, url: \"http://h\"}\n" + minimal)
-	f.Add("site: fra1\nshard: 2/5\nquotas: [{name: q, probes_per_day: 12}]\nlanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x\", model: m, quota: q}\n  - {<<: [*l], name: b}\n")
+	f.Add("site: fra1\nsites: [fra1]\nshard: 2/5\nquotas: [{name: q, probes_per_day: 12}]\nlanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x\", model: m, quota: q}\n  - {<<: [*l], name: b}\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		cfg, err := Parse(strings.NewReader(src), "/tmp")
 		if err != nil {

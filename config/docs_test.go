@@ -46,7 +46,8 @@ func TestDocsMatchCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(data)
-	defaults := Default() // plus those an influx store gets when it loads
+	defaults := Default() // plus those a file or an influx store gets when it loads
+	defaults.Store.Path = series.DefaultFilePath
 	defaults.Store.Spool, defaults.Store.DeadLetter, defaults.Store.SpoolMaxBytes = series.DefaultSpoolPath, series.DefaultDeadLetterPath, series.DefaultSpoolMaxBytes
 	keys, leaves := map[string]bool{}, map[string]reflect.Value{}
 	docKeys(reflect.TypeOf(Config{}), reflect.ValueOf(*defaults), "", keys, leaves)

@@ -65,6 +65,9 @@ func (c *Config) validate() error {
 	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
 		return err
 	}
+	if err := c.validateSites(); err != nil {
+		return err
+	}
 	if err := c.validateQuotas(); err != nil {
 		return err
 	}
@@ -95,10 +98,16 @@ func (c *Config) validateStore() error {
 	switch s.Kind {
 	case StoreFile:
 		if s.Path == "" {
-			return fieldErr("store.path", "required for kind file")
+			s.Path = series.DefaultFilePath
 		}
 		s.Path = c.abs(s.Path)
 	case StoreInflux:
+		// The file store's default path is no path of an InfluxDB store:
+		// `sampler import` of data/samples.lp into InfluxDB must not take
+		// it for the store's own file. A path set here is a leftover.
+		if s.Path != "" {
+			return fieldErr("store.path", "is for kind file only; an InfluxDB store keeps no samples file (remove store.path; import the old file with `sampler import -config F FILE`)")
+		}
 		if err := httpURL("store.url", s.URL, "such as http://127.0.0.1:8086",
 			"put the token in the variable named by store.token_env"); err != nil {
 			return err
@@ -250,6 +259,32 @@ func (c *Config) validateQuotas() error {
 		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
 			return err
 		}
+		switch q.Scope {
+		case "":
+			q.Scope = ScopeAccount
+		case ScopeAccount, ScopeSite:
+		default:
+			return fieldErr(f+".scope", "want %s or %s, got %q", ScopeAccount, ScopeSite, q.Scope)
+		}
+		if q.Scope == ScopeAccount && (c.Site != "" || len(c.Sites) > 0) && !slices.Contains(c.Sites, c.Site) {
+			if c.Site == "" {
+				return fieldErr(f+".scope", "account: the sites %s share this quota's budget, so site must name one of them", strings.Join(c.Sites, ", "))
+			}
+			return fieldErr("sites", "must list site %q: quotas[%d] %q has scope account, shared by the listed sites (or set its scope: site)", c.Site, i, q.Name)
+		}
+	}
+	return nil
+}
+
+// validateSites checks the sites list: valid names, each once.
+func (c *Config) validateSites() error {
+	for i, s := range c.Sites {
+		if !laneName.MatchString(s) {
+			return fieldErr(fmt.Sprintf("sites[%d]", i), "want [a-z0-9_-]+, got %q", s)
+		}
+		if j := slices.Index(c.Sites, s); j < i {
+			return fieldErr(fmt.Sprintf("sites[%d]", i), "%q is already sites[%d]", s, j)
+		}
 	}
 	return nil
 }
@@ -272,8 +307,26 @@ func (c *Config) validatePolicy() error {
 		return fieldErr("policy.out", "must not be empty")
 	}
 	p.Out = c.abs(p.Out)
+	switch p.Rule {
+	case "calibrated":
+		if p.LookbackDays == LookbackUnset {
+			p.LookbackDays = DefaultCalibratedLookbackDays
+		}
+	case "max":
+		if p.LookbackDays == LookbackUnset {
+			p.LookbackDays = DefaultLookbackDays
+		}
+	default:
+		return fieldErr("policy.rule", "want calibrated or max, got %q", p.Rule)
+	}
+	if !(p.Coverage > 0 && p.Coverage < 1) {
+		return fieldErr("policy.coverage", "must be above 0 and below 1, got %v", p.Coverage)
+	}
 	if p.LookbackDays < 0 || p.LookbackDays > 366 {
 		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
+	}
+	if p.Rule == "calibrated" && p.LookbackDays < 1 {
+		return fieldErr("policy.lookback_days", "the calibrated rule learns from at least 1 day, got %d", p.LookbackDays)
 	}
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
@@ -291,6 +344,8 @@ func (c *Config) validatePolicy() error {
 			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
 		case !num.Finite(cl.PaidUSDPer1k) || cl.PaidUSDPer1k < 0:
 			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
+		case cl.Coverage != 0 && !(cl.Coverage > 0 && cl.Coverage < 1):
+			return fieldErr(f+".coverage", "must be above 0 and below 1 (or left out: policy.coverage), got %v", cl.Coverage)
 		}
 		if j, dup := seen[cl.Name]; dup {
 			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)

@@ -313,8 +313,11 @@ func TestDocsPolicyAndLedger(t *testing.T) {
 			t.Errorf("docs/ledger.md does not give the why %q (%s)", why, name)
 		}
 	}
-	if n != 9 {
-		t.Errorf("policy/book.go has %d why strings; docs/ledger.md lists 9", n)
+	// Each why is one row of the ledger's table or the running answer's:
+	// no row without a why of the code, no why without a row.
+	rows := regexp.MustCompile("(?m)^\\| [0-9]+ \\| .* \\| `[a-z_]+` \\| `[^`]+` \\|$").FindAllString(ledger, -1)
+	if n != len(rows) || n != 13 {
+		t.Errorf("policy/book.go has %d why strings; docs/ledger.md's tables have %d rows; both were 13 (9 of the ledger, 4 of the running answer)", n, len(rows))
 	}
 	vectors, _ := filepath.Glob(filepath.Join(repoRoot, "policy", "testdata", "book", "*.json"))
 	if want := fmt.Sprintf("%d shared test vectors", len(vectors)); !strings.Contains(ledger, want) {
@@ -359,6 +362,51 @@ func TestDocsDeployQuotes(t *testing.T) {
 	for _, m := range regexp.MustCompile(`schedule: "([^"]+)"`).FindAllStringSubmatch(text, -1) {
 		if !bytes.Contains(files["kubernetes/policygen.yaml"], []byte(`schedule: "`+m[1]+`"`)) {
 			t.Errorf("docs/deploy.md quotes schedule %q, which deploy/kubernetes/policygen.yaml does not have", m[1])
+		}
+	}
+}
+
+// The binaries have one set of names across the docs and the deployment
+// files: sampler and policygen, as `go install ./cmd/...` names them. A
+// lanewatch-sampler or lanewatch-policygen is a unit (.service, .timer, an
+// instance @N), never a command.
+func TestOneSetOfBinaryNames(t *testing.T) {
+	var files []string
+	for _, pattern := range []string{"README.md", "docs/*.md", "docs/ci/*.yml", "deploy/systemd/*", "deploy/cron/*", "deploy/kubernetes/*"} {
+		m, err := filepath.Glob(filepath.Join(repoRoot, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("found %d files to read; are the patterns still right?", len(files))
+	}
+	unitRE := regexp.MustCompile(`lanewatch-(?:sampler|policygen)[A-Za-z0-9_@.-]*`)
+	binRE := regexp.MustCompile(`/usr/local/bin/([A-Za-z0-9_.-]+)`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, f)
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, tok := range unitRE.FindAllString(line, -1) {
+				tok = strings.TrimRight(tok, ".")
+				if strings.HasSuffix(tok, ".service") || strings.HasSuffix(tok, ".timer") || strings.Contains(tok, "@") ||
+					strings.Contains(line, "systemctl ") || strings.Contains(line, "journalctl ") {
+					continue
+				}
+				if strings.HasPrefix(rel, "deploy/kubernetes/") && !strings.Contains(line, "bin/") {
+					continue // a Kubernetes object's name, not a binary
+				}
+				t.Errorf("%s:%d: %q: the binaries are sampler and policygen", rel, i+1, tok)
+			}
+			for _, m := range binRE.FindAllStringSubmatch(line, -1) {
+				if _, ok := commandOf(m[1]); !ok && m[1] != "lanesim" && m[1] != "delaylane" {
+					t.Errorf("%s:%d: /usr/local/bin/%s: the binaries are sampler and policygen", rel, i+1, m[1])
+				}
+			}
 		}
 	}
 }

@@ -142,12 +142,14 @@ type invocation struct {
 	args  []string          // the arguments after the binary, as written
 }
 
-// commandOf maps the binary a file runs to the command it is.
+// commandOf maps the binary a file runs to the command it is. The binaries
+// have the names `go install ./cmd/...` gives them, everywhere: no
+// lanewatch-policygen beside policygen (issue 20, item 11).
 func commandOf(bin string) (string, bool) {
 	switch filepath.Base(bin) {
-	case "sampler", "lanewatch-sampler":
+	case "sampler":
 		return "sampler", true
-	case "policygen", "lanewatch-policygen":
+	case "policygen":
 		return "policygen", true
 	}
 	return "", false

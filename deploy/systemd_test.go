@@ -17,6 +17,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lanewatch/lanewatch/config"
+
+	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
 
 // unitFile is a parsed systemd unit or timer.
@@ -300,6 +302,7 @@ func checkService(t *testing.T, path string, every map[string][]string) unitServ
 	if u.get("Service", "DynamicUser") == "yes" && len(svc["StateDirectory"]) > 0 && u.get("Service", "User") != "lanewatch" {
 		t.Errorf("%s: a dynamic user sharing StateDirectory with the other units needs User=lanewatch", name)
 	}
+	checkReadable(t, name, u, s, svc)
 	for _, src := range s.configs {
 		cfg := loadConfig(t, filepath.Join(repoRoot, src))
 		for key, dir := range writes(s.inv.cmd, cfg) {
@@ -321,6 +324,49 @@ func checkService(t *testing.T, path string, every map[string][]string) unitServ
 		}
 	}
 	return s
+}
+
+// checkReadable checks that what other users must read, they can: a file
+// store to a CI runner in group lanewatch (docs/ci/github-actions.yml runs
+// policygen against it on the sampler's host), the policy files to
+// everyone. DynamicUser=yes puts the state folder under /var/lib/private
+// (0700), which no other user can enter; the folder's mode and the
+// process's umask decide the rest.
+func checkReadable(t *testing.T, name string, u *unitFile, s unitService, svc map[string][]string) {
+	t.Helper()
+	perm := func(key, def string) int {
+		v := u.get("Service", key)
+		if v == "" {
+			v = def
+		}
+		n, err := strconv.ParseInt(v, 8, 32)
+		if err != nil {
+			t.Errorf("%s: %s=%s is not an octal mode", name, key, v)
+		}
+		return int(n)
+	}
+	if len(svc["StateDirectory"]) > 0 {
+		if u.get("Service", "DynamicUser") == "yes" {
+			t.Errorf("%s: DynamicUser=yes keeps the store under /var/lib/private (0700): a CI runner on the host cannot read it", name)
+		}
+		if mode := perm("StateDirectoryMode", "0755"); mode&0o050 != 0o050 {
+			t.Errorf("%s: StateDirectoryMode=%04o: group lanewatch (a CI runner) cannot read the store's folder", name, mode)
+		}
+		if u.get("Service", "Group") != "lanewatch" {
+			t.Errorf("%s: Group=%q, want lanewatch, the group a CI runner joins to read the store", name, u.get("Service", "Group"))
+		}
+	}
+	umask := perm("UMask", "0022")
+	switch s.inv.cmd {
+	case "sampler":
+		if umask&0o040 != 0 {
+			t.Errorf("%s: UMask=%04o: the store's files are not group-readable", name, umask)
+		}
+	case "policygen":
+		if umask&0o044 != 0 {
+			t.Errorf("%s: UMask=%04o: the policy files are not readable by everyone", name, umask)
+		}
+	}
 }
 
 func TestSystemdServices(t *testing.T) {
@@ -434,7 +480,7 @@ func TestSystemdPolicygenRuns(t *testing.T) {
 func TestSystemdAnalyzeVerify(t *testing.T) {
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze not installed")
+		missingtool.Skip(t, "systemd-analyze", "apt-get install systemd", "the units are not verified as systemd reads them")
 	}
 	root := t.TempDir()
 	for _, d := range []string{"etc/systemd/system", "usr/local/bin", "usr/lib/systemd"} {
@@ -447,7 +493,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", "/usr/lib/systemd/system", filepath.Join(root, "usr/lib/systemd/")).CombinedOutput(); err != nil {
 		t.Skipf("no stock units to verify against: %v %s", err, out)
 	}
-	for _, b := range []string{"lanewatch-sampler", "lanewatch-policygen"} {
+	for _, b := range []string{"sampler", "policygen"} {
 		if err := os.WriteFile(filepath.Join(root, "usr/local/bin", b), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}

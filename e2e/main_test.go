@@ -221,6 +221,7 @@ func writeConfig(t *testing.T, path string, c cfgSpec) string {
 	}
 	fmt.Fprintf(&b, `policy:
   out: %q
+  rule: max
   lookback_days: 7
   classes:
     - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/probe"
+
+	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
 
 // The server under test: @dwmkerr/mock-llm, pinned in package.json.
@@ -54,11 +56,7 @@ type mockLLM struct {
 // where the prerequisites are installed by .ci/run.
 func need(t *testing.T, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...) + " (install: npm ci --prefix interop)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	missingtool.Skip(t, "node and "+mockLLMPackage, "npm ci --prefix interop", fmt.Sprintf(format, args...))
 }
 
 // mockLLMEntry finds node and the package's entry script, and checks the

@@ -66,6 +66,11 @@ type HistoryOptions struct {
 	// PaidFaults gives paid lanes a small queue of their own and rare
 	// failures (off: the paid lanes of the harsh history, byte for byte).
 	PaidFaults bool
+	// ShiftAt, when not zero, multiplies every free lane's median by
+	// ShiftFactor from that instant on (a regime shift: 2 doubles the
+	// queue); the draws are those of the history without it.
+	ShiftAt     time.Time
+	ShiftFactor float64
 }
 
 // HistoryProfile is the free lanes' model of a generated history. A free
@@ -234,7 +239,7 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []series.Probe, truth [
 		h := fnv.New64a()
 		h.Write([]byte(l.Name))
 		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
-			prof: &prof, paidFaults: opts.PaidFaults}
+			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: opts.ShiftAt, shiftFactor: opts.ShiftFactor}
 		if l.Kind == "free" {
 			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
 			free++
@@ -277,17 +282,19 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []series.Probe, truth [
 // histLane is a lane's generator state.
 type histLane struct {
 	HistoryLane
-	rng        *rand.Rand
-	prof       *HistoryProfile
-	paidFaults bool
-	offset     time.Duration // after the round's start
-	median     float64       // free: median queue at curve 1
-	busy       bool          // paid with faults: this hour is busy
-	dayFactor  float64
-	day        int64
-	outage     int // hours of outage left, this one included
-	backoff    time.Time
-	burst      bool // the last probe was a 429
+	rng         *rand.Rand
+	prof        *HistoryProfile
+	paidFaults  bool
+	shiftAt     time.Time // free: the median × shiftFactor from then on
+	shiftFactor float64
+	offset      time.Duration // after the round's start
+	median      float64       // free: median queue at curve 1
+	busy        bool          // paid with faults: this hour is busy
+	dayFactor   float64
+	day         int64
+	outage      int // hours of outage left, this one included
+	backoff     time.Time
+	burst       bool // the last probe was a 429
 }
 
 func (l *histLane) startHour(hour time.Time) {
@@ -322,6 +329,9 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (serie
 	hod := float64(t.Hour()) + float64(t.Minute())/60
 	mult := curve.At(hod)
 	tr.MedianS = l.median * mult * l.dayFactor
+	if !l.shiftAt.IsZero() && !t.Before(l.shiftAt) && l.shiftFactor > 0 {
+		tr.MedianS *= l.shiftFactor
+	}
 	tr.Sigma = l.prof.SigmaBase + l.prof.SigmaLoad*(mult-1)
 	tr.Outage = l.outage > 0
 	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())

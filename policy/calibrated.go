@@ -75,6 +75,12 @@ type CalibratedParams struct {
 	Alpha        float64        // weight of the level's slow EWMA, 0 < alpha <= 1; 0: 0.1
 	FastAlpha    float64        // weight of its fast EWMA, 0 < alpha <= 1; 0: 0.3
 	Location     *time.Location // hours of day are this zone's; nil: UTC
+	// DayAhead drops the level (it stays 1): the margin is then the
+	// quantile of the residuals against the profile alone, the error of a
+	// forecast made before the day it is for (policy.Forecast). The level's
+	// one-probe-ahead residuals would under-state it: the level a forecast
+	// made at midnight reads is up to a day old by the hour it is for.
+	DayAhead bool
 }
 
 func (p CalibratedParams) withDefaults() (CalibratedParams, error) {
@@ -198,7 +204,7 @@ func NewCalibrator(p CalibratedParams) (*Calibrator, error) {
 	for i := range c.hours {
 		c.hours[i].cmp = cmpProfileKey
 	}
-	c.all.cmp = cmpProfileKey
+	c.all.cmp, c.all.lazy = cmpProfileKey, true // read only for an hour without observations
 	c.resid.cmp = cmpFloat
 	return c, nil
 }
@@ -221,9 +227,9 @@ func (c *Calibrator) Add(o QueueObs) error {
 	if o.Span > 0 {
 		at++
 	}
-	c.evict(at)
 	lv := math.Log(max(o.Value, MinQueueObsS))
 	h := o.Time.In(c.p.Location).Hour()
+	c.evict(at, h)
 	n := max(o.N, 1)
 	if prof, ok := c.profile(h, at-c.window); ok {
 		e := lv - prof
@@ -244,7 +250,9 @@ func (c *Calibrator) Add(o QueueObs) error {
 			c.slow = max(e, c.prevE) - med
 			c.fast = c.slow
 		}
-		c.level = max(c.slow, c.fast)
+		if !c.p.DayAhead {
+			c.level = max(c.slow, c.fast)
+		}
 		if !o.Censored || isHi { // a bound below the tail says nothing of a shift
 			c.prevHi, c.prevLo, c.prevE = isHi, isLo, e
 		}
@@ -304,11 +312,14 @@ func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov flo
 }
 
 // evict drops what is older than the window [t - lookback, t).
-func (c *Calibrator) evict(t int64) {
+//
+// Of the hours of day only h, the observation's, is evicted: the others
+// drop theirs when an observation of their own comes (within a day), and
+// until then their readers skip them (view, kth), so that an Add touches
+// one hour's window, not 24.
+func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
-	for i := range c.hours {
-		c.hours[i].evict(from, nil)
-	}
+	c.hours[h].evict(from, nil)
 	c.all.evict(from, nil)
 	c.resid.evict(from, func(n int) {
 		if n > 1 {
@@ -320,10 +331,11 @@ func (c *Calibrator) evict(t int64) {
 // profile returns P(h): the upper median of hour h's observations after
 // from, else of all of them.
 func (c *Calibrator) profile(h int, from int64) (float64, bool) {
-	s := c.hours[h].view(from)
-	if len(s) == 0 {
-		s = c.all.view(from)
+	w := &c.hours[h]
+	if n := w.len() - len(w.stale(from)); n > 0 {
+		return w.kth(from, n/2+1).v, true
 	}
+	s := c.all.view(from)
 	if len(s) == 0 {
 		return 0, false
 	}
@@ -398,8 +410,13 @@ func cmpFloat(a, b float64) int {
 
 // orderedWindow holds the values of a time window twice: in arrival order
 // (to drop the oldest) and sorted by cmp (for order statistics).
+//
+// A lazy window keeps the arrival order alone and sorts a copy when asked
+// (view): for a window read rarely, so that adding and dropping cost no
+// shifting of the sorted values.
 type orderedWindow[T any] struct {
 	cmp    func(a, b T) int
+	lazy   bool
 	items  []windowItem[T]
 	head   int
 	sorted []T
@@ -415,6 +432,9 @@ func (w *orderedWindow[T]) len() int { return len(w.sorted) }
 
 func (w *orderedWindow[T]) add(t int64, v T, n int) {
 	w.items = append(w.items, windowItem[T]{t, v, n})
+	if w.lazy {
+		return
+	}
 	i, _ := slices.BinarySearchFunc(w.sorted, v, w.cmp)
 	w.sorted = slices.Insert(w.sorted, i, v)
 }
@@ -423,6 +443,15 @@ func (w *orderedWindow[T]) add(t int64, v T, n int) {
 // changing w: w's own slice when none is older, else a sorted copy without
 // the older ones. It is for small windows; kth does without the copy.
 func (w *orderedWindow[T]) view(from int64) []T {
+	if w.lazy {
+		live := w.items[w.head+len(w.stale(from)):]
+		s := make([]T, len(live))
+		for i, it := range live {
+			s[i] = it.v
+		}
+		slices.SortFunc(s, w.cmp)
+		return s
+	}
 	stale := w.stale(from)
 	if len(stale) == 0 {
 		return w.sorted
@@ -455,7 +484,8 @@ func (w *orderedWindow[T]) kth(from int64, k int) T {
 	if len(stale) == 0 {
 		return w.sorted[k-1]
 	}
-	pos := make([]int, 0, len(stale))
+	var buf [16]int
+	pos := buf[:0]
 	for _, it := range stale {
 		i, _ := slices.BinarySearchFunc(w.sorted, it.v, w.cmp)
 		for slices.Contains(pos, i) {
@@ -481,7 +511,7 @@ func (w *orderedWindow[T]) evict(from int64, gone func(n int)) {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++
-		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok {
+		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok && !w.lazy {
 			w.sorted = slices.Delete(w.sorted, i, i+1)
 		}
 		if gone != nil {

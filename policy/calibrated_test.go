@@ -509,3 +509,62 @@ func TestOrderedWindowKth(t *testing.T) {
 		}
 	}
 }
+
+// dayAheadCoverage forecasts each scored day's probes from the state at
+// its midnight (the observations before the day; none of the day's are
+// added before the day is scored), as policy.Forecast does, and returns
+// the coverage and the median ratio to the oracle's quantile.
+func dayAheadCoverage(t *testing.T, lanes [][]genProbe, p CalibratedParams, cov float64, warm int) (float64, float64) {
+	t.Helper()
+	covered, n := 0, 0
+	var ratios []float64
+	for _, ps := range lanes {
+		c := newCal(t, p)
+		from := ps[0].at.AddDate(0, 0, warm)
+		for start := 0; start < len(ps); {
+			end := start
+			for end < len(ps) && ps[end].at.Truncate(24*time.Hour).Equal(ps[start].at.Truncate(24*time.Hour)) {
+				end++
+			}
+			for _, q := range ps[start:end] {
+				if f, ok := c.Quantile(q.at, cov); ok && !q.at.Before(from) {
+					n++
+					if q.v <= f.QueueS {
+						covered++
+					}
+					ratios = append(ratios, f.QueueS/(q.median*math.Exp(q.sigma*zOf(cov))))
+				}
+			}
+			for _, q := range ps[start:end] {
+				mustAdd(t, c, QueueObs{Time: q.at, Value: q.v, Censored: q.censored})
+			}
+			start = end
+		}
+	}
+	slices.Sort(ratios)
+	return float64(covered) / float64(n), ratios[len(ratios)/2]
+}
+
+// A day ahead, the one-probe-ahead margin under-covers (its residuals are
+// measured against a level that is fresh at each probe, the forecast's is
+// up to a day old); DayAhead, residuals against the profile alone, covers
+// within 2 points of the target on both worlds.
+func TestCalibratedDayAhead(t *testing.T) {
+	for _, w := range []struct {
+		name string
+		lane genLane
+	}{{"harsh", harshLike}, {"mild", mildLike}} {
+		var lanes [][]genProbe
+		for seed := range uint64(4) {
+			lanes = append(lanes, w.lane.probes(rand.New(rand.NewPCG(seed, 23)), calStart, 70, time.Time{}, 1))
+		}
+		for _, cov := range []float64{0.9, 0.95} {
+			live, liveRatio := dayAheadCoverage(t, lanes, CalibratedParams{}, cov, 14)
+			ahead, aheadRatio := dayAheadCoverage(t, lanes, CalibratedParams{DayAhead: true}, cov, 14)
+			t.Logf("%s @%v a day ahead: with the level %.4f (ratio %.3f), DayAhead %.4f (ratio %.3f)", w.name, cov, live, liveRatio, ahead, aheadRatio)
+			if math.Abs(ahead-cov) > 0.02 {
+				t.Errorf("%s @%v: DayAhead covers %.4f a day ahead, want within 0.02", w.name, cov, ahead)
+			}
+		}
+	}
+}

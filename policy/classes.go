@@ -39,7 +39,12 @@ func NextGenS(tokPerS float64, est int) (float64, bool) {
 // (tok_per_s 0) cannot be chosen. next_gen_s is the larger next_gen_s of
 // the chosen eligible lanes (of the chosen lanes if neither is eligible),
 // so that both ledger checks that use it are on the safe side.
-func Classes(p Params, lanes []Lane) []Class {
+func Classes(p Params, lanes []Lane) []Class { return classesWith(p, lanes, nil) }
+
+// classesWith is Classes with the queues of some classes replaced:
+// queues[class][lane], when queues[class] is not nil, is the lane's
+// next_queue_s for that class.
+func classesWith(p Params, lanes []Lane, queues [][]float64) []Class {
 	// The order a class lists its lanes in: free first, then by name.
 	order := make([]int, len(lanes))
 	for i := range order {
@@ -59,7 +64,7 @@ func Classes(p Params, lanes []Lane) []Class {
 	cands := make([]cand, len(lanes))
 	listed := make([]string, 0, len(lanes)*len(p.Classes)) // every class's Lanes, back to back
 	classes := make([]Class, 0, len(p.Classes))
-	for _, cs := range p.Classes {
+	for ci, cs := range p.Classes {
 		c := Class{
 			Name:          cs.Name,
 			DeadlineS:     cs.DeadlineS,
@@ -69,7 +74,11 @@ func Classes(p Params, lanes []Lane) []Class {
 		for i := range lanes {
 			l := &lanes[i]
 			g, ok := NextGenS(l.TokPerS, cs.EstTokens)
-			cands[i] = cand{l.Name, l.Kind, l.NextQueueS, g, l.Eligible, ok && l.Samples > 0}
+			q := l.NextQueueS
+			if ci < len(queues) && queues[ci] != nil {
+				q = queues[ci][i]
+			}
+			cands[i] = cand{l.Name, l.Kind, q, g, l.Eligible, ok && l.Samples > 0}
 		}
 		first := len(listed)
 		for _, i := range order {

@@ -17,6 +17,16 @@ import (
 // hour's start) it is quota_exhausted. Records from the day itself or later
 // are ignored.
 func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time) []File {
+	return ForecastProbes(p, recs, nil, states, day)
+}
+
+// ForecastProbes is Forecast with the lanes' probes, which the calibrated
+// rule (p.Rule) learns from: those before the day count. Its next_queue_s
+// a day ahead is the day-ahead form of the rule (CalibratedParams.DayAhead:
+// the hour of day's profile times a margin of the residuals against the
+// profile alone, so that it covers a forecast made before the day), never
+// under the worst-of figure while the margin is cold.
+func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, day time.Time) []File {
 	loc := hours.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
 	x := NewHistory(loc)
@@ -25,6 +35,40 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 			x.Add(r)
 		}
 	}
+	// The calibrated rule's state at the day's start, one per lane.
+	cals := map[string]*Calibrator{}
+	if p.Calibrated() {
+		for _, pr := range sortedProbes(probes) {
+			o, ok := ProbeObs(pr)
+			if !ok || civilOf(pr.Time.In(loc)) >= d {
+				continue
+			}
+			c := cals[pr.Lane]
+			if c == nil {
+				var err error
+				if c, err = NewCalibrator(CalibratedParams{LookbackDays: p.LookbackDays, Location: loc, DayAhead: true}); err != nil {
+					continue // the defaults are valid
+				}
+				cals[pr.Lane] = c
+			}
+			_ = c.Add(o) // in time order
+		}
+	}
+	queue := func(lane string, at time.Time, cov, worst float64) float64 {
+		c := cals[lane]
+		if c == nil {
+			return worst
+		}
+		f, ok := c.Quantile(at, cov)
+		if !ok {
+			return worst
+		}
+		q := f.QueueS
+		if !f.Warm {
+			q = max(q, worst)
+		}
+		return min(ceil2(q), MaxSeconds)
+	}
 	files := make([]File, 24)
 	for hr := range files {
 		f := File{
@@ -32,7 +76,11 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 			Timezone: loc.String(),
 			Basis:    BasisForecast,
 		}
+		if p.Calibrated() {
+			f.Rule, f.Coverage = RuleCalibrated, p.CoverageOr()
+		}
 		start := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hr, 0, 0, 0, loc)
+		worst := make([]float64, 0, len(p.Lanes))
 		sites := map[string]bool{}
 		f.Lanes = make([]Lane, 0, len(p.Lanes))
 		for _, spec := range p.Lanes {
@@ -51,6 +99,10 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 				}
 			}
 			l := s.lane(spec)
+			worst = append(worst, l.NextQueueS)
+			if p.Calibrated() {
+				l.NextQueueS = queue(spec.Name, start, p.CoverageOr(), l.NextQueueS)
+			}
 			switch {
 			case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
 				l.Reason = ReasonNeverSampled
@@ -70,6 +122,21 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 		}
 		f.Sites = siteList(sites)
 		f.Classes = Classes(p, f.Lanes)
+		if p.Calibrated() {
+			qs := make([][]float64, len(p.Classes))
+			for ci, cs := range p.Classes {
+				if cov := p.ClassCoverage(cs); cov != p.CoverageOr() {
+					qs[ci] = make([]float64, len(f.Lanes))
+					for li, l := range f.Lanes {
+						qs[ci][li] = queue(l.Name, start, cov, worst[li])
+					}
+				}
+			}
+			f.Classes = classesWith(p, f.Lanes, qs)
+			for ci := range f.Classes {
+				f.Classes[ci].Coverage = p.ClassCoverage(p.Classes[ci])
+			}
+		}
 		files[hr] = f
 	}
 	return files

@@ -38,6 +38,12 @@ type laneHistory struct {
 	// its basis from.
 	lastKey  int64
 	lastRecs []rec
+	// The calibrated rule's observations (AddProbe), in time order, and its
+	// calibrators, one per lookback; obsBase counts the observations
+	// dropped from the front of obs since the calibrators started.
+	obs     []QueueObs
+	obsBase int
+	cals    []laneCal
 }
 
 // rec is what the rules read of a series.Hourly: 64 bytes, so that a lane's
@@ -78,11 +84,7 @@ func NewHistory(loc *time.Location) *History {
 // Add adds r, replacing the record of the same lane, site and hour. A
 // record with Samples <= 0 counts as no record.
 func (x *History) Add(r series.Hourly) {
-	lh := x.lanes[r.Lane]
-	if lh == nil {
-		lh = &laneHistory{byHour: map[int64][]rec{}}
-		x.lanes[r.Lane] = lh
-	}
+	lh := x.lane(r.Lane)
 	k := r.Hour.Unix()
 	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
 		Samples: int(r.Samples), Failures: int(r.Failures)}
@@ -115,6 +117,7 @@ func (x *History) Add(r series.Hourly) {
 func (x *History) Drop(before time.Time) {
 	cut := before.Unix()
 	for _, lh := range x.lanes {
+		lh.dropObs(cut)
 		dropped := false
 		for k, rs := range lh.byHour {
 			if k >= cut {

@@ -39,6 +39,22 @@ const (
 // Reasons lists every reason in a stable order.
 var Reasons = []string{ReasonOK, ReasonProbeFailed, ReasonNoRecentSample, ReasonNeverSampled, ReasonQuotaExhausted}
 
+// Rules of next_queue_s (Params.Rule).
+const (
+	// RuleMax is the worst queue over the records of the lookback (the
+	// rule before issue 19; Params.Rule "" means it too).
+	RuleMax = "max"
+	// RuleCalibrated is the calibrated rule (Calibrator): the wait the next
+	// attempt stays under with probability Params.Coverage, learnt from the
+	// lane's probes.
+	RuleCalibrated = "calibrated"
+	// DefaultCoverage is the calibrated rule's coverage when none is set.
+	DefaultCoverage = 0.95
+)
+
+// Rules lists the rules in a stable order.
+var Rules = []string{RuleCalibrated, RuleMax}
+
 // Lane kinds.
 const (
 	KindFree = "free"
@@ -75,6 +91,10 @@ type ClassSpec struct {
 	CeilingTokens int
 	EstTokens     int
 	PaidUSDPer1k  float64
+	// Coverage is the class's own coverage under the calibrated rule: its
+	// lanes and its book read the lanes' next_queue_s at it (0: the
+	// policy's Params.Coverage).
+	Coverage float64
 }
 
 // Params is the part of the config a policy depends on.
@@ -83,6 +103,33 @@ type Params struct {
 	LookbackDays int            // previous days of the same hour of day; used as given (<0 is 0)
 	Lanes        []LaneSpec     // lanes in the file, in this order
 	Classes      []ClassSpec    // classes in the file, in this order
+	// Rule is RuleMax ("" too) or RuleCalibrated; Coverage is the
+	// calibrated rule's (0 < c < 1; anything else: DefaultCoverage). The
+	// calibrated rule reads the probes given with AddProbe (or
+	// ForHourProbes); it ignores LookbackDays <= 0 (its default, 14).
+	Rule     string
+	Coverage float64
+}
+
+// Calibrated says whether the params select the calibrated rule.
+func (p Params) Calibrated() bool { return p.Rule == RuleCalibrated }
+
+// CoverageOr returns the calibrated rule's coverage: p.Coverage when it is
+// one (0 < c < 1), else DefaultCoverage.
+func (p Params) CoverageOr() float64 {
+	if CheckCoverage(p.Coverage) == nil {
+		return p.Coverage
+	}
+	return DefaultCoverage
+}
+
+// ClassCoverage returns the coverage class c reads the lanes at: its own
+// when it has one, else the policy's.
+func (p Params) ClassCoverage(c ClassSpec) float64 {
+	if CheckCoverage(c.Coverage) == nil {
+		return c.Coverage
+	}
+	return p.CoverageOr()
 }
 
 // File is a policy file (docs/policy.md).
@@ -90,6 +137,11 @@ type File struct {
 	Hour     string // "2026-11-30T14", wall clock in Timezone
 	Timezone string
 	Basis    string // live | forecast
+	// Rule is the rule of next_queue_s, RuleCalibrated with the Coverage
+	// it aims at; "" for RuleMax, whose files carry neither key (they are
+	// as before the keys existed).
+	Rule     string
+	Coverage float64
 	// Sites are the sites whose records the figures come from, when any
 	// record carries a site (empty otherwise, and not written).
 	Sites   []string
@@ -124,6 +176,8 @@ type Lane struct {
 	Failures   int
 	LastSample time.Time
 	Until      time.Time
+
+	worst float64 // laneAt's worst-of figure, for classes at other coverages; 0 outside
 }
 
 // Class is a job class for the hour: the lanes that are eligible and fit
@@ -134,8 +188,11 @@ type Class struct {
 	DeadlineS     float64
 	CeilingTokens int
 	EstTokens     int
-	Lanes         []string
-	Book          BookPolicy
+	// Coverage is the coverage the class's lanes and book read next_queue_s
+	// at (calibrated files only; 0 otherwise).
+	Coverage float64
+	Lanes    []string
+	Book     BookPolicy
 }
 
 // Class returns the class with the given name.
@@ -183,6 +240,14 @@ func (f File) Book(class string) (BookPolicy, error) {
 // later, and a record with Samples <= 0 counts as no record. See LaneAt for
 // the rules.
 func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time) File {
+	return ForHourProbes(p, recs, nil, states, hour)
+}
+
+// ForHourProbes is ForHour with the lanes' probes, which the calibrated rule
+// (p.Rule) learns from: those before the end of the hour count, the rest
+// are ignored; the worst-of rule ignores them all. The lane figures of the
+// calibrated rule are as of the newest probe of the hour (or its start).
+func ForHourProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, hour time.Time) File {
 	loc := hours.OrUTC(p.Location)
 	h := hours.Start(hour, loc)
 	end := h.Add(time.Hour)
@@ -192,23 +257,50 @@ func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time)
 			x.Add(r)
 		}
 	}
+	if p.Calibrated() {
+		for _, pr := range sortedProbes(probes) {
+			if pr.Time.Before(end) {
+				x.AddProbe(pr)
+			}
+		}
+	}
 	return x.ForHour(p, states, h)
 }
 
-// ForHour is the package's ForHour over the records added to x; x must hold
-// no record of a later hour.
+// sortedProbes returns probes in time order (probes itself when it is).
+func sortedProbes(probes []series.Probe) []series.Probe {
+	if slices.IsSortedFunc(probes, cmpProbeTime) {
+		return probes
+	}
+	s := slices.Clone(probes)
+	slices.SortStableFunc(s, cmpProbeTime)
+	return s
+}
+
+func cmpProbeTime(a, b series.Probe) int { return a.Time.Compare(b.Time) }
+
+// ForHour is the package's ForHour over the records (and probes) added to
+// x; x must hold no record or probe of a later hour.
 func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 	h := hours.Start(hour, x.loc)
 	f := File{Hour: hours.Label(h, x.loc), Timezone: x.loc.String(), Basis: BasisLive}
+	if p.Calibrated() {
+		f.Rule, f.Coverage = RuleCalibrated, p.CoverageOr()
+	}
 	f.Lanes = make([]Lane, 0, len(p.Lanes))
+	worst := make([]float64, 0, len(p.Lanes))
 	sites := map[string]bool{}
 	for _, spec := range p.Lanes {
-		l, records := x.laneAt(p, spec, stateOf(states, spec.Name), h, sites)
+		l, records := x.laneAt(p, spec, stateOf(states, spec.Name), h, h, sites)
 		f.Records += records
 		f.Lanes = append(f.Lanes, l)
+		worst = append(worst, l.worst)
 	}
 	f.Sites = siteList(sites)
-	f.Classes = Classes(p, f.Lanes)
+	f.Classes = x.classesAt(p, f.Lanes, h, func(i int) float64 { return worst[i] })
+	for i := range f.Lanes {
+		f.Lanes[i].worst = 0
+	}
 	return f
 }
 
@@ -229,15 +321,20 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 // of the same wall-clock hour on each of the previous p.LookbackDays days,
 // at every site. A day on which a DST change skips that hour adds nothing; a
 // day on which it repeats adds both records.
+//
+// Under the calibrated rule next_queue_s is the rule's figure at the instant
+// `hour` (or the lane's newest probe added, when that is later), from the
+// probes added (AddProbe) before it; the rest is as above.
 func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
-	l, _ := x.laneAt(p, spec, state, hours.Start(hour, x.loc), nil)
+	l, _ := x.laneAt(p, spec, state, hour, hours.Start(hour, x.loc), nil)
+	l.worst = 0
 	return l
 }
 
-// laneAt is LaneAt at the start h of the hour, with the number of records
-// the figures come from; it adds the sites of those records to sites when
-// that is not nil.
-func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, sites map[string]bool) (Lane, int) {
+// laneAt is LaneAt at instant t of the hour starting at h, with the number
+// of records the figures come from; it adds the sites of those records to
+// sites when that is not nil. The lane's worst holds the worst-of figure.
+func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h time.Time, sites map[string]bool) (Lane, int) {
 	lh := x.lanes[spec.Name]
 	lt := h.In(x.loc)
 	var s stat
@@ -292,6 +389,10 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, h time.Time, 
 		}
 	}
 	l := s.lane(spec)
+	l.worst = l.NextQueueS
+	if p.Calibrated() {
+		l.NextQueueS = x.calibratedQueue(lh, p.LookbackDays, t, p.CoverageOr(), l.NextQueueS)
+	}
 	ever := lh != nil && lh.ever > 0 || !state.LastSample.IsZero()
 	switch {
 	case !ever:

@@ -36,6 +36,11 @@ func Marshal(f File) ([]byte, error) {
 	w.kv(0, "hour", quote(f.Hour))
 	w.kv(0, "timezone", scalar(f.Timezone))
 	w.kv(0, "basis", scalar(f.Basis))
+	calibrated := f.Rule == RuleCalibrated
+	if calibrated {
+		w.kv(0, "rule", scalar(f.Rule))
+		w.kv(0, "coverage", w.num("coverage", f.Coverage))
+	}
 	if len(f.Sites) > 0 {
 		names := make([]string, len(f.Sites))
 		for j, n := range f.Sites {
@@ -80,6 +85,9 @@ func Marshal(f File) ([]byte, error) {
 		w.kv(4, "deadline_s", w.num(at+".deadline_s", c.DeadlineS))
 		w.kv(4, "ceiling_tokens", strconv.Itoa(c.CeilingTokens))
 		w.kv(4, "est_tokens", strconv.Itoa(c.EstTokens))
+		if calibrated {
+			w.kv(4, "coverage", w.num(at+".coverage", c.Coverage))
+		}
 		names := make([]string, len(c.Lanes))
 		for j, n := range c.Lanes {
 			names[j] = scalar(n) // plainRE excludes ',', '[' and ']'
@@ -176,7 +184,9 @@ type fileDoc struct {
 	Hour     string     `yaml:"hour"`
 	Timezone string     `yaml:"timezone"`
 	Basis    string     `yaml:"basis"`
-	Sites    []string   `yaml:"sites"` // optional
+	Rule     *string    `yaml:"rule"`     // optional; absent: max
+	Coverage *float64   `yaml:"coverage"` // optional: calibrated only
+	Sites    []string   `yaml:"sites"`    // optional
 	Lanes    []laneDoc  `yaml:"lanes"`
 	Classes  []classDoc `yaml:"classes"`
 }
@@ -199,6 +209,7 @@ type classDoc struct {
 	DeadlineS     float64      `yaml:"deadline_s"`
 	CeilingTokens int          `yaml:"ceiling_tokens"`
 	EstTokens     int          `yaml:"est_tokens"`
+	Coverage      *float64     `yaml:"coverage"` // optional: calibrated only
 	Lanes         []string     `yaml:"lanes"`
 	Book          classBookDoc `yaml:"book"`
 }
@@ -255,6 +266,7 @@ func patternHint(field string) string {
 // names, reasons) and then decoded (internal/decode); errors name the line
 // and field, e.g. "line 40: classes[0].book.next_gen_s: missing". Optional
 // keys: sites, until, free_lane, paid_lane (absent or null: unknown),
+// rule and coverage (absent: the max rule; classes[].coverage too),
 // last_sample may be null, and paid_eligible may be absent (true, as before
 // the key existed). Records comes from the header comment if it is there.
 func ParseFile(data []byte) (File, error) {
@@ -294,6 +306,12 @@ func parseFile(data []byte) (File, error) {
 	}
 	if len(doc.Sites) > 0 {
 		f.Sites = doc.Sites
+	}
+	if doc.Rule != nil && *doc.Rule == RuleCalibrated {
+		f.Rule = RuleCalibrated // max is the rule without the key
+	}
+	if doc.Coverage != nil {
+		f.Coverage = *doc.Coverage
 	}
 	var n int
 	if _, err := fmt.Sscanf(string(data), Header, &n); err == nil {
@@ -337,6 +355,9 @@ func parseFile(data []byte) (File, error) {
 				FreeEligible: k.FreeEligible,
 				PaidEligible: k.PaidEligible == nil || *k.PaidEligible,
 			},
+		}
+		if c.Coverage != nil {
+			f.Classes[i].Coverage = *c.Coverage
 		}
 		if k.FreeLane != nil {
 			f.Classes[i].Book.FreeLane = *k.FreeLane

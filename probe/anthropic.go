@@ -3,6 +3,8 @@ package probe
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 )
 
 // AnthropicVersion is the anthropic-version header the probe sends.
@@ -15,7 +17,10 @@ type anthropicRequest struct {
 	Stream    bool            `json:"stream"`
 }
 
-// newAnthropicRequest builds POST {base_url}/v1/messages.
+// newAnthropicRequest builds POST {base_url}/v1/messages. A base_url that
+// ends in /v1 already (as an OpenAI-compatible one does) gets /messages
+// only: https://api.anthropic.com and https://api.anthropic.com/v1 both
+// post to https://api.anthropic.com/v1/messages.
 func newAnthropicRequest(ctx context.Context, t Target) (*http.Request, error) {
 	body := anthropicRequest{
 		Model:     t.Model,
@@ -23,7 +28,11 @@ func newAnthropicRequest(ctx context.Context, t Target) (*http.Request, error) {
 		MaxTokens: t.MaxTokens,
 		Stream:    true,
 	}
-	req, err := newJSONRequest(ctx, t.BaseURL, "/v1/messages", body)
+	path := "/v1/messages"
+	if endsInV1(t.BaseURL) {
+		path = "/messages"
+	}
+	req, err := newJSONRequest(ctx, t.BaseURL, path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -32,6 +41,13 @@ func newAnthropicRequest(ctx context.Context, t Target) (*http.Request, error) {
 		req.Header.Set("x-api-key", t.APIKey)
 	}
 	return req, nil
+}
+
+// endsInV1 reports whether the path of base ends in /v1 (a trailing slash
+// aside).
+func endsInV1(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 }
 
 // anthropicEvent is the part of a Messages stream event the probe reads.

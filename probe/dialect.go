@@ -19,9 +19,12 @@ type tally struct {
 	finished bool // the model reported a stop reason
 }
 
-// tokens returns the token count and where it came from.
-func (tl tally) tokens() (int, TokensSource) {
-	if tl.hasUsage {
+// tokens returns the token count and where it came from. The server's usage
+// is trusted only within [0, maxTokens]: the request allowed no more, and a
+// lane reporting more would inflate its tok/s until it fit any deadline. A
+// count out of range gives way to the counted deltas.
+func (tl tally) tokens(maxTokens int) (int, TokensSource) {
+	if tl.hasUsage && tl.usage >= 0 && tl.usage <= maxTokens {
 		return tl.usage, TokensUsage
 	}
 	return tl.deltas, TokensDeltas

@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/redact"
 )
 
 // maxRedirects is how many same-origin redirects a probe follows.
@@ -91,6 +95,33 @@ func (r *run) sendError(ctx context.Context, resp *http.Response, err error) err
 	return fail(ConnError, err, "%s", err)
 }
 
+// versionSegment matches a path segment that names an API version: v1,
+// v1beta, v4.
+var versionSegment = regexp.MustCompile(`^v[0-9]+[a-z0-9]*$`)
+
+// missingVersion is the hint a 404 of an OpenAI-dialect lane gets when its
+// base_url has no version segment: the probe posts to base_url +
+// /chat/completions, as the OpenAI SDKs do, and most servers serve
+// /v1/chat/completions (https://api.openai.com/v1, http://127.0.0.1:11434/v1).
+// An anthropic base_url works with or without /v1 and needs none.
+func (r *run) missingVersion(code int) string {
+	if code != http.StatusNotFound || r.t.API != OpenAI {
+		return ""
+	}
+	u, err := url.Parse(r.t.BaseURL)
+	if err != nil {
+		return ""
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if versionSegment.MatchString(seg) {
+			return ""
+		}
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1"
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	return fmt.Sprintf("; no /v1 in base_url: try %s", redact.URL(u.String()))
+}
+
 // checkResponse sorts out non-stream responses and returns the body to read
 // as an event stream: capped, and gunzipped if the server gzipped it.
 func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
@@ -101,7 +132,7 @@ func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
 			o = RateLimited
 		}
 		r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After")) // a 503 may send one too
-		return nil, fail(o, ErrStatus, "http %d%s from POST %s", code, bodyErrorType(resp.Body), r.url)
+		return nil, fail(o, ErrStatus, "http %d%s from POST %s%s", code, bodyErrorType(resp.Body), r.url, r.missingVersion(code))
 	}
 	body, err := r.decodedBody(resp)
 	if err != nil {

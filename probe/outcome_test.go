@@ -337,12 +337,12 @@ func TestDetailNamesOnlyKnownErrorTypes(t *testing.T) {
 }
 
 // An HTTP error names the URL that was POSTed (never a key or a query), so
-// a base_url missing its /v1 is plain from the 404.
+// a base_url missing its /v1 is plain from the 404, which names the fix.
 func TestHTTPErrorNamesTheURL(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	s, err := Run(context.Background(), Target{Lane: "l", API: OpenAI, BaseURL: srv.URL, Model: "m", APIKey: "sk-secret-123", Timeout: 5 * time.Second})
-	want := "http 404 from POST " + srv.URL + "/chat/completions"
+	want := "http 404 from POST " + srv.URL + "/chat/completions; no /v1 in base_url: try " + srv.URL + "/v1"
 	if err == nil || s.Detail != want {
 		t.Fatalf("Detail %q, want %q", s.Detail, want)
 	}

@@ -198,7 +198,7 @@ func (r *run) finish(err error) (Sample, error) {
 	s.TLSStart, s.TLSDone, s.Reused, s.Sent = ct.tlsStart, ct.tlsDone, ct.reused, ct.sent
 	s.HeadersSeen = !s.Headers.IsZero()
 	if r.streamed {
-		s.Tokens, s.TokensSource = r.tl.tokens()
+		s.Tokens, s.TokensSource = r.tl.tokens(r.t.MaxTokens)
 	}
 	if err == nil && r.tl.deltas == 0 {
 		err = fail(Empty, nil, "stream ended with no content")

@@ -53,8 +53,8 @@ var Outcomes = []Outcome{OK, Timeout, RateLimited, HTTPError, ConnError, StreamE
 type TokensSource string
 
 const (
-	TokensUsage  TokensSource = "usage"  // server-reported usage
-	TokensDeltas TokensSource = "deltas" // counted content deltas
+	TokensUsage  TokensSource = "usage"  // server-reported usage, at most the request's max_tokens
+	TokensDeltas TokensSource = "deltas" // counted content deltas: no usage, or one out of range
 )
 
 // Sample is the result of one probe. Times are raw timestamps taken from one

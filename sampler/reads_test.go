@@ -41,10 +41,11 @@ func (c *countingStore) reset() (probes, hourly, writes int64) {
 	return c.probes.Swap(0), c.hourly.Swap(0), c.writes.Swap(0)
 }
 
-// A round reads the store once and writes once: the one read serves the
+// A round reads the store once and writes twice: the one read serves the
 // back-offs (a lane that answered 429), the budget count (two lanes of a
 // quota group) and the hour records the round rewrites, which still equal
-// the aggregate of every stored probe of their hour.
+// the aggregate of every stored probe of their hour; the writes are the
+// reservations, before any request leaves, and the round.
 func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := make([]byte, 4096)
@@ -59,7 +60,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	var b strings.Builder
-	b.WriteString("site: eu-1\nquotas:\n  - {name: g, probes_per_day: 24}\nstore: {kind: file, path: samples.lp}\nlanes:\n")
+	b.WriteString("site: eu-1\nsites: [eu-1]\nquotas:\n  - {name: g, probes_per_day: 24}\nstore: {kind: file, path: samples.lp}\nlanes:\n")
 	for _, l := range []struct{ name, extra string }{{"free", ""}, {"limited", ""}, {"b1", ", quota: g"}, {"b2", ", quota: g"}} {
 		fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s%s}\n", l.name, srv.URL, l.name, l.extra)
 	}
@@ -96,8 +97,8 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 			t.Fatalf("round %d: %v", i, err)
 		}
 		reads, hourlyReads, writes := st.reset()
-		if reads != 1 || hourlyReads != 0 || writes != 1 {
-			t.Errorf("round %d: %d probe reads, %d hourly reads, %d writes; want 1, 0, 1", i, reads, hourlyReads, writes)
+		if reads != 1 || hourlyReads != 0 || writes != 2 {
+			t.Errorf("round %d: %d probe reads, %d hourly reads, %d writes; want 1, 0, 2 (reservations, round)", i, reads, hourlyReads, writes)
 		}
 		skips := map[string]string{}
 		for _, sk := range r.Plan.Skip {

@@ -31,9 +31,19 @@ const (
 	MaxSpread  = 10 * time.Second
 )
 
-// ErrInterrupted is returned by an interruptible round cut short: nothing
-// was stored, since probes cut short would read as lane failures.
-var ErrInterrupted = errors.New("interrupted: the round was cut short and not stored")
+// ErrInterrupted is returned by an interruptible round cut short: the
+// probes it had sent are stored as cancelled (not lane failures; their wait
+// so far a lower bound), those it had not are released.
+var ErrInterrupted = errors.New("interrupted: the round was cut short; the probes sent are stored as cancelled")
+
+// ErrNotBooked is returned (wrapped) by a round whose reservations could
+// not be written: no request left, so nothing was spent.
+var ErrNotBooked = errors.New("reservations not written: no lane probed this round")
+
+// FutureReach is how far past now a round reads the store: probes stamped
+// after now (the clock was stepped back) still count against the budget
+// and for back-offs.
+const FutureReach = 366 * 24 * time.Hour
 
 // Options wire a Sampler: the domain values app.SamplerOptions builds from
 // a configuration.
@@ -55,6 +65,9 @@ type Options struct {
 	Policy PolicyFunc
 	// Chart draws the status page's chart; nil draws none.
 	Chart Chart
+	// Now is the clock the rounds' points are stamped with; nil is
+	// time.Now. Waits and probe timings use the real clock.
+	Now func() time.Time
 }
 
 // Shard is the part of the lanes a sampler probes when several share a
@@ -78,6 +91,7 @@ type Sampler struct {
 	groups      []budget.Group
 	policy      PolicyFunc
 	chart       Chart
+	now         func() time.Time
 
 	mu   sync.Mutex
 	seen map[string]series.Probe // newest probe of each lane this process stored
@@ -97,7 +111,11 @@ func New(o Options) *Sampler {
 		groups:      o.Groups,
 		policy:      o.Policy,
 		chart:       o.Chart,
+		now:         o.Now,
 		seen:        map[string]series.Probe{},
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	if s.shard.Count < 1 {
 		s.shard = Shard{Index: 0, Count: 1}
@@ -122,10 +140,14 @@ type Round struct {
 	MeterErr error          // the store could not be read: budgets unknown (their lanes skipped)
 	Samples  []probe.Sample // the probes that ran, in config order
 	// NotStarted are lanes the plan chose whose probe never started because
-	// the sampler was stopping: not probes, not stored.
+	// the sampler was stopping: not probes (their reservations are
+	// released, stored as outcome unsent).
 	NotStarted []string
-	Recorded   series.Recorded
-	Duration   time.Duration // probes and store write
+	// Points are the round's probe points as stored, in the order of the
+	// plan's lanes: settled, cancelled or released (unsent).
+	Points   []series.Probe
+	Recorded series.Recorded
+	Duration time.Duration // probes and store write
 }
 
 // Plan reads from the store what budgets and back-offs need and decides
@@ -146,6 +168,9 @@ type reading struct {
 	latest, probes []series.Probe
 	prior          series.Prior
 	err            error
+	// local holds, when the store could not be read, the probes the
+	// store's own spool and dead-letter file keep (series.LocalReader).
+	local []series.Probe
 }
 
 // meter reads what a plan at now needs, the owned lanes' probes since since
@@ -154,7 +179,10 @@ type reading struct {
 // the owned lanes at this site.
 func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) reading {
 	var m reading
-	latestWin := series.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: now.Add(time.Second)}
+	// Every window reaches FutureReach past now: a request stamped after now
+	// (the clock stepped back) was still sent.
+	future := now.Add(FutureReach)
+	latestWin := series.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: future}
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
@@ -171,7 +199,7 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 			from = day
 		}
 	}
-	probesWin := series.Window{From: from.Add(-time.Hour), To: now.Add(time.Second)}
+	probesWin := series.Window{From: from.Add(-time.Hour), To: future}
 	read := latestWin
 	if len(lanes) > 0 && probesWin.From.Before(read.From) {
 		read.From = probesWin.From
@@ -180,17 +208,76 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 		read.To = end
 	}
 	q := series.Query{Windows: []series.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
-	ps, err := s.store.Probes(ctx, q)
+	shared, sites := s.shared()
+	wide := q
+	wide.Sites = sites
+	ps, err := s.store.Probes(ctx, wide)
 	if err != nil {
 		m.err = err
+		if lr, ok := s.store.(series.LocalReader); ok {
+			// The back-offs a spooled or refused probe asks for still hold.
+			if local, lerr := lr.LocalProbes(ctx, series.Query{Windows: []series.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}); lerr == nil {
+				m.local = newest(sent(local))
+			}
+		}
 		return m
 	}
-	m.prior = series.Prior{Query: q, Probes: ps}
-	m.latest = newest(within(ps, latestWin, s.owned))
+	// The hour records are this site's own: they are rebuilt from its
+	// probes alone. Budgets and back-offs of a group the sites share count
+	// every site's requests of its lanes.
+	own := slices.DeleteFunc(slices.Clone(ps), func(p series.Probe) bool { return p.Site != s.site })
+	counted := slices.DeleteFunc(ps, func(p series.Probe) bool { return p.Site != s.site && !shared[p.Lane] })
+	m.prior = series.Prior{Query: q, Probes: own}
+	m.latest = newest(sent(within(counted, latestWin, s.owned)))
 	if len(lanes) > 0 {
-		m.probes = within(ps, probesWin, lanes)
+		m.probes = sent(within(counted, probesWin, lanes))
 	}
+	m.prior.Rebuild = s.abandoned(own, now)
 	return m
+}
+
+// shared returns the owned lanes of the groups the sites share (quota
+// scope account: budget.Group.Sites) and the sites a round reads: this
+// one and those sharing a group with it.
+func (s *Sampler) shared() (map[string]bool, []string) {
+	lanes := map[string]bool{}
+	sites := []string{s.site}
+	for _, g := range s.groups {
+		if len(g.Sites) == 0 || !slices.ContainsFunc(g.Lanes, func(l string) bool { return slices.Contains(s.owned, l) }) {
+			continue
+		}
+		for _, l := range g.Lanes {
+			lanes[l] = true
+		}
+		for _, site := range g.Sites {
+			if !slices.Contains(sites, site) {
+				sites = append(sites, site)
+			}
+		}
+	}
+	return lanes, sites
+}
+
+// sent returns the points of ps that stand for requests sent (series.Sent):
+// every one but a released reservation.
+func sent(ps []series.Probe) []series.Probe {
+	return slices.DeleteFunc(ps, func(p series.Probe) bool { return !series.Sent(p) })
+}
+
+// abandoned returns the lane-hours of the reservations in ps booked before
+// now by more than a round and its store write can take: no round of a
+// live sampler settles them any more (it was killed, or its write failed
+// and reached no spool), so their hours are rebuilt to count them. An hour
+// rebuilt already is rebuilt again to the same point.
+func (s *Sampler) abandoned(ps []series.Probe, now time.Time) []series.LaneHour {
+	cutoff := now.Add(-s.WorstRound() - DefaultStoreTimeout)
+	var out []series.LaneHour
+	for _, p := range ps {
+		if p.Outcome == series.OutcomeReserved && p.Time.Before(cutoff) {
+			out = append(out, series.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
+		}
+	}
+	return out
 }
 
 // within returns the probes of ps in w of the lanes (nil: every lane), in
@@ -238,8 +325,9 @@ func newest(ps []series.Probe) []series.Probe {
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
 	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.loc, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err}
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site}
 	if m.err != nil {
+		in.Latest = append(in.Latest, m.local...)
 		s.mu.Lock()
 		for _, p := range s.seen {
 			in.Latest = append(in.Latest, p)
@@ -249,15 +337,20 @@ func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
 	return budget.Decide(in)
 }
 
-// Run runs one round. With interruptible false (the daemon) a cancelled ctx
-// stops new probes from starting, lets the probes in flight finish within
-// their own timeouts and stores them; with interruptible true (-once at a
-// terminal) it cancels everything and stores nothing (ErrInterrupted). The
-// store write has its own deadline, so a slow round never loses the probes
-// it finished. force probes every owned lane, budgets and back-offs
-// notwithstanding (the probes still count).
+// Run runs one round: it reads the store once, plans, books the round's
+// requests (one write of their reservations, before any leaves), probes,
+// and stores the probes, each replacing its reservation. With
+// interruptible false (the daemon) a cancelled ctx stops new probes from
+// starting (their reservations are released), lets the probes in flight
+// finish within their own timeouts and stores them; with interruptible true
+// (-once at a terminal) it cuts the probes in flight short and stores them
+// as cancelled (ErrInterrupted). The store writes have their own deadline,
+// so a slow round never loses the probes it finished. force probes every
+// owned lane, budgets and back-offs notwithstanding (the probes still
+// count). A round whose reservations cannot be written probes nothing
+// (ErrNotBooked).
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
-	r := &Round{Start: time.Now()}
+	r := &Round{Start: s.now()}
 	start := time.Now() // monotonic, for the duration
 	// One read serves the plan and the hour records the round rewrites:
 	// the hours up to the one a round of worst length ends in.
@@ -268,18 +361,43 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	for _, l := range r.Plan.Probe {
 		targets = append(targets, s.targets[l])
 	}
-	samples, notStarted := s.probeAll(ctx, targets, interruptible)
-	r.Samples, r.NotStarted = samples, notStarted
-	if interruptible && ctx.Err() != nil {
-		r.Duration = time.Since(start)
-		return r, ErrInterrupted
-	}
-	points := make([]series.Probe, len(samples))
-	for i, sm := range samples {
-		points[i] = Point(sm, s.site)
+	if ctx.Err() != nil && len(targets) > 0 { // stopping before the round began: book nothing
+		r.NotStarted, r.Duration = slices.Clone(r.Plan.Probe), time.Since(start)
+		if interruptible {
+			return r, ErrInterrupted
+		}
+		return r, nil
 	}
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
+	offsets := s.offsets(len(targets))
+	booked := s.book(targets, offsets, m.prior.Probes)
+	if len(booked) > 0 {
+		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
+			// Release what may have been stored of them, so that they count
+			// neither as spent nor as failures; a failure leaves them
+			// reserved, counted as both (never fewer than sent).
+			_ = s.store.Write(storeCtx, released(booked), nil)
+			r.Duration = time.Since(start)
+			return r, fmt.Errorf("book the round: %w: %w", ErrNotBooked, err)
+		}
+	}
+	runs := s.probeAll(ctx, targets, offsets, interruptible)
+	points := make([]series.Probe, len(runs))
+	for i, pr := range runs {
+		switch {
+		case !pr.started:
+			r.NotStarted = append(r.NotStarted, targets[i].Lane)
+			points[i] = released(booked[i : i+1])[0]
+		default:
+			r.Samples = append(r.Samples, pr.sample)
+			points[i] = Point(pr.sample, s.site, booked[i].Time)
+			if pr.cancelled {
+				points[i] = cancelledPoint(points[i], pr.sample)
+			}
+		}
+	}
+	r.Points = points
 	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
@@ -288,28 +406,89 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	s.mu.Lock()
 	for _, p := range points {
-		if q, ok := s.seen[p.Lane]; !ok || p.Time.After(q.Time) {
+		if q, ok := s.seen[p.Lane]; series.Sent(p) && (!ok || p.Time.After(q.Time)) {
 			s.seen[p.Lane] = p
 		}
 	}
 	s.mu.Unlock()
+	if interruptible && ctx.Err() != nil {
+		return r, ErrInterrupted
+	}
 	return r, nil
 }
 
+// book returns the reservations of the round's probes: probe i is booked
+// at the round's clock now plus its spread offset, the moment it is
+// planned to start (it starts then, or later when it waits for a slot of
+// Concurrency), and its point keeps that time. A time a stored point of
+// the lane holds already (a clock stepped back onto it) moves on by a
+// nanosecond until it is free, so that no booking replaces another request.
+func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []series.Probe) []series.Probe {
+	if len(targets) == 0 {
+		return nil
+	}
+	type laneTime struct {
+		lane string
+		ns   int64
+	}
+	taken := map[laneTime]bool{}
+	for _, p := range stored {
+		taken[laneTime{p.Lane, p.Time.UnixNano()}] = true
+	}
+	base := s.now()
+	out := make([]series.Probe, len(targets))
+	for i, t := range targets {
+		at := base.Add(offsets[i]).Round(0).UTC()
+		for taken[laneTime{t.Lane, at.UnixNano()}] {
+			at = at.Add(time.Nanosecond)
+		}
+		out[i] = series.Probe{Lane: t.Lane, Kind: t.Kind, Site: s.site, Time: at, Outcome: series.OutcomeReserved}
+	}
+	return out
+}
+
+// released returns the reservations with outcome unsent: their requests
+// never left.
+func released(booked []series.Probe) []series.Probe {
+	out := slices.Clone(booked)
+	for i := range out {
+		out[i].Outcome = series.OutcomeUnsent
+	}
+	return out
+}
+
+// cancelledPoint is the point of a probe the sampler cut short: outcome
+// cancelled, queue_s the wait so far (a lower bound: from the request
+// written to the cut, or the exact wait when a first token came).
+func cancelledPoint(p series.Probe, sm probe.Sample) series.Probe {
+	p.OK, p.Outcome = false, series.OutcomeCancelled
+	switch {
+	case !sm.FirstToken.IsZero():
+		p.QueueS = sm.QueueS()
+	case !sm.Sent.IsZero() && !sm.End.IsZero():
+		p.QueueS = sm.End.Sub(sm.Sent).Seconds()
+	}
+	return p
+}
+
+// probeRun is one target's part of a round.
+type probeRun struct {
+	sample    probe.Sample
+	started   bool
+	cancelled bool // cut short by the round's ctx (interruptible), not ended by the lane
+}
+
 // probeAll probes the targets, at most Concurrency at once, probe i
-// starting at its Spread offset or when a slot frees, whichever is later.
-// Each probe is bounded by its own timeout from its own start. When ctx
-// ends, probes not started yet are not started; probes in flight run on
-// unless interruptible.
-func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interruptible bool) ([]probe.Sample, []string) {
-	n := len(targets)
-	offsets := s.offsets(n)
+// starting at its offset or when a slot frees, whichever is later. Each
+// probe is bounded by its own timeout from its own start. When ctx ends,
+// probes not started yet are not started; probes in flight run on unless
+// interruptible.
+func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, offsets []time.Duration, interruptible bool) []probeRun {
 	probeCtx := context.WithoutCancel(ctx)
 	if interruptible {
 		probeCtx = ctx
 	}
-	samples := make([]probe.Sample, n)
-	started := make([]bool, n)
+	runs := make([]probeRun, len(targets))
 	sem := make(chan struct{}, max(s.concurrency, 1))
 	var wg sync.WaitGroup
 	begin := time.Now()
@@ -324,28 +503,21 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, interrup
 		if ctx.Err() != nil {
 			break
 		}
-		started[i] = true
+		runs[i].started = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			// The probe's error is its outcome, already in the sample: a
 			// failed probe is data, not an error of the round.
-			samples[i], _ = probe.Run(probeCtx, t)
-			samples[i].Lane, samples[i].Kind = t.Lane, t.Kind
+			sm, _ := probe.Run(probeCtx, t)
+			sm.Lane, sm.Kind = t.Lane, t.Kind
+			runs[i].sample = sm
+			runs[i].cancelled = interruptible && !sm.OK() && probeCtx.Err() != nil
 		}()
 	}
 	wg.Wait()
-	var done []probe.Sample
-	var notStarted []string
-	for i, t := range targets {
-		if started[i] {
-			done = append(done, samples[i])
-		} else {
-			notStarted = append(notStarted, t.Lane)
-		}
-	}
-	return done, notStarted
+	return runs
 }
 
 // offsets are the start offsets of a round's n probes: SpreadStep apart,
@@ -380,17 +552,18 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// Point is the stored form of a probe of a sampler at site: queue_s is the
-// wait the probe is known to have sat through (exact, or a lower bound when
-// it timed out before its first token), quota_reset_s the later of
+// Point is the stored form of a probe of a sampler at site, booked at
+// (its reservation's time, which it replaces; docs/schema.md): queue_s is
+// the wait the probe is known to have sat through (exact, or a lower bound
+// when it timed out before its first token), quota_reset_s the later of
 // Retry-After and the quota's reset.
-func Point(sm probe.Sample, site string) series.Probe {
+func Point(sm probe.Sample, site string, booked time.Time) series.Probe {
 	wait, _ := sm.Wait()
 	return series.Probe{
 		Lane:           sm.Lane,
 		Kind:           sm.Kind,
 		Site:           site,
-		Time:           sm.Start.Round(0).UTC(),
+		Time:           booked.Round(0).UTC(),
 		QueueS:         wait,
 		GenS:           sm.GenS(),
 		HeadersS:       sm.HeadersS(),

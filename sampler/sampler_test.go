@@ -98,7 +98,9 @@ func stored(t *testing.T, st series.Store) map[string]series.Probe {
 	}
 	out := map[string]series.Probe{}
 	for _, p := range ps {
-		out[p.Lane] = p
+		if series.Sent(p) { // a released reservation is no probe
+			out[p.Lane] = p
+		}
 	}
 	return out
 }
@@ -186,10 +188,23 @@ func TestStopStartsNothingNew(t *testing.T) {
 	if len(r.Samples) != 1 || len(r.NotStarted) != 3 || len(got) != 1 || !got["a"].OK {
 		t.Fatalf("ran %d, not started %v, stored %+v; want lane a probed and stored, b c d not started", len(r.Samples), r.NotStarted, got)
 	}
+	// Their reservations are released: stored as unsent, so neither the
+	// budget nor their hours count them.
+	ps, err := st.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if want := map[bool]string{true: "ok", false: series.OutcomeUnsent}[p.Lane == "a"]; p.Outcome != want {
+			t.Errorf("lane %s stored as %s, want %s", p.Lane, p.Outcome, want)
+		}
+	}
 }
 
-// An interruptible round (-once at a terminal) stores nothing.
-func TestInterruptStoresNothing(t *testing.T) {
+// An interruptible round (-once at a terminal) cut short stores the probe
+// it had sent as cancelled, with its wait so far: the request was sent (the
+// budget counts it), and its hour is not failed by it but knows the wait.
+func TestInterruptStoresCancelled(t *testing.T) {
 	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 5 * time.Second}})
 	defer srv.Close()
 	s, st := setup(t, srv, []string{"a"}, "", "")
@@ -202,8 +217,16 @@ func TestInterruptStoresNothing(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %s after the interrupt", d)
 	}
-	if got := stored(t, st); len(got) != 0 {
-		t.Fatalf("stored %+v", got)
+	got := stored(t, st)
+	if p := got["a"]; len(got) != 1 || p.Outcome != series.OutcomeCancelled || p.OK || p.QueueS < 0.05 || p.QueueS > 2 {
+		t.Fatalf("stored %+v; want lane a cancelled after a wait of about 0.1 s", got)
+	}
+	hs, err := st.Hourly(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("hourly %+v, %v; want one record", hs, err)
+	}
+	if h := hs[0]; h.Samples != 1 || h.Failures != 0 || h.WorstCensoredS != got["a"].QueueS {
+		t.Errorf("hour %+v; want 1 sample, no failure, worst_censored_s %g", h, got["a"].QueueS)
 	}
 }
 

@@ -2,19 +2,57 @@
 # test.sh — what `make test` and CI run: vet, gofmt, staticcheck, then every
 # test under -race against a real InfluxDB 1.8 server (started here, stopped on
 # exit) and the mock-llm interop server (started by its test).
+#
+# Nothing is skipped silently: what this script leaves out (staticcheck,
+# npm) and every test that skips for a missing tool (internal/missingtool:
+# Chromium, rsvg-convert, influxd, node, systemd-analyze...) is listed in one
+# summary at the end. With CI=true such a skip fails the run (the Go tests
+# fail at once; this script fails at the end for its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Skips of this script, and the file the tests append theirs to
+# (internal/missingtool, "TEST: missing tool: ..."). A test skipped for a
+# missing tool also says so in `go test -v` and `-json` output, with the
+# prefix "missing tool: ".
+skipped=() # fail the run under CI
+chosen=()  # asked for (LANEWATCH_FUZZTIME=0): listed, never failing
+export LANEWATCH_SKIPLOG="$(mktemp)"
+ci_strict() { [[ -n "${CI:-}" && "${CI:-}" != "false" && "${CI:-}" != "0" ]]; }
+summary() {
+	local status=$? n
+	scripts/influxd.sh stop >/dev/null 2>&1 || true
+	n=$((${#skipped[@]} + ${#chosen[@]} + $(sort -u "$LANEWATCH_SKIPLOG" | grep -c . || true)))
+	if ((n > 0)); then
+		echo "== skipped ($n)"
+		((${#skipped[@]} == 0)) || printf '  %s\n' "${skipped[@]}"
+		((${#chosen[@]} == 0)) || printf '  %s\n' "${chosen[@]}"
+		sort -u "$LANEWATCH_SKIPLOG" | sed 's/^/  /'
+		if ci_strict && ((status == 0)) && ((${#skipped[@]} > 0)); then
+			echo "CI=$CI: nothing may be skipped; install what is missing" >&2
+			status=1
+		fi
+	else
+		echo "== skipped: nothing"
+	fi
+	rm -f "$LANEWATCH_SKIPLOG"
+	exit "$status"
+}
+trap summary EXIT
+
 export LANEWATCH_INFLUXD_STATE="${LANEWATCH_INFLUXD_STATE:-$(mktemp -d)}"
 scripts/influxd.sh build
-trap 'scripts/influxd.sh stop >/dev/null 2>&1 || true' EXIT
 eval "$(scripts/influxd.sh start | grep '^INFLUX_URL=')"
 export INFLUX_URL
 export INFLUXD_BIN="${INFLUXD_BIN:-${LANEWATCH_CACHE:-$HOME/.cache/lanewatch}/bin/influxd}"
 
 # The interop servers and the examples' openai SDK and typescript compiler.
 if [[ ! -d interop/node_modules/@dwmkerr/mock-llm || ! -d interop/node_modules/openai || ! -d interop/node_modules/typescript ]]; then
-	npm ci --prefix interop --no-audit --no-fund
+	if command -v npm >/dev/null; then
+		npm ci --prefix interop --no-audit --no-fund
+	else
+		skipped+=("npm ci --prefix interop: missing tool: npm (install: apt-get install npm); the interop tests and the examples skip")
+	fi
 fi
 
 echo "== go vet"
@@ -25,6 +63,8 @@ bad="$(gofmt -l $(git ls-files '*.go'))"
 if command -v staticcheck >/dev/null || [[ -x "$(go env GOPATH)/bin/staticcheck" ]]; then
 	echo "== staticcheck"
 	PATH="$PATH:$(go env GOPATH)/bin" staticcheck ./...
+else
+	skipped+=("staticcheck: missing tool: staticcheck (install: go install honnef.co/go/tools/cmd/staticcheck@latest)")
 fi
 echo "== go test -race (INFLUX_URL=$INFLUX_URL)"
 # -p 2: this is a 2-core machine; fuzz targets run their seed corpora only.
@@ -39,7 +79,9 @@ fuzztime="${LANEWATCH_FUZZTIME:-5s}"
 fuzz() {
 	go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "./$1" >"$fuzzlog" 2>&1
 }
-if [[ "$fuzztime" != "0" ]]; then
+if [[ "$fuzztime" == "0" ]]; then
+	chosen+=("fuzz: LANEWATCH_FUZZTIME=0, on request (the seed corpora ran with the tests)")
+else
 	echo "== fuzz ($fuzztime per target)"
 	fuzzlog="$(mktemp)"
 	for target in config:FuzzParse probe:FuzzSSE probe:FuzzQuota series:FuzzDecode series/lineproto:FuzzPlainLine series:FuzzFileRead policy:FuzzBookInput policy:FuzzParseFile; do

@@ -14,6 +14,29 @@ import (
 // string Probe.Outcome holds.
 const OutcomeRateLimited = string(probe.RateLimited)
 
+// Storage states of a probe point that are no probe.Outcome: the sampler
+// books a request before it leaves (OutcomeReserved) and settles the
+// booking with the probe's point, written with the same series and time so
+// that it replaces the reservation (docs/schema.md#reservations).
+const (
+	// OutcomeReserved is a request booked and not settled: in flight, or
+	// its sampler died before it stored the probe. It counts against the
+	// budget and, in its hour, as a failure whose wait is unknown.
+	OutcomeReserved = "reserved"
+	// OutcomeCancelled is a probe sent and cut short by the sampler (an
+	// interrupted sampler -once): not a lane failure, but its wait so far
+	// (queue_s, a lower bound) counts in worst_censored_s.
+	OutcomeCancelled = "cancelled"
+	// OutcomeUnsent is a reservation released: its probe never started
+	// (the sampler was stopping). It is no request: neither the budget nor
+	// the hour counts it.
+	OutcomeUnsent = "unsent"
+)
+
+// Sent reports whether p stands for a request that left, or may have left,
+// the sampler: every point but a released reservation (OutcomeUnsent).
+func Sent(p Probe) bool { return p.Outcome != OutcomeUnsent }
+
 // Aggregate folds the probes of one lane-hour into its hourly point:
 // worst_queue_s and worst_gen_s are the largest queue_s and gen_s of the ok
 // probes, min_tok_per_s the lowest tokens/gen_s over ok probes with gen_s > 0
@@ -31,16 +54,32 @@ const OutcomeRateLimited = string(probe.RateLimited)
 // back-off and the policy's quota_exhausted until already keep the lane out
 // for as long as the lane asked.
 //
+// A reservation never settled (OutcomeReserved) counts as a failure with an
+// unknown wait: a request was sent, so the hour is never eligible on a
+// quieter figure than it. A cancelled probe (OutcomeCancelled) counts in
+// samples and, with its wait so far, in worst_censored_s, but is no
+// failure: the sampler cut it short, not the lane. A released reservation
+// (OutcomeUnsent) is no probe and is left out.
+//
 // The caller picks the probes; Aggregate does not filter them by lane or
 // time. Non-finite measurements are left out rather than poisoning the
 // result.
 func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
-	h := Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour, Samples: int64(len(probes))}
+	h := Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour}
 	ok := 0
 	rate := math.Inf(1)
 	for _, p := range probes {
+		if !Sent(p) {
+			continue
+		}
+		h.Samples++
 		if !p.OK {
-			h.Failures++
+			if p.Outcome != OutcomeCancelled {
+				h.Failures++
+			}
+			if p.Outcome == OutcomeReserved {
+				continue // its wait is unknown
+			}
 			if bound := p.QueueS; num.Finite(bound) && bound > h.WorstCensoredS {
 				h.WorstCensoredS = bound
 			}
@@ -94,14 +133,17 @@ func compareLaneHour(a, b LaneHour) int {
 }
 
 // Rollup returns the hourly points of the probes: one per lane, site and
-// hour (hours keyed in loc), and within that one per kind the lane had in the
-// hour, each the Aggregate of all the lane-hour's probes. A lane whose kind
+// hour (hours keyed in loc) that holds a probe sent (Sent), and within that
+// one per kind the lane had in the hour, each the Aggregate of all the lane-hour's probes. A lane whose kind
 // changed mid-hour thus has no stale record of its earlier kind: every
 // record of the hour says the same. Points are sorted by hour, lane, site
 // and kind.
 func Rollup(probes []Probe, loc *time.Location) []Hourly {
 	groups := map[LaneHour][]Probe{}
 	for _, p := range probes {
+		if !Sent(p) {
+			continue // a released reservation: no probe, no record
+		}
 		k := LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}
 		groups[k] = append(groups[k], p)
 	}

@@ -50,7 +50,9 @@ type Recorded struct {
 
 // Record stores the probes and the refreshed hourly point of every lane-hour
 // they fall in. A nil error means every point is durable (in the store, or
-// in a spool).
+// in a spool). When the store cannot be read for a reason that is not
+// passing, the probes are still written, without their hours, and the
+// error wraps ErrHoursNotRebuilt.
 func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error) {
 	return r.RecordWith(ctx, probes, Prior{})
 }
@@ -60,6 +62,10 @@ func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error)
 type Prior struct {
 	Query  Query
 	Probes []Probe
+	// Rebuild names lane-hours to rewrite beside those the probes fall in
+	// (a sampler's reservations that were never settled: their hours must
+	// count them).
+	Rebuild []LaneHour
 }
 
 // RecordWith is Record for a caller that read the store already, so that a
@@ -70,22 +76,15 @@ type Prior struct {
 // hour) it reads them as Record does. Points stored after prior was read
 // are not seen; Record's read narrows that gap to the write.
 func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) (Recorded, error) {
-	if len(probes) == 0 {
+	touched := touchedWith(probes, prior.Rebuild, r.loc)
+	if len(touched) == 0 {
 		return Recorded{}, nil
 	}
-	touched := Touched(probes, r.loc)
 	stored := prior.Probes
 	if !prior.covers(touched) {
 		var err error
 		if stored, err = r.store.Probes(ctx, queryOf(touched)); err != nil {
-			d, ok := r.store.(Deferrer)
-			if !ok || !errors.Is(err, ErrUnavailable) {
-				return Recorded{}, fmt.Errorf("read the probes of the hour: %w", err)
-			}
-			if derr := d.Defer(ctx, probes, nil); derr != nil {
-				return Recorded{}, fmt.Errorf("read the probes of the hour: %w; %w", err, derr)
-			}
-			return Recorded{Deferred: true}, nil
+			return r.unread(ctx, probes, err)
 		}
 	}
 	hourly := rollupOf(touched, stored, probes, r.loc)
@@ -93,6 +92,60 @@ func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) 
 		return Recorded{}, err
 	}
 	return Recorded{Hourly: hourly}, nil
+}
+
+// ErrHoursNotRebuilt is returned (wrapped) by a Recorder that stored the
+// probes (in the store, its spool or its dead-letter file) but could not
+// read what it needs to rebuild their hours: `sampler rollup` rebuilds
+// them once the store can be read.
+var ErrHoursNotRebuilt = errors.New("probes stored, their hours not rebuilt")
+
+// unread stores probes whose hours cannot be read: a passing failure sends
+// them to the spool alone, and the replay rebuilds their hours; any other
+// (a 401, 403 or 404 while the sampler runs) writes them without their
+// hours, so that the round is never dropped, and says so.
+func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recorded, error) {
+	rerr := fmt.Errorf("read the probes of the hour: %w", err)
+	if len(probes) == 0 {
+		return Recorded{}, rerr
+	}
+	if d, ok := r.store.(Deferrer); ok && errors.Is(err, ErrUnavailable) {
+		if derr := d.Defer(ctx, probes, nil); derr != nil {
+			return Recorded{}, fmt.Errorf("%w; %w", rerr, derr)
+		}
+		return Recorded{Deferred: true}, nil
+	}
+	if werr := r.store.Write(ctx, probes, nil); werr != nil {
+		return Recorded{}, fmt.Errorf("%w; write the probes: %w", rerr, werr)
+	}
+	if l, ok := r.store.(laterRebuilder); ok {
+		l.RebuildLater(probes)
+		return Recorded{}, fmt.Errorf("%w (they are rebuilt at the first write after the store can be read again, or by sampler rollup): %w", ErrHoursNotRebuilt, rerr)
+	}
+	return Recorded{}, fmt.Errorf("%w (run sampler rollup once the store can be read): %w", ErrHoursNotRebuilt, rerr)
+}
+
+// laterRebuilder is a layer that rebuilds the hours of probes after a later
+// write that goes through (a Spool with AfterReplay).
+type laterRebuilder interface{ RebuildLater(probes []Probe) }
+
+// touchedWith is the lane-hours the probes fall in and the extra ones,
+// sorted and without repeats.
+func touchedWith(probes []Probe, extra []LaneHour, loc *time.Location) []LaneHour {
+	touched := Touched(probes, loc)
+	if len(extra) == 0 {
+		return touched
+	}
+	seen := laneHourSet(touched)
+	for _, t := range extra {
+		t.Hour = hourOf(t.Hour, loc)
+		if !seen[t] {
+			seen[t] = true
+			touched = append(touched, t)
+		}
+	}
+	slices.SortFunc(touched, compareLaneHour)
+	return touched
 }
 
 // covers reports whether p's query selects every probe of the lane-hours:

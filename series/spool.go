@@ -70,9 +70,11 @@ type SpoolOptions struct {
 // The spool holds only lanewatch points (probe and queue_hourly); any other
 // line found in it goes to the dead-letter file at the next replay.
 //
-// Reads merge the inner store's points with the spooled ones (a spooled
-// point is newer), but the inner store is asked first: when it cannot be
-// read, the read fails rather than return the spool alone.
+// Reads merge the inner store's points with the dead-lettered probes and
+// the spooled points (in that order: a later one is newer), but the inner
+// store is asked first: when it cannot be read, the read fails rather than
+// return the spool alone (LocalProbes reads the local files alone). A
+// dead-lettered or spooled reservation never replaces a settled probe.
 type Spool struct {
 	inner Store
 	o     SpoolOptions
@@ -86,6 +88,8 @@ type Spool struct {
 	closed bool
 
 	depth      atomic.Int64 // points in the spool
+	hasDead    atomic.Bool  // the dead-letter file may hold points (a writer's reads merge it)
+	pending    []Probe      // dead-lettered probes whose hours wait for AfterReplay (under mu)
 	unreadable atomic.Bool  // a read-only spool warned that it cannot read the file
 }
 
@@ -143,6 +147,22 @@ func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
 	}
 	s.file = f
 	s.depth.Store(lines)
+	if fi, err := os.Stat(s.o.DeadLetter); err == nil && fi.Size() > 0 {
+		s.hasDead.Store(true) // reads merge it: its probes were sent
+		if o.AfterReplay != nil {
+			// Their hours may not count them yet (a crash before the
+			// rebuild): rebuild them at the first write that goes through.
+			err := scanKind(context.Background(), s.o.DeadLetter, kindProbe, Between(minTime, maxTime).matcher(), nil, func(line []byte) error {
+				if p, err := decodeProbe(line); err == nil {
+					s.pending = append(s.pending, p)
+				}
+				return nil
+			})
+			if err != nil {
+				o.Warn("dead-letter file not readable; the hours of its probes are not rebuilt", "dead_letter", s.o.DeadLetter, "err", err.Error())
+			}
+		}
+	}
 	if lines > 0 {
 		o.Warn("spool holds lines from an earlier run; they are replayed at the next write", "spool", path, "lines", lines)
 	}
@@ -193,6 +213,12 @@ func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) erro
 		errs = append(errs, s.toSpool(body, len(probes)+len(hourly), err))
 	case refused.len() > 0:
 		errs = append(errs, s.deadLetter(refused, len(probes)+len(hourly), cause))
+	default:
+		// The points are stored; hours of older refusals not rebuilt yet
+		// are tried again at the next write.
+		if err := s.rebuildPendingLocked(ctx); err != nil {
+			s.o.Warn("hours of dead-lettered probes not rebuilt; tried again at the next write", "err", err.Error())
+		}
 	}
 	return joinErrors(errs)
 }
@@ -233,7 +259,7 @@ func (s *Spool) Drain(ctx context.Context) error {
 		return err
 	}
 	if s.depth.Load() == 0 {
-		return nil
+		return s.rebuildPendingLocked(ctx)
 	}
 	return s.drainLocked(ctx)
 }
@@ -322,8 +348,67 @@ func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 		return re
 	}
 	re.DeadLetter = s.o.DeadLetter
+	s.pending = append(s.pending, refused.probes...)
 	return re
 }
+
+// RebuildLater has AfterReplay run for the probes after the next write that
+// goes through, as for dead-lettered ones: a Recorder that wrote them but
+// could not read their hours calls it. The probes are kept in memory only:
+// after a restart, sampler rollup rebuilds their hours.
+func (s *Spool) RebuildLater(probes []Probe) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.AfterReplay != nil {
+		s.pending = append(s.pending, probes...)
+	}
+}
+
+// rebuildPendingLocked runs AfterReplay for the probes dead-lettered by
+// direct writes since it last succeeded (at open: every probe of the
+// dead-letter file), now that a write went through: reads count a refused
+// probe in its hour, so its hour is rebuilt with it. A failure keeps them
+// pending and is reported.
+func (s *Spool) rebuildPendingLocked(ctx context.Context) error {
+	if len(s.pending) == 0 || s.o.AfterReplay == nil {
+		return nil
+	}
+	if err := s.o.AfterReplay(ctx, deadView{s}, s.pending); err != nil {
+		return fmt.Errorf("spool: the hours of %d dead-lettered probes not rebuilt: %w", len(s.pending), err)
+	}
+	s.pending = nil
+	return nil
+}
+
+// deadView is the inner store with the dead-lettered probes merged into its
+// reads: what AfterReplay rebuilds hours from once the spool's points are
+// all in the inner store or the dead-letter file. Its user holds s.mu.
+type deadView struct{ s *Spool }
+
+func (v deadView) Write(ctx context.Context, probes []Probe, hourly []Hourly) error {
+	return v.s.inner.Write(ctx, probes, hourly)
+}
+
+func (v deadView) Probes(ctx context.Context, q Query) ([]Probe, error) {
+	pts, err := v.s.inner.Probes(ctx, q)
+	if err != nil || !v.s.hasDead.Load() {
+		return pts, err
+	}
+	l := newLatest(probeKey)
+	for _, p := range pts {
+		l.put(p)
+	}
+	if err := fileMerge(ctx, v.s, v.s.o.DeadLetter, l, q.matcher(), kindProbe, decodeProbe, settledWins); err != nil {
+		return nil, err
+	}
+	return l.sorted(), nil
+}
+
+func (v deadView) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
+	return v.s.inner.Hourly(ctx, q)
+}
+
+func (v deadView) Close() error { return nil }
 
 // deadLetterError is a failure to write the dead-letter file. Its text does
 // not name the file: callers do.
@@ -340,6 +425,7 @@ func (s *Spool) appendDead(body []byte) error {
 		}
 		s.dead = d
 	}
+	s.hasDead.Store(true) // a torn append may have left a line or part of one
 	if err := s.dead.append(body); err != nil {
 		return deadLetterError{err}
 	}
@@ -449,7 +535,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		}
 	}
 	if s.o.AfterReplay != nil {
-		if err := s.o.AfterReplay(ctx, s.inner, replayed); err != nil {
+		if err := s.o.AfterReplay(ctx, deadView{s}, append(replayed, s.pending...)); err != nil {
 			return fmt.Errorf("spool %s kept: after replay: %w", s.o.Path, err)
 		}
 	}
@@ -460,6 +546,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		return nil
 	}
 	s.depth.Store(0)
+	s.pending = nil
 	if refusedN+foreign == 0 {
 		s.o.Warn("spool replayed", "spool", s.o.Path, "stored", accepted)
 		return nil
@@ -473,50 +560,105 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
 }
 
-// Probes returns the probe points q selects, spooled ones included.
+// Probes returns the probe points q selects, dead-lettered and spooled
+// ones included: a probe the store refused, or has not received yet, was
+// still sent, so budgets, back-offs and the hours rebuilt count it.
 func (s *Spool) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey)
+	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey, settledWins)
 }
 
 // Hourly returns the hourly points q selects, spooled ones included.
+// Refused hourly points (the dead letter) are not merged: the hours are
+// rebuilt from the probes, which are.
 func (s *Spool) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey)
+	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey, nil)
+}
+
+// LocalProbes returns the probe points q selects that the spool and the
+// dead-letter file hold, without asking the inner store: what a sampler
+// knows of its own recent probes when the store cannot be read (a spooled
+// 429 still backs its lane off).
+func (s *Spool) LocalProbes(ctx context.Context, q Query) ([]Probe, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l := newLatest(probeKey)
+	if err := localMerge(ctx, s, l, q.matcher(), true, kindProbe, decodeProbe, settledWins); err != nil {
+		return nil, err
+	}
+	return l.sorted(), nil
+}
+
+// LocalReader is a layer that keeps points on local disk (a Spool) and can
+// read them when the store cannot be.
+type LocalReader interface {
+	LocalProbes(ctx context.Context, q Query) ([]Probe, error)
+}
+
+var _ LocalReader = (*Spool)(nil)
+
+// settledWins keeps a settled probe point against a reservation of the same
+// key found later in the merge: a reservation is written before its probe,
+// so a reservation that reads as newer is one the store refused (the dead
+// letter) while it took the probe.
+func settledWins(old, fresh *Probe) bool {
+	return fresh.Outcome != OutcomeReserved || old.Outcome == OutcomeReserved
 }
 
 func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.Context, Query) ([]T, error),
-	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
+	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	pts, err := read(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	if s.file != nil && s.depth.Load() == 0 {
+	withDead := kind == kindProbe
+	if s.file != nil && s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()) {
 		return pts, nil
 	}
 	l := newLatest(key)
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := spoolMerge(ctx, s, l, q.matcher(), kind, decode); err != nil {
+	if err := localMerge(ctx, s, l, q.matcher(), withDead, kind, decode, replace); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil
 }
 
-// spoolMerge adds the spooled points of kind want that m selects to l, a
-// later line replacing an earlier one. s.mu must be held (shared is
-// enough). A read-only spool reads the file when it exists and can be read;
-// when it cannot (another user's file, anything in its way), it merges
-// nothing and warns, once per Spool. Lines that do not decode are skipped
-// here without a word: the next replay moves them to the dead-letter file
-// and reports them.
-func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, want pointKind, decode func([]byte) (T, error)) error {
+// localMerge adds to l the points of kind that m selects from the
+// dead-letter file (when withDead) and then the spool: the order they were
+// written in, as neither file holds a point older than one the other got
+// before it. s.mu must be held (shared is enough).
+func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, withDead bool, kind pointKind,
+	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
+	if withDead && (s.file == nil || s.hasDead.Load()) {
+		if err := fileMerge(ctx, s, s.o.DeadLetter, l, m, kind, decode, replace); err != nil {
+			return err
+		}
+	}
+	if s.file != nil && s.depth.Load() == 0 {
+		return nil
+	}
+	return fileMerge(ctx, s, s.o.Path, l, m, kind, decode, replace)
+}
+
+// fileMerge adds the points of kind want that m selects in the file at
+// path (the spool or the dead-letter file) to l, a later line replacing an
+// earlier one unless replace (nil: always) says no. s.mu must be held
+// (shared is enough). The spool a writer holds must be readable; a
+// dead-letter file that does not exist yet, or a read-only spool's files,
+// merge nothing when they are missing, and warn, once per Spool, when they
+// cannot be read (another user's file, anything in its way). Lines that do
+// not decode are skipped here without a word: the next replay moves the
+// spool's to the dead-letter file and reports them.
+func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], m *matcher, want pointKind,
+	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
 	if m.empty() {
 		return nil
 	}
 	var got []T // merged only once the whole file was read
-	err := scanKind(ctx, s.o.Path, want, m, nil, func(line []byte) error {
+	err := scanKind(ctx, path, want, m, nil, func(line []byte) error {
 		if p, err := decode(line); err == nil {
 			got = append(got, p)
 		}
@@ -525,14 +667,22 @@ func spoolMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, 
 	switch {
 	case err == nil:
 		for _, p := range got {
+			if replace != nil {
+				if i, ok := l.idx[l.key(&p)]; ok && !replace(&l.out[i], &p) {
+					continue
+				}
+			}
 			l.putIn(p, m)
 		}
-	case s.file != nil || ctx.Err() != nil:
-		return fmt.Errorf("spool %s: %w", s.o.Path, err)
-	case errors.Is(err, fs.ErrNotExist): // nothing spooled, or no sampler yet
+	case ctx.Err() != nil || (s.file != nil && path == s.o.Path):
+		return fmt.Errorf("spool %s: %w", path, err)
+	case errors.Is(err, fs.ErrNotExist): // nothing spooled or refused, or no sampler yet
 	default:
+		if s.file != nil {
+			return fmt.Errorf("spool: dead-letter file %s: %w", path, err)
+		}
 		if !s.unreadable.Swap(true) {
-			s.o.Warn("spool not readable; reads show only what the store holds", "spool", s.o.Path, "err", err.Error())
+			s.o.Warn("spool not readable; reads show only what the store holds", "spool", path, "err", err.Error())
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -21,8 +22,8 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-force]
-       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-force]
+const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-shift-at YYYY-MM-DDTHH [-shift F]] [-force]
+       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-shift-at YYYY-MM-DDTHH [-shift F]] [-force]
 
 Generates a realistic probe history and stores it, probes and hourly records
 (written through the store's recorder, so every hourly record is the
@@ -68,6 +69,8 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	curve := fs.String("curve", "", "free lanes' load by hour of day (UTC), as for the server's -curve (default: the profile's, harsh "+lanesim.HarshProfile.Curve.String()+", mild "+lanesim.MildProfile.Curve.String()+")")
 	timeout := fs.Duration("timeout", lanesim.DefaultHistoryTimeout, "probe timeout: longer waits are stored as timeouts (with -config: the config's probe.timeout)")
 	force := fs.Bool("force", false, "replace a store file (or -truth file) that exists")
+	shiftAt := fs.String("shift-at", "", "from hour `YYYY-MM-DDTHH` (in the timezone) on, multiply every free lane's median by -shift")
+	shift := fs.Float64("shift", 2, "the factor of -shift-at (2: the queue doubles)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), historyUsage)
 		fs.PrintDefaults()
@@ -116,6 +119,15 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		opts.Start = hours.Start(time.Now(), loc).Add(-time.Duration(*days) * 24 * time.Hour)
 	} else if opts.Start, err = parseStart(*startFlag, loc); err != nil {
 		return bad("-start: %w", err)
+	}
+	if *shiftAt != "" {
+		if opts.ShiftAt, err = hours.Parse(*shiftAt, loc); err != nil {
+			return bad("-shift-at: %w", err)
+		}
+		if !(*shift > 0) || math.IsInf(*shift, 0) {
+			return bad("-shift: want a finite number above 0, got %v", *shift)
+		}
+		opts.ShiftFactor = *shift
 	}
 
 	path := *out

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +17,11 @@ import (
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/backtest"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
+                          [-rule calibrated,max] [-coverage 0.9,0.95,0.99] [-warmup D] [-truth FILE]
                           [-format table|csv|json] [-hours]
                           [-fallback 5,10,20,30,45] [-deadlines 30,60,120]
 
@@ -24,6 +29,15 @@ Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
 -hour would have written from the probes before it), after a warm-up of the
 lookback's days before the window, and reports:
+
+  -rule calibrated,max and -coverage 0.9,0.95,0.99 sweep like -lookback
+  (default: the config's). Scoring the calibrated rule, a coverage, a
+  -warmup or a -truth gives issue 19's shape: per calibration its rule,
+  target coverage and warm-up; coverage_all (every probe but 429s, a
+  timeout a miss unless next_queue_s reached its wait) beside coverage;
+  the free and paid lanes as kinds, never mixed in a headline; with
+  -truth FILE (lanesim history -truth), the oracle's median ratio at the
+  achieved coverage and the rule's ratio to it (docs/backtest.md).
 
   calibration  per lane (per hour of day with -hours) and for all lanes:
                probes, ok, covered (ok and queue_s <= next_queue_s),
@@ -84,6 +98,10 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	format := fs.String("format", "table", "output `format`: table, csv or json")
 	endFlag := fs.String("end", "", "end the window at the start of hour `YYYY-MM-DDTHH` in the config's timezone (default: now)")
 	hoursFlag := fs.Bool("hours", false, "break the calibration down by hour of day (table and json; csv always does)")
+	ruleFlag := fs.String("rule", "", "comma-separated `rules` to score: calibrated, max (default: the config's policy.rule)")
+	coverageFlag := fs.String("coverage", "", "comma-separated `coverages` the calibrated rule is scored at, e.g. 0.9,0.95,0.99 (default: the config's policy.coverage)")
+	warmupFlag := fs.Int("warmup", 0, "warm-up `D` days: a lane's probes are scored once it has D days of history (default: each calibration's lookback)")
+	truthFlag := fs.String("truth", "", "compare with the oracle that knows each probe's true queue distribution, from `FILE` (lanesim history -truth)")
 	fallbackFlag := fs.String("fallback", "", "comma-separated first-token timeouts `T` (seconds) of the fallback@T and cancel-retry@T baselines")
 	deadlinesFlag := fs.String("deadlines", "", "comma-separated `deadlines` (seconds) to replay each class at too, in the baselines")
 	if err := fs.parse(args, e.stderr, ""); err != nil {
@@ -101,6 +119,23 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	lookbacks, err := parseLookbacks(*lookbackFlag)
 	if err != nil {
 		return err
+	}
+	rules, err := parseRules(*ruleFlag)
+	if err != nil {
+		return err
+	}
+	coverages, err := parseCoverages(*coverageFlag)
+	if err != nil {
+		return err
+	}
+	if err := fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays); err != nil {
+		return err
+	}
+	var truth func(*series.Probe) (float64, float64, bool)
+	if *truthFlag != "" {
+		if truth, err = readTruth(*truthFlag); err != nil {
+			return fmt.Errorf("backtest: -truth: %w", err)
+		}
 	}
 	fallbacks, err := parseSeconds("fallback", *fallbackFlag, backtest.MinFallbackS, backtest.MaxFallbacks)
 	if err != nil {
@@ -124,6 +159,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	}
 	to = to.In(cfg.Location)
 	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
+		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth,
 		Fallbacks: fallbacks, Deadlines: deadlines}
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
@@ -133,6 +169,15 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	rep, err := backtest.Run(ctx, st, opts)
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
+	}
+	if _, fresh := st.(emptyStore); !fresh { // a fresh install said so already
+		note, err := thinNote(ctx, st, &rep)
+		if err != nil {
+			return fmt.Errorf("backtest: %w", err)
+		}
+		if note != "" {
+			fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
+		}
 	}
 	var out bytes.Buffer
 	if err := write(&out, &rep, *hoursFlag); err != nil {
@@ -182,6 +227,87 @@ func parseSeconds(name, s string, least float64, most int) ([]float64, error) {
 		return nil, usagef("backtest: -%s: want at most %d values, got %d", name, most, len(out))
 	}
 	return out, nil
+}
+
+// parseRules reads -rule: comma-separated calibrated or max (nil when
+// empty: the config's).
+func parseRules(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		r := strings.TrimSpace(part)
+		if r != policy.RuleCalibrated && r != policy.RuleMax {
+			return nil, usagef("backtest: -rule: want comma-separated calibrated or max, got %q", clip(s))
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// parseCoverages reads -coverage: comma-separated numbers above 0 and below
+// 1 (nil when empty: the config's).
+func parseCoverages(s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for part := range strings.SplitSeq(s, ",") {
+		c, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || policy.CheckCoverage(c) != nil {
+			return nil, usagef("backtest: -coverage: want comma-separated numbers above 0 and below 1, got %q", clip(s))
+		}
+		out = append(out, c)
+	}
+	if len(out) > backtest.MaxCoverages {
+		return nil, usagef("backtest: -coverage: want at most %d values, got %d", backtest.MaxCoverages, len(out))
+	}
+	return out, nil
+}
+
+// readTruth reads the JSON lines of lanesim history -truth (time, lane,
+// median_s, sigma, outage) and returns the lookup of a probe's truth, by
+// lane and instant.
+func readTruth(path string) (func(*series.Probe) (float64, float64, bool), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	type key struct {
+		lane string
+		ns   int64
+	}
+	type val struct{ m, sigma float64 }
+	byKey := map[key]val{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var t struct {
+			Time    time.Time `json:"time"`
+			Lane    string    `json:"lane"`
+			MedianS float64   `json:"median_s"`
+			Sigma   float64   `json:"sigma"`
+			Outage  bool      `json:"outage"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		byKey[key{t.Lane, t.Time.UnixNano()}] = val{t.MedianS, t.Sigma}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return func(p *series.Probe) (float64, float64, bool) {
+		v, ok := byKey[key{p.Lane, p.Time.UnixNano()}]
+		return v.m, v.sigma, ok
+	}, nil
 }
 
 // clip shortens a flag value quoted in an error.

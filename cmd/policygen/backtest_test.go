@@ -29,6 +29,7 @@ lanes:
   - {name: paid, kind: paid, api: anthropic, base_url: "http://127.0.0.1:2", model: m}
 policy:
   out: policies
+  rule: max
   lookback_days: 3
   classes:
     - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
@@ -302,20 +303,25 @@ func TestBacktestInfluxEqualsFile(t *testing.T) {
 
 // backtestBenchArgs backtests the whole year of the benchmark history
 // (bench_test.go), ending with it.
-func backtestBenchArgs(dir string) []string {
-	return []string{"backtest", "-config", filepath.Join(dir, "lanewatch.yaml"), "-days", "365", "-end", "2026-11-30T15", "-format", "json"}
+func backtestBenchArgs(config string) []string {
+	return []string{"backtest", "-config", config, "-days", "365", "-end", "2026-11-30T15", "-format", "json"}
 }
 
 // BenchmarkBacktestYear times run() for `policygen backtest` over a year of
 // 50 lanes, in process.
 func BenchmarkBacktestYear(b *testing.B) {
 	dir := benchHistory(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: os.Stderr, lookupEnv: os.LookupEnv, now: time.Now}
-		if err := e.run(context.Background(), backtestBenchArgs(dir)); err != nil {
-			b.Fatal(err)
-		}
+	for _, r := range benchRules {
+		b.Run("rule="+r.rule, func(b *testing.B) {
+			args := backtestBenchArgs(benchConfig(b, dir, r.rule))
+			b.ReportAllocs()
+			for b.Loop() {
+				e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: os.Stderr, lookupEnv: os.LookupEnv, now: time.Now}
+				if err := e.run(context.Background(), args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -323,7 +329,12 @@ func BenchmarkBacktestYear(b *testing.B) {
 // reports its wall time and peak RSS (from rusage).
 func BenchmarkBacktestYearBinary(b *testing.B) {
 	dir := benchHistory(b)
-	benchBinary(b, buildPolicygen(b), backtestBenchArgs(dir)...)
+	bin := buildPolicygen(b)
+	for _, r := range benchRules {
+		b.Run("rule="+r.rule, func(b *testing.B) {
+			benchBinary(b, bin, backtestBenchArgs(benchConfig(b, dir, r.rule))...)
+		})
+	}
 }
 
 // TestBacktestOutOfOrderFileSameReport: the report over a file with older

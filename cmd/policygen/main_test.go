@@ -62,6 +62,7 @@ lanes:
     model: m
 policy:
   out: policies
+  rule: max
   lookback_days: 7
   classes:
     - name: interactive

@@ -88,9 +88,10 @@ func TestOnceDuringInfluxOutage(t *testing.T) {
 	}
 	for round := 1; round <= 2; round++ {
 		out := once()
-		// The 2 probes of each round wait in the spool; their hours are
-		// rebuilt once the server can be read again.
-		if want := fmt.Sprintf("%d points wait in the spool", 2*round); !strings.Contains(out, want) {
+		// The 2 probes of each round wait in the spool, each after its
+		// reservation; their hours are rebuilt once the server can be read
+		// again.
+		if want := fmt.Sprintf("%d points wait in the spool", 4*round); !strings.Contains(out, want) {
 			t.Fatalf("round %d during the outage: output lacks %q:\n%s", round, want, out)
 		}
 	}
@@ -176,7 +177,9 @@ func TestImportFileIntoInflux(t *testing.T) {
 			t.Fatalf("import: %v\n%s", err, stderr.String())
 		}
 	}
-	if !strings.Contains(stdout.String(), "imported 3 probe") {
+	// 6 lines: each round's reservation and the probe that replaced it;
+	// InfluxDB keeps the 3 probes.
+	if !strings.Contains(stdout.String(), "imported 6 probe") {
 		t.Errorf("import output: %q", stdout.String())
 	}
 	if got := influxProbes(t, url, db); len(got) != 3 {

@@ -360,8 +360,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Ctrl-C during -once stops at once and stores nothing: probes cut short
-// would read as lane failures.
+// Ctrl-C during -once stops at once and stores the probe it cut short as
+// cancelled (not a lane failure): its request was sent and counts.
 func TestOnceStopsAtTheSignal(t *testing.T) {
 	slow, hits := sseServer(t, 8*time.Second, 2, http.StatusOK)
 	dir := t.TempDir()
@@ -383,8 +383,8 @@ func TestOnceStopsAtTheSignal(t *testing.T) {
 		t.Errorf("-once took %s after the signal; the lane's wait is 8s", d)
 	}
 	probes, _ := readStore(t, filepath.Join(dir, "samples.lp"))
-	if len(probes) != 0 {
-		t.Errorf("an interrupted round stored %d probes", len(probes))
+	if len(probes) != 1 || probes[0].Outcome != series.OutcomeCancelled || probes[0].OK {
+		t.Errorf("an interrupted round stored %+v, want its one probe cancelled", probes)
 	}
 }
 

@@ -249,11 +249,26 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 			r.Duration.Round(time.Second), d.interval, d.s.RoundRemedy()))
 	}
 	if err != nil {
-		d.log.Error("round not stored", "err", err, "probes", len(r.Samples))
+		d.log.Error(roundTrouble(err), "err", err, "probes", len(r.Samples), "spooled", series.SpoolDepth(d.store))
 		return
 	}
 	d.log.Info("round stored", "probes", len(r.Samples), "failed", failed, "skipped", len(r.Plan.Skip),
 		"spooled", series.SpoolDepth(d.store))
+}
+
+// roundTrouble says, for the log, where a round that failed left its
+// points: never nowhere unless the message says "not stored".
+func roundTrouble(err error) string {
+	var re *series.RefusedError
+	switch {
+	case errors.Is(err, sampler.ErrNotBooked):
+		return "round not probed: its reservations could not be written"
+	case errors.Is(err, series.ErrHoursNotRebuilt):
+		return "round stored without its hours: the store cannot be read (run sampler rollup once it can)"
+	case errors.As(err, &re) && re.DeadLetter != "":
+		return "round refused by the store: its points are in the dead-letter file " + re.DeadLetter
+	}
+	return "round not stored (its reservations, written before the probes, still count them)"
 }
 
 // logSkips logs a lane's back-off once when it starts, not on every

@@ -1,9 +1,13 @@
 // Package ci_test runs the shell of the CI examples in docs/ci (every
 // `run:` of the GitHub Actions workflow, every `script:` of the GitLab CI
 // jobs) with bash against a real store and the policygen built from this
-// tree, the way each CI runs it. What needs the network (checkout,
-// artifact actions) is not run: artifacts are copied between the jobs'
-// folders, as the CI would, without their executable bits.
+// tree, the way each CI runs it, with the config the systemd deployment
+// ships (deploy/systemd/lanewatch.yaml, its paths moved into a temp folder):
+// a newcomer's job written from docs/ci alone picks a lane, falls back to
+// the paid one, fails closed on exit 3 and says which key it misses. What
+// needs the network (checkout, artifact actions) is not run: artifacts are
+// copied between the jobs' folders, as the CI would, without their
+// executable bits.
 package ci_test
 
 import (
@@ -69,48 +73,39 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// The config the CI jobs read: a free lane and a paid one, a class both fit
-// (the free lane first) and one no lane fits.
-const configText = `timezone: UTC
-store:
-  kind: file
-  path: data/samples.lp
-lanes:
-  - name: free
-    kind: free
-    api: openai
-    base_url: http://127.0.0.1:1/v1
-    model: meta-llama/llama-3.3-70b-instruct:free
-    api_key_env: OPENROUTER_API_KEY
-  - name: paid
-    kind: paid
-    api: anthropic
-    base_url: http://127.0.0.1:2
-    model: claude-haiku-4-5
-    api_key_env: ANTHROPIC_API_KEY
-policy:
-  out: policies
-  classes:
-    - name: interactive
-      deadline_s: 60
-      ceiling_tokens: 4000
-      est_tokens: 800
-      paid_usd_per_1k: 0.002
-    - name: tight
-      deadline_s: 1
-      ceiling_tokens: 4000
-      est_tokens: 800
-      paid_usd_per_1k: 0.002
-`
+// shippedConfig is the config deploy/systemd installs as
+// /etc/lanewatch/lanewatch.yaml.
+const shippedConfig = repoRoot + "/deploy/systemd/lanewatch.yaml"
 
-// sampled writes the config and a store with three ok probes of each lane
-// in every hour of the last two days and this hour, the way the sampler
-// does (series.Recorder), and returns the config's path.
-func sampled(t *testing.T) string {
+// queues are the queue times (seconds) of the shipped config's lanes in the
+// sampled store: the free lane fits the interactive class (60 s deadline),
+// is too slow for it, or both lanes are.
+var (
+	freeFits = map[string]float64{"free": 2.5, "paid": 0.8}
+	paidOnly = map[string]float64{"free": 90, "paid": 0.8}
+	noneFits = map[string]float64{"free": 90, "paid": 95}
+)
+
+// sampled writes the shipped config, its store and policy paths moved into
+// a temp folder, and a store with three ok probes of each lane in every
+// hour of the last two days and this hour, queueing as queues says, the way
+// the sampler does (series.Recorder), and returns the config's path.
+func sampled(t *testing.T, queues map[string]float64) string {
 	t.Helper()
 	dir := t.TempDir()
+	data, err := os.ReadFile(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, root := range []string{"/var/lib/lanewatch", "/srv/lanewatch"} {
+		if !strings.Contains(text, root) {
+			t.Fatalf("%s does not hold %s any more; move this test's paths with it", shippedConfig, root)
+		}
+		text = strings.ReplaceAll(text, root, filepath.Join(dir, root))
+	}
 	path := filepath.Join(dir, "lanewatch.yaml")
-	if err := os.WriteFile(path, []byte(configText), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(path)
@@ -134,11 +129,12 @@ func sampled(t *testing.T) string {
 			if at.After(now) {
 				at = now.Add(-time.Second)
 			}
-			for _, l := range []struct {
-				name, kind string
-				queue      float64
-			}{{"free", "free", 2.5}, {"paid", "paid", 0.8}} {
-				probes = append(probes, series.Probe{Lane: l.name, Kind: l.kind, Time: at, QueueS: l.queue, GenS: 0.5,
+			for _, l := range cfg.Lanes {
+				q, ok := queues[l.Name]
+				if !ok {
+					t.Fatalf("%s has lane %s, which this test gives no queue", shippedConfig, l.Name)
+				}
+				probes = append(probes, series.Probe{Lane: l.Name, Kind: l.Kind, Time: at, QueueS: q, GenS: 0.5,
 					HeadersS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
 			}
 		}
@@ -147,6 +143,22 @@ func sampled(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// shippedLane returns the shipped config's lane by name.
+func shippedLane(t *testing.T, name string) config.Lane {
+	t.Helper()
+	cfg, err := config.Load(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range cfg.Lanes {
+		if l.Name == name {
+			return l
+		}
+	}
+	t.Fatalf("%s has no lane %s", shippedConfig, name)
+	return config.Lane{}
 }
 
 // runner is what a CI runner gives a job: a folder, an environment, PATH.
@@ -163,8 +175,10 @@ func newRunner(t *testing.T, env map[string]string, path ...string) *runner {
 		r.env[k] = v
 	}
 	// The repository the job checks out: the script the LLM job runs, a
-	// stand-in that records what it was called with.
-	stub := "#!/bin/sh\nprintf '%s\\n' \"$@\" \"key=${LLM_API_KEY:+set}\" > \"$(dirname \"$0\")/../llm-job.called\"\n"
+	// stand-in that records what it was called with, the key it got and
+	// the LANEWATCH_ variables it sees (a child process: they must be
+	// exported).
+	stub := "#!/bin/sh\nd=\"$(dirname \"$0\")/..\"\nprintf '%s\\n' \"$@\" \"key=${LLM_API_KEY}\" > \"$d/llm-job.called\"\nenv | grep '^LANEWATCH_' | sort > \"$d/llm-job.env\"\n"
 	if err := os.MkdirAll(filepath.Join(r.dir, "scripts"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +224,11 @@ func (r *runner) called() []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+// sawEnv returns the LANEWATCH_ variables the LLM job script saw.
+func (r *runner) sawEnv() map[string]string {
+	return envLines(r.t, filepath.Join(r.dir, "llm-job.env"))
 }
 
 // artifact copies src (a folder of one job) to dst (in the next job's) the
@@ -316,8 +335,10 @@ type ghResult struct {
 }
 
 // runGitHub runs the workflow's jobs in the order of their needs, each on a
-// fresh runner, with the overrides on top of the workflow's env.
-func runGitHub(t *testing.T, wf ghWorkflow, bin string, override map[string]string) ghResult {
+// fresh runner, with the overrides on top of the workflow's env. Every
+// ${{ secrets.NAME }} is "test-secret-NAME", except the missing ones, which
+// are empty, as GitHub gives a secret the repository does not have.
+func runGitHub(t *testing.T, wf ghWorkflow, bin string, override map[string]string, missing ...string) ghResult {
 	t.Helper()
 	res := ghResult{outputs: map[string]map[string]string{}, ran: map[string]bool{}, logs: map[string]string{}}
 	artifacts := map[string]string{}
@@ -339,6 +360,9 @@ func runGitHub(t *testing.T, wf ghWorkflow, bin string, override map[string]stri
 			path = []string{bin}
 		}
 		r := newRunner(t, env, path...)
+		if jobName == "llm-job" {
+			res.llm = r
+		}
 		ghEnv := filepath.Join(r.dir, ".github_env")
 		for i, st := range job.Steps {
 			label := jobName + "/" + st.Name
@@ -382,6 +406,9 @@ func runGitHub(t *testing.T, wf ghWorkflow, bin string, override map[string]stri
 					t.Fatalf("%s: env %s: %q: this test stands in for ${{ secrets.NAME }} only", label, k, v)
 				}
 				extra[k] = "test-secret-" + m[1]
+				if slices.Contains(missing, m[1]) {
+					extra[k] = ""
+				}
 			}
 			for k, v := range envLines(t, ghEnv) {
 				extra[k] = v
@@ -400,10 +427,41 @@ func runGitHub(t *testing.T, wf ghWorkflow, bin string, override map[string]stri
 		}
 		if jobName == "llm-job" {
 			res.env = envLines(t, ghEnv)
-			res.llm = r
 		}
 	}
 	return res
+}
+
+// laneEnv is what `policygen lane -format env` gives for a lane of the
+// shipped config and the interactive class.
+func laneEnv(t *testing.T, name string) map[string]string {
+	l := shippedLane(t, name)
+	return map[string]string{
+		"LANEWATCH_LANE": l.Name, "LANEWATCH_KIND": l.Kind, "LANEWATCH_API": l.API,
+		"LANEWATCH_BASE_URL": l.BaseURL, "LANEWATCH_MODEL": l.Model,
+		"LANEWATCH_API_KEY_ENV": l.APIKeyEnv, "LANEWATCH_CLASS": "interactive",
+	}
+}
+
+// checkRanOn checks that the LLM job ran once, on the lane, with the key
+// from the variable the lane's api_key_env names, and saw the lane's
+// LANEWATCH_ variables in its environment.
+func checkRanOn(t *testing.T, llm *runner, lane string) {
+	t.Helper()
+	l := shippedLane(t, lane)
+	got := llm.called()
+	if want := []string{l.BaseURL, l.Model, "key=test-secret-" + l.APIKeyEnv}; !slices.Equal(got, want) {
+		t.Fatalf("llm-job.sh got %q, want %q", got, want)
+	}
+	saw := llm.sawEnv()
+	for k, want := range laneEnv(t, lane) {
+		if saw[k] != want {
+			t.Errorf("llm-job.sh saw %s=%q, want %q (exported to the job's processes)", k, saw[k], want)
+		}
+	}
+	if h := saw["LANEWATCH_HOUR"]; !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d$`).MatchString(h) {
+		t.Errorf("llm-job.sh saw LANEWATCH_HOUR=%q", h)
+	}
 }
 
 func TestGitHubActions(t *testing.T) {
@@ -414,35 +472,32 @@ func TestGitHubActions(t *testing.T) {
 	}
 	checkSchedule(t, "github-actions.yml", wf.On.Schedule[0].Cron)
 	bin := policygen(t)
-	cfgPath := sampled(t)
 
-	t.Run("a lane fits", func(t *testing.T) {
-		res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": cfgPath})
-		if res.failed != "" {
-			t.Fatalf("step %s failed:\n%s", res.failed, res.logs[res.failed])
-		}
-		for k, want := range map[string]string{
-			"LANEWATCH_LANE": "free", "LANEWATCH_KIND": "free", "LANEWATCH_API": "openai",
-			"LANEWATCH_BASE_URL": "http://127.0.0.1:1/v1", "LANEWATCH_MODEL": "meta-llama/llama-3.3-70b-instruct:free",
-			"LANEWATCH_API_KEY_ENV": "OPENROUTER_API_KEY", "LANEWATCH_CLASS": "interactive",
-		} {
-			if res.env[k] != want {
-				t.Errorf("$GITHUB_ENV %s=%q, want %q", k, res.env[k], want)
+	for _, c := range []struct {
+		name   string
+		queues map[string]float64
+		lane   string
+	}{
+		{"the free lane fits", freeFits, "free"},
+		{"the free lane does not fit: the paid one", paidOnly, "paid"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, c.queues)})
+			if res.failed != "" {
+				t.Fatalf("step %s failed:\n%s", res.failed, res.logs[res.failed])
 			}
-		}
-		if res.outputs["lane"]["fits"] != "true" || !res.ran["llm-job/Run on the lane"] || res.ran["llm-job/No lane fits this hour"] {
-			t.Fatalf("outputs %v, ran %v", res.outputs, res.ran)
-		}
-		// The job got the lane's endpoint and the key from the variable
-		// the lane's api_key_env names.
-		got := res.llm.called()
-		if want := []string{"http://127.0.0.1:1/v1", "meta-llama/llama-3.3-70b-instruct:free", "key=set"}; !slices.Equal(got, want) {
-			t.Fatalf("llm-job.sh got %q, want %q", got, want)
-		}
-	})
+			if res.outputs["lane"]["fits"] != "true" || !res.ran["llm-job/Run on the lane"] || res.ran["llm-job/No lane fits this hour"] {
+				t.Fatalf("outputs %v, ran %v", res.outputs, res.ran)
+			}
+			checkRanOn(t, res.llm, c.lane)
+			if log := res.logs["llm-job/Run on the lane"]; !strings.Contains(log, "lane "+c.lane+" (") {
+				t.Errorf("the run step does not name the lane:\n%s", log)
+			}
+		})
+	}
 
-	t.Run("no lane fits", func(t *testing.T) {
-		res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": cfgPath, "LANEWATCH_CLASS": "tight"})
+	t.Run("no lane fits: exit 3 runs nothing", func(t *testing.T) {
+		res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, noneFits)})
 		if res.failed != "" {
 			t.Fatalf("step %s failed:\n%s", res.failed, res.logs[res.failed])
 		}
@@ -457,15 +512,35 @@ func TestGitHubActions(t *testing.T) {
 		if res.llm.called() != nil {
 			t.Error("the LLM job ran although no lane fits")
 		}
-		if log := res.logs["llm-job/Pick a lane"]; !strings.Contains(log, `no lane fits class "tight"`) {
+		if log := res.logs["llm-job/Pick a lane"]; !strings.Contains(log, `no lane fits class "interactive"`) {
 			t.Errorf("the pick step does not say why:\n%s", log)
 		}
 	})
 
 	t.Run("a missing class fails the job", func(t *testing.T) {
-		res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": cfgPath, "LANEWATCH_CLASS": "nightly"})
+		res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, freeFits), "LANEWATCH_CLASS": "nightly"})
 		if res.failed != "llm-job/Pick a lane" {
 			t.Fatalf("failed step %q, want llm-job/Pick a lane; ran %v", res.failed, res.ran)
+		}
+		if log := res.logs[res.failed]; !strings.Contains(log, "::error::policygen lane exited 1") {
+			t.Errorf("the pick step does not say why it failed:\n%s", log)
+		}
+	})
+
+	// A lane whose key the repository has no secret for: the run step
+	// fails naming the variable, instead of dying silently under bash -e
+	// or calling the lane without a key.
+	t.Run("a key the step lacks fails the step, naming it", func(t *testing.T) {
+		res := runGitHub(t, wf, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, paidOnly)}, shippedLane(t, "paid").APIKeyEnv)
+		if res.failed != "llm-job/Run on the lane" {
+			t.Fatalf("failed step %q, want llm-job/Run on the lane; ran %v", res.failed, res.ran)
+		}
+		want := "::error::lane paid reads its key from " + shippedLane(t, "paid").APIKeyEnv + ", which is empty or unset"
+		if log := res.logs[res.failed]; !strings.Contains(log, want) {
+			t.Errorf("the run step does not say which key it lacks (want %q):\n%s", want, log)
+		}
+		if res.llm != nil && res.llm.called() != nil {
+			t.Error("the LLM job ran without its key")
 		}
 	})
 }
@@ -542,8 +617,10 @@ func loadGitLab(t *testing.T) (vars map[string]string, stages []string, jobs map
 }
 
 // runGitLab runs the jobs stage by stage, each job's script lines in one
-// bash with errexit and pipefail, as GitLab's shell runner does.
-func runGitLab(t *testing.T, bin string, override map[string]string) (failed string, logs map[string]string, llm *runner) {
+// bash with errexit and pipefail, as GitLab's shell runner does. The lanes'
+// keys of the shipped config are masked CI/CD variables
+// ("test-secret-NAME"), except the missing ones, which are not defined.
+func runGitLab(t *testing.T, bin string, override map[string]string, missing ...string) (failed string, logs map[string]string, llm *runner) {
 	t.Helper()
 	vars, stages, jobs := loadGitLab(t)
 	logs = map[string]string{}
@@ -560,7 +637,12 @@ func runGitLab(t *testing.T, bin string, override map[string]string) (failed str
 				}
 			}
 			// The masked CI/CD variables: the lanes' keys.
-			env := map[string]string{"CI_PIPELINE_SOURCE": "schedule", "OPENROUTER_API_KEY": "test-secret", "ANTHROPIC_API_KEY": "test-secret"}
+			env := map[string]string{"CI_PIPELINE_SOURCE": "schedule"}
+			for _, name := range []string{"free", "paid"} {
+				if k := shippedLane(t, name).APIKeyEnv; k != "" && !slices.Contains(missing, k) {
+					env[k] = "test-secret-" + k
+				}
+			}
 			for _, m := range []map[string]string{vars, job.Variables, override} {
 				for k, v := range m {
 					env[k] = v
@@ -611,40 +693,168 @@ func sortedJobs(jobs map[string]glJob) []string {
 
 func TestGitLabCI(t *testing.T) {
 	bin := policygen(t)
-	cfgPath := sampled(t)
 
-	t.Run("a lane fits", func(t *testing.T) {
-		failed, logs, llm := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": cfgPath})
-		if failed != "" {
-			t.Fatalf("job %s failed:\n%s", failed, logs[failed])
-		}
-		got := llm.called()
-		if want := []string{"http://127.0.0.1:1/v1", "meta-llama/llama-3.3-70b-instruct:free", "key=set"}; !slices.Equal(got, want) {
-			t.Fatalf("llm-job.sh got %q, want %q\n%s", got, want, logs["llm-job"])
-		}
-		env := envLines(t, filepath.Join(llm.dir, "lane.env"))
-		if env["LANEWATCH_LANE"] != "free" || env["LANEWATCH_CLASS"] != "interactive" {
-			t.Errorf("lane.env: %v", env)
-		}
-	})
+	for _, c := range []struct {
+		name   string
+		queues map[string]float64
+		lane   string
+	}{
+		{"the free lane fits", freeFits, "free"},
+		{"the free lane does not fit: the paid one", paidOnly, "paid"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			failed, logs, llm := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, c.queues)})
+			if failed != "" {
+				t.Fatalf("job %s failed:\n%s", failed, logs[failed])
+			}
+			checkRanOn(t, llm, c.lane)
+			env := envLines(t, filepath.Join(llm.dir, "lane.env"))
+			if env["LANEWATCH_LANE"] != c.lane || env["LANEWATCH_CLASS"] != "interactive" {
+				t.Errorf("lane.env: %v", env)
+			}
+		})
+	}
 
-	t.Run("no lane fits", func(t *testing.T) {
-		failed, logs, llm := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": cfgPath, "LANEWATCH_CLASS": "tight"})
+	t.Run("no lane fits: exit 3 runs nothing", func(t *testing.T) {
+		failed, logs, llm := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, noneFits)})
 		if failed != "" {
 			t.Fatalf("job %s failed:\n%s", failed, logs[failed])
 		}
 		if llm.called() != nil {
 			t.Error("the LLM job ran although no lane fits")
 		}
-		if !strings.Contains(logs["llm-job"], "no lane fits class tight this hour") {
+		if !strings.Contains(logs["llm-job"], "no lane fits class interactive this hour") {
 			t.Errorf("llm-job does not say so:\n%s", logs["llm-job"])
 		}
 	})
 
 	t.Run("a missing class fails the job", func(t *testing.T) {
-		failed, logs, _ := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": cfgPath, "LANEWATCH_CLASS": "nightly"})
+		failed, logs, _ := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, freeFits), "LANEWATCH_CLASS": "nightly"})
 		if failed != "llm-job" {
 			t.Fatalf("failed job %q, want llm-job\n%v", failed, logs)
 		}
+		if !strings.Contains(logs["llm-job"], "policygen lane exited 1") {
+			t.Errorf("llm-job does not say why it failed:\n%s", logs["llm-job"])
+		}
 	})
+
+	t.Run("a key the job lacks fails it, naming it", func(t *testing.T) {
+		key := shippedLane(t, "paid").APIKeyEnv
+		failed, logs, llm := runGitLab(t, bin, map[string]string{"LANEWATCH_CONFIG": sampled(t, paidOnly)}, key)
+		if failed != "llm-job" {
+			t.Fatalf("failed job %q, want llm-job\n%v", failed, logs)
+		}
+		if want := "lane paid reads its key from " + key + ", which is empty or unset"; !strings.Contains(logs["llm-job"], want) {
+			t.Errorf("llm-job does not say which key it lacks (want %q):\n%s", want, logs["llm-job"])
+		}
+		if llm.called() != nil {
+			t.Error("the LLM job ran without its key")
+		}
+	})
+}
+
+// execStart returns the words of a deploy/systemd unit's ExecStart.
+func execStart(t *testing.T, unit string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "systemd", unit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			return strings.Fields(v)
+		}
+	}
+	t.Fatalf("%s has no ExecStart", unit)
+	return nil
+}
+
+// The recipes use what deploy/systemd installs: the policygen binary's name
+// and the config's path of lanewatch-policygen.service, and the lanes' key
+// variables of its config under the same names, secret for secret, as
+// /etc/lanewatch/env (deploy/systemd/env.example) lists them.
+func TestRecipesMatchTheSystemdDeployment(t *testing.T) {
+	words := execStart(t, "lanewatch-policygen.service")
+	bin := filepath.Base(words[0])
+	i := slices.Index(words, "-config")
+	if i < 0 || i+1 >= len(words) {
+		t.Fatalf("lanewatch-policygen.service: no -config in %q", words)
+	}
+	cfgPath := words[i+1]
+	if sampler := execStart(t, "lanewatch-sampler.service"); filepath.Dir(sampler[0]) != filepath.Dir(words[0]) || !slices.Contains(sampler, cfgPath) {
+		t.Errorf("lanewatch-sampler.service runs %q: want the binary beside %s and -config %s", sampler, words[0], cfgPath)
+	}
+
+	cfg, err := config.Load(shippedConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, l := range cfg.Lanes {
+		if l.APIKeyEnv != "" && !slices.Contains(keys, l.APIKeyEnv) {
+			keys = append(keys, l.APIKeyEnv)
+		}
+	}
+	slices.Sort(keys)
+	envExample, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "systemd", "env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !regexp.MustCompile(`(?m)^` + k + `=`).Match(envExample) {
+			t.Errorf("deploy/systemd/env.example does not list %s, the key of a lane of %s", k, shippedConfig)
+		}
+	}
+
+	var wf ghWorkflow
+	decodeStrict(t, "github-actions.yml", &wf)
+	if wf.Env["LANEWATCH_CONFIG"] != cfgPath {
+		t.Errorf("github-actions.yml: LANEWATCH_CONFIG=%q, want %s, the config the units read", wf.Env["LANEWATCH_CONFIG"], cfgPath)
+	}
+	calls := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(bin) + ` -config "\$LANEWATCH_CONFIG"`)
+	var runStep *ghStep
+	for name, job := range wf.Jobs {
+		for i, st := range job.Steps {
+			if name == "policies" && st.Run != "" {
+				if !calls.MatchString(st.Run) || !strings.Contains(st.Run, `"$(command -v `+bin+`)"`) {
+					t.Errorf("github-actions.yml: %s/%s does not run %s, the binary the units install as %s", name, st.Name, bin, words[0])
+				}
+			}
+			if strings.Contains(st.Run, "./scripts/llm-job.sh") {
+				runStep = &job.Steps[i]
+			}
+		}
+	}
+	if runStep == nil {
+		t.Fatal("github-actions.yml: no step runs the LLM job")
+	}
+	var mapped []string
+	for k, v := range runStep.Env {
+		if m := secretExpr.FindStringSubmatch(v); m == nil || m[1] != k {
+			t.Errorf("github-actions.yml: %s: %s: %q: want ${{ secrets.%s }}, the key under the name the config gives it", runStep.Name, k, v, k)
+		}
+		mapped = append(mapped, k)
+	}
+	slices.Sort(mapped)
+	if !slices.Equal(mapped, keys) {
+		t.Errorf("github-actions.yml: %s maps %v, want the lanes' key variables of %s: %v", runStep.Name, mapped, shippedConfig, keys)
+	}
+
+	vars, _, jobs := loadGitLab(t)
+	if vars["LANEWATCH_CONFIG"] != cfgPath {
+		t.Errorf("gitlab-ci.yml: LANEWATCH_CONFIG=%q, want %s, the config the units read", vars["LANEWATCH_CONFIG"], cfgPath)
+	}
+	script := strings.Join(jobs["lanewatch-policies"].Script, "\n")
+	if !calls.MatchString(script) || !strings.Contains(script, `"$(command -v `+bin+`)"`) {
+		t.Errorf("gitlab-ci.yml: lanewatch-policies does not run %s, the binary the units install as %s", bin, words[0])
+	}
+	header, err := os.ReadFile("gitlab-ci.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.Contains(string(header), k) {
+			t.Errorf("gitlab-ci.yml does not name %s, the masked variable a lane's key comes from", k)
+		}
+	}
 }

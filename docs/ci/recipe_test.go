@@ -15,12 +15,12 @@ import (
 // fails closed on a missing file or key.
 func TestPickLaneRecipe(t *testing.T) {
 	bin := policygen(t)
-	cfg := sampled(t)
+	cfg, noneCfg := sampled(t, freeFits), sampled(t, noneFits) // the shipped config: a lane fits; none does
 	script, err := filepath.Abs("pick-lane.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(class string, env ...string) (int, string, string) {
+	run := func(cfg, class string, env ...string) (int, string, string) {
 		t.Helper()
 		cmd := exec.Command("bash", script, "sh", "-c", `echo "$LANEWATCH_LANE $LANEWATCH_BASE_URL $LLM_API_KEY"`)
 		cmd.Env = append([]string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -37,25 +37,28 @@ func TestPickLaneRecipe(t *testing.T) {
 		return 0, stdout.String(), stderr.String()
 	}
 	// Before policygen wrote a file: fail closed.
-	if code, out, errs := run("interactive", "OPENROUTER_API_KEY=sk-test"); code != 1 || out != "" || !strings.Contains(errs, "no policy file") {
+	if code, out, errs := run(cfg, "interactive", "OPENROUTER_API_KEY=sk-test"); code != 1 || out != "" || !strings.Contains(errs, "no policy file") {
 		t.Errorf("no file: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	if b, err := exec.Command(filepath.Join(bin, "policygen"), "-config", cfg).CombinedOutput(); err != nil {
-		t.Fatalf("policygen: %v\n%s", err, b)
+	for _, c := range []string{cfg, noneCfg} {
+		if b, err := exec.Command(filepath.Join(bin, "policygen"), "-config", c).CombinedOutput(); err != nil {
+			t.Fatalf("policygen: %v\n%s", err, b)
+		}
 	}
+	free := shippedLane(t, "free")
 	for _, tc := range []struct {
-		name, class string
-		env         []string
-		code        int
-		stdout, err string
+		name, cfg, class string
+		env              []string
+		code             int
+		stdout, err      string
 	}{
-		{"a lane fits", "interactive", []string{"OPENROUTER_API_KEY=sk-test"}, 0, "free http://127.0.0.1:1/v1 sk-test\n", ""},
-		{"key not set", "interactive", nil, 1, "", "needs its key in $OPENROUTER_API_KEY, which is not set"},
-		{"no lane fits", "tight", nil, 3, "", "no lane fits class tight this hour; the next hour it fits: none in the policy files"},
-		{"unknown class", "nope", nil, 1, "", `class "nope"`},
+		{"a lane fits", cfg, "interactive", []string{free.APIKeyEnv + "=sk-test"}, 0, "free " + free.BaseURL + " sk-test\n", ""},
+		{"key not set", cfg, "interactive", nil, 1, "", "needs its key in $" + free.APIKeyEnv + ", which is not set"},
+		{"no lane fits", noneCfg, "interactive", nil, 3, "", "no lane fits class interactive this hour; the next hour it fits: none in the policy files"},
+		{"unknown class", cfg, "nope", nil, 1, "", `class "nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := run(tc.class, tc.env...)
+			code, out, errs := run(tc.cfg, tc.class, tc.env...)
 			if code != tc.code || out != tc.stdout || !strings.Contains(errs, tc.err) {
 				t.Errorf("exit %d, stdout %q, stderr %q\nwant exit %d, stdout %q, stderr with %q", code, out, errs, tc.code, tc.stdout, tc.err)
 			}

@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
 
 // Options tune StartWith.
@@ -111,11 +113,7 @@ func needBinary(tb testing.TB) string {
 func needFile(tb testing.TB, bin string) {
 	tb.Helper()
 	if _, err := os.Stat(bin); err != nil {
-		msg := fmt.Sprintf("influxd binary %s missing (run scripts/influxd.sh build or set INFLUXD_BIN)", bin)
-		if os.Getenv("CI") == "true" {
-			tb.Fatal(msg)
-		}
-		tb.Skip(msg)
+		missingtool.Skip(tb, "influxd", "scripts/influxd.sh build, or set INFLUXD_BIN", fmt.Sprintf("%s is not there; no InfluxDB 1.8 server to test against", bin))
 	}
 }
 

@@ -64,6 +64,26 @@ type Options struct {
 	// From and To bound the scored window [From, To). Probes before From
 	// are warm-up; probes from To on are ignored.
 	From, To time.Time
+	// Rules are the rules to score (policy.RuleCalibrated, policy.RuleMax;
+	// duplicates dropped, in policy.Rules order). Empty: Params.Rule. One
+	// rule also sets the decisions' (as if the config said it), so that
+	// -rule max replays the rule of before throughout.
+	Rules []string
+	// Coverages are the coverages the calibrated rule is scored at (0 < c
+	// < 1, at most MaxCoverages; duplicates dropped, sorted). Empty:
+	// Params.Coverage (its default when unset).
+	Coverages []float64
+	// WarmupDays, when > 0, is the warm-up: the window is read from that
+	// many days before From (at least what the lookbacks need), and a
+	// lane's probe is scored only once its hour starts that many days
+	// after the hour of the lane's first probe read. 0: each calibration's
+	// own lookback.
+	WarmupDays int
+	// Truth, when set, gives a probe's true queue distribution (lanesim
+	// history -truth): the median and sigma of its lognormal; false when
+	// unknown. The report then compares the rule with the oracle that
+	// knows them (Oracle).
+	Truth func(p *series.Probe) (median, sigma float64, ok bool)
 	// Fallbacks and Deadlines ask for the baselines (strategies.go):
 	// fallback@T and cancel-retry@T for each T of Fallbacks (seconds),
 	// every class replayed at its deadline and at each of Deadlines.
@@ -71,14 +91,66 @@ type Options struct {
 	Fallbacks, Deadlines []float64
 }
 
+// MaxCoverages bounds how many coverages one run scores.
+const MaxCoverages = 16
+
+// entry is one calibration a run scores: a rule, a lookback and, for the
+// calibrated rule, a coverage; and its warm-up.
+type entry struct {
+	rule     string
+	lookback int
+	coverage float64 // 0 for max
+	warmup   int     // days
+}
+
+// extended says whether the report has issue 19's shape: the calibrated
+// rule, a coverage, a warm-up or a truth asked for. A run of the max rule
+// alone with none of them keeps the shape (and the bytes) from before.
+func (o Options) extended() bool {
+	for _, r := range o.rules() {
+		if r == policy.RuleCalibrated {
+			return true
+		}
+	}
+	return len(o.Coverages) > 0 || o.WarmupDays > 0 || o.Truth != nil
+}
+
+// rules returns the rules to score, in policy.Rules order.
+func (o Options) rules() []string {
+	rs := o.Rules
+	if len(rs) == 0 {
+		rs = []string{o.Params.Rule}
+	}
+	var out []string
+	for _, r := range policy.Rules {
+		for _, x := range rs {
+			if x == r || (x == "" && r == policy.RuleMax) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // ReadFrom returns the earliest probe the backtest needs: the warm-up
 // before From that the largest lookback and basis read (the same hour of
-// day that many days before, the basis hours before it and an hour for DST).
+// day that many days before, the basis hours before it and an hour for
+// DST). The calibrated rule reads twice its lookback, as policygen -hour
+// does: its margin's older residuals need the profile of the window
+// before them.
 func (o Options) ReadFrom() time.Time {
 	loc := hours.OrUTC(o.Params.Location)
-	lb := o.Params.LookbackDays
+	lb := max(o.Params.LookbackDays, o.WarmupDays)
 	for _, k := range o.Lookbacks {
 		lb = max(lb, k)
+	}
+	calibrated := o.Params.Calibrated()
+	for _, r := range o.rules() {
+		calibrated = calibrated || r == policy.RuleCalibrated
+	}
+	if calibrated {
+		lb *= 2
 	}
 	lb = min(max(lb, 0), MaxLookbackDays)
 	f := hours.Start(o.From, loc).In(loc)
@@ -89,20 +161,23 @@ func (o Options) ReadFrom() time.Time {
 // Backtest is one replay. Feed it every probe from Options.ReadFrom to
 // Options.To in time order with Add, then call Report.
 type Backtest struct {
-	opts      Options
-	loc       *time.Location
-	lookbacks []int
-	params    []policy.Params // one per lookback, then the config's for the decisions
-	decide    int             // index in params of the decisions' (the config's lookback)
-	hist      *policy.History
-	epoch     int64 // bumped when the history drops old hours: every lane's figures are taken anew
-	lanes     map[string]*lane
-	order     []*lane // config order
-	naive     *lane
-	paid      *lane
-	clock     *lane           // jobs arrive before its probes: naive, else the first lane
-	horizons  []time.Duration // per class: deadline + Lookahead
-	horizon   time.Duration   // the largest
+	opts     Options
+	loc      *time.Location
+	entries  []entry
+	extended bool
+	probes   bool            // the calibrated rule is scored or decides: the history keeps probes
+	oracle   []oracleObs     // with Truth: the scored probes' truths
+	params   []policy.Params // one per entry, then the config's for the decisions
+	decide   int             // index in params of the decisions' (the config's lookback)
+	hist     *policy.History
+	epoch    int64 // bumped when the history drops old hours: every lane's figures are taken anew
+	lanes    map[string]*lane
+	order    []*lane // config order
+	naive    *lane
+	paid     *lane
+	clock    *lane           // jobs arrive before its probes: naive, else the first lane
+	horizons []time.Duration // per class: deadline + Lookahead
+	horizon  time.Duration   // the largest
 
 	pending fifo[series.Probe] // added, not yet applied
 	created fifo[*job]         // arrived, policy not yet taken
@@ -113,7 +188,7 @@ type Backtest struct {
 	keep      time.Duration // how far back a policy reads
 	nextPrune time.Time
 
-	cells    [][]cell // [lookback][lane*24 + hour of day]
+	cells    [][]cell // [entry][lane*24 + hour of day]
 	dec      []decAcc // [class*len(Strategies) + strategy]
 	read     int      // probes added
 	ignored  int      // probes of lanes not in the config, or from To on
@@ -129,7 +204,9 @@ type Backtest struct {
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
 	onScore func(p *series.Probe, lookback int, l *policy.Lane)
-	onApply func(p *series.Probe, r series.Hourly)
+	// onEntryScore is onScore with the entry's index.
+	onEntryScore func(p *series.Probe, entry int, l *policy.Lane)
+	onApply      func(p *series.Probe, r series.Hourly)
 }
 
 // lane is a configured lane's running state.
@@ -138,6 +215,7 @@ type lane struct {
 	spec    policy.LaneSpec
 	last    time.Time // newest applied probe, any site
 	sites   []*siteHour
+	first   time.Time // the hour of the lane's first probe applied; zero: none yet
 	tl      timeline
 	version int64     // bumped by each probe applied
 	figs    []figures // per params: the lane's figures, while they hold
@@ -195,23 +273,76 @@ func New(opts Options) (*Backtest, error) {
 			return nil, fmt.Errorf("lookback %d: want 0..%d days", k, MaxLookbackDays)
 		}
 	}
+	covs := slices.Clone(opts.Coverages)
+	if len(covs) == 0 {
+		covs = []float64{opts.Params.CoverageOr()}
+	}
+	slices.Sort(covs)
+	covs = slices.Compact(covs)
+	if len(covs) > MaxCoverages {
+		return nil, fmt.Errorf("%d coverages: want at most %d", len(covs), MaxCoverages)
+	}
+	for _, c := range covs {
+		if err := policy.CheckCoverage(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range opts.Rules {
+		if r != policy.RuleCalibrated && r != policy.RuleMax {
+			return nil, fmt.Errorf("rule %q: want %s or %s", r, policy.RuleCalibrated, policy.RuleMax)
+		}
+	}
+	if opts.WarmupDays < 0 || opts.WarmupDays > MaxLookbackDays {
+		return nil, fmt.Errorf("warm-up %d: want 0..%d days", opts.WarmupDays, MaxLookbackDays)
+	}
+	if rs := opts.rules(); len(rs) == 1 {
+		opts.Params.Rule = rs[0]
+	}
 	loc := hours.OrUTC(opts.Params.Location)
 	opts.Params.Location = loc
 	b := &Backtest{
-		opts:      opts,
-		loc:       loc,
-		lookbacks: lbs,
-		hist:      policy.NewHistory(loc),
-		lanes:     map[string]*lane{},
+		opts:     opts,
+		loc:      loc,
+		extended: opts.extended(),
+		hist:     policy.NewHistory(loc),
+		lanes:    map[string]*lane{},
 
 		pruneEvery: prunePeriod,
 	}
-	for _, k := range lbs {
+	for _, r := range opts.rules() {
+		for _, k := range lbs {
+			if r == policy.RuleCalibrated && k < 1 {
+				return nil, fmt.Errorf("lookback %d: the calibrated rule learns from at least 1 day", k)
+			}
+			e := entry{rule: r, lookback: k, warmup: k}
+			if opts.WarmupDays > 0 {
+				e.warmup = opts.WarmupDays
+			}
+			if r == policy.RuleMax {
+				b.entries = append(b.entries, e)
+				continue
+			}
+			b.probes = true
+			for _, c := range covs {
+				e.coverage = c
+				b.entries = append(b.entries, e)
+			}
+		}
+	}
+	for _, e := range b.entries {
 		p := opts.Params
-		p.LookbackDays = k
+		p.Rule, p.LookbackDays, p.Coverage = e.rule, e.lookback, e.coverage
 		b.params = append(b.params, p)
 	}
-	b.decide = slices.IndexFunc(b.params, func(p policy.Params) bool { return p.LookbackDays == opts.Params.LookbackDays })
+	decideRule := policy.RuleMax
+	if opts.Params.Calibrated() {
+		decideRule = policy.RuleCalibrated
+		b.probes = true
+	}
+	b.decide = slices.IndexFunc(b.entries, func(e entry) bool {
+		return e.rule == decideRule && e.lookback == opts.Params.LookbackDays &&
+			(e.rule == policy.RuleMax || e.coverage == opts.Params.CoverageOr())
+	})
 	if b.decide < 0 {
 		b.decide = len(b.params)
 		b.params = append(b.params, opts.Params)
@@ -220,7 +351,7 @@ func New(opts Options) (*Backtest, error) {
 		if _, dup := b.lanes[spec.Name]; dup {
 			return nil, fmt.Errorf("lane %q configured twice", spec.Name)
 		}
-		l := &lane{idx: i, spec: spec, figs: make([]figures, len(lbs)+1)}
+		l := &lane{idx: i, spec: spec, figs: make([]figures, len(b.params))}
 		b.lanes[spec.Name] = l
 		b.order = append(b.order, l)
 		if spec.Kind == policy.KindFree && b.naive == nil {
@@ -243,8 +374,13 @@ func New(opts Options) (*Backtest, error) {
 		b.horizon = max(b.horizon, h)
 	}
 	maxLB := max(lbs[len(lbs)-1], opts.Params.LookbackDays)
+	if b.probes {
+		// The calibrators are made when first asked (at From): the history
+		// keeps the probes of twice the window for them (see ReadFrom).
+		maxLB = 2 * max(maxLB, opts.WarmupDays)
+	}
 	b.keep = time.Duration(maxLB+2)*24*time.Hour + time.Duration(opts.Params.MaxBasisHours()+1)*time.Hour
-	b.cells = make([][]cell, len(lbs))
+	b.cells = make([][]cell, len(b.entries))
 	for i := range b.cells {
 		b.cells[i] = make([]cell, len(b.order)*24)
 	}
@@ -341,15 +477,30 @@ func (b *Backtest) state(l *lane) policy.LaneState {
 // apply scores p against the policy in force, then adds it to the history.
 func (b *Backtest) apply(p *series.Probe) {
 	l := b.lanes[p.Lane]
+	hs := b.hourOf(p.Time)
+	if l.first.IsZero() {
+		l.first = hs.start
+	}
 	if !p.Time.Before(b.opts.From) {
 		st := b.state(l)
-		hod := b.hourOf(p.Time).hod
-		for i := range b.lookbacks {
+		hod := hs.hod
+		scored := false
+		for i, e := range b.entries {
+			if !b.warm(l, hs.start, e.warmup) {
+				continue
+			}
 			pl := b.figures(l, i, st, p.Time)
 			b.cells[i][l.idx*24+hod].add(pl, p)
+			scored = true
 			if b.onScore != nil {
-				b.onScore(p, b.lookbacks[i], pl)
+				b.onScore(p, e.lookback, pl)
 			}
+			if b.onEntryScore != nil {
+				b.onEntryScore(p, i, pl)
+			}
+		}
+		if scored && b.opts.Truth != nil {
+			b.addOracle(l, p, hs.start)
 		}
 	}
 	if !p.Time.Before(b.nextPrune) {
@@ -373,6 +524,9 @@ func (b *Backtest) apply(p *series.Probe) {
 	sh.probes = append(sh.probes, *p)
 	r := series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes)
 	b.hist.Add(r)
+	if b.probes {
+		b.hist.AddProbe(*p)
+	}
 	if b.onApply != nil {
 		b.onApply(p, r)
 	}
@@ -384,6 +538,19 @@ func (b *Backtest) apply(p *series.Probe) {
 	if b.base != nil {
 		b.base.observe(l, p)
 	}
+}
+
+// warm says whether the hour starting at h is at least days days (in the
+// replay's zone) after the hour of the lane's first probe.
+//
+// Only issue 19's shape has this warm-up: before it, every probe of the
+// window was scored, and a run in the old shape still scores them all.
+func (b *Backtest) warm(l *lane, h time.Time, days int) bool {
+	if days <= 0 || !b.extended {
+		return true
+	}
+	f := l.first.In(b.loc)
+	return !h.Before(time.Date(f.Year(), f.Month(), f.Day()+days, f.Hour(), f.Minute(), 0, 0, b.loc))
 }
 
 // hourSpan is an hour in the replay's timezone: [start, end), its hour of
@@ -423,8 +590,10 @@ func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *po
 	f := &l.figs[i]
 	h := b.hourOf(t).start.Unix()
 	if !f.ok || f.hour != h || f.version != l.version || f.epoch != b.epoch {
+		// At the hour's start, as policygen -hour: the calibrated rule's
+		// figure is then that of the lane's newest probe (or the hour's start).
 		*f = figures{ok: true, hour: h, version: l.version, epoch: b.epoch,
-			lane: b.hist.LaneAt(b.params[i], l.spec, st, t)}
+			lane: b.hist.LaneAt(b.params[i], l.spec, st, b.hourOf(t).start)}
 	}
 	return &f.lane
 }
@@ -453,7 +622,7 @@ func (b *Backtest) evaluate(j *job) {
 	for _, l := range b.order {
 		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l), j.t0))
 	}
-	classes := policy.Classes(b.params[b.decide], b.figs)
+	classes := b.hist.ClassesAt(b.params[b.decide], b.figs, b.hourOf(j.t0).start)
 	j.pol = make([]classPolicy, len(classes))
 	for i, c := range classes {
 		j.pol[i].book = c.Book

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -14,6 +15,9 @@ import (
 // calibration per lookback (per hour of day too with byHour) and the
 // decisions.
 func WriteTable(w io.Writer, r *Report, byHour bool) error {
+	if r.extended() {
+		return writeTableByKind(w, r, byHour)
+	}
 	bw := bufio.NewWriter(w)
 	scored := 0
 	if len(r.Calibration) > 0 {
@@ -71,6 +75,153 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
 		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
 	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy with lookback %s\n", orDash(r.PaidLane), days(r.DecisionLookback))
+	writeDecisions(bw, r)
+	return bw.Flush()
+}
+
+// extended says whether r has issue 19's shape (a rule per calibration).
+func (r *Report) extended() bool {
+	return slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.Rule != "" })
+}
+
+// name names a calibration: "calibrated 14 d @0.95", "max 7 d".
+func (c *Calibration) name() string {
+	s := fmt.Sprintf("%s %d d", c.Rule, c.LookbackDays)
+	if c.TargetCoverage != nil {
+		s += " @" + strconv.FormatFloat(*c.TargetCoverage, 'f', -1, 64)
+	}
+	return s
+}
+
+// writeTableByKind is WriteTable in issue 19's shape: the sweep per kind
+// of lane, never a headline that mixes them, with coverage_all, and the
+// oracle's comparison when the run had the truth.
+func writeTableByKind(w io.Writer, r *Report, byHour bool) error {
+	bw := bufio.NewWriter(w)
+	scored := 0
+	if len(r.Calibration) > 0 {
+		for _, k := range r.Calibration[0].Kinds {
+			scored += k.Probes
+		}
+	}
+	fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, orDash(firstName(r)))
+	fmt.Fprintf(bw, "read from %s; a lane's probes are scored once it has its warm-up of history\n", stamp(r.ReadFrom))
+	if r.Ignored > 0 {
+		fmt.Fprintf(bw, "(%d probes of lanes not in the config left out)\n", r.Ignored)
+	}
+	for _, kind := range []string{"free", "paid"} {
+		if !slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.kind(kind) != nil }) {
+			continue
+		}
+		fmt.Fprintf(bw, "\nsweep, %s lanes (* the lowest median ratio at coverage_all >= %g, else the best coverage_all)\n", kind, TargetCoverage)
+		fmt.Fprintf(bw, "%-24s %7s %7s %7s %8s %8s %7s %7s %6s %8s %5s\n", "rule", "warm-up", "probes", "ok", "coverage", "cov_all", "median×", "p90×", "f_elig", "f_inelig", "cens")
+		for _, c := range r.Calibration {
+			k := c.kind(kind)
+			if k == nil {
+				continue
+			}
+			mark := ""
+			if c.Best && kind == bestKind(r) {
+				mark = " *"
+			}
+			fmt.Fprintf(bw, "%-24s %7s %7d %7d %8s %8s %7s %7s %6d %8d %5d\n", c.name()+mark, fmt.Sprintf("%d d", c.WarmupDays),
+				k.Probes, k.OK, fmtNum(k.Coverage, 3), fmtNum(k.CoverageAll, 3), fmtNum(k.MedianRatio, 2), fmtNum(k.P90Ratio, 2),
+				k.FalseEligible, k.FalseIneligible, k.CensoredUncovered)
+		}
+	}
+	if slices.ContainsFunc(r.Calibration, func(c Calibration) bool {
+		return slices.ContainsFunc(c.Kinds, func(k KindCalibration) bool { return k.Oracle != nil })
+	}) {
+		fmt.Fprintf(bw, "\noracle (the truth's median × exp(sigma·z)): its median ratio at the rule's coverage_all, the rule's over it;\n")
+		fmt.Fprintf(bw, "misses: the rule's, and the oracle's at the rule's target coverage (max: %g)\n", TargetCoverage)
+		fmt.Fprintf(bw, "%-24s %-5s %7s %8s %8s %8s %7s %8s %8s\n", "rule", "kind", "probes", "cov_all", "oracle×", "÷oracle", "misses", "o_misses", "o_cov")
+		for _, c := range r.Calibration {
+			for _, k := range c.Kinds {
+				if o := k.Oracle; o != nil {
+					fmt.Fprintf(bw, "%-24s %-5s %7d %8s %8s %8s %7d %8d %8s\n", c.name(), k.Kind, o.Probes,
+						strconv.FormatFloat(o.Coverage, 'f', 4, 64), fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3),
+						o.Misses, o.OracleMisses, strconv.FormatFloat(o.OracleCoverage, 'f', 4, 64))
+				}
+			}
+		}
+	}
+	for _, c := range r.Calibration {
+		mark := ""
+		if c.Best && len(r.Calibration) > 1 {
+			mark = " (best)"
+		}
+		fmt.Fprintf(bw, "\ncalibration, %s%s: does the next attempt wait at most next_queue_s?\n", c.name(), mark)
+		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s %7s %7s %7s %6s %8s %5s %6s\n",
+			"lane", "probes", "ok", "covered", "coverage", "cov_all", "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
+		row := func(name string, n Counts) {
+			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s %7s %7s %7s %6d %8d %5d %6d\n", clipName(name, 16),
+				n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3), fmtNum(n.CoverageAll, 3), fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
+				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)
+		}
+		hourRows := func(hs []HourCounts) {
+			for _, h := range hs {
+				if h.Probes > 0 {
+					row(fmt.Sprintf("  %02d", h.Hour), h.Counts)
+				}
+			}
+		}
+		for _, l := range c.Lanes {
+			row(l.Lane, l.Counts)
+			if byHour {
+				hourRows(l.Hours)
+			}
+		}
+		for _, k := range c.Kinds {
+			row(k.Kind+" lanes", k.Counts)
+			if byHour {
+				hourRows(k.Hours)
+			}
+		}
+	}
+	decision := days(r.DecisionLookback)
+	if r.DecisionRule != "" {
+		decision = r.DecisionRule + ", lookback " + decision
+		if r.DecisionCoverage != nil {
+			decision += ", coverage " + strconv.FormatFloat(*r.DecisionCoverage, 'f', -1, 64)
+		}
+	}
+	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
+		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
+	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy (%s)\n", orDash(r.PaidLane), decision)
+	writeDecisions(bw, r)
+	return bw.Flush()
+}
+
+// kind returns the calibration of the lanes of one kind, nil without any.
+func (c *Calibration) kind(kind string) *KindCalibration {
+	for i := range c.Kinds {
+		if c.Kinds[i].Kind == kind {
+			return &c.Kinds[i]
+		}
+	}
+	return nil
+}
+
+// bestKind is the kind Best is chosen on: free, else paid.
+func bestKind(r *Report) string {
+	for _, c := range r.Calibration {
+		if c.kind("free") != nil {
+			return "free"
+		}
+	}
+	return "paid"
+}
+
+// firstName names the first calibration, "" without one.
+func firstName(r *Report) string {
+	if len(r.Calibration) == 0 {
+		return ""
+	}
+	return r.Calibration[0].name()
+}
+
+// writeDecisions writes the decisions table.
+func writeDecisions(bw *bufio.Writer, r *Report) {
 	if r.DroppedReplays > 0 {
 		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedReplays)
 	}
@@ -84,7 +235,6 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 		fmt.Fprintln(bw, "(no classes configured)")
 	}
 	writeBaselinesTable(bw, r)
-	return bw.Flush()
 }
 
 func days(n int) string {
@@ -120,6 +270,9 @@ func clipName(s string, n int) string {
 // WriteCSV writes the calibration as CSV, a row per lookback, lane and hour
 // of day (and "all").
 func WriteCSV(w io.Writer, r *Report, _ bool) error {
+	if r.extended() {
+		return writeCSVByKind(w, r)
+	}
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"lookback_days", "lane", "hour", "probes", "ok", "covered", "coverage", "median_ratio", "p90_ratio",
 		"false_eligible", "false_ineligible", "no_policy", "censored_uncovered", "best"})
@@ -154,6 +307,46 @@ func WriteCSV(w io.Writer, r *Report, _ bool) error {
 	return writeBaselinesCSV(w, r)
 }
 
+// writeCSVByKind is WriteCSV in issue 19's shape: a row per calibration
+// (rule, lookback, target coverage), lane or kind ("kind:free"), and hour
+// of day, with coverage_all; no row mixes the kinds.
+func writeCSVByKind(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"rule", "lookback_days", "target_coverage", "warmup_days", "lane", "hour", "probes", "ok", "covered", "coverage",
+		"coverage_all", "median_ratio", "p90_ratio", "false_eligible", "false_ineligible", "no_policy", "censored_uncovered", "best"})
+	opt := func(x *float64) string {
+		if x == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*x, 'f', -1, 64)
+	}
+	for _, c := range r.Calibration {
+		row := func(lane, hour string, n Counts) {
+			_ = cw.Write([]string{c.Rule, strconv.Itoa(c.LookbackDays), opt(c.TargetCoverage), strconv.Itoa(c.WarmupDays), lane, hour,
+				strconv.Itoa(n.Probes), strconv.Itoa(n.OK), strconv.Itoa(n.Covered), opt(n.Coverage), opt(n.CoverageAll),
+				opt(n.MedianRatio), opt(n.P90Ratio), strconv.Itoa(n.FalseEligible), strconv.Itoa(n.FalseIneligible),
+				strconv.Itoa(n.NoPolicy), strconv.Itoa(n.CensoredUncovered), strconv.FormatBool(c.Best)})
+		}
+		lane := func(name string, all Counts, hs []HourCounts) {
+			row(name, "all", all)
+			for _, h := range hs {
+				row(name, fmt.Sprintf("%02d", h.Hour), h.Counts)
+			}
+		}
+		for _, l := range c.Lanes {
+			lane(l.Lane, l.Counts, l.Hours)
+		}
+		for _, k := range c.Kinds {
+			lane("kind:"+k.Kind, k.Counts, k.Hours)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	return writeBaselinesCSV(w, r)
+}
+
 // WriteJSON writes the report as indented JSON, without the per-hour
 // calibration unless byHour.
 func WriteJSON(w io.Writer, r *Report, byHour bool) error {
@@ -166,6 +359,10 @@ func WriteJSON(w io.Writer, r *Report, byHour bool) error {
 				c.Lanes[j].Hours = nil
 			}
 			c.All.Hours = nil
+			c.Kinds = append([]KindCalibration(nil), c.Kinds...)
+			for j := range c.Kinds {
+				c.Kinds[j].Hours = nil
+			}
 			out.Calibration[i] = c
 		}
 	}

@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -12,6 +13,7 @@ import (
 // cell accumulates the calibration of one lane and hour of day.
 type cell struct {
 	probes, ok, covered    int
+	all, coveredAll        int // coverage_all: every probe with a policy but 429s, and those covered
 	falseElig, falseInelig int
 	censUncovered          int
 	noPolicy               int
@@ -27,8 +29,10 @@ func (c *cell) add(l *policy.Lane, p *series.Probe) {
 	}
 	if p.OK {
 		c.ok++
+		c.all++
 		if p.QueueS <= l.NextQueueS {
 			c.covered++
+			c.coveredAll++
 		}
 		if num.Finite(p.QueueS) && p.QueueS > 0 {
 			c.ratios = append(c.ratios, float32(l.NextQueueS/p.QueueS))
@@ -44,12 +48,26 @@ func (c *cell) add(l *policy.Lane, p *series.Probe) {
 	if num.Finite(p.QueueS) && p.QueueS > l.NextQueueS {
 		c.censUncovered++
 	}
+	if !rateLimited(p) {
+		c.all++
+		if !(num.Finite(p.QueueS) && p.QueueS > l.NextQueueS) {
+			c.coveredAll++ // the wait it was cut at is within the figure
+		}
+	}
+}
+
+// rateLimited says whether p is a 429: no queue draw, left out of
+// coverage_all (the back-off and quota_exhausted cover it).
+func rateLimited(p *series.Probe) bool {
+	return !p.OK && (p.Outcome == series.OutcomeRateLimited || p.Status == 429)
 }
 
 func (c *cell) merge(o *cell) {
 	c.probes += o.probes
 	c.ok += o.ok
 	c.covered += o.covered
+	c.all += o.all
+	c.coveredAll += o.coveredAll
 	c.falseElig += o.falseElig
 	c.falseInelig += o.falseInelig
 	c.censUncovered += o.censUncovered
@@ -71,6 +89,10 @@ type Counts struct {
 	FalseIneligible   int      `json:"false_ineligible"`
 	NoPolicy          int      `json:"no_policy"`
 	CensoredUncovered int      `json:"censored_uncovered"`
+	// CoverageAll (issue 19's shape only) is the coverage of every probe
+	// with a policy but 429s: a failed probe counts as covered when
+	// next_queue_s is at least the wait it was cut at.
+	CoverageAll *float64 `json:"coverage_all,omitempty"`
 }
 
 // HourCounts is the calibration of one hour of day (in the config's zone).
@@ -92,15 +114,50 @@ type AllCalibration struct {
 	Hours []HourCounts `json:"hours,omitempty"`
 }
 
-// Calibration is the calibration under one lookback_days. Best marks the
-// lookback with the best coverage at the lowest median ratio: the lowest
-// median ratio among those reaching TargetCoverage, else the highest
-// coverage.
+// KindCalibration is the calibration over the lanes of one kind (free,
+// paid), with the oracle's comparison when the run has the truth.
+type KindCalibration struct {
+	Kind string `json:"kind"`
+	Counts
+	Hours  []HourCounts `json:"hours,omitempty"`
+	Oracle *Oracle      `json:"oracle,omitempty"`
+}
+
+// Oracle compares a rule with the oracle that knows each probe's true
+// queue distribution (median × exp(sigma·z)), over the scored probes with
+// a truth, scored like coverage_all. Ratios are rounded to 3 decimals,
+// coverages to 4.
+type Oracle struct {
+	Probes int `json:"probes"`
+	// Coverage is the rule's coverage_all over these probes; OracleMedianRatio
+	// the oracle's median next/queue ratio at the z where it reaches that
+	// coverage, and RatioToOracle the rule's median ratio over it.
+	Coverage          float64  `json:"coverage"`
+	OracleMedianRatio *float64 `json:"oracle_median_ratio"`
+	RatioToOracle     *float64 `json:"ratio_to_oracle"`
+	// Misses are the rule's uncovered probes; OracleMisses the oracle's at
+	// the calibration's target coverage (z = the normal quantile of it),
+	// and OracleCoverage its coverage_all there (max: at TargetCoverage).
+	Misses         int     `json:"misses"`
+	OracleMisses   int     `json:"oracle_misses"`
+	OracleCoverage float64 `json:"oracle_coverage"`
+}
+
+// Calibration is the calibration under one rule, lookback_days and (the
+// calibrated rule) coverage. Best marks the calibration with the best
+// coverage at the lowest median ratio: the lowest median ratio among those
+// reaching TargetCoverage, else the highest coverage (issue 19's shape: of
+// the free lanes, by coverage_all; the paid lanes without a free one).
 type Calibration struct {
-	LookbackDays int               `json:"lookback_days"`
-	Best         bool              `json:"best"`
-	Lanes        []LaneCalibration `json:"lanes"`
-	All          AllCalibration    `json:"all"`
+	// Rule, TargetCoverage and WarmupDays: issue 19's shape only.
+	Rule           string            `json:"rule,omitempty"`
+	LookbackDays   int               `json:"lookback_days"`
+	TargetCoverage *float64          `json:"target_coverage,omitempty"`
+	WarmupDays     int               `json:"warmup_days,omitempty"`
+	Best           bool              `json:"best"`
+	Lanes          []LaneCalibration `json:"lanes"`
+	Kinds          []KindCalibration `json:"kinds,omitempty"`
+	All            AllCalibration    `json:"all"`
 }
 
 // Decision is the replay of one class under one strategy. MetPct is
@@ -142,6 +199,10 @@ type Report struct {
 	ArrivalLane      string  `json:"arrival_lane"`
 	ArrivalLeadS     float64 `json:"arrival_lead_s"`
 	DecisionLookback int     `json:"decision_lookback_days"`
+	// DecisionRule and DecisionCoverage (issue 19's shape only) are the
+	// rest of the decisions' policy: the config's rule and coverage.
+	DecisionRule     string   `json:"decision_rule,omitempty"`
+	DecisionCoverage *float64 `json:"decision_coverage,omitempty"`
 	// DroppedReplays counts job replays left out because their deadline
 	// plus an hour reaches past the newest probe.
 	DroppedReplays int        `json:"dropped_replays"`
@@ -181,32 +242,80 @@ func (b *Backtest) Report() Report {
 	if b.paid != nil {
 		r.PaidLane = b.paid.spec.Name
 	}
+	if b.extended {
+		r.DecisionRule = b.params[b.decide].Rule
+		if r.DecisionRule == "" {
+			r.DecisionRule = policy.RuleMax
+		}
+		if r.DecisionRule == policy.RuleCalibrated {
+			c := b.params[b.decide].CoverageOr()
+			r.DecisionCoverage = &c
+		}
+	}
 	var buf []float32
-	for i, k := range b.lookbacks {
-		cal := Calibration{LookbackDays: k, Lanes: make([]LaneCalibration, 0, len(b.order))}
+	kinds := []string{policy.KindFree, policy.KindPaid}
+	for i, e := range b.entries {
+		cal := Calibration{LookbackDays: e.lookback, Lanes: make([]LaneCalibration, 0, len(b.order))}
+		if b.extended {
+			cal.Rule, cal.WarmupDays = e.rule, e.warmup
+			if e.rule == policy.RuleCalibrated {
+				c := e.coverage
+				cal.TargetCoverage = &c
+			}
+		}
 		var all cell
 		var allHours [24]cell
+		var kindSum [2]cell
+		var kindHours [2][24]cell
 		for _, l := range b.order {
 			lc := LaneCalibration{Lane: l.spec.Name, Hours: make([]HourCounts, 24)}
+			k := slices.Index(kinds, l.spec.Kind)
 			var sum cell
 			for h := range 24 {
 				c := &b.cells[i][l.idx*24+h]
-				lc.Hours[h] = HourCounts{Hour: h, Counts: c.counts(&buf)}
+				lc.Hours[h] = HourCounts{Hour: h, Counts: b.counts(c, &buf)}
 				sum.merge(c)
 				allHours[h].merge(c)
+				if k >= 0 {
+					kindHours[k][h].merge(c)
+				}
 			}
-			lc.Counts = sum.counts(&buf)
+			lc.Counts = b.counts(&sum, &buf)
 			all.merge(&sum)
+			if k >= 0 {
+				kindSum[k].merge(&sum)
+			}
 			cal.Lanes = append(cal.Lanes, lc)
 		}
-		cal.All.Counts = all.counts(&buf)
+		cal.All.Counts = b.counts(&all, &buf)
 		cal.All.Hours = make([]HourCounts, 24)
 		for h := range 24 {
-			cal.All.Hours[h] = HourCounts{Hour: h, Counts: allHours[h].counts(&buf)}
+			cal.All.Hours[h] = HourCounts{Hour: h, Counts: b.counts(&allHours[h], &buf)}
+		}
+		if b.extended {
+			for k, kind := range kinds {
+				if !slices.ContainsFunc(b.order, func(l *lane) bool { return l.spec.Kind == kind }) {
+					continue
+				}
+				kc := KindCalibration{Kind: kind, Counts: b.counts(&kindSum[k], &buf), Hours: make([]HourCounts, 24)}
+				for h := range 24 {
+					kc.Hours[h] = HourCounts{Hour: h, Counts: b.counts(&kindHours[k][h], &buf)}
+				}
+				if b.opts.Truth != nil {
+					kc.Oracle = b.oracleOf(i, kind, &kindSum[k])
+				}
+				cal.Kinds = append(cal.Kinds, kc)
+			}
 		}
 		r.Calibration = append(r.Calibration, cal)
 	}
-	if best := bestLookback(r.Calibration); best >= 0 {
+	best := -1
+	if b.extended {
+		best = bestByKind(r.Calibration)
+	} else {
+		best = bestLookback(r.Calibration)
+	}
+	if best >= 0 {
 		r.Calibration[best].Best = true
 		r.BestLookbackDays = r.Calibration[best].LookbackDays
 	}
@@ -234,6 +343,16 @@ func (b *Backtest) Report() Report {
 		r.Baselines, r.DroppedBaselines = b.base.rows(b), b.base.dropped
 	}
 	return r
+}
+
+// counts reduces a cell, with coverage_all in issue 19's shape.
+func (b *Backtest) counts(c *cell, buf *[]float32) Counts {
+	n := c.counts(buf)
+	if b.extended && c.all > 0 {
+		v := policy.Round(float64(c.coveredAll)/float64(c.all), 4)
+		n.CoverageAll = &v
+	}
+	return n
 }
 
 // counts reduces a cell; buf is scratch space for sorting the ratios.
@@ -345,4 +464,24 @@ func bestLookback(cals []Calibration) int {
 		}
 	}
 	return best
+}
+
+// bestByKind is bestLookback in issue 19's shape: on the free lanes (the
+// paid ones when there is no free lane) and by coverage_all, never on a
+// figure that mixes the kinds.
+func bestByKind(cals []Calibration) int {
+	view := make([]Calibration, len(cals))
+	for i, c := range cals {
+		view[i] = Calibration{LookbackDays: c.LookbackDays}
+		for _, kind := range []string{policy.KindFree, policy.KindPaid} {
+			j := slices.IndexFunc(c.Kinds, func(k KindCalibration) bool { return k.Kind == kind })
+			if j < 0 {
+				continue
+			}
+			view[i].All.Counts = c.Kinds[j].Counts
+			view[i].All.Coverage = c.Kinds[j].CoverageAll
+			break
+		}
+	}
+	return bestLookback(view)
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/series"
+
+	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -355,10 +357,7 @@ func TestChart(t *testing.T) {
 func TestChartRendersWithOtherFonts(t *testing.T) {
 	bin, err := exec.LookPath("rsvg-convert")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("rsvg-convert is missing (apt-get install librsvg2-bin)")
-		}
-		t.Skip("rsvg-convert not installed (apt-get install librsvg2-bin)")
+		missingtool.Skip(t, "rsvg-convert", "apt-get install librsvg2-bin", "the chart is not rendered with other fonts")
 	}
 	long := swings.Compute(nil, swings.Options{Days: 7, Lanes: []swings.Lane{
 		{Name: strings.Repeat("m", 40), Kind: "free"}, {Name: "wide-lane-name-WWWWWWWW", Kind: "paid"},

@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
 
 // chromium is Debian's Chromium, which .ci/run installs.
@@ -67,10 +69,7 @@ func (c *consoleLog) all() []string {
 func browser(t *testing.T) (context.Context, *consoleLog) {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI: %s is missing (.ci/run installs Debian's chromium): %v", chromium, err)
-		}
-		t.Skipf("%s is absent: install Debian's chromium (apt-get install chromium) to run the browser test", chromium)
+		missingtool.Skip(t, "chromium", "apt-get install chromium", fmt.Sprintf("%v; the status page is not run in a browser", err))
 	}
 	profile := t.TempDir() // removed after the browser has exited (cleanups run last-in first-out)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],

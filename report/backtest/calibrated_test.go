@@ -1,0 +1,244 @@
+package backtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// calibratedParams is params(lookback) under the calibrated rule.
+func calibratedParams(lookback int) policy.Params {
+	p := params(lookback)
+	p.Rule = policy.RuleCalibrated
+	return p
+}
+
+// kindCal returns the calibration of kind under the entry (rule, lookback,
+// target coverage; 0 for max).
+func kindCal(t *testing.T, r Report, rule string, lookback int, cov float64, kind string) KindCalibration {
+	t.Helper()
+	for _, c := range r.Calibration {
+		if c.Rule != rule || c.LookbackDays != lookback || (c.TargetCoverage == nil) != (cov == 0) || (cov != 0 && *c.TargetCoverage != cov) {
+			continue
+		}
+		if k := c.kind(kind); k != nil {
+			return *k
+		}
+	}
+	t.Fatalf("no calibration %s %d @%v of kind %s", rule, lookback, cov, kind)
+	return KindCalibration{}
+}
+
+// A lane that always waits 12.5 s: once warm the calibrated figure is
+// 12.5 s at every coverage (profile 12.5 × level 1 × margin 1): coverage 1
+// and ratio 1, as the worst-of.
+func TestCalibratedConstantLane(t *testing.T) {
+	opts := Options{Params: calibratedParams(14), Rules: []string{policy.RuleCalibrated, policy.RuleMax},
+		Coverages: []float64{0.9, 0.95, 0.99}, From: day0.AddDate(0, 0, 15), To: day0.AddDate(0, 0, 17)}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 12.5, true }))
+	if len(r.Calibration) != 4 {
+		t.Fatalf("%d calibrations, want 3 calibrated and 1 max", len(r.Calibration))
+	}
+	for _, c := range r.Calibration {
+		for _, k := range c.Kinds {
+			if k.Probes != 144 || k.OK != 144 || k.Covered != 144 || f(k.Coverage) != "1" || f(k.CoverageAll) != "1" ||
+				f(k.MedianRatio) != "1" || f(k.P90Ratio) != "1" {
+				t.Errorf("%s %s: %+v coverage_all %s", c.name(), k.Kind, k.Counts, f(k.CoverageAll))
+			}
+		}
+		if c.WarmupDays != 14 {
+			t.Errorf("%s: warm-up %d days, want the lookback, 14", c.name(), c.WarmupDays)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, &r, false); err != nil {
+		t.Fatal(err)
+	}
+	if s := buf.String(); !bytes.Contains(buf.Bytes(), []byte("sweep, free lanes")) || bytes.Contains(buf.Bytes(), []byte("\nall ")) {
+		t.Errorf("table: want per-kind sweeps and no mixed row:\n%s", s)
+	}
+}
+
+// A lane that doubles from 10 s to 20 s: the calibrated rule misses the
+// first two probes after the change (figures 10 and 10·2^0.3: the fast
+// level has moved 0.3 of the way; then two residuals above the tail in a
+// row move the level at once) and none after, at every coverage.
+func TestCalibratedDoublingLane(t *testing.T) {
+	change := day0.AddDate(0, 0, 16)
+	opts := Options{Params: calibratedParams(14), Coverages: []float64{0.9, 0.95, 0.99},
+		From: day0.AddDate(0, 0, 15), To: day0.AddDate(0, 0, 18)}
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uncovered := map[int][]time.Time{}
+	var second []float64
+	b.onEntryScore = func(p *series.Probe, i int, l *policy.Lane) {
+		if p.Lane != "free" {
+			return
+		}
+		if p.QueueS > l.NextQueueS {
+			uncovered[i] = append(uncovered[i], p.Time)
+		}
+		if p.Time.Equal(change.Add(27 * time.Minute)) {
+			second = append(second, l.NextQueueS)
+		}
+	}
+	for _, p := range rounds(opts.ReadFrom(), opts.To, func(at time.Time) (float64, bool) {
+		if at.Before(change) {
+			return 10, true
+		}
+		return 20, true
+	}) {
+		if err := b.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Report()
+	want := []time.Time{change.Add(7 * time.Minute), change.Add(27 * time.Minute)}
+	for i := range b.entries {
+		if !slices.Equal(uncovered[i], want) {
+			t.Errorf("entry %d: uncovered at %v, want %v", i, uncovered[i], want)
+		}
+	}
+	// 10 × 2^0.3 = 12.311..., rounded up.
+	for _, q := range second {
+		if q != 12.32 {
+			t.Errorf("the second probe after the change met %v, want 12.32 (10·2^0.3)", q)
+		}
+	}
+}
+
+// A lane whose probes all time out after 30 s never reads quiet: its figure
+// is at least the timeout at every coverage, so coverage_all is 1 (every
+// timeout reached), and coverage has no ok probe to count.
+func TestCalibratedOnlyTimeouts(t *testing.T) {
+	opts := Options{Params: calibratedParams(14), Coverages: []float64{0.5, 0.9, 0.99},
+		From: day0.AddDate(0, 0, 15), To: day0.AddDate(0, 0, 16)}
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := 0
+	b.onEntryScore = func(p *series.Probe, _ int, l *policy.Lane) {
+		if p.Lane == "free" && (l.NextQueueS < 30 || l.Eligible) {
+			low++
+		}
+	}
+	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 30, false }) {
+		if err := b.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.Report()
+	if low > 0 {
+		t.Errorf("%d scores read the timed-out lane under 30 s or eligible", low)
+	}
+	for _, cov := range []float64{0.5, 0.9, 0.99} {
+		k := kindCal(t, r, policy.RuleCalibrated, 14, cov, "free")
+		if k.Probes != 72 || k.OK != 0 || k.Coverage != nil || f(k.CoverageAll) != "1" || k.CensoredUncovered != 0 {
+			t.Errorf("@%v: %+v coverage_all %s", cov, k.Counts, f(k.CoverageAll))
+		}
+	}
+}
+
+// coverage_all counts a timeout as a miss unless next_queue_s reached the
+// wait it was cut at, and leaves 429s out.
+func TestCoverageAll(t *testing.T) {
+	lane := &policy.Lane{Reason: policy.ReasonOK, Eligible: true, NextQueueS: 10}
+	var c cell
+	for _, p := range []series.Probe{
+		{OK: true, QueueS: 5},                                        // covered
+		{OK: true, QueueS: 11},                                       // missed
+		{OK: false, QueueS: 10, Outcome: "timeout"},                  // cut at 10: covered
+		{OK: false, QueueS: 30, Outcome: "timeout"},                  // cut at 30: missed
+		{OK: false, QueueS: 0, Outcome: "http_error"},                // no wait: covered
+		{OK: false, QueueS: 2, Outcome: "rate_limited", Status: 429}, // left out
+	} {
+		c.add(lane, &p)
+	}
+	if c.all != 5 || c.coveredAll != 3 || c.ok != 2 || c.covered != 1 {
+		t.Errorf("all %d covered_all %d ok %d covered %d; want 5 3 2 1", c.all, c.coveredAll, c.ok, c.covered)
+	}
+}
+
+// The max rule asked for explicitly, alone and without the new options,
+// gives the report of before, byte for byte; in issue 19's shape its
+// figures per lane are the same.
+func TestRuleMaxIsTheOldReport(t *testing.T) {
+	ps := rounds(day0, day0.AddDate(0, 0, 11), func(at time.Time) (float64, bool) {
+		q := float64(5 + (at.Hour()*7+at.Minute())%13)
+		return q, at.Minute() != 27 || at.Hour()%5 != 0
+	})
+	base := Options{Params: params(3), Lookbacks: []int{1, 3, 7}, From: day0.AddDate(0, 0, 8), To: day0.AddDate(0, 0, 11)}
+	old := run(t, base, ps)
+	explicit := base
+	explicit.Rules = []string{policy.RuleMax}
+	got := run(t, explicit, ps)
+	for _, w := range []func(*bytes.Buffer, *Report) error{
+		func(b *bytes.Buffer, r *Report) error { return WriteTable(b, r, true) },
+		func(b *bytes.Buffer, r *Report) error { return WriteCSV(b, r, true) },
+		func(b *bytes.Buffer, r *Report) error { return WriteJSON(b, r, true) },
+	} {
+		var a, b bytes.Buffer
+		if err := w(&a, &old); err != nil {
+			t.Fatal(err)
+		}
+		if err := w(&b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("-rule max differs from the old report:\n%s\nvs\n%s", a.String(), b.String())
+		}
+	}
+	ext := base
+	ext.Rules = []string{policy.RuleMax}
+	ext.Coverages = []float64{0.95}
+	x := run(t, ext, ps)
+	for i, c := range x.Calibration {
+		for j, l := range c.Lanes {
+			o := old.Calibration[i].Lanes[j].Counts
+			l.CoverageAll = nil
+			a, _ := json.Marshal(l.Counts)
+			b, _ := json.Marshal(o)
+			if !bytes.Equal(a, b) {
+				t.Errorf("lookback %d lane %s: %s, the old report %s", c.LookbackDays, l.Lane, a, b)
+			}
+		}
+	}
+}
+
+// The oracle of a lane that always waits its true median: every probe is
+// covered from z = 0, so at the rule's coverage (1) the oracle's figure is
+// the median, its ratio 1, the rule's ratio to it 1; at the target 0.95 the
+// oracle misses none.
+func TestOracleOfAConstantLane(t *testing.T) {
+	opts := Options{Params: calibratedParams(14), From: day0.AddDate(0, 0, 15), To: day0.AddDate(0, 0, 17),
+		Truth: func(p *series.Probe) (float64, float64, bool) {
+			if p.Lane == "free" {
+				return 12.5, 0.5, true
+			}
+			return 1, 0.1, true
+		}}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 12.5, true }))
+	for _, kind := range []string{"free", "paid"} {
+		o := kindCal(t, r, policy.RuleCalibrated, 14, 0.95, kind).Oracle
+		if o == nil || o.Probes != 144 || o.Coverage != 1 || f(o.OracleMedianRatio) != "1" || f(o.RatioToOracle) != "1" ||
+			o.Misses != 0 || o.OracleMisses != 0 || o.OracleCoverage != 1 {
+			t.Errorf("%s: oracle %+v", kind, o)
+		}
+	}
+}
+
+func TestNormalQuantile(t *testing.T) {
+	for _, c := range []struct{ p, z float64 }{{0.5, 0}, {0.95, 1.6448536269514722}, {0.99, 2.3263478740408408}, {0.9, 1.2815515655446004}} {
+		if z := normalQuantile(c.p); z-c.z > 1e-9 || c.z-z > 1e-9 {
+			t.Errorf("normalQuantile(%v) = %v, want %v", c.p, z, c.z)
+		}
+	}
+}

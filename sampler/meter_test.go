@@ -1,0 +1,452 @@
+package sampler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// fault is a store wrapper that fails on demand, as a store, a proxy in
+// front of it or a full disk would.
+type fault struct {
+	series.Store
+	mu       sync.Mutex
+	readErr  error // returned by Probes and Hourly
+	writeErr error // returned by Write, which then writes nothing
+	// killAt, when > 0, makes write number killAt and every later one fail
+	// with errKilled without writing: the process died before it wrote.
+	killAt, writes int
+}
+
+var errKilled = errors.New("killed before the write")
+
+func (f *fault) set(read, write error) {
+	f.mu.Lock()
+	f.readErr, f.writeErr = read, write
+	f.mu.Unlock()
+}
+
+func (f *fault) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+	f.mu.Lock()
+	err := f.readErr
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f.Store.Probes(ctx, q)
+}
+
+func (f *fault) Hourly(ctx context.Context, q series.Query) ([]series.Hourly, error) {
+	f.mu.Lock()
+	err := f.readErr
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return f.Store.Hourly(ctx, q)
+}
+
+func (f *fault) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+	f.mu.Lock()
+	f.writes++
+	err := f.writeErr
+	if f.killAt > 0 && f.writes >= f.killAt {
+		err = errKilled
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.Store.Write(ctx, probes, hourly)
+}
+
+// spoolFault is a fault above a Spool: it still spools (series.Deferrer)
+// and reads the spool alone (series.LocalReader) as the Spool does.
+type spoolFault struct {
+	*fault
+	sp *series.Spool
+}
+
+func (f spoolFault) Defer(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+	return f.sp.Defer(ctx, probes, hourly)
+}
+
+func (f spoolFault) RebuildLater(probes []series.Probe) { f.sp.RebuildLater(probes) }
+
+func (f spoolFault) LocalProbes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+	return f.sp.LocalProbes(ctx, q)
+}
+
+// Failures as the stores report them.
+var (
+	errPassing = fmt.Errorf("connection refused: %w", series.ErrUnavailable)
+	errRevoked = errors.New("401 Unauthorized: the token was revoked") // a read refused for good
+	errRefused = &series.RefusedError{Points: 1, Status: 403, Err: errors.New("403 Forbidden")}
+	errDisk    = fmt.Errorf("write samples.lp: %w", syscall.ENOSPC)
+)
+
+// rig is one sampler's world: a lane server, a config, a file store (the
+// inner store of a spool when spooled, as InfluxDB is) behind a fault, a
+// clock, and the Sampler, which open makes anew as a new process would.
+type rig struct {
+	t      *testing.T
+	dir    string
+	cfg    *config.Config
+	lane   *lane
+	srv    *httptest.Server
+	spool  bool
+	inner  series.Store // the store under test, opened by openInner
+	fault  *fault       // between the spool (if any) and the store: the store's and the network's failures
+	kill   *fault       // above everything: a process killed before a write
+	st     series.Store // what the sampler writes to
+	sp     *series.Spool
+	s      *sampler.Sampler
+	mu     sync.Mutex
+	clock  time.Time
+	inject func(*fault) // applied to every fault open makes
+	// openInner opens the store under test; nil is a file store in dir.
+	openInner func() series.Store
+}
+
+// newRig starts a lane server and writes a config of the lanes (each its
+// model on it, timeout 2 s) with the extra top-level YAML and lane YAML.
+func newRig(t *testing.T, spool bool, extra string, lanes map[string]string) *rig {
+	t.Helper()
+	return newRigWith(t, spool, extra, lanes, nil)
+}
+
+// newRigWith is newRig on the store openInner opens (nil: a file store).
+func newRigWith(t *testing.T, spool bool, extra string, lanes map[string]string, openInner func() series.Store) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), lane: &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, spool: spool,
+		clock: time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC), openInner: openInner}
+	r.srv = httptest.NewServer(r.lane)
+	t.Cleanup(r.srv.Close)
+	var b strings.Builder
+	b.WriteString(extra)
+	b.WriteString("store: {kind: file, path: samples.lp}\nlanes:\n")
+	for _, l := range sortedKeys(lanes) {
+		fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s, timeout: 2s%s}\n", l, r.srv.URL, l, lanes[l])
+	}
+	cfg, err := config.Parse(strings.NewReader(b.String()), r.dir)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	r.cfg = cfg
+	r.open()
+	t.Cleanup(r.close)
+	return r
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func (r *rig) now() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.clock
+}
+
+func (r *rig) setClock(t time.Time) {
+	r.mu.Lock()
+	r.clock = t
+	r.mu.Unlock()
+}
+
+// open opens the store and a Sampler on it: a new process.
+func (r *rig) open() {
+	r.t.Helper()
+	if r.openInner != nil {
+		r.inner = r.openInner()
+	} else {
+		f, err := series.OpenFile(filepath.Join(r.dir, "samples.lp"), series.FileOptions{})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.inner = f
+	}
+	r.fault = &fault{Store: r.inner}
+	if r.inject != nil {
+		r.inject(r.fault)
+	}
+	var st series.Store = r.fault
+	if r.spool {
+		sp, err := series.OpenSpool(r.fault, series.SpoolOptions{Path: filepath.Join(r.dir, "spool.lp"),
+			DeadLetter: filepath.Join(r.dir, "dead.lp"), AfterReplay: series.RebuildAfterReplay(r.cfg.Location)})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		st = sp
+	}
+	r.kill = &fault{Store: st}
+	r.st = r.kill
+	if sp, ok := st.(*series.Spool); ok {
+		r.sp, r.st = sp, spoolFault{r.kill, sp}
+	}
+	o, err := app.SamplerOptions(r.cfg, r.st, nil, config.Shard{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	o.Now = r.now
+	r.s = sampler.New(o)
+}
+
+func (r *rig) close() {
+	if r.st != nil {
+		_ = r.st.Close()
+		r.st = nil
+	}
+}
+
+// restart is a new process on the same files.
+func (r *rig) restart() {
+	r.close()
+	r.open()
+}
+
+// round runs a daemon's round (interrupt 0) or an interruptible -once cut
+// short after interrupt.
+func (r *rig) round(interrupt time.Duration) (*sampler.Round, error) {
+	ctx := context.Background()
+	if interrupt > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		time.AfterFunc(interrupt, cancel)
+	}
+	return r.s.Run(ctx, false, interrupt > 0)
+}
+
+// view reads everything the sampler's store holds (spool and dead letter
+// merged), through a fresh read-only view when the store is spooled.
+func (r *rig) probes() []series.Probe {
+	r.t.Helper()
+	ps, err := r.st.Probes(context.Background(), series.Between(r.now().Add(-48*time.Hour), r.now().Add(48*time.Hour)))
+	if err != nil {
+		r.t.Fatalf("read: %v", err)
+	}
+	return ps
+}
+
+// check fails when an hour of the store is not the aggregate of its probes.
+func (r *rig) check() {
+	r.t.Helper()
+	bad, err := series.Check(context.Background(), r.st, r.cfg.Location,
+		series.Window{From: r.now().Add(-48 * time.Hour), To: r.now().Add(48 * time.Hour)}, nil)
+	if err != nil {
+		r.t.Fatalf("check: %v", err)
+	}
+	if len(bad) > 0 {
+		r.t.Fatalf("hours that are not the aggregate of their probes: %v", bad)
+	}
+}
+
+const budgetOne = "quotas:\n  - {name: g, probes_per_day: 1}\n"
+
+// Finding 2: a sampler killed after its request left and before it stored
+// the probe spent a request; a restart must not spend another. The
+// reservation, written before the request, counts; once no round can
+// settle it any more its hour counts it as a failure.
+func TestKilledMidProbeSpendsOnce(t *testing.T) {
+	r := newRig(t, false, budgetOne, map[string]string{"a": ", quota: g"})
+	r.kill.killAt = 2 // the reservation is written, the round's write is not
+	if _, err := r.round(0); !errors.Is(err, errKilled) {
+		t.Fatalf("round = %v, want the kill", err)
+	}
+	for range 2 {
+		r.restart()
+		r.setClock(r.now().Add(time.Minute))
+		if _, err := r.round(0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.lane.hits.Load(); n != 1 {
+		t.Fatalf("the lane got %d requests, want 1 (probes_per_day: 1)", n)
+	}
+	r.setClock(r.now().Add(5 * time.Minute)) // the reservation is abandoned now
+	if _, err := r.round(0); err != nil {
+		t.Fatal(err)
+	}
+	r.check()
+	hs, err := r.st.Hourly(context.Background(), series.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)))
+	if err != nil || len(hs) != 1 || hs[0].Failures != 1 || hs[0].Eligible {
+		t.Fatalf("hour %+v, %v; want one record counting the abandoned request as a failure", hs, err)
+	}
+}
+
+// Finding 2: `timeout -s INT 2 sampler -once` three times on a lane that
+// answers after 5 s, budget 1, then a full round: one request, not four.
+func TestInterruptedOnceSpendsOnce(t *testing.T) {
+	r := newRig(t, false, budgetOne, map[string]string{"a": ", quota: g"})
+	r.lane.delay["a"] = 5 * time.Second
+	for i := range 3 {
+		r.restart()
+		if _, err := r.round(100 * time.Millisecond); i == 0 && !errors.Is(err, sampler.ErrInterrupted) {
+			t.Fatalf("round = %v, want ErrInterrupted", err)
+		}
+		r.setClock(r.now().Add(time.Minute))
+	}
+	r.restart()
+	if _, err := r.round(0); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.lane.hits.Load(); n != 1 {
+		t.Fatalf("the lane got %d requests, want 1", n)
+	}
+	ps := r.probes()
+	if len(ps) != 1 || ps[0].Outcome != series.OutcomeCancelled {
+		t.Fatalf("stored %+v, want the one cancelled probe", ps)
+	}
+	r.check()
+}
+
+// Findings 3 and 5: a store that refuses the round's writes for good (a
+// 403, a type conflict, a 413) sends them to the dead letter; they still
+// count against the budget, and the hour rebuilt later counts the refused
+// probe (its 2 s timeout), not only the quick one the store took.
+func TestRefusedProbesCountAndEnterTheirHour(t *testing.T) {
+	r := newRig(t, true, budgetOne, map[string]string{"a": ", quota: g", "b": ""})
+	r.lane.hang["b"] = true
+	r.fault.set(nil, errRefused)
+	for range 3 {
+		if _, err := r.round(0); err == nil {
+			t.Fatal("a refused round reported no error")
+		}
+		r.setClock(r.now().Add(time.Minute))
+		r.restart()
+		r.fault.set(nil, errRefused)
+	}
+	// a: 1 request (budget), b: 3 (unbudgeted, hung until its timeout)
+	if n := r.lane.hits.Load(); n != 4 {
+		t.Fatalf("the lanes got %d requests, want 4 (lane a 1: probes_per_day 1)", n)
+	}
+	r.fault.set(nil, nil)
+	r.lane.hang["b"] = false
+	if _, err := r.round(0); err != nil {
+		t.Fatal(err)
+	}
+	r.check()
+	hs, err := r.st.Hourly(context.Background(), series.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)).OfLanes("b"))
+	if err != nil || len(hs) != 1 {
+		t.Fatalf("hour of b %+v, %v", hs, err)
+	}
+	if h := hs[0]; h.Samples != 4 || h.Failures != 3 || h.Eligible || h.WorstCensoredS < 1.5 {
+		t.Fatalf("hour of b %+v; want 4 samples, the 3 refused timeouts failures, censored about 2 s", h)
+	}
+}
+
+// Finding 8: a clock stepped back does not make the day's probes vanish
+// from the count.
+func TestClockSteppedBackSpendsOnce(t *testing.T) {
+	r := newRig(t, false, budgetOne, map[string]string{"a": ", quota: g"})
+	if _, err := r.round(0); err != nil {
+		t.Fatal(err)
+	}
+	r.setClock(r.now().Add(-20 * time.Minute))
+	r.restart()
+	if _, err := r.round(0); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.lane.hits.Load(); n != 1 {
+		t.Fatalf("the lane got %d requests, want 1", n)
+	}
+}
+
+// 429 answers a lane's model with Retry-After 3600.
+type limited struct{ *lane }
+
+func (l limited) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	l.hits.Add(1)
+	w.Header().Set("Retry-After", "3600")
+	http.Error(w, `{"error":{"type":"rate_limit_error"}}`, http.StatusTooManyRequests)
+}
+
+// Finding 9: a restart while the store cannot be read keeps the back-off
+// a spooled 429 asks for.
+func TestBackoffFromTheSpoolAcrossARestart(t *testing.T) {
+	r := newRig(t, true, "", map[string]string{"a": ""})
+	r.srv.Config.Handler = limited{r.lane}
+	r.inject = func(f *fault) { f.set(errPassing, errPassing) }
+	r.restart()
+	if _, err := r.round(0); err != nil {
+		t.Fatal(err)
+	}
+	r.restart()
+	r.setClock(r.now().Add(time.Minute))
+	rd, err := r.round(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.lane.hits.Load(); n != 1 || len(rd.Plan.Skip) != 1 || rd.Plan.Skip[0].Reason != "quota" {
+		t.Fatalf("the lane got %d requests, skips %v; want 1 and a quota skip", n, rd.Plan.Skip)
+	}
+}
+
+// Finding 1: a read refused for good while the daemon runs (token revoked,
+// bucket dropped) does not drop the round: its probes reach the store, or
+// the dead letter when the writes are refused too, and the error says
+// which.
+func TestRefusedReadDropsNoRound(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		writeErr error
+		want     error
+	}{
+		{"writes taken", nil, series.ErrHoursNotRebuilt},
+		{"writes refused", errRefused, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, true, "", map[string]string{"a": "", "b": ""})
+			r.fault.set(errRevoked, tc.writeErr)
+			_, err := r.round(0)
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("round = %v, want an error wrapping %v", err, tc.want)
+			}
+			r.fault.set(nil, nil)
+			got := map[string]string{}
+			for _, p := range r.probes() {
+				got[p.Lane] = p.Outcome
+			}
+			if got["a"] != "ok" || got["b"] != "ok" {
+				t.Fatalf("stored %v, want both probes", got)
+			}
+		})
+	}
+}
+
+// A disk that is full refuses the reservations: no request leaves.
+func TestFullDiskProbesNothing(t *testing.T) {
+	r := newRig(t, false, "", map[string]string{"a": ""})
+	r.fault.set(nil, errDisk)
+	if _, err := r.round(0); !errors.Is(err, sampler.ErrNotBooked) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("round = %v, want ErrNotBooked for the full disk", err)
+	}
+	if n := r.lane.hits.Load(); n != 0 {
+		t.Fatalf("the lane got %d requests, want none", n)
+	}
+}

@@ -1,0 +1,189 @@
+package sampler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// siteReq is one request the lane server received: from which site, for
+// which lane, at the samplers' clock.
+type siteReq struct {
+	site, lane string
+	at         time.Time
+}
+
+// siteLedger is a lane server that records which site sent each request
+// (each site's config points at its own path prefix).
+type siteLedger struct {
+	lane  lane
+	clock func() time.Time
+	mu    sync.Mutex
+	reqs  []siteReq
+}
+
+func (l *siteLedger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	site, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	body := make([]byte, 4096)
+	n, _ := r.Body.Read(body)
+	model := ""
+	if i := strings.Index(string(body[:n]), `"model":"`); i >= 0 {
+		model = strings.SplitN(string(body[:n])[i+9:], `"`, 2)[0]
+	}
+	l.mu.Lock()
+	l.reqs = append(l.reqs, siteReq{site, model, l.clock()})
+	l.mu.Unlock()
+	r.Body = readCloser{strings.NewReader(string(body[:n]))}
+	l.lane.ServeHTTP(w, r)
+}
+
+// Issue 21: three sites probing one account's lanes share its budget. Three
+// samplers (fra1, iad1, sgp1, each its own store handle, as on three
+// machines) against one InfluxDB, one account-scope group of 12 probes a
+// day, on the default schedule for a simulated week: each round counts
+// every site's requests of the day, the lane server gets exactly
+// probes_per_day requests of the group a day (never more; every slot is
+// used while all sites are up), each from the site SlotOwner gives the
+// slot, and each site's probes fall in every hour of the day. Then a day
+// with sgp1 down: its slots go unused, the others spend no more.
+func TestSitesShareAccountQuota(t *testing.T) {
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	sites := []string{"fra1", "iad1", "sgp1"}
+	const perDay = 12
+
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	led := &siteLedger{lane: lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, clock: now}
+	srv := httptest.NewServer(led)
+	t.Cleanup(srv.Close)
+
+	var cfg *config.Config
+	samplers := make([]*sampler.Sampler, len(sites))
+	for i, site := range sites {
+		var b strings.Builder
+		fmt.Fprintf(&b, "site: %s\nsites: [%s]\nquotas:\n  - {name: g, probes_per_day: %d}\nstore: {kind: file, path: unused.lp}\nlanes:\n",
+			site, strings.Join(sites, ", "), perDay)
+		for _, l := range []string{"a", "b"} {
+			fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s, timeout: 2s, quota: g}\n", l, srv.URL+"/"+site+"/v1", l)
+		}
+		var err error
+		cfg, err = config.Parse(strings.NewReader(b.String()), t.TempDir())
+		if err != nil {
+			t.Fatalf("config: %v\n%s", err, b.String())
+		}
+		st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Now = now
+		samplers[i] = sampler.New(o)
+	}
+	if cfg.Schedule != "7,27,47 * * * *" {
+		t.Fatalf("the default schedule is %q; this test assumes 7,27,47 * * * *", cfg.Schedule)
+	}
+	sched, err := cron.ParseStandard(cfg.Schedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := app.Groups(cfg)[0]
+	if len(group.Sites) != len(sites) {
+		t.Fatalf("group %+v: want the config's sites", group)
+	}
+
+	// A week with every site up, then a day with sgp1 down.
+	start := clock
+	week := start.Add(7 * 24 * time.Hour)
+	end := week.Add(24 * time.Hour)
+	for at := sched.Next(start.Add(-time.Second)); at.Before(end); at = sched.Next(at) {
+		mu.Lock()
+		clock = at
+		mu.Unlock()
+		sentToday := 0
+		for _, r := range led.reqs {
+			if !r.at.Before(group.DayStart(at)) {
+				sentToday++
+			}
+		}
+		// The machines run their rounds at the same moment.
+		var wg sync.WaitGroup
+		for i, s := range samplers {
+			if sites[i] == "sgp1" && !at.Before(week) {
+				continue // down
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Run(context.Background(), false, false)
+				if err != nil {
+					t.Errorf("%s round at %s: %v", sites[i], at.Format(time.RFC3339), err)
+					return
+				}
+				// Each site counts the whole group's requests, every site's
+				// (and maybe the booking of the slot's owner in this round,
+				// when that landed before its read).
+				if got := r.Plan.Sent["g"]; got < sentToday || got > sentToday+1 {
+					t.Errorf("%s round at %s counts %d requests of the group today, the lane server got %d before the round", sites[i], at.Format(time.RFC3339), got, sentToday)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+
+	perDayCount := map[string]int{}
+	hoursOf := map[string]map[int]bool{}
+	for _, r := range led.reqs {
+		perDayCount[r.at.Format(time.DateOnly)]++
+		if owner := budget.SlotOwner(group, r.at); owner != r.site {
+			t.Errorf("%s probed %s at %s, a slot of %s", r.site, r.lane, r.at.Format(time.RFC3339), owner)
+		}
+		if hoursOf[r.site] == nil {
+			hoursOf[r.site] = map[int]bool{}
+		}
+		hoursOf[r.site][r.at.Hour()] = true
+	}
+	for day := start; day.Before(end); day = day.Add(24 * time.Hour) {
+		// A site down loses its slots: the others do not spend them.
+		want := perDay
+		if !day.Before(week) {
+			want = perDay * 2 / 3
+		}
+		if n := perDayCount[day.Format(time.DateOnly)]; n != want {
+			t.Errorf("%s: the group's lanes got %d requests from the sites, want %d (probes_per_day %d)", day.Format(time.DateOnly), n, want, perDay)
+		}
+	}
+	for _, site := range sites {
+		var missing []int
+		for h := range 24 {
+			if !hoursOf[site][h] {
+				missing = append(missing, h)
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s probed in %d hours of the day within a week; missing %v", site, len(hoursOf[site]), missing)
+		}
+	}
+}
