@@ -106,7 +106,11 @@ type Store struct {
 	Spool         string `yaml:"spool"`           // influx: spool file for failed writes
 	DeadLetter    string `yaml:"dead_letter"`     // influx: points the server refused for good
 	SpoolMaxBytes int64  `yaml:"spool_max_bytes"` // influx: spool size cap
+	RetentionDays int    `yaml:"retention_days"`  // file: prune probes older than this many days; 0 keeps all
 }
+
+// MaxRetentionDays bounds store.retention_days (100 years).
+const MaxRetentionDays = 36500
 
 // Probe holds the probe defaults; a lane may override each of them.
 type Probe struct {

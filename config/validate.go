@@ -92,6 +92,9 @@ func (c *Config) abs(p string) string {
 
 func (c *Config) validateStore() error {
 	s := &c.Store
+	if s.RetentionDays < 0 || s.RetentionDays > MaxRetentionDays {
+		return fieldErr("store.retention_days", "must be between 0 and %d (0 keeps every probe), got %d", MaxRetentionDays, s.RetentionDays)
+	}
 	switch s.Kind {
 	case StoreFile:
 		if s.Path == "" {
@@ -108,6 +111,9 @@ func (c *Config) validateStore() error {
 		if err := httpURL("store.url", s.URL, "such as http://127.0.0.1:8086",
 			"put the token in the variable named by store.token_env"); err != nil {
 			return err
+		}
+		if s.RetentionDays != 0 {
+			return fieldErr("store.retention_days", "kind file only: on InfluxDB, old probe points are deleted on the server (docs/schema.md, Retention)")
 		}
 		if s.Bucket == "" {
 			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")

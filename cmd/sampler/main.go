@@ -5,6 +5,7 @@
 //	sampler -config F -once [-force]   # one round now, print the samples, exit
 //	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
 //	sampler rollup -config F [-days N] [-check]  # rebuild (or check) the hourly records from the probes
+//	sampler prune -config F            # drop probes older than store.retention_days now
 package main
 
 import (
@@ -36,6 +37,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 			return runImport(ctx, args[1:], stdout, stderr, lookupEnv)
 		case "rollup":
 			return runRollup(ctx, args[1:], stdout, stderr, lookupEnv)
+		case "prune":
+			return runPrune(ctx, args[1:], stdout, stderr, lookupEnv)
 		}
 	}
 	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
@@ -47,7 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n")
+		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {

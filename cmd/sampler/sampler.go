@@ -43,6 +43,8 @@ type daemon struct {
 	next      time.Time            // when the next scheduled round runs
 	backedOff map[string]time.Time // lanes whose back-off was logged, until when
 	interval  time.Duration        // between two rounds (the schedule's shortest)
+
+	retention retention // store.retention_days: the day last pruned (prune.go)
 }
 
 // newDaemon loads the config, resolves the lanes' keys and opens the store.
@@ -222,6 +224,7 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	d.maybePrune(ctx, time.Now())
 	r, err := d.round(ctx, false, false)
 	failed := 0
 	for _, sm := range r.Samples {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// runPrune is `sampler prune -config F`: store.retention_days applied now,
+// for a store no daemon holds (the daemon prunes by itself at its first
+// round of each day). It takes the store's writer lock, so it fails while
+// a sampler runs on the same file.
+func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	fs := flag.NewFlagSet("sampler prune", flag.ContinueOnError)
+	configPath := fs.String("config", "", "config naming the store and store.retention_days (required)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sampler prune -config F\n")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *configPath == "":
+		return cli.Usagef("prune: -config is required")
+	case fs.NArg() > 0:
+		return cli.Usagef("prune: unexpected argument %q", fs.Arg(0))
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	if cfg.Store.Kind != config.StoreFile {
+		return fmt.Errorf("prune: store.kind is %s: old probe points are deleted on the server (docs/schema.md, Retention)", cfg.Store.Kind)
+	}
+	if cfg.Store.RetentionDays == 0 {
+		fmt.Fprintf(stdout, "store.retention_days is 0 in %s: every probe is kept, nothing pruned\n", *configPath)
+		return nil
+	}
+	log, _ := newLogger(stderr, "text", "info")
+	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
+	st, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cut := series.RetentionCut(time.Now(), cfg.Store.RetentionDays, cfg.Location)
+	ps, err := prune(ctx, st, cut)
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	fmt.Fprintf(stdout, "pruned %d probe lines before %s (store.retention_days %d); kept %d lines, every hourly record among them\n",
+		ps.DroppedProbes, hours.Label(cut, cfg.Location), cfg.Store.RetentionDays, ps.KeptLines)
+	return nil
+}
+
+// prune prunes st when it is a series.Pruner (the file store).
+func prune(ctx context.Context, st series.Store, cut time.Time) (series.PruneStats, error) {
+	p, ok := st.(series.Pruner)
+	if !ok {
+		return series.PruneStats{}, fmt.Errorf("the store cannot prune (%T)", st)
+	}
+	return p.Prune(ctx, cut, series.PruneOptions{})
+}
+
+// retention is the daemon's pruning state: the day (in the config's
+// timezone) it last pruned.
+type retention struct {
+	lastDay string
+}
+
+// maybePrune prunes the store before the first round of each day, when
+// store.retention_days is set. A failed prune is logged and retried at the
+// next round; the old file is intact then.
+func (d *daemon) maybePrune(ctx context.Context, now time.Time) {
+	days := d.cfg.Store.RetentionDays
+	if days == 0 || d.cfg.Store.Kind != config.StoreFile {
+		return
+	}
+	day := hours.DayStart(now, d.cfg.Location).Format("2006-01-02")
+	if day == d.retention.lastDay {
+		return
+	}
+	cut := series.RetentionCut(now, days, d.cfg.Location)
+	start := time.Now()
+	ps, err := prune(ctx, d.store, cut)
+	if err != nil {
+		d.log.Error("prune failed: the store is as it was; retrying at the next round", "err", err)
+		return
+	}
+	d.retention.lastDay = day
+	d.log.Info("pruned old probes", "before", hours.Label(cut, d.cfg.Location), "retention_days", days,
+		"dropped", ps.DroppedProbes, "kept_lines", ps.KeptLines, "took", time.Since(start).Round(time.Millisecond))
+}
