@@ -328,6 +328,9 @@ func (c *Config) validatePolicy() error {
 	if p.Rule == "calibrated" && p.LookbackDays < 1 {
 		return fieldErr("policy.lookback_days", "the calibrated rule learns from at least 1 day, got %d", p.LookbackDays)
 	}
+	if r := c.Store.RetentionDays; p.Rule == "calibrated" && r != 0 && r < 2*p.LookbackDays {
+		return fieldErr("store.retention_days", "%d days prunes probes the calibrated rule reads: it learns from twice policy.lookback_days (%d), so keep at least %d", r, p.LookbackDays, 2*p.LookbackDays)
+	}
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
 		f := fmt.Sprintf("policy.classes[%d]", i)

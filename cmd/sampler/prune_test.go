@@ -23,7 +23,7 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 	dir := t.TempDir()
 	cfgPath = filepath.Join(dir, "lanewatch.yaml")
 	src := "schedule: \"@every 1h\"\nstore: {kind: file, path: samples.lp, retention_days: " + strconv.Itoa(days) + "}\n" +
-		"lanes:\n  - {name: free, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m}\npolicy: {out: policies}\n"
+		"lanes:\n  - {name: free, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m}\npolicy: {out: policies, rule: max}\n"
 	if err := os.WriteFile(cfgPath, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
