@@ -165,6 +165,8 @@ func withCutover(p Params, lanes []Lane, classes []Class, free func(lane string,
 		}
 		return 0
 	}
+	cuts := make([]Cutover, len(classes)) // one allocation for the file's cut-overs
+	var buf [16]QuantilePoint             // len(CutoverCoverages) fits: no allocation per class
 	for i := range classes {
 		c := &classes[i]
 		b := c.Book
@@ -175,6 +177,7 @@ func withCutover(p Params, lanes []Lane, classes []Class, free func(lane string,
 			FreeGenS:     gen(b.FreeLane, c.EstTokens),
 			FreeEligible: b.FreeEligible && b.FreeLane != "",
 			PaidEligible: b.PaidEligible && b.PaidLane != "",
+			Free:         buf[:0],
 		}
 		if in.FreeEligible {
 			for _, cov := range CutoverCoverages {
@@ -186,6 +189,7 @@ func withCutover(p Params, lanes []Lane, classes []Class, free func(lane string,
 		cut := CutoverFor(in)
 		cut.AfterS = min(floor2(cut.AfterS), MaxSeconds)
 		cut.FreeChance = 0 // not in the file
-		c.Cutover = &cut
+		cuts[i] = cut
+		c.Cutover = &cuts[i]
 	}
 }
