@@ -2,6 +2,8 @@ package policy
 
 import (
 	"bytes"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -114,5 +116,71 @@ func TestCutoverKeysTogether(t *testing.T) {
 		if _, err := ParseFile(bytes.Replace(data, []byte(drop), nil, 1)); err == nil {
 			t.Errorf("a file without %q parsed", drop)
 		}
+	}
+}
+
+// Over random noisy worlds, every class of a calibrated file has a
+// cut-over that a paid attempt could still follow (after_s within the
+// deadline, 0 with no free lane eligible, never free first then), written
+// in hundredths and read back the same; a max file has none.
+func TestCutoverInFileRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 2))
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	seen := map[bool]int{} // classes by free_first
+	for i := range 30 {
+		p, _, _ := cutoverWorld(RuleCalibrated)
+		for ci := range p.Classes {
+			p.Classes[ci].DeadlineS = float64(1 + rng.IntN(120))
+		}
+		var ps []series.Probe
+		var hs []series.Hourly
+		for _, l := range p.Lanes {
+			scale := 1 + 30*rng.Float64()
+			if l.Kind == KindPaid {
+				scale = rng.Float64() * 5
+			}
+			lp, lh := obsHistory(h.Add(time.Hour), 1+rng.IntN(20), func(time.Time) (float64, bool) {
+				return scale * math.Exp(rng.NormFloat64()), rng.IntN(30) > 0
+			})
+			for j := range lp {
+				lp[j].Lane, lp[j].Kind = l.Name, l.Kind
+			}
+			for j := range lh {
+				lh[j].Lane, lh[j].Kind = l.Name, l.Kind
+			}
+			ps, hs = append(ps, lp...), append(hs, lh...)
+		}
+		f := ForHourProbes(p, hs, ps, nil, h)
+		data, err := Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseFile(data)
+		if err != nil {
+			t.Fatalf("world %d: %v\n%s", i, err, data)
+		}
+		for ci, c := range f.Classes {
+			cut := c.Cutover
+			if cut == nil {
+				t.Fatalf("world %d class %s: no cut-over", i, c.Name)
+			}
+			if cut.AfterS < 0 || cut.AfterS > c.DeadlineS || math.Abs(cut.AfterS*100-math.Round(cut.AfterS*100)) > 1e-6 {
+				t.Errorf("world %d class %s: after_s %v, deadline %v", i, c.Name, cut.AfterS, c.DeadlineS)
+			}
+			if !c.Book.FreeEligible && (cut.FreeFirst || cut.AfterS != 0) {
+				t.Errorf("world %d class %s: no free lane eligible, cut-over %+v", i, c.Name, *cut)
+			}
+			seen[cut.FreeFirst]++
+			if b := back.Classes[ci].Cutover; b == nil || *b != *cut {
+				t.Errorf("world %d class %s: read back %+v, want %+v", i, c.Name, b, *cut)
+			}
+		}
+		p.Rule = RuleMax
+		if data, _ := Marshal(ForHourProbes(p, hs, ps, nil, h)); bytes.Contains(data, []byte("cutover_after_s")) || bytes.Contains(data, []byte("free_first")) {
+			t.Fatalf("world %d: a max file with cut-over keys:\n%s", i, data)
+		}
+	}
+	if seen[true] < 5 || seen[false] < 5 {
+		t.Fatalf("free first in %d classes, not in %d: the worlds try too little", seen[true], seen[false])
 	}
 }
