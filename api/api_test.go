@@ -51,6 +51,16 @@ func testFile(hour, basis string, lanes []string, paidEligible bool) policy.File
 	}
 }
 
+// calibratedFile is testFile of a calibrated live file whose interactive
+// class runs on free, then paid, with cut-over c.
+func calibratedFile(hour string, c policy.Cutover) policy.File {
+	f := testFile(hour, policy.BasisLive, []string{"free", "paid"}, true)
+	f.Rule, f.Coverage = policy.RuleCalibrated, policy.DefaultCoverage
+	f.Classes[0].Coverage = policy.DefaultCoverage
+	f.Classes[0].Cutover = &c
+	return f
+}
+
 func writeFile(t *testing.T, dir string, f policy.File) {
 	t.Helper()
 	data, err := policy.Marshal(f)
@@ -164,6 +174,8 @@ func TestHandler(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "2026-11-30T18.yaml"), []byte("hour: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writeFile(t, dir, calibratedFile("2026-11-30T19", policy.Cutover{AfterS: 12.5, FreeFirst: true}))
+	writeFile(t, dir, calibratedFile("2026-11-30T20", policy.Cutover{AfterS: 3.25}))
 	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
 	srv := httptest.NewServer(Handler(Options{Folder: Folder{Dir: dir}, Lanes: testLanes, Now: func() time.Time { return now }}))
 	defer srv.Close()
@@ -198,6 +210,11 @@ func TestHandler(t *testing.T) {
 			`{` + free + `,"hour":"2026-11-30T14","class":"interactive","cutover_after_s":null,"fallback":{` + paid + `}}` + "\n"},
 		{"lane, paid not eligible: no fallback", "GET", "/api/v1/lane?class=interactive&hour=2026-11-30T16", "", 200, "",
 			`{` + paid + `,"hour":"2026-11-30T16","class":"interactive","cutover_after_s":null,"fallback":null}` + "\n"},
+		{"lane, calibrated: the file's cut-over", "GET", "/api/v1/lane?class=interactive&hour=2026-11-30T19", "", 200, "",
+			`{` + free + `,"hour":"2026-11-30T19","class":"interactive","cutover_after_s":12.5,"fallback":{` + paid + `}}` + "\n"},
+		{"lane, calibrated, not free first: straight to the fallback", "GET", "/api/v1/lane?class=interactive&hour=2026-11-30T20", "", 200, "",
+			`{` + paid + `,"hour":"2026-11-30T20","class":"interactive","cutover_after_s":null,"fallback":{` + paid + `}}` + "\n"},
+		{"policy, calibrated with a cut-over", "GET", "/api/v1/policy?hour=2026-11-30T19", "", 200, "", ""},
 		{"lane, none fits", "GET", "/api/v1/lane?class=interactive&hour=2026-11-30T15", "", 404, "no_lane", ""},
 		{"lane, unknown class", "GET", "/api/v1/lane?class=batch", "", 404, "no_class", ""},
 		{"lane, no class", "GET", "/api/v1/lane", "", 400, "bad_request", ""},

@@ -39,14 +39,18 @@ type Lane struct {
 }
 
 // Choice is the lane a job of a class runs on in an hour: the first of the
-// class's lanes in the hour's policy file, with its endpoint.
+// class's lanes in the hour's policy file, with its endpoint, or the
+// fallback when the file's cut-over says the free lane is not worth a try
+// (free_first false).
 type Choice struct {
 	Lane
 	Hour  string `json:"hour"`
 	Class string `json:"class"`
-	// CutoverAfterS is the first-token wait after which the running free
-	// attempt should be abandoned for the fallback; nil while the policy
-	// file has none (issue 23 adds it).
+	// CutoverAfterS is the first-token wait (seconds since the job's
+	// start) after which the running free attempt is abandoned for the
+	// fallback: the class's cutover_after_s when the file has one (a
+	// calibrated file), the lane is the book's free lane and there is a
+	// fallback to cut over to; nil otherwise.
 	CutoverAfterS *float64 `json:"cutover_after_s"`
 	// Fallback is the class's paid lane in the hour's book, when the book
 	// has one and it is eligible: where the ledger's cut_over goes. nil
@@ -85,9 +89,13 @@ func (e *classError) Unwrap() []error {
 }
 
 // Choose returns the lane a job of class runs on in f: the first of the
-// class's lanes, with its endpoint from lanes, and the fallback lane. The
-// errors: the class is not in f (wrapping ErrNoClass), *NoLaneError, and
-// *UnknownLaneError when lanes lack the chosen lane.
+// class's lanes, with its endpoint from lanes, the fallback lane and the
+// cut-over time. When that lane is the book's free lane, the class has a
+// cut-over with free_first false and there is a fallback, the job goes
+// straight to the fallback (policy.Running's cut_over before the first
+// try): the lane is the fallback, with no cut-over time.
+// The errors: the class is not in f (wrapping ErrNoClass), *NoLaneError,
+// and *UnknownLaneError when lanes lack the chosen lane.
 func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 	c, err := f.NamedClass(class)
 	if err != nil {
@@ -101,10 +109,19 @@ func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 		return Choice{}, &UnknownLaneError{Lane: c.Lanes[0], Class: c.Name}
 	}
 	ch := Choice{Lane: l, Hour: f.Hour, Class: c.Name}
-	if b := c.Book; b.PaidLane != "" && b.PaidEligible {
+	b := c.Book
+	if b.PaidLane != "" && b.PaidEligible {
 		if fb, ok := find(lanes, b.PaidLane); ok {
 			ch.Fallback = &fb
 		}
+	}
+	if cut := c.Cutover; cut != nil && ch.Fallback != nil && l.Lane == b.FreeLane {
+		if !cut.FreeFirst {
+			ch.Lane = *ch.Fallback
+			return ch, nil
+		}
+		after := cut.AfterS
+		ch.CutoverAfterS = &after
 	}
 	return ch, nil
 }

@@ -147,3 +147,49 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// withCutover sets the cut-over (CutoverFor) of each class, from the
+// lanes' figures (p.Lanes order) and the free lane's wait at
+// CutoverCoverages (free: the lane's calibrated figure at a coverage,
+// false when it has none): the paid lane's queue is the book's
+// paid_queue_s, each lane's generation time its next_gen_s for the class.
+// after_s is rounded down to 0.01 s, the safe side of a time to give up at.
+func withCutover(p Params, lanes []Lane, classes []Class, free func(lane string, cov float64) (float64, bool)) {
+	gen := func(name string, est int) float64 {
+		for _, l := range lanes {
+			if l.Name == name {
+				if g, ok := NextGenS(l.TokPerS, est); ok {
+					return g
+				}
+			}
+		}
+		return 0
+	}
+	cuts := make([]Cutover, len(classes)) // one allocation for the file's cut-overs
+	var buf [16]QuantilePoint             // len(CutoverCoverages) fits: no allocation per class
+	for i := range classes {
+		c := &classes[i]
+		b := c.Book
+		in := CutoverInput{
+			DeadlineS:    c.DeadlineS,
+			PaidQueueS:   b.PaidQueueS,
+			PaidGenS:     gen(b.PaidLane, c.EstTokens),
+			FreeGenS:     gen(b.FreeLane, c.EstTokens),
+			FreeEligible: b.FreeEligible && b.FreeLane != "",
+			PaidEligible: b.PaidEligible && b.PaidLane != "",
+			Free:         buf[:0],
+		}
+		if in.FreeEligible {
+			for _, cov := range CutoverCoverages {
+				if q, ok := free(b.FreeLane, cov); ok {
+					in.Free = append(in.Free, QuantilePoint{Coverage: cov, QueueS: q})
+				}
+			}
+		}
+		cut := CutoverFor(in)
+		cut.AfterS = min(floor2(cut.AfterS), MaxSeconds)
+		cut.FreeChance = 0 // not in the file
+		cuts[i] = cut
+		c.Cutover = &cuts[i]
+	}
+}

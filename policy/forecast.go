@@ -25,7 +25,9 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 // a day ahead is the day-ahead form of the rule (CalibratedParams.DayAhead:
 // the hour of day's profile times a margin of the residuals against the
 // profile alone, so that it covers a forecast made before the day), never
-// under the worst-of figure while the margin is cold.
+// under the worst-of figure while the margin is cold. Each class's
+// cut-over (cutover_after_s, free_first) reads the free lane's day-ahead
+// figures at CutoverCoverages.
 func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, day time.Time) []File {
 	loc := hours.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
@@ -136,6 +138,14 @@ func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, state
 			for ci := range f.Classes {
 				f.Classes[ci].Coverage = p.ClassCoverage(p.Classes[ci])
 			}
+			withCutover(p, f.Lanes, f.Classes, func(lane string, cov float64) (float64, bool) {
+				c := cals[lane]
+				if c == nil {
+					return 0, false
+				}
+				q, ok := c.Quantile(start, cov)
+				return q.QueueS, ok
+			})
 		}
 		files[hr] = f
 	}

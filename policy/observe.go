@@ -135,7 +135,8 @@ func (x *History) calibratedQueue(lh *laneHistory, days int, t time.Time, cov, w
 // classesAt returns the classes of a file from its lanes' figures at
 // instant t: under the calibrated rule a class with its own coverage reads
 // each lane's next_queue_s at that coverage (worst gives a lane's worst-of
-// figure, the floor while the rule is cold).
+// figure, the floor while the rule is cold), and each class gets its
+// cut-over from the free lane's calibrated figures at t (withCutover).
 func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i int) float64) []Class {
 	if !p.Calibrated() {
 		return Classes(p, lanes)
@@ -155,6 +156,10 @@ func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i in
 	for i := range cs {
 		cs[i].Coverage = p.ClassCoverage(p.Classes[i])
 	}
+	withCutover(p, lanes, cs, func(lane string, cov float64) (float64, bool) {
+		f, ok := x.calibrated(x.lanes[lane], p.LookbackDays, t, cov)
+		return f.QueueS, ok
+	})
 	return cs
 }
 

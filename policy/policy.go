@@ -193,6 +193,10 @@ type Class struct {
 	Coverage float64
 	Lanes    []string
 	Book     BookPolicy
+	// Cutover is the class's cut-over for the hour (CutoverFor, written as
+	// cutover_after_s and free_first): calibrated files only, nil
+	// otherwise. Its FreeChance is not in the file (0).
+	Cutover *Cutover
 }
 
 // Class returns the class with the given name.

@@ -30,11 +30,21 @@ name of the variable that holds it.
 
   name    the lane's name and a newline
   json    one line: {"lane", "kind", "api", "base_url", "model", "api_key_env",
-          "hour", "class"} ("" for a lane without api_key_env)
+          "hour", "class", "cutover_after_s", "fallback"} ("" for a lane
+          without api_key_env), what /api/v1/lane answers: cutover_after_s
+          the first-token wait (seconds since the job's start) after which
+          the free attempt is abandoned for the fallback, null when there is
+          none (a policy of rule max, a paid lane, no fallback); fallback
+          the class's eligible paid lane {"lane", "kind", "api", "base_url",
+          "model", "api_key_env"} or null. When the class's free_first is
+          false this hour the lane is the fallback itself.
   env     lines export NAME=VALUE for eval or source (a child process sees
           them): LANEWATCH_LANE, LANEWATCH_KIND, LANEWATCH_API,
           LANEWATCH_BASE_URL, LANEWATCH_MODEL, LANEWATCH_API_KEY_ENV,
-          LANEWATCH_HOUR, LANEWATCH_CLASS.
+          LANEWATCH_HOUR, LANEWATCH_CLASS, LANEWATCH_CUTOVER_AFTER_S,
+          LANEWATCH_FALLBACK_LANE, LANEWATCH_FALLBACK_API,
+          LANEWATCH_FALLBACK_BASE_URL, LANEWATCH_FALLBACK_MODEL,
+          LANEWATCH_FALLBACK_API_KEY_ENV (each "" when there is none).
   dotenv  the same lines without "export", for >> $GITHUB_ENV or a GitLab
           dotenv report.
         A value made only of A-Z a-z 0-9 and _ - . / : @ % + , = is written
@@ -134,40 +144,40 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	return err
 }
 
-// laneJSON is one line of `policygen lane -format json`.
-type laneJSON struct {
-	Lane      string `json:"lane"`
-	Kind      string `json:"kind"`
-	API       string `json:"api"`
-	BaseURL   string `json:"base_url"`
-	Model     string `json:"model"`
-	APIKeyEnv string `json:"api_key_env"`
-	Hour      string `json:"hour"`
-	Class     string `json:"class"`
-}
-
-// laneOutput renders the chosen lane in format. It sees the lane's
-// endpoint, which holds the name of the key's variable and never a key.
+// laneOutput renders the chosen lane in format: json is api.Choice, the
+// /api/v1/lane answer, key for key. It sees the lanes' endpoints, which
+// hold the names of the keys' variables and never a key.
 func laneOutput(format string, ch api.Choice) ([]byte, error) {
 	l := ch.Lane
-	v := laneJSON{Lane: l.Lane, Kind: l.Kind, API: l.API, BaseURL: l.BaseURL, Model: l.Model, APIKeyEnv: l.APIKeyEnv, Hour: ch.Hour, Class: ch.Class}
 	switch format {
 	case "json":
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
+		if err := enc.Encode(ch); err != nil {
 			return nil, err
 		}
 		return b.Bytes(), nil
 	case "env", "dotenv":
-		return envLines(format == "env", "lane "+strconv.Quote(v.Lane), [][2]string{
-			{"LANEWATCH_LANE", v.Lane}, {"LANEWATCH_KIND", v.Kind}, {"LANEWATCH_API", v.API},
-			{"LANEWATCH_BASE_URL", v.BaseURL}, {"LANEWATCH_MODEL", v.Model},
-			{"LANEWATCH_API_KEY_ENV", v.APIKeyEnv}, {"LANEWATCH_HOUR", v.Hour}, {"LANEWATCH_CLASS", v.Class},
+		var cut string
+		if ch.CutoverAfterS != nil {
+			cut = strconv.FormatFloat(*ch.CutoverAfterS, 'f', -1, 64)
+		}
+		var fb api.Lane
+		if ch.Fallback != nil {
+			fb = *ch.Fallback
+		}
+		return envLines(format == "env", "lane "+strconv.Quote(l.Lane), [][2]string{
+			{"LANEWATCH_LANE", l.Lane}, {"LANEWATCH_KIND", l.Kind}, {"LANEWATCH_API", l.API},
+			{"LANEWATCH_BASE_URL", l.BaseURL}, {"LANEWATCH_MODEL", l.Model},
+			{"LANEWATCH_API_KEY_ENV", l.APIKeyEnv}, {"LANEWATCH_HOUR", ch.Hour}, {"LANEWATCH_CLASS", ch.Class},
+			{"LANEWATCH_CUTOVER_AFTER_S", cut},
+			{"LANEWATCH_FALLBACK_LANE", fb.Lane}, {"LANEWATCH_FALLBACK_API", fb.API},
+			{"LANEWATCH_FALLBACK_BASE_URL", fb.BaseURL}, {"LANEWATCH_FALLBACK_MODEL", fb.Model},
+			{"LANEWATCH_FALLBACK_API_KEY_ENV", fb.APIKeyEnv},
 		})
 	}
-	return []byte(v.Lane + "\n"), nil
+	return []byte(l.Lane + "\n"), nil
 }
 
 // envLines writes NAME=VALUE lines, each after "export " when export is

@@ -52,6 +52,15 @@ policy:
       paid_usd_per_1k: 0.002
 `
 
+// The cut-over and fallback lines of a lane without either (-format env,
+// dotenv).
+const (
+	noFallbackExport = "export LANEWATCH_CUTOVER_AFTER_S=\nexport LANEWATCH_FALLBACK_LANE=\nexport LANEWATCH_FALLBACK_API=\n" +
+		"export LANEWATCH_FALLBACK_BASE_URL=\nexport LANEWATCH_FALLBACK_MODEL=\nexport LANEWATCH_FALLBACK_API_KEY_ENV=\n"
+	noFallbackDotenv = "LANEWATCH_CUTOVER_AFTER_S=\nLANEWATCH_FALLBACK_LANE=\nLANEWATCH_FALLBACK_API=\n" +
+		"LANEWATCH_FALLBACK_BASE_URL=\nLANEWATCH_FALLBACK_MODEL=\nLANEWATCH_FALLBACK_API_KEY_ENV=\n"
+)
+
 // The keys' values: no output or error may ever hold them.
 const (
 	freeSecret = "sk-free-SECRET-123"
@@ -156,25 +165,25 @@ func TestLane(t *testing.T) {
 		{"name (default)", []string{"-class", "interactive"}, 0, "free\n", ""},
 		{"name, second class", []string{"-class", "batch", "-format", "name"}, 0, "paid\n", ""},
 		{"json", []string{"-class", "batch", "-format", "json"}, 0,
-			`{"lane":"paid","kind":"paid","api":"anthropic","base_url":"https://paid.example/it's/v1","model":"claude x $(reboot)","api_key_env":"LW_TEST_PAID_KEY","hour":"2026-11-30T14","class":"batch"}` + "\n", ""},
+			`{"lane":"paid","kind":"paid","api":"anthropic","base_url":"https://paid.example/it's/v1","model":"claude x $(reboot)","api_key_env":"LW_TEST_PAID_KEY","hour":"2026-11-30T14","class":"batch","cutover_after_s":null,"fallback":null}` + "\n", ""},
 		{"env, bare values", []string{"-class", "interactive", "-format", "env"}, 0,
 			"export LANEWATCH_LANE=free\nexport LANEWATCH_KIND=free\nexport LANEWATCH_API=openai\nexport LANEWATCH_BASE_URL=http://127.0.0.1:1/v1\nexport LANEWATCH_MODEL=m-free\n" +
-				"export LANEWATCH_API_KEY_ENV=LW_TEST_FREE_KEY\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=interactive\n", ""},
+				"export LANEWATCH_API_KEY_ENV=LW_TEST_FREE_KEY\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=interactive\n" + noFallbackExport, ""},
 		{"dotenv, bare values", []string{"-class", "interactive", "-format", "dotenv"}, 0,
 			"LANEWATCH_LANE=free\nLANEWATCH_KIND=free\nLANEWATCH_API=openai\nLANEWATCH_BASE_URL=http://127.0.0.1:1/v1\nLANEWATCH_MODEL=m-free\n" +
-				"LANEWATCH_API_KEY_ENV=LW_TEST_FREE_KEY\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=interactive\n", ""},
+				"LANEWATCH_API_KEY_ENV=LW_TEST_FREE_KEY\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=interactive\n" + noFallbackDotenv, ""},
 		{"env, quoted values", []string{"-class", "batch", "-format", "env"}, 0,
 			"export LANEWATCH_LANE=paid\nexport LANEWATCH_KIND=paid\nexport LANEWATCH_API=anthropic\nexport LANEWATCH_BASE_URL='https://paid.example/it'\\''s/v1'\nexport LANEWATCH_MODEL='claude x $(reboot)'\n" +
-				"export LANEWATCH_API_KEY_ENV=LW_TEST_PAID_KEY\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=batch\n", ""},
+				"export LANEWATCH_API_KEY_ENV=LW_TEST_PAID_KEY\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=batch\n" + noFallbackExport, ""},
 		{"dotenv, quoted values", []string{"-class", "batch", "-format", "dotenv"}, 0,
 			"LANEWATCH_LANE=paid\nLANEWATCH_KIND=paid\nLANEWATCH_API=anthropic\nLANEWATCH_BASE_URL='https://paid.example/it'\\''s/v1'\nLANEWATCH_MODEL='claude x $(reboot)'\n" +
-				"LANEWATCH_API_KEY_ENV=LW_TEST_PAID_KEY\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=batch\n", ""},
+				"LANEWATCH_API_KEY_ENV=LW_TEST_PAID_KEY\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=batch\n" + noFallbackDotenv, ""},
 		{"env, no key variable", []string{"-class", "interactive", "-format", "env", "-dir", other}, 0,
 			"export LANEWATCH_LANE=plain\nexport LANEWATCH_KIND=free\nexport LANEWATCH_API=openai\nexport LANEWATCH_BASE_URL=http://127.0.0.1:3/v1\nexport LANEWATCH_MODEL=m\n" +
-				"export LANEWATCH_API_KEY_ENV=\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=interactive\n", ""},
+				"export LANEWATCH_API_KEY_ENV=\nexport LANEWATCH_HOUR=2026-11-30T14\nexport LANEWATCH_CLASS=interactive\n" + noFallbackExport, ""},
 		{"dotenv, no key variable", []string{"-class", "interactive", "-format", "dotenv", "-dir", other}, 0,
 			"LANEWATCH_LANE=plain\nLANEWATCH_KIND=free\nLANEWATCH_API=openai\nLANEWATCH_BASE_URL=http://127.0.0.1:3/v1\nLANEWATCH_MODEL=m\n" +
-				"LANEWATCH_API_KEY_ENV=\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=interactive\n", ""},
+				"LANEWATCH_API_KEY_ENV=\nLANEWATCH_HOUR=2026-11-30T14\nLANEWATCH_CLASS=interactive\n" + noFallbackDotenv, ""},
 		{"-dir", []string{"-class", "batch", "-dir", other}, 0, "plain\n", ""},
 		{"-hour", []string{"-class", "batch", "-hour", "2026-11-30T15"}, 0, "paid\n", ""},
 		{"no lane fits", []string{"-class", "interactive", "-hour", "2026-11-30T15", "-format", "json"}, 3, "",
@@ -211,8 +220,8 @@ func TestLane(t *testing.T) {
 				}
 			}
 			if tc.code == 0 && strings.HasSuffix(tc.args[len(tc.args)-1], "json") {
-				var v map[string]string
-				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || len(v) != 8 {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || len(v) != 10 {
 					t.Errorf("json %q: %v", r.stdout, err)
 				}
 			}
@@ -262,11 +271,11 @@ func TestLaneHourInConfigZone(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			var v laneJSON
+			var v api.Choice
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 				t.Fatal(err)
 			}
-			if v.Lane != "free" || v.Hour != tc.label {
+			if v.Lane.Lane != "free" || v.Hour != tc.label {
 				t.Fatalf("got %+v, want lane free in %s", v, tc.label)
 			}
 		})
