@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"time"
 
@@ -258,7 +259,53 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "bad_request", "%v", err)
 	}
-	return BookAnswer(in.Attempts, bp)
+	c, _ := f.Class(class) // f.Book found it
+	out, err := Answer(in, bp, c.Cutover)
+	if err != nil {
+		return nil, fail(http.StatusBadRequest, "bad_request", "%v", err)
+	}
+	return out, nil
+}
+
+// ErrNoCutover is the running question asked of a class whose policy has no
+// cut-over (a rule: max file, or an input policy without cutover_after_s).
+var ErrNoCutover = errors.New("running_s: the class has no cutover_after_s this hour (a policy file of rule: calibrated has one; on stdin give policy.cutover_after_s and policy.free_first)")
+
+// Answer is the ledger's answer to in, as policygen book prints it: Book's
+// decision (BookAnswer), or with in.RunningS the running answer, from the
+// class's cut-over cut (in.Cutover, when the input gave one, wins).
+func Answer(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover) ([]byte, error) {
+	if in.RunningS == nil {
+		return BookAnswer(in.Attempts, p)
+	}
+	if in.Cutover != nil {
+		cut = in.Cutover
+	}
+	if cut == nil {
+		return nil, ErrNoCutover
+	}
+	return RunningAnswer(policy.Running(in.Attempts, *in.RunningS, p, *cut))
+}
+
+// runningJSON is the running answer's JSON: {"action", "why", "elapsed_s"}.
+type runningJSON struct {
+	Action   policy.Action `json:"action"`
+	Why      string        `json:"why"`
+	ElapsedS float64       `json:"elapsed_s"`
+}
+
+// RunningAnswer is the running answer as one line of JSON, the elapsed
+// seconds rounded to 0.01 as the ledger's spent_s is.
+func RunningAnswer(d policy.RunningDecision) ([]byte, error) {
+	e := policy.Round(d.ElapsedS, 2)
+	if !(e >= 0) || math.IsInf(e, 0) {
+		return nil, fmt.Errorf("book: elapsed %v is not a number of seconds", d.ElapsedS)
+	}
+	out, err := json.Marshal(runningJSON{Action: d.Action, Why: d.Why, ElapsedS: e})
+	if err != nil {
+		return nil, fmt.Errorf("book: %w", err)
+	}
+	return append(out, '\n'), nil
 }
 
 // BookAnswer is the ledger's answer as policygen book prints it: one line

@@ -17,16 +17,22 @@ const MaxAttempts = 10000
 const maxBookValues = 20 * MaxAttempts
 
 // BookInput is the ledger's input: the attempts so far and the policy of
-// the class for the hour.
+// the class for the hour. RunningS, when set, asks the running question
+// instead (Running): an attempt is in flight with no first token after
+// that many seconds. Cutover is the class's cut-over when the input's
+// policy gave one (cutover_after_s with free_first).
 type BookInput struct {
 	Attempts []Attempt
 	Policy   BookPolicy
+	RunningS *float64
+	Cutover  *Cutover
 }
 
 // bookDoc is the JSON of a BookInput, as the decoder reads it.
 type bookDoc struct {
 	Attempts []attemptDoc  `yaml:"attempts" decode:"required"`
 	Policy   bookPolicyDoc `yaml:"policy"`
+	RunningS *float64      `yaml:"running_s"` // absent or null: the ledger's question
 }
 
 type attemptDoc struct {
@@ -48,6 +54,10 @@ type bookPolicyDoc struct {
 	PaidEligible  *bool   `yaml:"paid_eligible"` // absent or null: true
 	FreeLane      *string `yaml:"free_lane"`     // absent or null: ""
 	PaidLane      *string `yaml:"paid_lane"`     // absent or null: ""
+	// The class's cut-over (a calibrated policy file's cutover_after_s and
+	// free_first): both or neither.
+	CutoverAfterS *float64 `yaml:"cutover_after_s"`
+	FreeFirst     *bool    `yaml:"free_first"`
 }
 
 // DecodeBookInput decodes the ledger's JSON input, {"attempts": [...],
@@ -55,7 +65,9 @@ type bookPolicyDoc struct {
 // vectors is required, unknown or repeated fields are rejected, numbers must
 // be finite, >= 0 and in range (MaxSeconds, MaxTokens, MaxUSDPer1k), counts
 // whole (1e3 and 800.0 are). The optional policy fields free_eligible and
-// paid_eligible default to true, free_lane and paid_lane to "". With
+// paid_eligible default to true, free_lane and paid_lane to "";
+// cutover_after_s and free_first come together or not at all. An optional
+// top-level running_s (seconds, >= 0) asks the running question. With
 // withPolicy false the input is {"attempts": [...]} alone. Errors name the
 // line and field: "line 3: attempts[1].queue_s: must be >= 0", "line 1:
 // attempts[0].lane: unknown field".
@@ -115,6 +127,20 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 		if p.PaidLane != nil {
 			in.Policy.PaidLane = *p.PaidLane
 		}
+		switch {
+		case (p.CutoverAfterS == nil) != (p.FreeFirst == nil):
+			field := "policy.free_first"
+			if p.CutoverAfterS == nil {
+				field = "policy.cutover_after_s"
+			}
+			c.fail(&FieldError{field, "missing: cutover_after_s and free_first go together"})
+		case p.CutoverAfterS != nil:
+			in.Cutover = &Cutover{AfterS: c.number("policy.cutover_after_s", *p.CutoverAfterS, MaxSeconds), FreeFirst: *p.FreeFirst}
+		}
+	}
+	if doc.RunningS != nil {
+		r := c.number("running_s", *doc.RunningS, MaxSeconds)
+		in.RunningS = &r
 	}
 	if c.err != nil {
 		return BookInput{}, c.err

@@ -25,6 +25,11 @@ func (e *env) runBook(ctx context.Context, args []string) error {
 Reads {"attempts": [...], "policy": {...}} on stdin, or with -policy and
 -class {"attempts": [...]} and the class's book from the policy file, and
 prints the retry ledger's answer as one line of JSON.
+
+With "running_s": S beside the attempts (an attempt is running and has no
+first token after S seconds), it answers {"action": "wait" | "cut_over",
+"why", "elapsed_s"} from the class's cut-over: cutover_after_s and
+free_first of a calibrated policy file, or of the stdin policy.
 `)
 		fs.PrintDefaults()
 	}
@@ -38,6 +43,7 @@ prints the retry ledger's answer as one line of JSON.
 		return usagef("book: -policy and -class go together")
 	}
 	var fromFile *policy.BookPolicy
+	var cut *policy.Cutover // the class's cut-over in the -policy file
 	if *policyPath != "" {
 		data, err := readFileCapped(ctx, "policy file "+*policyPath, *policyPath, maxPolicyFile)
 		if err != nil {
@@ -53,6 +59,8 @@ prints the retry ledger's answer as one line of JSON.
 			return fmt.Errorf("%s: %w", *policyPath, err)
 		}
 		fromFile = &b
+		c, _ := f.Class(*className) // f.Book found it
+		cut = c.Cutover
 	}
 	data, err := readCapped(ctx, "input", maxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
 	if err != nil {
@@ -66,7 +74,7 @@ prints the retry ledger's answer as one line of JSON.
 		in.Policy = *fromFile
 	}
 	// The same bytes as POST /api/v1/book.
-	out, err := api.BookAnswer(in.Attempts, in.Policy)
+	out, err := api.Answer(in, in.Policy, cut)
 	if err != nil {
 		return err
 	}
