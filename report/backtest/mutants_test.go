@@ -1,0 +1,193 @@
+package backtest
+
+// Tests written against the rules that mutation testing (issue 22) found
+// unguarded: each fails when its rule is broken in the way its comment
+// names. Expected values are worked out by hand from the probes given:
+// the free lane of rounds queues 5 s and decodes 80 tok/s (16 tokens in
+// 0.2 s), the paid lane queues 1 s and decodes 160 tok/s.
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Each class's decisions land in its own row (issue 22 #14:
+// `ci*len(Strategies)+si` → `ci/len(Strategies)+si` put class 1's jobs in
+// class 0's row). Jobs arrive at 10:06, 10:26, ... 11:46; interactive
+// (60 s, horizon 1h01m) replays the first three, batch (600 s, horizon
+// 1h10m) the first two, as the newest probe is at 11:47:01.
+func TestDecisionsPerClass(t *testing.T) {
+	p := params(1)
+	p.Classes = append(p.Classes, policy.ClassSpec{Name: "batch", DeadlineS: 600, CeilingTokens: 20000, EstTokens: 4000, PaidUSDPer1k: 0.001})
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }))
+	want := []Decision{
+		// 800 tokens: free 5 + 10 s, paid 1 + 5 s at 800 × 0.002 / 1000 USD.
+		{Class: "interactive", Strategy: "naive", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(15), Attempts: 3},
+		{Class: "interactive", Strategy: "paid", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3},
+		{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(15), Attempts: 3},
+		// 4000 tokens: free 5 + 50 s, paid 1 + 25 s at 4000 × 0.001 / 1000 USD;
+		// the policy lists the free lane first (55 <= 600).
+		{Class: "batch", Strategy: "naive", Jobs: 2, Met: 2, MetPct: 100, MedianTimeS: fp(55), Attempts: 2},
+		{Class: "batch", Strategy: "paid", Jobs: 2, Met: 2, MetPct: 100, MedianTimeS: fp(26), PaidUSD: 0.008, Attempts: 2},
+		{Class: "batch", Strategy: "lanewatch", Jobs: 2, Met: 2, MetPct: 100, MedianTimeS: fp(55), Attempts: 2},
+	}
+	if !reflect.DeepEqual(r.Decisions, want) {
+		t.Errorf("decisions\n got %+v\nwant %+v", r.Decisions, want)
+		for _, d := range r.Decisions {
+			t.Logf("%s/%s median %s", d.Class, d.Strategy, f(d.MedianTimeS))
+		}
+	}
+	// 3 interactive jobs and 4 batch jobs left out, each for 3 strategies.
+	if r.DroppedReplays != 3*3+4*3 {
+		t.Errorf("dropped %d replays, want 21", r.DroppedReplays)
+	}
+}
+
+// The decisions follow the config's lookback_days, whichever other
+// lookbacks the calibration scores (issue 22 #14: `==` → `!=` in the
+// choice of the decisions' params). On day 1 the free lane queued 55 s at
+// 10:00; on day 8 it queues 5 s. A 7-day lookback reaches day 1, so the
+// policy at 10:06..10:46 of day 8 says 55 + 10 > 60 and lanewatch cuts
+// over to the paid lane (6 s); shorter lookbacks send it to the free lane
+// (15 s).
+func TestDecisionsUseTheConfigsLookback(t *testing.T) {
+	slow := day0.AddDate(0, 0, 1).Add(10 * time.Hour)
+	free := func(at time.Time) (float64, bool) {
+		if !at.Before(slow) && at.Before(slow.Add(time.Hour)) {
+			return 55, true
+		}
+		return 5, true
+	}
+	viaPaid := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
+	viaFree := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(15), Attempts: 3}
+	for _, tc := range []struct {
+		name      string
+		lookback  int
+		lookbacks []int
+		want      Decision
+	}{
+		{"7 of 0 and 7", 7, []int{0, 7}, viaPaid},
+		{"7, not among 0 and 1", 7, []int{0, 1}, viaPaid},
+		{"7 of 1, 7 and 14", 7, []int{14, 7, 1}, viaPaid},
+		{"0 of 0 and 7", 0, []int{0, 7}, viaFree},
+		{"1 of 1 and 7", 1, []int{7, 1}, viaFree},
+		{"7 alone", 7, nil, viaPaid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from := day0.AddDate(0, 0, 8).Add(10 * time.Hour)
+			opts := Options{Params: params(tc.lookback), Lookbacks: tc.lookbacks, From: from, To: from.Add(2 * time.Hour)}
+			r := run(t, opts, rounds(opts.ReadFrom(), opts.To, free))
+			if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), tc.want)
+			}
+			if r.DecisionLookback != tc.lookback {
+				t.Errorf("decision_lookback_days %d, want %d", r.DecisionLookback, tc.lookback)
+			}
+		})
+	}
+}
+
+// A failed attempt burns the failed probe's tokens, but never more than
+// the job's est_tokens (issue 22 #15: `min(w.tokens, est)` → `w.tokens`).
+// Every free probe fails after 6 s with 16 tokens; the class estimates 10.
+// Naive makes 10 attempts of 6 s in its 60 s (all meet the same 10:07
+// probe) and burns 10 × 10 tokens a job; the policy marks the free lane
+// probe_failed, so lanewatch takes the paid lane: 1 + 10/160 = 1.0625 s,
+// 10 tokens at 1 USD per 1000.
+func TestBurnedTokensAreCappedAtTheEstimate(t *testing.T) {
+	p := params(1)
+	p.Classes = []policy.ClassSpec{{Name: "tiny", DeadlineS: 60, CeilingTokens: 4000, EstTokens: 10, PaidUSDPer1k: 1}}
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
+	var ps []series.Probe
+	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 6, true }) {
+		if pr.Lane == "free" {
+			pr.OK, pr.Outcome, pr.GenS, pr.Tokens = false, "stream_error", 0, 16
+		}
+		ps = append(ps, pr)
+	}
+	r := run(t, opts, ps)
+	want := []Decision{
+		{Class: "tiny", Strategy: "naive", Jobs: 3, Met: 0, MetPct: 0, BurnedFreeTokens: 3 * 10 * 10, Attempts: 3 * 10},
+		// 1.0625 is exact in binary: half-even to 1.06.
+		{Class: "tiny", Strategy: "paid", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(1.06), PaidUSD: 0.03, Attempts: 3},
+		{Class: "tiny", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(1.06), PaidUSD: 0.03, Attempts: 3},
+	}
+	if !reflect.DeepEqual(r.Decisions, want) {
+		t.Errorf("decisions\n got %+v\nwant %+v", r.Decisions, want)
+	}
+}
+
+// ReadFrom is the warm-up start: the hour of From, the largest lookback
+// (0..366) days before, less the widest basis and an hour (issue 22 #15:
+// the margin was removable).
+func TestReadFrom(t *testing.T) {
+	ny := mustLocBT(t, "America/New_York")
+	from := time.Date(2026, 11, 9, 10, 30, 0, 0, time.UTC)
+	wide := params(7)
+	wide.Lanes = append(wide.Lanes, policy.LaneSpec{Name: "sparse", Kind: "free", BasisHours: 30})
+	nyP := params(7)
+	nyP.Location = ny
+	for _, tc := range []struct {
+		name      string
+		p         policy.Params
+		lookbacks []int
+		from      time.Time
+		want      time.Time
+	}{
+		{"7 days, basis 1", params(7), nil, from, time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)},
+		{"0 days: the hour before From, and one more", params(0), nil, from, time.Date(2026, 11, 9, 8, 0, 0, 0, time.UTC)},
+		{"the largest of the lookbacks", params(7), []int{3, 14}, from, time.Date(2026, 10, 26, 8, 0, 0, 0, time.UTC)},
+		{"the config's lookback when larger", params(7), []int{1, 2}, from, time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)},
+		{"a basis of 30 hours", wide, nil, from, time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC)},
+		{"a negative lookback counts as 0", params(-3), nil, from, time.Date(2026, 11, 9, 8, 0, 0, 0, time.UTC)},
+		{"capped at 366 days", params(7), []int{400}, from, time.Date(2025, 11, 8, 8, 0, 0, 0, time.UTC)},
+		// 2026-03-09 02:30 EDT; 7 days before is 03-02 02:00 EST (07:00Z).
+		{"same wall-clock hour across DST", nyP, nil, time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC), time.Date(2026, 3, 2, 5, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Params: tc.p, Lookbacks: tc.lookbacks, From: tc.from, To: tc.from.Add(time.Hour)}
+			if got := opts.ReadFrom(); !got.Equal(tc.want) {
+				t.Errorf("ReadFrom %s, want %s", got.UTC(), tc.want)
+			}
+		})
+	}
+}
+
+// Run reads the warm-up before From: with lookback 0, the first probe of
+// the window (10:07) is scored against the policy built from 09:00's
+// probes, not as never sampled.
+func TestRunReadsTheBasisBeforeFrom(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(0), From: from, To: from.Add(time.Hour)}
+	st := &spanStore{probes: rounds(day0, opts.To, func(time.Time) (float64, bool) { return 5, true })}
+	r, err := Run(context.Background(), st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := laneCal(t, r, 0, "free")
+	if c.Probes != 3 || c.NoPolicy != 0 || c.OK != 3 || c.Covered != 3 || c.FalseIneligible != 0 {
+		t.Errorf("free: %+v; want 3 probes, all with an eligible policy covering them", c.Counts)
+	}
+	// From 08:00 on: the rounds of 08:00 and 09:00 (free and paid) fed the
+	// history, those of 10:00 were scored.
+	if r.ProbesRead != 18 || !r.ReadFrom.Equal(from.Add(-2*time.Hour)) {
+		t.Errorf("read %d probes from %s, want 18 from %s", r.ProbesRead, r.ReadFrom, from.Add(-2*time.Hour))
+	}
+}
+
+func mustLocBT(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
