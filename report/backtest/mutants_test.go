@@ -191,3 +191,77 @@ func mustLocBT(t *testing.T, name string) *time.Location {
 	}
 	return loc
 }
+
+// New takes up to MaxLookbacks distinct lookbacks of 0..MaxLookbackDays
+// days each; duplicates count once.
+func TestNewLookbackBounds(t *testing.T) {
+	span := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		lookbacks []int
+		want      string // "" for no error
+	}{
+		{"16 lookbacks", span(16), ""},
+		{"17 lookbacks", span(17), "17 lookbacks: want at most 16"},
+		{"17 with a duplicate", append(span(16), 3), ""},
+		{"0 days", []int{0}, ""},
+		{"366 days", []int{366}, ""},
+		{"367 days", []int{1, 367}, "lookback 367: want 0..366 days"},
+		{"-1 days", []int{-1, 7}, "lookback -1: want 0..366 days"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Options{Params: params(7), Lookbacks: tc.lookbacks, From: day0, To: day0.Add(time.Hour)})
+			if got := errString(err); got != tc.want {
+				t.Fatalf("error %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// The naive lane is the first free lane of the config, the paid lane the
+// first paid one; jobs arrive before the naive lane's probes, else the
+// first lane's. A strategy without its lane is left out of the report.
+func TestStrategyLanes(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		lanes              []policy.LaneSpec
+		naive, paid, clock string
+		strategies         []string
+	}{
+		{"two of each", []policy.LaneSpec{{Name: "paid-b", Kind: "paid"}, {Name: "free-b", Kind: "free"}, {Name: "paid-a", Kind: "paid"}, {Name: "free-a", Kind: "free"}},
+			"free-b", "paid-b", "free-b", Strategies},
+		{"free lanes only", []policy.LaneSpec{{Name: "f1", Kind: "free"}, {Name: "f2", Kind: "free"}}, "f1", "", "f1", []string{StrategyNaive, StrategyLanewatch}},
+		{"paid lanes only", []policy.LaneSpec{{Name: "p2", Kind: "paid"}, {Name: "p1", Kind: "paid"}}, "", "p2", "p2", []string{StrategyPaid, StrategyLanewatch}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := params(1)
+			p.Lanes = tc.lanes
+			b, err := New(Options{Params: p, From: day0, To: day0.Add(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := b.Report()
+			var got []string
+			for _, d := range r.Decisions {
+				got = append(got, d.Strategy)
+			}
+			if r.NaiveLane != tc.naive || r.PaidLane != tc.paid || r.ArrivalLane != tc.clock || !reflect.DeepEqual(got, tc.strategies) {
+				t.Fatalf("naive %q, paid %q, arrival %q, strategies %v; want %q, %q, %q, %v",
+					r.NaiveLane, r.PaidLane, r.ArrivalLane, got, tc.naive, tc.paid, tc.clock, tc.strategies)
+			}
+		})
+	}
+}
