@@ -9,6 +9,7 @@ package backtest
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -263,5 +264,41 @@ func TestStrategyLanes(t *testing.T) {
 					r.NaiveLane, r.PaidLane, r.ArrivalLane, got, tc.naive, tc.paid, tc.clock, tc.strategies)
 			}
 		})
+	}
+}
+
+// Pruning keeps what the widest basis reads: a lane probed every three
+// days (basis 72 hours) keeps its last record through the daily prunes,
+// so its probe three days on is scored against an eligible policy, not
+// as no_recent_sample.
+func TestPruneKeepsAWideBasis(t *testing.T) {
+	p := params(0)
+	p.Lanes[0].BasisHours = 72
+	first := day0.Add(10*time.Hour + 7*time.Minute)
+	scored := day0.AddDate(0, 0, 3).Add(9*time.Hour + 7*time.Minute) // 71 hours after first's hour
+	opts := Options{Params: p, From: day0.AddDate(0, 0, 2), To: day0.AddDate(0, 0, 3).Add(10 * time.Hour)}
+	var ps []series.Probe
+	for at := opts.ReadFrom().Add(8 * time.Minute); at.Before(opts.To); at = at.Add(time.Hour) {
+		ps = append(ps, series.Probe{Lane: "paid", Kind: "paid", Time: at, QueueS: 1, GenS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+	}
+	for _, at := range []time.Time{first, scored} {
+		ps = append(ps, series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 5, GenS: 0.2, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+	}
+	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range ps {
+		if err := b.Add(pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.Report()
+	if b.epoch < 3 {
+		t.Fatalf("%d prunes, want one a day", b.epoch)
+	}
+	if c := laneCal(t, r, 0, "free"); c.Probes != 1 || c.OK != 1 || c.Covered != 1 || c.FalseIneligible != 0 || c.NoPolicy != 0 {
+		t.Errorf("free: %+v; want its one scored probe covered by an eligible policy", c.Counts)
 	}
 }
