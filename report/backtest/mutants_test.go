@@ -302,3 +302,101 @@ func TestPruneKeepsAWideBasis(t *testing.T) {
 		t.Errorf("free: %+v; want its one scored probe covered by an eligible policy", c.Counts)
 	}
 }
+
+// probe is an ok probe of lane at t: queue seconds, 16 tokens at tokPerS.
+func probe(lane, kind string, t time.Time, queue, tokPerS float64) series.Probe {
+	return series.Probe{Lane: lane, Kind: kind, Time: t, QueueS: queue, GenS: 16 / tokPerS, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+}
+
+// A job takes the policy in force at its arrival, before any probe that
+// follows it, even one added before the probe the job arrives ahead of
+// (backtest.go's drain frontier `p.Time.Add(-ArrivalLead)` → `+`). The
+// paid lane failed through 09:00 and recovers with a probe at 10:06:30;
+// the free lane queues 55 s (55 + 10 > 60: it never fits). The job of
+// 10:06 sees the paid lane probe_failed: no lane fits, the ledger says
+// stop, no attempt. The jobs of 10:26 and 10:46 see it eligible and meet
+// its 11:08 probe: 1 + 5 s.
+func TestJobPolicyPredatesLaterProbes(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(1), From: from, To: from.Add(2 * time.Hour)}
+	var ps []series.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		for _, m := range []time.Duration{7, 27, 47} {
+			ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 55, 80))
+		}
+		pd := probe("paid", "paid", h.Add(8*time.Minute), 1, 160)
+		if h.Before(from) {
+			pd.OK, pd.Outcome, pd.Status, pd.QueueS, pd.GenS, pd.Tokens = false, "http_error", 503, 0, 0, 0
+		}
+		ps = append(ps, pd)
+	}
+	ps = append(ps, probe("paid", "paid", from.Add(6*time.Minute+30*time.Second), 1, 160))
+	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	r := run(t, opts, ps)
+	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 2, MetPct: 66.67, MedianTimeS: fp(6), PaidUSD: 0.0032, Attempts: 2}
+	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
+		t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+}
+
+// A job is replayed only once the probes it may meet are in: those up to
+// an hour after its deadline (backtest.go's horizon `DeadlineS*Second` →
+// `/`: a two-hour job was replayed an hour after its arrival). The free
+// lane's probes at 10:07..11:07 time out after 30 s, 11:27's is fine
+// (5 + 10 s). Relative to each job, naive fails in runs of 30 s attempts
+// up to each failed probe, then meets the next:
+//
+//	10:06: 3 + 40 + 40 + 40 failed, ok at 3690 s → 3705 s, 124 attempts
+//	10:26: 3 + 40 + 40 failed, ok at 2490 s → 2505 s, 84 attempts
+//	10:46: 3 + 40 failed, ok at 1290 s → 1305 s, 44 attempts
+//	11:06: 3 failed, ok at 90 s → 105 s, 4 attempts
+//
+// (11:26's horizon, 14:26, passes the newest probe, 14:08:01.)
+func TestJobsWaitForTheProbesTheyMayMeet(t *testing.T) {
+	p := params(1)
+	p.Classes = []policy.ClassSpec{{Name: "long", DeadlineS: 7200, CeilingTokens: 1 << 30, EstTokens: 800, PaidUSDPer1k: 0.002}}
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(5 * time.Hour)}
+	var ps []series.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		if h.Before(from) {
+			for _, m := range []time.Duration{7, 27, 47} {
+				ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 5, 80))
+			}
+		}
+		ps = append(ps, probe("paid", "paid", h.Add(8*time.Minute+time.Second), 1, 160))
+	}
+	for i, m := range []time.Duration{7, 27, 47, 67, 87} {
+		pr := probe("free", "free", from.Add(m*time.Minute), 5, 80)
+		if i < 4 {
+			pr.OK, pr.Outcome, pr.Status, pr.QueueS, pr.GenS, pr.Tokens = false, "timeout", 0, 30, 0, 0
+		}
+		ps = append(ps, pr)
+	}
+	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	r := run(t, opts, ps)
+	want := Decision{Class: "long", Strategy: "naive", Jobs: 4, Met: 4, MetPct: 100, MedianTimeS: fp(1305), Attempts: 124 + 84 + 44 + 4}
+	if got := decision(t, r, "long", "naive"); !reflect.DeepEqual(got, want) {
+		t.Errorf("naive\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+	if r.DroppedReplays != 3 {
+		t.Errorf("dropped %d replays, want 3 (the job of 11:26)", r.DroppedReplays)
+	}
+}
+
+// Probes of lanes not in the config, and from To on, are counted as read
+// and as ignored.
+func TestIgnoredProbes(t *testing.T) {
+	opts := Options{Params: params(1), From: day0, To: day0.Add(time.Hour)}
+	ps := []series.Probe{
+		probe("free", "free", day0.Add(time.Minute), 5, 80),
+		probe("other", "free", day0.Add(2*time.Minute), 5, 80),
+		probe("paid", "paid", day0.Add(3*time.Minute), 1, 160),
+		probe("free", "free", opts.To, 5, 80),
+		probe("other", "free", opts.To.Add(time.Minute), 5, 80),
+	}
+	r := run(t, opts, ps)
+	if r.ProbesRead != 5 || r.Ignored != 3 {
+		t.Errorf("read %d, ignored %d; want 5 and 3", r.ProbesRead, r.Ignored)
+	}
+}
