@@ -400,3 +400,33 @@ func TestIgnoredProbes(t *testing.T) {
 		t.Errorf("read %d, ignored %d; want 5 and 3", r.ProbesRead, r.Ignored)
 	}
 }
+
+// A lane's figures are taken anew in a new hour even when the lane has had
+// no probe since (backtest.go's cache check `f.hour != h` → `==`, and its
+// first `||` → `&&`, reused 10:00's figures at 11:06). The paid lane is
+// probed at :30 (1 s, 160 tok/s); on day 1 at 11:30 it queued 58 s, so
+// with a one-day lookback its 11:00 figure is 58 (58 + 5 > 60); the free
+// lane queues 55 s and never fits. Jobs 10:06, 10:26 and 10:46 take the
+// paid lane and meet its 10:30 and 11:30 probes (6 s); those of 11:06,
+// 11:26 and 11:46 get a stop: no lane fits.
+func TestFiguresOfANewHourAreTakenAnew(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour)}
+	var ps []series.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		for _, m := range []time.Duration{7, 27, 47} {
+			ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 55, 80))
+		}
+		q := 1.0
+		if h.Equal(day0.AddDate(0, 0, 1).Add(11 * time.Hour)) {
+			q = 58
+		}
+		ps = append(ps, probe("paid", "paid", h.Add(30*time.Minute), q, 160))
+	}
+	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	r := run(t, opts, ps)
+	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 6, Met: 3, MetPct: 50, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
+	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
+		t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+}
