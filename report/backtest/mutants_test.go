@@ -8,6 +8,7 @@ package backtest
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -428,5 +429,71 @@ func TestFiguresOfANewHourAreTakenAnew(t *testing.T) {
 	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 6, Met: 3, MetPct: 50, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
 	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
 		t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+}
+
+// The timeline keeps a probe's figures only when they are finite and
+// positive: a negative or infinite queue_s or gen_s (a corrupt store
+// line) counts as 0, negative tokens as none, and a rate needs an ok probe
+// with tokens and a generation time (replay.go's `&&` → `||` in add).
+// An attempt at the instant a back-off ends meets the next probe.
+func TestTimelineFigures(t *testing.T) {
+	base := day0.Add(10 * time.Hour)
+	at := func(m int) int64 { return base.Add(time.Duration(m) * time.Minute).UnixNano() }
+	for _, tc := range []struct {
+		name string
+		p    series.Probe
+		want world
+	}{
+		{"ok", series.Probe{OK: true, QueueS: 4, GenS: 0.5, Tokens: 20}, world{ok: true, queue: 4, gen: 0.5, rate: 40, tokens: 20}},
+		{"negative queue", series.Probe{OK: true, QueueS: -3, GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
+		{"infinite queue", series.Probe{OK: true, QueueS: math.Inf(1), GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
+		{"NaN queue", series.Probe{OK: true, QueueS: math.NaN(), GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
+		{"negative gen", series.Probe{QueueS: 30, GenS: -10, Tokens: 3}, world{queue: 30, tokens: 3}},
+		{"infinite gen", series.Probe{QueueS: 30, GenS: math.Inf(1), Tokens: 3}, world{queue: 30, tokens: 3}},
+		{"negative tokens", series.Probe{OK: true, QueueS: 1, GenS: 0.5, Tokens: -5}, world{ok: true, queue: 1, gen: 0.5}},
+		{"failed with tokens: no rate", series.Probe{QueueS: 2, GenS: 0.5, Tokens: 8}, world{queue: 2, gen: 0.5, tokens: 8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl timeline
+			tc.p.Lane, tc.p.Time = "free", base.Add(7*time.Minute)
+			if !tc.p.OK {
+				tc.p.Outcome = "stream_error"
+			}
+			tl.add(tc.p, time.UTC)
+			tc.want.until = at(7) + 1
+			if got := tl.meet(at(0)); got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	var tl timeline
+	tl.add(series.Probe{Lane: "free", Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600}, time.UTC)
+	tl.add(series.Probe{Lane: "free", Time: base.Add(47 * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20}, time.UTC)
+	ok := world{ok: true, queue: 2, gen: 0.2, rate: 100, tokens: 20, until: at(47) + 1}
+	if got := tl.meet(at(37)); got != ok {
+		t.Errorf("at the end of the back-off: %+v, want %+v", got, ok)
+	}
+	if got, want := tl.meet(at(37)-1), (world{until: at(37)}); got != want {
+		t.Errorf("a nanosecond before: %+v, want %+v", got, want)
+	}
+	// Inside a back-off, what an attempt meets changes just after the next
+	// probe, or when the back-off ends, whichever comes first.
+	for _, tc := range []struct {
+		name string
+		next int // minute of the probe after the 429 of 10:27 (back-off to 10:37)
+		t    int64
+		want int64
+	}{
+		{"a probe inside the back-off", 30, at(28), at(30) + 1},
+		{"a probe as the back-off ends", 37, at(30), at(37)},
+		{"a probe after the back-off", 40, at(30), at(37)},
+	} {
+		var tl timeline
+		tl.add(series.Probe{Lane: "free", Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600}, time.UTC)
+		tl.add(series.Probe{Lane: "free", Time: base.Add(time.Duration(tc.next) * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20}, time.UTC)
+		if got := tl.meet(tc.t); got != (world{until: tc.want}) {
+			t.Errorf("%s: %+v, want a fast failure until %d", tc.name, got, tc.want)
+		}
 	}
 }
