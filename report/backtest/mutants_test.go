@@ -497,3 +497,28 @@ func TestTimelineFigures(t *testing.T) {
 		}
 	}
 }
+
+// An attempt that ends exactly at the deadline ships (replay.go's
+// `end <= deadline` → `<`). The free lane queues 50 s and decodes 80 tok/s
+// exactly (20 tokens in 0.25 s): 50 + 800/80 = 60 s, the deadline.
+func TestAttemptEndingAtTheDeadlineShips(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(1), From: from, To: from.Add(2 * time.Hour)}
+	var ps []series.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		for _, m := range []time.Duration{7, 27, 47} {
+			ps = append(ps,
+				series.Probe{Lane: "free", Kind: "free", Time: h.Add(m * time.Minute), QueueS: 50, GenS: 0.25, Tokens: 20, OK: true, Outcome: "ok", Status: 200},
+				series.Probe{Lane: "paid", Kind: "paid", Time: h.Add(m*time.Minute + time.Second), QueueS: 1, GenS: 0.125, Tokens: 20, OK: true, Outcome: "ok", Status: 200})
+		}
+	}
+	r := run(t, opts, ps)
+	for _, want := range []Decision{
+		{Class: "interactive", Strategy: "naive", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(60), Attempts: 3},
+		{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(60), Attempts: 3},
+	} {
+		if got := decision(t, r, "interactive", want.Strategy); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s\n got %+v (median %s)\nwant %+v", want.Strategy, got, f(got.MedianTimeS), want)
+		}
+	}
+}
