@@ -565,3 +565,22 @@ func TestTrimKeepsTheBackoffAFutureJobMeets(t *testing.T) {
 		t.Errorf("read %d, ignored %d; want 4099 and %d", r.ProbesRead, r.Ignored, len(pad))
 	}
 }
+
+// A ratio needs a positive, finite queue_s: an ok probe that queued 0 s
+// (or a corrupt negative or infinite figure) is covered, but adds no
+// ratio (report.go's `Finite(q) && q > 0` → `||`, `> 0` → `>= 0`).
+func TestRatioNeedsAPositiveQueue(t *testing.T) {
+	l := policy.Lane{Name: "free", Kind: "free", Eligible: true, Reason: policy.ReasonOK, NextQueueS: 2}
+	var c cell
+	for _, q := range []float64{0, -1, math.Inf(1), math.NaN(), 4} {
+		c.add(&l, &series.Probe{Lane: "free", OK: true, Outcome: "ok", QueueS: q})
+	}
+	var buf []float32
+	n := c.counts(&buf)
+	// 0 and -1 are within 2 s; +Inf, NaN and 4 are not. Only 4 gives a
+	// ratio: 2/4.
+	if n.OK != 5 || n.Covered != 2 || f(n.MedianRatio) != "0.5" || f(n.P90Ratio) != "0.5" || f(n.Coverage) != "0.4" {
+		t.Errorf("%+v, median %s, p90 %s, coverage %s; want 5 ok, 2 covered, ratios 0.5, coverage 0.4",
+			n, f(n.MedianRatio), f(n.P90Ratio), f(n.Coverage))
+	}
+}
