@@ -264,6 +264,15 @@ func TestStrategyLanes(t *testing.T) {
 				t.Fatalf("naive %q, paid %q, arrival %q, strategies %v; want %q, %q, %q, %v",
 					r.NaiveLane, r.PaidLane, r.ArrivalLane, got, tc.naive, tc.paid, tc.clock, tc.strategies)
 			}
+			// Nothing replayed: 0 %, no median; nothing scored: no coverage.
+			for _, d := range r.Decisions {
+				if want := (Decision{Class: "interactive", Strategy: d.Strategy}); !reflect.DeepEqual(d, want) {
+					t.Errorf("%+v, want %+v", d, want)
+				}
+			}
+			if c := r.Calibration[0].All; c.Coverage != nil || c.MedianRatio != nil || c.Probes != 0 {
+				t.Errorf("calibration %+v (coverage %s), want none", c.Counts, f(c.Coverage))
+			}
 		})
 	}
 }
@@ -582,5 +591,20 @@ func TestRatioNeedsAPositiveQueue(t *testing.T) {
 	if n.OK != 5 || n.Covered != 2 || f(n.MedianRatio) != "0.5" || f(n.P90Ratio) != "0.5" || f(n.Coverage) != "0.4" {
 		t.Errorf("%+v, median %s, p90 %s, coverage %s; want 5 ok, 2 covered, ratios 0.5, coverage 0.4",
 			n, f(n.MedianRatio), f(n.P90Ratio), f(n.Coverage))
+	}
+}
+
+// A lookback whose coverage is exactly TargetCoverage reaches it, and then
+// its lower median ratio beats a better-covered lookback's (report.go's
+// `>= TargetCoverage` → `>`).
+func TestBestLookbackAtTheTarget(t *testing.T) {
+	cal := func(days int, cov, ratio float64) Calibration {
+		return Calibration{LookbackDays: days, All: AllCalibration{Counts: Counts{Coverage: &cov, MedianRatio: &ratio}}}
+	}
+	if got := bestLookback([]Calibration{cal(1, 0.95, 2), cal(7, 0.97, 3)}); got != 0 {
+		t.Errorf("best %d, want 0 (0.95 reaches the target at the lower ratio)", got)
+	}
+	if got := bestLookback([]Calibration{cal(1, 0.9499, 2), cal(7, 0.97, 3)}); got != 1 {
+		t.Errorf("best %d, want 1 (0.9499 does not reach the target)", got)
 	}
 }
