@@ -8,6 +8,7 @@ package backtest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -606,5 +607,45 @@ func TestBestLookbackAtTheTarget(t *testing.T) {
 	}
 	if got := bestLookback([]Calibration{cal(1, 0.9499, 2), cal(7, 0.97, 3)}); got != 1 {
 		t.Errorf("best %d, want 1 (0.9499 does not reach the target)", got)
+	}
+}
+
+// scanStore streams a fixed list of probes in time order.
+type scanStore struct {
+	series.Store // nil: only ScanProbes is called
+	probes       []series.Probe
+}
+
+func (s *scanStore) ScanProbes(ctx context.Context, q series.Query, fn func(series.Probe) error) (bool, error) {
+	for _, p := range s.probes {
+		if !q.Windows[0].Contains(p.Time) {
+			continue
+		}
+		if err := fn(p); err != nil {
+			return true, err
+		}
+	}
+	return true, ctx.Err()
+}
+
+// A streaming store hands over every probe, in order, in batches, however
+// many batches it takes (run.go's `if addErr != nil { cancel() }` →
+// `== nil` stopped the scan after the first batch).
+func TestScanFeedHandsOverEveryBatch(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	st := &scanStore{}
+	for i := range 50_000 {
+		st.probes = append(st.probes, series.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Second)})
+	}
+	n := 0
+	err := feed(context.Background(), st, start, start.Add(24*time.Hour), func(p series.Probe) error {
+		if !p.Time.Equal(start.Add(time.Duration(n) * time.Second)) {
+			return fmt.Errorf("probe %d at %s", n, p.Time)
+		}
+		n++
+		return nil
+	}, noRestart(t))
+	if err != nil || n != 50_000 {
+		t.Errorf("%v after %d probes, want all 50000", err, n)
 	}
 }
