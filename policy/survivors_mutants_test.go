@@ -187,3 +187,59 @@ func TestHistoryHourZeroAfterDrop(t *testing.T) {
 		t.Errorf("ForHour: %+v", f)
 	}
 }
+
+// Hand-made mutants of what gremlins does not cover (switch cases, and
+// lines no test reached) found these rules unguarded.
+
+// NamedClass names the classes a file has, or says it has none.
+func TestNamedClassErrors(t *testing.T) {
+	f := File{Hour: "2026-11-30T14", Classes: []Class{{Name: "interactive"}, {Name: "batch"}}}
+	if c, err := f.NamedClass("batch"); err != nil || c.Name != "batch" {
+		t.Errorf("batch: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		f    File
+		want string
+	}{
+		{f, `class "bulk": not in the policy file for 2026-11-30T14 (classes: interactive, batch)`},
+		{File{Hour: "2026-11-30T15"}, `class "bulk": not in the policy file for 2026-11-30T15 (it has no classes)`},
+	} {
+		if _, err := tc.f.NamedClass("bulk"); err == nil || err.Error() != tc.want {
+			t.Errorf("err %v, want %q", err, tc.want)
+		}
+		if _, err := tc.f.Book("bulk"); err == nil || err.Error() != tc.want {
+			t.Errorf("Book: err %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// A forecast lane whose history holds a single ok probe (and no failed
+// one) is eligible.
+func TestForecastOneOKProbeIsEnough(t *testing.T) {
+	p := Params{LookbackDays: 3, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}, {Name: "b", Kind: KindFree}}}
+	recs := []Record{
+		{Lane: "a", Kind: KindFree, Hour: mtHour.Add(-48 * time.Hour), WorstQueueS: 2, MinTokPerS: 40, Samples: 1},
+		{Lane: "b", Kind: KindFree, Hour: mtHour.Add(-48 * time.Hour), WorstQueueS: 2, MinTokPerS: 40, Samples: 1, Failures: 1},
+	}
+	f := Forecast(p, recs, nil, mtHour)[14]
+	if l := f.Lanes[0]; !l.Eligible || l.Reason != ReasonOK || l.Samples != 1 {
+		t.Errorf("a: %+v, want eligible from its one ok probe", l)
+	}
+	if l := f.Lanes[1]; l.Eligible || l.Reason != ReasonProbeFailed || l.Failures != 1 {
+		t.Errorf("b: %+v, want probe_failed", l)
+	}
+}
+
+// Marshal refuses a non-finite figure, naming the first one.
+func TestMarshalRejectsNonFinite(t *testing.T) {
+	f := File{Hour: "2026-11-30T14", Timezone: "UTC", Basis: BasisLive,
+		Lanes:   []Lane{{Name: "a", Kind: KindFree, Reason: ReasonOK, NextQueueS: math.NaN(), TokPerS: math.Inf(1)}},
+		Classes: []Class{{Name: "c", DeadlineS: 60, Book: BookPolicy{NextGenS: math.Inf(-1)}}}}
+	if data, err := Marshal(f); err == nil || err.Error() != "lanes[0].next_queue_s: NaN is not a finite number" {
+		t.Errorf("err %v, want the first non-finite figure named\n%s", err, data)
+	}
+	f.Lanes[0].NextQueueS, f.Lanes[0].TokPerS = 1, 2
+	if _, err := Marshal(f); err == nil || err.Error() != "classes[0].book.next_gen_s: -Inf is not a finite number" {
+		t.Errorf("err %v, want classes[0].book.next_gen_s", err)
+	}
+}
