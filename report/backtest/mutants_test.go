@@ -487,6 +487,16 @@ func TestTimelineFigures(t *testing.T) {
 	if got, want := tl.meet(at(37)-1), (world{until: at(37)}); got != want {
 		t.Errorf("a nanosecond before: %+v, want %+v", got, want)
 	}
+	// A probe exactly Lookahead after the attempt is out of its reach: it
+	// fails fast until a nanosecond later, when the probe is within it.
+	var far timeline
+	far.add(series.Probe{Lane: "free", Time: base.Add(3 * time.Hour), OK: true, Outcome: "ok", QueueS: 9, GenS: 1, Tokens: 20}, time.UTC)
+	if got, want := far.meet(at(120)), (world{until: at(120) + 1}); got != want {
+		t.Errorf("an hour before a probe: %+v, want %+v", got, want)
+	}
+	if got, want := far.meet(at(120)+1), (world{ok: true, queue: 9, gen: 1, rate: 20, tokens: 20, until: at(180) + 1}); got != want {
+		t.Errorf("just under an hour before a probe: %+v, want %+v", got, want)
+	}
 	// Inside a back-off, what an attempt meets changes just after the next
 	// probe, or when the back-off ends, whichever comes first.
 	for _, tc := range []struct {
@@ -681,5 +691,35 @@ func TestFeedSpanLengths(t *testing.T) {
 				t.Errorf("%v; %d probes of %d in %d reads, want all in %d", err, n, len(st.probes), st.reads, tc.reads)
 			}
 		})
+	}
+}
+
+// A job waits for its probes up to its deadline, however long (up to
+// maxHorizon, 400 days): a 20-hour job meets the paid lane's recovery 17
+// hours on (backtest.go's maxHorizon `400 * 24 * time.Hour` → `400 / 24 *`
+// cut it at 16 hours). The free lane's one probe in the window (10:07)
+// brings the job at 10:06; the paid lane fails fast at 10:08, 10:28, ...
+// up to 03:08 the next day (61320 s after the job) and is fine from 03:28
+// (1 + 800/160 s). The paid strategy fails once a second from 0 to 61320 s
+// and ships at 61321 + 6 = 61327 s.
+func TestLongDeadlineWaitsForTheLanesRecovery(t *testing.T) {
+	p := params(1)
+	p.Classes = []policy.ClassSpec{{Name: "day", DeadlineS: 72000, CeilingTokens: 1 << 30, EstTokens: 800, PaidUSDPer1k: 0.002}}
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	recovery := from.Add(17*time.Hour + 28*time.Minute)
+	opts := Options{Params: p, From: from, To: from.Add(23 * time.Hour)}
+	ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
+	ps = append(ps, probe("free", "free", from.Add(7*time.Minute), 5, 80))
+	for at := from.Add(8 * time.Minute); at.Before(opts.To); at = at.Add(20 * time.Minute) {
+		pr := probe("paid", "paid", at, 1, 160)
+		if at.Before(recovery) {
+			pr.OK, pr.Outcome, pr.Status, pr.QueueS, pr.GenS, pr.Tokens = false, "http_error", 503, 0, 0, 0
+		}
+		ps = append(ps, pr)
+	}
+	r := run(t, opts, ps)
+	want := Decision{Class: "day", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(61327), PaidUSD: 0.0016, Attempts: 61322}
+	if got := decision(t, r, "day", "paid"); !reflect.DeepEqual(got, want) {
+		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
 	}
 }
