@@ -1,0 +1,190 @@
+package sampler
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// reading is what a plan reads from the store: the newest probe of each
+// owned lane, and the probes since the start of the groups' days (or
+// since, when earlier) of the lanes a budget counts (of every owned lane,
+// when since is earlier). It comes from one read (prior), which also holds
+// the hours a round's probes fall in, for the Recorder.
+type reading struct {
+	latest, probes []series.Probe
+	prior          series.Prior
+	err            error
+	// local holds, when the store could not be read, the probes the
+	// store's own spool and dead-letter file keep (series.LocalReader).
+	local []series.Probe
+}
+
+// meter reads what a plan at now needs, the owned lanes' probes since since
+// if that is earlier than the groups' days, and the whole hours up to the
+// one holding until (the hours the round's probes fall in), in one read of
+// the owned lanes at this site.
+func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) reading {
+	var m reading
+	// Every window reaches FutureReach past now: a request stamped after now
+	// (the clock stepped back) was still sent.
+	future := now.Add(FutureReach)
+	latestWin := series.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: future}
+	lanes, from := s.owned, since
+	if !since.Before(now) {
+		lanes = nil // the budgeted lanes only
+		for _, g := range s.groups {
+			for _, l := range g.Lanes {
+				if slices.Contains(s.owned, l) {
+					lanes = append(lanes, l)
+				}
+			}
+		}
+	}
+	for _, g := range s.groups {
+		if day := g.DayStart(now); day.Before(from) {
+			from = day
+		}
+	}
+	probesWin := series.Window{From: from.Add(-time.Hour), To: future}
+	read := latestWin
+	if len(lanes) > 0 && probesWin.From.Before(read.From) {
+		read.From = probesWin.From
+	}
+	if end := hours.Start(until, s.loc).Add(time.Hour); end.After(read.To) {
+		read.To = end
+	}
+	q := series.Query{Windows: []series.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
+	shared, sites := s.shared()
+	wide := q
+	wide.Sites = sites
+	ps, err := s.store.Probes(ctx, wide)
+	if err != nil {
+		m.err = err
+		if lr, ok := s.store.(series.LocalReader); ok {
+			// The back-offs a spooled or refused probe asks for still hold.
+			if local, lerr := lr.LocalProbes(ctx, series.Query{Windows: []series.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}); lerr == nil {
+				m.local = newest(sent(local))
+			}
+		}
+		return m
+	}
+	// The hour records are this site's own: they are rebuilt from its
+	// probes alone. Budgets and back-offs of a group the sites share count
+	// every site's requests of its lanes.
+	own := slices.DeleteFunc(slices.Clone(ps), func(p series.Probe) bool { return p.Site != s.site })
+	counted := slices.DeleteFunc(ps, func(p series.Probe) bool { return p.Site != s.site && !shared[p.Lane] })
+	m.prior = series.Prior{Query: q, Probes: own}
+	m.latest = newest(sent(within(counted, latestWin, s.owned)))
+	if len(lanes) > 0 {
+		m.probes = sent(within(counted, probesWin, lanes))
+	}
+	m.prior.Rebuild = s.abandoned(own, now)
+	return m
+}
+
+// shared returns the owned lanes of the groups the sites share (quota
+// scope account: budget.Group.Sites) and the sites a round reads: this
+// one and those sharing a group with it.
+func (s *Sampler) shared() (map[string]bool, []string) {
+	lanes := map[string]bool{}
+	sites := []string{s.site}
+	for _, g := range s.groups {
+		if len(g.Sites) == 0 || !slices.ContainsFunc(g.Lanes, func(l string) bool { return slices.Contains(s.owned, l) }) {
+			continue
+		}
+		for _, l := range g.Lanes {
+			lanes[l] = true
+		}
+		for _, site := range g.Sites {
+			if !slices.Contains(sites, site) {
+				sites = append(sites, site)
+			}
+		}
+	}
+	return lanes, sites
+}
+
+// sent returns the points of ps that stand for requests sent (series.Sent):
+// every one but a released reservation.
+func sent(ps []series.Probe) []series.Probe {
+	return slices.DeleteFunc(ps, func(p series.Probe) bool { return !series.Sent(p) })
+}
+
+// abandoned returns the lane-hours of the reservations in ps booked before
+// now by more than a round and its store write can take: no round of a
+// live sampler settles them any more (it was killed, or its write failed
+// and reached no spool), so their hours are rebuilt to count them. An hour
+// rebuilt already is rebuilt again to the same point.
+func (s *Sampler) abandoned(ps []series.Probe, now time.Time) []series.LaneHour {
+	cutoff := now.Add(-s.WorstRound() - DefaultStoreTimeout)
+	var out []series.LaneHour
+	for _, p := range ps {
+		if p.Outcome == series.OutcomeReserved && p.Time.Before(cutoff) {
+			out = append(out, series.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
+		}
+	}
+	return out
+}
+
+// within returns the probes of ps in w of the lanes (nil: every lane), in
+// their order.
+func within(ps []series.Probe, w series.Window, lanes []string) []series.Probe {
+	var in map[string]bool
+	if lanes != nil {
+		in = make(map[string]bool, len(lanes))
+		for _, l := range lanes {
+			in[l] = true
+		}
+	}
+	out := []series.Probe{}
+	for _, p := range ps {
+		if w.Contains(p.Time) && (in == nil || in[p.Lane]) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newest returns the newest of the probes (sorted by time) of each lane and
+// site, sorted by lane and site, as series.Latest does.
+func newest(ps []series.Probe) []series.Probe {
+	type laneSite struct{ lane, site string }
+	idx := map[laneSite]int{}
+	out := []series.Probe{}
+	for _, p := range ps {
+		k := laneSite{p.Lane, p.Site}
+		if i, ok := idx[k]; ok {
+			if !p.Time.Before(out[i].Time) {
+				out[i] = p
+			}
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b series.Probe) int {
+		return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site))
+	})
+	return out
+}
+
+// decide plans a round at now from what meter read.
+func (s *Sampler) decide(now time.Time, force bool, m reading) budget.Plan {
+	in := budget.Input{Now: now, Lanes: s.owned, Groups: s.groups, Location: s.loc, Force: force,
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site}
+	if m.err != nil {
+		in.Latest = append(in.Latest, m.local...)
+		s.mu.Lock()
+		for _, p := range s.seen {
+			in.Latest = append(in.Latest, p)
+		}
+		s.mu.Unlock()
+	}
+	return budget.Decide(in)
+}

@@ -1,0 +1,136 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// Probes returns the probe points q selects, dead-lettered and spooled
+// ones included: a probe the store refused, or has not received yet, was
+// still sent, so budgets, back-offs and the hours rebuilt count it.
+func (s *Spool) Probes(ctx context.Context, q Query) ([]Probe, error) {
+	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey, settledWins)
+}
+
+// Hourly returns the hourly points q selects, spooled ones included.
+// Refused hourly points (the dead letter) are not merged: the hours are
+// rebuilt from the probes, which are.
+func (s *Spool) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
+	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey, nil)
+}
+
+// LocalProbes returns the probe points q selects that the spool and the
+// dead-letter file hold, without asking the inner store: what a sampler
+// knows of its own recent probes when the store cannot be read (a spooled
+// 429 still backs its lane off).
+func (s *Spool) LocalProbes(ctx context.Context, q Query) ([]Probe, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l := newLatest(probeKey)
+	if err := localMerge(ctx, s, l, q.matcher(), true, kindProbe, decodeProbe, settledWins); err != nil {
+		return nil, err
+	}
+	return l.sorted(), nil
+}
+
+// LocalReader is a layer that keeps points on local disk (a Spool) and can
+// read them when the store cannot be.
+type LocalReader interface {
+	LocalProbes(ctx context.Context, q Query) ([]Probe, error)
+}
+
+var _ LocalReader = (*Spool)(nil)
+
+// settledWins keeps a settled probe point against a reservation of the same
+// key found later in the merge: a reservation is written before its probe,
+// so a reservation that reads as newer is one the store refused (the dead
+// letter) while it took the probe.
+func settledWins(old, fresh *Probe) bool {
+	return fresh.Outcome != OutcomeReserved || old.Outcome == OutcomeReserved
+}
+
+func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.Context, Query) ([]T, error),
+	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	pts, err := read(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	withDead := kind == kindProbe
+	if s.file != nil && s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()) {
+		return pts, nil
+	}
+	l := newLatest(key)
+	for _, p := range pts {
+		l.put(p)
+	}
+	if err := localMerge(ctx, s, l, q.matcher(), withDead, kind, decode, replace); err != nil {
+		return nil, err
+	}
+	return l.sorted(), nil
+}
+
+// localMerge adds to l the points of kind that m selects from the
+// dead-letter file (when withDead) and then the spool: the order they were
+// written in, as neither file holds a point older than one the other got
+// before it. s.mu must be held (shared is enough).
+func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, withDead bool, kind pointKind,
+	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
+	if withDead && (s.file == nil || s.hasDead.Load()) {
+		if err := fileMerge(ctx, s, s.o.DeadLetter, l, m, kind, decode, replace); err != nil {
+			return err
+		}
+	}
+	if s.file != nil && s.depth.Load() == 0 {
+		return nil
+	}
+	return fileMerge(ctx, s, s.o.Path, l, m, kind, decode, replace)
+}
+
+// fileMerge adds the points of kind want that m selects in the file at
+// path (the spool or the dead-letter file) to l, a later line replacing an
+// earlier one unless replace (nil: always) says no. s.mu must be held
+// (shared is enough). The spool a writer holds must be readable; a
+// dead-letter file that does not exist yet, or a read-only spool's files,
+// merge nothing when they are missing, and warn, once per Spool, when they
+// cannot be read (another user's file, anything in its way). Lines that do
+// not decode are skipped here without a word: the next replay moves the
+// spool's to the dead-letter file and reports them.
+func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], m *matcher, want pointKind,
+	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
+	if m.empty() {
+		return nil
+	}
+	var got []T // merged only once the whole file was read
+	err := scanKind(ctx, path, want, m, nil, func(line []byte) error {
+		if p, err := decode(line); err == nil {
+			got = append(got, p)
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		for _, p := range got {
+			if replace != nil {
+				if i, ok := l.idx[l.key(&p)]; ok && !replace(&l.out[i], &p) {
+					continue
+				}
+			}
+			l.putIn(p, m)
+		}
+	case ctx.Err() != nil || (s.file != nil && path == s.o.Path):
+		return fmt.Errorf("spool %s: %w", path, err)
+	case errors.Is(err, fs.ErrNotExist): // nothing spooled or refused, or no sampler yet
+	default:
+		if s.file != nil {
+			return fmt.Errorf("spool: dead-letter file %s: %w", path, err)
+		}
+		if !s.unreadable.Swap(true) {
+			s.o.Warn("spool not readable; reads show only what the store holds", "spool", path, "err", err.Error())
+		}
+	}
+	return nil
+}
