@@ -303,7 +303,7 @@ func TestKilledMidProbeSpendsOnce(t *testing.T) {
 // answers after 5 s, budget 1, then a full round: one request, not four.
 func TestInterruptedOnceSpendsOnce(t *testing.T) {
 	r := newRig(t, false, budgetOne, map[string]string{"a": ", quota: g"})
-	r.lane.delay["a"] = 5 * time.Second
+	r.lane.set("a", 5*time.Second)
 	for i := range 3 {
 		r.restart()
 		if _, err := r.round(100 * time.Millisecond); i == 0 && !errors.Is(err, sampler.ErrInterrupted) {
@@ -331,7 +331,7 @@ func TestInterruptedOnceSpendsOnce(t *testing.T) {
 // probe (its 2 s timeout), not only the quick one the store took.
 func TestRefusedProbesCountAndEnterTheirHour(t *testing.T) {
 	r := newRig(t, true, budgetOne, map[string]string{"a": ", quota: g", "b": ""})
-	r.lane.hang["b"] = true
+	r.lane.setHang("b", true)
 	r.fault.set(nil, errRefused)
 	for range 3 {
 		if _, err := r.round(0); err == nil {
@@ -346,7 +346,7 @@ func TestRefusedProbesCountAndEnterTheirHour(t *testing.T) {
 		t.Fatalf("the lanes got %d requests, want 4 (lane a 1: probes_per_day 1)", n)
 	}
 	r.fault.set(nil, nil)
-	r.lane.hang["b"] = false
+	r.lane.setHang("b", false)
 	if _, err := r.round(0); err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
 	rebuildOwed := false // a round said its hours were not rebuilt: the operator runs rollup (no spool to do it)
 	for i := range 40 {
 		r.setClock(r.now().Add(time.Duration(1+rnd.IntN(90)) * time.Minute))
-		r.lane.delay["c"] = 0
+		r.lane.set("c", 0)
 		interrupt := time.Duration(0)
 		var read, write error
 		killAt := 0
@@ -144,7 +144,7 @@ func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
 		case 5:
 			killAt = 2 // dies after the requests left, before the round's write
 		case 6:
-			r.lane.delay["c"] = 400 * time.Millisecond
+			r.lane.set("c", 400*time.Millisecond)
 			interrupt = 100 * time.Millisecond
 		case 7:
 			r.setClock(r.now().Add(-time.Duration(1+rnd.IntN(60)) * time.Minute))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,22 @@ type lane struct {
 	delay map[string]time.Duration // by model
 	hang  map[string]bool
 	hits  atomic.Int64
+	mu    sync.Mutex // guards delay and hang once requests are in flight (set, setHang)
+}
+
+// set changes a model's delay while requests of abandoned rounds may still
+// be in flight.
+func (l *lane) set(model string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.delay[model] = d
+}
+
+// setHang changes whether a model hangs, as set does its delay.
+func (l *lane) setHang(model string, h bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hang[model] = h
 }
 
 func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,12 +65,15 @@ func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
-	if l.hang[model] {
+	l.mu.Lock()
+	hang, delay := l.hang[model], l.delay[model]
+	l.mu.Unlock()
+	if hang {
 		<-r.Context().Done()
 		return
 	}
 	select {
-	case <-time.After(l.delay[model]):
+	case <-time.After(delay):
 	case <-r.Context().Done():
 		return
 	}
