@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/probe"
 )
@@ -169,4 +170,9 @@ func Rollup(probes []Probe, loc *time.Location) []Hourly {
 		}
 	}
 	return out
+}
+
+// hourOf is the hour key of t: its hour's start in loc, as a UTC instant.
+func hourOf(t time.Time, loc *time.Location) time.Time {
+	return hours.Start(t, loc).UTC()
 }

@@ -257,8 +257,3 @@ func laneHourSet(touched []LaneHour) map[LaneHour]bool {
 	}
 	return in
 }
-
-// hourOf is the hour key of t: its hour's start in loc, as a UTC instant.
-func hourOf(t time.Time, loc *time.Location) time.Time {
-	return hours.Start(t, loc).UTC()
-}
