@@ -58,7 +58,7 @@ echo "== policy for the current hour"
 bin/policygen -config "$demo/demo.yaml" -print
 
 echo
-echo "== backtest: 28 days of generated history (lanesim history), the policy replayed against them"
+echo "== backtest: 28 days of generated history (lanesim history), the policy replayed against them, beside the baselines people write (fallback@T: free with a first-token timeout, then paid)"
 # Three lanes that are never probed here: the history stands in for a month
 # of sampler rounds. The store path is relative to the config's folder.
 cat >"$demo/history.yaml" <<'YAML'
@@ -78,4 +78,4 @@ policy:
     - {name: batch, deadline_s: 900, ceiling_tokens: 20000, est_tokens: 4000, paid_usd_per_1k: 0.001}
 YAML
 bin/lanesim history -days 28 -seed 1 -config "$demo/history.yaml"
-bin/policygen backtest -config "$demo/history.yaml" -days 28 -lookback 1,3,7,14
+bin/policygen backtest -config "$demo/history.yaml" -days 28 -lookback 1,3,7,14 -fallback 10,20,30
