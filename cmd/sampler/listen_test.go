@@ -14,23 +14,49 @@ import (
 	"time"
 )
 
-// connCounter follows the -listen server's connections: how many are open
-// now and at most.
+// connCounter wraps the -listen server's capped listener and follows its
+// connections: how many are open now and at most. A connection counts from
+// its Accept to its Close, which comes before the cap's slot is released,
+// so the count never runs ahead of the cap (the server's ConnState hook
+// reports a close after the slot is free, and a new connection could be
+// seen first).
 type connCounter struct {
 	mu        sync.Mutex
 	open, max int
 }
 
-func (c *connCounter) state(_ net.Conn, s http.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch s {
-	case http.StateNew:
-		c.open++
-		c.max = max(c.max, c.open)
-	case http.StateClosed, http.StateHijacked:
-		c.open--
+func (c *connCounter) wrap(ln net.Listener) net.Listener { return countingListener{ln, c} }
+
+type countingListener struct {
+	net.Listener
+	c *connCounter
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
+	l.c.mu.Lock()
+	l.c.open++
+	l.c.max = max(l.c.max, l.c.open)
+	l.c.mu.Unlock()
+	return &countedConn{Conn: conn, c: l.c}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	c    *connCounter
+	once sync.Once
+}
+
+func (cc *countedConn) Close() error {
+	cc.once.Do(func() {
+		cc.c.mu.Lock()
+		cc.c.open--
+		cc.c.mu.Unlock()
+	})
+	return cc.Conn.Close()
 }
 
 func (c *connCounter) peak() int {
@@ -73,7 +99,7 @@ func TestListenerCapsVisitors(t *testing.T) {
 	var conns connCounter
 	const maxConns = 4
 	d, addr := limitedDaemon(t, httpLimits{maxConns: maxConns, readHeader: 300 * time.Millisecond, read: time.Second,
-		write: 2 * time.Second, idleTime: 300 * time.Millisecond, connState: conns.state})
+		write: 2 * time.Second, idleTime: 300 * time.Millisecond, wrap: conns.wrap})
 	var held []net.Conn
 	for range 5 * maxConns {
 		c, err := net.Dial("tcp", addr)

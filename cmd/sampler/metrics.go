@@ -166,8 +166,9 @@ func (d *daemon) storeName() string {
 type httpLimits struct {
 	maxConns                          int
 	readHeader, read, write, idleTime time.Duration
-	// connState, when set, sees every connection's state changes (tests).
-	connState func(net.Conn, http.ConnState)
+	// wrap, when set, wraps the capped listener (tests count the
+	// connections it hands out and their closes).
+	wrap func(net.Listener) net.Listener
 }
 
 // defaultHTTPLimits fit a scraper, a probe and a few people at the status
@@ -186,11 +187,15 @@ func (d *daemon) serve(addr string) (string, func(), error) {
 	}
 	lim := d.httpLimits
 	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: lim.readHeader, ReadTimeout: lim.read,
-		WriteTimeout: lim.write, IdleTimeout: lim.idleTime, ConnState: lim.connState}
+		WriteTimeout: lim.write, IdleTimeout: lim.idleTime}
+	capped := netutil.LimitListener(ln, lim.maxConns)
+	if lim.wrap != nil {
+		capped = lim.wrap(capped)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(netutil.LimitListener(ln, lim.maxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(capped); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("http server", "err", err)
 		}
 	}()
