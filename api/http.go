@@ -176,16 +176,24 @@ func (s *server) policy(r *http.Request) ([]byte, error) {
 	return PolicyJSON(data)
 }
 
-func (s *server) lane(r *http.Request) ([]byte, error) {
+// classHour reads the class and hour parameters of /lane and /book: the
+// class required, the hour defaulting to the current one.
+func (s *server) classHour(r *http.Request) (class, label string, err error) {
 	q, err := query(r, "class", "hour")
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	class, err := needClass(q)
-	if err != nil {
-		return nil, err
+	if class, err = needClass(q); err != nil {
+		return "", "", err
 	}
-	label, err := s.hour(q)
+	if label, err = s.hour(q); err != nil {
+		return "", "", err
+	}
+	return class, label, nil
+}
+
+func (s *server) lane(r *http.Request) ([]byte, error) {
+	class, label, err := s.classHour(r)
 	if err != nil {
 		return nil, err
 	}
@@ -227,15 +235,7 @@ func (s *server) next(r *http.Request) ([]byte, error) {
 }
 
 func (s *server) book(r *http.Request) ([]byte, error) {
-	q, err := query(r, "class", "hour")
-	if err != nil {
-		return nil, err
-	}
-	class, err := needClass(q)
-	if err != nil {
-		return nil, err
-	}
-	label, err := s.hour(q)
+	class, label, err := s.classHour(r)
 	if err != nil {
 		return nil, err
 	}
