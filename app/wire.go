@@ -82,10 +82,12 @@ func stateSpan(p policy.Params) time.Duration {
 	return max(time.Duration(p.LookbackDays+1)*24*time.Hour, budget.MaxBackoff+time.Hour)
 }
 
-// ForHour reads what the live policy of hour h needs from st and returns
-// it, for the sites given (nil: every site).
+// ForHour reads what the live policy of the hour holding h needs from st
+// and returns it as of the instant h (a back-off that ended by then does
+// not count), for the sites given (nil: every site).
 func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Time, sites []string) (policy.File, error) {
 	p := Params(cfg)
+	at := h
 	h = hours.Start(h, cfg.Location)
 	end := h.Add(time.Hour)
 	q := series.Query{Windows: HourWindows(p, h), Sites: sites}
@@ -103,7 +105,7 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, err
 	}
-	return policy.ForHourProbes(p, hourly, probes, policy.States(latest, cfg.Location), h), nil
+	return policy.ForHourProbes(p, hourly, probes, policy.States(latest, cfg.Location), at), nil
 }
 
 // calibratedProbes reads the probes the calibrated rule learns from for a
