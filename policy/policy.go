@@ -237,10 +237,9 @@ func (f File) Book(class string) (BookPolicy, error) {
 
 // ForHour returns the live policy for the hour holding `hour` (in
 // p.Location) as of the instant `hour`, from the records and lane states
-// given. Records from after
-// that hour are ignored, so a past hour gives the same file whatever came
-// later, and a record with Samples <= 0 counts as no record. See LaneAt for
-// the rules.
+// given. Records from after that hour are ignored, so a past hour gives the
+// same file whatever came later, and a record with Samples <= 0 counts as
+// no record. See LaneAt for the rules.
 func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time) File {
 	return ForHourProbes(p, recs, nil, states, hour)
 }

@@ -496,7 +496,7 @@ func (b *Backtest) state(l *lane, now time.Time) policy.LaneState {
 
 // records returns the probes of an hour as Aggregate should see them
 // under Options.Busy429S: as they are (0), or with each 429's announced
-// wait rewritten so that series.Busy says what the rule asked for says.
+// wait rewritten so that series.Busy agrees with the rule asked for.
 func (b *Backtest) records(probes []series.Probe) []series.Probe {
 	if b.opts.Busy429S == 0 || !slices.ContainsFunc(probes, func(p series.Probe) bool { return p.Outcome == series.OutcomeRateLimited }) {
 		return probes
