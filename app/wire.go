@@ -82,16 +82,18 @@ func stateSpan(p policy.Params) time.Duration {
 	return max(time.Duration(p.LookbackDays+1)*24*time.Hour, budget.MaxBackoff+time.Hour)
 }
 
-// ForHour reads what the live policy of hour h needs from st and returns
-// it, for the sites given (nil: every site).
+// ForHour reads what the live policy of the hour holding h needs from st
+// and returns it as of the instant h (a back-off that ended by then does
+// not count), for the sites given (nil: every site).
 func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Time, sites []string) (policy.File, error) {
 	p := Params(cfg)
+	at := h
 	h = hours.Start(h, cfg.Location)
 	end := h.Add(time.Hour)
 	q := series.Query{Windows: HourWindows(p, h), Sites: sites}
-	hourly, err := st.Hourly(ctx, q)
+	hourly, err := hourlyIn(ctx, st, cfg.Location, q)
 	if err != nil {
-		return policy.File{}, fmt.Errorf("store: read hourly records: %w", err)
+		return policy.File{}, err
 	}
 	// The calibrated rule's probes hold the newest ones of every lane
 	// probed in its window: the probes are read once.
@@ -103,7 +105,7 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, err
 	}
-	return policy.ForHourProbes(p, hourly, probes, policy.States(latest, cfg.Location), h), nil
+	return policy.ForHourProbes(p, hourly, probes, policy.States(latest, cfg.Location), at), nil
 }
 
 // calibratedProbes reads the probes the calibrated rule learns from for a
@@ -164,9 +166,9 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 	// The lookback days before the day, with an hour of margin for odd DST
 	// rules at midnight; policy ignores the rest.
 	from := time.Date(lt.Year(), lt.Month(), lt.Day()-p.LookbackDays, 0, 0, 0, 0, cfg.Location).Add(-time.Hour)
-	hourly, err := st.Hourly(ctx, series.Query{Windows: []series.Window{{From: from, To: start.Add(time.Hour)}}, Sites: sites})
+	hourly, err := hourlyIn(ctx, st, cfg.Location, series.Query{Windows: []series.Window{{From: from, To: start.Add(time.Hour)}}, Sites: sites})
 	if err != nil {
-		return nil, fmt.Errorf("store: read hourly records: %w", err)
+		return nil, err
 	}
 	probes, err := calibratedProbes(ctx, st, p, start, sites)
 	if err != nil {

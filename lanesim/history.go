@@ -71,6 +71,14 @@ type HistoryOptions struct {
 	// queue); the draws are those of the history without it.
 	ShiftAt     time.Time
 	ShiftFactor float64
+	// Busy429Rate, when > 0, gives free lanes short 429s (off: the history
+	// without them, byte for byte): outside outages and 429 bursts, a probe
+	// is rate_limited with probability min(1, Busy429Rate × curve(hour of
+	// day)), busier hours more often, with a Retry-After (quota_reset_s)
+	// drawn log-uniformly from 1 s to 15 minutes, less than the time to the
+	// next round; the lane is busy, not down, and its next probe draws as
+	// any other.
+	Busy429Rate float64
 }
 
 // HistoryProfile is the free lanes' model of a generated history. A free
@@ -190,6 +198,7 @@ const (
 	PaidBusyRate          = 0.01  // per paid lane-hour, with PaidFaults
 	PaidFailRate          = 0.002 // per paid probe, with PaidFaults
 	historyTokens         = 16
+	busy429MaxS           = 900 // the longest Retry-After of a short 429 (Busy429Rate)
 )
 
 // DefaultHistoryCurve is a working day on shared free lanes: quiet at
@@ -239,7 +248,7 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []series.Probe, truth [
 		h := fnv.New64a()
 		h.Write([]byte(l.Name))
 		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
-			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: opts.ShiftAt, shiftFactor: opts.ShiftFactor}
+			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: opts.ShiftAt, shiftFactor: opts.ShiftFactor, busy429: opts.Busy429Rate}
 		if l.Kind == "free" {
 			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
 			free++
@@ -287,6 +296,7 @@ type histLane struct {
 	paidFaults  bool
 	shiftAt     time.Time // free: the median × shiftFactor from then on
 	shiftFactor float64
+	busy429     float64       // free: Busy429Rate
 	offset      time.Duration // after the round's start
 	median      float64       // free: median queue at curve 1
 	busy        bool          // paid with faults: this hour is busy
@@ -346,6 +356,10 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (serie
 		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, reset.Seconds()
 		p.QuotaKnown, p.QuotaRemaining = true, 0
 		l.backoff, l.burst = t.Add(reset), true
+	case l.busy429 > 0 && l.rng.Float64() < min(1, l.busy429*mult):
+		wait := time.Duration(math.Exp(math.Log(busy429MaxS)*l.rng.Float64()) * float64(time.Second)).Round(time.Second)
+		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, wait.Seconds()
+		l.backoff, l.burst = t.Add(wait), false
 	case q >= timeout.Seconds():
 		p.QueueS, p.Outcome = timeout.Seconds(), "timeout"
 		l.burst = false

@@ -173,7 +173,7 @@ func (x *History) ClassesAt(p Params, lanes []Lane, t time.Time) []Class {
 	return x.classesAt(p, lanes, t, func(i int) float64 {
 		q := p
 		q.Rule = RuleMax
-		l, _ := x.laneAt(q, p.Lanes[i], LaneState{}, t, h, nil)
+		l, _ := x.laneAt(q, p.Lanes[i], LaneState{}, t, h, t, nil)
 		return l.NextQueueS
 	})
 }

@@ -236,10 +236,10 @@ func (f File) Book(class string) (BookPolicy, error) {
 }
 
 // ForHour returns the live policy for the hour holding `hour` (in
-// p.Location), from the records and lane states given. Records from after
-// that hour are ignored, so a past hour gives the same file whatever came
-// later, and a record with Samples <= 0 counts as no record. See LaneAt for
-// the rules.
+// p.Location) as of the instant `hour`, from the records and lane states
+// given. Records from after that hour are ignored, so a past hour gives the
+// same file whatever came later, and a record with Samples <= 0 counts as
+// no record. See LaneAt for the rules.
 func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time) File {
 	return ForHourProbes(p, recs, nil, states, hour)
 }
@@ -265,7 +265,7 @@ func ForHourProbes(p Params, recs []series.Hourly, probes []series.Probe, states
 			}
 		}
 	}
-	return x.ForHour(p, states, h)
+	return x.ForHour(p, states, hour)
 }
 
 // sortedProbes returns probes in time order (probes itself when it is).
@@ -292,7 +292,7 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 	worst := make([]float64, 0, len(p.Lanes))
 	sites := map[string]bool{}
 	for _, spec := range p.Lanes {
-		l, records := x.laneAt(p, spec, stateOf(states, spec.Name), h, h, sites)
+		l, records := x.laneAt(p, spec, stateOf(states, spec.Name), h, h, hour, sites)
 		f.Records += records
 		f.Lanes = append(f.Lanes, l)
 		worst = append(worst, l.worst)
@@ -313,7 +313,8 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 // when H has no samples yet). The lane is:
 //   - never_sampled when it has no record and no probe (state.LastSample) at all;
 //   - quota_exhausted, with Until, while its quota is spent (state.QuotaUntil
-//     after the start of H);
+//     after the start of H and after the instant `hour`: a back-off that
+//     ended by then no longer counts, docs/policy.md#a-short-429);
 //   - no_recent_sample when no site has a basis record;
 //   - probe_failed when any site's basis holds a failed probe or no ok one;
 //   - eligible (ok) otherwise.
@@ -327,7 +328,7 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 // `hour` (or the lane's newest probe added, when that is later), from the
 // probes added (AddProbe) before it; the rest is as above.
 func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
-	l, _ := x.laneAt(p, spec, state, hour, hours.Start(hour, x.loc), nil)
+	l, _ := x.laneAt(p, spec, state, hour, hours.Start(hour, x.loc), hour, nil)
 	l.worst = 0
 	return l
 }
@@ -335,7 +336,9 @@ func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Tim
 // laneAt is LaneAt at instant t of the hour starting at h, with the number
 // of records the figures come from; it adds the sites of those records to
 // sites when that is not nil. The lane's worst holds the worst-of figure.
-func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h time.Time, sites map[string]bool) (Lane, int) {
+// now is the instant of the answer: a back-off (state.QuotaUntil) that
+// ended by then no longer makes the lane quota_exhausted.
+func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now time.Time, sites map[string]bool) (Lane, int) {
 	lh := x.lanes[spec.Name]
 	lt := h.In(x.loc)
 	var s stat
@@ -398,7 +401,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h time.Tim
 	switch {
 	case !ever:
 		l.Reason = ReasonNeverSampled
-	case state.QuotaUntil.After(h):
+	case state.QuotaUntil.After(h) && state.QuotaUntil.After(now):
 		l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
 	case len(bases) == 0:
 		l.Reason = ReasonNoRecentSample

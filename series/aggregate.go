@@ -34,6 +34,17 @@ const (
 	OutcomeUnsent = "unsent"
 )
 
+// BusyMaxS is the longest wait (seconds, Retry-After or the quota's reset)
+// a 429 may announce and still say that its lane is busy, not down (Busy).
+const BusyMaxS = 300
+
+// Busy reports whether p is a 429 that announced when its lane may be asked
+// again (quota_reset_s), no later than BusyMaxS after the probe. Aggregate
+// does not count a busy 429 as a failure when it is its hour's only 429.
+func Busy(p Probe) bool {
+	return p.Outcome == OutcomeRateLimited && p.QuotaResetS > 0 && p.QuotaResetS <= BusyMaxS
+}
+
 // Sent reports whether p stands for a request that left, or may have left,
 // the sampler: every point but a released reservation (OutcomeUnsent).
 func Sent(p Probe) bool { return p.Outcome != OutcomeUnsent }
@@ -55,6 +66,13 @@ func Sent(p Probe) bool { return p.Outcome != OutcomeUnsent }
 // back-off and the policy's quota_exhausted until already keep the lane out
 // for as long as the lane asked.
 //
+// A busy 429 (Busy: the hour's only 429, with a wait the server announced
+// of at most BusyMaxS) counts in samples but is no failure: the lane said
+// it was busy for that long, not that it was down, and the back-off and the
+// policy's quota_exhausted keep it out for exactly that long. A 429 that
+// announced no wait or a longer one, and every 429 of an hour that holds
+// more than one, are failures (docs/policy.md#a-short-429).
+//
 // A reservation never settled (OutcomeReserved) counts as a failure with an
 // unknown wait: a request was sent, so the hour is never eligible on a
 // quieter figure than it. A cancelled probe (OutcomeCancelled) counts in
@@ -69,13 +87,19 @@ func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 	h := Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour}
 	ok := 0
 	rate := math.Inf(1)
+	limited := 0
+	for _, p := range probes {
+		if Sent(p) && p.Outcome == OutcomeRateLimited {
+			limited++
+		}
+	}
 	for _, p := range probes {
 		if !Sent(p) {
 			continue
 		}
 		h.Samples++
 		if !p.OK {
-			if p.Outcome != OutcomeCancelled {
+			if p.Outcome != OutcomeCancelled && (limited > 1 || !Busy(p)) {
 				h.Failures++
 			}
 			if p.Outcome == OutcomeReserved {

@@ -22,8 +22,8 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-shift-at YYYY-MM-DDTHH [-shift F]] [-force]
-       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-truth FILE] [-shift-at YYYY-MM-DDTHH [-shift F]] [-force]
+const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH [-shift F]] [-force]
+       lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile harsh|mild] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH [-shift F]] [-force]
 
 Generates a realistic probe history and stores it, probes and hourly records
 (written through the store's recorder, so every hourly record is the
@@ -66,6 +66,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	profile := fs.String("profile", lanesim.HarshProfile.Name, "free lanes' model: harsh or mild")
 	truthPath := fs.String("truth", "", "also write each probe's true median and sigma to `FILE` (JSON lines)")
 	paidFaults := fs.Bool("paid-faults", false, "give paid lanes a small queue of their own and rare failures")
+	busy429 := fs.Float64("busy429", 0, "give free lanes short 429s (Retry-After 1 s to 15 min) with probability `RATE` × the hour's load per probe")
 	curve := fs.String("curve", "", "free lanes' load by hour of day (UTC), as for the server's -curve (default: the profile's, harsh "+lanesim.HarshProfile.Curve.String()+", mild "+lanesim.MildProfile.Curve.String()+")")
 	timeout := fs.Duration("timeout", lanesim.DefaultHistoryTimeout, "probe timeout: longer waits are stored as timeouts (with -config: the config's probe.timeout)")
 	force := fs.Bool("force", false, "replace a store file (or -truth file) that exists")
@@ -93,6 +94,10 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bad("-profile: %w", err)
 	}
 	opts := lanesim.HistoryOptions{Days: *days, Seed: *seed, Timeout: *timeout, Profile: *profile, PaidFaults: *paidFaults}
+	if !(*busy429 >= 0 && *busy429 <= 1) {
+		return bad("-busy429: want a rate from 0 to 1, got %g", *busy429)
+	}
+	opts.Busy429Rate = *busy429
 	if *curve != "" {
 		cv, err := lanesim.ParseCurve(*curve)
 		if err != nil {

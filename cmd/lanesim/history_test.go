@@ -115,6 +115,8 @@ func TestHistoryBadFlags(t *testing.T) {
 		{[]string{"-out", out, "-start", "2026-13-01"}, "lanesim: history: -start: day \"2026-13-01\": want YYYY-MM-DD (month out of range)\n"},
 		{[]string{"-out", out, "-curve", "25:1"}, "lanesim: history: -curve: curve point \"25:1\": hour must be a number from 0 to below 24\n"},
 		{[]string{"-out", out, "extra"}, "lanesim: history: unexpected argument \"extra\"\n"},
+		{[]string{"-out", out, "-busy429", "1.5"}, "lanesim: history: -busy429: want a rate from 0 to 1, got 1.5\n"},
+		{[]string{"-out", out, "-busy429", "NaN"}, "lanesim: history: -busy429: want a rate from 0 to 1, got NaN\n"},
 	} {
 		code, _, errs := history(t, tc.args...)
 		if code != 2 || errs != tc.want {

@@ -23,7 +23,7 @@ import (
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
                           [-rule calibrated,max] [-coverage 0.9,0.95,0.99] [-warmup D] [-truth FILE]
                           [-format table|csv|json] [-hours]
-                          [-fallback 5,10,20,30,45] [-deadlines 30,60,120]
+                          [-fallback 5,10,20,30,45] [-deadlines 30,60,120] [-busy429 S|held]
 
 Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
@@ -104,6 +104,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	truthFlag := fs.String("truth", "", "compare with the oracle that knows each probe's true queue distribution, from `FILE` (lanesim history -truth)")
 	fallbackFlag := fs.String("fallback", "", "comma-separated first-token timeouts `T` (seconds) of the fallback@T and cancel-retry@T baselines")
 	deadlinesFlag := fs.String("deadlines", "", "comma-separated `deadlines` (seconds) to replay each class at too, in the baselines")
+	busyFlag := fs.String("busy429", "", "replay the rule for a short 429 with `S` seconds as the longest busy wait, or held: the rule before issue 18 (default: the policy's, docs/policy.md#a-short-429)")
 	if err := fs.parse(args, e.stderr, ""); err != nil {
 		return err
 	}
@@ -145,6 +146,16 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	busy := 0.0
+	switch *busyFlag {
+	case "":
+	case "held":
+		busy = backtest.HeldBusy429
+	default:
+		if busy, err = strconv.ParseFloat(*busyFlag, 64); err != nil || !(busy > 0 && busy <= 1e9) {
+			return fs.usagef("-busy429: want held or seconds above 0, got %q", clip(*busyFlag))
+		}
+	}
 	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
@@ -160,7 +171,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	to = to.In(cfg.Location)
 	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
 		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth,
-		Fallbacks: fallbacks, Deadlines: deadlines}
+		Fallbacks: fallbacks, Deadlines: deadlines, Busy429S: busy}
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)

@@ -240,6 +240,9 @@ func TestBacktestBadUsage(t *testing.T) {
 		{[]string{"-days", "2"}, "policygen: backtest: -config is required\n"},
 		{[]string{"-config", cfg, "now"}, `policygen: backtest: unexpected argument "now"` + "\n"},
 		{[]string{"-config", cfg, "-bogus"}, "policygen: backtest: flag provided but not defined: -bogus (-h for usage)\n"},
+		{[]string{"-config", cfg, "-busy429", "0"}, `policygen: backtest: -busy429: want held or seconds above 0, got "0"` + "\n"},
+		{[]string{"-config", cfg, "-busy429", "NaN"}, `policygen: backtest: -busy429: want held or seconds above 0, got "NaN"` + "\n"},
+		{[]string{"-config", cfg, "-busy429", "hold"}, `policygen: backtest: -busy429: want held or seconds above 0, got "hold"` + "\n"},
 	} {
 		r := backtestRun(t, tc.args...)
 		if r.code != 2 || r.stderr != tc.want || r.stdout != "" {

@@ -23,11 +23,11 @@ import (
 // progress). Files are written with internal/atomicfile.
 const staleTemp = time.Hour
 
-// hourArg is the hour an -hour flag names in loc, or the current hour when
-// it is empty.
+// hourArg is the hour an -hour flag names in loc (its start), or now when
+// it is empty: the live file of the current hour, as of now.
 func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 	if flag == "" {
-		return hours.Start(e.now(), loc), nil
+		return e.now(), nil // the live answer as of now (a back-off that ended no longer counts)
 	}
 	return hours.Parse(flag, loc)
 }

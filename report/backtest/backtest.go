@@ -89,7 +89,19 @@ type Options struct {
 	// every class replayed at its deadline and at each of Deadlines.
 	// Both empty: no baselines, the report as without them.
 	Fallbacks, Deadlines []float64
+	// Busy429S picks the rule for a short 429 (docs/policy.md#a-short-429),
+	// to compare it with others: 0, the rule policygen and the sampler
+	// follow (a lone 429 announcing a wait of at most series.BusyMaxS is
+	// no failure, and quota_exhausted lasts until the back-off ends); S > 0
+	// the same with S in place of series.BusyMaxS; HeldBusy429 (< 0) the
+	// rule before it, where every 429 is a failure of its hour and a
+	// back-off makes the lane quota_exhausted for the whole hour.
+	Busy429S float64
 }
+
+// HeldBusy429 is Options.Busy429S for the rule before issue 18: a 429 is a
+// failure and its back-off holds for the rest of the hour.
+const HeldBusy429 = -1
 
 // MaxCoverages bounds how many coverages one run scores.
 const MaxCoverages = 16
@@ -200,6 +212,8 @@ type Backtest struct {
 
 	base *baselines // nil: no baselines asked for
 
+	scratch []series.Probe // records' copy of an hour's probes
+
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
@@ -228,6 +242,7 @@ type figures struct {
 	ok             bool
 	hour           int64
 	version, epoch int64
+	until          time.Time // the state's QuotaUntil the figures were taken with
 	lane           policy.Lane
 }
 
@@ -463,15 +478,42 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 }
 
 // state returns the lane's policy.LaneState as of now: its newest probe,
-// and the latest back-off any site's newest probe asks for.
-func (b *Backtest) state(l *lane) policy.LaneState {
+// and the latest back-off any site's newest probe asks for, unless it has
+// ended by now (the live answer at now; under HeldBusy429 it holds for
+// the hour, as policygen -hour at the hour's start said before).
+func (b *Backtest) state(l *lane, now time.Time) policy.LaneState {
 	s := policy.LaneState{Lane: l.spec.Name, LastSample: l.last}
 	for _, sh := range l.sites {
 		if sh.backoff.After(s.QuotaUntil) {
 			s.QuotaUntil = sh.backoff
 		}
 	}
+	if b.opts.Busy429S >= 0 && !s.QuotaUntil.After(now) {
+		s.QuotaUntil = time.Time{}
+	}
 	return s
+}
+
+// records returns the probes of an hour as Aggregate should see them
+// under Options.Busy429S: as they are (0), or with each 429's announced
+// wait rewritten so that series.Busy agrees with the rule asked for.
+func (b *Backtest) records(probes []series.Probe) []series.Probe {
+	if b.opts.Busy429S == 0 || !slices.ContainsFunc(probes, func(p series.Probe) bool { return p.Outcome == series.OutcomeRateLimited }) {
+		return probes
+	}
+	b.scratch = append(b.scratch[:0], probes...)
+	for i := range b.scratch {
+		p := &b.scratch[i]
+		if p.Outcome != series.OutcomeRateLimited {
+			continue
+		}
+		if b.opts.Busy429S > 0 && p.QuotaResetS > 0 && p.QuotaResetS <= b.opts.Busy429S {
+			p.QuotaResetS = 1 // busy under the rule asked for
+		} else {
+			p.QuotaResetS = 0 // a failure
+		}
+	}
+	return b.scratch
 }
 
 // apply scores p against the policy in force, then adds it to the history.
@@ -482,7 +524,7 @@ func (b *Backtest) apply(p *series.Probe) {
 		l.first = hs.start
 	}
 	if !p.Time.Before(b.opts.From) {
-		st := b.state(l)
+		st := b.state(l, p.Time)
 		hod := hs.hod
 		scored := false
 		for i, e := range b.entries {
@@ -522,7 +564,7 @@ func (b *Backtest) apply(p *series.Probe) {
 		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
 	sh.probes = append(sh.probes, *p)
-	r := series.Aggregate(p.Lane, p.Kind, p.Site, hour, sh.probes)
+	r := series.Aggregate(p.Lane, p.Kind, p.Site, hour, b.records(sh.probes))
 	b.hist.Add(r)
 	if b.probes {
 		b.hist.AddProbe(*p)

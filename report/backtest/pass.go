@@ -56,10 +56,10 @@ func (b *Backtest) hourOf(t time.Time) hourSpan {
 func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *policy.Lane {
 	f := &l.figs[i]
 	h := b.hourOf(t).start.Unix()
-	if !f.ok || f.hour != h || f.version != l.version || f.epoch != b.epoch {
+	if !f.ok || f.hour != h || f.version != l.version || f.epoch != b.epoch || !f.until.Equal(st.QuotaUntil) {
 		// At the hour's start, as policygen -hour: the calibrated rule's
 		// figure is then that of the lane's newest probe (or the hour's start).
-		*f = figures{ok: true, hour: h, version: l.version, epoch: b.epoch,
+		*f = figures{ok: true, hour: h, version: l.version, epoch: b.epoch, until: st.QuotaUntil,
 			lane: b.hist.LaneAt(b.params[i], l.spec, st, b.hourOf(t).start)}
 	}
 	return &f.lane
@@ -87,7 +87,7 @@ func (b *Backtest) prune(now time.Time) {
 func (b *Backtest) evaluate(j *job) {
 	b.figs = b.figs[:0]
 	for _, l := range b.order {
-		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l), j.t0))
+		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l, j.t0), j.t0))
 	}
 	classes := b.hist.ClassesAt(b.params[b.decide], b.figs, b.hourOf(j.t0).start)
 	j.pol = make([]classPolicy, len(classes))

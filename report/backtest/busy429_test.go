@@ -1,0 +1,53 @@
+package backtest
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// One 429 at 10:27 among probes that queue 10 s. A busy one (a wait of 7 s)
+// no longer marks the lane ineligible for 10:47 and 11:07; under
+// HeldBusy429, the rule before, it does, as a failed probe does
+// (TestOneFailedProbe); a long wait (10 minutes) is a failure under both.
+// Busy429S at series.BusyMaxS replays the default rule, report for report.
+func TestOneBusy429(t *testing.T) {
+	at := day0.AddDate(0, 0, 9).Add(10*time.Hour + 27*time.Minute)
+	history := func(opts Options, waitS float64) []series.Probe {
+		ps := rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 10, true })
+		for i := range ps {
+			if ps[i].Lane == "free" && ps[i].Time.Equal(at) {
+				ps[i] = series.Probe{Lane: "free", Kind: "free", Time: at, Outcome: series.OutcomeRateLimited, Status: 429, QuotaResetS: waitS}
+			}
+		}
+		return ps
+	}
+	for _, tc := range []struct {
+		name            string
+		waitS, busy429S float64
+		falseIneligible int
+	}{
+		{"busy", 7, 0, 0},
+		{"busy, held", 7, HeldBusy429, 2},
+		{"busy, S below its wait", 7, 5, 2},
+		{"10 minutes", 600, 0, 2},
+		{"10 minutes, S above its wait", 600, 900, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Params: params(7), From: day0.AddDate(0, 0, 8), To: day0.AddDate(0, 0, 11), Busy429S: tc.busy429S}
+			r := run(t, opts, history(opts, tc.waitS))
+			c := laneCal(t, r, 7, "free")
+			if c.FalseIneligible != tc.falseIneligible || c.Hours[11].FalseIneligible != min(tc.falseIneligible, 1) {
+				t.Errorf("false_ineligible %d (11:00: %d), want %d: %+v", c.FalseIneligible, c.Hours[11].FalseIneligible, tc.falseIneligible, c.Counts)
+			}
+		})
+	}
+	opts := Options{Params: params(7), From: day0.AddDate(0, 0, 8), To: day0.AddDate(0, 0, 11)}
+	def := run(t, opts, history(opts, 7))
+	opts.Busy429S = series.BusyMaxS
+	if same := run(t, opts, history(opts, 7)); !reflect.DeepEqual(def, same) {
+		t.Errorf("Busy429S %v: %+v\nwant the default's %+v", series.BusyMaxS, same, def)
+	}
+}
