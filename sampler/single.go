@@ -17,7 +17,7 @@ import (
 // their requests: the lane is probed only when its group's slot is unused
 // and its cap allows one more, and it is not backing off (force: anyway;
 // the probe still counts). The reservation is written before the request
-// leaves and the probe replaces it, with its hour record, as in Run. The
+// leaves and the probe replaces it, with its hour record read afresh. The
 // Round's Plan says why the lane was skipped when it was; a lane that is
 // not owned is an error.
 func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Round, error) {
@@ -65,7 +65,13 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 		}
 	}
 	r.Points = []series.Probe{p}
-	rec, err := s.rec.RecordWith(storeCtx, r.Points, m.prior)
+	// Record reads the lane's hour again, after the probe: a daemon beside
+	// this one may have stored a probe of it since the meter's read, and
+	// the hour record rewritten here must count it (a daemon's write in the
+	// moment between that read and this write is not seen; sampler rollup
+	// repairs such an hour). The hours of the daemon's unsettled
+	// reservations are the daemon's to rebuild, not this probe's.
+	rec, err := s.rec.Record(storeCtx, r.Points)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
 	if err != nil {

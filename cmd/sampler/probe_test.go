@@ -75,6 +75,13 @@ func TestProbeBesideTheDaemon(t *testing.T) {
 	if len(ps) != 1 || ps[0].Lane != "or-a" || ps[0].Outcome != "ok" {
 		t.Errorf("stored probes %+v, want one settled probe of or-a (its reservation replaced)", ps)
 	}
+	hs, err := held.Hourly(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 1 || hs[0].Lane != "or-a" || hs[0].Samples != 1 || !hs[0].Eligible {
+		t.Errorf("stored hour records %+v, want or-a's hour with its one ok probe", hs)
+	}
 
 	out, err = probeRun("-lane", "or-b")
 	var ee cli.ExitError
