@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -127,5 +129,44 @@ func TestProbeUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("probe %q: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr.String(), c.want)
 		}
+	}
+}
+
+// On InfluxDB, sampler probe runs while a daemon holds the spool's lock:
+// the probe is booked and stored on the server, where the daemon's meter
+// reads it. With the server down it has no spool of its own: the
+// reservation cannot be written, so it sends nothing and exits 1.
+func TestProbeBesideTheDaemonOnInflux(t *testing.T) {
+	srv := influxtest.Start(t)
+	db := srv.CreateDB(t, "lanewatch")
+	free, hits := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
+	dir := t.TempDir()
+	cfgPath := influxConfig(t, dir, srv.URL, db, map[string]string{"free": free.URL})
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := app.OpenStore(context.Background(), cfg, nil, influxEnv) // the daemon's store: it locks the spool
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	probeRun := func() (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"probe", "-config", cfgPath, "-lane", "free"}, &out, &errOut, influxEnv)
+		return out.String() + errOut.String(), err
+	}
+	if out, err := probeRun(); err != nil || hits.Load() != 1 || !strings.Contains(out, " ok ") {
+		t.Fatalf("probe beside the daemon: err %v, requests %d; want nil and 1\n%s", err, hits.Load(), out)
+	}
+	if ps := influxProbes(t, srv.URL, db); len(ps) != 1 || ps[0].Lane != "free" || ps[0].Outcome != "ok" {
+		t.Fatalf("the server holds %+v, want the settled probe of free", ps)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := probeRun()
+	if code := exitCode(err, &bytes.Buffer{}); code != 1 || hits.Load() != 1 {
+		t.Errorf("probe with the server down: exit %d, requests %d; want 1 and still 1\n%s", code, hits.Load(), out)
 	}
 }
