@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: all build demo test vet lint bench mutate clean
+.PHONY: all build demo figures test vet lint bench mutate clean
 
 all: build
 
@@ -14,6 +14,11 @@ build:
 # the embedded store, what was stored, and the policy for the current hour.
 demo: build
 	./scripts/demo.sh
+
+# Every backtest figure the README quotes (make demo ends with them; a test
+# in scripts/ holds the README to them).
+figures: build
+	./scripts/figures.sh
 
 # vet, staticcheck (when installed) and every test under -race, with a real
 # InfluxDB server and the mock-llm interop server started for them.

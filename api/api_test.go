@@ -176,6 +176,9 @@ func TestHandler(t *testing.T) {
 	}
 	writeFile(t, dir, calibratedFile("2026-11-30T19", policy.Cutover{AfterS: 12.5, FreeFirst: true}))
 	writeFile(t, dir, calibratedFile("2026-11-30T20", policy.Cutover{AfterS: 3.25}))
+	ghost := testFile("2026-11-30T21", policy.BasisForecast, []string{"free"}, true)
+	ghost.Classes[0].Book.PaidLane = "ghost"
+	writeFile(t, dir, ghost)
 	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
 	srv := httptest.NewServer(Handler(Options{Folder: Folder{Dir: dir}, Lanes: testLanes, Now: func() time.Time { return now }}))
 	defer srv.Close()
@@ -224,13 +227,18 @@ func TestHandler(t *testing.T) {
 		{"next, no class fits anywhere", "GET", "/api/v1/next?class=batch", "", 503, "unavailable", ""}, // reaches the bad file
 		{"next, DELETE", "DELETE", "/api/v1/next?class=interactive", "", 405, "method_not_allowed", ""},
 		{"book", "POST", "/api/v1/book?class=interactive", attempt, 200, "",
-			`{"action":"cut_over","why":"free retry does not fit; one paid attempt does","spent_s":44,"remaining_s":16,"spent_tokens":220,"projected_tokens":1020,"sunk_usd_if_those_tokens_were_paid":0.0004}` + "\n"},
+			`{"action":"cut_over","why":"free retry does not fit; one paid attempt does","spent_s":44,"remaining_s":16,"spent_tokens":220,"projected_tokens":1020,"sunk_usd_if_those_tokens_were_paid":0.0004,"lane":"paid","endpoint":{` + paid + `}}` + "\n"},
+		{"book, first call: the free lane fits, with its endpoint", "POST", "/api/v1/book?class=interactive", `{"attempts":[]}`, 200, "",
+			`{"action":"retry_free","why":"remaining clock covers one more free attempt","spent_s":0,"remaining_s":60,"spent_tokens":0,"projected_tokens":800,"sunk_usd_if_those_tokens_were_paid":0,"lane":"free","endpoint":{` + free + `}}` + "\n"},
+		{"book, shipped: stop, no lane", "POST", "/api/v1/book?class=interactive", `{"attempts":[{"queue_s":2,"gen_s":3,"emitted_tokens":10,"shipped":true}]}`, 200, "",
+			`{"action":"stop","why":"a previous attempt already shipped","spent_s":5,"remaining_s":55,"spent_tokens":10,"projected_tokens":810,"sunk_usd_if_those_tokens_were_paid":0,"lane":null,"endpoint":null}` + "\n"},
+		{"book, paid lane not configured", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T21", attempt, 503, "unavailable", ""},
 		{"book, running inside the cut-over", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T19", `{"attempts":[],"running_s":12.5}`, 200, "",
-			`{"action":"wait","why":"` + policy.WhyRunningWait + `","elapsed_s":12.5}` + "\n"},
+			`{"action":"wait","why":"` + policy.WhyRunningWait + `","elapsed_s":12.5,"lane":"free","endpoint":{` + free + `}}` + "\n"},
 		{"book, running past the cut-over", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T19", `{"attempts":[],"running_s":12.51}`, 200, "",
-			`{"action":"cut_over","why":"` + policy.WhyRunningCut + `","elapsed_s":12.51}` + "\n"},
+			`{"action":"cut_over","why":"` + policy.WhyRunningCut + `","elapsed_s":12.51,"lane":"paid","endpoint":{` + paid + `}}` + "\n"},
 		{"book, running, not free first", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T20", `{"attempts":[],"running_s":0}`, 200, "",
-			`{"action":"cut_over","why":"` + policy.WhyRunningNotFirst + `","elapsed_s":0}` + "\n"},
+			`{"action":"cut_over","why":"` + policy.WhyRunningNotFirst + `","elapsed_s":0,"lane":"paid","endpoint":{` + paid + `}}` + "\n"},
 		{"book, running without a cut-over", "POST", "/api/v1/book?class=interactive", `{"attempts":[],"running_s":1}`, 400, "bad_request", ""},
 		{"book, first call", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T15", `{"attempts":[]}`, 200, "", ""},
 		{"book, policy in the body", "POST", "/api/v1/book?class=interactive", `{"attempts":[],"policy":{}}`, 400, "bad_request", ""},
@@ -275,6 +283,9 @@ func TestHandler(t *testing.T) {
 				if json.Unmarshal(body, &e) != nil || e["code"] != tc.code {
 					t.Errorf("body %s, want code %q", body, tc.code)
 				}
+			}
+			if strings.Contains(tc.name, "not configured") && !strings.Contains(string(body), `lane \"ghost\" of class \"interactive\" is not in the config`) {
+				t.Errorf("body %s, want the lane named", body)
 			}
 			if tc.want != "" && string(body) != tc.want {
 				t.Errorf("body\n%s\nwant\n%s", body, tc.want)

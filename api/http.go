@@ -260,8 +260,13 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 		return nil, fail(http.StatusBadRequest, "bad_request", "%v", err)
 	}
 	c, _ := f.Class(class) // f.Book found it
-	out, err := Answer(in, bp, c.Cutover)
-	if err != nil {
+	out, err := AnswerWithLane(in, bp, c.Cutover, s.opts.Lanes)
+	var unknown *UnknownLaneError
+	switch {
+	case errors.As(err, &unknown):
+		unknown.Class = class
+		return nil, err
+	case err != nil:
 		return nil, fail(http.StatusBadRequest, "bad_request", "%v", err)
 	}
 	return out, nil
@@ -275,16 +280,69 @@ var ErrNoCutover = errors.New("running_s: the class has no cutover_after_s this 
 // decision (BookAnswer), or with in.RunningS the running answer, from the
 // class's cut-over cut (in.Cutover, when the input gave one, wins).
 func Answer(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover) ([]byte, error) {
+	out, _, err := answer(in, p, cut)
+	return out, err
+}
+
+// answer is Answer with the answer's action.
+func answer(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover) ([]byte, policy.Action, error) {
 	if in.RunningS == nil {
-		return BookAnswer(in.Attempts, p)
+		d := policy.Book(in.Attempts, p)
+		out, err := BookAnswer(in.Attempts, p)
+		return out, d.Action, err
 	}
 	if in.Cutover != nil {
 		cut = in.Cutover
 	}
 	if cut == nil {
-		return nil, ErrNoCutover
+		return nil, "", ErrNoCutover
 	}
-	return RunningAnswer(policy.Running(in.Attempts, *in.RunningS, p, *cut))
+	d := policy.Running(in.Attempts, *in.RunningS, p, *cut)
+	out, err := RunningAnswer(d)
+	return out, d.Action, err
+}
+
+// AnswerWithLane is Answer followed by the lane the action runs on, as
+// POST /api/v1/book and policygen book -config answer: "lane", the name
+// (the book's free lane for retry_free and wait, its paid lane for
+// cut_over; null for stop, or when the book names no such lane), and
+// "endpoint", that lane's endpoint from lanes ({"lane", "kind", "api",
+// "base_url", "model", "api_key_env"}: the name of the key's variable,
+// never a key) or null with it. A lane the book names that lanes lack is
+// an *UnknownLaneError (its Class left for the caller).
+func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover, lanes []Endpoint) ([]byte, error) {
+	out, action, err := answer(in, p, cut)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	switch action {
+	case policy.RetryFree, policy.Wait:
+		name = p.FreeLane
+	case policy.CutOver:
+		name = p.PaidLane
+	}
+	lane, endpoint := []byte("null"), []byte("null")
+	if name != "" {
+		l, ok := find(lanes, name)
+		if !ok {
+			return nil, &UnknownLaneError{Lane: name}
+		}
+		lane, endpoint = jsonOf(name), jsonOf(l)
+	}
+	// out is one JSON object and a newline: the keys go before its brace.
+	out = append(out[:len(out)-2], `,"lane":`...)
+	out = append(append(out, lane...), `,"endpoint":`...)
+	return append(append(out, endpoint...), "}\n"...), nil
+}
+
+// jsonOf is v as compact JSON, with & < > as they are (a URL's query).
+func jsonOf(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // a string or a Lane always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // runningJSON is the running answer's JSON: {"action", "why", "elapsed_s"}.

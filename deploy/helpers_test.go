@@ -47,7 +47,7 @@ var pending = map[string]bool{
 // subcommands of each command: a first argument that is one of these is
 // a subcommand, not a stray argument.
 var subcommands = map[string][]string{
-	"sampler":   {"import", "rollup"},
+	"sampler":   {"import", "rollup", "probe"},
 	"policygen": {"swings", "book", "lane", "backtest"},
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh — what `make demo` runs: two stand-in lanes (cmd/lanesim) on free
 # loopback ports, three sampler rounds into the embedded store, what was
-# stored, and the policy for the current hour. Everything stays in .demo/.
+# stored, the policy for the current hour, and the README's backtest
+# figures (scripts/figures.sh). Everything stays in .demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,25 +58,8 @@ echo
 echo "== policy for the current hour"
 bin/policygen -config "$demo/demo.yaml" -print
 
+# The backtest figures the README quotes, from the one command that makes
+# them (make figures): six generated histories, the first one's whole
+# backtest, then the grid against the fallback@T baselines.
 echo
-echo "== backtest: 28 days of generated history (lanesim history), the policy replayed against them, beside the baselines people write (fallback@T: free with a first-token timeout, then paid)"
-# Three lanes that are never probed here: the history stands in for a month
-# of sampler rounds. The store path is relative to the config's folder.
-cat >"$demo/history.yaml" <<'YAML'
-timezone: UTC
-store:
-  kind: file
-  path: history.lp
-lanes:
-  - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: sim-free}
-  - {name: free2, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: sim-free}
-  - {name: paid, kind: paid, api: openai, base_url: "http://127.0.0.1:1/v1", model: sim-paid}
-policy:
-  out: policies-history
-  lookback_days: 7
-  classes:
-    - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
-    - {name: batch, deadline_s: 900, ceiling_tokens: 20000, est_tokens: 4000, paid_usd_per_1k: 0.001}
-YAML
-bin/lanesim history -days 28 -seed 1 -config "$demo/history.yaml"
-bin/policygen backtest -config "$demo/history.yaml" -days 28 -lookback 1,3,7,14 -fallback 10,20,30
+scripts/figures.sh "$demo/figures"

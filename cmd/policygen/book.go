@@ -2,29 +2,47 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 
 	"github.com/lanewatch/lanewatch/api"
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
-
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// runBook is `policygen book [-policy FILE -class NAME] < attempts.json`.
-// Reads are capped (stdin maxBookInput, the file maxPolicyFile) and end when
-// ctx is done (SIGINT, SIGTERM), even while stdin blocks.
+// runBook is `policygen book [-policy FILE -class NAME | -config F -class
+// NAME [-hour H] [-dir DIR]] < attempts.json`. Reads are capped (stdin
+// maxBookInput, the file maxPolicyFile) and end when ctx is done (SIGINT,
+// SIGTERM), even while stdin blocks.
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
-	className := fs.String("class", "", "class `name` in the -policy file")
+	className := fs.String("class", "", "class `name` in the -policy file, or in the hour's file of -config")
+	configPath := fs.String("config", "", "take the class's book from the hour's policy file in policy.out of this `config`, and answer with the lane and its endpoint (with -class)")
+	hourFlag := fs.String("hour", "", "with -config: hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
+	dirFlag := fs.String("dir", "", "with -config: folder of the policy files (default: policy.out of the config)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: policygen book [-policy FILE -class NAME] < attempts.json
+       policygen book -config F -class NAME [-hour YYYY-MM-DDTHH] [-dir DIR] < attempts.json
 
 Reads {"attempts": [...], "policy": {...}} on stdin, or with -policy and
 -class {"attempts": [...]} and the class's book from the policy file, and
 prints the retry ledger's answer as one line of JSON.
+
+With -config the book is the class's in the hour's policy file (as
+policygen lane reads it: policy.out of the config, or -dir), and the answer
+ends with "lane", the lane the action runs on (the book's free lane for
+retry_free and wait, its paid lane for cut_over, null for stop), and
+"endpoint", that lane's {"lane", "kind", "api", "base_url", "model",
+"api_key_env"} from the config (the name of the key's variable, never a
+key) or null: what POST /api/v1/book answers.
 
 With "running_s": S beside the attempts (an attempt is running and has no
 first token after S seconds), it answers {"action": "wait" | "cut_over",
@@ -39,11 +57,31 @@ free_first of a calibrated policy file, or of the stdin policy.
 	switch {
 	case fs.NArg() > 0:
 		return usagef("book: unexpected argument %q (the input comes on stdin)", fs.Arg(0))
-	case (*policyPath == "") != (*className == ""):
+	case *policyPath != "" && *configPath != "":
+		return usagef("book: -policy and -config exclude each other")
+	case *configPath == "" && (*hourFlag != "" || *dirFlag != ""):
+		return usagef("book: -hour and -dir go with -config")
+	case *configPath != "" && *className == "":
+		return usagef("book: -config goes with -class")
+	case *configPath == "" && (*policyPath == "") != (*className == ""):
 		return usagef("book: -policy and -class go together")
 	}
 	var fromFile *policy.BookPolicy
-	var cut *policy.Cutover // the class's cut-over in the -policy file
+	var cut *policy.Cutover  // the class's cut-over in the policy file
+	var lanes []api.Endpoint // with -config: the configured lanes
+	if *configPath != "" {
+		f, eps, err := e.bookFile(ctx, *configPath, *hourFlag, *dirFlag)
+		if err != nil {
+			return err
+		}
+		b, err := f.Book(*className)
+		if err != nil {
+			return fmt.Errorf("book: %w", err)
+		}
+		fromFile, lanes = &b, eps
+		c, _ := f.Class(*className) // f.Book found it
+		cut = c.Cutover
+	}
 	if *policyPath != "" {
 		data, err := readFileCapped(ctx, "policy file "+*policyPath, *policyPath, maxPolicyFile)
 		if err != nil {
@@ -73,11 +111,74 @@ free_first of a calibrated policy file, or of the stdin policy.
 	if fromFile != nil {
 		in.Policy = *fromFile
 	}
-	// The same bytes as POST /api/v1/book.
-	out, err := api.Answer(in, in.Policy, cut)
+	var out []byte
+	if lanes != nil {
+		// The same bytes as POST /api/v1/book.
+		out, err = api.AnswerWithLane(in, in.Policy, cut, lanes)
+		var unknown *api.UnknownLaneError
+		if errors.As(err, &unknown) {
+			return fmt.Errorf("book: lane %q of class %q is not in the config %s", unknown.Lane, *className, *configPath)
+		}
+	} else {
+		out, err = api.Answer(in, in.Policy, cut)
+	}
 	if err != nil {
 		return err
 	}
 	_, err = e.stdout.Write(out)
 	return err
+}
+
+// bookFile reads the policy file of the hour (hourFlag, default the
+// current hour, in the config's timezone) from policy.out of the config at
+// configPath or from dirFlag, as policygen lane does, and returns it with
+// the config's lanes.
+func (e *env) bookFile(ctx context.Context, configPath, hourFlag, dirFlag string) (policy.File, []api.Endpoint, error) {
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return policy.File{}, nil, err
+	}
+	h, err := e.hourArg(hourFlag, cfg.Location)
+	if err != nil {
+		return policy.File{}, nil, usagef("book: -hour: %w", err)
+	}
+	label := hours.Label(h, cfg.Location)
+	dir := cfg.Policy.Out
+	if dirFlag != "" {
+		if dir, err = filepath.Abs(dirFlag); err != nil {
+			return policy.File{}, nil, usagef("book: -dir: %w", err)
+		}
+	}
+	f, _, err := readHourFile(ctx, "book", configPath, dir, label, hourFlag != "")
+	if err != nil {
+		return policy.File{}, nil, err
+	}
+	return f, app.Endpoints(cfg), nil
+}
+
+// readHourFile reads and checks the policy file of the hour labelled label
+// in dir, for the subcommand cmd (lane, book) of the config at configPath;
+// hourGiven says whether -hour named the hour (the missing file's hint
+// then names it too). It returns the file and its path.
+func readHourFile(ctx context.Context, cmd, configPath, dir, label string, hourGiven bool) (policy.File, string, error) {
+	path := filepath.Join(dir, label+".yaml")
+	data, err := readFileCapped(ctx, "policy file "+path, path, maxPolicyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		how := "policygen -config " + configPath
+		if hourGiven {
+			how += " -hour " + label
+		}
+		return policy.File{}, path, fmt.Errorf("%s: no policy file for %s: %s does not exist (%s writes it)", cmd, label, path, how)
+	}
+	if err != nil {
+		return policy.File{}, path, fmt.Errorf("%s: %w", cmd, err)
+	}
+	f, err := policy.ParseFile(data)
+	if err != nil {
+		return policy.File{}, path, fmt.Errorf("%s: %s: %w", cmd, path, err)
+	}
+	if f.Hour != label {
+		return policy.File{}, path, fmt.Errorf("%s: %s: holds hour %q, want %q", cmd, path, f.Hour, label)
+	}
+	return f, path, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/policy"
 )
 
 const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env|dotenv] [-dir DIR]
@@ -106,24 +104,9 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if *next {
 		return e.laneNext(api.Folder{Dir: dir, Location: loc}, *className, *format)
 	}
-	path := filepath.Join(dir, label+".yaml")
-	data, err := readFileCapped(ctx, "policy file "+path, path, maxPolicyFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		how := "policygen -config " + *configPath
-		if *hourFlag != "" {
-			how += " -hour " + label
-		}
-		return fmt.Errorf("lane: no policy file for %s: %s does not exist (%s writes it)", label, path, how)
-	}
+	f, path, err := readHourFile(ctx, "lane", *configPath, dir, label, *hourFlag != "")
 	if err != nil {
-		return fmt.Errorf("lane: %w", err)
-	}
-	f, err := policy.ParseFile(data)
-	if err != nil {
-		return fmt.Errorf("lane: %s: %w", path, err)
-	}
-	if f.Hour != label {
-		return fmt.Errorf("lane: %s: holds hour %q, want %q", path, f.Hour, label)
+		return err
 	}
 	ch, err := api.Choose(f, *className, app.Endpoints(cfg))
 	var noLane *api.NoLaneError

@@ -41,8 +41,10 @@ func startServe(t *testing.T, e *env, args ...string) string {
 	return url
 }
 
-// POST /api/v1/book answers byte for byte what policygen book -policy
-// FILE -class NAME prints, on every shared test vector.
+// POST /api/v1/book answers byte for byte what policygen book -config F
+// -class NAME -hour H prints, on every shared test vector, and its ledger
+// keys are what policygen book -policy FILE -class NAME prints, the lane
+// and its endpoint following them.
 func TestServeBookSameAsBook(t *testing.T) {
 	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
 	fx := newLaneFixture(t, "UTC")
@@ -65,7 +67,8 @@ func TestServeBookSameAsBook(t *testing.T) {
 				t.Fatal(err)
 			}
 			body := `{"attempts":` + string(raw.Attempts) + `}`
-			cli := runOK(t, &env{}, body, "book", "-policy", file, "-class", "interactive")
+			cli := runOK(t, &env{}, body, "book", "-config", fx.config, "-class", "interactive", "-hour", hour)
+			ledger := runOK(t, &env{}, body, "book", "-policy", file, "-class", "interactive")
 			resp, err := http.Post(url+"/api/v1/book?class=interactive&hour="+hour, "application/json", strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
@@ -73,7 +76,10 @@ func TestServeBookSameAsBook(t *testing.T) {
 			got, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 200 || string(got) != cli.stdout {
-				t.Errorf("API %d %q\npolicygen book %q", resp.StatusCode, got, cli.stdout)
+				t.Errorf("API %d %q\npolicygen book -config %q", resp.StatusCode, got, cli.stdout)
+			}
+			if keys := strings.TrimSuffix(ledger.stdout, "}\n") + `,"lane":`; !strings.HasPrefix(string(got), keys) {
+				t.Errorf("API %q\ndoes not start with policygen book -policy's keys %q", got, keys)
 			}
 		})
 	}

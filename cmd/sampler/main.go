@@ -6,6 +6,7 @@
 //	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
 //	sampler rollup -config F [-days N] [-check]  # rebuild (or check) the hourly records from the probes
 //	sampler prune -config F            # drop probes older than store.retention_days now
+//	sampler probe -config F -lane NAME [-force]  # probe one lane now, beside the daemon
 package main
 
 import (
@@ -39,6 +40,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 			return runRollup(ctx, args[1:], stdout, stderr, lookupEnv)
 		case "prune":
 			return runPrune(ctx, args[1:], stdout, stderr, lookupEnv)
+		case "probe":
+			return runProbe(ctx, args[1:], stdout, stderr, lookupEnv)
 		}
 	}
 	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
@@ -50,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n")
+		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n       sampler probe -config F -lane NAME [-force]\n")
 		fs.PrintDefaults()
 	}
 	if err := cli.Parse(fs, args, stderr); err != nil {

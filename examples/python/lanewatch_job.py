@@ -8,7 +8,7 @@ standard library only (urllib, http.client, json, threading).
 It streams an OpenAI chat completion, abandons an attempt that has no first
 token by the cut-over time (cutover_after_s from the API, else --timeout),
 books it through POST /api/v1/book and follows the ledger: retry_free,
-cut_over to the fallback lane, or stop. The key of a lane is read from the
+cut_over to the lane its answer names (with the endpoint), or stop. The key of a lane is read from the
 variable its api_key_env names; the API never sends a key. Prints one line
 of JSON on stdout: {"lane", "text", "attempts", "actions"}. Exit 0 done,
 1 the ledger said stop or an error, 3 no lane fits the class this hour.
@@ -141,11 +141,11 @@ def main():
         print("ledger: %s: %s" % (ans["action"], ans["why"]), file=sys.stderr)
         if ans["action"] == "stop":
             return 1
-        if ans["action"] == "cut_over":
-            if choice["fallback"] is None:
-                print("ledger said cut_over but the policy has no fallback lane", file=sys.stderr)
-                return 1
-            lane = choice["fallback"]
+        # The answer names the lane to run the next attempt on, with its endpoint.
+        if ans["endpoint"] is None:
+            print("ledger said %s but named no lane" % ans["action"], file=sys.stderr)
+            return 1
+        lane = ans["endpoint"]
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // lanewatch-job.ts: run one LLM job on the lane lanewatch picks, with the
 // official openai SDK, streaming; abandon a free attempt that has no first
 // token by the cut-over time, book it through the ledger and follow its
-// answer (retry the free lane, cut over to the fallback lane, or stop).
+// answer (retry the free lane, cut over to the lane it names, or stop).
 //
 //   node lanewatch-job.js --api http://127.0.0.1:9465 --class interactive \
 //     --prompt "Say hi" [--timeout 20]
@@ -39,6 +39,8 @@ interface Attempt {
 interface Answer {
   action: "retry_free" | "cut_over" | "stop";
   why: string;
+  lane: string | null; // the lane the action runs on
+  endpoint: Lane | null; // its endpoint (the key's variable, never a key)
 }
 
 function flag(name: string, def?: string): string {
@@ -135,13 +137,12 @@ async function main(): Promise<number> {
     actions.push(ans.action);
     process.stderr.write(`ledger: ${ans.action}: ${ans.why}\n`);
     if (ans.action === "stop") return 1;
-    if (ans.action === "cut_over") {
-      if (!choice.fallback) {
-        process.stderr.write("ledger said cut_over but the policy has no fallback lane\n");
-        return 1;
-      }
-      lane = choice.fallback;
+    // The answer names the lane to run the next attempt on, with its endpoint.
+    if (!ans.endpoint) {
+      process.stderr.write(`ledger said ${ans.action} but named no lane\n`);
+      return 1;
     }
+    lane = ans.endpoint;
   }
 }
 

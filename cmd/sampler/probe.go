@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// exitSkipped is sampler probe's exit status when the lane's budget is
+// spent or the lane backs off: nothing was sent.
+const exitSkipped = 4
+
+// runProbe is `sampler probe -config F -lane NAME [-force]`: one probe of
+// one lane now, printed as `sampler -once` prints its rows. It runs beside
+// the daemon: on the embedded file it appends without the daemon's writer
+// lock (series.SharedFile), on InfluxDB it writes to the server and reads
+// the daemon's spool; either way the reservation is stored where the
+// daemon's meter reads it before the request leaves, so the probe counts
+// against the lane's quota group. A group whose slot is used or whose cap
+// is reached, or a lane backing off, is refused (exit 4) unless -force.
+func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
+	fs := flag.NewFlagSet("sampler probe", flag.ContinueOnError)
+	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	laneName := fs.String("lane", "", "the lane to probe (required)")
+	force := fs.Bool("force", false, "probe even when the lane's budget is spent or it backs off (the probe counts)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sampler probe -config F -lane NAME [-force]\n")
+		fs.PrintDefaults()
+	}
+	if err := cli.Parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cli.Usagef("probe: unexpected argument %q", fs.Arg(0))
+	case *configPath == "":
+		return cli.Usagef("probe: -config is required")
+	case *laneName == "":
+		return cli.Usagef("probe: -lane is required")
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		return err
+	}
+	lane, ok := findLane(cfg, *laneName)
+	if !ok {
+		names := make([]string, len(cfg.Lanes))
+		for i, l := range cfg.Lanes {
+			names[i] = l.Name
+		}
+		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *configPath, strings.Join(names, ", "))
+	}
+	key, err := lane.APIKey(lookupEnv)
+	if err != nil {
+		return err
+	}
+	st, err := openShared(ctx, cfg, cli.Warner("sampler", stderr), lookupEnv)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	s := sampler.New(probeOptions(cfg, st, lane, key))
+	r, err := s.ProbeLane(ctx, lane.Name, *force)
+	if r == nil {
+		return err
+	}
+	if err == nil && len(r.Samples) == 0 && len(r.NotStarted) == 0 {
+		return refusal(lane.Name, r)
+	}
+	printRound(stdout, cfg, r)
+	return err
+}
+
+// findLane returns the config's lane called name.
+func findLane(cfg *config.Config, name string) (config.Lane, bool) {
+	for _, l := range cfg.Lanes {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return config.Lane{}, false
+}
+
+// probeOptions are the options of a sampler that owns lane and the other
+// lanes of its quota group (so that the meter counts the group's
+// requests); only lane has its key, and only lane is probed.
+func probeOptions(cfg *config.Config, st series.Store, lane config.Lane, key string) sampler.Options {
+	var targets []probe.Target
+	for _, l := range cfg.Lanes {
+		switch {
+		case l.Name == lane.Name:
+			targets = append(targets, app.Target(l, key))
+		case lane.Quota != "" && l.Quota == lane.Quota:
+			targets = append(targets, app.Target(l, "")) // counted, never probed
+		}
+	}
+	return sampler.Options{
+		Store:       st,
+		Site:        cfg.Site,
+		Schedule:    cfg.Schedule,
+		Location:    cfg.Location,
+		Concurrency: 1,
+		Targets:     targets,
+		Groups:      app.Groups(cfg),
+		Shard:       sampler.Shard{Index: 0, Count: 1},
+	}
+}
+
+// refusal is the one-line error of a probe the plan left out.
+func refusal(lane string, r *sampler.Round) error {
+	if r.MeterErr != nil {
+		return fmt.Errorf("probe %s: not probed: the budget spent is unknown (store unreadable): %w", lane, r.MeterErr)
+	}
+	why := "skipped"
+	for _, sk := range r.Plan.Skip {
+		if sk.Lane != lane {
+			continue
+		}
+		switch sk.Reason {
+		case budget.SkipBudget:
+			why = "its quota group's budget is spent for now (the slot is used or the day's cap reached)"
+		case budget.SkipQuota:
+			why = "it backs off (its quota is spent or it answered 429) until " + sk.Until.UTC().Format("15:04Z")
+		}
+	}
+	return cli.ExitError{Code: exitSkipped, Err: fmt.Errorf("probe %s: not probed: %s; -force probes anyway (the probe counts)", lane, why)}
+}
+
+// openShared opens the configured store to probe beside the daemon: the
+// embedded file without its writer lock, or InfluxDB written directly (no
+// spool: the daemon holds it; when the server is down the reservation is
+// not written and nothing is sent) and read with the daemon's spool and
+// dead-letter file merged.
+func openShared(ctx context.Context, cfg *config.Config, warn func(string, ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	switch cfg.Store.Kind {
+	case config.StoreFile:
+		st, err := series.OpenFileShared(cfg.Store.Path, series.FileOptions{Warn: warn})
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return st, nil
+	case config.StoreInflux:
+		ro, err := app.OpenStoreReadOnly(ctx, cfg, warn, lookupEnv)
+		if err != nil {
+			return nil, err
+		}
+		token, err := cfg.Store.Token(lookupEnv)
+		if err != nil {
+			_ = ro.Close()
+			return nil, err
+		}
+		db, err := series.OpenInflux(ctx, series.InfluxOptions{URL: cfg.Store.URL, Org: cfg.Store.Org,
+			Bucket: cfg.Store.Bucket, Token: token, Warn: warn})
+		if err != nil {
+			_ = ro.Close()
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return splitStore{Store: ro, w: db}, nil
+	}
+	return nil, fmt.Errorf("store: unknown kind %q", cfg.Store.Kind)
+}
+
+// splitStore reads through one store and writes to another.
+type splitStore struct {
+	series.Store
+	w series.Store
+}
+
+func (s splitStore) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+	return s.w.Write(ctx, probes, hourly)
+}
+
+func (s splitStore) Close() error { return errors.Join(s.Store.Close(), s.w.Close()) }

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// sampler probe runs while another sampler holds the store's writer lock:
+// the lane gets exactly one request, its row is printed as -once prints
+// it, and the holder (the daemon's view) counts the probe against the
+// quota group, so the next plan skips the group; a second probe of the
+// group in the slot is refused with exit 4 and sends nothing unless
+// -force; a real daemon run afterwards sends the group nothing more.
+func TestProbeBesideTheDaemon(t *testing.T) {
+	awaySlotEdge(t, 20*time.Second)
+	a, hitsA := counter(t, okStream)
+	b, hitsB := counter(t, okStream)
+	c, hitsC := counter(t, okStream)
+	dir := t.TempDir()
+	cfgPath := budgetConfig(t, dir, [][2]string{{"or-a", a.URL}, {"or-b", b.URL}, {"paid", c.URL}},
+		"quotas:\n  - {name: openrouter, probes_per_day: 48}\n", map[string]string{"or-a": "openrouter", "or-b": "openrouter"})
+	held, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probeRun := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"probe", "-config", cfgPath}, args...), &out, &errOut, env)
+		return out.String() + errOut.String(), err
+	}
+	out, err := probeRun("-lane", "or-a")
+	if err != nil {
+		t.Fatalf("probe beside the lock holder: %v\n%s", err, out)
+	}
+	if hitsA.Load() != 1 || hitsB.Load() != 0 || hitsC.Load() != 0 {
+		t.Fatalf("requests a, b, paid = %d, %d, %d; want 1, 0, 0", hitsA.Load(), hitsB.Load(), hitsC.Load())
+	}
+	for _, want := range []string{"lane", "queue_s", "or-a", " ok ", "quota openrouter: 47 probes left today"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("probe output lacks %q:\n%s", want, out)
+		}
+	}
+
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := app.SamplerOptions(cfg, held, env, config.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := sampler.New(o).Plan(context.Background(), time.Now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Sent["openrouter"] != 1 || slices.Contains(plan.Probe, "or-a") || slices.Contains(plan.Probe, "or-b") {
+		t.Errorf("the lock holder's plan after the probe: %+v; want openrouter sent 1, or-a and or-b skipped", plan)
+	}
+	ps, err := held.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].Lane != "or-a" || ps[0].Outcome != "ok" {
+		t.Errorf("stored probes %+v, want one settled probe of or-a (its reservation replaced)", ps)
+	}
+	hs, err := held.Hourly(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 1 || hs[0].Lane != "or-a" || hs[0].Samples != 1 || !hs[0].Eligible {
+		t.Errorf("stored hour records %+v, want or-a's hour with its one ok probe", hs)
+	}
+
+	out, err = probeRun("-lane", "or-b")
+	var ee cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != exitSkipped || exitCode(err, &bytes.Buffer{}) != 4 {
+		t.Fatalf("a second probe of the group in the slot: err %v, want exit 4\n%s", err, out)
+	}
+	if !strings.Contains(err.Error(), "budget is spent") || !strings.Contains(err.Error(), "-force") || hitsB.Load() != 0 {
+		t.Errorf("refusal %q (or-b requests %d): want one line naming the spent budget and -force, and no request", err, hitsB.Load())
+	}
+	if out, err := probeRun("-lane", "or-b", "-force"); err != nil || hitsB.Load() != 1 {
+		t.Fatalf("-force: err %v, or-b requests %d, want nil and 1\n%s", err, hitsB.Load(), out)
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log := daemonFor(t, cfgPath, 2500*time.Millisecond)
+	if n := hitsA.Load() + hitsB.Load(); n != 2 {
+		t.Errorf("the daemon after the probes sent the group %d requests in all, want still 2 (the slot is used):\n%s", n, log)
+	}
+	if hitsC.Load() == 0 {
+		t.Error("the daemon did not probe the unbudgeted lane")
+	}
+}
+
+// sampler probe's usage errors exit 2 with one line; an unknown lane names
+// the config's lanes.
+func TestProbeUsage(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := budgetConfig(t, dir, [][2]string{{"or-a", "http://127.0.0.1:1"}, {"paid", "http://127.0.0.1:1"}}, "", nil)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-config", cfgPath, "-lane", "nope"}, `no lane "nope" in ` + cfgPath + "; its lanes: or-a, paid"},
+		{[]string{"-config", cfgPath}, "-lane is required"},
+		{[]string{"-lane", "or-a"}, "-config is required"},
+		{[]string{"-config", cfgPath, "-lane", "or-a", "extra"}, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		var stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"probe"}, c.args...), &bytes.Buffer{}, &bytes.Buffer{}, env)
+		code := exitCode(err, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("probe %q: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
+
+// On InfluxDB, sampler probe runs while a daemon holds the spool's lock:
+// the probe is booked and stored on the server, where the daemon's meter
+// reads it. With the server down it has no spool of its own: the
+// reservation cannot be written, so it sends nothing and exits 1.
+func TestProbeBesideTheDaemonOnInflux(t *testing.T) {
+	srv := influxtest.Start(t)
+	db := srv.CreateDB(t, "lanewatch")
+	free, hits := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
+	dir := t.TempDir()
+	cfgPath := influxConfig(t, dir, srv.URL, db, map[string]string{"free": free.URL})
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := app.OpenStore(context.Background(), cfg, nil, influxEnv) // the daemon's store: it locks the spool
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	probeRun := func() (string, error) {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"probe", "-config", cfgPath, "-lane", "free"}, &out, &errOut, influxEnv)
+		return out.String() + errOut.String(), err
+	}
+	if out, err := probeRun(); err != nil || hits.Load() != 1 || !strings.Contains(out, " ok ") {
+		t.Fatalf("probe beside the daemon: err %v, requests %d; want nil and 1\n%s", err, hits.Load(), out)
+	}
+	if ps := influxProbes(t, srv.URL, db); len(ps) != 1 || ps[0].Lane != "free" || ps[0].Outcome != "ok" {
+		t.Fatalf("the server holds %+v, want the settled probe of free", ps)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := probeRun()
+	if code := exitCode(err, &bytes.Buffer{}); code != 1 || hits.Load() != 1 {
+		t.Errorf("probe with the server down: exit %d, requests %d; want 1 and still 1\n%s", code, hits.Load(), out)
+	}
+}
