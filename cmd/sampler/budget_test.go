@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,11 +24,21 @@ import (
 func counter(t *testing.T, answer func(w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// The lane's URL carries a path of its own, and only requests on it
+	// count: test binaries of other packages run beside this one, and a
+	// daemon of theirs still probing a closed server whose port this one
+	// reuses must not read as a request this test sent.
+	prefix := fmt.Sprintf("/lane-%d", rand.Int64())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, prefix+"/") {
+			http.NotFound(w, r)
+			return
+		}
 		hits.Add(1)
 		answer(w)
 	}))
 	t.Cleanup(srv.Close)
+	srv.URL += prefix
 	return srv, &hits
 }
 
