@@ -93,7 +93,7 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 	case withPolicy && !d.Set("policy"):
 		return BookInput{}, decode.Errorf(root.Line, "policy", "missing")
 	case !withPolicy && d.Set("policy"):
-		return BookInput{}, decode.Errorf(d.Line("policy"), "policy", "not allowed with -policy (the policy comes from the file)")
+		return BookInput{}, decode.Errorf(d.Line("policy"), "policy", "not allowed: the book comes from the hour's policy file (-policy, -config or the API)")
 	case len(doc.Attempts) > MaxAttempts:
 		at := decode.Index("attempts", MaxAttempts)
 		return BookInput{}, decode.Errorf(d.Line(at), at, "more than %d attempts", MaxAttempts)

@@ -126,7 +126,7 @@ func TestBookWithPolicyFile(t *testing.T) {
 	t.Run("policy on stdin too", func(t *testing.T) {
 		v := readVector(t, vectorFiles(t)[0])
 		r := (&env{}).exec(t, string(v.Input), "book", "-policy", path, "-class", "interactive")
-		if r.code != 1 || !strings.Contains(r.stderr, "policy: not allowed with -policy") {
+		if r.code != 1 || !strings.Contains(r.stderr, "policy: not allowed: the book comes from") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
 	})
