@@ -29,6 +29,10 @@ type raceStore struct {
 	armed   atomic.Bool
 }
 
+// Exclusive is false: the two samplers share the store, as two hosts
+// share an InfluxDB (a file store is held by one).
+func (s *raceStore) Exclusive() bool { return false }
+
 func (s *raceStore) Heartbeats(ctx context.Context, site string, w series.Window) ([]series.Heartbeat, error) {
 	bs, err := s.File.Heartbeats(ctx, site, w)
 	if s.blind.Load() {
@@ -212,5 +216,26 @@ func TestRaceHealsNextRound(t *testing.T) {
 	}
 	if bad := checkHours(t, st, "after the next round"); len(bad) != 0 {
 		t.Errorf("the next round left hourly records that disagree with their probes: %v", bad)
+	}
+}
+
+// On a file store (one writer: its lock) the daemon still writes its
+// heartbeat each round, readable there, but reads none: it probes.
+func TestFileStoreHeartbeat(t *testing.T) {
+	l := &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}
+	srv := httptest.NewServer(l)
+	t.Cleanup(srv.Close)
+	s, st := setup(t, srv, []string{"a"}, "", "")
+	start := time.Now()
+	s.SetIdentity(sampler.Identity{Instance: "solo", Host: "h", Version: "test", Start: start, Interval: time.Minute})
+	for range 2 {
+		r, err := s.Run(context.Background(), false, false)
+		if err != nil || r.Duty == nil || !r.Duty.Active || r.Duty.Live != 1 || len(r.Samples) != 1 {
+			t.Fatalf("round: %v, %+v, %d probes; want active alone", err, r.Duty, len(r.Samples))
+		}
+	}
+	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), "", series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	if err != nil || len(beats) != 2 || beats[0].Instance != "solo" || beats[0].Shard != "0/1" || beats[0].StartNS != start.UnixNano() {
+		t.Fatalf("heartbeats in the file: %+v, %v; want the two rounds'", beats, err)
 	}
 }

@@ -50,7 +50,18 @@ type HeartbeatStore interface {
 	Heartbeats(ctx context.Context, site string, w Window) ([]Heartbeat, error)
 }
 
+// Exclusive is a store that one writer holds alone: no other sampler's
+// heartbeat can reach it, so a round need not read them.
+type Exclusive interface {
+	Exclusive() bool
+}
+
+// Exclusive reports whether s is open for writing: then it holds the
+// file's lock, and two samplers cannot share the file.
+func (s *File) Exclusive() bool { return s.w != nil }
+
 var (
+	_ Exclusive      = (*File)(nil)
 	_ HeartbeatStore = (*File)(nil)
 	_ HeartbeatStore = (*Influx)(nil)
 	_ HeartbeatStore = (*Spool)(nil)
