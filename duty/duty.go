@@ -2,7 +2,8 @@
 // that probes.
 //
 // Each sampler daemon writes a heartbeat every round (series.Heartbeat). A
-// heartbeat is live for two of its writer's intervals. Of the live
+// heartbeat is live for two of its writer's intervals (less a quarter, see
+// Lifetime). Of the live
 // instances of one shard and site, the one with the earliest start probes,
 // the instance id breaking ties; the others stand by until its heartbeat
 // goes stale. The rule is a pure function of what every instance reads
@@ -32,13 +33,20 @@ type Decision struct {
 }
 
 // Lifetime is how long b is live after its time: two of its writer's
-// intervals (two of fallback when b names none).
+// intervals (of fallback when b names none), less a quarter interval.
+// Samplers of one schedule run their rounds at the same ticks, so a
+// standby's round finds the active one's last heartbeat almost exactly a
+// whole number of intervals old; at exactly two, a few milliseconds of
+// scheduling would decide. With the quarter off, the round two intervals
+// after the active one's last takes over, every time, while a live
+// instance's newest heartbeat is never older than about one interval (its
+// interval includes the jitter).
 func Lifetime(b series.Heartbeat, fallback time.Duration) time.Duration {
 	iv := time.Duration(b.IntervalS * float64(time.Second))
 	if iv <= 0 {
 		iv = fallback
 	}
-	return 2 * iv
+	return 2*iv - iv/4
 }
 
 // Live reports whether b is live at now: younger than its Lifetime, and

@@ -40,18 +40,20 @@ func TestDecide(t *testing.T) {
 		{"alone", nil, self, true, "b", 1, "active: no other live instance of shard 0/2 at site eu"},
 		{"only its own beats", []series.Heartbeat{self, hb("b", 5*time.Second, 50*time.Second)}, self, true, "b", 1, "no other live"},
 		{"an earlier start probes", []series.Heartbeat{hb("a", 0, 55*time.Second), self}, self, false, "a", 2,
-			"standby: instance a on host host-a (started 2026-03-01T10:00:00Z, heartbeat 5s ago) probes shard 0/2 at site eu; this one resumes once that heartbeat is 20s old"},
+			"standby: instance a on host host-a (started 2026-03-01T10:00:00Z, heartbeat 5s ago) probes shard 0/2 at site eu; this one resumes once that heartbeat is 17.5s old"},
 		{"a later start stands by", []series.Heartbeat{other(func(b *series.Heartbeat) { b.StartNS = t0.Add(9 * time.Second).UnixNano() })}, self, true, "b", 2,
 			"active: the earliest started of 2 live instances"},
 		{"same start: the smaller id", []series.Heartbeat{other(func(b *series.Heartbeat) { b.StartNS = self.StartNS })}, self, false, "a", 2, "standby: instance a"},
 		{"same start: self the smaller id", []series.Heartbeat{other(func(b *series.Heartbeat) { b.StartNS, b.Instance = self.StartNS, "c" })}, self, true, "b", 2, "active"},
 		{"stale: two intervals old", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-20 * time.Second) })}, self, true, "b", 1, "no other live"},
-		{"live: just under two intervals", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-20*time.Second + time.Millisecond) })}, self, false, "a", 2,
-			"heartbeat 19.999s ago"},
+		{"stale: two less a quarter", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-17500 * time.Millisecond) })}, self, true, "b", 1, "no other live"},
+		{"live: just under that", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-17500*time.Millisecond + time.Millisecond) })}, self, false, "a", 2,
+			"heartbeat 17.499s ago"},
+		{"live: one interval and a jitter old", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-13 * time.Second) })}, self, false, "a", 2, "standby"},
 		{"its own interval counts", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time, b.IntervalS = now.Add(-50*time.Second), 30 })}, self, false, "a", 2,
-			"resumes once that heartbeat is 1m0s old"},
-		{"no interval: self's", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time, b.IntervalS = now.Add(-19*time.Second), 0 })}, self, false, "a", 2, "standby"},
-		{"far ahead of now: ignored", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(20 * time.Second) })}, self, true, "b", 1, "no other live"},
+			"resumes once that heartbeat is 52.5s old"},
+		{"no interval: self's", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time, b.IntervalS = now.Add(-17*time.Second), 0 })}, self, false, "a", 2, "standby"},
+		{"far ahead of now: ignored", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(18 * time.Second) })}, self, true, "b", 1, "no other live"},
 		{"a little ahead: live", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(5 * time.Second) })}, self, false, "a", 2, "standby"},
 		{"another shard", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Shard = "1/2" })}, self, true, "b", 1, "no other live"},
 		{"another site", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Site = "" })}, self, true, "b", 1, "no other live"},
@@ -88,9 +90,10 @@ func TestExactlyOneActive(t *testing.T) {
 			iv := time.Duration(1+rng.IntN(60)) * time.Second
 			// Starts collide often: the tie-break matters.
 			start := now.Add(-time.Duration(rng.IntN(3)) * time.Minute).UnixNano()
+			life := 2*iv - iv/4
 			b := series.Heartbeat{Instance: id, Shard: "1/3", Site: "s", StartNS: start, IntervalS: iv.Seconds(),
-				Time: now.Add(-time.Duration(rng.Int64N(int64(2 * iv))))}
-			if b.Time.Equal(now.Add(-2 * iv)) {
+				Time: now.Add(-time.Duration(rng.Int64N(int64(life))))}
+			if b.Time.Equal(now.Add(-life)) {
 				b.Time = b.Time.Add(time.Nanosecond)
 			}
 			live = append(live, b)
@@ -107,9 +110,9 @@ func TestExactlyOneActive(t *testing.T) {
 				StartNS: now.Add(-24 * time.Hour).UnixNano(), IntervalS: iv.Seconds()}
 			switch rng.IntN(4) {
 			case 0:
-				b.Time = now.Add(-2*iv - time.Duration(rng.Int64N(int64(time.Hour))))
+				b.Time = now.Add(-(2*iv - iv/4) - time.Duration(rng.Int64N(int64(time.Hour))))
 			case 1:
-				b.Time = now.Add(2*iv + time.Duration(rng.Int64N(int64(time.Hour))))
+				b.Time = now.Add(2*iv - iv/4 + time.Duration(rng.Int64N(int64(time.Hour))))
 			case 2:
 				b.Time, b.Shard = now, "0/3"
 			case 3:

@@ -11,6 +11,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/duty"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -18,8 +19,9 @@ import (
 // newIdentity is this daemon's identity for its heartbeats: the instance
 // is host, pid and a random suffix, new at each start, so that two copies
 // on one host differ. Its interval is the longest gap between two rounds
-// of the schedule plus the jitter: a heartbeat is live for two, so an
-// active instance whose next round comes late is not taken for dead.
+// of the schedule plus the jitter: a heartbeat is live for nearly two
+// (duty.Lifetime), so an active instance whose next round comes late is
+// not taken for dead.
 func newIdentity(cfg *config.Config, start time.Time) sampler.Identity {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -107,5 +109,5 @@ func (d *daemon) startHeartbeat(start time.Time) {
 	id := newIdentity(d.cfg, start)
 	d.s.SetIdentity(id)
 	d.log.Info("heartbeat", "instance", id.Instance, "host", id.Host, "version", id.Version,
-		"live_for", (2 * id.Interval).String(), "measurement", series.MeasurementHeartbeat)
+		"live_for", duty.Lifetime(series.Heartbeat{}, id.Interval).String(), "measurement", series.MeasurementHeartbeat)
 }
