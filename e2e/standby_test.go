@@ -130,11 +130,7 @@ func TestShardRunsOnce(t *testing.T) {
 		t.Fatalf("b on standby sent %d requests before a was killed", n)
 	}
 	b.drain()
-	resumed, err := time.Parse(time.RFC3339Nano, logField(t, b.waitLine(t, `"msg":"resuming`, 20*time.Second), "time"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tookOver := time.Since(killed)
+	b.waitLine(t, `"msg":"resuming`, 20*time.Second)
 	b.waitLine(t, `"round stored"`, 20*time.Second)
 	b.waitLine(t, `"round stored"`, 20*time.Second)
 	if lane.count("b") == 0 {
@@ -167,6 +163,20 @@ func TestShardRunsOnce(t *testing.T) {
 			t.Errorf("a heartbeat of neither sampler: %+v", hb)
 		}
 	}
+	// b's takeover round starts when its first probe is booked: the first
+	// probe after a's last round (whose probes are booked within
+	// milliseconds of its heartbeat).
+	probes, err := st.Probes(context.Background(), series.Query{Windows: []series.Window{w}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumed time.Time
+	for _, p := range probes {
+		if p.Time.After(lastA.Add(interval/2)) && (resumed.IsZero() || p.Time.Before(resumed)) {
+			resumed = p.Time
+		}
+	}
+	tookOver := resumed.Sub(killed)
 	// b stands by while a's last heartbeat is live, and probes at its
 	// first round after: on one schedule, the round two intervals after
 	// a's last. (The slack is for a loaded machine's late rounds.)
