@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/budget"
+	"github.com/lanewatch/lanewatch/duty"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -93,6 +94,7 @@ type Sampler struct {
 
 	mu   sync.Mutex
 	seen map[string]series.Probe // newest probe of each lane this process stored
+	duty dutyState               // heartbeats and standby (duty.go)
 }
 
 // New returns a Sampler of the targets.
@@ -146,6 +148,12 @@ type Round struct {
 	Points   []series.Probe
 	Recorded series.Recorded
 	Duration time.Duration // probes and store write
+	// Duty is what the rule of package duty said of this round, nil for a
+	// sampler without an Identity; a round on standby (not Duty.Active)
+	// probed nothing. DutyErr says why a heartbeat could not be written
+	// or read (the decision is then the last one made).
+	Duty    *duty.Decision
+	DutyErr error
 }
 
 // Plan reads from the store what budgets and back-offs need and decides
@@ -168,14 +176,22 @@ func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.P
 // so a slow round never loses the probes it finished. force probes every
 // owned lane, budgets and back-offs notwithstanding (the probes still
 // count). A round whose reservations cannot be written probes nothing
-// (ErrNotBooked).
+// (ErrNotBooked). A sampler with an Identity first writes its heartbeat
+// and applies the rule of package duty: on standby the round probes
+// nothing (Round.Duty says who does); while another instance of the shard
+// is live it rebuilds the recent hours of its lanes (duty.go).
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
 	r := &Round{Start: s.now()}
 	start := time.Now() // monotonic, for the duration
+	if r.Duty, r.DutyErr = s.checkDuty(ctx, r.Start); r.Duty != nil && !r.Duty.Active {
+		r.Duration = time.Since(start)
+		return r, nil // standby: another instance of the shard probes
+	}
 	// One read serves the plan and the hour records the round rewrites:
 	// the hours up to the one a round of worst length ends in.
 	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(s.WorstRound()))
 	r.Plan, r.MeterErr = s.decide(r.Start, force, m), m.err
+	m.prior.Rebuild = append(m.prior.Rebuild, s.healing(m.prior.Probes, r.Start)...)
 
 	targets := make([]probe.Target, 0, len(r.Plan.Probe))
 	for _, l := range r.Plan.Probe {

@@ -67,6 +67,8 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 		case kindHourly:
 			res.Skipped++
 			return nil
+		case kindHeartbeat: // a sign of life of its day, not history
+			return nil
 		case kindProbe:
 			p, err := decodeProbe(line)
 			if err != nil {

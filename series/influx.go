@@ -246,7 +246,7 @@ func hourlyOf(r row) Hourly { return rowPoint(&hourlySchema, r) }
 func rowPoint[T any](s *schema[T], r row) T {
 	var p T
 	lane, kind, site, at := s.id(&p)
-	*lane, *kind, *site, *at = str(r, TagLane), str(r, TagKind), str(r, TagSite), r.at().UTC()
+	*lane, *kind, *site, *at = str(r, s.tags[0]), str(r, s.tags[1]), str(r, TagSite), r.at().UTC()
 	for i := range s.fields {
 		f := &s.fields[i]
 		v := r.value(f.key)

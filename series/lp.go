@@ -43,7 +43,7 @@ func (e *encoder) round(probes []Probe, hourly []Hourly) ([]byte, error) {
 // encodePoint adds one point of measurement s to the encoder.
 func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
 	lane, kind, site, at := s.id(p)
-	if err := checkSeries(*lane, *kind, *at); err != nil {
+	if err := checkSeries(s.tags, *lane, *kind, *at); err != nil {
 		return err
 	}
 	for i := range s.fields {
@@ -51,7 +51,14 @@ func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
 			return fmt.Errorf("%s is not valid UTF-8", f.key)
 		}
 	}
-	e.start(s.measurement, *lane, *kind, *site)
+	e.enc.StartLine(s.measurement)
+	vals := [2]string{*lane, *kind}
+	for _, i := range s.tagOrder() {
+		e.enc.AddTag(s.tags[i], vals[i])
+	}
+	if *site != "" {
+		e.enc.AddTag(TagSite, *site)
+	}
 	for i := range s.fields {
 		f := &s.fields[i]
 		if f.has != nil && !f.has(p) {
@@ -71,21 +78,13 @@ func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
 	return e.enc.EndLine(*at)
 }
 
-func (e *encoder) start(measurement, lane, kind, site string) {
-	e.enc.StartLine(measurement)
-	e.enc.AddTag(TagKind, kind) // tag keys in lexical order
-	e.enc.AddTag(TagLane, lane)
-	if site != "" {
-		e.enc.AddTag(TagSite, site)
-	}
-}
-
-func checkSeries(lane, kind string, t time.Time) error {
+// checkSeries checks a point's two tags (keyed by keys) and its time.
+func checkSeries(keys [2]string, lane, kind string, t time.Time) error {
 	switch {
 	case lane == "":
-		return errors.New("lane is empty")
+		return fmt.Errorf("%s is empty", keys[0])
 	case kind == "":
-		return errors.New("kind is empty")
+		return fmt.Errorf("%s is empty", keys[1])
 	case t.IsZero():
 		return errors.New("time is zero")
 	case t.Before(minTime) || t.After(maxTime):
@@ -101,6 +100,7 @@ const (
 	kindOther pointKind = iota
 	kindProbe
 	kindHourly
+	kindHeartbeat
 	kindSkip // blank line or comment
 )
 
@@ -113,6 +113,8 @@ func kindOf(line []byte) pointKind {
 		return kindHourly
 	case lineproto.HasMeasurement(line, MeasurementProbe):
 		return kindProbe
+	case lineproto.HasMeasurement(line, MeasurementHeartbeat):
+		return kindHeartbeat
 	}
 	return kindOther
 }
@@ -170,7 +172,7 @@ func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
 	lane, kind, site, at := s.id(p)
 	next := 0 // the field a line written by the stores holds next
 	var err error
-	*lane, *kind, *site, *at, err = n.decodeLine(line, s.measurement, func(key []byte, v lineproto.Value) error {
+	*lane, *kind, *site, *at, err = n.decodeLine(line, s.measurement, s.tags, func(key []byte, v lineproto.Value) error {
 		i := s.index(key, next)
 		if i < 0 {
 			return nil
@@ -200,18 +202,18 @@ func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
 
 // decodeLine decodes one line of measurement want, handing each field to
 // field (lineproto.Decode: a plain line directly, any other through the
-// line-protocol library). It requires the lane and kind tags and a
-// timestamp; the site tag is optional. Unknown tags and fields are
-// ignored.
-func (n names) decodeLine(line []byte, want string, field func(key []byte, v lineproto.Value) error) (lane, kind, site string, t time.Time, err error) {
+// line-protocol library). It requires the two tags keys names (lane and
+// kind for probes and hours, returned as lane and kind) and a timestamp;
+// the site tag is optional. Unknown tags and fields are ignored.
+func (n names) decodeLine(line []byte, want string, keys [2]string, field func(key []byte, v lineproto.Value) error) (lane, kind, site string, t time.Time, err error) {
 	fail := func(err error) (string, string, string, time.Time, error) {
 		return "", "", "", time.Time{}, err
 	}
 	tag := func(k, v []byte) {
 		switch string(k) {
-		case TagLane:
+		case keys[0]:
 			lane = n.get(v)
-		case TagKind:
+		case keys[1]:
 			kind = n.get(v)
 		case TagSite:
 			site = n.get(v)
@@ -231,9 +233,9 @@ func (n names) decodeLine(line []byte, want string, field func(key []byte, v lin
 	case t.IsZero():
 		return fail(errors.New("no timestamp"))
 	case lane == "":
-		return fail(errors.New("no lane tag"))
+		return fail(fmt.Errorf("no %s tag", keys[0]))
 	case kind == "":
-		return fail(errors.New("no kind tag"))
+		return fail(fmt.Errorf("no %s tag", keys[1]))
 	}
 	return lane, kind, site, t.UTC(), nil
 }

@@ -448,7 +448,7 @@ func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn
 		}
 		switch kindOf(line) {
 		case want:
-		case kindProbe, kindHourly, kindSkip:
+		case kindProbe, kindHourly, kindHeartbeat, kindSkip:
 			return nil
 		default:
 			warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)

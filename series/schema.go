@@ -6,24 +6,29 @@ import (
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
-// Tag keys of the storage schema (docs/schema.md), common to both
-// measurements.
+// Tag keys of the storage schema (docs/schema.md): kind and lane on the
+// probe and queue_hourly points, instance and shard on the heartbeats, site
+// on every point of a sampler with a site.
 const (
-	TagKind = "kind"
-	TagLane = "lane"
-	TagSite = "site" // only on points of a sampler with a site
+	TagKind     = "kind"
+	TagLane     = "lane"
+	TagSite     = "site" // only on points of a sampler with a site
+	TagInstance = "instance"
+	TagShard    = "shard"
 )
 
 // fieldOK is the probe field the Influx store's read check selects.
 const fieldOK = "ok"
 
-// The storage schema, spelled once: each measurement's fields in the order
-// they are written, each bound to the Probe or Hourly field it holds. The
-// encoder, both decoders (line protocol, InfluxDB rows), the InfluxDB
-// queries and the docs test (Schemas) are driven by these two tables.
+// The storage schema, spelled once: each measurement's tags and its fields
+// in the order they are written, each bound to the Probe, Hourly or
+// Heartbeat field it holds. The encoder, both decoders (line protocol,
+// InfluxDB rows), the InfluxDB queries and the docs test (Schemas) are
+// driven by these tables.
 var (
 	probeSchema = schema[Probe]{
 		measurement: MeasurementProbe,
+		tags:        laneTags,
 		id:          func(p *Probe) (*string, *string, *string, *time.Time) { return &p.Lane, &p.Kind, &p.Site, &p.Time },
 		fields: []field[Probe]{
 			floatField("queue_s", func(p *Probe) *float64 { return &p.QueueS }),
@@ -44,6 +49,7 @@ var (
 	}
 	hourlySchema = schema[Hourly]{
 		measurement: MeasurementHourly,
+		tags:        laneTags,
 		id:          func(h *Hourly) (*string, *string, *string, *time.Time) { return &h.Lane, &h.Kind, &h.Site, &h.Hour },
 		fields: []field[Hourly]{
 			floatField("worst_queue_s", func(h *Hourly) *float64 { return &h.WorstQueueS }),
@@ -55,25 +61,51 @@ var (
 			floatField("worst_censored_s", func(h *Hourly) *float64 { return &h.WorstCensoredS }),
 		},
 	}
+	heartbeatSchema = schema[Heartbeat]{
+		measurement: MeasurementHeartbeat,
+		tags:        [2]string{TagInstance, TagShard},
+		id: func(b *Heartbeat) (*string, *string, *string, *time.Time) {
+			return &b.Instance, &b.Shard, &b.Site, &b.Time
+		},
+		fields: []field[Heartbeat]{
+			stringField("host", func(b *Heartbeat) *string { return &b.Host }),
+			intField("start_ns", func(b *Heartbeat) *int64 { return &b.StartNS }),
+			stringField("version", func(b *Heartbeat) *string { return &b.Version }),
+			floatField("interval_s", func(b *Heartbeat) *float64 { return &b.IntervalS }),
+		},
+	}
 )
 
-// probeFields and hourlyFields list the field keys in the order they are
-// written.
+// laneTags are the required tags of probe and queue_hourly points.
+var laneTags = [2]string{TagLane, TagKind}
+
+// probeFields, hourlyFields and heartbeatFields list the field keys in the
+// order they are written.
 var (
-	probeFields  = probeSchema.fieldKeys()
-	hourlyFields = hourlySchema.fieldKeys()
+	probeFields     = probeSchema.fieldKeys()
+	hourlyFields    = hourlySchema.fieldKeys()
+	heartbeatFields = heartbeatSchema.fieldKeys()
 )
-
-// seriesTags are the tags of both measurements, in the (lexical) order
-// they are written; site is written only when not empty.
-var seriesTags = []SchemaTag{{Key: TagKind}, {Key: TagLane}, {Key: TagSite, Optional: true}}
 
 // schema is one measurement bound to the type T of its points.
 type schema[T any] struct {
 	measurement string
-	// id returns the point's series and time: lane, kind, site, time.
+	// tags are the keys of the two tags every point has, in the order id
+	// returns their values (lane and kind for probes and hours); site is
+	// the third, written only when not empty.
+	tags [2]string
+	// id returns the point's series and time: its two tags, site, time.
 	id     func(*T) (lane, kind, site *string, at *time.Time)
 	fields []field[T]
+}
+
+// tagOrder is the order in which the point's tags are written (lexical,
+// as InfluxDB sorts them): the indexes of s.tags, then site.
+func (s *schema[T]) tagOrder() [2]int {
+	if s.tags[0] < s.tags[1] {
+		return [2]int{0, 1}
+	}
+	return [2]int{1, 0}
 }
 
 // field is one field of a measurement: its key and type, and where in a T
@@ -156,13 +188,15 @@ type SchemaField struct {
 	Optional bool   // not on every point
 }
 
-// Schemas returns the storage schema: probe, then queue_hourly.
+// Schemas returns the storage schema: probe, queue_hourly, then
+// sampler_heartbeat.
 func Schemas() []Schema {
-	return []Schema{probeSchema.describe(), hourlySchema.describe()}
+	return []Schema{probeSchema.describe(), hourlySchema.describe(), heartbeatSchema.describe()}
 }
 
 func (s *schema[T]) describe() Schema {
-	d := Schema{Measurement: s.measurement, Tags: append([]SchemaTag(nil), seriesTags...)}
+	o := s.tagOrder()
+	d := Schema{Measurement: s.measurement, Tags: []SchemaTag{{Key: s.tags[o[0]]}, {Key: s.tags[o[1]]}, {Key: TagSite, Optional: true}}}
 	for _, f := range s.fields {
 		d.Fields = append(d.Fields, SchemaField{Key: f.key, Type: f.kind.String(), Optional: f.has != nil})
 	}

@@ -34,10 +34,14 @@ type metrics struct {
 	roundDur   prometheus.Histogram
 	spool      prometheus.Gauge
 	storeErrs  prometheus.Counter
+	standby    prometheus.Gauge
 
 	lastStored atomic.Bool // last round's write succeeded (for /healthz)
 	lastErr    atomic.Pointer[string]
 	rounds     atomic.Int64
+	// standbyWhy is the reason of the last round on standby; nil while
+	// this instance probes its shard (for /healthz).
+	standbyWhy atomic.Pointer[string]
 }
 
 func newMetrics() *metrics {
@@ -71,14 +75,33 @@ func newMetrics() *metrics {
 		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lanewatch_store_errors_total", Help: "Rounds whose write the store refused.",
 		}),
+		standby: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lanewatch_standby", Help: "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
+		}),
 	}
-	m.reg.MustRegister(m.probes, m.skipped, m.notStarted, m.lastQueue, m.quotaLeft, m.budgetLeft, m.roundDur, m.spool, m.storeErrs,
+	m.reg.MustRegister(m.probes, m.skipped, m.notStarted, m.lastQueue, m.quotaLeft, m.budgetLeft, m.roundDur, m.spool, m.storeErrs, m.standby,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.lastStored.Store(true)
 	return m
 }
 
+// onStandby reports whether the last round stood by.
+func (m *metrics) onStandby() bool { return m.standbyWhy.Load() != nil }
+
 func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
+	if r.Duty != nil {
+		if r.Duty.Active {
+			m.standby.Set(0)
+			m.standbyWhy.Store(nil)
+		} else {
+			m.standby.Set(1)
+			why := r.Duty.Reason
+			m.standbyWhy.Store(&why)
+			m.rounds.Add(1)
+			m.lastStored.Store(true) // nothing to store
+			return
+		}
+	}
 	for _, s := range r.Samples {
 		m.probes.WithLabelValues(s.Lane, string(s.Outcome)).Inc()
 		if s.OK() {
@@ -122,6 +145,9 @@ func (d *daemon) handler() http.Handler {
 		p := d.s.Status(ctx)
 		p.Store = d.storeName()
 		p.NextRound = d.nextRound()
+		if why := d.metrics.standbyWhy.Load(); why != nil {
+			p.Healthy, p.Problem = false, *why
+		}
 		if !d.metrics.lastStored.Load() && p.Healthy {
 			p.Healthy, p.Problem = false, "last round was not stored"
 			if e := d.metrics.lastErr.Load(); e != nil {
@@ -135,6 +161,10 @@ func (d *daemon) handler() http.Handler {
 		next := ""
 		if t := d.nextRound(); !t.IsZero() {
 			next = ", next round at " + t.UTC().Format(time.RFC3339)
+		}
+		if why := d.metrics.standbyWhy.Load(); why != nil {
+			http.Error(w, *why+next, http.StatusServiceUnavailable)
+			return
 		}
 		if !d.metrics.lastStored.Load() {
 			why := "unknown error"

@@ -179,6 +179,7 @@ func (d *daemon) run(ctx context.Context) error {
 		return fmt.Errorf("schedule: %w", err)
 	}
 	d.cron, d.entry = c, id
+	d.startHeartbeat(time.Now())
 	d.log.Info("sampler started", "lanes", len(d.s.Owned()), "of", len(d.cfg.Lanes), "shard", d.s.Shard().String(),
 		"site", d.cfg.Site, "schedule", d.cfg.Schedule, "timezone", d.cfg.Location.String(), "store", d.cfg.Store.Kind)
 	c.Start()
@@ -225,7 +226,11 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 		return
 	}
 	d.maybePrune(ctx, time.Now())
+	wasStandby := d.metrics.onStandby()
 	r, err := d.round(ctx, false, false)
+	if d.logDuty(r, wasStandby) {
+		return // on standby: another instance probes the shard
+	}
 	failed := 0
 	for _, sm := range r.Samples {
 		if !sm.OK() {

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/duty"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// newIdentity is this daemon's identity for its heartbeats: the instance
+// is host, pid and a random suffix, new at each start, so that two copies
+// on one host differ. Its interval is the longest gap between two rounds
+// of the schedule plus the jitter: a heartbeat is live for nearly two
+// (duty.Lifetime), so an active instance whose next round comes late is
+// not taken for dead.
+func newIdentity(cfg *config.Config, start time.Time) sampler.Identity {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:]) // never fails (crypto/rand)
+	return sampler.Identity{
+		Instance: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(suffix[:])),
+		Host:     host,
+		Version:  buildVersion(),
+		Start:    start,
+		Interval: longestGap(cfg.Schedule, cfg.Location, start) + cfg.Jitter.D(),
+	}
+}
+
+// longestGap is the longest gap between two consecutive runs of the
+// schedule over the next eight days (0 when it does not parse).
+func longestGap(spec string, loc *time.Location, now time.Time) time.Duration {
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return 0
+	}
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		return every.Delay
+	}
+	var longest time.Duration
+	run := s.Next(now.In(loc))
+	for end := run.Add(8 * 24 * time.Hour); !run.IsZero() && run.Before(end); {
+		next := s.Next(run)
+		if next.IsZero() {
+			break
+		}
+		longest = max(longest, next.Sub(run))
+		run = next
+	}
+	return longest
+}
+
+// buildVersion is the module version the binary was built from, with the
+// VCS revision when the build recorded one ("devel" without either).
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
+}
+
+// logDuty logs what a round's heartbeat said: one error line per round on
+// standby, naming the active instance; a line when the sampler resumes; a
+// warning when the heartbeat could not be written or read. It reports
+// whether the round stood by.
+func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
+	if r.DutyErr != nil {
+		d.log.Warn("heartbeat: "+r.DutyErr.Error()+" (the last decision stands)", "err", r.DutyErr)
+	}
+	if r.Duty == nil {
+		return false
+	}
+	h := r.Duty.Holder
+	if !r.Duty.Active {
+		d.log.Error(r.Duty.Reason, "active_instance", h.Instance, "active_host", h.Host,
+			"active_started", h.Start().Format(time.RFC3339), "shard", h.Shard, "site", h.Site)
+		return true
+	}
+	if wasStandby {
+		d.log.Info("resuming: no earlier-started instance of the shard is live; "+r.Duty.Reason, "live", r.Duty.Live)
+	}
+	return false
+}
+
+// startHeartbeat makes the daemon's rounds write its heartbeat and stand
+// by while an earlier-started instance of its shard and site is live.
+func (d *daemon) startHeartbeat(start time.Time) {
+	id := newIdentity(d.cfg, start)
+	d.s.SetIdentity(id)
+	d.log.Info("heartbeat", "instance", id.Instance, "host", id.Host, "version", id.Version,
+		"live_for", duty.Lifetime(series.Heartbeat{}, id.Interval).String(), "measurement", series.MeasurementHeartbeat)
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+)
+
+// A heartbeat is live for two intervals, so the interval is the longest
+// gap between two rounds, not the shortest: an uneven schedule's active
+// instance must not look dead in its long gap.
+func TestLongestGap(t *testing.T) {
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		spec string
+		want time.Duration
+	}{
+		{"@every 90s", 90 * time.Second},
+		{"7,27,47 * * * *", 20 * time.Minute},
+		{"0,5 * * * *", 55 * time.Minute},
+		{"0 9,17 * * *", 16 * time.Hour},
+		{"0 9 * * 1", 7 * 24 * time.Hour},
+		{"not a schedule", 0},
+	}
+	for _, c := range cases {
+		if got := longestGap(c.spec, time.UTC, now); got != c.want {
+			t.Errorf("longestGap(%q) = %s, want %s", c.spec, got, c.want)
+		}
+	}
+}
+
+// Each start is a new instance, host-pid-random; its interval adds the
+// jitter to the schedule's longest gap.
+func TestNewIdentity(t *testing.T) {
+	cfg := &config.Config{Schedule: "@every 1m", Location: time.UTC, Jitter: config.Duration(30 * time.Second)}
+	start := time.Now()
+	a, b := newIdentity(cfg, start), newIdentity(cfg, start)
+	if a.Instance == b.Instance {
+		t.Errorf("two starts share the instance %s", a.Instance)
+	}
+	if !regexp.MustCompile(`^.+-[0-9]+-[0-9a-f]{8}$`).MatchString(a.Instance) || a.Host == "" || a.Version == "" {
+		t.Errorf("identity %+v: want host-pid-hex, a host and a version", a)
+	}
+	if a.Interval != 90*time.Second || !a.Start.Equal(start) {
+		t.Errorf("interval %s start %s, want 1m30s and %s", a.Interval, a.Start, start)
+	}
+}

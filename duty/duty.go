@@ -1,0 +1,107 @@
+// Package duty picks, of the live samplers of one shard and site, the one
+// that probes.
+//
+// Each sampler daemon writes a heartbeat every round (series.Heartbeat). A
+// heartbeat is live for two of its writer's intervals (less a quarter, see
+// Lifetime). Of the live
+// instances of one shard and site, the one with the earliest start probes,
+// the instance id breaking ties; the others stand by until its heartbeat
+// goes stale. The rule is a pure function of what every instance reads
+// from the one store, so instances that read the same heartbeats agree on
+// exactly one; there is no election and no lease beyond it
+// (docs/deploy.md).
+package duty
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Decision is what the rule says of one instance.
+type Decision struct {
+	Active bool
+	// Holder is the live instance the rule picks: self when Active.
+	Holder series.Heartbeat
+	// Live is how many live instances of the shard and site it saw, self
+	// included.
+	Live int
+	// Reason says why, in one line for the log and /healthz.
+	Reason string
+}
+
+// Lifetime is how long b is live after its time: two of its writer's
+// intervals (of fallback when b names none), less a quarter interval.
+// Samplers of one schedule run their rounds at the same ticks, so a
+// standby's round finds the active one's last heartbeat almost exactly a
+// whole number of intervals old; at exactly two, a few milliseconds of
+// scheduling would decide. With the quarter off, the round two intervals
+// after the active one's last takes over, every time, while a live
+// instance's newest heartbeat is never older than about one interval (its
+// interval includes the jitter).
+func Lifetime(b series.Heartbeat, fallback time.Duration) time.Duration {
+	iv := time.Duration(b.IntervalS * float64(time.Second))
+	if iv <= 0 {
+		iv = fallback
+	}
+	return 2*iv - iv/4
+}
+
+// Live reports whether b is live at now: younger than its Lifetime, and
+// not further ahead of now than that (a beat from a clock far ahead would
+// hold the shard until that clock's time came).
+func Live(b series.Heartbeat, now time.Time, fallback time.Duration) bool {
+	life := Lifetime(b, fallback)
+	return b.Time.After(now.Add(-life)) && b.Time.Before(now.Add(life))
+}
+
+// Decide applies the rule for self at now: of self and the live beats of
+// self's shard and site (older beats of one instance give way to its
+// newest; self's own stored beats to self), the earliest start wins, the
+// instance id breaking ties. interval is self's schedule interval, the
+// lifetime of beats that name none.
+func Decide(beats []series.Heartbeat, self series.Heartbeat, now time.Time, interval time.Duration) Decision {
+	holder, live := self, 1
+	seen := map[string]bool{self.Instance: true}
+	for _, b := range beats {
+		if b.Shard != self.Shard || b.Site != self.Site || seen[b.Instance] || !Live(b, now, interval) {
+			continue
+		}
+		seen[b.Instance] = true
+		live++
+		if before(b, holder) {
+			holder = b
+		}
+	}
+	// The newest live beat of the holder, for its age in the reason.
+	for _, b := range beats {
+		if b.Instance == holder.Instance && b.Shard == self.Shard && b.Site == self.Site &&
+			Live(b, now, interval) && b.Time.After(holder.Time) {
+			holder = b
+		}
+	}
+	d := Decision{Active: holder.Instance == self.Instance, Holder: holder, Live: live}
+	where := "shard " + self.Shard
+	if self.Site != "" {
+		where += " at site " + self.Site
+	}
+	switch {
+	case d.Active && live == 1:
+		d.Reason = fmt.Sprintf("active: no other live instance of %s", where)
+	case d.Active:
+		d.Reason = fmt.Sprintf("active: the earliest started of %d live instances of %s", live, where)
+	default:
+		d.Reason = fmt.Sprintf("standby: instance %s on host %s (started %s, heartbeat %s ago) probes %s; this one resumes once that heartbeat is %s old",
+			holder.Instance, holder.Host, holder.Start().Format(time.RFC3339), now.Sub(holder.Time).Round(time.Millisecond), where,
+			Lifetime(holder, interval))
+	}
+	return d
+}
+
+// before reports whether a wins over b: the earlier start, then the
+// smaller instance id.
+func before(a, b series.Heartbeat) bool {
+	return cmp.Or(cmp.Compare(a.StartNS, b.StartNS), cmp.Compare(a.Instance, b.Instance)) < 0
+}

@@ -1,0 +1,145 @@
+package duty
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+)
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// hb is a heartbeat of instance id of shard 0/2 at site eu, started start
+// after t0, written at (after t0), interval 10 s.
+func hb(id string, start, at time.Duration) series.Heartbeat {
+	return series.Heartbeat{Instance: id, Shard: "0/2", Site: "eu", Host: "host-" + id, Time: t0.Add(at),
+		StartNS: t0.Add(start).UnixNano(), IntervalS: 10}
+}
+
+func TestDecide(t *testing.T) {
+	const iv = 10 * time.Second
+	now := t0.Add(time.Minute)
+	self := hb("b", 5*time.Second, time.Minute)
+	other := func(f func(*series.Heartbeat)) series.Heartbeat {
+		b := hb("a", 0, 55*time.Second)
+		f(&b)
+		return b
+	}
+	cases := []struct {
+		name   string
+		beats  []series.Heartbeat
+		self   series.Heartbeat
+		active bool
+		holder string
+		live   int
+		reason string
+	}{
+		{"alone", nil, self, true, "b", 1, "active: no other live instance of shard 0/2 at site eu"},
+		{"only its own beats", []series.Heartbeat{self, hb("b", 5*time.Second, 50*time.Second)}, self, true, "b", 1, "no other live"},
+		{"an earlier start probes", []series.Heartbeat{hb("a", 0, 55*time.Second), self}, self, false, "a", 2,
+			"standby: instance a on host host-a (started 2026-03-01T10:00:00Z, heartbeat 5s ago) probes shard 0/2 at site eu; this one resumes once that heartbeat is 17.5s old"},
+		{"a later start stands by", []series.Heartbeat{other(func(b *series.Heartbeat) { b.StartNS = t0.Add(9 * time.Second).UnixNano() })}, self, true, "b", 2,
+			"active: the earliest started of 2 live instances"},
+		{"same start: the smaller id", []series.Heartbeat{other(func(b *series.Heartbeat) { b.StartNS = self.StartNS })}, self, false, "a", 2, "standby: instance a"},
+		{"same start: self the smaller id", []series.Heartbeat{other(func(b *series.Heartbeat) { b.StartNS, b.Instance = self.StartNS, "c" })}, self, true, "b", 2, "active"},
+		{"stale: two intervals old", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-20 * time.Second) })}, self, true, "b", 1, "no other live"},
+		{"stale: two less a quarter", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-17500 * time.Millisecond) })}, self, true, "b", 1, "no other live"},
+		{"live: just under that", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-17500*time.Millisecond + time.Millisecond) })}, self, false, "a", 2,
+			"heartbeat 17.499s ago"},
+		{"live: one interval and a jitter old", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(-13 * time.Second) })}, self, false, "a", 2, "standby"},
+		{"its own interval counts", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time, b.IntervalS = now.Add(-50*time.Second), 30 })}, self, false, "a", 2,
+			"resumes once that heartbeat is 52.5s old"},
+		{"no interval: self's", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time, b.IntervalS = now.Add(-17*time.Second), 0 })}, self, false, "a", 2, "standby"},
+		{"far ahead of now: ignored", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(18 * time.Second) })}, self, true, "b", 1, "no other live"},
+		{"a little ahead: live", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Time = now.Add(5 * time.Second) })}, self, false, "a", 2, "standby"},
+		{"another shard", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Shard = "1/2" })}, self, true, "b", 1, "no other live"},
+		{"another site", []series.Heartbeat{other(func(b *series.Heartbeat) { b.Site = "" })}, self, true, "b", 1, "no other live"},
+		{"no site", []series.Heartbeat{}, func() series.Heartbeat { s := self; s.Site = ""; return s }(), true, "b", 1,
+			"active: no other live instance of shard 0/2"},
+		{"the holder's newest beat", []series.Heartbeat{hb("a", 0, 45*time.Second), hb("a", 0, 58*time.Second), hb("a", 0, 50*time.Second)}, self, false, "a", 2,
+			"heartbeat 2s ago"},
+		{"three: the earliest", []series.Heartbeat{hb("c", 2*time.Second, 55*time.Second), hb("a", 3*time.Second, 55*time.Second), self}, self, false, "c", 3, "instance c"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Decide(c.beats, c.self, now, iv)
+			if d.Active != c.active || d.Holder.Instance != c.holder || d.Live != c.live || !strings.Contains(d.Reason, c.reason) {
+				t.Errorf("Decide = active %v holder %s live %d %q; want %v %s %d containing %q",
+					d.Active, d.Holder.Instance, d.Live, d.Reason, c.active, c.holder, c.live, c.reason)
+			}
+		})
+	}
+}
+
+// For any set of heartbeats of one shard and site, the live instances that
+// read them agree: exactly one of them is active, it is the one every other
+// names, and no stale or far-future beat, nor one of another shard or
+// site, changes the outcome.
+func TestExactlyOneActive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 2))
+	for iter := range 5000 {
+		now := t0.Add(time.Duration(rng.Int64N(int64(time.Hour))))
+		n := 1 + rng.IntN(6)
+		var beats, noise []series.Heartbeat
+		var live []series.Heartbeat // each live instance's newest beat
+		for i := range n {
+			id := fmt.Sprintf("i%d", rng.IntN(4)*10+i) // distinct ids, random order
+			iv := time.Duration(1+rng.IntN(60)) * time.Second
+			// Starts collide often: the tie-break matters.
+			start := now.Add(-time.Duration(rng.IntN(3)) * time.Minute).UnixNano()
+			life := 2*iv - iv/4
+			b := series.Heartbeat{Instance: id, Shard: "1/3", Site: "s", StartNS: start, IntervalS: iv.Seconds(),
+				Time: now.Add(-time.Duration(rng.Int64N(int64(life))))}
+			if b.Time.Equal(now.Add(-life)) {
+				b.Time = b.Time.Add(time.Nanosecond)
+			}
+			live = append(live, b)
+			beats = append(beats, b)
+			for range rng.IntN(3) { // older beats of the same instance, live or not
+				old := b
+				old.Time = b.Time.Add(-time.Duration(rng.Int64N(int64(4 * iv))))
+				beats = append(beats, old)
+			}
+		}
+		for range rng.IntN(4) { // dead instances, early starts; other shards and sites
+			iv := time.Duration(1+rng.IntN(60)) * time.Second
+			b := series.Heartbeat{Instance: fmt.Sprintf("dead%d", rng.IntN(100)), Shard: "1/3", Site: "s",
+				StartNS: now.Add(-24 * time.Hour).UnixNano(), IntervalS: iv.Seconds()}
+			switch rng.IntN(4) {
+			case 0:
+				b.Time = now.Add(-(2*iv - iv/4) - time.Duration(rng.Int64N(int64(time.Hour))))
+			case 1:
+				b.Time = now.Add(2*iv - iv/4 + time.Duration(rng.Int64N(int64(time.Hour))))
+			case 2:
+				b.Time, b.Shard = now, "0/3"
+			case 3:
+				b.Time, b.Site = now, ""
+			}
+			noise = append(noise, b)
+		}
+		rng.Shuffle(len(beats), func(i, j int) { beats[i], beats[j] = beats[j], beats[i] })
+		all := append(append([]series.Heartbeat(nil), beats...), noise...)
+		rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+		active, holders := 0, map[string]bool{}
+		for _, self := range live {
+			iv := time.Duration(self.IntervalS * float64(time.Second))
+			d := Decide(all, self, now, iv)
+			if d.Active {
+				active++
+			}
+			holders[d.Holder.Instance] = true
+			if d.Live != n {
+				t.Fatalf("iter %d: %s sees %d live instances, want %d", iter, self.Instance, d.Live, n)
+			}
+			if clean := Decide(beats, self, now, iv); clean.Active != d.Active || clean.Holder.Instance != d.Holder.Instance {
+				t.Fatalf("iter %d: stale, future or foreign beats changed %s's decision", iter, self.Instance)
+			}
+		}
+		if active != 1 || len(holders) != 1 {
+			t.Fatalf("iter %d: %d active, holders %v; want exactly one\n%+v", iter, active, holders, all)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/lanesim"
+	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/shard"
+)
+
+// countingLane is a stand-in lane that counts the requests each sampler
+// sends (each config points at its own path prefix).
+type countingLane struct {
+	sim http.Handler
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func (c *countingLane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	who, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	c.mu.Lock()
+	c.n[who]++
+	c.mu.Unlock()
+	r.URL.Path = "/" + rest
+	c.sim.ServeHTTP(w, r)
+}
+
+func (c *countingLane) count(who string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[who]
+}
+
+// Issue 21, a shard runs once: two sampler daemons of shard 1/2 at one site
+// against one real InfluxDB, the second started after the first's first
+// round. Only the first probes; the second stands by (an error line per
+// round naming the first, /healthz 503 with the reason, lanewatch_standby
+// 1). Killed, the first stops writing heartbeats; the second takes over at
+// its round two intervals after the first's last heartbeat (a heartbeat is
+// live for two intervals less a quarter: duty.Lifetime).
+// Afterwards no lane-hour disagrees with its probes (rollup -check).
+func TestShardRunsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two sampler daemons")
+	}
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	sim := lanesim.New(fastSim(16))
+	t.Cleanup(sim.Close)
+	lane := &countingLane{sim: sim.Handler(), n: map[string]int{}}
+	srv := httptest.NewServer(lane)
+	t.Cleanup(srv.Close)
+
+	const interval = time.Second // @every 1s, jitter 0s
+	dir := t.TempDir()
+	var owned []string
+	config := func(name string) string {
+		var lanes []laneSpec
+		for i := range 6 {
+			n := fmt.Sprintf("l%d", i)
+			lanes = append(lanes, openaiLane(n, "free", srv.URL+"/"+name, ""))
+			if name == "a" && shard.Of(shard.Key(n, ""), 2) == 1 {
+				owned = append(owned, n)
+			}
+		}
+		store := fmt.Sprintf("  kind: influx\n  url: %q\n  bucket: %q\n  spool: %s.spool.lp\n  dead_letter: %s.dead.lp\n", url, db+"/autogen", name, name)
+		path := writeConfig(t, filepath.Join(dir, name+".yaml"), cfgSpec{store: store, lanes: lanes, timeout: "2s"})
+		return withSite(t, path, "eu")
+	}
+	cfgA, cfgB := config("a"), config("b")
+	if len(owned) == 0 {
+		t.Fatal("shard 1/2 owns none of the lanes")
+	}
+	args := func(cfg string) []string {
+		return []string{"-config", cfg, "-shard", "1/2", "-log-format", "json", "-listen", "127.0.0.1:0"}
+	}
+	a := startDaemon(t, bin("sampler"), args(cfgA), nil)
+	addrA := logField(t, a.waitLine(t, `"serving metrics"`, 20*time.Second), "addr")
+	instA := logField(t, a.waitLine(t, `"msg":"heartbeat"`, 20*time.Second), "instance")
+	a.waitLine(t, `"round stored"`, 20*time.Second)
+
+	b := startDaemon(t, bin("sampler"), args(cfgB), nil)
+	addrB := logField(t, b.waitLine(t, `"serving metrics"`, 20*time.Second), "addr")
+	instB := logField(t, b.waitLine(t, `"msg":"heartbeat"`, 20*time.Second), "instance")
+	for range 3 {
+		line := b.waitLine(t, `"level":"ERROR"`, 20*time.Second)
+		if !strings.Contains(line, "standby: instance "+instA) || logField(t, line, "active_instance") != instA {
+			t.Fatalf("b's standby line does not name a (%s): %s", instA, line)
+		}
+	}
+	if code, body := get(t, addrB, "/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "standby: instance "+instA) {
+		t.Errorf("b /healthz: %d %q; want 503 naming a", code, body)
+	}
+	if code, body := get(t, addrA, "/healthz"); code != http.StatusOK {
+		t.Errorf("a /healthz: %d %q; want 200", code, body)
+	}
+	if g := gauge(t, addrB, "lanewatch_standby"); g != "1" {
+		t.Errorf("b lanewatch_standby %q, want 1", g)
+	}
+	if g := gauge(t, addrA, "lanewatch_standby"); g != "0" {
+		t.Errorf("a lanewatch_standby %q, want 0", g)
+	}
+	if n := lane.count("b"); n != 0 {
+		t.Fatalf("b on standby sent %d requests", n)
+	}
+	if n := lane.count("a"); n < 2*len(owned) {
+		t.Fatalf("a sent %d requests in its rounds, want at least %d", n, 2*len(owned))
+	}
+
+	// Kill a right after a round, so that none of its probes is in flight.
+	a.drain()
+	a.waitLine(t, `"round stored"`, 20*time.Second)
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	a.wait(t, 10*time.Second)
+	sentByA := lane.count("a")
+	if n := lane.count("b"); n != 0 {
+		t.Fatalf("b on standby sent %d requests before a was killed", n)
+	}
+	b.drain()
+	b.waitLine(t, `"msg":"resuming`, 20*time.Second)
+	b.waitLine(t, `"round stored"`, 20*time.Second)
+	b.waitLine(t, `"round stored"`, 20*time.Second)
+	if lane.count("b") == 0 {
+		t.Fatal("b resumed but sent no request")
+	}
+	if code, body := get(t, addrB, "/healthz"); code != http.StatusOK {
+		t.Errorf("b /healthz after the takeover: %d %q", code, body)
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	if code := b.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("b exited %d:\n%s", code, b.Stderr())
+	}
+
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := series.Window{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute)}
+	beats, err := st.Heartbeats(context.Background(), "eu", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastA time.Time
+	for _, hb := range beats {
+		if hb.Instance == instA && hb.Time.After(lastA) {
+			lastA = hb.Time
+		}
+		if hb.Shard != "1/2" || (hb.Instance != instA && hb.Instance != instB) {
+			t.Errorf("a heartbeat of neither sampler: %+v", hb)
+		}
+	}
+	// b's takeover round starts when its first probe is booked: the first
+	// probe after a's last round (whose probes are booked within
+	// milliseconds of its heartbeat).
+	probes, err := st.Probes(context.Background(), series.Query{Windows: []series.Window{w}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumed time.Time
+	for _, p := range probes {
+		if p.Time.After(lastA.Add(interval/2)) && (resumed.IsZero() || p.Time.Before(resumed)) {
+			resumed = p.Time
+		}
+	}
+	tookOver := resumed.Sub(killed)
+	// b stands by while a's last heartbeat is live, and probes at its
+	// first round after: on one schedule, the round two intervals after
+	// a's last. (The slack is for a loaded machine's late rounds.)
+	gap := resumed.Sub(lastA)
+	if gap < 2*interval-interval/4 || gap > 2*interval+interval/2 {
+		t.Errorf("b resumed %s after a's last heartbeat; want two intervals (%s)", gap, interval)
+	}
+	if tookOver > 2*interval+interval/2 {
+		t.Errorf("b took over %s after a was killed; want within two intervals (%s)", tookOver, interval)
+	}
+	t.Logf("a sent %d requests, b took over %s after the kill, %s after a's last heartbeat",
+		sentByA, tookOver.Round(time.Millisecond), gap.Round(time.Millisecond))
+
+	res := run(t, invocation{bin: "sampler", args: []string{"rollup", "-config", cfgB, "-days", "1", "-check"}})
+	if res.code != 0 {
+		t.Fatalf("rollup -check after the overlap: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// logField returns a string field of a JSON log line.
+func logField(t *testing.T, line, key string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("log line %q: %v", line, err)
+	}
+	s, _ := m[key].(string)
+	if s == "" {
+		t.Fatalf("log line %q has no %s", line, key)
+	}
+	return s
+}
+
+// get fetches path from a daemon's -listen address.
+func get(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// gauge reads one unlabelled metric's value from /metrics.
+func gauge(t *testing.T, addr, name string) string {
+	t.Helper()
+	_, body := get(t, addr, "/metrics")
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return ""
+}

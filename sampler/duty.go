@@ -1,0 +1,121 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lanewatch/lanewatch/duty"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Identity is who a sampler daemon is, for its heartbeats (docs/deploy.md,
+// "A shard runs once").
+type Identity struct {
+	Instance string // unique per process
+	Host     string
+	Version  string
+	Start    time.Time
+	// Interval is the schedule's interval: a heartbeat is live for two.
+	Interval time.Duration
+}
+
+// heartbeatReach is the least span of heartbeats a round reads on either
+// side of now: instances of the shard with a longer interval than this
+// one's are still seen.
+const heartbeatReach = 15 * time.Minute
+
+// heartbeatTimeout bounds a round's heartbeat write and read.
+const heartbeatTimeout = 10 * time.Second
+
+// dutyState is what the rounds of a sampler with an Identity keep.
+type dutyState struct {
+	id   *Identity
+	last *duty.Decision // the last decision made from a read
+	// overlapUntil is when the last live instance of the shard beside this
+	// one, seen by a round, goes stale: until then the active rounds heal
+	// the recent hours.
+	overlapUntil time.Time
+}
+
+// SetIdentity makes the rounds write id's heartbeat and stand by while an
+// earlier-started instance of the shard and site is live (package duty).
+// The daemon sets it before its first round; -once leaves it unset.
+func (s *Sampler) SetIdentity(id Identity) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.duty.id = &id
+}
+
+// heartbeat is this sampler's heartbeat at now.
+func (s *Sampler) heartbeat(id *Identity, now time.Time) series.Heartbeat {
+	return series.Heartbeat{Instance: id.Instance, Shard: s.shard.String(), Site: s.site, Time: now.Round(0).UTC(),
+		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds()}
+}
+
+// checkDuty writes this round's heartbeat, reads the site's, and decides
+// whether the round at now probes. It returns nil without an Identity (or
+// with a store that keeps no heartbeats). A heartbeat that cannot be
+// written or read is err; a failed read keeps the last decision (active
+// for the first round).
+func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision, error) {
+	s.mu.Lock()
+	id := s.duty.id
+	s.mu.Unlock()
+	hs, ok := s.store.(series.HeartbeatStore)
+	if id == nil || !ok {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatTimeout)
+	defer cancel()
+	self := s.heartbeat(id, now)
+	werr := hs.WriteHeartbeat(ctx, self)
+	var beats []series.Heartbeat
+	var rerr error
+	if ex, ok := s.store.(series.Exclusive); !ok || !ex.Exclusive() {
+		// (A file store this sampler holds locked has no other writer: its
+		// heartbeats are not read, a scan of the whole file each round.)
+		reach := 2 * max(id.Interval, heartbeatReach)
+		beats, rerr = hs.Heartbeats(ctx, s.site, series.Window{From: now.Add(-reach), To: now.Add(reach)})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rerr != nil {
+		d := s.duty.last
+		if d == nil {
+			d = &duty.Decision{Active: true, Holder: self, Live: 1, Reason: "active: the heartbeats cannot be read"}
+		}
+		return d, fmt.Errorf("read heartbeats: %w", rerr)
+	}
+	d := duty.Decide(beats, self, now, id.Interval)
+	s.duty.last = &d
+	if d.Live > 1 {
+		s.duty.overlapUntil = now.Add(duty.Lifetime(self, id.Interval))
+	}
+	if werr != nil {
+		return &d, fmt.Errorf("write heartbeat: %w", werr)
+	}
+	return &d, nil
+}
+
+// healing returns the lane-hours an active round rebuilds beside its own
+// while another instance of the shard is, or was lately, live: those of
+// this site's probes of the owned lanes stored within two intervals and a
+// round of now. A record the other writer clobbered during the race
+// before one stood by is so rebuilt from all the probes in the store.
+func (s *Sampler) healing(stored []series.Probe, now time.Time) []series.LaneHour {
+	s.mu.Lock()
+	id, until := s.duty.id, s.duty.overlapUntil
+	s.mu.Unlock()
+	if id == nil || !now.Before(until) {
+		return nil
+	}
+	from := now.Add(-2*id.Interval - s.WorstRound() - DefaultStoreTimeout)
+	var out []series.LaneHour
+	for _, p := range stored {
+		if !p.Time.Before(from) {
+			out = append(out, series.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
+		}
+	}
+	return out
+}

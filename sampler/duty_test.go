@@ -1,0 +1,241 @@
+package sampler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// raceStore is one store two samplers share, as two hosts share an
+// InfluxDB, that can replay the race of two instances started together:
+// while blind, a heartbeat read sees no other instance's (it ran before
+// their writes landed), and while both samplers' first probe reads wait
+// for each other, each plans without the other's probes.
+type raceStore struct {
+	*series.File
+	blind   atomic.Bool
+	barrier sync.WaitGroup // armed with 2 for one round
+	armed   atomic.Bool
+}
+
+// Exclusive is false: the two samplers share the store, as two hosts
+// share an InfluxDB (a file store is held by one).
+func (s *raceStore) Exclusive() bool { return false }
+
+func (s *raceStore) Heartbeats(ctx context.Context, site string, w series.Window) ([]series.Heartbeat, error) {
+	bs, err := s.File.Heartbeats(ctx, site, w)
+	if s.blind.Load() {
+		return nil, err
+	}
+	return bs, err
+}
+
+func (s *raceStore) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+	ps, err := s.File.Probes(ctx, q)
+	if s.armed.Load() {
+		s.barrier.Done()
+		s.barrier.Wait()
+	}
+	return ps, err
+}
+
+// pair sets up two samplers of shard 0/1 at site eu on one raceStore, on a
+// fake clock: lane a in a group of 24 probes a day (one an hour), lane b
+// unbudgeted. a started first.
+func pair(t *testing.T, interval time.Duration) (a, b *sampler.Sampler, st *raceStore, lanes *lane, clock *atomic.Int64) {
+	t.Helper()
+	lanes = &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}
+	srv := httptest.NewServer(lanes)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	var cfgText strings.Builder
+	cfgText.WriteString("site: eu\nquotas:\n  - {name: g, probes_per_day: 24, scope: site}\nstore: {kind: file, path: samples.lp}\nlanes:\n")
+	fmt.Fprintf(&cfgText, "  - {name: a, kind: free, api: openai, base_url: %q, model: a, timeout: 2s, quota: g}\n", srv.URL)
+	fmt.Fprintf(&cfgText, "  - {name: b, kind: free, api: openai, base_url: %q, model: b, timeout: 2s}\n", srv.URL)
+	cfg, err := config.Parse(strings.NewReader(cfgText.String()), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	st = &raceStore{File: f}
+	clock = &atomic.Int64{}
+	t0 := time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC)
+	clock.Store(t0.UnixNano())
+	// Two hosts' clocks are never on the same nanosecond: b's is 1 ms
+	// ahead (on one clock the two would book their probes at one time,
+	// the later replacing the other).
+	mk := func(id string, start time.Time, skew time.Duration) *sampler.Sampler {
+		o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Now = func() time.Time { return time.Unix(0, clock.Load()).Add(skew).UTC() }
+		s := sampler.New(o)
+		s.SetIdentity(sampler.Identity{Instance: id, Host: "host-" + id, Version: "test", Start: start, Interval: interval})
+		return s
+	}
+	return mk("a", t0.Add(-time.Minute), 0), mk("b", t0.Add(-time.Minute+time.Second), time.Millisecond), st, lanes, clock
+}
+
+func checkHours(t *testing.T, st series.Store, when string) []series.Mismatch {
+	t.Helper()
+	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	bad, err := series.Check(context.Background(), st, time.UTC, series.Window{From: day, To: day.Add(24 * time.Hour)}, nil)
+	if err != nil {
+		t.Fatalf("%s: check: %v", when, err)
+	}
+	return bad
+}
+
+// Of two samplers of one shard and site, the later started stands by (and
+// says which instance probes) while the other's heartbeat is live, and
+// takes over once it is two intervals old; the lane server sees one
+// probe per lane and round, and every hourly record stays the aggregate
+// of its probes.
+func TestStandbyAndTakeover(t *testing.T) {
+	const iv = time.Minute
+	a, b, st, lanes, clock := pair(t, iv)
+	step := func(d time.Duration) { clock.Add(int64(d)) }
+	run := func(s *sampler.Sampler, name string) *sampler.Round {
+		t.Helper()
+		r, err := s.Run(context.Background(), false, false)
+		if err != nil || r.DutyErr != nil {
+			t.Fatalf("%s: %v, %v", name, err, r.DutyErr)
+		}
+		return r
+	}
+	for round := range 3 {
+		before := lanes.hits.Load()
+		ra, rb := run(a, "a"), run(b, "b")
+		if !ra.Duty.Active || rb.Duty.Active {
+			t.Fatalf("round %d: a active %v, b active %v; want a alone", round, ra.Duty.Active, rb.Duty.Active)
+		}
+		if want := "standby: instance a on host host-a"; !strings.Contains(rb.Duty.Reason, want) || rb.Duty.Live != 2 {
+			t.Errorf("round %d: b says %q (live %d), want %q", round, rb.Duty.Reason, rb.Duty.Live, want)
+		}
+		if len(rb.Samples) != 0 || len(rb.Plan.Probe) != 0 {
+			t.Errorf("round %d: b on standby probed %d lanes", round, len(rb.Samples))
+		}
+		if got := lanes.hits.Load() - before; got != int64(len(ra.Samples)) || len(ra.Samples) == 0 {
+			t.Errorf("round %d: the lane server got %d requests, a probed %d", round, got, len(ra.Samples))
+		}
+		step(iv)
+	}
+	// a stops. Its last heartbeat is an interval old: b waits one more.
+	r := run(b, "b")
+	if r.Duty.Active || len(r.Samples) != 0 {
+		t.Fatalf("b took over with a's heartbeat %s old", iv)
+	}
+	step(iv)
+	before := lanes.hits.Load()
+	r = run(b, "b")
+	if !r.Duty.Active || r.Duty.Live != 1 || len(r.Samples) == 0 || lanes.hits.Load()-before != int64(len(r.Samples)) {
+		t.Fatalf("b with a's heartbeat two intervals old: active %v live %d, %d probes; want it to take over", r.Duty.Active, r.Duty.Live, len(r.Samples))
+	}
+	if bad := checkHours(t, st, "after the takeover"); len(bad) != 0 {
+		t.Errorf("hourly records that disagree with their probes: %v", bad)
+	}
+	beats, err := st.Heartbeats(context.Background(), "eu", series.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
+	if err != nil || len(beats) != 3+5 {
+		t.Errorf("heartbeats stored: %d, %v; want one per round of each (8)", len(beats), err)
+	}
+}
+
+// The race of two instances started together: in their first round each
+// reads the heartbeats before the other's write lands and the probes
+// before the other's reservations, so both probe the budget-1 lane and the
+// hour's record keeps one writer's view (samples=1, the probes say 2).
+// The next round one stands by, and the other, seeing it live, rebuilds
+// the hour from all the probes in the store, the budgeted lane not probed
+// again: the record heals and a check finds nothing.
+func TestRaceHealsNextRound(t *testing.T) {
+	const iv = time.Minute
+	a, b, st, lanes, clock := pair(t, iv)
+	st.blind.Store(true)
+	st.barrier.Add(2)
+	st.armed.Store(true)
+	var wg sync.WaitGroup
+	rounds := make([]*sampler.Round, 2)
+	for i, s := range []*sampler.Sampler{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Run(context.Background(), false, false)
+			if err != nil {
+				t.Errorf("sampler %d: %v", i, err)
+			}
+			rounds[i] = r
+		}()
+	}
+	wg.Wait()
+	st.armed.Store(false)
+	st.blind.Store(false)
+	if t.Failed() {
+		return
+	}
+	for i, r := range rounds {
+		if !r.Duty.Active || len(r.Samples) != 2 {
+			t.Fatalf("race round: sampler %d active %v with %d probes; want both active, each probing a and b", i, r.Duty.Active, len(r.Samples))
+		}
+	}
+	if got := lanes.hits.Load(); got != 4 {
+		t.Fatalf("the lane server got %d requests in the race, want 4", got)
+	}
+	if bad := checkHours(t, st, "after the race"); len(bad) == 0 {
+		t.Fatal("the race left every hourly record right: the test does not replay the clobber")
+	}
+
+	clock.Add(int64(iv))
+	rb, err := b.Run(context.Background(), false, false)
+	if err != nil || rb.Duty.Active {
+		t.Fatalf("b after the race: %v, active %v; want standby", err, rb.Duty != nil && rb.Duty.Active)
+	}
+	ra, err := a.Run(context.Background(), false, false)
+	if err != nil || !ra.Duty.Active || ra.Duty.Live != 2 {
+		t.Fatalf("a after the race: %v, %+v; want active beside b", err, ra.Duty)
+	}
+	for _, sm := range ra.Samples {
+		if sm.Lane == "a" {
+			t.Fatalf("a probed the budgeted lane again: the test no longer shows the heal of an unprobed lane-hour")
+		}
+	}
+	if bad := checkHours(t, st, "after the next round"); len(bad) != 0 {
+		t.Errorf("the next round left hourly records that disagree with their probes: %v", bad)
+	}
+}
+
+// On a file store (one writer: its lock) the daemon still writes its
+// heartbeat each round, readable there, but reads none: it probes.
+func TestFileStoreHeartbeat(t *testing.T) {
+	l := &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}
+	srv := httptest.NewServer(l)
+	t.Cleanup(srv.Close)
+	s, st := setup(t, srv, []string{"a"}, "", "")
+	start := time.Now()
+	s.SetIdentity(sampler.Identity{Instance: "solo", Host: "h", Version: "test", Start: start, Interval: time.Minute})
+	for range 2 {
+		r, err := s.Run(context.Background(), false, false)
+		if err != nil || r.Duty == nil || !r.Duty.Active || r.Duty.Live != 1 || len(r.Samples) != 1 {
+			t.Fatalf("round: %v, %+v, %d probes; want active alone", err, r.Duty, len(r.Samples))
+		}
+	}
+	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), "", series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	if err != nil || len(beats) != 2 || beats[0].Instance != "solo" || beats[0].Shard != "0/1" || beats[0].StartNS != start.UnixNano() {
+		t.Fatalf("heartbeats in the file: %+v, %v; want the two rounds'", beats, err)
+	}
+}
