@@ -19,7 +19,10 @@ const DefaultFilePath = "data/samples.lp"
 type FileOptions struct {
 	// ReadOnly opens the file for reading only (policygen): no writer lock
 	// is taken, so it works while a sampler appends, and Write fails. The
-	// file must exist (fs.ErrNotExist otherwise: a fresh install).
+	// file must exist (fs.ErrNotExist otherwise: a fresh install). Its
+	// reads keep a sparse index of the file beside it (path + IndexSuffix;
+	// best effort: none where the folder cannot be written to), so that a
+	// read of a few days of a year skips the rest.
 	ReadOnly bool
 	// Warn receives non-fatal problems (torn or corrupt lines that were
 	// skipped); msg is lowercase, args are slog-style key/value pairs. The
@@ -46,6 +49,7 @@ type File struct {
 	mu     sync.RWMutex
 	w      *appendFile // nil when read-only
 	closed bool
+	index  *indexConf // a read-only store's sparse index (IndexSuffix); nil for a writer
 }
 
 var _ Store = (*File)(nil)
@@ -79,6 +83,7 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 			e.path = resolved
 			return nil, fmt.Errorf("open samples file: %w", e)
 		}
+		s.index = newIndexConf(resolved)
 		return s, nil
 	}
 	w, err := openAppend(resolved, s.warn)
@@ -172,7 +177,7 @@ func (s *File) scan(ctx context.Context, want pointKind, m *matcher, fn func(lin
 			return fmt.Errorf("read %s: %w", s.path, err)
 		}
 	}
-	if err := scanKind(ctx, s.path, want, m, s.warn, fn); err != nil {
+	if err := scanKindIndexed(ctx, s.path, s.index, want, m, s.warn, fn); err != nil {
 		return fmt.Errorf("read %s: %w", s.path, unpath(err))
 	}
 	return nil
