@@ -23,8 +23,9 @@ type plainStore struct{ series.Store }
 // ForHour's streamed read of the calibrated rule's probes (File.ScanProbes
 // into policy.HourHistory, through the file's index) writes the file that
 // the separate reads (Hourly, Probes, the newest probes) give: random
-// stores of 40 days, mostly in time order, with days imported late, probes
-// written twice, reservations and timeouts, under both rules.
+// stores of 40 days, mostly in time order, with days imported late (in
+// the window or before it), probes written twice, reservations and
+// timeouts, under both rules.
 func TestForHourStreamedIsForHourRead(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
@@ -63,15 +64,18 @@ func TestForHourStreamedIsForHourRead(t *testing.T) {
 				}
 				days = append(days, day)
 			}
-			late := r.IntN(4) // days imported after the others
+			// Days [from, to) are imported after the others: before the
+			// policies' windows (streamed) or in them (read whole).
+			from := r.IntN(len(days))
+			to := min(len(days), from+r.IntN(4))
 			for i := range days {
-				if i >= late {
+				if i < from || i >= to {
 					if _, err := rec.Record(context.Background(), days[i]); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			for i := range late {
+			for i := from; i < to; i++ {
 				if _, err := rec.Record(context.Background(), days[i]); err != nil {
 					t.Fatal(err)
 				}

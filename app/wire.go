@@ -93,18 +93,24 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, fmt.Errorf("store: read hourly records: %w", err)
 	}
-	if x, have, ok, err := streamCalibrated(ctx, st, p, hourly, h, sites); err != nil {
+	x, have, tried, err := streamCalibrated(ctx, st, p, hourly, h, sites)
+	if err != nil {
 		return policy.File{}, err
-	} else if ok {
+	}
+	if x != nil {
 		latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites, have)
 		if err != nil {
 			return policy.File{}, err
 		}
 		return x.ForHour(p, policy.States(latest, cfg.Location), h), nil
 	}
+	whole := st
+	if tried { // the store cannot stream them in order: no second try
+		whole = wholeReads{st}
+	}
 	// The calibrated rule's probes hold the newest ones of every lane
 	// probed in its window: the probes are read once.
-	probes, err := calibratedProbes(ctx, st, p, end, sites)
+	probes, err := calibratedProbes(ctx, whole, p, end, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
@@ -158,9 +164,11 @@ func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end
 // a store that streams them in time order (File.ScanProbes): each goes
 // into the rule's History as it is read, with no slice of them all (on a
 // year of 50 lanes, 100 k probes: 17 MB and a fifth of -hour's CPU). It
-// returns the History and the newest probe of each lane and site, or
-// false when the store cannot stream them in order (read them whole then).
-func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hourly []series.Hourly, h time.Time, sites []string) (*policy.History, []series.Probe, bool, error) {
+// returns the History and the newest probe of each lane and site; a nil
+// History when it did not stream them: the rule is not calibrated or the
+// store does not stream (tried false), or it found them out of order
+// (tried true). Read them whole then.
+func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hourly []series.Hourly, h time.Time, sites []string) (x *policy.History, newestOnes []series.Probe, tried bool, err error) {
 	sc, ok := st.(series.ProbeScanner)
 	if !ok || !p.Calibrated() {
 		return nil, nil, false, nil
@@ -171,7 +179,7 @@ func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hou
 		lanes[i] = l.Name
 	}
 	q := series.Query{Windows: []series.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
-	x := policy.HourHistory(p, hourly, h)
+	x = policy.HourHistory(p, hourly, h)
 	var nw newestOf
 	ordered, err := sc.ScanProbes(ctx, q, func(pr series.Probe) error {
 		nw.add(pr)
@@ -181,13 +189,16 @@ func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hou
 		return nil
 	})
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("store: read probes: %w", err)
+		return nil, nil, true, fmt.Errorf("store: read probes: %w", err)
 	}
 	if !ordered {
-		return nil, nil, false, nil
+		return nil, nil, true, nil
 	}
 	return x, nw.out, true, nil // nil when none: newest then looks further back, as for ForHourProbes
 }
+
+// wholeReads is a store read without its ProbeScanner.
+type wholeReads struct{ series.Store }
 
 // calibratedFrom is where the calibrated rule's read for a policy as of
 // end starts: twice its window before end.
