@@ -40,7 +40,9 @@ type FileOptions struct {
 // they name it. Before each append it checks that the path still names the
 // file it opened, and refuses with ErrMoved otherwise. Reads stream the file
 // under a shared flock, so they never see half a round; they skip a torn last
-// line or a corrupt line with a warning instead of failing.
+// line or a corrupt line with a warning instead of failing. A read-only
+// File's reads go through a sparse index of the file's time spans (see
+// lpindex.go), which changes what they read, never what they return.
 type File struct {
 	path string // resolved
 	warn func(string, ...any)
