@@ -317,12 +317,20 @@ func loadIndex(ix *indexConf, f *os.File, fi os.FileInfo) *lpIndex {
 	return idx
 }
 
+// readIndexFile reads the index file at path, refusing anything but a
+// regular file: opening a named pipe would block the read.
 func readIndexFile(path string) ([]byte, error) {
+	if e := notRegular(path); e != nil {
+		return nil, e
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
+	if e := fstatNotRegular(f); e != nil {
+		return nil, e
+	}
 	data, err := io.ReadAll(io.LimitReader(f, indexMaxSize+1))
 	if err != nil {
 		return nil, err

@@ -420,6 +420,15 @@ func TestIndexStaleOrBrokenIsRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"index a named pipe", func(t *testing.T, iw *indexWorld) {
+			fifo, ok := makeFIFO(t, t.TempDir())
+			if !ok {
+				t.Skip("no named pipes here")
+			}
+			if err := os.Rename(fifo, iw.path+IndexSuffix); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"index a folder", func(t *testing.T, iw *indexWorld) {
 			if err := os.Remove(iw.path + IndexSuffix); err != nil {
 				t.Fatal(err)
@@ -460,8 +469,8 @@ func TestIndexStaleOrBrokenIsRebuilt(t *testing.T) {
 					t.Fatalf("query %d %+v: through the index, %s", i, q, d)
 				}
 			}
-			if tc.name == "index a folder" {
-				return
+			if tc.name == "index a folder" || tc.name == "index a named pipe" {
+				return // nothing can be written in its place
 			}
 			f, err := os.Open(iw.path)
 			if err != nil {
