@@ -95,9 +95,24 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 	if err != nil {
 		return policy.File{}, err
 	}
+	x, have, tried, err := streamCalibrated(ctx, st, p, hourly, h, sites)
+	if err != nil {
+		return policy.File{}, err
+	}
+	if x != nil {
+		latest, err := newest(ctx, st, p, end.Add(-stateSpan(p)), end, sites, have)
+		if err != nil {
+			return policy.File{}, err
+		}
+		return x.ForHour(p, policy.States(latest, cfg.Location), h), nil
+	}
+	whole := st
+	if tried { // the store cannot stream them in order: no second try
+		whole = wholeReads{st}
+	}
 	// The calibrated rule's probes hold the newest ones of every lane
 	// probed in its window: the probes are read once.
-	probes, err := calibratedProbes(ctx, st, p, end, sites)
+	probes, err := calibratedProbes(ctx, whole, p, end, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
@@ -146,6 +161,46 @@ func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end
 	}
 	return probes, nil
 }
+
+// streamCalibrated is ForHour's read of the calibrated rule's probes from
+// a store that streams them in time order (File.ScanProbes): each goes
+// into the rule's History as it is read, with no slice of them all (on a
+// year of 50 lanes, 100 k probes: 17 MB and a fifth of -hour's CPU). It
+// returns the History and the newest probe of each lane and site; a nil
+// History when it did not stream them: the rule is not calibrated or the
+// store does not stream (tried false), or it found them out of order
+// (tried true). Read them whole then.
+func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hourly []series.Hourly, h time.Time, sites []string) (x *policy.History, newestOnes []series.Probe, tried bool, err error) {
+	sc, ok := st.(series.ProbeScanner)
+	if !ok || !p.Calibrated() {
+		return nil, nil, false, nil
+	}
+	end := h.Add(time.Hour)
+	lanes := make([]string, len(p.Lanes))
+	for i, l := range p.Lanes {
+		lanes[i] = l.Name
+	}
+	q := series.Query{Windows: []series.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
+	x = policy.HourHistory(p, hourly, h)
+	var nw newestOf
+	ordered, err := sc.ScanProbes(ctx, q, func(pr series.Probe) error {
+		nw.add(pr)
+		if pr.Time.Before(end) {
+			x.AddProbe(pr)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, true, fmt.Errorf("store: read probes: %w", err)
+	}
+	if !ordered {
+		return nil, nil, true, nil
+	}
+	return x, nw.out, true, nil // nil when none: newest then looks further back, as for ForHourProbes
+}
+
+// wholeReads is a store read without its ProbeScanner.
+type wholeReads struct{ series.Store }
 
 // calibratedFrom is where the calibrated rule's read for a policy as of
 // end starts: twice its window before end.
@@ -233,21 +288,35 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 // newestPerSeries returns the newest probe of each lane and site in
 // probes (time order: the later of equal times).
 func newestPerSeries(probes []series.Probe) []series.Probe {
-	type key struct{ lane, site string }
-	at := map[key]int{}
-	var out []series.Probe
+	var nw newestOf
 	for _, pr := range probes {
-		k := key{pr.Lane, pr.Site}
-		if i, ok := at[k]; ok {
-			if !pr.Time.Before(out[i].Time) {
-				out[i] = pr
-			}
-			continue
-		}
-		at[k] = len(out)
-		out = append(out, pr)
+		nw.add(pr)
 	}
-	return out
+	return nw.out
+}
+
+// newestOf keeps the newest probe of each lane and site it is shown, in
+// the order the series first came.
+type newestOf struct {
+	at  map[seriesKey]int
+	out []series.Probe
+}
+
+type seriesKey struct{ lane, site string }
+
+func (nw *newestOf) add(pr series.Probe) {
+	k := seriesKey{pr.Lane, pr.Site}
+	if i, ok := nw.at[k]; ok {
+		if !pr.Time.Before(nw.out[i].Time) {
+			nw.out[i] = pr
+		}
+		return
+	}
+	if nw.at == nil {
+		nw.at = map[seriesKey]int{}
+	}
+	nw.at[k] = len(nw.out)
+	nw.out = append(nw.out, pr)
 }
 
 // Swings computes the time-of-day report of the hourly records of [from,

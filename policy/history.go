@@ -81,6 +81,23 @@ func NewHistory(loc *time.Location) *History {
 	return &History{loc: hours.OrUTC(loc), lanes: map[string]*laneHistory{}}
 }
 
+// HourHistory is the History that ForHourProbes makes for the live policy
+// of the hour holding `hour` before its probes: the records of recs before
+// the hour's end. Adding to it, with AddProbe in time order, the probes
+// before that end, then asking x.ForHour(p, states, hour), gives what
+// ForHourProbes gives, without a slice of every probe (a streamed read).
+func HourHistory(p Params, recs []series.Hourly, hour time.Time) *History {
+	loc := hours.OrUTC(p.Location)
+	end := hours.Start(hour, loc).Add(time.Hour)
+	x := NewHistory(loc)
+	for _, r := range recs {
+		if r.Hour.Before(end) {
+			x.Add(r)
+		}
+	}
+	return x
+}
+
 // Add adds r, replacing the record of the same lane, site and hour. A
 // record with Samples <= 0 counts as no record.
 func (x *History) Add(r series.Hourly) {

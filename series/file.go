@@ -19,7 +19,10 @@ const DefaultFilePath = "data/samples.lp"
 type FileOptions struct {
 	// ReadOnly opens the file for reading only (policygen): no writer lock
 	// is taken, so it works while a sampler appends, and Write fails. The
-	// file must exist (fs.ErrNotExist otherwise: a fresh install).
+	// file must exist (fs.ErrNotExist otherwise: a fresh install). Its
+	// reads keep a sparse index of the file beside it (path + IndexSuffix;
+	// best effort: none where the folder cannot be written to), so that a
+	// read of a few days of a year skips the rest.
 	ReadOnly bool
 	// Warn receives non-fatal problems (torn or corrupt lines that were
 	// skipped); msg is lowercase, args are slog-style key/value pairs. The
@@ -37,7 +40,9 @@ type FileOptions struct {
 // they name it. Before each append it checks that the path still names the
 // file it opened, and refuses with ErrMoved otherwise. Reads stream the file
 // under a shared flock, so they never see half a round; they skip a torn last
-// line or a corrupt line with a warning instead of failing.
+// line or a corrupt line with a warning instead of failing. A read-only
+// File's reads go through a sparse index of the file's time spans (see
+// lpindex.go), which changes what they read, never what they return.
 type File struct {
 	path string // resolved
 	warn func(string, ...any)
@@ -46,6 +51,7 @@ type File struct {
 	mu     sync.RWMutex
 	w      *appendFile // nil when read-only
 	closed bool
+	index  *indexConf // a read-only store's sparse index (IndexSuffix); nil for a writer
 }
 
 var _ Store = (*File)(nil)
@@ -79,6 +85,7 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 			e.path = resolved
 			return nil, fmt.Errorf("open samples file: %w", e)
 		}
+		s.index = newIndexConf(resolved)
 		return s, nil
 	}
 	w, err := openAppend(resolved, s.warn)
@@ -172,7 +179,7 @@ func (s *File) scan(ctx context.Context, want pointKind, m *matcher, fn func(lin
 			return fmt.Errorf("read %s: %w", s.path, err)
 		}
 	}
-	if err := scanKind(ctx, s.path, want, m, s.warn, fn); err != nil {
+	if err := scanKindIndexed(ctx, s.path, s.index, want, m, s.warn, fn); err != nil {
 		return fmt.Errorf("read %s: %w", s.path, unpath(err))
 	}
 	return nil
@@ -262,26 +269,31 @@ func (s *File) ScanProbes(ctx context.Context, q Query, fn func(Probe) error) (b
 
 // reorder is a min-heap of probes by time (then lane, kind, site, then the
 // order they were put in). Equal points pop one after the other, the later
-// put last, so pop skips a point the next one rewrites.
+// put last, so pop skips a point the next one rewrites. The heap moves
+// small entries (the time, the order, a slot); the probes stay in their
+// slots until popped.
 type reorder struct {
-	h   []seqProbe
-	seq int64
+	h     []reorderEntry
+	slots []Probe
+	free  []int32
+	seq   int64
 }
 
-type seqProbe struct {
-	Probe
-	seq int64
+type reorderEntry struct {
+	ns, seq int64
+	slot    int32
 }
 
 func (r *reorder) len() int      { return len(r.h) }
-func (r *reorder) oldest() int64 { return r.h[0].Time.UnixNano() }
+func (r *reorder) oldest() int64 { return r.h[0].ns }
 
 func (r *reorder) less(i, j int) bool {
 	a, b := &r.h[i], &r.h[j]
-	if c := a.Time.Compare(b.Time); c != 0 {
-		return c < 0
+	if a.ns != b.ns {
+		return a.ns < b.ns
 	}
-	if c := cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Site, b.Site)); c != 0 {
+	pa, pb := &r.slots[a.slot], &r.slots[b.slot]
+	if c := cmp.Or(cmp.Compare(pa.Lane, pb.Lane), cmp.Compare(pa.Kind, pb.Kind), cmp.Compare(pa.Site, pb.Site)); c != 0 {
 		return c < 0
 	}
 	return a.seq < b.seq
@@ -289,7 +301,15 @@ func (r *reorder) less(i, j int) bool {
 
 func (r *reorder) put(p Probe) {
 	r.seq++
-	r.h = append(r.h, seqProbe{p, r.seq})
+	var slot int32
+	if n := len(r.free); n > 0 {
+		slot, r.free = r.free[n-1], r.free[:n-1]
+		r.slots[slot] = p
+	} else {
+		slot = int32(len(r.slots))
+		r.slots = append(r.slots, p)
+	}
+	r.h = append(r.h, reorderEntry{p.Time.UnixNano(), r.seq, slot})
 	for i := len(r.h) - 1; i > 0; {
 		parent := (i - 1) / 2
 		if !r.less(i, parent) {
@@ -301,7 +321,10 @@ func (r *reorder) put(p Probe) {
 }
 
 func (r *reorder) popOne() Probe {
-	top := r.h[0].Probe
+	slot := r.h[0].slot
+	top := r.slots[slot]
+	r.slots[slot] = Probe{}
+	r.free = append(r.free, slot)
 	last := len(r.h) - 1
 	r.h[0] = r.h[last]
 	r.h = r.h[:last]
@@ -325,7 +348,7 @@ func (r *reorder) popOne() Probe {
 // pop returns the oldest point, the last written of its key.
 func (r *reorder) pop() Probe {
 	p := r.popOne()
-	for len(r.h) > 0 && probeKey(&r.h[0].Probe) == probeKey(&p) {
+	for len(r.h) > 0 && probeKey(&r.slots[r.h[0].slot]) == probeKey(&p) {
 		p = r.popOne()
 	}
 	return p

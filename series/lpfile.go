@@ -433,10 +433,16 @@ type corruptLine struct{ error }
 // line, without its newline) or longer than 1 MiB is skipped, with a
 // warning when warn is not nil; any other error from fn ends the scan.
 func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn func(string, ...any), fn func(line []byte) error) error {
+	return scanKindIndexed(ctx, path, nil, want, m, warn, fn)
+}
+
+// scanKindIndexed is scanKind through the index ix (see scanIndexed),
+// which it makes or extends; nil reads without one.
+func scanKindIndexed(ctx context.Context, path string, ix *indexConf, want pointKind, m *matcher, warn func(string, ...any), fn func(line []byte) error) error {
 	if warn == nil {
 		warn = func(string, ...any) {}
 	}
-	return readLocked(ctx, path, func(n int64, line []byte, terminated bool) error {
+	lineFn := func(n int64, line []byte, terminated bool) error {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -465,7 +471,12 @@ func scanKind(ctx context.Context, path string, want pointKind, m *matcher, warn
 			warn("skipped corrupt line", "path", path, "line", n, "err", c.Error())
 		}
 		return nil
-	}, func(n int64) {
+	}
+	long := func(n int64) {
 		warn("skipped corrupt line: longer than 1 MiB", "path", path, "line", n)
-	})
+	}
+	if ix == nil {
+		return readLocked(ctx, path, lineFn, long)
+	}
+	return scanIndexed(ctx, path, ix, want, m, lineFn, long)
 }
