@@ -94,7 +94,7 @@ func newIndexBlock(off, line int64) indexBlockInfo {
 func (b *indexBlockInfo) note(line []byte) {
 	k := 0
 	switch kindOf(line) {
-	case kindSkip:
+	case kindSkip, kindHeartbeat: // heartbeat reads do not use the index (needed)
 		return
 	case kindProbe:
 	case kindHourly:
