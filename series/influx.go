@@ -199,17 +199,27 @@ func unreachable(err error) bool {
 
 // isTransient reports whether a client error may go away by itself: no HTTP
 // status (network, timeout, cancelled), 408, 429 or 5xx, except a 5xx that
-// says the database or retention policy does not exist (InfluxDB 1.8's
-// Flux answers a missing database with a 500).
+// says the database or retention policy does not exist or that the token
+// may not read or write it (InfluxDB 1.8's Flux answers both with a 500:
+// "failed to initialize execute state: ... requires READ for database").
 func isTransient(err error) bool {
 	var he *ihttp.Error
 	if errors.As(err, &he) && he.StatusCode != 0 {
-		if missingBucket(err.Error()) {
+		if missingBucket(err.Error()) || deniedAccess(err.Error()) {
 			return false
 		}
 		return he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500
 	}
 	return true
+}
+
+// deniedAccess reports whether a server's message says the credentials
+// lack a permission: InfluxDB 1.8's "requires READ for database" (or
+// WRITE), "unauthorized" and "authorization failed".
+func deniedAccess(msg string) bool {
+	low := strings.ToLower(msg)
+	return strings.Contains(low, "requires read") || strings.Contains(low, "requires write") ||
+		strings.Contains(low, "unauthorized") || strings.Contains(low, "authorization failed")
 }
 
 func missingBucket(msg string) bool {
@@ -411,7 +421,7 @@ func (s *Influx) explain(err error) error {
 	}
 	low := strings.ToLower(msg)
 	switch {
-	case errors.As(err, &he) && (he.StatusCode == 401 || he.StatusCode == 403):
+	case errors.As(err, &he) && (he.StatusCode == 401 || he.StatusCode == 403 || deniedAccess(low)):
 		msg += " (check the token; on InfluxDB 1.8 it is user:password)"
 	case missingBucket(low) || strings.Contains(low, "retention policy") || (errors.As(err, &he) && he.StatusCode == 404):
 		msg += " (does the bucket exist? on InfluxDB 1.8 the bucket is database/retention-policy)"
