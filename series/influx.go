@@ -25,6 +25,10 @@ import (
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
+// DefaultRequestTimeout bounds one request to InfluxDB when
+// InfluxOptions.RequestTimeout is 0.
+const DefaultRequestTimeout = 20 * time.Second
+
 // InfluxOptions configure OpenInflux.
 type InfluxOptions struct {
 	// URL of the server, e.g. http://127.0.0.1:8086. Credentials belong in
@@ -38,7 +42,7 @@ type InfluxOptions struct {
 	// Token is the 2.x API token, or "user:password" (or empty) on 1.8. It is
 	// never logged, stored or put in an error.
 	Token string
-	// RequestTimeout bounds one HTTP request; 0 means 20 s.
+	// RequestTimeout bounds one HTTP request; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// Query is the language of reads: QueryInfluxQL (through /query) or
 	// QueryFlux; "" picks InfluxQL when Org is empty (InfluxDB 1.x, where
@@ -108,7 +112,7 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		s.secrets = append(s.secrets, pw)
 	}
-	timeout := cmp.Or(o.RequestTimeout, 20*time.Second)
+	timeout := cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
 	opts := influxdb2.DefaultOptions().
 		SetHTTPRequestTimeout(uint(max(timeout/time.Second, 1))).
 		SetLogLevel(0)
