@@ -243,12 +243,12 @@ func (s *Influx) classify(err error) error {
 
 // Probes returns the probe points q selects.
 func (s *Influx) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return readPoints(ctx, s, "probes", MeasurementProbe, probeFields, q, probeKey, probeOf)
+	return readPoints(ctx, s, "probes", &probeSchema, q, probeKey, probeOf)
 }
 
 // Hourly returns the hourly points q selects.
 func (s *Influx) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return readPoints(ctx, s, "hourly", MeasurementHourly, hourlyFields, q, hourlyKey, hourlyOf)
+	return readPoints(ctx, s, "hourly", &hourlySchema, q, hourlyKey, hourlyOf)
 }
 
 func probeOf(r row) Probe   { return rowPoint(&probeSchema, r) }
@@ -282,33 +282,144 @@ func rowPoint[T any](s *schema[T], r row) T {
 	return p
 }
 
+// selectFields returns the field keys of s a read asks for: want's, in the
+// schema's order (nil or empty: every field), or an error naming a key s
+// does not have.
+func selectFields[T any](s *schema[T], want []string) ([]string, error) {
+	all := s.fieldKeys()
+	if len(want) == 0 {
+		return all, nil
+	}
+	for _, k := range want {
+		if !slices.Contains(all, k) {
+			return nil, fmt.Errorf("%s has no field %q (fields: %s)", s.measurement, k, strings.Join(all, ", "))
+		}
+	}
+	var out []string
+	for _, k := range all {
+		if slices.Contains(want, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
 // readPoints reads one measurement's points that q selects, one query per
 // window, and sorts them by time, lane, kind and site.
-func readPoints[T any](ctx context.Context, s *Influx, what, measurement string, fields []string, q Query,
+//
+// An InfluxQL answer holds one row per series and time, in time order:
+// its points are kept as they come (MessagePack rows decoded straight into
+// them) and sorted within each time, without the map of latest points that
+// Flux answers go through (one table per series; on InfluxDB 1.8 a point
+// at the range's stop too). Rows of one key that an answer repeats (a
+// point with a tag beyond the schema's) keep the last, as the map does.
+func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[T], q Query,
 	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
 	m := q.matcher()
-	l := newLatest(key)
+	fields, err := selectFields(sch, q.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
+	}
 	if m.empty() {
-		return l.out, nil
+		return []T{}, nil
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
 	}
-	for _, span := range m.spans {
-		var err error
-		if s.influxQL {
-			err = s.ql.query(ctx, qlSelect(measurement, fields, span, m), func(r row) { l.putIn(fromRow(r), m) })
-		} else {
-			err = s.query(ctx, s.flux(measurement, fields, span, m), func(r *query.FluxRecord) error {
+	if !s.influxQL {
+		l := newLatest(key)
+		for _, span := range m.spans {
+			err := s.query(ctx, s.flux(sch.measurement, fields, span, m), func(r *query.FluxRecord) error {
 				l.putIn(fromRow(fluxRow{r}), m) // Flux on InfluxDB 1.8 includes points at stop
 				return nil
 			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
+			}
 		}
+		return l.sorted(), nil
+	}
+	out := []T{}
+	// keep appends p and takes its key in place (a key taken of a local
+	// would move each point to the heap), dropping a point m does not select.
+	keep := func(p T) {
+		out = append(out, p)
+		last := len(out) - 1
+		if k := key(&out[last]); !m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site) {
+			out = out[:last]
+		}
+	}
+	for _, span := range m.spans {
+		var plan qlPlan
+		err := s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
+			func(r row) { keep(fromRow(r)) },
+			func(cols []string) { plan = newQLPlan(sch, cols) },
+			func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
 		if err != nil {
 			return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
 		}
 	}
-	return l.sorted(), nil
+	return sortUnique(out, key), nil
+}
+
+// comparePointKeys orders keys by time, lane, kind and site.
+func comparePointKeys(a, b pointKey) int {
+	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.lane, b.lane), cmp.Compare(a.kind, b.kind), cmp.Compare(a.site, b.site))
+}
+
+// sortUnique sorts points by time, lane, kind and site, keeping the last of
+// points with the same key. Points already in time order (an InfluxQL
+// answer) are sorted within each run of one time, in place; others go
+// through latest.
+func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
+	for i := 1; i < len(pts); i++ {
+		if key(&pts[i-1]).ns > key(&pts[i]).ns {
+			l := newLatest(key)
+			for _, p := range pts {
+				l.put(p)
+			}
+			return l.sorted()
+		}
+	}
+	type entry struct {
+		k pointKey
+		i int
+	}
+	var order []entry
+	var tmp []T
+	w := 0 // pts[:w] is done; w <= the run's start
+	for i := 0; i < len(pts); {
+		ns := key(&pts[i]).ns
+		j := i + 1
+		for j < len(pts) && key(&pts[j]).ns == ns {
+			j++
+		}
+		order = order[:0]
+		sorted := true
+		for x := i; x < j; x++ {
+			order = append(order, entry{key(&pts[x]), x})
+			if n := len(order); n > 1 && comparePointKeys(order[n-2].k, order[n-1].k) >= 0 {
+				sorted = false
+			}
+		}
+		if sorted {
+			w += copy(pts[w:], pts[i:j])
+			i = j
+			continue
+		}
+		slices.SortFunc(order, func(a, b entry) int { return cmp.Or(comparePointKeys(a.k, b.k), cmp.Compare(a.i, b.i)) })
+		tmp = tmp[:0]
+		for x, e := range order {
+			if x+1 < len(order) && order[x+1].k == e.k {
+				continue // a later row of the same key follows
+			}
+			tmp = append(tmp, pts[e.i])
+		}
+		w += copy(pts[w:], tmp)
+		i = j
+	}
+	clear(pts[w:])
+	return pts[:w]
 }
 
 func (s *Influx) checkOpen() error {
