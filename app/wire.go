@@ -276,12 +276,22 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 		}
 	}
 	if perSite && multi {
-		var split []series.Hourly
+		// Each record again under its lane@site name, one string per name.
+		all := make([]series.Hourly, len(recs), 2*len(recs))
+		copy(all, recs)
+		type laneSite struct{ lane, site string }
+		names := map[laneSite]string{}
 		for _, h := range recs {
-			h.Lane = siteLane(h.Lane, h.Site)
-			split = append(split, h)
+			k := laneSite{h.Lane, h.Site}
+			name, ok := names[k]
+			if !ok {
+				name = siteLane(h.Lane, h.Site)
+				names[k] = name
+			}
+			h.Lane = name
+			all = append(all, h)
 		}
-		recs = append(slices.Clone(recs), split...)
+		recs = all
 	}
 	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
 	for i, c := range cfg.Policy.Classes {
