@@ -275,29 +275,43 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 			}
 		}
 	}
+	merged := swings.MergeSites(recs)
 	if perSite && multi {
-		// Each record again under its lane@site name, one string per name.
-		all := make([]series.Hourly, len(recs), 2*len(recs))
-		copy(all, recs)
-		type laneSite struct{ lane, site string }
-		names := map[laneSite]string{}
-		for _, h := range recs {
-			k := laneSite{h.Lane, h.Site}
-			name, ok := names[k]
-			if !ok {
-				name = siteLane(h.Lane, h.Site)
-				names[k] = name
-			}
-			h.Lane = name
-			all = append(all, h)
-		}
-		recs = all
+		merged = withSiteLanes(recs, merged, sitesOf)
 	}
 	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
 	for i, c := range cfg.Policy.Classes {
 		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
 	}
-	return swings.Compute(swings.MergeSites(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+	return swings.Compute(merged, swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+}
+
+// withSiteLanes returns the merged records followed by the records again
+// under their lane@site names, merged: swings.MergeSites of both at once,
+// without holding both in one slice when no lane of the records bears a
+// lane@site name (lane-hours of the two never meet then).
+func withSiteLanes(recs, merged []series.Hourly, lanes map[string][]string) []series.Hourly {
+	split := make([]series.Hourly, len(recs))
+	type laneSite struct{ lane, site string }
+	names := map[laneSite]string{} // one string per name
+	for i, h := range recs {
+		k := laneSite{h.Lane, h.Site}
+		name, ok := names[k]
+		if !ok {
+			name = siteLane(h.Lane, h.Site)
+			names[k] = name
+		}
+		h.Lane = name
+		split[i] = h
+	}
+	for _, name := range names {
+		if _, clash := lanes[name]; clash {
+			return swings.MergeSites(append(slices.Clone(recs), split...))
+		}
+	}
+	bySite := swings.MergeSites(split)
+	out := make([]series.Hourly, 0, len(merged)+len(bySite))
+	return append(append(out, merged...), bySite...)
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the

@@ -339,6 +339,78 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 		}
 		return l.sorted(), nil
 	}
+	// The spans go in pieces, two at a time: influxd answers each with one
+	// core, and this side decodes one while the server encodes another.
+	parts := splitSpans(m.spans, qlPieces, qlMinPiece)
+	got := make([][]T, len(parts))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error // the first failure: the others are its cancellation
+	var once sync.Once
+	sem := make(chan struct{}, qlParallel)
+	var wg sync.WaitGroup
+	for i, span := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var err error
+			if got[i], err = qlReadSpan(ctx, s, sch, fields, span, m, key, fromRow); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(first))
+	}
+	n := 0
+	for _, g := range got {
+		n += len(g)
+	}
+	out := make([]T, 0, n)
+	for _, g := range got {
+		out = append(out, g...)
+	}
+	return sortUnique(out, key), nil
+}
+
+// How an InfluxQL read splits its spans: into at most qlPieces pieces of
+// at least qlMinPiece each, qlParallel of them read at a time.
+const (
+	qlPieces   = 4
+	qlMinPiece = 24 * time.Hour
+	qlParallel = 2
+)
+
+// splitSpans cuts each span into at most pieces parts of at least minPiece
+// each, on whole hours from the span's start; in order, disjoint, covering
+// the spans exactly.
+func splitSpans(spans [][2]int64, pieces int, minPiece time.Duration) [][2]int64 {
+	var out [][2]int64
+	for _, sp := range spans {
+		n := min(int64(pieces), (sp[1]-sp[0])/int64(minPiece))
+		if n <= 1 { // short, or too long to subtract (the stores' whole range): one piece
+			out = append(out, sp)
+			continue
+		}
+		step := (sp[1] - sp[0]) / n
+		step -= step % int64(time.Hour)
+		from := sp[0]
+		for i := int64(1); i < n; i++ {
+			out = append(out, [2]int64{from, from + step})
+			from += step
+		}
+		out = append(out, [2]int64{from, sp[1]})
+	}
+	return out
+}
+
+// qlReadSpan reads the points of one span through InfluxQL, in the order
+// of the answer, dropping those m does not select.
+func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []string, span [2]int64, m *matcher,
+	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
 	out := []T{}
 	// keep appends p and takes its key in place (a key taken of a local
 	// would move each point to the heap), dropping a point m does not select.
@@ -349,17 +421,12 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 			out = out[:last]
 		}
 	}
-	for _, span := range m.spans {
-		var plan qlPlan
-		err := s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
-			func(r row) { keep(fromRow(r)) },
-			func(cols []string) { plan = newQLPlan(sch, cols) },
-			func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
-		if err != nil {
-			return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
-		}
-	}
-	return sortUnique(out, key), nil
+	var plan qlPlan
+	err := s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
+		func(r row) { keep(fromRow(r)) },
+		func(cols []string) { plan = newQLPlan(sch, cols) },
+		func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
+	return out, err
 }
 
 // comparePointKeys orders keys by time, lane, kind and site.

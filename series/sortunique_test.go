@@ -45,3 +45,44 @@ func TestSortUniqueMatchesLatest(t *testing.T) {
 		}
 	}
 }
+
+// splitSpans covers each span exactly, in order, with pieces of at least
+// the minimum on whole hours from the span's start (the last takes the
+// rest), at most the number asked for.
+func TestSplitSpans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 7))
+	const h = int64(time.Hour)
+	for range 2000 {
+		var spans [][2]int64
+		from := rng.Int64N(1e18)
+		for range 1 + rng.IntN(3) {
+			from += rng.Int64N(100 * h)
+			to := from + 1 + rng.Int64N(40*24*h)
+			spans = append(spans, [2]int64{from, to})
+			from = to
+		}
+		pieces := 1 + rng.IntN(5)
+		got := splitSpans(spans, pieces, 24*time.Hour)
+		j := 0
+		for _, sp := range spans {
+			at, n := sp[0], 0
+			for ; j < len(got) && got[j][0] < sp[1]; j++ {
+				p := got[j]
+				if p[0] != at || p[1] <= p[0] || p[1] > sp[1] {
+					t.Fatalf("spans %v in %d: piece %v does not follow %d within %v (all %v)", spans, pieces, p, at, sp, got)
+				}
+				if p[1] != sp[1] && ((p[1]-p[0])%h != 0 || p[1]-p[0] < 24*h) {
+					t.Fatalf("spans %v: piece %v is not whole hours of at least a day", spans, p)
+				}
+				at = p[1]
+				n++
+			}
+			if at != sp[1] || n > pieces {
+				t.Fatalf("spans %v in %d: %v covers up to %d of %v in %d pieces", spans, pieces, got, at, sp, n)
+			}
+		}
+		if j != len(got) {
+			t.Fatalf("spans %v: pieces left over: %v", spans, got[j:])
+		}
+	}
+}
