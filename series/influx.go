@@ -131,6 +131,7 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	}
 	s.ql.base, s.ql.token = strings.TrimSuffix(o.URL, "/"), o.Token
 	s.ql.db, s.ql.rp = splitBucket(o.Bucket)
+	s.ql.loopback = isLoopback(u.Hostname())
 	// A connection per InfluxQL read: behind a Go reverse proxy, a reused
 	// connection's next response came back empty (200, no body) in the
 	// outage tests. Reads are few (a handful per policy or round).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -115,6 +116,16 @@ type qlClient struct {
 	base, db, rp string
 	token        string
 	http         *http.Client
+	loopback     bool // the server is on this host: answers uncompressed
+}
+
+// isLoopback reports whether host (a URL's hostname) is this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // query runs one InfluxQL statement through /query, asking for JSON, and
@@ -145,6 +156,12 @@ func (s *qlClient) queryTyped(ctx context.Context, stmt string, put func(row), p
 	req.Header.Set("Accept", "application/json")
 	if typed != nil {
 		req.Header.Set("Accept", qlMsgpack+", application/json;q=0.5")
+	}
+	if s.loopback {
+		// Go asks for gzip by itself; on loopback that costs influxd a
+		// quarter more CPU (a month of hourly records: 6.5 s, not 5.2 s)
+		// and saves nothing.
+		req.Header.Set("Accept-Encoding", "identity")
 	}
 	if s.token != "" {
 		// The same header as the client library's writes: InfluxDB 1.8

@@ -55,3 +55,18 @@ func TestIsTransient(t *testing.T) {
 		})
 	}
 }
+
+// Only a server on this host is asked for uncompressed answers.
+func TestIsLoopback(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		want bool
+	}{
+		{"127.0.0.1", true}, {"127.8.9.1", true}, {"::1", true}, {"localhost", true},
+		{"10.0.0.1", false}, {"influx.example.com", false}, {"", false}, {"::ffff:10.0.0.1", false},
+	} {
+		if got := isLoopback(c.host); got != c.want {
+			t.Errorf("isLoopback(%q) = %v, want %v", c.host, got, c.want)
+		}
+	}
+}
