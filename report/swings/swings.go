@@ -156,6 +156,13 @@ type worst struct {
 // the sites merge conservatively, worst of the worsts and the sum of probes.
 // The merged records come in the order their lane-hours first appear.
 func MergeSites(hs []series.Hourly) []series.Hourly {
+	return AppendMerged(nil, hs, nil)
+}
+
+// AppendMerged appends to dst the records of hs merged as MergeSites merges
+// them, each under the lane name lane gives it (nil: its own), and returns
+// the extended slice; the records already in dst take no part in the merge.
+func AppendMerged(dst, hs []series.Hourly, lane func(*series.Hourly) string) []series.Hourly {
 	// The lane-hours are looked up per hour, in maps of the lanes of that
 	// hour: a store returns the records by time, so the maps in use are one
 	// hour's (a few thousand lanes), not a month's (millions of lane-hours).
@@ -167,9 +174,13 @@ func MergeSites(hs []series.Hourly) []series.Hourly {
 	hoursOf := map[int64]*hour{}
 	var cur *hour
 	curNS := int64(0)
-	var recs []series.Hourly
+	recs := dst
 	for i := range hs {
 		h := &hs[i]
+		name := h.Lane
+		if lane != nil {
+			name = lane(h)
+		}
 		ns := h.Hour.UnixNano()
 		if cur == nil || ns != curNS {
 			cur = hoursOf[ns]
@@ -179,16 +190,16 @@ func MergeSites(hs []series.Hourly) []series.Hourly {
 			}
 			curNS = ns
 		}
-		if ks := (laneSite{h.Lane, h.Site}); cur.seen[ks] {
+		if ks := (laneSite{name, h.Site}); cur.seen[ks] {
 			continue
 		} else {
 			cur.seen[ks] = true
 		}
-		j, ok := cur.idx[h.Lane]
+		j, ok := cur.idx[name]
 		if !ok {
 			j = len(recs)
-			cur.idx[h.Lane] = j
-			recs = append(recs, series.Hourly{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
+			cur.idx[name] = j
+			recs = append(recs, series.Hourly{Lane: name, Kind: h.Kind, Hour: h.Hour})
 		}
 		r := &recs[j]
 		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
