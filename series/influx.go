@@ -435,6 +435,12 @@ func comparePointKeys(a, b pointKey) int {
 	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.lane, b.lane), cmp.Compare(a.kind, b.kind), cmp.Compare(a.site, b.site))
 }
 
+// compareKindFirst orders keys of one time as InfluxDB's series keys do
+// when the tags sort like the strings: kind, lane, site.
+func compareKindFirst(a, b pointKey) int {
+	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.kind, b.kind), cmp.Compare(a.lane, b.lane), cmp.Compare(a.site, b.site))
+}
+
 // sortUnique sorts points by time, lane, kind and site, keeping the last of
 // points with the same key. Points already in time order (an InfluxQL
 // answer) are sorted within each run of one time, in place; others go
@@ -463,11 +469,17 @@ func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
 			j++
 		}
 		order = order[:0]
-		sorted := true
+		sorted, byKind := true, true
+		kinds := 1
 		for x := i; x < j; x++ {
 			order = append(order, entry{key(&pts[x]), x})
-			if n := len(order); n > 1 && comparePointKeys(order[n-2].k, order[n-1].k) >= 0 {
-				sorted = false
+			if n := len(order); n > 1 {
+				a, b := order[n-2].k, order[n-1].k
+				sorted = sorted && comparePointKeys(a, b) < 0
+				byKind = byKind && compareKindFirst(a, b) < 0
+				if a.kind != b.kind {
+					kinds++
+				}
 			}
 		}
 		if sorted {
@@ -475,8 +487,37 @@ func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
 			i = j
 			continue
 		}
-		slices.SortFunc(order, func(a, b entry) int { return cmp.Or(comparePointKeys(a.k, b.k), cmp.Compare(a.i, b.i)) })
 		tmp = tmp[:0]
+		if byKind && kinds <= 4 {
+			// InfluxDB's order within a time is the series key's: kind,
+			// then lane and site. A run of a few kinds is as many sorted
+			// runs of distinct keys, merged here rather than sorted.
+			var heads [4][2]int // per kind: next and end in order
+			g := 0
+			heads[0][0] = 0
+			for x := 1; x < len(order); x++ {
+				if order[x].k.kind != order[x-1].k.kind {
+					heads[g][1] = x
+					g++
+					heads[g][0] = x
+				}
+			}
+			heads[g][1] = len(order)
+			for range order {
+				best := -1
+				for h := 0; h <= g; h++ {
+					if heads[h][0] < heads[h][1] && (best < 0 || comparePointKeys(order[heads[h][0]].k, order[heads[best][0]].k) < 0) {
+						best = h
+					}
+				}
+				tmp = append(tmp, pts[order[heads[best][0]].i])
+				heads[best][0]++
+			}
+			w += copy(pts[w:], tmp)
+			i = j
+			continue
+		}
+		slices.SortFunc(order, func(a, b entry) int { return cmp.Or(comparePointKeys(a.k, b.k), cmp.Compare(a.i, b.i)) })
 		for x, e := range order {
 			if x+1 < len(order) && order[x+1].k == e.k {
 				continue // a later row of the same key follows

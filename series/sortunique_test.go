@@ -31,8 +31,16 @@ func TestSortUniqueMatchesLatest(t *testing.T) {
 			}
 			hs = append(hs, h)
 		}
-		if n%2 == 0 { // in time order, as an InfluxQL answer
+		switch n % 3 {
+		case 0: // in time order
 			slices.SortStableFunc(hs, func(a, b Hourly) int { return a.Hour.Compare(b.Hour) })
+		case 1: // as InfluxDB answers: one point per key, by time, kind, lane and site
+			l := newLatest(hourlyKey)
+			for _, h := range hs {
+				l.put(h)
+			}
+			hs = l.sorted()
+			slices.SortFunc(hs, func(a, b Hourly) int { return compareKindFirst(hourlyKey(&a), hourlyKey(&b)) })
 		}
 		l := newLatest(hourlyKey)
 		for _, h := range hs {
