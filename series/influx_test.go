@@ -807,10 +807,9 @@ func TestInfluxContractJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked, msgpack, gzip atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	director := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		director(r)
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		r := pr.Out
 		if r.URL.Path == "/query" {
 			asked.Add(1)
 			if strings.Contains(r.Header.Get("Accept"), "msgpack") {
@@ -821,7 +820,7 @@ func TestInfluxContractJSON(t *testing.T) {
 			}
 			r.Header.Set("Accept", "application/json")
 		}
-	}
+	}}
 	srv := httptest.NewServer(proxy)
 	defer srv.Close()
 	storetest.Run(t, func(t *testing.T) series.Store {
