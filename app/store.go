@@ -51,6 +51,10 @@ func openStore(ctx context.Context, cfg *config.Config, readOnly bool, warn func
 			Bucket: cfg.Store.Bucket,
 			Token:  token,
 			Warn:   warn,
+			// A month of hourly records is one read: a slow server needs
+			// a longer store.timeout than the default.
+			RequestTimeout: cfg.Store.Timeout.D(),
+			Query:          influxQuery(cfg.Store.QueryLanguage),
 			// A writer starts during an outage and spools; a reader needs the server.
 			StartUnreachable: !readOnly,
 		})
@@ -73,4 +77,13 @@ func openStore(ctx context.Context, cfg *config.Config, readOnly bool, warn func
 	default:
 		return nil, fmt.Errorf("store: unknown kind %q", cfg.Store.Kind)
 	}
+}
+
+// influxQuery maps store.query_language to series.InfluxOptions.Query:
+// "auto" is "", the store's own choice (InfluxQL without an org).
+func influxQuery(lang string) string {
+	if lang == config.QueryAuto {
+		return ""
+	}
+	return lang
 }

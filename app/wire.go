@@ -346,19 +346,47 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 			}
 		}
 	}
+	var merged []series.Hourly
 	if perSite && multi {
-		var split []series.Hourly
-		for _, h := range recs {
-			h.Lane = siteLane(h.Lane, h.Site)
-			split = append(split, h)
-		}
-		recs = append(slices.Clone(recs), split...)
+		merged = withSiteLanes(recs, sitesOf)
+	} else {
+		merged = swings.MergeSites(recs)
 	}
 	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
 	for i, c := range cfg.Policy.Classes {
 		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
 	}
-	return swings.Compute(swings.MergeSites(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+	return swings.Compute(merged, swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+}
+
+// withSiteLanes returns the records merged (swings.MergeSites) followed by
+// the records again under their lane@site names, merged: the merge of both
+// at once, without a copy of the records, when no lane of the records is
+// named like a lane@site column (the lane-hours of the two never meet
+// then). sitesOf holds the sites of each lane of the records.
+func withSiteLanes(recs []series.Hourly, sitesOf map[string][]string) []series.Hourly {
+	type laneSite struct{ lane, site string }
+	names := map[laneSite]string{} // one string per name
+	most := 1
+	for lane, sites := range sitesOf {
+		most = max(most, len(sites))
+		for _, site := range sites {
+			names[laneSite{lane, site}] = siteLane(lane, site)
+		}
+	}
+	for _, name := range names {
+		if _, clash := sitesOf[name]; clash {
+			split := make([]series.Hourly, len(recs))
+			for i, h := range recs {
+				h.Lane = names[laneSite{h.Lane, h.Site}]
+				split[i] = h
+			}
+			return swings.MergeSites(append(slices.Clone(recs), split...))
+		}
+	}
+	// About a record per lane-hour, and one per record of each site.
+	out := swings.AppendMerged(make([]series.Hourly, 0, len(recs)/most+len(recs)), recs, nil)
+	return swings.AppendMerged(out, recs, func(h *series.Hourly) string { return names[laneSite{h.Lane, h.Site}] })
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the

@@ -19,6 +19,7 @@ import (
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/series"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
@@ -64,7 +65,8 @@ func Default() *Config {
 		Jitter:      Duration(DefaultJitter),
 		Concurrency: DefaultConcurrency,
 		Shard:       Shard{Index: 0, Count: 1},
-		Store:       Store{Kind: StoreFile, Bucket: "lanewatch/autogen"}, // the paths default per kind in validate
+		Store: Store{Kind: StoreFile, Bucket: "lanewatch/autogen", // the paths default per kind in validate
+			Timeout: Duration(series.DefaultRequestTimeout), QueryLanguage: QueryAuto},
 		Probe: Probe{
 			Prompt:    probe.DefaultPrompt,
 			MaxTokens: probe.DefaultMaxTokens,
@@ -107,7 +109,23 @@ type Store struct {
 	DeadLetter    string `yaml:"dead_letter"`     // influx: points the server refused for good
 	SpoolMaxBytes int64  `yaml:"spool_max_bytes"` // influx: spool size cap
 	RetentionDays int    `yaml:"retention_days"`  // file: prune probes older than this many days; 0 keeps all
+	// Timeout bounds one request to InfluxDB (a read of a month of hourly
+	// records included).
+	Timeout Duration `yaml:"timeout"`
+	// QueryLanguage is the language of InfluxDB reads: QueryAuto (InfluxQL
+	// without an org, Flux with one), QueryInfluxQL or QueryFlux.
+	QueryLanguage string `yaml:"query_language"`
 }
+
+// Query languages of store.query_language.
+const (
+	QueryAuto     = "auto"
+	QueryInfluxQL = series.QueryInfluxQL
+	QueryFlux     = series.QueryFlux
+)
+
+// MaxStoreTimeout bounds store.timeout.
+const MaxStoreTimeout = time.Hour
 
 // MaxRetentionDays bounds store.retention_days (100 years).
 const MaxRetentionDays = 36500

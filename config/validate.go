@@ -95,6 +95,14 @@ func (c *Config) validateStore() error {
 	if s.RetentionDays < 0 || s.RetentionDays > MaxRetentionDays {
 		return fieldErr("store.retention_days", "must be between 0 and %d (0 keeps every probe), got %d", MaxRetentionDays, s.RetentionDays)
 	}
+	if s.Timeout <= 0 || s.Timeout.D() > MaxStoreTimeout {
+		return fieldErr("store.timeout", "must be > 0 and at most %s, got %s", MaxStoreTimeout, s.Timeout.D())
+	}
+	switch s.QueryLanguage {
+	case QueryAuto, QueryInfluxQL, QueryFlux:
+	default:
+		return fieldErr("store.query_language", "want %s, %s or %s, got %q", QueryAuto, QueryInfluxQL, QueryFlux, s.QueryLanguage)
+	}
 	switch s.Kind {
 	case StoreFile:
 		if s.Path == "" {

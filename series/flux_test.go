@@ -315,6 +315,19 @@ func TestFluxAuth(t *testing.T) {
 			}
 		})
 	}
+	// The 500 of a user without READ is a refusal, not an outage: a writer
+	// that may start while the server is unreachable still fails at open.
+	t.Run("user without privileges, start unreachable", func(t *testing.T) {
+		s, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: bucket, Token: "stranger:st-pw-9923",
+			Query: series.QueryFlux, StartUnreachable: true})
+		if err == nil {
+			s.Close()
+			t.Fatal("OpenInflux with StartUnreachable succeeded for a user without READ; want the refusal")
+		}
+		if errors.Is(err, series.ErrUnavailable) || !strings.Contains(err.Error(), "requires READ") || !strings.Contains(err.Error(), "check the token") {
+			t.Errorf("error %q: want a lasting refusal saying requires READ, with the token hint", err)
+		}
+	})
 	t.Run("read-only user", func(t *testing.T) {
 		s, err := open("reader:rd-pw-8812")
 		if err != nil {

@@ -25,6 +25,10 @@ import (
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
+// DefaultRequestTimeout bounds one request to InfluxDB when
+// InfluxOptions.RequestTimeout is 0.
+const DefaultRequestTimeout = 20 * time.Second
+
 // InfluxOptions configure OpenInflux.
 type InfluxOptions struct {
 	// URL of the server, e.g. http://127.0.0.1:8086. Credentials belong in
@@ -38,7 +42,7 @@ type InfluxOptions struct {
 	// Token is the 2.x API token, or "user:password" (or empty) on 1.8. It is
 	// never logged, stored or put in an error.
 	Token string
-	// RequestTimeout bounds one HTTP request; 0 means 20 s.
+	// RequestTimeout bounds one HTTP request; 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// Query is the language of reads: QueryInfluxQL (through /query) or
 	// QueryFlux; "" picks InfluxQL when Org is empty (InfluxDB 1.x, where
@@ -108,7 +112,7 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		s.secrets = append(s.secrets, pw)
 	}
-	timeout := cmp.Or(o.RequestTimeout, 20*time.Second)
+	timeout := cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
 	opts := influxdb2.DefaultOptions().
 		SetHTTPRequestTimeout(uint(max(timeout/time.Second, 1))).
 		SetLogLevel(0)
@@ -127,6 +131,7 @@ func OpenInflux(ctx context.Context, o InfluxOptions) (*Influx, error) {
 	}
 	s.ql.base, s.ql.token = strings.TrimSuffix(o.URL, "/"), o.Token
 	s.ql.db, s.ql.rp = splitBucket(o.Bucket)
+	s.ql.loopback = isLoopback(u.Hostname())
 	// A connection per InfluxQL read: behind a Go reverse proxy, a reused
 	// connection's next response came back empty (200, no body) in the
 	// outage tests. Reads are few (a handful per policy or round).
@@ -199,17 +204,27 @@ func unreachable(err error) bool {
 
 // isTransient reports whether a client error may go away by itself: no HTTP
 // status (network, timeout, cancelled), 408, 429 or 5xx, except a 5xx that
-// says the database or retention policy does not exist (InfluxDB 1.8's
-// Flux answers a missing database with a 500).
+// says the database or retention policy does not exist or that the token
+// may not read or write it (InfluxDB 1.8's Flux answers both with a 500:
+// "failed to initialize execute state: ... requires READ for database").
 func isTransient(err error) bool {
 	var he *ihttp.Error
 	if errors.As(err, &he) && he.StatusCode != 0 {
-		if missingBucket(err.Error()) {
+		if missingBucket(err.Error()) || deniedAccess(err.Error()) {
 			return false
 		}
 		return he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500
 	}
 	return true
+}
+
+// deniedAccess reports whether a server's message says the credentials
+// lack a permission: InfluxDB 1.8's "requires READ for database" (or
+// WRITE), "unauthorized" and "authorization failed".
+func deniedAccess(msg string) bool {
+	low := strings.ToLower(msg)
+	return strings.Contains(low, "requires read") || strings.Contains(low, "requires write") ||
+		strings.Contains(low, "unauthorized") || strings.Contains(low, "authorization failed")
 }
 
 func missingBucket(msg string) bool {
@@ -229,12 +244,12 @@ func (s *Influx) classify(err error) error {
 
 // Probes returns the probe points q selects.
 func (s *Influx) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return readPoints(ctx, s, "probes", MeasurementProbe, probeFields, q, probeKey, probeOf)
+	return readPoints(ctx, s, "probes", &probeSchema, q, probeKey, probeOf)
 }
 
 // Hourly returns the hourly points q selects.
 func (s *Influx) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return readPoints(ctx, s, "hourly", MeasurementHourly, hourlyFields, q, hourlyKey, hourlyOf)
+	return readPoints(ctx, s, "hourly", &hourlySchema, q, hourlyKey, hourlyOf)
 }
 
 func probeOf(r row) Probe   { return rowPoint(&probeSchema, r) }
@@ -268,33 +283,252 @@ func rowPoint[T any](s *schema[T], r row) T {
 	return p
 }
 
+// selectFields returns the field keys of s a read asks for: want's, in the
+// schema's order (nil or empty: every field), or an error naming a key s
+// does not have.
+func selectFields[T any](s *schema[T], want []string) ([]string, error) {
+	all := s.fieldKeys()
+	if len(want) == 0 {
+		return all, nil
+	}
+	for _, k := range want {
+		if !slices.Contains(all, k) {
+			return nil, fmt.Errorf("%s has no field %q (fields: %s)", s.measurement, k, strings.Join(all, ", "))
+		}
+	}
+	var out []string
+	for _, k := range all {
+		if slices.Contains(want, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
 // readPoints reads one measurement's points that q selects, one query per
 // window, and sorts them by time, lane, kind and site.
-func readPoints[T any](ctx context.Context, s *Influx, what, measurement string, fields []string, q Query,
+//
+// An InfluxQL answer holds one row per series and time, in time order:
+// its points are kept as they come (MessagePack rows decoded straight into
+// them) and sorted within each time, without the map of latest points that
+// Flux answers go through (one table per series; on InfluxDB 1.8 a point
+// at the range's stop too). Rows of one key that an answer repeats (a
+// point with a tag beyond the schema's) keep the last, as the map does.
+func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[T], q Query,
 	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
 	m := q.matcher()
-	l := newLatest(key)
+	fields, err := selectFields(sch, q.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
+	}
 	if m.empty() {
-		return l.out, nil
+		return []T{}, nil
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, err)
 	}
-	for _, span := range m.spans {
-		var err error
-		if s.influxQL {
-			err = s.ql.query(ctx, qlSelect(measurement, fields, span, m), func(r row) { l.putIn(fromRow(r), m) })
-		} else {
-			err = s.query(ctx, s.flux(measurement, fields, span, m), func(r *query.FluxRecord) error {
+	if !s.influxQL {
+		l := newLatest(key)
+		for _, span := range m.spans {
+			err := s.query(ctx, s.flux(sch.measurement, fields, span, m), func(r *query.FluxRecord) error {
 				l.putIn(fromRow(fluxRow{r}), m) // Flux on InfluxDB 1.8 includes points at stop
 				return nil
 			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
+		return l.sorted(), nil
+	}
+	// The spans go in pieces, two at a time: influxd answers each with one
+	// core, and this side decodes one while the server encodes another.
+	parts := splitSpans(m.spans, qlPieces, qlMinPiece)
+	got := make([][]T, len(parts))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error // the first failure: the others are its cancellation
+	var once sync.Once
+	sem := make(chan struct{}, qlParallel)
+	var wg sync.WaitGroup
+	for i, span := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var err error
+			if got[i], err = qlReadSpan(ctx, s, sch, fields, span, m, key, fromRow); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(first))
+	}
+	n := 0
+	for _, g := range got {
+		n += len(g)
+	}
+	out := make([]T, 0, n)
+	for _, g := range got {
+		out = append(out, g...)
+	}
+	return sortUnique(out, key), nil
+}
+
+// How an InfluxQL read splits its spans: into at most qlPieces pieces of
+// at least qlMinPiece each, qlParallel of them read at a time.
+const (
+	qlPieces   = 4
+	qlMinPiece = 24 * time.Hour
+	qlParallel = 2
+)
+
+// splitSpans cuts each span into at most pieces parts of at least minPiece
+// each, on whole hours from the span's start; in order, disjoint, covering
+// the spans exactly.
+func splitSpans(spans [][2]int64, pieces int, minPiece time.Duration) [][2]int64 {
+	var out [][2]int64
+	for _, sp := range spans {
+		n := min(int64(pieces), (sp[1]-sp[0])/int64(minPiece))
+		if n <= 1 { // short, or too long to subtract (the stores' whole range): one piece
+			out = append(out, sp)
+			continue
+		}
+		step := (sp[1] - sp[0]) / n
+		step -= step % int64(time.Hour)
+		from := sp[0]
+		for i := int64(1); i < n; i++ {
+			out = append(out, [2]int64{from, from + step})
+			from += step
+		}
+		out = append(out, [2]int64{from, sp[1]})
+	}
+	return out
+}
+
+// qlReadSpan reads the points of one span through InfluxQL, in the order
+// of the answer, dropping those m does not select.
+func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []string, span [2]int64, m *matcher,
+	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
+	out := []T{}
+	// keep appends p and takes its key in place (a key taken of a local
+	// would move each point to the heap), dropping a point m does not select.
+	keep := func(p T) {
+		out = append(out, p)
+		last := len(out) - 1
+		if k := key(&out[last]); !m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site) {
+			out = out[:last]
 		}
 	}
-	return l.sorted(), nil
+	var plan qlPlan
+	err := s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
+		func(r row) { keep(fromRow(r)) },
+		func(cols []string) { plan = newQLPlan(sch, cols) },
+		func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
+	return out, err
+}
+
+// comparePointKeys orders keys by time, lane, kind and site.
+func comparePointKeys(a, b pointKey) int {
+	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.lane, b.lane), cmp.Compare(a.kind, b.kind), cmp.Compare(a.site, b.site))
+}
+
+// compareKindFirst orders keys of one time as InfluxDB's series keys do
+// when the tags sort like the strings: kind, lane, site.
+func compareKindFirst(a, b pointKey) int {
+	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.kind, b.kind), cmp.Compare(a.lane, b.lane), cmp.Compare(a.site, b.site))
+}
+
+// sortUnique sorts points by time, lane, kind and site, keeping the last of
+// points with the same key. Points already in time order (an InfluxQL
+// answer) are sorted within each run of one time, in place; others go
+// through latest.
+func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
+	for i := 1; i < len(pts); i++ {
+		if key(&pts[i-1]).ns > key(&pts[i]).ns {
+			l := newLatest(key)
+			for _, p := range pts {
+				l.put(p)
+			}
+			return l.sorted()
+		}
+	}
+	type entry struct {
+		k pointKey
+		i int
+	}
+	var order []entry
+	var tmp []T
+	w := 0 // pts[:w] is done; w <= the run's start
+	for i := 0; i < len(pts); {
+		ns := key(&pts[i]).ns
+		j := i + 1
+		for j < len(pts) && key(&pts[j]).ns == ns {
+			j++
+		}
+		order = order[:0]
+		sorted, byKind := true, true
+		kinds := 1
+		for x := i; x < j; x++ {
+			order = append(order, entry{key(&pts[x]), x})
+			if n := len(order); n > 1 {
+				a, b := order[n-2].k, order[n-1].k
+				sorted = sorted && comparePointKeys(a, b) < 0
+				byKind = byKind && compareKindFirst(a, b) < 0
+				if a.kind != b.kind {
+					kinds++
+				}
+			}
+		}
+		if sorted {
+			w += copy(pts[w:], pts[i:j])
+			i = j
+			continue
+		}
+		tmp = tmp[:0]
+		if byKind && kinds <= 4 {
+			// InfluxDB's order within a time is the series key's: kind,
+			// then lane and site. A run of a few kinds is as many sorted
+			// runs of distinct keys, merged here rather than sorted.
+			var heads [4][2]int // per kind: next and end in order
+			g := 0
+			heads[0][0] = 0
+			for x := 1; x < len(order); x++ {
+				if order[x].k.kind != order[x-1].k.kind {
+					heads[g][1] = x
+					g++
+					heads[g][0] = x
+				}
+			}
+			heads[g][1] = len(order)
+			for range order {
+				best := -1
+				for h := 0; h <= g; h++ {
+					if heads[h][0] < heads[h][1] && (best < 0 || comparePointKeys(order[heads[h][0]].k, order[heads[best][0]].k) < 0) {
+						best = h
+					}
+				}
+				tmp = append(tmp, pts[order[heads[best][0]].i])
+				heads[best][0]++
+			}
+			w += copy(pts[w:], tmp)
+			i = j
+			continue
+		}
+		slices.SortFunc(order, func(a, b entry) int { return cmp.Or(comparePointKeys(a.k, b.k), cmp.Compare(a.i, b.i)) })
+		for x, e := range order {
+			if x+1 < len(order) && order[x+1].k == e.k {
+				continue // a later row of the same key follows
+			}
+			tmp = append(tmp, pts[e.i])
+		}
+		w += copy(pts[w:], tmp)
+		i = j
+	}
+	clear(pts[w:])
+	return pts[:w]
 }
 
 func (s *Influx) checkOpen() error {
@@ -411,7 +645,7 @@ func (s *Influx) explain(err error) error {
 	}
 	low := strings.ToLower(msg)
 	switch {
-	case errors.As(err, &he) && (he.StatusCode == 401 || he.StatusCode == 403):
+	case errors.As(err, &he) && (he.StatusCode == 401 || he.StatusCode == 403 || deniedAccess(low)):
 		msg += " (check the token; on InfluxDB 1.8 it is user:password)"
 	case missingBucket(low) || strings.Contains(low, "retention policy") || (errors.As(err, &he) && he.StatusCode == 404):
 		msg += " (does the bucket exist? on InfluxDB 1.8 the bucket is database/retention-policy)"

@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -792,5 +795,58 @@ func TestInfluxReadsPastTheRowLimit(t *testing.T) {
 	got, err := s.Probes(ctx, series.Between(start, start.Add(time.Duration(n)*time.Second)))
 	if err != nil || len(got) != n {
 		t.Fatalf("read %d of %d probes, %v", len(got), n, err)
+	}
+}
+
+// The store contract through InfluxQL reads answered as JSON (a server
+// without MessagePack): a proxy takes MessagePack out of the Accept header.
+func TestInfluxContractJSON(t *testing.T) {
+	base := influxtest.URL(t)
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked, msgpack, gzip atomic.Int64
+	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		r := pr.Out
+		if r.URL.Path == "/query" {
+			asked.Add(1)
+			if strings.Contains(r.Header.Get("Accept"), "msgpack") {
+				msgpack.Add(1)
+			}
+			if r.Header.Get("Accept-Encoding") != "identity" {
+				gzip.Add(1) // a server on loopback is not asked to compress
+			}
+			r.Header.Set("Accept", "application/json")
+		}
+	}}
+	srv := httptest.NewServer(proxy)
+	defer srv.Close()
+	storetest.Run(t, func(t *testing.T) series.Store {
+		db := influxtest.NewDB(t, base)
+		s, err := openSpool(series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen", Warn: failOnWarn(t)},
+			series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: failOnWarn(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+	if msgpack.Load() == 0 || gzip.Load() != 0 {
+		t.Errorf("%d reads through /query: %d asked for MessagePack (want some), %d for a compressed answer (want none)", asked.Load(), msgpack.Load(), gzip.Load())
+	}
+}
+
+// A read of a field the measurement lacks is an error naming it.
+func TestInfluxUnknownField(t *testing.T) {
+	base := influxtest.URL(t)
+	db := influxtest.NewDB(t, base)
+	for _, lang := range []string{series.QueryInfluxQL, series.QueryFlux} {
+		s := openInflux(t, base, series.InfluxOptions{Bucket: db + "/autogen", Query: lang})
+		q := series.Between(hour0, hour0.Add(time.Hour))
+		q.Fields = []string{"samples", "no_such_field"}
+		if _, err := s.Hourly(ctx, q); err == nil || !strings.Contains(err.Error(), `queue_hourly has no field "no_such_field"`) {
+			t.Errorf("%s: Hourly with an unknown field = %v; want an error naming it", lang, err)
+		}
 	}
 }

@@ -1,12 +1,14 @@
 package series
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -114,12 +116,31 @@ type qlClient struct {
 	base, db, rp string
 	token        string
 	http         *http.Client
+	loopback     bool // the server is on this host: answers uncompressed
 }
 
-// query runs one InfluxQL statement through /query and hands each row
-// to put. Errors are shaped as the client library's, so that classify tells
-// a passing failure from a lasting one.
+// isLoopback reports whether host (a URL's hostname) is this machine.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// query runs one InfluxQL statement through /query, asking for JSON, and
+// hands each row to put.
 func (s *qlClient) query(ctx context.Context, stmt string, put func(row)) error {
+	return s.queryTyped(ctx, stmt, put, nil, nil)
+}
+
+// queryTyped runs one InfluxQL statement through /query. With typed set it
+// asks for MessagePack (JSON if the server has none) and hands a
+// MessagePack answer's columns to plan, once per series, and each row's
+// values to typed; a JSON answer's rows go to put. Errors are shaped as
+// the client library's, so that classify tells a passing failure from a
+// lasting one.
+func (s *qlClient) queryTyped(ctx context.Context, stmt string, put func(row), plan func([]string), typed func([]qlValue)) error {
 	// Chunked: the server streams the rows as JSON objects one after the
 	// other, and its max-row-limit, which cuts a plain answer short with
 	// only "partial": true to say so, does not apply.
@@ -133,6 +154,15 @@ func (s *qlClient) query(ctx context.Context, stmt string, put func(row)) error 
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
+	if typed != nil {
+		req.Header.Set("Accept", qlMsgpack+", application/json;q=0.5")
+	}
+	if s.loopback {
+		// Go asks for gzip by itself; on loopback that costs influxd a
+		// quarter more CPU (a month of hourly records: 6.5 s, not 5.2 s)
+		// and saves nothing.
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	if s.token != "" {
 		// The same header as the client library's writes: InfluxDB 1.8
 		// takes "Token user:password", 2.x an API token. (Basic auth would
@@ -145,9 +175,21 @@ func (s *qlClient) query(ctx context.Context, stmt string, put func(row)) error 
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
+	msgpack := typed != nil && strings.HasPrefix(resp.Header.Get("Content-Type"), qlMsgpack)
 	if resp.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return qlError(resp.StatusCode, qlErrorText(body))
+		text := ""
+		if msgpack {
+			text = cmp.Or(qlMsgpackErrorText(body), resp.Header.Get("X-Influxdb-Error"))
+		}
+		return qlError(resp.StatusCode, cmp.Or(text, qlErrorText(body)))
+	}
+	if msgpack {
+		err := qlReadMsgpack(resp.Body, plan, typed)
+		if ae := (*qlAnswerError)(nil); errors.As(err, &ae) {
+			return qlError(http.StatusBadRequest, ae.msg)
+		}
+		return err
 	}
 	tail := &tailBuffer{}
 	dec := json.NewDecoder(io.TeeReader(resp.Body, tail))

@@ -88,10 +88,16 @@ func (w Window) Contains(t time.Time) bool { return !t.Before(w.From) && t.Befor
 // Query selects stored points: those whose time lies in one of Windows, of
 // one of Sites (nil: every site; "" is the untagged site) and of one of
 // Lanes (nil: every lane).
+//
+// Fields, when not empty, names the only fields of the measurement the
+// caller reads (their keys, e.g. "worst_queue_s"; see Schemas): a store
+// may then leave the others zero (InfluxDB reads only these, and reports a
+// key the measurement lacks as an error) or fill them (the file).
 type Query struct {
 	Windows []Window
 	Sites   []string
 	Lanes   []string
+	Fields  []string
 }
 
 // Between is the query for every point with from <= time < to.

@@ -63,11 +63,24 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 	if s.file != nil && s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()) {
 		return pts, nil
 	}
+	m := q.matcher()
+	if s.file == nil {
+		// A reader's spool is another process's: read its files first and
+		// leave the store's points as they are when they add nothing (the
+		// usual case), rather than put a month of points through the map.
+		local := newLatest(key)
+		if err := localMerge(ctx, s, local, m, withDead, kind, decode, replace); err != nil {
+			return nil, err
+		}
+		if len(local.idx) == 0 {
+			return pts, nil
+		}
+	}
 	l := newLatest(key)
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := localMerge(ctx, s, l, q.matcher(), withDead, kind, decode, replace); err != nil {
+	if err := localMerge(ctx, s, l, m, withDead, kind, decode, replace); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil

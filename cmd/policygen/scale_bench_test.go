@@ -37,7 +37,7 @@ var (
 func scaleConfig(tb testing.TB, base string) string {
 	tb.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "timezone: UTC\nstore:\n  kind: influx\n  url: %q\n  bucket: %s/autogen\n  spool: spool.lp\nlanes:\n", base, scaleDB)
+	fmt.Fprintf(&b, "timezone: UTC\nstore:\n  kind: influx\n  url: %q\n  bucket: %s/autogen\n  spool: spool.lp\n  timeout: 5m\nlanes:\n", base, scaleDB)
 	for i := range scaleLanes {
 		kind := "free"
 		if i%5 == 4 {

@@ -147,6 +147,7 @@ func (e *env) hourly(ctx context.Context, cfg *config.Config, from, to time.Time
 	defer st.Close()
 	q := series.Between(from, to)
 	q.Sites = sites
+	q.Fields = swings.Fields() // the report reads 4 of the 7 fields
 	recs, err := st.Hourly(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)

@@ -27,6 +27,13 @@ import (
 // HoursPerDay is the number of rows of a report: hours of day 0..23.
 const HoursPerDay = 24
 
+// Fields returns the keys of the hourly fields MergeSites and Compute read,
+// for series.Query.Fields: a store may leave the other fields out of the
+// records (InfluxDB then sends a third fewer bytes).
+func Fields() []string {
+	return []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
+}
+
 // Lane names a lane the report must list even without data (the config's lanes).
 type Lane struct {
 	Name string
@@ -147,32 +154,54 @@ type worst struct {
 // A lane-hour has one record per site (and, when the lane's kind changed
 // within the hour, identical copies per kind): the copies count once and
 // the sites merge conservatively, worst of the worsts and the sum of probes.
+// The merged records come in the order their lane-hours first appear.
 func MergeSites(hs []series.Hourly) []series.Hourly {
-	type laneHour struct {
-		lane string
-		hour int64
+	return AppendMerged(nil, hs, nil)
+}
+
+// AppendMerged appends to dst the records of hs merged as MergeSites merges
+// them, each under the lane name lane gives it (nil: its own), and returns
+// the extended slice; the records already in dst take no part in the merge.
+func AppendMerged(dst, hs []series.Hourly, lane func(*series.Hourly) string) []series.Hourly {
+	// The lane-hours are looked up per hour, in maps of the lanes of that
+	// hour: a store returns the records by time, so the maps in use are one
+	// hour's (a few thousand lanes), not a month's (millions of lane-hours).
+	type laneSite struct{ lane, site string }
+	type hour struct {
+		idx  map[string]int // lane → its merged record
+		seen map[laneSite]bool
 	}
-	type laneSiteHour struct {
-		laneHour
-		site string
-	}
-	idx := map[laneHour]int{}
-	seen := map[laneSiteHour]bool{}
-	var recs []series.Hourly
-	for _, h := range hs {
-		k := laneHour{h.Lane, h.Hour.UnixNano()}
-		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
+	hoursOf := map[int64]*hour{}
+	var cur *hour
+	curNS := int64(0)
+	recs := dst
+	for i := range hs {
+		h := &hs[i]
+		name := h.Lane
+		if lane != nil {
+			name = lane(h)
+		}
+		ns := h.Hour.UnixNano()
+		if cur == nil || ns != curNS {
+			cur = hoursOf[ns]
+			if cur == nil {
+				cur = &hour{idx: map[string]int{}, seen: map[laneSite]bool{}}
+				hoursOf[ns] = cur
+			}
+			curNS = ns
+		}
+		if ks := (laneSite{name, h.Site}); cur.seen[ks] {
 			continue
 		} else {
-			seen[ks] = true
+			cur.seen[ks] = true
 		}
-		i, ok := idx[k]
+		j, ok := cur.idx[name]
 		if !ok {
-			idx[k] = len(recs)
-			recs = append(recs, series.Hourly{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
-			i = len(recs) - 1
+			j = len(recs)
+			cur.idx[name] = j
+			recs = append(recs, series.Hourly{Lane: name, Kind: h.Kind, Hour: h.Hour})
 		}
-		r := &recs[i]
+		r := &recs[j]
 		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
 		r.WorstCensoredS = max(r.WorstCensoredS, h.WorstCensoredS)
 		r.Samples += h.Samples
@@ -212,7 +241,7 @@ func Compute(recs []series.Hourly, opt Options) *Report {
 	type lane struct {
 		LaneReport
 		worsts [HoursPerDay][]worst
-		days   [HoursPerDay]map[string]bool
+		days   [HoursPerDay]map[int]bool // calendar days, as y*10000 + m*100 + d
 	}
 	lanes := map[string]*lane{}
 	var order []string
@@ -249,9 +278,10 @@ func Compute(recs []series.Hourly, opt Options) *Report {
 		h := local.Hour()
 		st := &l.Hours[h]
 		if l.days[h] == nil {
-			l.days[h] = map[string]bool{}
+			l.days[h] = map[int]bool{}
 		}
-		l.days[h][local.Format("2006-01-02")] = true
+		y, m, d := local.Date()
+		l.days[h][y*10000+int(m)*100+d] = true
 		samples, failures := max(rec.Samples, 0), max(rec.Failures, 0)
 		st.Samples += samples
 		st.Failures += failures

@@ -224,6 +224,35 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		}
 	})
 
+	t.Run("a read of some fields gives them as a full read does", func(t *testing.T) {
+		s := fresh(t)
+		hourly := []series.Hourly{
+			{Lane: "a", Kind: "free", Site: "fra1", Hour: base, WorstQueueS: 12.5, WorstGenS: 1.5, MinTokPerS: 40, Samples: 3, Failures: 1, WorstCensoredS: 30},
+			{Lane: "a", Kind: "free", Site: "iad1", Hour: base, WorstQueueS: 2, WorstGenS: 0.5, MinTokPerS: 80, Samples: 3, Eligible: true},
+			{Lane: "b", Kind: "paid", Hour: base.Add(time.Hour), WorstQueueS: 0.25, Samples: 1, Eligible: true},
+		}
+		if err := s.Write(ctx, nil, hourly); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		q := series.Between(base, base.Add(2*time.Hour))
+		q.Fields = []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
+		got, err := s.Hourly(ctx, q)
+		if err != nil {
+			t.Fatalf("Hourly with Fields: %v", err)
+		}
+		want := hourly // in the order of a read
+		if len(got) != len(want) {
+			t.Fatalf("Hourly with Fields: %d points, want %d: %+v", len(got), len(want), got)
+		}
+		for i, h := range got {
+			w := want[i]
+			if h.Lane != w.Lane || h.Kind != w.Kind || h.Site != w.Site || !h.Hour.Equal(w.Hour) ||
+				h.WorstQueueS != w.WorstQueueS || h.WorstCensoredS != w.WorstCensoredS || h.Samples != w.Samples || h.Failures != w.Failures {
+				t.Errorf("point %d = %+v; want the key and the four fields of %+v", i, h, w)
+			}
+		}
+	})
+
 	t.Run("empty round is a no-op", func(t *testing.T) {
 		s := fresh(t)
 		if err := s.Write(ctx, nil, nil); err != nil {

@@ -1,0 +1,101 @@
+package app_test
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/report/swings"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// swingsRef is app.Swings as it was before the per-site records were merged
+// apart from the others: every record, then every record under its
+// lane@site name, merged in one slice.
+func swingsRef(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
+	siteLane := func(lane, site string) string {
+		if site == "" {
+			site = "-"
+		}
+		return lane + "@" + site
+	}
+	sitesOf := map[string][]string{}
+	for _, h := range recs {
+		if !slices.Contains(sitesOf[h.Lane], h.Site) {
+			sitesOf[h.Lane] = append(sitesOf[h.Lane], h.Site)
+		}
+	}
+	multi := false
+	for _, ss := range sitesOf {
+		multi = multi || len(ss) > 1
+	}
+	var lanes []swings.Lane
+	for _, l := range cfg.Lanes {
+		lanes = append(lanes, swings.Lane{Name: l.Name, Kind: l.Kind})
+		if perSite && multi {
+			ss := slices.Clone(sitesOf[l.Name])
+			slices.Sort(ss)
+			for _, site := range ss {
+				lanes = append(lanes, swings.Lane{Name: siteLane(l.Name, site), Kind: l.Kind})
+			}
+		}
+	}
+	if perSite && multi {
+		var split []series.Hourly
+		for _, h := range recs {
+			h.Lane = siteLane(h.Lane, h.Site)
+			split = append(split, h)
+		}
+		recs = append(slices.Clone(recs), split...)
+	}
+	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
+	for i, c := range cfg.Policy.Classes {
+		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
+	}
+	return swings.Compute(swings.MergeSites(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+}
+
+// app.Swings gives the report it gave, for random records of several sites,
+// including records of a lane whose name is another lane's lane@site
+// column (the case where the two cannot be merged apart).
+func TestSwingsMatchesReference(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`timezone: Europe/Berlin
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
+  - {name: b, kind: paid, api: openai, base_url: "http://x/v1", model: m}
+`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(21, 8))
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	from, to := t0, t0.Add(3*24*time.Hour)
+	for n := range 400 {
+		names := []string{"a", "b", "c"}
+		if n%4 == 0 {
+			names = append(names, "a@fra1", "c@-")
+		}
+		var recs []series.Hourly
+		for range rng.IntN(150) {
+			samples := rng.Int64N(4)
+			recs = append(recs, series.Hourly{
+				Lane: names[rng.IntN(len(names))], Kind: []string{"free", "paid"}[rng.IntN(2)],
+				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(72)) * time.Hour),
+				WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
+				Samples: samples, Failures: rng.Int64N(samples + 1),
+			})
+		}
+		slices.SortStableFunc(recs, func(a, b series.Hourly) int { return a.Hour.Compare(b.Hour) })
+		for _, perSite := range []bool{true, false} {
+			got, want := app.Swings(cfg, recs, from, to, 3, perSite), swingsRef(cfg, recs, from, to, 3, perSite)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("case %d (perSite %v): app.Swings differs from the reference", n, perSite)
+			}
+		}
+	}
+}
