@@ -241,14 +241,15 @@ func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() serie
 		if killAt > 0 {
 			r.restart() // the process died: a new one starts on its files
 		}
+		checkNoTwice(r, fail) // spool not replayed yet: a lost write is in the store and the spool
 		checkMeter(r, led, perDay, &rebuildOwed, fail)
 		checkNoTwice(r, fail)
 	}
 }
 
 // checkNoTwice fails when a read holds two probes of one lane, site and
-// time: a write that landed, was spooled for want of an answer and
-// replayed, or was read from both the store and the spool.
+// time: a write that landed and was spooled for want of an answer, read
+// from both the store and the spool, or replayed as a second point.
 func checkNoTwice(r *rig, fail func(string, ...any)) {
 	ps, err := r.st.Probes(context.Background(), series.Between(r.now().Add(-72*time.Hour), r.now().Add(72*time.Hour)))
 	if err != nil {
