@@ -450,3 +450,46 @@ func TestFullDiskProbesNothing(t *testing.T) {
 		t.Fatalf("the lane got %d requests, want none", n)
 	}
 }
+
+// A clock stepped back onto the very time of a stored probe while the
+// store cannot be read: the booking cannot see the stored point, and a
+// booking at its time would replace it (one point for two requests). Found
+// by TestPropertyMeterFirstProxy (seed 125 of 150: a 503 to the read).
+func TestUnreadableStoreBookingReplacesNoProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		readErr error
+	}{
+		{"read passing failure", errPassing},
+		{"read refused", errRevoked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, true, "", map[string]string{"a": ""})
+			led := &ledger{r: r, next: r.lane}
+			r.srv.Config.Handler = led
+			at := r.now()
+			if _, err := r.round(0); err != nil {
+				t.Fatal(err)
+			}
+			r.setClock(at) // stepped back onto the first probe's time
+			r.fault.set(tc.readErr, nil)
+			_, _ = r.round(0)
+			r.fault.set(nil, nil)
+			if err := r.sp.Drain(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, p := range r.probes() {
+				if p.Lane == "a" && series.Sent(p) {
+					n++
+				}
+			}
+			led.mu.Lock()
+			sent := len(led.reqs)
+			led.mu.Unlock()
+			if sent != 2 || n != sent {
+				t.Fatalf("lane a got %d requests, the store holds %d of them", sent, n)
+			}
+		})
+	}
+}

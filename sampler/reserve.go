@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -14,7 +15,12 @@ import (
 // Concurrency), and its point keeps that time. A time a stored point of
 // the lane holds already (a clock stepped back onto it) moves on by a
 // nanosecond until it is free, so that no booking replaces another request.
-func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []series.Probe) []series.Probe {
+// A round that could not read the store (blind) cannot see the stored
+// times: its bookings move by a random fraction of a millisecond (within
+// their second, so their hour and day stay), which a clock stepped back
+// onto a stored probe's time, while the store was unreadable, would
+// otherwise have replaced (two requests, one point).
+func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []series.Probe, blind bool) []series.Probe {
 	if len(targets) == 0 {
 		return nil
 	}
@@ -30,12 +36,24 @@ func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored [
 	out := make([]series.Probe, len(targets))
 	for i, t := range targets {
 		at := base.Add(offsets[i]).Round(0).UTC()
+		if blind {
+			at = jitter(at, time.Duration(1+rand.Int64N(int64(time.Millisecond)-1)))
+		}
 		for taken[laneTime{t.Lane, at.UnixNano()}] {
 			at = at.Add(time.Nanosecond)
 		}
 		out[i] = series.Probe{Lane: t.Lane, Kind: t.Kind, Site: s.site, Time: at, Outcome: series.OutcomeReserved}
 	}
 	return out
+}
+
+// jitter returns at moved by d (0 < d < 1 s) within its second: later, or
+// earlier when later would leave it.
+func jitter(at time.Time, d time.Duration) time.Time {
+	if later := at.Add(d); later.Truncate(time.Second).Equal(at.Truncate(time.Second)) {
+		return later
+	}
+	return at.Add(-d)
 }
 
 // released returns the reservations with outcome unsent: their requests

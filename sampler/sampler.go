@@ -207,7 +207,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
 	offsets := s.offsets(len(targets))
-	booked := s.book(targets, offsets, m.prior.Probes)
+	booked := s.book(targets, offsets, m.prior.Probes, m.err != nil)
 	if len(booked) > 0 {
 		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
 			// Release what may have been stored of them, so that they count

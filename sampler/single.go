@@ -45,7 +45,7 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
 	targets, offsets := []probe.Target{t}, []time.Duration{0}
-	booked := s.book(targets, offsets, m.prior.Probes)
+	booked := s.book(targets, offsets, m.prior.Probes, m.err != nil)
 	if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
 		_ = s.store.Write(storeCtx, released(booked), nil)
 		r.Duration = time.Since(start)

@@ -1,0 +1,266 @@
+package sampler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// answer is what the fault proxy does with one kind of request (reads or
+// writes) to InfluxDB.
+type answer int
+
+const (
+	pass   answer = iota // forwarded to influxd
+	ans401               // token revoked
+	ans403               // user lost its write (or read) privilege
+	ans404               // database dropped while the sampler runs
+	ans413               // body over max-body-size
+	ans400               // partial write: field type conflict
+	ans500               // influxd failed (e.g. cache full)
+	ans503               // a load balancer in front with no backend
+	cut                  // the connection closed mid-request: a network cut
+	lost                 // writes only: influxd took the write, the answer never came back
+	nAnswers
+)
+
+var answerNames = [...]string{"pass", "401", "403", "404", "413", "400-conflict", "500", "503", "cut", "lost"}
+
+func (a answer) String() string { return answerNames[a] }
+
+// faultProxy is a reverse proxy in front of a real influxd that answers as
+// influxd 1.8 (or a proxy before it) would when told to fail, so the
+// store client's own classification of real HTTP answers (passing:
+// spooled; refused for good: dead-lettered) is what the property test
+// exercises, not a wrapper's synthetic errors.
+type faultProxy struct {
+	rp          *httputil.ReverseProxy
+	db          string
+	mu          sync.Mutex
+	read, write answer
+	hits        map[string]int // "write 403": how many requests got that answer
+}
+
+func newFaultProxy(t *testing.T, target, db string) (*faultProxy, string) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{rp: httputil.NewSingleHostReverseProxy(u), db: db, hits: map[string]int{}}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+func (p *faultProxy) set(read, write answer) {
+	p.mu.Lock()
+	p.read, p.write = read, write
+	p.mu.Unlock()
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	isWrite := strings.HasSuffix(req.URL.Path, "/write")
+	p.mu.Lock()
+	a, kind := p.read, "read"
+	if isWrite {
+		a, kind = p.write, "write"
+	}
+	p.hits[kind+" "+a.String()]++
+	p.mu.Unlock()
+	// influxd 1.8's httpError: X-Influxdb-Error, application/json,
+	// {"error": msg}; a 401 carries a Basic challenge instead of the header.
+	influxErr := func(code int, msg string) {
+		if code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="InfluxDB"`)
+		} else {
+			w.Header().Set("X-Influxdb-Error", msg)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		b, _ := json.Marshal(map[string]string{"error": msg})
+		_, _ = w.Write(b)
+	}
+	switch a {
+	case pass:
+		p.rp.ServeHTTP(w, req)
+	case ans401:
+		_, _ = io.Copy(io.Discard, req.Body)
+		influxErr(401, "authorization failed")
+	case ans403:
+		_, _ = io.Copy(io.Discard, req.Body)
+		influxErr(403, fmt.Sprintf(`"lanewatch" user is not authorized to %s database %q`, kind, p.db))
+	case ans404:
+		_, _ = io.Copy(io.Discard, req.Body)
+		influxErr(404, fmt.Sprintf("database not found: %q", p.db))
+	case ans413:
+		_, _ = io.Copy(io.Discard, req.Body)
+		influxErr(413, http.StatusText(http.StatusRequestEntityTooLarge))
+	case ans400:
+		_, _ = io.Copy(io.Discard, req.Body)
+		if isWrite {
+			influxErr(400, `partial write: field type conflict: input field "queue_s" on measurement "probe" is type string, already exists as type float dropped=1`)
+		} else {
+			influxErr(400, `error parsing query: found EOF, expected FROM at line 1, char 9`)
+		}
+	case ans500:
+		_, _ = io.Copy(io.Discard, req.Body)
+		influxErr(500, "engine: cache-max-memory-size exceeded: (1073742000/1073741824)")
+	case ans503:
+		_, _ = io.Copy(io.Discard, req.Body)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(503)
+		_, _ = io.WriteString(w, "<html><body><h1>503 Service Unavailable</h1>No server is available to handle this request.</body></html>\n")
+	case cut:
+		p.hijackClose(w)
+	case lost:
+		rec := httptest.NewRecorder()
+		p.rp.ServeHTTP(rec, req) // influxd stored it
+		p.hijackClose(w)
+	}
+}
+
+// hijackClose closes the client's connection without an answer.
+func (p *faultProxy) hijackClose(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	_ = conn.Close()
+}
+
+// The property of issue 18 again for the InfluxDB store, with the faults
+// coming from a real HTTP proxy between the store client and influxd: the
+// client's own reading of 401, 403, 404, 413, a field-type conflict, 500,
+// 503, a cut connection and a write that landed but whose answer was lost
+// decides between spool and dead letter. The same three rules hold after
+// every step, and no probe reads twice (a write replayed from the spool
+// after it landed is the same point, not a second one).
+func TestPropertyMeterFirstProxy(t *testing.T) {
+	base := influxtest.URL(t)
+	hits := map[string]int{}
+	for seed := range propertySeeds(t) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			db := influxtest.NewDB(t, base)
+			p, purl := newFaultProxy(t, base, db)
+			open := func() series.Store {
+				st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: purl, Bucket: db + "/autogen"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			driveProxy(t, uint64(seed), p, open)
+			p.mu.Lock()
+			for k, n := range p.hits {
+				hits[k] += n
+			}
+			p.mu.Unlock()
+		})
+	}
+	var keys []string
+	for k := range hits {
+		keys = append(keys, fmt.Sprintf("%s=%d", k, hits[k]))
+	}
+	sort.Strings(keys)
+	t.Logf("proxy answers: %s", strings.Join(keys, " "))
+}
+
+// proxyAnswer draws one answer: pass half the time, else a fault (lost
+// only for writes, and a quarter of their faults: a write is rarer than
+// a read).
+func proxyAnswer(rnd *rand.Rand, write bool) answer {
+	if rnd.IntN(2) == 0 {
+		return pass
+	}
+	if write && rnd.IntN(4) == 0 {
+		return lost
+	}
+	n := int(cut) // the faults ans401..cut
+	if write {
+		n = int(lost)
+	}
+	return answer(1 + rnd.IntN(n))
+}
+
+func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() series.Store) {
+	rnd := rand.New(rand.NewPCG(seed, 1818))
+	perDay := 2 + rnd.IntN(5)
+	extra := fmt.Sprintf("quotas:\n  - {name: g, probes_per_day: %d}\n", perDay)
+	r := newRigWith(t, true, extra, map[string]string{"a": ", quota: g", "b": ", quota: g", "c": ""}, openInner)
+	led := &ledger{r: r, next: r.lane}
+	r.srv.Config.Handler = led
+	var steps []string
+	logf := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d, %d a day: %s\nsteps:\n  %s", seed, perDay, fmt.Sprintf(format, args...), strings.Join(steps, "\n  "))
+	}
+	rebuildOwed := false // never set: the spool rebuilds at its next write, which the check's drain is
+	for i := range 30 {
+		r.setClock(r.now().Add(time.Duration(1+rnd.IntN(90)) * time.Minute))
+		r.lane.set("c", 0)
+		interrupt := time.Duration(0)
+		killAt := 0
+		read, write := proxyAnswer(rnd, false), proxyAnswer(rnd, true)
+		switch rnd.IntN(8) {
+		case 0:
+			killAt = 1 // dies writing the reservations: nothing leaves
+		case 1:
+			killAt = 2 // dies after the requests left, before the round's write
+		case 2:
+			r.lane.set("c", 400*time.Millisecond)
+			interrupt = 100 * time.Millisecond
+		case 3:
+			r.setClock(r.now().Add(-time.Duration(1+rnd.IntN(60)) * time.Minute))
+		case 4:
+			r.restart() // before the faults: a new process's open reads the store
+		}
+		p.set(read, write)
+		if killAt > 0 {
+			r.kill.mu.Lock()
+			r.kill.killAt = r.kill.writes + killAt
+			r.kill.mu.Unlock()
+		}
+		rd, err := r.round(interrupt)
+		logf("%d: %s read=%s write=%s kill=%d interrupt=%s: probed %d, err %v", i, r.now().Format("01-02T15:04"), read, write, killAt, interrupt, len(rd.Samples), err)
+		p.set(pass, pass)
+		if killAt > 0 {
+			r.restart() // the process died: a new one starts on its files
+		}
+		checkNoTwice(r, fail) // spool not replayed yet: a lost write is in the store and the spool
+		checkMeter(r, led, perDay, &rebuildOwed, fail)
+		checkNoTwice(r, fail)
+	}
+}
+
+// checkNoTwice fails when a read holds two probes of one lane, site and
+// time: a write that landed and was spooled for want of an answer, read
+// from both the store and the spool, or replayed as a second point.
+func checkNoTwice(r *rig, fail func(string, ...any)) {
+	ps, err := r.st.Probes(context.Background(), series.Between(r.now().Add(-72*time.Hour), r.now().Add(72*time.Hour)))
+	if err != nil {
+		fail("read: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, pr := range ps {
+		k := pr.Lane + "\x00" + pr.Site + "\x00" + pr.Time.UTC().Format(time.RFC3339Nano)
+		if seen[k] {
+			fail("probe %s %s %s read twice", pr.Lane, pr.Site, pr.Time.UTC().Format(time.RFC3339Nano))
+		}
+		seen[k] = true
+	}
+}
