@@ -217,3 +217,38 @@ func TestCalibratedMarginOfRecordsAfterProbesLeave(t *testing.T) {
 		t.Errorf("%+v, %v; want 2 residuals and a margin of 1", f, ok)
 	}
 }
+
+// A censored observation ranks above every uncensored one in the profile
+// (it is at least its bound, so it can only raise the median), whatever
+// the order they come in: waits of 100 s and 200 s and a timeout at 1 s in
+// one hour of day have the upper median 200 s, the ranks [100, 200, 1+].
+// (calibrated.go cmpProfileKey: `return -1` → `return 1`.)
+func TestCalibratedCensoredRanksAbove(t *testing.T) {
+	obs := []QueueObs{{Value: 100}, {Value: 200}, {Value: 1, Censored: true}}
+	for _, order := range [][]int{{0, 1, 2}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}} {
+		c := newCal(t, CalibratedParams{})
+		for i, j := range order {
+			o := obs[j]
+			o.Time = calStart.Add(time.Duration(i) * time.Minute)
+			mustAdd(t, c, o)
+		}
+		if f, ok := c.Quantile(calStart.Add(10*time.Minute), 0.5); !ok || !near(f.ProfileS, 200) {
+			t.Errorf("order %v: profile %v s (%+v, %v), want 200", order, f.ProfileS, f, ok)
+		}
+	}
+}
+
+// An hour of day with no observation in the window reads the median of
+// every hour's observations in it, without those that have left it.
+// Lookback 1 day: 30 s at 00:00 and 20 s at 05:00; a forecast for 03:00
+// the next day (no observation at 03:00) has 00:00's out of its window:
+// the profile is 20 s (with it, the upper median of {20, 30}, 30 s).
+// (calibrated.go view: `w.head+len(w.stale(from))` → `-`.)
+func TestCalibratedProfileOfAnEmptyHourLeavesOldObservations(t *testing.T) {
+	c := newCal(t, CalibratedParams{LookbackDays: 1})
+	mustAdd(t, c, QueueObs{Time: calStart, Value: 30})
+	mustAdd(t, c, QueueObs{Time: calStart.Add(5 * time.Hour), Value: 20})
+	if f, ok := c.Quantile(calStart.Add(27*time.Hour), 0.5); !ok || !near(f.ProfileS, 20) {
+		t.Errorf("profile %v s (%+v, %v), want 20", f.ProfileS, f, ok)
+	}
+}
