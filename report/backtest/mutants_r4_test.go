@@ -96,3 +96,96 @@ func TestBaselineAttemptAtTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// An attempt that meets a failure (no first token): cancelled at cancelAt
+// when its failure would come later (before the deadline), else a failed
+// attempt that costs its queue and generation (at least MinAttemptS),
+// ending at the deadline at the latest, its first token (for the queue it
+// keeps, cancelled) at start + queue. 60 s deadline, free lane.
+// (strategies.go attempt: `at+w.queue > cancelAt && cancelAt < r.d` (the
+// 6 mutants of the line), `r.abandoned++` → `--`, `max(at+w.queue,
+// behind)` → `at-w.queue`, `w.queue+w.gen` → `-`, `r.d-at` → `r.d+at`,
+// `limit - at` → `limit + at`.)
+func TestBaselineAttemptThatFails(t *testing.T) {
+	t0 := day0.UnixNano()
+	for _, tc := range []struct {
+		name                string
+		ev                  []event // the lane's probes
+		at, cancelAt        float64
+		run                 bool
+		step                step
+		attempts, abandoned int64
+	}{
+		{"a 30 s timeout cancelled at 20 s", []event{{t: t0, queue: 30}}, 0, 20, false,
+			step{kind: stepAbandoned, end: 20, first: 30}, 1, 1},
+		{"a 20 s timeout and a cancel at 20 s: it fails first", []event{{t: t0, queue: 20}}, 0, 20, false,
+			step{kind: stepFailed, end: 20, n: 1}, 1, 0},
+		{"a 5 s failure before the cancel", []event{{t: t0, queue: 5}}, 0, 20, false,
+			step{kind: stepFailed, end: 5, n: 1}, 1, 0},
+		{"a cancel at the deadline is no cancel", []event{{t: t0, queue: 70}}, 0, 60, false,
+			step{kind: stepFailed, end: 60, n: 1}, 1, 0},
+		{"a failure costs queue + generation", []event{{t: t0, queue: 5, gen: 3}}, 0, noCancel, false,
+			step{kind: stepFailed, end: 8, n: 1}, 1, 0},
+		{"a failure ends at the deadline at the latest", []event{{t: t0 + 58e9, queue: 5}}, 58, noCancel, false,
+			step{kind: stepFailed, end: 60, n: 1}, 1, 0},
+		{"no probe: 50 fast failures of 1 s from 10 s to the deadline", nil, 10, noCancel, true,
+			step{kind: stepFailed, end: 60, n: 50}, 50, 0},
+	} {
+		l := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		l.tl.ev = tc.ev
+		r := baseRun{b: &Backtest{}, t0: t0, d: 60, est: 800}
+		st := r.attempt(l, tc.at, tc.cancelAt, 0, tc.run)
+		if st != tc.step || r.attempts != tc.attempts || r.freeReq != tc.attempts || r.abandoned != tc.abandoned {
+			t.Errorf("%s: %+v, %d attempts (%d free), %d abandoned; want %+v, %d, %d", tc.name, st, r.attempts, r.freeReq, r.abandoned, tc.step, tc.attempts, tc.abandoned)
+		}
+	}
+}
+
+// Every baseline sends at most maxBaselineAttempts requests a job, and
+// none at or after the deadline. cancel-retry@1 on a lane whose queue is
+// always 10^6 s: one request a second, each cancelled; over 10 s 10 of
+// them, over 200,000 s 100,000. naive on a lane that always fails at once
+// (1 s an attempt, each meeting a probe of its own) and lanewatch's free
+// attempts (free_first, no paid lane) the same.
+// (strategies.go countOne `r.attempts++` → `--`; the loops of repeat,
+// cancel-retry and lanewatch: `at < r.d` → `<=`, `r.attempts <
+// maxBaselineAttempts` → `<=`, `&&` → `||`.)
+func TestBaselineAttemptsBounded(t *testing.T) {
+	t0 := day0.UnixNano()
+	// ok: a probe every 30 min that met a 10^6 s queue; not ok: a probe
+	// every second that failed at once (each attempt meets its own).
+	long := func(d float64, ok bool) *lane {
+		l := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		step, ev := 1.0, event{}
+		if ok {
+			step, ev = 1800, event{queue: 1e6, ok: true, rate: 80, tokens: 16}
+		}
+		for s := 0.0; s <= d; s += step {
+			ev.t = t0 + int64(s*1e9)
+			l.tl.ev = append(l.tl.ev, ev)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name string
+		s    baseStrategy
+		ok   bool // the lane's probes: ok (queue 10^6 s) or failed at once
+		d    float64
+		want int64
+	}{
+		{"cancel-retry@1, 10 s", baseStrategy{kind: baseCancelRetry, t: 1}, true, 10, 10},
+		{"cancel-retry@1, 200,000 s", baseStrategy{kind: baseCancelRetry, t: 1}, true, 200000, maxBaselineAttempts},
+		{"naive, 200,000 s of fast failures", baseStrategy{kind: baseNaive}, false, 200000, maxBaselineAttempts},
+		{"lanewatch free first, 10 s of fast failures", baseStrategy{kind: baseLanewatch}, false, 10, 10},
+		{"lanewatch free first, 200,000 s of fast failures", baseStrategy{kind: baseLanewatch}, false, 200000, maxBaselineAttempts},
+	} {
+		l := long(tc.d, tc.ok)
+		b := &Backtest{naive: l, lanes: map[string]*lane{"free": l}}
+		bp := policy.BookPolicy{FreeLane: "free", FreeEligible: true}
+		r := baseRun{b: b, t0: t0, d: tc.d, est: 800}
+		r.play(tc.s, bp, jobCut{Cutover: policy.Cutover{AfterS: tc.d, FreeFirst: true, FreeChance: 1}})
+		if r.freeReq != tc.want || r.met {
+			t.Errorf("%s: %d free requests (met %v), want %d", tc.name, r.freeReq, r.met, tc.want)
+		}
+	}
+}
