@@ -5,10 +5,15 @@ package backtest
 // values are worked by hand from docs/backtest.md ("Baselines").
 
 import (
+	"bufio"
+	"math"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // The sweeps take up to MaxFallbacks timeouts of at least MinFallbackS and
@@ -186,6 +191,163 @@ func TestBaselineAttemptsBounded(t *testing.T) {
 		r.play(tc.s, bp, jobCut{Cutover: policy.Cutover{AfterS: tc.d, FreeFirst: true, FreeChance: 1}})
 		if r.freeReq != tc.want || r.met {
 			t.Errorf("%s: %d free requests (met %v), want %d", tc.name, r.freeReq, r.met, tc.want)
+		}
+	}
+}
+
+// lanewatch with free_first and a paid lane: a free attempt that fails by
+// itself before cutover_after_s (20 s) is retried on the free lane; one
+// that fails at 20 s, or is cancelled then, cuts over to the paid lane
+// (docs/backtest.md, "Baselines"). Free lane: a failure after 5 s, then a
+// probe that met a 3 s queue (80 tok/s: 10 s for 800 tokens): the retry at
+// 5 s ships at 5 + 3 + 10 = 18 s, free. A failure after 20 s: paid at
+// 20 s, its probe's 1 s queue and 5 s (160 tok/s): met at 26 s, 800 paid
+// tokens, one free request.
+// (strategies.go play: `st.kind == stepAbandoned || at >= cancelAt` → `!=`,
+// `&&`, `at > cancelAt`, `at < cancelAt`.)
+func TestLanewatchBaselineRetriesFreeBeforeTheCutover(t *testing.T) {
+	t0 := day0.UnixNano()
+	for _, tc := range []struct {
+		name             string
+		free             []event
+		timeS            float64
+		freeReq, paidTok int64
+	}{
+		{"a failure at 5 s, retried free", []event{{t: t0, queue: 5}, {t: t0 + 5e9, queue: 3, gen: 0.2, rate: 80, tokens: 16, ok: true}}, 18, 2, 0},
+		{"a failure at 20 s, cut over", []event{{t: t0, queue: 20}, {t: t0 + 20e9, queue: 3, gen: 0.2, rate: 80, tokens: 16, ok: true}}, 26, 1, 800},
+	} {
+		free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		free.tl.ev = tc.free
+		paid := &lane{spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+		paid.tl.ev = []event{{t: t0 + 30e9, queue: 1, gen: 0.1, rate: 160, tokens: 16, ok: true}}
+		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
+		bp := policy.BookPolicy{DeadlineS: 60, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
+		r := baseRun{b: b, t0: t0, d: 60, est: 800}
+		r.play(baseStrategy{kind: baseLanewatch}, bp, jobCut{Cutover: policy.Cutover{AfterS: 20, FreeFirst: true, FreeChance: 0.9}})
+		if !r.met || r.timeS != tc.timeS || r.freeReq != tc.freeReq || r.paidTokens != tc.paidTok || r.abandoned != 0 {
+			t.Errorf("%s: met %v at %v, %d free requests, %d paid tokens, %d abandoned; want met at %v, %d, %d, 0",
+				tc.name, r.met, r.timeS, r.freeReq, r.paidTokens, r.abandoned, tc.timeS, tc.freeReq, tc.paidTok)
+		}
+	}
+}
+
+// A first token from a probe that reported no decode rate (0 tokens)
+// ships at once, as in the decision replay: a 5 s queue, met at 5 s.
+// (strategies.go attempt: `w.rate > 0` → `>= 0`.)
+func TestBaselineAttemptWithoutARate(t *testing.T) {
+	t0 := day0.UnixNano()
+	l := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+	l.tl.ev = []event{{t: t0, queue: 5, ok: true}}
+	r := baseRun{b: &Backtest{}, t0: t0, d: 60, est: 800}
+	if st := r.attempt(l, 0, noCancel, 0, false); st.kind != stepShipped || !r.met || r.timeS != 5 {
+		t.Errorf("step %+v, met %v at %v; want shipped at 5", st, r.met, r.timeS)
+	}
+}
+
+// met_pct is 100 × met / jobs rounded to 2 decimals, 0 without a job.
+// (strategies.go rows: `a.jobs > 0` → `>= 0`, `<= 0`; `100*float64(a.met)
+// /float64(a.jobs)` → `/`, `*`.)
+func TestBaselineMetPct(t *testing.T) {
+	bs := &baselines{strategies: []baseStrategy{{kind: baseNaive, name: StrategyNaive}}, deadlines: [][]float64{{60, 30}},
+		acc: [][]baseAcc{{{jobs: 3, met: 2, times: []float32{10, 20}}, {}}}}
+	b := &Backtest{naive: &lane{}, opts: Options{Params: params(1)}}
+	rows := bs.rows(b)
+	if len(rows) != 2 || rows[0].MetPct != 66.67 || rows[1].MetPct != 0 || rows[1].Jobs != 0 {
+		t.Errorf("rows %+v; want met_pct 66.67 for 2 of 3, 0 without a job", rows)
+	}
+}
+
+// The lanewatch baseline's forecasts are fed every probe's queue_s, a
+// lower bound when it failed; a 429 (whatever its queue_s) and a failure
+// with no wait are no queue draw (docs/backtest.md, "Baselines").
+// (strategies.go observe: `p.Status == 429 || !num.Finite(p.QueueS) ||
+// p.QueueS <= 0` → `&&` (either), `p.QueueS < 0`.)
+func TestBaselineObserve(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    series.Probe
+		fed  bool
+	}{
+		{"ok", series.Probe{QueueS: 5, OK: true, Outcome: "ok", Status: 200}, true},
+		{"a timeout after 30 s", series.Probe{QueueS: 30, Outcome: "timeout"}, true},
+		{"a 429 after 30 s", series.Probe{QueueS: 30, Outcome: "rate_limited", Status: 429}, false},
+		{"a failure with no wait", series.Probe{Outcome: "conn_error"}, false},
+		{"a wait that is not finite", series.Probe{QueueS: math.NaN(), Outcome: "timeout"}, false},
+	} {
+		c, err := policy.NewCalibrator(policy.CalibratedParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs := &baselines{cals: []*policy.Calibrator{c}}
+		tc.p.Time = day0
+		bs.observe(&lane{}, &tc.p)
+		f, ok := c.Quantile(day0.Add(time.Minute), 0.5)
+		if ok != tc.fed || (ok && f.QueueS < tc.p.QueueS*(1-1e-9)) {
+			t.Errorf("%s: forecast %+v, %v; want fed %v", tc.name, f, ok, tc.fed)
+		}
+	}
+}
+
+// fallback@T needs both a free and a paid lane: with only a free lane the
+// report has naive and cancel-retry rows, no fallback or paid row.
+// (strategies.go configured: `b.naive != nil && b.paid != nil` → `||`.)
+func TestFallbackNeedsBothLanes(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour), Fallbacks: []float64{10}}
+	opts.Params.Lanes = opts.Params.Lanes[:1]
+	var ps []series.Probe
+	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 100, true }) {
+		if p.Lane == "free" {
+			ps = append(ps, p)
+		}
+	}
+	var got []string
+	for _, b := range run(t, opts, ps).Baselines {
+		got = append(got, b.Strategy)
+	}
+	if want := []string{StrategyNaive, StrategyLanewatch, "cancel-retry@10"}; !slices.Equal(got, want) {
+		t.Errorf("strategies %v, want %v", got, want)
+	}
+}
+
+// The table and the CSV have a baselines section only with baselines; the
+// table says how many replays were left out when some were.
+// (strategies.go writeBaselinesTable `r.Baselines == nil` → `!=`,
+// `r.DroppedBaselines > 0` → `>=`, `<=`; writeBaselinesCSV's `== nil`.)
+func TestBaselinesSections(t *testing.T) {
+	m := 1.5
+	one := []Baseline{{Class: "c", DeadlineS: 60, Strategy: "naive", Jobs: 2, Met: 1, MetPct: 50, MedianTimeS: &m, P90TimeS: &m, FreeRequests: 3}}
+	for _, tc := range []struct {
+		name         string
+		r            Report
+		table, noTab []string
+		csv          string
+	}{
+		{"none", Report{}, nil, []string{"baselines"}, ""},
+		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
+			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens\nc,60,naive,2,1,50,0,1.5,1.5,3,0,0\n"},
+		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
+	} {
+		var tb strings.Builder
+		bw := bufio.NewWriter(&tb)
+		writeBaselinesTable(bw, &tc.r)
+		_ = bw.Flush()
+		for _, w := range tc.table {
+			if !strings.Contains(tb.String(), w) {
+				t.Errorf("%s: table %q lacks %q", tc.name, tb.String(), w)
+			}
+		}
+		for _, w := range tc.noTab {
+			if strings.Contains(tb.String(), w) {
+				t.Errorf("%s: table %q has %q", tc.name, tb.String(), w)
+			}
+		}
+		if tc.name == "one row, 2 left out" {
+			continue
+		}
+		var cb strings.Builder
+		if err := writeBaselinesCSV(&cb, &tc.r); err != nil || cb.String() != tc.csv {
+			t.Errorf("%s: CSV %q, %v; want %q", tc.name, cb.String(), err, tc.csv)
 		}
 	}
 }
