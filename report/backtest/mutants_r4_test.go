@@ -351,3 +351,124 @@ func TestBaselinesSections(t *testing.T) {
 		}
 	}
 }
+
+// evalCut is the lanewatch baseline's cut for one job at day0, deadline
+// d, class params(1) (800 tokens): the free and paid lanes' forecasts fed
+// the waits given (none: no forecast), their decode rates tok/s, and the
+// class's book bp.
+func evalCut(t *testing.T, freeObs, paidObs []float64, freeTok, paidTok float64, bp policy.BookPolicy, d float64) (jobCut, *policy.Calibrator) {
+	t.Helper()
+	var cals []*policy.Calibrator
+	for _, obs := range [][]float64{freeObs, paidObs} {
+		c, err := policy.NewCalibrator(policy.CalibratedParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range obs {
+			if err := c.Add(policy.QueueObs{Time: day0.Add(time.Duration(i-len(obs)) * time.Second), Value: v}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cals = append(cals, c)
+	}
+	free := &lane{idx: 0, spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+	paid := &lane{idx: 1, spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+	b := &Backtest{opts: Options{Params: params(1)}, lanes: map[string]*lane{"free": free, "paid": paid},
+		figs: []policy.Lane{{TokPerS: freeTok}, {TokPerS: paidTok}}}
+	bp.FreeLane, bp.PaidLane = "free", "paid"
+	bs := &baselines{deadlines: [][]float64{{d}}, cals: cals, cuts: map[*job][][]jobCut{}}
+	j := &job{t0: day0, pol: []classPolicy{{book: bp}}}
+	bs.evaluate(b, j)
+	return bs.cuts[j][0][0], cals[0]
+}
+
+func steady(v float64) []float64 { return []float64{v, v, v} }
+
+// The lanewatch baseline takes its cut-over inputs at the job's arrival
+// (docs/backtest.md, "Baselines"): the paid lane's queue from its own
+// forecast at 0.95 and each lane's generation from its own tok_per_s
+// (not the book's paid_queue_s and next_gen_s, the larger of the two),
+// the lanes' eligibility from the book. 800 tokens: 10 s at 80 tok/s,
+// 5 s at 160. A free lane steady at 29 s, paid at 1 s, deadline 40:
+// latest 40 - (1 + 5 + 2) = 32, useful 30, cap 31: after_s 30, chance
+// 0.99 (with the book's 20 s paid queue latest would be 13; with 10 s of
+// paid generation 27: no free first try). With the free lane not eligible
+// in the book, no free try; with the paid lane not eligible, a free lane
+// at 35 s waits the useful 30 s, free first at chance 0.
+// (strategies.go evaluate: the two `&&` of the eligibilities → `||`, the
+// paid lane's `l != nil` → `== nil` (2).)
+func TestLanewatchBaselineCutInputs(t *testing.T) {
+	both := policy.BookPolicy{FreeEligible: true, PaidEligible: true, NextGenS: 10, PaidQueueS: 20, NextQueueS: 50}
+	for _, tc := range []struct {
+		name       string
+		free, paid []float64
+		bp         policy.BookPolicy
+		want       policy.Cutover
+	}{
+		{"the lanes' own figures", steady(29), steady(1), both, policy.Cutover{AfterS: 30, FreeFirst: true, FreeChance: 0.99}},
+		{"free not eligible", steady(29), steady(1), policy.BookPolicy{PaidEligible: true, NextGenS: 10, PaidQueueS: 20, NextQueueS: 50}, policy.Cutover{}},
+		{"paid not eligible", steady(35), steady(1), policy.BookPolicy{FreeEligible: true, NextGenS: 10, PaidQueueS: 20, NextQueueS: 50},
+			policy.Cutover{AfterS: 30, FreeFirst: true, FreeChance: 0}},
+	} {
+		cut, _ := evalCut(t, tc.free, tc.paid, 80, 160, tc.bp, 40)
+		if math.Abs(cut.AfterS-tc.want.AfterS) > 1e-9 || cut.FreeFirst != tc.want.FreeFirst || cut.FreeChance != tc.want.FreeChance {
+			t.Errorf("%s: cut %+v, want %+v", tc.name, cut.Cutover, tc.want)
+		}
+	}
+}
+
+// lanewatch sends nothing when no lane likely finishes: neither an
+// eligible paid lane with median queue + its generation <= deadline, nor
+// an eligible free lane so (median: the forecast at 0.5, else the book's
+// queue). Deadline 40 unless said; a lane without waits reads the book's
+// queue (paid 30 s, free 30 s).
+// (strategies.go evaluate: free generation from its own tok_per_s (`l !=
+// nil` → `== nil`), the free median at coverage 0.5 (`==` → `!=`), and
+// the hopeless test's `&&` → `||`, `+` → `-`, `<=` → `<`, `>`.)
+func TestLanewatchBaselineHopeless(t *testing.T) {
+	book := func(freeOK, paidOK bool) policy.BookPolicy {
+		return policy.BookPolicy{FreeEligible: freeOK, PaidEligible: paidOK, NextGenS: 20, PaidQueueS: 30, NextQueueS: 30}
+	}
+	for _, tc := range []struct {
+		name                string
+		free, paid          []float64
+		freeTok, paidTok, d float64
+		bp                  policy.BookPolicy
+		hopeless            bool
+	}{
+		// Free 30 + 2.5 s fits; paid 30 + 20 does not (the book's next_gen_s, 20, would sink free too).
+		{"a fast free lane fits by its own generation", steady(30), steady(30), 320, 40, 40, book(true, true), false},
+		// Paid not eligible (its 1 + 5 s would fit), free 100 + 10 does not.
+		{"paid not eligible", steady(100), steady(1), 80, 160, 40, book(true, false), true},
+		// Paid exactly fits: 1 + 5 = 6.
+		{"paid fits exactly", steady(100), nil, 80, 160, 6, policy.BookPolicy{FreeEligible: true, PaidEligible: true, PaidQueueS: 1, NextQueueS: 30}, false},
+		// Paid 30 + 20 > 40, free 45 + 10 > 40.
+		{"neither fits", steady(45), nil, 80, 40, 40, book(true, true), true},
+		// Free not eligible (its 5 + 10 would fit), paid 30 + 20 does not.
+		{"free not eligible", steady(5), nil, 80, 40, 40, book(false, true), true},
+		// Free exactly fits: the book's 30 s + 10.
+		{"free fits exactly", nil, nil, 80, 40, 40, book(true, true), false},
+	} {
+		cut, _ := evalCut(t, tc.free, tc.paid, tc.freeTok, tc.paidTok, tc.bp, tc.d)
+		if cut.hopeless != tc.hopeless {
+			t.Errorf("%s: hopeless %v, want %v", tc.name, cut.hopeless, tc.hopeless)
+		}
+	}
+	// A free lane whose median fits and whose p99 does not: not hopeless.
+	var waits []float64
+	for i := range 60 {
+		waits = append(waits, float64(1+i%20)*float64(1+i%3))
+	}
+	far := book(true, true)
+	far.PaidQueueS = 1e6 // paid never fits
+	_, c := evalCut(t, waits, nil, 80, 40, far, 40)
+	q50, ok50 := c.Quantile(day0, 0.5)
+	q99, ok99 := c.Quantile(day0, 0.99)
+	if !ok50 || !ok99 || q99.QueueS-q50.QueueS < 1 {
+		t.Fatalf("the varied lane's forecasts %+v %+v: want p99 past the median", q50, q99)
+	}
+	d := q50.QueueS + 10 + (q99.QueueS-q50.QueueS)/2
+	if cut, _ := evalCut(t, waits, nil, 80, 40, far, d); cut.hopeless {
+		t.Errorf("median %v s + 10 s fits deadline %v: hopeless", q50.QueueS, d)
+	}
+}
