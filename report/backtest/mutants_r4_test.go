@@ -315,7 +315,7 @@ func TestFallbackNeedsBothLanes(t *testing.T) {
 // (strategies.go writeBaselinesTable `r.Baselines == nil` → `!=`,
 // `r.DroppedBaselines > 0` → `>=`, `<=`; writeBaselinesCSV's `== nil`.)
 func TestBaselinesSections(t *testing.T) {
-	m := 1.5
+	m := 1.25
 	one := []Baseline{{Class: "c", DeadlineS: 60, Strategy: "naive", Jobs: 2, Met: 1, MetPct: 50, MedianTimeS: &m, P90TimeS: &m, FreeRequests: 3}}
 	for _, tc := range []struct {
 		name         string
@@ -325,7 +325,7 @@ func TestBaselinesSections(t *testing.T) {
 	}{
 		{"none", Report{}, nil, []string{"baselines"}, ""},
 		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
-			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens\nc,60,naive,2,1,50,0,1.5,1.5,3,0,0\n"},
+			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0\n"},
 		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
 	} {
 		var tb strings.Builder
