@@ -6,9 +6,10 @@
 # `make test`. TESTING.md has the scores and the survivors judged equivalent.
 #
 # Scope: budget, policy, probe and report/backtest whole; of series only
-# aggregate.go and recorder.go. gremlins cannot select files, only exclude
-# them (--exclude-files, a regexp over the path inside the package), so
-# every other file of series, and series/storetest, is excluded by name.
+# aggregate.go, recorder.go and reserve.go. gremlins cannot select files,
+# only exclude them (--exclude-files, a regexp over the path inside the
+# package), so every other file of series, and series/storetest and
+# series/lineproto, is excluded by name.
 #
 # Environment: MUTATE_PKGS (space-separated, default all five),
 # MUTATE_WORKERS (default 2), MUTATE_TIMEOUT_COEFFICIENT (default 5: a
@@ -44,11 +45,11 @@ excludes() {
 		for f in series/*.go; do
 			name="$(basename "$f")"
 			case "$name" in
-			*_test.go | aggregate.go | recorder.go) ;;
+			*_test.go | aggregate.go | recorder.go | reserve.go) ;;
 			*) printf -- '--exclude-files\n^%s$\n' "${name//./\\.}" ;;
 			esac
 		done
-		printf -- '--exclude-files\n^storetest/\n'
+		printf -- '--exclude-files\n^storetest/\n--exclude-files\n^lineproto/\n'
 		;;
 	esac
 }
