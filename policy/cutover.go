@@ -68,7 +68,7 @@ type Cutover struct {
 //
 //	latest      = deadline_s − (paid_queue_s + paid_gen_s + CutoverMarginS)
 //	useful      = deadline_s − free_gen_s
-//	cap         = free wait at CutoverCapCoverage (else the largest coverage given) + CutoverMarginS
+//	cap         = free wait at the least coverage given at or above CutoverCapCoverage (else at the largest given) + CutoverMarginS
 //	after_s     = max(0, min(latest, useful, cap))
 //	free_chance = the largest coverage whose free wait is at most after_s (0: none)
 //	free_first  = free eligible and after_s > 0 and free_chance >= MinFreeFirstChance
