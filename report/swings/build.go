@@ -180,3 +180,145 @@ func (b *builder) finish(lanes []Lane) *Report {
 	}
 	return r
 }
+
+// inLane is a lane of the store's records during ComputeSites: its
+// lane-hour being merged and the sites it was seen at.
+type inLane struct {
+	name   string
+	merged *laneAcc // its lane in the report (nil until a record in the window)
+	gen    int      // the hour (ComputeSites' count) the fields below merge
+	kind   string   // the lane-hour's first record's kind
+	wq, wc float64
+	n, f   int64
+	seen   uint64 // the sites of the lane-hour so far (bit: site index)
+	sites  uint64 // every site of the lane
+	list   []string
+	cols   []*laneAcc // by site index: the lane's column for that site
+}
+
+// ComputeSites returns what Compute returns for the store's records hs
+// merged as MergeSites merges them, followed, when column is not nil and
+// lanes says so, by the records of each lane and site as a lane of its own
+// named column(lane, site), merged the same way: in one pass, without a
+// merged copy of the records. lanes gets the sites of each lane of hs (in
+// the order they first appear) and returns opt.Lanes and whether to keep
+// the site columns.
+//
+// It returns false, and computes nothing, when it cannot give that result
+// in one pass: the records of an hour are not all together (a store
+// returns them by time), there are more than 64 sites, or a column's name
+// is a lane of hs.
+func ComputeSites(hs []series.Hourly, opt Options, column func(lane, site string) string,
+	lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
+	b, bc := newBuilder(opt), newBuilder(opt)
+	byName := map[string]*inLane{}
+	var all []*inLane
+	var siteNames []string
+	lastSite := -1
+	var prev, cur, touched []*inLane
+	done := map[int64]bool{}
+	started, curNS, gen, in := false, int64(0), 0, false
+	flush := func() {
+		if in {
+			for _, li := range touched {
+				if li.merged == nil {
+					li.merged = b.lane(li.name)
+				}
+				b.add(li.merged, li.kind, li.wq, li.wc, li.n, li.f)
+			}
+		}
+		touched = touched[:0]
+	}
+	for i := range hs {
+		h := &hs[i]
+		if ns := h.Hour.UnixNano(); !started || ns != curNS {
+			if started {
+				flush()
+				done[curNS] = true
+			}
+			if done[ns] {
+				return nil, false
+			}
+			started, curNS = true, ns
+			gen++
+			in = b.setHour(h.Hour)
+			bc.setHour(h.Hour)
+			prev, cur = cur, prev[:0]
+		}
+		// The lanes of an hour come in the same order hour after hour:
+		// the lane at this position an hour ago is the likely one.
+		var li *inLane
+		if p := len(cur); p < len(prev) && prev[p].name == h.Lane {
+			li = prev[p]
+		} else if li = byName[h.Lane]; li == nil {
+			li = &inLane{name: h.Lane}
+			byName[h.Lane] = li
+			all = append(all, li)
+		}
+		cur = append(cur, li)
+		if lastSite < 0 || siteNames[lastSite] != h.Site {
+			lastSite = slices.Index(siteNames, h.Site)
+			if lastSite < 0 {
+				if len(siteNames) == 64 {
+					return nil, false
+				}
+				lastSite = len(siteNames)
+				siteNames = append(siteNames, h.Site)
+			}
+		}
+		bit := uint64(1) << lastSite
+		if li.sites&bit == 0 {
+			li.sites |= bit
+			li.list = append(li.list, h.Site)
+		}
+		if li.gen != gen {
+			li.gen, li.seen, li.kind = gen, 0, h.Kind
+			li.wq, li.wc, li.n, li.f = 0, 0, 0, 0
+			touched = append(touched, li)
+		}
+		if li.seen&bit != 0 {
+			continue // another copy of the lane-hour at this site (a kind changed)
+		}
+		li.seen |= bit
+		li.wq = max(li.wq, h.WorstQueueS)
+		li.wc = max(li.wc, h.WorstCensoredS)
+		li.n += h.Samples
+		li.f += h.Failures
+		if in && column != nil {
+			for len(li.cols) <= lastSite {
+				li.cols = append(li.cols, nil)
+			}
+			col := li.cols[lastSite]
+			if col == nil {
+				col = bc.lane(column(li.name, h.Site))
+				li.cols[lastSite] = col
+			}
+			bc.add(col, h.Kind, max(0, h.WorstQueueS), max(0, h.WorstCensoredS), h.Samples, h.Failures)
+		}
+	}
+	if started {
+		flush()
+	}
+
+	sitesOf := make(map[string][]string, len(all))
+	for _, li := range all {
+		sitesOf[li.name] = li.list
+	}
+	listed, columns := lanes(sitesOf)
+	if columns && column != nil {
+		for _, li := range all {
+			for _, site := range li.list {
+				if _, clash := byName[column(li.name, site)]; clash {
+					return nil, false
+				}
+			}
+		}
+		// First and Last stay: a column's record has a merged one of its hour.
+		b.r.Records += bc.r.Records
+		for _, name := range bc.order {
+			b.lanes[name] = bc.lanes[name]
+			b.order = append(b.order, name)
+		}
+	}
+	return b.finish(listed), true
+}
