@@ -343,7 +343,7 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 	// The spans go in pieces, two at a time: influxd answers each with one
 	// core, and this side decodes one while the server encodes another.
 	parts := splitSpans(m.spans, qlPieces, qlMinPiece)
-	got := make([][]T, len(parts))
+	got := make([][][]T, len(parts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var first error // the first failure: the others are its cancellation
@@ -368,11 +368,15 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 	}
 	n := 0
 	for _, g := range got {
-		n += len(g)
+		for _, b := range g {
+			n += len(b)
+		}
 	}
 	out := make([]T, 0, n)
 	for _, g := range got {
-		out = append(out, g...)
+		for _, b := range g {
+			out = append(out, b...)
+		}
 	}
 	return sortUnique(out, key), nil
 }
@@ -409,17 +413,25 @@ func splitSpans(spans [][2]int64, pieces int, minPiece time.Duration) [][2]int64
 }
 
 // qlReadSpan reads the points of one span through InfluxQL, in the order
-// of the answer, dropping those m does not select.
+// of the answer, dropping those m does not select. The points come in
+// blocks, each full but the last: the caller copies them once into a slice
+// of the right size, where one growing slice would copy them about twice
+// more (a month at scale: 2.16 M points of 128 bytes).
 func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []string, span [2]int64, m *matcher,
-	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
-	out := []T{}
+	key func(*T) pointKey, fromRow func(row) T) ([][]T, error) {
+	var full [][]T
+	cur := make([]T, 0, 64)
 	// keep appends p and takes its key in place (a key taken of a local
 	// would move each point to the heap), dropping a point m does not select.
 	keep := func(p T) {
-		out = append(out, p)
-		last := len(out) - 1
-		if k := key(&out[last]); !m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site) {
-			out = out[:last]
+		if len(cur) == cap(cur) {
+			full = append(full, cur)
+			cur = make([]T, 0, min(2*cap(cur), 1<<14))
+		}
+		cur = append(cur, p)
+		last := len(cur) - 1
+		if k := key(&cur[last]); !m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site) {
+			cur = cur[:last]
 		}
 	}
 	var plan qlPlan
@@ -427,7 +439,7 @@ func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []
 		func(r row) { keep(fromRow(r)) },
 		func(cols []string) { plan = newQLPlan(sch, cols) },
 		func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
-	return out, err
+	return append(full, cur), err
 }
 
 // comparePointKeys orders keys by time, lane, kind and site.
