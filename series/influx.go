@@ -442,11 +442,6 @@ func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []
 	return append(full, cur), err
 }
 
-// comparePointKeys orders keys by time, lane, kind and site.
-func comparePointKeys(a, b pointKey) int {
-	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.lane, b.lane), cmp.Compare(a.kind, b.kind), cmp.Compare(a.site, b.site))
-}
-
 // compareKindFirst orders keys of one time as InfluxDB's series keys do
 // when the tags sort like the strings: kind, lane, site.
 func compareKindFirst(a, b pointKey) int {
@@ -507,7 +502,7 @@ func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
 }
 
 // seriesRanks returns, per point, the rank of its series (lane, kind and
-// site) among the series of pts in comparePointKeys' order.
+// site) among the series of pts, ordered by lane, kind and site.
 func seriesRanks[T any](pts []T, key func(*T) pointKey) []uint32 {
 	type seriesOf struct{ lane, kind, site string }
 	ids := map[seriesOf]uint32{}
