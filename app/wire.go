@@ -325,12 +325,44 @@ func (nw *newestOf) add(pr series.Probe) {
 // the records come from more than one site, each lane is followed by one
 // column per site, named lane@site.
 func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
+	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
+	for i, c := range cfg.Policy.Classes {
+		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
+	}
+	opt := swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Classes: classes}
+	var column func(lane, site string) string
+	if perSite {
+		column = siteLane
+	}
+	// One pass over the records, no merged copy of them (a month of 1,000
+	// lanes at 3 sites: 2.9 M records), when they come by time.
+	if rep, ok := swings.ComputeSites(recs, opt, column, func(sitesOf map[string][]string) ([]swings.Lane, bool) {
+		return swingsLanes(cfg, sitesOf, perSite)
+	}); ok {
+		return rep
+	}
 	sitesOf := map[string][]string{}
 	for _, h := range recs {
 		if !slices.Contains(sitesOf[h.Lane], h.Site) {
 			sitesOf[h.Lane] = append(sitesOf[h.Lane], h.Site)
 		}
 	}
+	lanes, columns := swingsLanes(cfg, sitesOf, perSite)
+	var merged []series.Hourly
+	if columns {
+		merged = withSiteLanes(recs, sitesOf)
+	} else {
+		merged = swings.MergeSites(recs)
+	}
+	opt.Lanes = lanes
+	return swings.Compute(merged, opt)
+}
+
+// swingsLanes returns the lanes a swings report lists even without data
+// (the config's, each followed by its lane@site columns when perSite and
+// some lane of the records has more than one site) and whether the report
+// has those columns. sitesOf holds the sites of each lane of the records.
+func swingsLanes(cfg *config.Config, sitesOf map[string][]string, perSite bool) ([]swings.Lane, bool) {
 	multi := false
 	for _, ss := range sitesOf {
 		multi = multi || len(ss) > 1
@@ -346,17 +378,7 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 			}
 		}
 	}
-	var merged []series.Hourly
-	if perSite && multi {
-		merged = withSiteLanes(recs, sitesOf)
-	} else {
-		merged = swings.MergeSites(recs)
-	}
-	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
-	for i, c := range cfg.Policy.Classes {
-		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
-	}
-	return swings.Compute(merged, swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
+	return lanes, perSite && multi
 }
 
 // withSiteLanes returns the records merged (swings.MergeSites) followed by

@@ -343,7 +343,7 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 	// The spans go in pieces, two at a time: influxd answers each with one
 	// core, and this side decodes one while the server encodes another.
 	parts := splitSpans(m.spans, qlPieces, qlMinPiece)
-	got := make([][]T, len(parts))
+	got := make([][][]T, len(parts))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var first error // the first failure: the others are its cancellation
@@ -368,11 +368,15 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 	}
 	n := 0
 	for _, g := range got {
-		n += len(g)
+		for _, b := range g {
+			n += len(b)
+		}
 	}
 	out := make([]T, 0, n)
 	for _, g := range got {
-		out = append(out, g...)
+		for _, b := range g {
+			out = append(out, b...)
+		}
 	}
 	return sortUnique(out, key), nil
 }
@@ -409,17 +413,25 @@ func splitSpans(spans [][2]int64, pieces int, minPiece time.Duration) [][2]int64
 }
 
 // qlReadSpan reads the points of one span through InfluxQL, in the order
-// of the answer, dropping those m does not select.
+// of the answer, dropping those m does not select. The points come in
+// blocks, each full but the last: the caller copies them once into a slice
+// of the right size, where one growing slice would copy them about twice
+// more (a month at scale: 2.16 M points of 128 bytes).
 func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []string, span [2]int64, m *matcher,
-	key func(*T) pointKey, fromRow func(row) T) ([]T, error) {
-	out := []T{}
+	key func(*T) pointKey, fromRow func(row) T) ([][]T, error) {
+	var full [][]T
+	cur := make([]T, 0, 64)
 	// keep appends p and takes its key in place (a key taken of a local
 	// would move each point to the heap), dropping a point m does not select.
 	keep := func(p T) {
-		out = append(out, p)
-		last := len(out) - 1
-		if k := key(&out[last]); !m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site) {
-			out = out[:last]
+		if len(cur) == cap(cur) {
+			full = append(full, cur)
+			cur = make([]T, 0, min(2*cap(cur), 1<<14))
+		}
+		cur = append(cur, p)
+		last := len(cur) - 1
+		if k := key(&cur[last]); !m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site) {
+			cur = cur[:last]
 		}
 	}
 	var plan qlPlan
@@ -427,12 +439,7 @@ func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []
 		func(r row) { keep(fromRow(r)) },
 		func(cols []string) { plan = newQLPlan(sch, cols) },
 		func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
-	return out, err
-}
-
-// comparePointKeys orders keys by time, lane, kind and site.
-func comparePointKeys(a, b pointKey) int {
-	return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.lane, b.lane), cmp.Compare(a.kind, b.kind), cmp.Compare(a.site, b.site))
+	return append(full, cur), err
 }
 
 // compareKindFirst orders keys of one time as InfluxDB's series keys do
@@ -455,80 +462,79 @@ func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
 			return l.sorted()
 		}
 	}
-	type entry struct {
-		k pointKey
-		i int
-	}
-	var order []entry
+	// Within a time, InfluxDB's order is its own (the series key's, or
+	// scrambled in a chunked MessagePack answer): the points are ordered by
+	// their series' rank, an integer, not by comparing strings.
+	rank := seriesRanks(pts, key)
+	var packed []uint64 // rank << 32 | position in the run
 	var tmp []T
 	w := 0 // pts[:w] is done; w <= the run's start
 	for i := 0; i < len(pts); {
 		ns := key(&pts[i]).ns
 		j := i + 1
+		sorted := true
 		for j < len(pts) && key(&pts[j]).ns == ns {
+			sorted = sorted && rank[j-1] < rank[j]
 			j++
-		}
-		order = order[:0]
-		sorted, byKind := true, true
-		kinds := 1
-		for x := i; x < j; x++ {
-			order = append(order, entry{key(&pts[x]), x})
-			if n := len(order); n > 1 {
-				a, b := order[n-2].k, order[n-1].k
-				sorted = sorted && comparePointKeys(a, b) < 0
-				byKind = byKind && compareKindFirst(a, b) < 0
-				if a.kind != b.kind {
-					kinds++
-				}
-			}
 		}
 		if sorted {
 			w += copy(pts[w:], pts[i:j])
 			i = j
 			continue
 		}
-		tmp = tmp[:0]
-		if byKind && kinds <= 4 {
-			// InfluxDB's order within a time is the series key's: kind,
-			// then lane and site. A run of a few kinds is as many sorted
-			// runs of distinct keys, merged here rather than sorted.
-			var heads [4][2]int // per kind: next and end in order
-			g := 0
-			heads[0][0] = 0
-			for x := 1; x < len(order); x++ {
-				if order[x].k.kind != order[x-1].k.kind {
-					heads[g][1] = x
-					g++
-					heads[g][0] = x
-				}
-			}
-			heads[g][1] = len(order)
-			for range order {
-				best := -1
-				for h := 0; h <= g; h++ {
-					if heads[h][0] < heads[h][1] && (best < 0 || comparePointKeys(order[heads[h][0]].k, order[heads[best][0]].k) < 0) {
-						best = h
-					}
-				}
-				tmp = append(tmp, pts[order[heads[best][0]].i])
-				heads[best][0]++
-			}
-			w += copy(pts[w:], tmp)
-			i = j
-			continue
+		packed = packed[:0]
+		for x := i; x < j; x++ {
+			packed = append(packed, uint64(rank[x])<<32|uint64(x-i))
 		}
-		slices.SortFunc(order, func(a, b entry) int { return cmp.Or(comparePointKeys(a.k, b.k), cmp.Compare(a.i, b.i)) })
-		for x, e := range order {
-			if x+1 < len(order) && order[x+1].k == e.k {
+		slices.Sort(packed)
+		tmp = tmp[:0]
+		for y, p := range packed {
+			if y+1 < len(packed) && packed[y+1]>>32 == p>>32 {
 				continue // a later row of the same key follows
 			}
-			tmp = append(tmp, pts[e.i])
+			tmp = append(tmp, pts[i+int(p&(1<<32-1))])
 		}
 		w += copy(pts[w:], tmp)
 		i = j
 	}
 	clear(pts[w:])
 	return pts[:w]
+}
+
+// seriesRanks returns, per point, the rank of its series (lane, kind and
+// site) among the series of pts, ordered by lane, kind and site.
+func seriesRanks[T any](pts []T, key func(*T) pointKey) []uint32 {
+	type seriesOf struct{ lane, kind, site string }
+	ids := map[seriesOf]uint32{}
+	var keys []seriesOf
+	rank := make([]uint32, len(pts))
+	for i := range pts {
+		k := key(&pts[i])
+		sk := seriesOf{k.lane, k.kind, k.site}
+		id, ok := ids[sk]
+		if !ok {
+			id = uint32(len(keys))
+			ids[sk] = id
+			keys = append(keys, sk)
+		}
+		rank[i] = id
+	}
+	byKey := make([]uint32, len(keys))
+	for i := range byKey {
+		byKey[i] = uint32(i)
+	}
+	slices.SortFunc(byKey, func(a, b uint32) int {
+		x, y := keys[a], keys[b]
+		return cmp.Or(cmp.Compare(x.lane, y.lane), cmp.Compare(x.kind, y.kind), cmp.Compare(x.site, y.site))
+	})
+	rankOf := make([]uint32, len(keys))
+	for r, id := range byKey {
+		rankOf[id] = uint32(r)
+	}
+	for i, id := range rank {
+		rank[i] = rankOf[id]
+	}
+	return rank
 }
 
 func (s *Influx) checkOpen() error {

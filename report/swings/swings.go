@@ -19,7 +19,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -230,92 +229,15 @@ func recordWorst(rec series.Hourly, samples, failures int64) (worst, bool) {
 // MergeSites returns them; Site is not read). Records outside the window,
 // and queue times that are not finite, are ignored.
 func Compute(recs []series.Hourly, opt Options) *Report {
-	loc := hours.OrUTC(opt.Location)
-	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
-	for _, c := range opt.Classes {
-		if num.Finite(c.DeadlineS) && c.DeadlineS > 0 {
-			r.Classes = append(r.Classes, c)
-		}
-	}
-
-	type lane struct {
-		LaneReport
-		worsts [HoursPerDay][]worst
-		days   [HoursPerDay]map[int]bool // calendar days, as y*10000 + m*100 + d
-	}
-	lanes := map[string]*lane{}
-	var order []string
-	get := func(name, kind string) *lane {
-		l, ok := lanes[name]
-		if !ok {
-			l = &lane{LaneReport: LaneReport{Name: name}}
-			for h := range l.Hours {
-				l.Hours[h].Hour = h
-			}
-			lanes[name] = l
-			order = append(order, name)
-		}
-		if l.Kind == "" {
-			l.Kind = kind
-		}
-		return l
-	}
-	for _, l := range opt.Lanes {
-		get(l.Name, l.Kind)
-	}
-	// Lanes seen only in the records follow the configured ones, by name.
-	configured := len(order)
-
-	for _, rec := range recs {
-		if !opt.From.IsZero() && rec.Hour.Before(opt.From) {
+	b := newBuilder(opt)
+	for i := range recs {
+		rec := &recs[i]
+		if !b.setHour(rec.Hour) {
 			continue
 		}
-		if !opt.To.IsZero() && !rec.Hour.Before(opt.To) {
-			continue
-		}
-		l := get(rec.Lane, rec.Kind)
-		local := rec.Hour.In(loc)
-		h := local.Hour()
-		st := &l.Hours[h]
-		if l.days[h] == nil {
-			l.days[h] = map[int]bool{}
-		}
-		y, m, d := local.Date()
-		l.days[h][y*10000+int(m)*100+d] = true
-		samples, failures := max(rec.Samples, 0), max(rec.Failures, 0)
-		st.Samples += samples
-		st.Failures += failures
-		l.Samples += samples
-		l.Failures += failures
-		l.Records++
-		r.Records++
-		if r.First.IsZero() || rec.Hour.Before(r.First) {
-			r.First = rec.Hour
-		}
-		if rec.Hour.After(r.Last) {
-			r.Last = rec.Hour
-		}
-		if w, ok := recordWorst(rec, samples, failures); ok {
-			l.worsts[h] = append(l.worsts[h], w)
-		}
+		b.add(b.lane(rec.Lane), rec.Kind, rec.WorstQueueS, rec.WorstCensoredS, rec.Samples, rec.Failures)
 	}
-	slices.Sort(order[configured:])
-
-	for _, name := range order {
-		l := lanes[name]
-		for h := range l.Hours {
-			st := &l.Hours[h]
-			st.Days = len(l.days[h])
-			w := l.worsts[h]
-			st.Measured = len(w)
-			if len(w) > 0 {
-				st.WorstS, st.Censored, st.MedianS, st.MedianCensored = summarise(w)
-			}
-		}
-		l.Swing = swingOf(l.Hours[:])
-		r.Lanes = append(r.Lanes, l.LaneReport)
-	}
-	return r
+	return b.finish(opt.Lanes)
 }
 
 // Lane returns the lane named name, or false.
@@ -364,7 +286,7 @@ func swingOf(hours []HourStat) Swing {
 // the same value, the max is censored when the last one is, and the median
 // when any censored value sits at or below the upper middle.
 func summarise(v []worst) (maxS float64, maxCens bool, med float64, medCens bool) {
-	s := slices.Clone(v)
+	s := v // the caller's own: sorted in place
 	slices.SortFunc(s, func(a, b worst) int {
 		return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(boolInt(a.censored), boolInt(b.censored)))
 	})

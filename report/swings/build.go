@@ -1,0 +1,324 @@
+package swings
+
+import (
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// laneAcc is one lane of a report being built: its figures so far and the
+// worsts and calendar days of each hour of day.
+type laneAcc struct {
+	LaneReport
+	worsts [HoursPerDay][]worst
+	days   [HoursPerDay][]uint64 // bit i: day i of builder.dayIdx
+}
+
+// builder adds one lane-hour's record at a time to a report (Compute's
+// loop, shared with ComputeMerged).
+type builder struct {
+	r      *Report
+	loc    *time.Location
+	from   time.Time
+	to     time.Time
+	lanes  map[string]*laneAcc
+	order  []string
+	worstN int // initial capacity of a lane-hour's worsts: the window's days
+
+	// The hour of the last setHour: records come by time, so an hour's
+	// calendar day and hour of day are worked out once.
+	hourSet bool
+	hourNS  int64
+	hourT   time.Time
+	hourIn  bool
+	hod     int
+	day     int
+	dayIdx  map[int]int // calendar day (y*10000 + m*100 + d) → bit index
+}
+
+func newBuilder(opt Options) *builder {
+	loc := hours.OrUTC(opt.Location)
+	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
+	for _, c := range opt.Classes {
+		if num.Finite(c.DeadlineS) && c.DeadlineS > 0 {
+			r.Classes = append(r.Classes, c)
+		}
+	}
+	b := &builder{r: r, loc: loc, from: opt.From, to: opt.To, lanes: map[string]*laneAcc{}, dayIdx: map[int]int{}}
+	if !opt.From.IsZero() && opt.To.After(opt.From) {
+		if d := opt.To.Sub(opt.From).Hours() / 24; d < 62 {
+			b.worstN = int(d) + 2
+		}
+	}
+	return b
+}
+
+// lane returns the lane named name, created (and listed) on first use.
+func (b *builder) lane(name string) *laneAcc {
+	l, ok := b.lanes[name]
+	if !ok {
+		l = &laneAcc{LaneReport: LaneReport{Name: name}}
+		for h := range l.Hours {
+			l.Hours[h].Hour = h
+		}
+		b.lanes[name] = l
+		b.order = append(b.order, name)
+	}
+	return l
+}
+
+// setHour makes t the hour of the next adds and reports whether it lies in
+// the window.
+func (b *builder) setHour(t time.Time) bool {
+	ns := t.UnixNano()
+	if b.hourSet && ns == b.hourNS {
+		return b.hourIn
+	}
+	b.hourSet, b.hourNS, b.hourT = true, ns, t
+	b.hourIn = (b.from.IsZero() || !t.Before(b.from)) && (b.to.IsZero() || t.Before(b.to))
+	if !b.hourIn {
+		return false
+	}
+	local := t.In(b.loc)
+	b.hod = local.Hour()
+	y, m, d := local.Date()
+	key := y*10000 + int(m)*100 + d
+	i, ok := b.dayIdx[key]
+	if !ok {
+		i = len(b.dayIdx)
+		b.dayIdx[key] = i
+	}
+	b.day = i
+	return true
+}
+
+// add counts one lane-hour's record (of the hour of the last setHour, in
+// the window) with the given kind and fields in lane l.
+func (b *builder) add(l *laneAcc, kind string, worstQ, worstC float64, samples, failures int64) {
+	if l.Kind == "" {
+		l.Kind = kind
+	}
+	h := b.hod
+	st := &l.Hours[h]
+	w, bit := b.day/64, uint64(1)<<(b.day%64)
+	if len(l.days[h]) <= w {
+		l.days[h] = append(l.days[h], make([]uint64, w+1-len(l.days[h]))...)
+	}
+	l.days[h][w] |= bit
+	samples, failures = max(samples, 0), max(failures, 0)
+	st.Samples += samples
+	st.Failures += failures
+	l.Samples += samples
+	l.Failures += failures
+	l.Records++
+	b.r.Records++
+	t := b.hourT
+	if b.r.First.IsZero() || t.Before(b.r.First) {
+		b.r.First = t
+	}
+	if t.After(b.r.Last) {
+		b.r.Last = t
+	}
+	if wv, ok := recordWorst(series.Hourly{WorstQueueS: worstQ, WorstCensoredS: worstC}, samples, failures); ok {
+		if l.worsts[h] == nil && b.worstN > 0 {
+			l.worsts[h] = make([]worst, 0, b.worstN)
+		}
+		l.worsts[h] = append(l.worsts[h], wv)
+	}
+}
+
+// finish lists the lanes (those of lanes first, in order, with their kind
+// when it is set; the others by name) and summarises each.
+func (b *builder) finish(lanes []Lane) *Report {
+	listed := make(map[string]bool, len(lanes))
+	kindSet := map[string]bool{}
+	var order []string
+	for _, cl := range lanes {
+		l := b.lane(cl.Name)
+		// The first configured kind wins over the records' (Compute used to
+		// set it before reading any record).
+		if cl.Kind != "" && !kindSet[cl.Name] {
+			l.Kind, kindSet[cl.Name] = cl.Kind, true
+		}
+		if !listed[cl.Name] {
+			listed[cl.Name] = true
+			order = append(order, cl.Name)
+		}
+	}
+	rest := make([]string, 0, len(b.lanes)-len(order))
+	for _, name := range b.order {
+		if !listed[name] {
+			rest = append(rest, name)
+		}
+	}
+	slices.Sort(rest)
+	order = append(order, rest...)
+
+	r := b.r
+	r.Lanes = make([]LaneReport, 0, len(order))
+	for _, name := range order {
+		l := b.lanes[name]
+		for h := range l.Hours {
+			st := &l.Hours[h]
+			n := 0
+			for _, w := range l.days[h] {
+				n += bits.OnesCount64(w)
+			}
+			st.Days = n
+			w := l.worsts[h]
+			st.Measured = len(w)
+			if len(w) > 0 {
+				st.WorstS, st.Censored, st.MedianS, st.MedianCensored = summarise(w)
+			}
+		}
+		l.Swing = swingOf(l.Hours[:])
+		r.Lanes = append(r.Lanes, l.LaneReport)
+	}
+	return r
+}
+
+// inLane is a lane of the store's records during ComputeSites: its
+// lane-hour being merged and the sites it was seen at.
+type inLane struct {
+	name   string
+	merged *laneAcc // its lane in the report (nil until a record in the window)
+	gen    int      // the hour (ComputeSites' count) the fields below merge
+	kind   string   // the lane-hour's first record's kind
+	wq, wc float64
+	n, f   int64
+	seen   uint64 // the sites of the lane-hour so far (bit: site index)
+	sites  uint64 // every site of the lane
+	list   []string
+	cols   []*laneAcc // by site index: the lane's column for that site
+}
+
+// ComputeSites returns what Compute returns for the store's records hs
+// merged as MergeSites merges them, followed, when column is not nil and
+// lanes says so, by the records of each lane and site as a lane of its own
+// named column(lane, site), merged the same way: in one pass, without a
+// merged copy of the records. lanes gets the sites of each lane of hs (in
+// the order they first appear) and returns opt.Lanes and whether to keep
+// the site columns.
+//
+// It returns false, and computes nothing, when it cannot give that result
+// in one pass: the records of an hour are not all together (a store
+// returns them by time), there are more than 64 sites, or a column's name
+// is a lane of hs.
+func ComputeSites(hs []series.Hourly, opt Options, column func(lane, site string) string,
+	lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
+	b, bc := newBuilder(opt), newBuilder(opt)
+	byName := map[string]*inLane{}
+	var all []*inLane
+	var siteNames []string
+	lastSite := -1
+	var prev, cur, touched []*inLane
+	done := map[int64]bool{}
+	started, curNS, gen, in := false, int64(0), 0, false
+	flush := func() {
+		if in {
+			for _, li := range touched {
+				if li.merged == nil {
+					li.merged = b.lane(li.name)
+				}
+				b.add(li.merged, li.kind, li.wq, li.wc, li.n, li.f)
+			}
+		}
+		touched = touched[:0]
+	}
+	for i := range hs {
+		h := &hs[i]
+		if ns := h.Hour.UnixNano(); !started || ns != curNS {
+			if started {
+				flush()
+				done[curNS] = true
+			}
+			if done[ns] {
+				return nil, false
+			}
+			started, curNS = true, ns
+			gen++
+			in = b.setHour(h.Hour)
+			bc.setHour(h.Hour)
+			prev, cur = cur, prev[:0]
+		}
+		// The lanes of an hour come in the same order hour after hour:
+		// the lane at this position an hour ago is the likely one.
+		var li *inLane
+		if p := len(cur); p < len(prev) && prev[p].name == h.Lane {
+			li = prev[p]
+		} else if li = byName[h.Lane]; li == nil {
+			li = &inLane{name: h.Lane}
+			byName[h.Lane] = li
+			all = append(all, li)
+		}
+		cur = append(cur, li)
+		if lastSite < 0 || siteNames[lastSite] != h.Site {
+			lastSite = slices.Index(siteNames, h.Site)
+			if lastSite < 0 {
+				if len(siteNames) == 64 {
+					return nil, false
+				}
+				lastSite = len(siteNames)
+				siteNames = append(siteNames, h.Site)
+			}
+		}
+		bit := uint64(1) << lastSite
+		if li.sites&bit == 0 {
+			li.sites |= bit
+			li.list = append(li.list, h.Site)
+		}
+		if li.gen != gen {
+			li.gen, li.seen, li.kind = gen, 0, h.Kind
+			li.wq, li.wc, li.n, li.f = 0, 0, 0, 0
+			touched = append(touched, li)
+		}
+		if li.seen&bit != 0 {
+			continue // another copy of the lane-hour at this site (a kind changed)
+		}
+		li.seen |= bit
+		li.wq = max(li.wq, h.WorstQueueS)
+		li.wc = max(li.wc, h.WorstCensoredS)
+		li.n += h.Samples
+		li.f += h.Failures
+		if in && column != nil {
+			for len(li.cols) <= lastSite {
+				li.cols = append(li.cols, nil)
+			}
+			col := li.cols[lastSite]
+			if col == nil {
+				col = bc.lane(column(li.name, h.Site))
+				li.cols[lastSite] = col
+			}
+			bc.add(col, h.Kind, max(0, h.WorstQueueS), max(0, h.WorstCensoredS), h.Samples, h.Failures)
+		}
+	}
+	if started {
+		flush()
+	}
+
+	sitesOf := make(map[string][]string, len(all))
+	for _, li := range all {
+		sitesOf[li.name] = li.list
+	}
+	listed, columns := lanes(sitesOf)
+	if columns && column != nil {
+		for _, li := range all {
+			for _, site := range li.list {
+				if _, clash := byName[column(li.name, site)]; clash {
+					return nil, false
+				}
+			}
+		}
+		// First and Last stay: a column's record has a merged one of its hour.
+		b.r.Records += bc.r.Records
+		for _, name := range bc.order {
+			b.lanes[name] = bc.lanes[name]
+			b.order = append(b.order, name)
+		}
+	}
+	return b.finish(listed), true
+}
