@@ -2,6 +2,7 @@ package policy
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,106 @@ func TestStatesLatestBackoffEitherOrder(t *testing.T) {
 	} {
 		if got := States(tc.latest, time.UTC); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, want)
+		}
+	}
+}
+
+// Counts in the ledger's input are whole numbers in [0, MaxTokens]
+// (docs/ledger.md, "Input is read strictly"): `800.0` and `1e3` are whole
+// and read as 800 and 1000, MaxTokens itself is read as MaxTokens; a
+// fractional count (2.5) is an error naming it even though it is finite
+// and in bounds, and MaxTokens + 1 is out of bounds.
+// (bookinput.go count: `!num.Finite(x) || x != math.Trunc(x)` → `&&`,
+// which reads 2.5 as 2; the clamp's `MaxTokens+1` → `MaxTokens-1`, which
+// reads MaxTokens as MaxTokens - 1 and MaxTokens + 1 as MaxTokens - 1.)
+func TestDecodeBookInputCounts(t *testing.T) {
+	in := func(tokens string) []byte {
+		return []byte(`{"attempts": [{"queue_s": 1, "gen_s": 1, "emitted_tokens": ` + tokens + `, "shipped": false}]}`)
+	}
+	for _, tc := range []struct {
+		tokens string
+		want   int
+		err    string
+	}{
+		{"800", 800, ""},
+		{"800.0", 800, ""},
+		{"1e3", 1000, ""},
+		{"1000000000000", MaxTokens, ""},
+		{"2.5", 0, "attempts[0].emitted_tokens: must be a whole number"},
+		{"1000000000001", 0, "attempts[0].emitted_tokens: must be at most 1000000000000"},
+		{"1e300", 0, "attempts[0].emitted_tokens: must be at most 1000000000000"},
+	} {
+		got, err := DecodeBookInput(in(tc.tokens), false)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.tokens, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.tokens, err)
+		case len(got.Attempts) != 1 || got.Attempts[0].EmittedTokens != tc.want:
+			t.Errorf("%s: attempts %+v, want emitted_tokens %d", tc.tokens, got.Attempts, tc.want)
+		}
+	}
+}
+
+// A policy file's sites read back as written (docs/policy.md: `sites`,
+// the sites whose records the figures come from): a file of two sites
+// parses to those two, and ParseFile(Marshal(f)) is f. A file with no
+// sites (the key absent, or an empty list) has none: nil, as ForHour
+// gives for untagged records.
+// (yaml.go parseFile: `len(doc.Sites) > 0` → `<= 0`, which drops the
+// sites, and → `>= 0`, which reads `sites: []` as an empty non-nil list.)
+func TestParseFileSites(t *testing.T) {
+	h := mtHour
+	p := Params{LookbackDays: 1, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
+	f := ForHour(p, []series.Hourly{mtRec("a", KindFree, "iad1", h, 1, 40, 0), mtRec("a", KindFree, "fra1", h.Add(-24*time.Hour), 2, 40, 0)}, nil, h)
+	data, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "\nsites: [fra1, iad1]\n") {
+		t.Fatalf("no sites line in\n%s", data)
+	}
+	got, err := ParseFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Sites, []string{"fra1", "iad1"}) || !reflect.DeepEqual(got, f) {
+		t.Errorf("sites %q; ParseFile(Marshal(f)) = %+v, want %+v", got.Sites, got, f)
+	}
+	empty := strings.Replace(string(data), "\nsites: [fra1, iad1]\n", "\nsites: []\n", 1)
+	if got, err := ParseFile([]byte(empty)); err != nil || got.Sites != nil {
+		t.Errorf("sites: []: %q (nil: %v), %v; want nil", got.Sites, got.Sites == nil, err)
+	}
+}
+
+// The ledger reads at most MaxAttempts attempts (docs/ledger.md, the
+// bounds table: "at most 10,000"): exactly 10,000 are read, 10,001 are an
+// error (TestDecodeBookInputErrorLines).
+// (bookinput.go: `case len(doc.Attempts) > MaxAttempts` → `>=`.)
+func TestDecodeBookInputAtMostMaxAttempts(t *testing.T) {
+	good := `{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`
+	in := `{"attempts": [` + strings.Repeat(good+",", MaxAttempts-1) + good + `]}`
+	got, err := DecodeBookInput([]byte(in), false)
+	if err != nil || len(got.Attempts) != MaxAttempts {
+		t.Fatalf("%d attempts, %v; want %d", len(got.Attempts), err, MaxAttempts)
+	}
+}
+
+// cutover_after_s and free_first go together (docs/ledger.md); when one is
+// given without the other, the error names the one that is missing.
+// (bookinput.go: `if p.CutoverAfterS == nil` → `!=`, which names the one
+// given.)
+func TestDecodeBookInputCutoverNamesTheMissingKey(t *testing.T) {
+	pol := strings.TrimSuffix(goodBookPolicy, "}")
+	for _, tc := range []struct{ extra, want string }{
+		{`, "free_first": true}`, "policy.cutover_after_s: missing: cutover_after_s and free_first go together"},
+		{`, "cutover_after_s": 20}`, "policy.free_first: missing: cutover_after_s and free_first go together"},
+	} {
+		_, err := DecodeBookInput([]byte(`{"attempts": [], `+pol+tc.extra+`}`), true)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.extra, err, tc.want)
 		}
 	}
 }
