@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -138,6 +139,76 @@ func TestDecodeBookInputCutoverNamesTheMissingKey(t *testing.T) {
 		_, err := DecodeBookInput([]byte(`{"attempts": [], `+pol+tc.extra+`}`), true)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.extra, err, tc.want)
+		}
+	}
+}
+
+// A day-ahead calibrated figure learns from the probes before the day
+// alone (docs/policy.md, next_queue_s; ForecastProbes), and once its margin
+// is warm it may be under the worst-of figure. A lane waits 10 s on every
+// probe (3 an hour, 20 days) but once, 50 s at 14:07 on 2026-11-25; the
+// day itself (2026-12-01) waits 99 s. Hour 14's profile over the 14 days
+// before the day is 42 waits, one of 50: at 0.95 the rank ceil(0.95·42) − 1
+// = 39 of the sorted 42 is 10, the margin of a lane that keeps to its
+// profile is 1, so next_queue_s is 10 where the worst-of rule says 50.
+// (forecast.go: the day's probes let in, `civilOf(...) >= d` → `>`, or
+// `!ok || ...` → `&&`; queue's `c == nil` → `c != nil`, which always takes the
+// worst-of figure.)
+func TestForecastProbesCalibratedBelowTheWorst(t *testing.T) {
+	day := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ps, hs := obsHistory(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), 20, func(at time.Time) (float64, bool) {
+		switch {
+		case at.Day() == 1 && at.Month() == 12:
+			return 99, true // the day itself: never read
+		case at.Day() == 25 && at.Hour() == 14 && at.Minute() == 7:
+			return 50, true
+		}
+		return 10, true
+	})
+	cal := ForecastProbes(obsParams(RuleCalibrated), hs, ps, nil, day)
+	worst := Forecast(obsParams(RuleMax), hs, nil, day)
+	for hr, want := range map[int][2]float64{13: {10, 10}, 14: {10, 50}, 15: {10, 10}} {
+		if got := [2]float64{cal[hr].Lanes[0].NextQueueS, worst[hr].Lanes[0].NextQueueS}; got != want {
+			t.Errorf("hour %d: next_queue_s calibrated, max = %v, want %v", hr, got, want)
+		}
+	}
+}
+
+// A probe is an observation of the calibrated rule (ProbeObs, docs/policy.md
+// next_queue_s): an ok probe's queue_s as it is (0 included), a failed
+// one's as a lower bound (censored, a timeout's wait); a 429 (by outcome
+// or by status, whatever its wait), a failure with no wait, and a wait that
+// is not a finite number >= 0 are no observation.
+// (observe.go ProbeObs: line 17's `||` → `&&` and `< 0` → `<= 0`; line
+// 20's `&&` and `||` swapped, `==` → `!=`, `<= 0` → `< 0`.)
+func TestProbeObsRules(t *testing.T) {
+	at := time.Date(2026, 11, 30, 14, 7, 0, 0, time.UTC)
+	ok := func(q float64) series.Probe {
+		return series.Probe{Time: at, OK: true, Outcome: "ok", Status: 200, QueueS: q}
+	}
+	failed := func(outcome string, status int64, q float64) series.Probe {
+		return series.Probe{Time: at, Outcome: outcome, Status: status, QueueS: q}
+	}
+	for _, tc := range []struct {
+		name string
+		p    series.Probe
+		want QueueObs
+		ok   bool
+	}{
+		{"ok", ok(3), QueueObs{Time: at, Value: 3}, true},
+		{"ok, no wait", ok(0), QueueObs{Time: at, Value: 0}, true},
+		{"timeout", failed("timeout", 0, 30), QueueObs{Time: at, Value: 30, Censored: true}, true},
+		{"5xx after a wait", failed("http_error", 503, 4), QueueObs{Time: at, Value: 4, Censored: true}, true},
+		{"429 by outcome", failed(series.OutcomeRateLimited, 0, 5), QueueObs{}, false},
+		{"429 by status", failed("http_error", 429, 5), QueueObs{}, false},
+		{"failure, no wait", failed("http_error", 503, 0), QueueObs{}, false},
+		{"negative", ok(-1), QueueObs{}, false},
+		{"NaN", ok(math.NaN()), QueueObs{}, false},
+		{"+Inf", ok(math.Inf(1)), QueueObs{}, false},
+		{"-Inf", ok(math.Inf(-1)), QueueObs{}, false},
+	} {
+		if got, ok := ProbeObs(tc.p); ok != tc.ok || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
 }
