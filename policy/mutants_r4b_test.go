@@ -212,3 +212,37 @@ func TestProbeObsRules(t *testing.T) {
 		}
 	}
 }
+
+// A class's cut-over when one of its book's lanes is not eligible
+// (docs/policy.md, "The cut-over time"), the book still naming it (the
+// best of its kind with samples, *_eligible false): cutoverWorld (free
+// 10 s, paid 2 s, 1 s of generation; deadlines 60, 12, 2) in hour 14 with
+// one lane quota_exhausted until 15:00.
+//   - free not eligible: free_first false, cutover_after_s 0, every class;
+//   - paid not eligible: nothing to cut over to, cutover_after_s =
+//     max(0, useful) = deadline - 1 (59, 11, 1), free_first true.
+//
+// (classes.go withCutover: `b.PaidEligible && b.PaidLane != ""` → `||`,
+// which cuts over to the named paid lane as if it were eligible: d60
+// would get {12, true}, d12 {7, false} and d2 {0, false}.)
+func TestCutoverOfALaneNotEligible(t *testing.T) {
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	p, ps, hs := cutoverWorld(RuleCalibrated)
+	for _, tc := range []struct {
+		lane string
+		want []Cutover
+	}{
+		{"free", []Cutover{{}, {}, {}}},
+		{"paid", []Cutover{{AfterS: 59, FreeFirst: true}, {AfterS: 11, FreeFirst: true}, {AfterS: 1, FreeFirst: true}}},
+	} {
+		states := []LaneState{{Lane: tc.lane, LastSample: h.Add(7 * time.Minute), QuotaUntil: h.Add(time.Hour)}}
+		f := ForHourProbes(p, hs, ps, states, h)
+		for i, c := range f.Classes {
+			b := c.Book
+			if b.FreeLane != "free" || b.PaidLane != "paid" || b.FreeEligible != (tc.lane != "free") || b.PaidEligible != (tc.lane != "paid") ||
+				c.Cutover == nil || *c.Cutover != tc.want[i] {
+				t.Errorf("%s out, %s: book %+v, cut-over %+v; want %+v", tc.lane, c.Name, b, c.Cutover, tc.want[i])
+			}
+		}
+	}
+}
