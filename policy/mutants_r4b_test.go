@@ -246,3 +246,44 @@ func TestCutoverOfALaneNotEligible(t *testing.T) {
 		}
 	}
 }
+
+// Drop keeps the calibrated rule's figures as if the dropped probes had
+// never been added, for as long as they are older than every lookback a
+// later policy reads (History.Drop): a replay Drops the days no policy can
+// read and goes on adding probes. A lane waits 10 s for 30 days (3 probes
+// an hour) and then 40 s on the next day; one History drops the first 10
+// days after the lane's figure was asked for (its calibrator fed), the
+// other keeps them. Every later figure, under the 14-day lookback, is the
+// same in both, and the 40 s day is in both (next_queue_s 40 by its end:
+// the calibrated rule takes the shift).
+// (observe.go calibrated: the count a calibrator resumes from,
+// `c.fed-lh.obsBase` → `+` and `lh.obsBase + len(lh.obs)` → `-`.)
+func TestDropKeepsTheCalibratedFigures(t *testing.T) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ps, _ := obsHistory(start.AddDate(0, 0, 30), 30, func(time.Time) (float64, bool) { return 10, true })
+	later, _ := obsHistory(start.AddDate(0, 0, 31), 1, func(time.Time) (float64, bool) { return 40, true })
+	p := obsParams(RuleCalibrated)
+	spec := p.Lanes[0]
+	kept, dropped := NewHistory(time.UTC), NewHistory(time.UTC)
+	for _, x := range []*History{kept, dropped} {
+		for _, pr := range ps {
+			x.AddProbe(pr)
+		}
+		x.LaneAt(p, spec, LaneState{}, start.AddDate(0, 0, 30))
+	}
+	dropped.Drop(start.AddDate(0, 0, 10))
+	var last float64
+	for i, pr := range later {
+		kept.AddProbe(pr)
+		dropped.AddProbe(pr)
+		at := pr.Time.Add(time.Minute)
+		k, d := kept.LaneAt(p, spec, LaneState{}, at), dropped.LaneAt(p, spec, LaneState{}, at)
+		if k.NextQueueS != d.NextQueueS {
+			t.Fatalf("probe %d (%s): next_queue_s %v after Drop, %v without", i, pr.Time, d.NextQueueS, k.NextQueueS)
+		}
+		last = d.NextQueueS
+	}
+	if last != 40 {
+		t.Errorf("next_queue_s %v at the end of the 40 s day, want 40", last)
+	}
+}
