@@ -287,3 +287,44 @@ func TestDropKeepsTheCalibratedFigures(t *testing.T) {
 		t.Errorf("next_queue_s %v at the end of the 40 s day, want 40", last)
 	}
 }
+
+// A History answers each lookback with its own calibrator (a replay sweeps
+// several on one History): asked under 7 days and then 14, it gives what a
+// History asked under one of them alone gives. The lane waits 40 s for its
+// first 10 days and 10 s for the last 10 (3 probes an hour), so that the
+// two lookbacks' figures differ (the test checks that they do; it does not
+// work them out: 26.4 s under 7 days, 10 s under 14 at the time of writing).
+// (observe.go calibrated: `lh.cals[i].days == days` → `!=`, which answers
+// one lookback with another's calibrator.)
+func TestCalibratedLookbacksOnOneHistory(t *testing.T) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ps, _ := obsHistory(start.AddDate(0, 0, 20), 20, func(at time.Time) (float64, bool) {
+		if at.Before(start.AddDate(0, 0, 10)) {
+			return 40, true
+		}
+		return 10, true
+	})
+	at := start.AddDate(0, 0, 20)
+	fig := func(x *History, days int) float64 {
+		p := obsParams(RuleCalibrated)
+		p.LookbackDays = days
+		return x.LaneAt(p, p.Lanes[0], LaneState{}, at).NextQueueS
+	}
+	fresh := func() *History {
+		x := NewHistory(time.UTC)
+		for _, pr := range ps {
+			x.AddProbe(pr)
+		}
+		return x
+	}
+	alone := map[int]float64{7: fig(fresh(), 7), 14: fig(fresh(), 14)}
+	if alone[7] == alone[14] {
+		t.Fatalf("the lookbacks give the same figure %v: the test tells nothing", alone[7])
+	}
+	x := fresh()
+	for _, days := range []int{7, 14, 7, 14} {
+		if got := fig(x, days); got != alone[days] {
+			t.Errorf("lookback %d on a shared History: %v, alone %v", days, got, alone[days])
+		}
+	}
+}
