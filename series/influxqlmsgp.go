@@ -174,7 +174,10 @@ func qlReadMsgpack(body io.Reader, plan func(columns []string), put func(vals []
 			return nil
 		}
 		if err := d.chunk(plan, put); err != nil {
-			return err
+			if ae := (*qlAnswerError)(nil); errors.As(err, &ae) {
+				return err
+			}
+			return fmt.Errorf("influxql response: %w", err)
 		}
 	}
 }
@@ -188,72 +191,49 @@ func (d *qlMsgpackReader) key() (string, error) {
 	return string(b), nil
 }
 
+// chunk reads one chunk of the answer: {"results": [...]} or {"error": ...}.
 func (d *qlMsgpackReader) chunk(plan func([]string), put func([]qlValue)) error {
+	return d.object("results", func() error { return d.result(plan, put) })
+}
+
+// result reads one statement's result: {"series": [...]} or {"error": ...}.
+func (d *qlMsgpackReader) result(plan func([]string), put func([]qlValue)) error {
+	return d.object("series", func() error { return d.series(plan, put) })
+}
+
+// object reads a map whose key list holds an array, each element read by
+// each, and whose key "error" is the server's error for it; other keys
+// (statement_id, messages, partial: more follows) are skipped.
+func (d *qlMsgpackReader) object(list string, each func() error) error {
 	n, err := d.r.ReadMapHeader()
 	if err != nil {
-		return fmt.Errorf("influxql response: %w", err)
+		return err
 	}
 	for range n {
 		k, err := d.key()
 		if err != nil {
-			return fmt.Errorf("influxql response: %w", err)
+			return err
 		}
 		switch k {
 		case "error":
 			msg, err := d.r.ReadString()
 			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
 			return &qlAnswerError{msg}
-		case "results":
-			nr, err := d.r.ReadArrayHeader()
+		case list:
+			m, err := d.r.ReadArrayHeader()
 			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
-			for range nr {
-				if err := d.result(plan, put); err != nil {
+			for range m {
+				if err := each(); err != nil {
 					return err
 				}
 			}
 		default:
 			if err := d.r.Skip(); err != nil {
-				return fmt.Errorf("influxql response: %w", err)
-			}
-		}
-	}
-	return nil
-}
-
-func (d *qlMsgpackReader) result(plan func([]string), put func([]qlValue)) error {
-	n, err := d.r.ReadMapHeader()
-	if err != nil {
-		return fmt.Errorf("influxql response: %w", err)
-	}
-	for range n {
-		k, err := d.key()
-		if err != nil {
-			return fmt.Errorf("influxql response: %w", err)
-		}
-		switch k {
-		case "error":
-			msg, err := d.r.ReadString()
-			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
-			}
-			return &qlAnswerError{msg}
-		case "series":
-			ns, err := d.r.ReadArrayHeader()
-			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
-			}
-			for range ns {
-				if err := d.series(plan, put); err != nil {
-					return err
-				}
-			}
-		default: // statement_id, messages, partial (chunked: more follows)
-			if err := d.r.Skip(); err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
 		}
 	}
@@ -265,7 +245,7 @@ func (d *qlMsgpackReader) result(plan func([]string), put func([]qlValue)) error
 func (d *qlMsgpackReader) series(plan func([]string), put func([]qlValue)) error {
 	n, err := d.r.ReadMapHeader()
 	if err != nil {
-		return fmt.Errorf("influxql response: %w", err)
+		return err
 	}
 	var tags [][2]string
 	d.cols = d.cols[:0]
@@ -273,22 +253,22 @@ func (d *qlMsgpackReader) series(plan func([]string), put func([]qlValue)) error
 	for range n {
 		k, err := d.key()
 		if err != nil {
-			return fmt.Errorf("influxql response: %w", err)
+			return err
 		}
 		switch k {
 		case "tags":
 			nt, err := d.r.ReadMapHeader()
 			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
 			for range nt {
 				tk, err := d.key()
 				if err != nil {
-					return fmt.Errorf("influxql response: %w", err)
+					return err
 				}
 				b, err := d.r.ReadStringAsBytes(d.scratch[:0])
 				if err != nil {
-					return fmt.Errorf("influxql response: %w", err)
+					return err
 				}
 				d.scratch = b
 				tags = append(tags, [2]string{tk, d.strs.get(b)})
@@ -296,12 +276,12 @@ func (d *qlMsgpackReader) series(plan func([]string), put func([]qlValue)) error
 		case "columns":
 			nc, err := d.r.ReadArrayHeader()
 			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
 			for range nc {
 				c, err := d.r.ReadString()
 				if err != nil {
-					return fmt.Errorf("influxql response: %w", err)
+					return err
 				}
 				d.cols = append(d.cols, c)
 			}
@@ -316,17 +296,17 @@ func (d *qlMsgpackReader) series(plan func([]string), put func([]qlValue)) error
 			}
 			nv, err := d.r.ReadArrayHeader()
 			if err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
 			for range nv {
 				if err := d.row(len(d.cols), tags); err != nil {
-					return fmt.Errorf("influxql response: %w", err)
+					return err
 				}
 				put(d.vals)
 			}
 		default: // name, partial
 			if err := d.r.Skip(); err != nil {
-				return fmt.Errorf("influxql response: %w", err)
+				return err
 			}
 		}
 	}
