@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
@@ -57,14 +58,21 @@ func hourlyIn(ctx context.Context, st series.Store, loc *time.Location, q series
 	if err != nil {
 		return nil, fmt.Errorf("store: read probes to rebuild the hours of timezone %s: %w", loc, err)
 	}
-	for _, r := range other {
-		n := int64(0)
-		for _, p := range probes {
-			if p.Lane == r.Lane && p.Site == r.Site && series.Sent(p) && !p.Time.Before(r.Hour) && p.Time.Before(r.Hour.Add(time.Hour)) {
-				n++
-			}
+	sent := map[[2]string][]time.Time{} // per lane and site, the sent probes' times, sorted
+	for _, p := range probes {
+		if series.Sent(p) {
+			k := [2]string{p.Lane, p.Site}
+			sent[k] = append(sent[k], p.Time)
 		}
-		if n < r.Samples {
+	}
+	for _, ts := range sent {
+		slices.SortFunc(ts, time.Time.Compare)
+	}
+	for _, r := range other {
+		ts := sent[[2]string{r.Lane, r.Site}]
+		from, _ := slices.BinarySearchFunc(ts, r.Hour, time.Time.Compare)
+		to, _ := slices.BinarySearchFunc(ts, r.Hour.Add(time.Hour), time.Time.Compare)
+		if n := int64(to - from); n < r.Samples {
 			return nil, fmt.Errorf("timezone %s: the hourly record of lane %s at %s was keyed in another zone and %d of its %d probes are no longer stored (store.retention_days), so its hour cannot be rebuilt: set timezone back to the zone the lanes were sampled in",
 				loc, r.Lane, r.Hour.UTC().Format(time.RFC3339), r.Samples-n, r.Samples)
 		}
