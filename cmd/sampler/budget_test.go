@@ -252,7 +252,8 @@ func TestOncePrintsCensoredWait(t *testing.T) {
 func TestImportProbeLinesRebuildsHours(t *testing.T) {
 	dir := t.TempDir()
 	cfg := budgetConfig(t, dir, [][2]string{{"free", "http://127.0.0.1:1/v1"}}, "", nil)
-	h := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	// An hour of yesterday: readStore reads the 48 hours either side of now.
+	h := time.Now().UTC().Add(-24 * time.Hour).Truncate(time.Hour)
 	var lines strings.Builder
 	for i, q := range []float64{3, 7.5, 2} {
 		fmt.Fprintf(&lines, "probe,kind=free,lane=free queue_s=%g,gen_s=1,headers_s=0.1,connect_s=0,tokens=8i,ok=true,outcome=\"ok\",status=200i %d\n",
