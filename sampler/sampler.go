@@ -162,7 +162,7 @@ type Round struct {
 // spend); back-offs then come from what this process stored itself.
 func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
 	m := s.meter(ctx, now, now, now)
-	return s.decide(now, force, m), m.err
+	return s.decide(now, force, m, s.owned), m.err
 }
 
 // Run runs one round: it reads the store once, plans, books the round's
@@ -190,7 +190,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	// One read serves the plan and the hour records the round rewrites:
 	// the hours up to the one a round of worst length ends in.
 	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(s.WorstRound()))
-	r.Plan, r.MeterErr = s.decide(r.Start, force, m), m.err
+	r.Plan, r.MeterErr = s.decide(r.Start, force, m, s.owned), m.err
 	m.prior.Rebuild = append(m.prior.Rebuild, s.healing(m.prior.Probes, r.Start)...)
 
 	targets := make([]probe.Target, 0, len(r.Plan.Probe))
@@ -206,7 +206,36 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
-	offsets := s.offsets(len(targets))
+	points, err := s.bookAndProbe(ctx, storeCtx, r, targets, s.offsets(len(targets)), m, interruptible)
+	if err != nil {
+		r.Duration = time.Since(start)
+		return r, fmt.Errorf("book the round: %w", err)
+	}
+	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
+	r.Recorded = rec
+	r.Duration = time.Since(start)
+	if err != nil {
+		return r, fmt.Errorf("store round: %w", err)
+	}
+	s.mu.Lock()
+	for _, p := range points {
+		if q, ok := s.seen[p.Lane]; series.Sent(p) && (!ok || p.Time.After(q.Time)) {
+			s.seen[p.Lane] = p
+		}
+	}
+	s.mu.Unlock()
+	if interruptible && ctx.Err() != nil {
+		return r, ErrInterrupted
+	}
+	return r, nil
+}
+
+// bookAndProbe books the targets' requests (one write of their
+// reservations, before any leaves), probes them and returns their points,
+// each replacing its reservation: settled, cancelled or released (unsent).
+// It fills r's Samples, NotStarted and Points. A write of the reservations
+// that fails probes nothing: ErrNotBooked.
+func (s *Sampler) bookAndProbe(ctx, storeCtx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, interruptible bool) ([]series.Probe, error) {
 	booked := s.book(targets, offsets, m.prior.Probes, m.err != nil)
 	if len(booked) > 0 {
 		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
@@ -214,8 +243,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 			// neither as spent nor as failures; a failure leaves them
 			// reserved, counted as both (never fewer than sent).
 			_ = s.store.Write(storeCtx, released(booked), nil)
-			r.Duration = time.Since(start)
-			return r, fmt.Errorf("book the round: %w: %w", ErrNotBooked, err)
+			return nil, fmt.Errorf("%w: %w", ErrNotBooked, err)
 		}
 	}
 	runs := s.probeAll(ctx, targets, offsets, interruptible)
@@ -234,23 +262,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 		}
 	}
 	r.Points = points
-	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
-	r.Recorded = rec
-	r.Duration = time.Since(start)
-	if err != nil {
-		return r, fmt.Errorf("store round: %w", err)
-	}
-	s.mu.Lock()
-	for _, p := range points {
-		if q, ok := s.seen[p.Lane]; series.Sent(p) && (!ok || p.Time.After(q.Time)) {
-			s.seen[p.Lane] = p
-		}
-	}
-	s.mu.Unlock()
-	if interruptible && ctx.Err() != nil {
-		return r, ErrInterrupted
-	}
-	return r, nil
+	return points, nil
 }
 
 // probeRun is one target's part of a round.

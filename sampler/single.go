@@ -6,9 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // ProbeLane runs a round of one owned lane (sampler probe): the round Run
@@ -28,12 +26,7 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 	r := &Round{Start: s.now()}
 	start := time.Now() // monotonic, for the duration
 	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(t.Timeout))
-	in := budget.Input{Now: r.Start, Lanes: []string{lane}, Groups: s.groups, Location: s.loc, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site}
-	if m.err != nil {
-		in.Latest = append(in.Latest, m.local...)
-	}
-	r.Plan, r.MeterErr = budget.Decide(in), m.err
+	r.Plan, r.MeterErr = s.decide(r.Start, force, m, []string{lane}), m.err
 	if !slices.Contains(r.Plan.Probe, lane) {
 		r.Duration = time.Since(start)
 		return r, nil
@@ -44,27 +37,10 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 	}
 	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 	defer cancel()
-	targets, offsets := []probe.Target{t}, []time.Duration{0}
-	booked := s.book(targets, offsets, m.prior.Probes, m.err != nil)
-	if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
-		_ = s.store.Write(storeCtx, released(booked), nil)
+	if _, err := s.bookAndProbe(ctx, storeCtx, r, []probe.Target{t}, []time.Duration{0}, m, true); err != nil {
 		r.Duration = time.Since(start)
-		return r, fmt.Errorf("book the probe: %w: %w", ErrNotBooked, err)
+		return r, fmt.Errorf("book the probe: %w", err)
 	}
-	pr := s.probeAll(ctx, targets, offsets, true)[0]
-	var p series.Probe
-	switch {
-	case !pr.started:
-		r.NotStarted = []string{lane}
-		p = released(booked)[0]
-	default:
-		r.Samples = []probe.Sample{pr.sample}
-		p = Point(pr.sample, s.site, booked[0].Time)
-		if pr.cancelled {
-			p = cancelledPoint(p, pr.sample)
-		}
-	}
-	r.Points = []series.Probe{p}
 	// Record reads the lane's hour again, after the probe: a daemon beside
 	// this one may have stored a probe of it since the meter's read, and
 	// the hour record rewritten here must count it (a daemon's write in the

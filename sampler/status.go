@@ -51,7 +51,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	if m.err != nil {
 		p.Healthy, p.Problem = false, "store: "+m.err.Error()
 	}
-	plan := s.decide(now, false, m)
+	plan := s.decide(now, false, m, s.owned)
 	skips := map[string]budget.Skip{}
 	for _, sk := range plan.Skip {
 		skips[sk.Lane] = sk
