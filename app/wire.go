@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -325,15 +326,7 @@ func (nw *newestOf) add(pr series.Probe) {
 // the records come from more than one site, each lane is followed by one
 // column per site, named lane@site.
 func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
-	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
-	for i, c := range cfg.Policy.Classes {
-		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
-	}
-	opt := swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Classes: classes}
-	var column func(lane, site string) string
-	if perSite {
-		column = siteLane
-	}
+	opt, column := swingsOptions(cfg, from, to, days, perSite)
 	// One pass over the records, no merged copy of them (a month of 1,000
 	// lanes at 3 sites: 2.9 M records), when they come by time.
 	if rep, ok := swings.ComputeSites(recs, opt, column, func(sitesOf map[string][]string) ([]swings.Lane, bool) {
@@ -356,6 +349,59 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 	}
 	opt.Lanes = lanes
 	return swings.Compute(merged, opt)
+}
+
+// errTwoPasses stops SwingsOf's streamed read: the report needs the
+// records whole.
+var errTwoPasses = errors.New("swings: the report needs the records whole")
+
+// SwingsOf returns Swings' report of the hourly records of st that q
+// selects, built while st hands them over an hour at a time
+// (series.EachHourly): the records are never held whole (a month of 1,000
+// lanes at 3 sites: 2.16 M), and the report is built while the store
+// still reads. When it cannot be built so (more than 64 sites, a lane
+// named like a lane@site column), the records are read again whole and
+// go through Swings.
+func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
+	opt, column := swingsOptions(cfg, from, to, days, perSite)
+	sb := swings.NewSites(opt, column)
+	err := series.EachHourly(ctx, st, q, func(hs []series.Hourly) error {
+		if !sb.Add(hs) {
+			return errTwoPasses
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errTwoPasses) {
+		return nil, err
+	}
+	if err == nil {
+		if rep, ok := sb.Finish(func(sitesOf map[string][]string) ([]swings.Lane, bool) {
+			return swingsLanes(cfg, sitesOf, perSite)
+		}); ok {
+			return rep, nil
+		}
+	}
+	recs, err := st.Hourly(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return Swings(cfg, recs, from, to, days, perSite), nil
+}
+
+// swingsOptions returns the report's options (the window and the
+// config's classes, without the lanes) and its lane@site naming, nil
+// unless perSite.
+func swingsOptions(cfg *config.Config, from, to time.Time, days int, perSite bool) (swings.Options, func(lane, site string) string) {
+	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
+	for i, c := range cfg.Policy.Classes {
+		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
+	}
+	opt := swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Classes: classes}
+	var column func(lane, site string) string
+	if perSite {
+		column = siteLane
+	}
+	return opt, column
 }
 
 // swingsLanes returns the lanes a swings report lists even without data

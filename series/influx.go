@@ -344,27 +344,12 @@ func readPoints[T any](ctx context.Context, s *Influx, what string, sch *schema[
 	// core, and this side decodes one while the server encodes another.
 	parts := splitSpans(m.spans, qlPieces, qlMinPiece)
 	got := make([][][]T, len(parts))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var first error // the first failure: the others are its cancellation
-	var once sync.Once
-	sem := make(chan struct{}, qlParallel)
-	var wg sync.WaitGroup
-	for i, span := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var err error
-			if got[i], err = qlReadSpan(ctx, s, sch, fields, span, m, key, fromRow); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}()
-	}
-	wg.Wait()
-	if first != nil {
-		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(first))
+	err = runPieces(ctx, len(parts), qlParallel, func(ctx context.Context, i int) (err error) {
+		got[i], err = qlReadSpan(ctx, s, sch, fields, parts[i], m, key, fromRow)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", s.where, what, s.classify(err))
 	}
 	n := 0
 	for _, g := range got {
@@ -462,79 +447,25 @@ func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
 			return l.sorted()
 		}
 	}
-	// Within a time, InfluxDB's order is its own (the series key's, or
-	// scrambled in a chunked MessagePack answer): the points are ordered by
-	// their series' rank, an integer, not by comparing strings.
-	rank := seriesRanks(pts, key)
-	var packed []uint64 // rank << 32 | position in the run
+	// Each run of one time sorted by the series' ranks (runSorter).
+	sorter := newRunSorter(key)
 	var tmp []T
 	w := 0 // pts[:w] is done; w <= the run's start
 	for i := 0; i < len(pts); {
 		ns := key(&pts[i]).ns
 		j := i + 1
-		sorted := true
 		for j < len(pts) && key(&pts[j]).ns == ns {
-			sorted = sorted && rank[j-1] < rank[j]
 			j++
 		}
-		if sorted {
-			w += copy(pts[w:], pts[i:j])
-			i = j
-			continue
+		run := sorter.sort(pts[i:j], tmp)
+		if len(run) > 0 && &run[0] != &pts[i] {
+			tmp = run
 		}
-		packed = packed[:0]
-		for x := i; x < j; x++ {
-			packed = append(packed, uint64(rank[x])<<32|uint64(x-i))
-		}
-		slices.Sort(packed)
-		tmp = tmp[:0]
-		for y, p := range packed {
-			if y+1 < len(packed) && packed[y+1]>>32 == p>>32 {
-				continue // a later row of the same key follows
-			}
-			tmp = append(tmp, pts[i+int(p&(1<<32-1))])
-		}
-		w += copy(pts[w:], tmp)
+		w += copy(pts[w:], run)
 		i = j
 	}
 	clear(pts[w:])
 	return pts[:w]
-}
-
-// seriesRanks returns, per point, the rank of its series (lane, kind and
-// site) among the series of pts, ordered by lane, kind and site.
-func seriesRanks[T any](pts []T, key func(*T) pointKey) []uint32 {
-	type seriesOf struct{ lane, kind, site string }
-	ids := map[seriesOf]uint32{}
-	var keys []seriesOf
-	rank := make([]uint32, len(pts))
-	for i := range pts {
-		k := key(&pts[i])
-		sk := seriesOf{k.lane, k.kind, k.site}
-		id, ok := ids[sk]
-		if !ok {
-			id = uint32(len(keys))
-			ids[sk] = id
-			keys = append(keys, sk)
-		}
-		rank[i] = id
-	}
-	byKey := make([]uint32, len(keys))
-	for i := range byKey {
-		byKey[i] = uint32(i)
-	}
-	slices.SortFunc(byKey, func(a, b uint32) int {
-		x, y := keys[a], keys[b]
-		return cmp.Or(cmp.Compare(x.lane, y.lane), cmp.Compare(x.kind, y.kind), cmp.Compare(x.site, y.site))
-	})
-	rankOf := make([]uint32, len(keys))
-	for r, id := range byKey {
-		rankOf[id] = uint32(r)
-	}
-	for i, id := range rank {
-		rank[i] = rankOf[id]
-	}
-	return rank
 }
 
 func (s *Influx) checkOpen() error {

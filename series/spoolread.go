@@ -59,23 +59,11 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 	if err != nil {
 		return nil, err
 	}
-	withDead := kind == kindProbe
-	if s.file != nil && s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()) {
-		return pts, nil
-	}
 	m := q.matcher()
-	if s.file == nil {
-		// A reader's spool is another process's: read its files first and
-		// leave the store's points as they are when they add nothing (the
-		// usual case), rather than put a month of points through the map.
-		local := newLatest(key)
-		if err := localMerge(ctx, s, local, m, withDead, kind, decode, replace); err != nil {
-			return nil, err
-		}
-		if len(local.idx) == 0 {
-			return pts, nil
-		}
+	if none, err := spoolAddsNothing(ctx, s, m, kind, decode, key, replace); err != nil || none {
+		return pts, err
 	}
+	withDead := kind == kindProbe
 	l := newLatest(key)
 	for _, p := range pts {
 		l.put(p)
@@ -85,6 +73,49 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 	}
 	return l.sorted(), nil
 }
+
+// spoolAddsNothing reports whether the spool's files (and, for probes,
+// the dead letter) hold no point of kind that m selects, so that a read is
+// the inner store's alone. s.mu must be held (shared is enough).
+func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind pointKind,
+	decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) (bool, error) {
+	withDead := kind == kindProbe
+	if s.file != nil {
+		return s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()), nil
+	}
+	// A reader's spool is another process's: read its files first and
+	// leave the store's points as they are when they add nothing (the
+	// usual case), rather than put a month of points through the map.
+	local := newLatest(key)
+	if err := localMerge(ctx, s, local, m, withDead, kind, decode, replace); err != nil {
+		return false, err
+	}
+	return len(local.idx) == 0, nil
+}
+
+// HourlyEach hands fn the hourly points q selects an hour at a time
+// (HourlyStreamer): through the inner store's streaming read when the
+// spool adds nothing to it, otherwise from Hourly's merged answer. fn
+// runs under the spool's read lock: it must not write to the spool.
+func (s *Spool) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly) error) error {
+	s.mu.RLock()
+	none, err := spoolAddsNothing(ctx, s, q.matcher(), kindHourly, decodeHourly, hourlyKey, nil)
+	if err == nil && none {
+		defer s.mu.RUnlock()
+		return EachHourly(ctx, s.inner, q, fn)
+	}
+	s.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	hs, err := s.Hourly(ctx, q)
+	if err != nil {
+		return err
+	}
+	return eachRun(hs, hourlyKey, fn)
+}
+
+var _ HourlyStreamer = (*Spool)(nil)
 
 // localMerge adds to l the points of kind that m selects from the
 // dead-letter file (when withDead) and then the spool: the order they were

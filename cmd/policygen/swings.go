@@ -87,11 +87,10 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	if *site != "" {
 		sites = []string{*site}
 	}
-	recs, err := e.hourly(ctx, cfg, from, to, sites)
+	rep, err := e.swings(ctx, cfg, from, to, *days, sites)
 	if err != nil {
 		return err
 	}
-	rep := app.Swings(cfg, recs, from, to, *days, *site == "")
 	if *lane != "" {
 		l, ok := rep.Lane(*lane)
 		if !ok {
@@ -137,9 +136,10 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	return nil
 }
 
-// hourly reads the hourly records of [from, to). A samples file that does not
-// exist yet is an empty store (no sampler round has run): a warning, no error.
-func (e *env) hourly(ctx context.Context, cfg *config.Config, from, to time.Time, sites []string) ([]series.Hourly, error) {
+// swings builds the report of the hourly records of [from, to) while the
+// store reads them. A samples file that does not exist yet is an empty
+// store (no sampler round has run): a warning, no error.
+func (e *env) swings(ctx context.Context, cfg *config.Config, from, to time.Time, days int, sites []string) (*swings.Report, error) {
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "reporting no data")
 	if err != nil {
 		return nil, fmt.Errorf("swings: %w", err)
@@ -148,9 +148,9 @@ func (e *env) hourly(ctx context.Context, cfg *config.Config, from, to time.Time
 	q := series.Between(from, to)
 	q.Sites = sites
 	q.Fields = swings.Fields() // the report reads 4 of the 7 fields
-	recs, err := st.Hourly(ctx, q)
+	rep, err := app.SwingsOf(ctx, cfg, st, q, from, to, days, len(sites) == 0)
 	if err != nil {
 		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)
 	}
-	return recs, nil
+	return rep, nil
 }

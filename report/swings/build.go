@@ -210,71 +210,111 @@ type inLane struct {
 // is a lane of hs.
 func ComputeSites(hs []series.Hourly, opt Options, column func(lane, site string) string,
 	lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
-	b, bc := newBuilder(opt), newBuilder(opt)
-	byName := map[string]*inLane{}
-	var all []*inLane
-	var siteNames []string
-	lastSite := -1
-	var prev, cur, touched []*inLane
-	done := map[int64]bool{}
-	started, curNS, gen, in := false, int64(0), 0, false
-	flush := func() {
-		if in {
-			for _, li := range touched {
-				if li.merged == nil {
-					li.merged = b.lane(li.name)
-				}
-				b.add(li.merged, li.kind, li.wq, li.wc, li.n, li.f)
-			}
-		}
-		touched = touched[:0]
+	s := NewSites(opt, column)
+	if !s.Add(hs) {
+		return nil, false
 	}
+	return s.Finish(lanes)
+}
+
+// Sites builds ComputeSites' report from records handed over in parts
+// (series.EachHourly's runs), keeping per lane only its figures, never
+// the records.
+type Sites struct {
+	column   func(lane, site string) string
+	b, bc    *builder
+	byName   map[string]*inLane
+	all      []*inLane
+	sites    []string
+	lastSite int
+	prev     []*inLane
+	cur      []*inLane
+	touched  []*inLane
+	done     map[int64]bool
+	started  bool
+	curNS    int64
+	gen      int
+	in       bool
+	failed   bool
+}
+
+// NewSites starts a report over opt's window (opt.Lanes is left out: the
+// lanes of Finish replace it), with a column per lane and site when column
+// is not nil, as ComputeSites.
+func NewSites(opt Options, column func(lane, site string) string) *Sites {
+	return &Sites{column: column, b: newBuilder(opt), bc: newBuilder(opt), byName: map[string]*inLane{}, lastSite: -1, done: map[int64]bool{}}
+}
+
+// flush adds the merged lane-hours of the hour being read to the report.
+func (s *Sites) flush() {
+	if s.in {
+		for _, li := range s.touched {
+			if li.merged == nil {
+				li.merged = s.b.lane(li.name)
+			}
+			s.b.add(li.merged, li.kind, li.wq, li.wc, li.n, li.f)
+		}
+	}
+	s.touched = s.touched[:0]
+}
+
+// Add counts the records hs, which follow those of the Adds before. It
+// returns false when the report cannot be built in one pass (an hour's
+// records not all together, more than 64 sites): the report must then be
+// computed from all the records at once (Compute), and s is done.
+func (s *Sites) Add(hs []series.Hourly) bool {
+	if s.failed {
+		return false
+	}
+	b, bc := s.b, s.bc
 	for i := range hs {
 		h := &hs[i]
-		if ns := h.Hour.UnixNano(); !started || ns != curNS {
-			if started {
-				flush()
-				done[curNS] = true
+		if ns := h.Hour.UnixNano(); !s.started || ns != s.curNS {
+			if s.started {
+				s.flush()
+				s.done[s.curNS] = true
 			}
-			if done[ns] {
-				return nil, false
+			if s.done[ns] {
+				s.failed = true
+				return false
 			}
-			started, curNS = true, ns
-			gen++
-			in = b.setHour(h.Hour)
+			s.started, s.curNS = true, ns
+			s.gen++
+			s.in = b.setHour(h.Hour)
 			bc.setHour(h.Hour)
-			prev, cur = cur, prev[:0]
+			s.prev, s.cur = s.cur, s.prev[:0]
 		}
 		// The lanes of an hour come in the same order hour after hour:
 		// the lane at this position an hour ago is the likely one.
 		var li *inLane
-		if p := len(cur); p < len(prev) && prev[p].name == h.Lane {
-			li = prev[p]
-		} else if li = byName[h.Lane]; li == nil {
+		if p := len(s.cur); p < len(s.prev) && s.prev[p].name == h.Lane {
+			li = s.prev[p]
+		} else if li = s.byName[h.Lane]; li == nil {
 			li = &inLane{name: h.Lane}
-			byName[h.Lane] = li
-			all = append(all, li)
+			s.byName[h.Lane] = li
+			s.all = append(s.all, li)
 		}
-		cur = append(cur, li)
-		if lastSite < 0 || siteNames[lastSite] != h.Site {
-			lastSite = slices.Index(siteNames, h.Site)
-			if lastSite < 0 {
-				if len(siteNames) == 64 {
-					return nil, false
+		s.cur = append(s.cur, li)
+		if s.lastSite < 0 || s.sites[s.lastSite] != h.Site {
+			s.lastSite = slices.Index(s.sites, h.Site)
+			if s.lastSite < 0 {
+				if len(s.sites) == 64 {
+					s.failed = true
+					return false
 				}
-				lastSite = len(siteNames)
-				siteNames = append(siteNames, h.Site)
+				s.lastSite = len(s.sites)
+				s.sites = append(s.sites, h.Site)
 			}
 		}
-		bit := uint64(1) << lastSite
+		bit := uint64(1) << s.lastSite
 		if li.sites&bit == 0 {
 			li.sites |= bit
 			li.list = append(li.list, h.Site)
 		}
-		if li.gen != gen {
-			li.gen, li.seen, li.kind = gen, 0, h.Kind
+		if li.gen != s.gen {
+			li.gen, li.seen, li.kind = s.gen, 0, h.Kind
 			li.wq, li.wc, li.n, li.f = 0, 0, 0, 0
-			touched = append(touched, li)
+			s.touched = append(s.touched, li)
 		}
 		if li.seen&bit != 0 {
 			continue // another copy of the lane-hour at this site (a kind changed)
@@ -284,31 +324,44 @@ func ComputeSites(hs []series.Hourly, opt Options, column func(lane, site string
 		li.wc = max(li.wc, h.WorstCensoredS)
 		li.n += h.Samples
 		li.f += h.Failures
-		if in && column != nil {
-			for len(li.cols) <= lastSite {
+		if s.in && s.column != nil {
+			for len(li.cols) <= s.lastSite {
 				li.cols = append(li.cols, nil)
 			}
-			col := li.cols[lastSite]
+			col := li.cols[s.lastSite]
 			if col == nil {
-				col = bc.lane(column(li.name, h.Site))
-				li.cols[lastSite] = col
+				col = bc.lane(s.column(li.name, h.Site))
+				li.cols[s.lastSite] = col
 			}
 			bc.add(col, h.Kind, max(0, h.WorstQueueS), max(0, h.WorstCensoredS), h.Samples, h.Failures)
 		}
 	}
-	if started {
-		flush()
-	}
+	return true
+}
 
-	sitesOf := make(map[string][]string, len(all))
-	for _, li := range all {
+// Finish returns the report of the records added, as ComputeSites does:
+// lanes gets the sites of each lane of the records and returns the lanes
+// to list and whether to keep the site columns. It returns false when the
+// report cannot be built in one pass (an Add failed, or a column's name is
+// a lane of the records). s is done after it.
+func (s *Sites) Finish(lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
+	if s.failed {
+		return nil, false
+	}
+	s.failed = true
+	if s.started {
+		s.flush()
+	}
+	sitesOf := make(map[string][]string, len(s.all))
+	for _, li := range s.all {
 		sitesOf[li.name] = li.list
 	}
 	listed, columns := lanes(sitesOf)
-	if columns && column != nil {
-		for _, li := range all {
+	b, bc := s.b, s.bc
+	if columns && s.column != nil {
+		for _, li := range s.all {
 			for _, site := range li.list {
-				if _, clash := byName[column(li.name, site)]; clash {
+				if _, clash := s.byName[s.column(li.name, site)]; clash {
 					return nil, false
 				}
 			}

@@ -12,7 +12,8 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// ComputeSites gives, in one pass, what Compute gives for the records
+// ComputeSites, and Sites fed the records in parts, give, in one pass,
+// what Compute gives for the records
 // merged by MergeSites followed by the merged lane@site columns (renamed
 // copies), for random records: by time (as a store returns them, when it
 // must not refuse) or in any order, with copies per kind, kinds missing,
@@ -81,6 +82,28 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 			col = column
 		}
 		got, ok := swings.ComputeSites(hs, opt, col, lanesOf)
+
+		// The same records handed over in random parts (a store's hours,
+		// or any other cut) give the same report, or the same refusal.
+		cut := rand.New(rand.NewPCG(uint64(n), 3))
+		sb := swings.NewSites(opt, col)
+		added := true
+		for rest := hs; len(rest) > 0 && added; {
+			k := min(len(rest), cut.IntN(40))
+			added = sb.Add(rest[:k])
+			rest = rest[k:]
+		}
+		var inParts *swings.Report
+		partsOK := false
+		if added {
+			inParts, partsOK = sb.Finish(lanesOf)
+		}
+		if partsOK != ok || !reflect.DeepEqual(inParts, got) {
+			t.Fatalf("case %d: Sites in parts gave %v (ok %t); ComputeSites %v (ok %t)", n, inParts, partsOK, got, ok)
+		}
+		if _, again := sb.Finish(lanesOf); again {
+			t.Fatalf("case %d: a second Finish gave a report; want the builder done", n)
+		}
 
 		sitesOf := map[string][]string{}
 		for _, h := range hs {

@@ -5,8 +5,10 @@ package storetest
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sync"
@@ -250,6 +252,96 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 				h.WorstQueueS != w.WorstQueueS || h.WorstCensoredS != w.WorstCensoredS || h.Samples != w.Samples || h.Failures != w.Failures {
 				t.Errorf("point %d = %+v; want the key and the four fields of %+v", i, h, w)
 			}
+		}
+	})
+
+	t.Run("an hour at a time gives what Hourly gives", func(t *testing.T) {
+		s := fresh(t)
+		rng := rand.New(rand.NewPCG(7, 11))
+		lanes := []string{"a", "b", "lane-10", "lane-9", "x y"}
+		kinds := []string{"free", "paid", "free", "free", "paid"}
+		sites := []string{"", "fra1", "iad1"}
+		first := base.Add(-5 * 24 * time.Hour) // a span InfluxQL reads in pieces
+		type key struct {
+			lane, site string
+			hour       int64
+		}
+		model := map[key]series.Hourly{} // the last write of each lane-hour and site
+		for round := range 2 {           // the second round rewrites some of the first's
+			var hs []series.Hourly
+			for i := range 400 {
+				l := rng.IntN(len(lanes))
+				h := series.Hourly{Lane: lanes[l], Kind: kinds[l], Site: sites[rng.IntN(len(sites))],
+					Hour: first.Add(time.Duration(rng.IntN(5*24+1)) * time.Hour), WorstQueueS: float64(round*1000 + i),
+					WorstCensoredS: float64(rng.IntN(3)), Samples: int64(rng.IntN(4)), Failures: int64(rng.IntN(2))}
+				hs = append(hs, h)
+				model[key{h.Lane, h.Site, h.Hour.UnixNano()}] = h
+			}
+			if err := s.Write(ctx, nil, hs); err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+		}
+		whole := series.Between(first, base.Add(time.Hour))
+		bySite := series.Between(first.Add(30*time.Hour), base.Add(-7*time.Hour))
+		bySite.Sites = []string{"", "fra1"}
+		byLane := series.Between(first, base.Add(time.Hour))
+		byLane.Lanes = []string{"a", "x y"}
+		byLane.Fields = []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
+		for _, c := range []struct {
+			name string
+			q    series.Query
+		}{{"whole span", whole}, {"some sites, a shorter window", bySite}, {"some lanes, four fields", byLane}} {
+			want, err := s.Hourly(ctx, c.q)
+			if err != nil {
+				t.Fatalf("%s: Hourly: %v", c.name, err)
+			}
+			n := 0
+			for k, h := range model {
+				ok := c.q.Sites == nil || slices.Contains(c.q.Sites, k.site)
+				ok = ok && (c.q.Lanes == nil || slices.Contains(c.q.Lanes, k.lane))
+				if ok && !h.Hour.Before(c.q.Windows[0].From) && h.Hour.Before(c.q.Windows[0].To) {
+					n++
+				}
+			}
+			if len(want) != n || n == 0 {
+				t.Fatalf("%s: Hourly gave %d points; the writes leave %d", c.name, len(want), n)
+			}
+			var got []series.Hourly
+			var last time.Time
+			err = series.EachHourly(ctx, s, c.q, func(hs []series.Hourly) error {
+				if len(hs) == 0 {
+					t.Errorf("%s: an empty run", c.name)
+					return nil
+				}
+				if !hs[0].Hour.After(last) {
+					t.Errorf("%s: a run of %v after one of %v: want each time once, in order", c.name, hs[0].Hour, last)
+				}
+				last = hs[0].Hour
+				for _, h := range hs {
+					if !h.Hour.Equal(last) {
+						t.Errorf("%s: a run of %v holds a point of %v", c.name, last, h.Hour)
+					}
+				}
+				got = append(got, hs...)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%s: EachHourly: %v", c.name, err)
+			}
+			assertHourly(t, got, want)
+		}
+		// An error of fn stops the read and comes back as it is.
+		stop := errors.New("enough")
+		calls := 0
+		err := series.EachHourly(ctx, s, whole, func([]series.Hourly) error {
+			calls++
+			if calls == 3 {
+				return stop
+			}
+			return nil
+		})
+		if err != stop || calls != 3 {
+			t.Errorf("EachHourly with fn failing on its third run = %v after %d runs; want %v after 3", err, calls, stop)
 		}
 	})
 
