@@ -18,6 +18,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/series"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // answer is what the fault proxy does with one kind of request (reads or
@@ -28,7 +29,8 @@ const (
 	pass   answer = iota // forwarded to influxd
 	ans401               // token revoked
 	ans403               // user lost its write (or read) privilege
-	ans404               // database dropped while the sampler runs
+	ans404               // database not found as a 404 (a write to a dropped database; a proxy's read)
+	dropDB               // database dropped: influxd 1.8's 200 with the statement's error for a read, 404 for a write
 	ans413               // body over max-body-size
 	ans400               // partial write: field type conflict
 	ans500               // influxd failed (e.g. cache full)
@@ -38,7 +40,7 @@ const (
 	nAnswers
 )
 
-var answerNames = [...]string{"pass", "401", "403", "404", "413", "400-conflict", "500", "503", "cut", "lost"}
+var answerNames = [...]string{"pass", "401", "403", "404", "dropped", "413", "400-conflict", "500", "503", "cut", "lost"}
 
 func (a answer) String() string { return answerNames[a] }
 
@@ -106,6 +108,13 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case ans404:
 		_, _ = io.Copy(io.Discard, req.Body)
 		influxErr(404, fmt.Sprintf("database not found: %q", p.db))
+	case dropDB:
+		_, _ = io.Copy(io.Discard, req.Body)
+		if isWrite {
+			influxErr(404, fmt.Sprintf("database not found: %q", p.db))
+			break
+		}
+		statementError(w, req, "database not found: "+p.db)
 	case ans413:
 		_, _ = io.Copy(io.Discard, req.Body)
 		influxErr(413, http.StatusText(http.StatusRequestEntityTooLarge))
@@ -133,6 +142,82 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// statementError answers a chunked /query as influxd 1.8.10 answers one
+// whose statement failed (a SELECT on a dropped database): 200 with the
+// error in the statement's result, as MessagePack when the client asked for
+// it (the map holds no statement_id then), else as a line of JSON:
+//
+//	{"results":[{"statement_id":0,"error":"database not found: lanewatch_x"}]}
+func statementError(w http.ResponseWriter, req *http.Request, msg string) {
+	if strings.Contains(req.Header.Get("Accept"), "application/x-msgpack") {
+		b := msgp.AppendMapHeader(nil, 1)
+		b = msgp.AppendString(b, "results")
+		b = msgp.AppendArrayHeader(b, 1)
+		b = msgp.AppendMapHeader(b, 1)
+		b = msgp.AppendString(b, "error")
+		b = msgp.AppendString(b, msg)
+		w.Header().Set("Content-Type", "application/x-msgpack")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b)
+		return
+	}
+	type result struct {
+		StatementID int    `json:"statement_id"`
+		Error       string `json:"error"`
+	}
+	b, _ := json.Marshal(struct {
+		Results []result `json:"results"`
+	}{[]result{{0, msg}}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// The proxy's dropDB answer to a read is, byte for byte, influxd's to a
+// SELECT on a database dropped a moment before, for both formats the
+// store client asks for.
+func TestStatementErrorIsInfluxd(t *testing.T) {
+	base := influxtest.URL(t)
+	db := influxtest.NewDB(t, base)
+	drop := url.Values{"q": {fmt.Sprintf("DROP DATABASE %q", db)}}
+	resp, err := http.PostForm(base+"/query", drop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	for _, accept := range []string{"application/json", "application/x-msgpack, application/json;q=0.5"} {
+		form := url.Values{"q": {`SELECT "ok" FROM "probe" WHERE time >= 0`}, "db": {db}, "epoch": {"ns"}, "chunked": {"true"}, "chunk_size": {"10000"}}
+		ask := func(do func(*http.Request) (*http.Response, error), addr string) (string, string) {
+			req, err := http.NewRequest(http.MethodPost, addr, strings.NewReader(form.Encode()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Accept", accept)
+			resp, err := do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type")), string(body)
+		}
+		realHead, realBody := ask(http.DefaultClient.Do, base+"/query")
+		fake := func(req *http.Request) (*http.Response, error) {
+			rec := httptest.NewRecorder()
+			statementError(rec, req, "database not found: "+db)
+			return rec.Result(), nil
+		}
+		fakeHead, fakeBody := ask(fake, "http://proxy/query")
+		if realHead != fakeHead || realBody != fakeBody {
+			t.Errorf("Accept %s: influxd answers %s %q, the proxy %s %q", accept, realHead, realBody, fakeHead, fakeBody)
+		}
+	}
+}
+
 // hijackClose closes the client's connection without an answer.
 func (p *faultProxy) hijackClose(w http.ResponseWriter) {
 	conn, _, err := w.(http.Hijacker).Hijack()
@@ -144,7 +229,8 @@ func (p *faultProxy) hijackClose(w http.ResponseWriter) {
 
 // The property of issue 18 again for the InfluxDB store, with the faults
 // coming from a real HTTP proxy between the store client and influxd: the
-// client's own reading of 401, 403, 404, 413, a field-type conflict, 500,
+// client's own reading of 401, 403, 404, a dropped database (a read's 200
+// with the statement's error, a write's 404), 413, a field-type conflict, 500,
 // 503, a cut connection and a write that landed but whose answer was lost
 // decides between spool and dead letter. The same three rules hold after
 // every step, and no probe reads twice (a write replayed from the spool
