@@ -12,12 +12,16 @@ import (
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
-// PruneStats says what a Prune did: the probe lines it dropped and the
-// lines it kept (hourly records, newer probes, comments and lines it
-// could not classify).
+// PruneStats says what a Prune did: the probe and heartbeat lines it
+// dropped and the lines it kept (hourly records, newer probes and
+// heartbeats, comments and lines it could not classify).
 type PruneStats struct {
 	DroppedProbes int64
-	KeptLines     int64
+	// DroppedHeartbeats counts the sampler_heartbeat lines older than the
+	// cut: a daemon writes one each round, and a heartbeat is read only
+	// for a few intervals after it (package duty).
+	DroppedHeartbeats int64
+	KeptLines         int64
 	// DroppedLong counts the lines longer than 1 MiB, which no read
 	// returns (they are skipped as corrupt), dropped with a warning.
 	DroppedLong int64
@@ -31,9 +35,11 @@ type PruneOptions struct {
 	Hook func(stage, tmp string) error
 }
 
-// Prune drops the probe lines older than cut (their timestamp strictly
-// before it) and keeps everything else: every hourly record, every probe
-// at or after cut, comments and lines it cannot classify, in their order.
+// Prune drops the probe and heartbeat lines older than cut (their
+// timestamp strictly before it) and keeps everything else: every hourly
+// record, every probe and heartbeat at or after cut, comments and lines it
+// cannot classify (a probe or heartbeat among them whose timestamp it
+// cannot read), in their order.
 // It writes the kept lines to a temp file beside the store, fsyncs it,
 // renames it over the store and fsyncs the folder (internal/atomicfile),
 // holding the store's write lock and an exclusive flock on the old file:
@@ -92,9 +98,15 @@ func (s *File) Prune(ctx context.Context, cut time.Time, opts PruneOptions) (Pru
 			if !terminated {
 				return nil
 			}
-			if kindOf(line) == kindProbe {
+			switch kindOf(line) {
+			case kindProbe:
 				if ns, ok := lineproto.LineTime(line); ok && ns < cutNS {
 					st.DroppedProbes++
+					return nil
+				}
+			case kindHeartbeat:
+				if ns, ok := lineproto.LineTime(line); ok && ns < cutNS {
+					st.DroppedHeartbeats++
 					return nil
 				}
 			}
@@ -137,8 +149,9 @@ func (a *appendFile) reopen() error {
 	return nil
 }
 
-// Pruner is a store that can drop old probes: File. On InfluxDB old
-// probe points are deleted on the server (docs/schema.md, Retention).
+// Pruner is a store that can drop old probes and heartbeats: File. On
+// InfluxDB old probe and heartbeat points are deleted on the server
+// (docs/schema.md, Retention).
 type Pruner interface {
 	Prune(ctx context.Context, cut time.Time, opts PruneOptions) (PruneStats, error)
 }

@@ -5,7 +5,7 @@
 //	sampler -config F -once [-force]   # one round now, print the samples, exit
 //	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
 //	sampler rollup -config F [-days N] [-check]  # rebuild (or check) the hourly records from the probes
-//	sampler prune -config F            # drop probes older than store.retention_days now
+//	sampler prune -config F            # drop probes and heartbeats older than store.retention_days now
 //	sampler probe -config F -lane NAME [-force]  # probe one lane now, beside the daemon
 package main
 

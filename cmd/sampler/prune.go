@@ -14,10 +14,10 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// runPrune is `sampler prune -config F`: store.retention_days applied now,
-// for a store no daemon holds (the daemon prunes by itself at its first
-// round of each day). It takes the store's writer lock, so it fails while
-// a sampler runs on the same file.
+// runPrune is `sampler prune -config F`: store.retention_days applied now
+// (to probes and heartbeats), for a store no daemon holds (the daemon
+// prunes by itself at its first round of each day). It takes the store's
+// writer lock, so it fails while a sampler runs on the same file.
 func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := flag.NewFlagSet("sampler prune", flag.ContinueOnError)
 	configPath := fs.String("config", "", "config naming the store and store.retention_days (required)")
@@ -57,8 +57,8 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}
-	fmt.Fprintf(stdout, "pruned %d probe lines before %s (store.retention_days %d); kept %d lines, every hourly record among them\n",
-		ps.DroppedProbes, hours.Label(cut, cfg.Location), cfg.Store.RetentionDays, ps.KeptLines)
+	fmt.Fprintf(stdout, "pruned %d probe lines and %d heartbeat lines before %s (store.retention_days %d); kept %d lines, every hourly record among them\n",
+		ps.DroppedProbes, ps.DroppedHeartbeats, hours.Label(cut, cfg.Location), cfg.Store.RetentionDays, ps.KeptLines)
 	return nil
 }
 
@@ -77,9 +77,9 @@ type retention struct {
 	lastDay string
 }
 
-// maybePrune prunes the store before the first round of each day, when
-// store.retention_days is set. A failed prune is logged and retried at the
-// next round; the old file is intact then.
+// maybePrune prunes the store (old probes and heartbeats) before the first
+// round of each day, when store.retention_days is set. A failed prune is
+// logged and retried at the next round; the old file is intact then.
 func (d *daemon) maybePrune(ctx context.Context, now time.Time) {
 	days := d.cfg.Store.RetentionDays
 	if days == 0 || d.cfg.Store.Kind != config.StoreFile {
@@ -97,6 +97,7 @@ func (d *daemon) maybePrune(ctx context.Context, now time.Time) {
 		return
 	}
 	d.retention.lastDay = day
-	d.log.Info("pruned old probes", "before", hours.Label(cut, d.cfg.Location), "retention_days", days,
-		"dropped", ps.DroppedProbes, "kept_lines", ps.KeptLines, "took", time.Since(start).Round(time.Millisecond))
+	d.log.Info("pruned old probes and heartbeats", "before", hours.Label(cut, d.cfg.Location), "retention_days", days,
+		"dropped", ps.DroppedProbes, "dropped_heartbeats", ps.DroppedHeartbeats, "kept_lines", ps.KeptLines,
+		"took", time.Since(start).Round(time.Millisecond))
 }

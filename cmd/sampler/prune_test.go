@@ -16,8 +16,8 @@ import (
 )
 
 // writeRetention writes a file-store config with store.retention_days and
-// a store holding a probe and an hourly record 5 days old and a probe of
-// an hour ago.
+// a store holding a probe, an hourly record and a heartbeat 5 days old and
+// a probe and a heartbeat of an hour ago.
 func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time.Time) {
 	t.Helper()
 	dir := t.TempDir()
@@ -42,10 +42,32 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, at := range []time.Time{old, now.Add(-time.Hour)} {
+		b := series.Heartbeat{Instance: "i1", Shard: "0/1", Time: at, Host: "h", StartNS: old.UnixNano(), Version: "devel", IntervalS: 3600}
+		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return cfgPath, storePath, now
+}
+
+// heartbeatsLeft counts the heartbeats the store at path holds of the 30
+// days before now.
+func heartbeatsLeft(t *testing.T, path string, now time.Time) int {
+	t.Helper()
+	st, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	bs, err := st.Heartbeats(context.Background(), "", series.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(bs)
 }
 
 func readAll(t *testing.T, path string, now time.Time) ([]series.Probe, []series.Hourly) {
@@ -67,17 +89,19 @@ func readAll(t *testing.T, path string, now time.Time) ([]series.Probe, []series
 	return ps, hs
 }
 
-// sampler prune drops the probes older than store.retention_days and
-// keeps the hourly records; with 0 it prunes nothing.
+// sampler prune drops the probes and heartbeats older than
+// store.retention_days and keeps the hourly records; with 0 it prunes
+// nothing.
 func TestPruneCommand(t *testing.T) {
 	cases := []struct {
 		days       int
 		wantProbes int
+		wantBeats  int
 		wantOut    string
 	}{
-		{2, 1, "pruned 1 probe lines before "},
-		{0, 2, "store.retention_days is 0"},
-		{30, 2, "pruned 0 probe lines before "},
+		{2, 1, 1, "pruned 1 probe lines and 1 heartbeat lines before "},
+		{0, 2, 2, "store.retention_days is 0"},
+		{30, 2, 2, "pruned 0 probe lines and 0 heartbeat lines before "},
 	}
 	for _, c := range cases {
 		cfg, store, now := writeRetention(t, c.days)
@@ -91,6 +115,9 @@ func TestPruneCommand(t *testing.T) {
 		ps, hs := readAll(t, store, now)
 		if len(ps) != c.wantProbes || len(hs) != 1 {
 			t.Errorf("days %d: %d probes and %d hourly records left, want %d and 1", c.days, len(ps), len(hs), c.wantProbes)
+		}
+		if got := heartbeatsLeft(t, store, now); got != c.wantBeats {
+			t.Errorf("days %d: %d heartbeats left, want %d", c.days, got, c.wantBeats)
 		}
 	}
 }
@@ -118,6 +145,9 @@ func TestDaemonPrunesOncePerDay(t *testing.T) {
 	ps, hs := readAll(t, store, now)
 	if len(ps) != 1 || len(hs) != 1 {
 		t.Errorf("the next day: %d probes and %d hourly records, want 1 and 1", len(ps), len(hs))
+	}
+	if got := heartbeatsLeft(t, store, now); got != 1 {
+		t.Errorf("the next day: %d heartbeats, want the one of an hour ago", got)
 	}
 	// The daemon still appends to the (new) file.
 	if err := d.store.Write(context.Background(), []series.Probe{{Lane: "free", Kind: "free", Time: now, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}}, nil); err != nil {
