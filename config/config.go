@@ -108,7 +108,7 @@ type Store struct {
 	Spool         string `yaml:"spool"`           // influx: spool file for failed writes
 	DeadLetter    string `yaml:"dead_letter"`     // influx: points the server refused for good
 	SpoolMaxBytes int64  `yaml:"spool_max_bytes"` // influx: spool size cap
-	RetentionDays int    `yaml:"retention_days"`  // file: prune probes older than this many days; 0 keeps all
+	RetentionDays int    `yaml:"retention_days"`  // file: prune probes and heartbeats older than this many days; 0 keeps all
 	// Timeout bounds one request to InfluxDB (a read of a month of hourly
 	// records included).
 	Timeout Duration `yaml:"timeout"`
