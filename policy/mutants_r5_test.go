@@ -176,8 +176,8 @@ func TestAskingForAFigureChangesNothing(t *testing.T) {
 
 // After a Drop, a lane's figures are as if the dropped probes had never
 // been added (History.Drop): the observations before `before` go, the one
-// exactly at it stays. A History fed 10 days of probes (waits 20 to 60 s,
-// then one of 99 s at `before`, then 5 to 15 s) and dropped at day 5 gives
+// exactly at it stays. A History fed 10 days of probes (waits 25 to 65 s,
+// then one of 99 s at `before`, then 1.25 to 11.25 s) and dropped at day 5 gives
 // the figures of one fed from day 5 on, under the calibrated rule's
 // lookback (14 days, which would still reach back to the dropped ones).
 // (observe.go dropObs: `Unix() < cut` → `<=`, which drops the probe at
