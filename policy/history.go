@@ -130,7 +130,10 @@ func (x *History) Add(r series.Hourly) {
 // Drop removes the records of hours that start before `before`, so that
 // a History kept up to date over a long replay holds only the days its
 // policies can still read. The lanes' figures from then on are as if the
-// dropped records had never been added.
+// dropped records had never been added, but for a calibrated lookback
+// already asked for before the Drop: its calibrator keeps what it learned
+// from the dropped probes. Drop only hours older than every lookback (as
+// the backtest does), and that difference never shows.
 func (x *History) Drop(before time.Time) {
 	cut := before.Unix()
 	for _, lh := range x.lanes {
