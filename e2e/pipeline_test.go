@@ -28,6 +28,10 @@ func TestPipelineFileAndInfluxAgree(t *testing.T) {
 		store:  fmt.Sprintf("  kind: influx\n  url: %q\n  bucket: %q\n  spool: spool.lp\n", url, db+"/autogen"),
 		policy: filepath.Join(dir, "out-influx"), lanes: lanes})
 
+	// The rounds in the hour named: across its turn the later rounds'
+	// probes fall in the next hour, and the policy of this one counts
+	// fewer samples, or none.
+	awayHourEdge(t, 30*time.Second)
 	hour := time.Now().UTC().Format("2006-01-02T15")
 	for i := 0; i < 3; i++ {
 		run(t, invocation{bin: "sampler", args: []string{"-config", fileCfg, "-once"}}).want(t, 0)
@@ -81,6 +85,19 @@ func TestPipelineFileAndInfluxAgree(t *testing.T) {
 	}
 	if worst["free"] < 0.3 || worst["paid"] >= worst["free"] {
 		t.Errorf("stored worst queues %v do not reflect the lanes' prefill (free 300 ms, paid 40 ms)", worst)
+	}
+}
+
+// awayHourEdge waits, when the next hour's turn (UTC) is closer than need,
+// until just past it, so that what a test does on the real clock falls in
+// one hour.
+func awayHourEdge(t *testing.T, need time.Duration) {
+	t.Helper()
+	now := time.Now().UTC()
+	next := now.Truncate(time.Hour).Add(time.Hour)
+	if wait := next.Sub(now); wait < need {
+		t.Logf("waiting %s for the hour's turn", wait.Round(time.Second))
+		time.Sleep(wait + 2*time.Second)
 	}
 }
 

@@ -53,6 +53,11 @@ func TestSitesAndShardsShareOneInflux(t *testing.T) {
 		{site: "a", shard: "1/2", cfg: config("a1", "a")},
 		{site: "b", cfg: config("b", "b")},
 	}
+	// The daemons' rounds in one hour: the policies below are of the hour
+	// of the last probe, and a site or shard whose rounds all ended before
+	// its turn has no sample there: its lanes' policy is not what the
+	// test counts of that hour.
+	awayHourEdge(t, time.Minute)
 	for _, p := range procs {
 		args := []string{"-config", p.cfg, "-log-format", "json"}
 		if p.shard != "" {

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -74,10 +76,18 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	}
 	defer file.Close()
 	st := &countingStore{Store: file}
-	s, err := newSampler(cfg, st, nil, config.Shard{})
+	o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rounds' clock runs from the middle of the current hour: the
+	// group's slots are its hours, and rounds on either side of an hour's
+	// turn (or of midnight, which resets the day's count) would find the
+	// forced round's slot unused and probe the group again.
+	start := time.Now()
+	shift := start.Truncate(time.Hour).Add(30 * time.Minute).Sub(start)
+	o.Now = func() time.Time { return time.Now().Add(shift) }
+	s := sampler.New(o)
 	ctx := context.Background()
 	rounds := []struct {
 		force  bool
@@ -110,7 +120,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 		if len(r.Recorded.Hourly) != len(r.Samples) {
 			t.Errorf("round %d: %d probes, %d hour records written; want one per probed lane", i, len(r.Samples), len(r.Recorded.Hourly))
 		}
-		now := time.Now()
+		now := o.Now()
 		bad, err := series.Check(ctx, file, cfg.Location, series.Window{From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)}, nil)
 		if err != nil || len(bad) > 0 {
 			t.Fatalf("round %d: hour records that disagree with their probes: %v, %v", i, bad, err)

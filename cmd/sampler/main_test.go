@@ -111,6 +111,9 @@ func readStore(t *testing.T, path string) ([]series.Probe, []series.Hourly) {
 }
 
 func TestOnceStoresEveryProbe(t *testing.T) {
+	// Both rounds in one hour: across an hour's turn each lane has two
+	// hourly records of one sample, not one of two.
+	awaySlotEdge(t, 10*time.Second)
 	ok, _ := sseServer(t, 150*time.Millisecond, 4, http.StatusOK)
 	bad, _ := sseServer(t, 0, 0, http.StatusServiceUnavailable)
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -131,17 +132,22 @@ func TestDaemonPrunesOncePerDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.close()
-	d.maybePrune(context.Background(), now)
+	// The daemon's clock runs from noon of today (in the config's zone),
+	// so that a minute later is still today whatever the hour the test
+	// runs at: from now, a run after 23:59 had its "same day" prune on
+	// the next day, which dropped the old probe written below.
+	noon := hours.DayStart(now, d.cfg.Location).Add(12 * time.Hour)
+	d.maybePrune(context.Background(), noon)
 	// An old probe written after today's prune stays until tomorrow's.
 	old := series.Probe{Lane: "free", Kind: "free", Time: now.Add(-10 * 24 * time.Hour), QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
 	if err := d.store.Write(context.Background(), []series.Probe{old}, nil); err != nil {
 		t.Fatal(err)
 	}
-	d.maybePrune(context.Background(), now.Add(time.Minute))
+	d.maybePrune(context.Background(), noon.Add(time.Minute))
 	if ps, _ := readAll(t, store, now); len(ps) != 2 {
 		t.Errorf("after a second prune the same day: %d probes, want 2", len(ps))
 	}
-	d.maybePrune(context.Background(), now.Add(25*time.Hour))
+	d.maybePrune(context.Background(), noon.Add(25*time.Hour))
 	ps, hs := readAll(t, store, now)
 	if len(ps) != 1 || len(hs) != 1 {
 		t.Errorf("the next day: %d probes and %d hourly records, want 1 and 1", len(ps), len(hs))
