@@ -40,7 +40,7 @@ const (
 // be read is left out and said in the page (a status page must render when
 // the store is down, too).
 func (s *Sampler) Status(ctx context.Context) page.Page {
-	now := time.Now()
+	now := s.now()
 	p := page.Page{Now: now, Site: s.site, Schedule: s.schedule, ChartDays: statusChartDays, Healthy: true}
 	if s.shard.Count > 1 {
 		p.Shard = s.shard.String()
