@@ -353,3 +353,51 @@ func TestEachHourlyStopsCleanly(t *testing.T) {
 		})
 	}
 }
+
+// Rows that an InfluxQL answer repeats for one key within a time (points
+// of one lane, kind and site with a tag beyond the schema's) come through
+// the streamed read as through Hourly: one point, the answer's last, with
+// MessagePack and with JSON answers, over a span read in pieces.
+func TestEachHourlyRepeatedKey(t *testing.T) {
+	base := influxtest.URL(t)
+	db := influxtest.NewDB(t, base)
+	first := hour0.Add(-4 * 24 * time.Hour)
+	var lines []string
+	for h := range 4 * 24 {
+		ns := first.Add(time.Duration(h) * time.Hour).UnixNano()
+		for i, host := range []string{"h2", "h1", "h3"}[:1+h%3] {
+			lines = append(lines,
+				fmt.Sprintf("queue_hourly,host=%s,kind=free,lane=a,site=fra1 worst_queue_s=%d,samples=%di %d", host, h*10+i, i+1, ns),
+				fmt.Sprintf("queue_hourly,host=%s,kind=paid,lane=b worst_queue_s=%d,samples=1i %d", host, h*10+i, ns))
+		}
+	}
+	resp, err := http.Post(base+"/write?db="+db, "text/plain", strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	target, _ := url.Parse(base)
+	jsonOnly := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Header.Set("Accept", "application/json")
+	}})
+	defer jsonOnly.Close()
+	q := series.Between(first, hour0)
+	for _, via := range []struct{ name, url string }{{"MessagePack", base}, {"JSON", jsonOnly.URL}} {
+		st := openInflux(t, via.url, series.InfluxOptions{Bucket: db + "/autogen"})
+		want, err := st.Hourly(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) != 2*4*24 {
+			t.Fatalf("%s: Hourly = %d points; want one per lane and hour: %d", via.name, len(want), 2*4*24)
+		}
+		runs, err := eachRuns(t, st, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Concat(runs...); !slices.Equal(got, want) || len(runs) != 4*24 {
+			t.Errorf("%s: EachHourly gave %d points in %d runs; want Hourly's %d in %d", via.name, len(got), len(runs), len(want), 4*24)
+		}
+	}
+}
