@@ -401,3 +401,53 @@ func TestEachHourlyRepeatedKey(t *testing.T) {
 		}
 	}
 }
+
+// A sampler's spool read an hour at a time (its status page) while the
+// sampler writes: the write waits for the read, which sees the store at
+// one moment (none of the write's points, though its hour is read after
+// the write began), and neither deadlocks. fn runs under the spool's read
+// lock and does not call the spool (see Spool.HourlyEach).
+func TestEachHourlyWhileTheSpoolWrites(t *testing.T) {
+	base := influxtest.URL(t)
+	first := hour0.Add(-4 * 24 * time.Hour) // four pieces
+	sp := openSpooled(t, base, series.InfluxOptions{}, series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
+	stored := hoursOf(first, 4*24-1, 2, []string{"fra1"})
+	if err := sp.Write(ctx, nil, stored); err != nil {
+		t.Fatal(err)
+	}
+	late := series.Hourly{Lane: "lane-00", Kind: "free", Site: "fra1", Hour: hour0.Add(-time.Hour), WorstQueueS: 7, Samples: 1}
+	wrote := make(chan error, 1)
+	var got []series.Hourly
+	read := make(chan error, 1)
+	go func() {
+		read <- series.EachHourly(ctx, sp, series.Between(first, hour0), func(hs []series.Hourly) error {
+			if len(got) == 0 {
+				go func() { wrote <- sp.Write(ctx, nil, []series.Hourly{late}) }()
+				time.Sleep(100 * time.Millisecond) // the write waits for the lock meanwhile
+			}
+			got = append(got, hs...)
+			return nil
+		})
+	}()
+	for _, c := range []struct {
+		name string
+		ch   chan error
+	}{{"EachHourly", read}, {"Write", wrote}} {
+		select {
+		case err := <-c.ch:
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+		case <-time.After(20 * time.Second):
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%s still running after 20 s:\n%s", c.name, buf[:runtime.Stack(buf, true)])
+		}
+	}
+	if !slices.Equal(got, stored) {
+		t.Errorf("EachHourly during a write gave %d points; want the %d stored before it", len(got), len(stored))
+	}
+	after, err := sp.Hourly(ctx, series.Between(first, hour0))
+	if err != nil || len(after) != len(stored)+1 {
+		t.Errorf("Hourly after the write = %d points, %v; want %d", len(after), err, len(stored)+1)
+	}
+}
