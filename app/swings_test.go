@@ -13,6 +13,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -107,7 +108,8 @@ lanes:
 // over an hour at a time, gives what app.Swings gives for the records the
 // store returns whole: for random records of several sites, of more sites
 // than one pass takes (64), and of lanes named like a lane@site column
-// (both read whole again), on the embedded file store.
+// (both read whole again), on the embedded file store and on InfluxDB
+// (through the spool, a span read in pieces, each streamed).
 func TestSwingsOfMatchesSwings(t *testing.T) {
 	cfg, err := config.Parse(strings.NewReader(`timezone: Asia/Kathmandu
 lanes:
@@ -118,54 +120,87 @@ lanes:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(5, 19))
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	from, to := t0.Add(5*time.Hour), t0.Add(3*24*time.Hour)
-	for n := range 60 {
-		names := []string{"a", "b", "c"}
-		if n%4 == 0 {
-			names = append(names, "a@fra1")
-		}
-		sites := []string{"", "fra1", "iad1"}
-		if n%5 == 0 {
-			for i := range 70 {
-				sites = append(sites, fmt.Sprintf("s%02d", i))
+	for _, c := range []struct {
+		name  string
+		cases int
+		// start returns how to open a fresh store of the kind
+		start func(t *testing.T) func() series.Store
+	}{
+		{"file", 60, func(t *testing.T) func() series.Store {
+			return func() series.Store {
+				st, err := series.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), series.FileOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
 			}
-		}
-		var recs []series.Hourly
-		for range rng.IntN(300) {
-			samples := rng.Int64N(4)
-			recs = append(recs, series.Hourly{
-				Lane: names[rng.IntN(len(names))], Kind: []string{"free", "paid"}[rng.IntN(2)],
-				Site: sites[rng.IntN(len(sites))], Hour: t0.Add(time.Duration(rng.IntN(80)) * time.Hour),
-				WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
-				Samples: samples, Failures: rng.Int64N(samples + 1),
-			})
-		}
-		st, err := series.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), series.FileOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Write(ctx, nil, recs); err != nil {
-			t.Fatal(err)
-		}
-		q := series.Between(from, to)
-		q.Fields = swings.Fields()
-		whole, err := st.Hourly(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, perSite := range []bool{true, false} {
-			got, err := app.SwingsOf(ctx, cfg, st, q, from, to, 3, perSite)
-			if err != nil {
-				t.Fatalf("case %d: SwingsOf: %v", n, err)
+		}},
+		{"influx", 10, func(t *testing.T) func() series.Store {
+			srv := influxtest.Start(t)
+			n := 0
+			return func() series.Store {
+				n++
+				db, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sp, err := series.OpenSpool(db, series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sp
 			}
-			if want := app.Swings(cfg, whole, from, to, 3, perSite); !reflect.DeepEqual(got, want) {
-				t.Fatalf("case %d (perSite %v, %d sites): SwingsOf differs from Swings of the records read whole", n, perSite, len(sites))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			open := c.start(t)
+			rng := rand.New(rand.NewPCG(5, 19))
+			for n := range c.cases {
+				names := []string{"a", "b", "c"}
+				if n%4 == 0 {
+					names = append(names, "a@fra1")
+				}
+				sites := []string{"", "fra1", "iad1"}
+				if n%5 == 0 {
+					for i := range 70 {
+						sites = append(sites, fmt.Sprintf("s%02d", i))
+					}
+				}
+				var recs []series.Hourly
+				for range rng.IntN(300) {
+					samples := rng.Int64N(4)
+					recs = append(recs, series.Hourly{
+						Lane: names[rng.IntN(len(names))], Kind: []string{"free", "paid"}[rng.IntN(2)],
+						Site: sites[rng.IntN(len(sites))], Hour: t0.Add(time.Duration(rng.IntN(80)) * time.Hour),
+						WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
+						Samples: samples, Failures: rng.Int64N(samples + 1),
+					})
+				}
+				st := open()
+				if err := st.Write(ctx, nil, recs); err != nil {
+					t.Fatal(err)
+				}
+				q := series.Between(from, to)
+				q.Fields = swings.Fields()
+				whole, err := st.Hourly(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, perSite := range []bool{true, false} {
+					got, err := app.SwingsOf(ctx, cfg, st, q, from, to, 3, perSite)
+					if err != nil {
+						t.Fatalf("case %d: SwingsOf: %v", n, err)
+					}
+					if want := app.Swings(cfg, whole, from, to, 3, perSite); !reflect.DeepEqual(got, want) {
+						t.Fatalf("case %d (perSite %v, %d sites): SwingsOf differs from Swings of the records read whole", n, perSite, len(sites))
+					}
+				}
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 }

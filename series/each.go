@@ -283,7 +283,11 @@ func newRunSorter[T any](key func(*T) pointKey) *runSorter[T] {
 // sort returns run sorted and unique: run itself when it already is,
 // otherwise buf[:0] with the points appended (nil: a new slice).
 func (s *runSorter[T]) sort(run, buf []T) []T {
+	if len(run) < 2 {
+		return run // a probe read's usual run: nothing to rank
+	}
 	s.rank = s.rank[:0]
+	unranked := false
 	for i := range run {
 		k := s.key(&run[i])
 		sk := seriesOf{k.lane, k.kind, k.site}
@@ -293,21 +297,18 @@ func (s *runSorter[T]) sort(run, buf []T) []T {
 			s.ids[sk] = id
 			s.keys = append(s.keys, sk)
 		}
+		unranked = unranked || int(id) >= len(s.rankOf)
 		s.rank = append(s.rank, id)
 	}
-	if len(s.rankOf) != len(s.keys) {
-		byKey := make([]uint32, len(s.keys))
-		for i := range byKey {
-			byKey[i] = uint32(i)
+	if unranked {
+		// Ranking every series again costs about a sort of them all: done
+		// when the run is as long, or the series have doubled since the
+		// last ranking (a few times a read); otherwise the run is sorted by
+		// its series' names.
+		if n := len(s.keys); n > 2*len(run) && n < 2*len(s.rankOf) {
+			return s.sortByName(run, buf)
 		}
-		slices.SortFunc(byKey, func(a, b uint32) int {
-			x, y := s.keys[a], s.keys[b]
-			return cmp.Or(cmp.Compare(x.lane, y.lane), cmp.Compare(x.kind, y.kind), cmp.Compare(x.site, y.site))
-		})
-		s.rankOf = make([]uint32, len(s.keys))
-		for r, id := range byKey {
-			s.rankOf[id] = uint32(r)
-		}
+		s.rerank()
 	}
 	sorted := true
 	for i, id := range s.rank {
@@ -322,6 +323,46 @@ func (s *runSorter[T]) sort(run, buf []T) []T {
 		s.packed = append(s.packed, uint64(r)<<32|uint64(i))
 	}
 	slices.Sort(s.packed)
+	return s.gather(run, buf)
+}
+
+// rerank works out the rank of every series known.
+func (s *runSorter[T]) rerank() {
+	byKey := make([]uint32, len(s.keys))
+	for i := range byKey {
+		byKey[i] = uint32(i)
+	}
+	slices.SortFunc(byKey, func(a, b uint32) int { return compareSeries(s.keys[a], s.keys[b]) })
+	s.rankOf = slices.Grow(s.rankOf[:0], len(s.keys))[:len(s.keys)]
+	for r, id := range byKey {
+		s.rankOf[id] = uint32(r)
+	}
+}
+
+// sortByName is sort for a run of s.rank's series ids, some not ranked:
+// ordered by comparing the series' names.
+func (s *runSorter[T]) sortByName(run, buf []T) []T {
+	sorted := true
+	for i := 1; i < len(s.rank) && sorted; i++ {
+		sorted = compareSeries(s.keys[s.rank[i-1]], s.keys[s.rank[i]]) < 0
+	}
+	if sorted {
+		return run
+	}
+	s.packed = s.packed[:0]
+	for i, id := range s.rank {
+		s.packed = append(s.packed, uint64(id)<<32|uint64(i))
+	}
+	slices.SortFunc(s.packed, func(a, b uint64) int {
+		return cmp.Or(compareSeries(s.keys[a>>32], s.keys[b>>32]), cmp.Compare(a, b))
+	})
+	return s.gather(run, buf)
+}
+
+// gather returns buf[:0] (nil: a new slice) with the points of run in the
+// order of s.packed (a series, rank or id, << 32 | position in the run),
+// the last of each series kept.
+func (s *runSorter[T]) gather(run, buf []T) []T {
 	out := buf[:0]
 	if out == nil {
 		out = make([]T, 0, len(run))
@@ -333,4 +374,9 @@ func (s *runSorter[T]) sort(run, buf []T) []T {
 		out = append(out, run[p&(1<<32-1)])
 	}
 	return out
+}
+
+// compareSeries orders series by lane, kind and site.
+func compareSeries(x, y seriesOf) int {
+	return cmp.Or(cmp.Compare(x.lane, y.lane), cmp.Compare(x.kind, y.kind), cmp.Compare(x.site, y.site))
 }

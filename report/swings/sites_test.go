@@ -86,23 +86,28 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 		// The same records handed over in random parts (a store's hours,
 		// or any other cut) give the same report, or the same refusal.
 		cut := rand.New(rand.NewPCG(uint64(n), 3))
+		// Once an Add refuses, the later ones (the rest of the records)
+		// refuse too and Finish gives no report.
 		sb := swings.NewSites(opt, col)
 		added := true
-		for rest := hs; len(rest) > 0 && added; {
+		for rest := hs; len(rest) > 0; {
 			k := min(len(rest), cut.IntN(40))
-			added = sb.Add(rest[:k])
+			if again := sb.Add(rest[:k]); !added && again {
+				t.Fatalf("case %d: an Add after a refused one took the records", n)
+			} else {
+				added = added && again
+			}
 			rest = rest[k:]
 		}
-		var inParts *swings.Report
-		partsOK := false
-		if added {
-			inParts, partsOK = sb.Finish(lanesOf)
-		}
-		if partsOK != ok || !reflect.DeepEqual(inParts, got) {
-			t.Fatalf("case %d: Sites in parts gave %v (ok %t); ComputeSites %v (ok %t)", n, inParts, partsOK, got, ok)
+		inParts, partsOK := sb.Finish(lanesOf)
+		if partsOK != ok || !reflect.DeepEqual(inParts, got) || (!added && partsOK) {
+			t.Fatalf("case %d: Sites in parts gave %v (ok %t, Adds ok %t); ComputeSites %v (ok %t)", n, inParts, partsOK, added, got, ok)
 		}
 		if _, again := sb.Finish(lanesOf); again {
 			t.Fatalf("case %d: a second Finish gave a report; want the builder done", n)
+		}
+		if sb.Add(hs) {
+			t.Fatalf("case %d: an Add after Finish took the records; want the builder done", n)
 		}
 
 		sitesOf := map[string][]string{}

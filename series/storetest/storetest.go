@@ -287,10 +287,23 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		byLane := series.Between(first, base.Add(time.Hour))
 		byLane.Lanes = []string{"a", "x y"}
 		byLane.Fields = []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
+		// Windows out of order, overlapping, one shorter than a read piece.
+		windows := series.Query{Windows: []series.Window{
+			{From: first.Add(50 * time.Hour), To: base.Add(time.Hour)},
+			{From: first.Add(2 * time.Hour), To: first.Add(20 * time.Hour)},
+			{From: first.Add(60 * time.Hour), To: first.Add(70 * time.Hour)},
+		}}
+		unsited := series.Between(first, base.Add(time.Hour)).Site("")
+		manyLanes := series.Between(first, base.Add(time.Hour)) // more than a read names: picked after it
+		manyLanes.Lanes = []string{"lane-9", "b"}
+		for i := range 40 {
+			manyLanes.Lanes = append(manyLanes.Lanes, fmt.Sprintf("absent-%02d", i))
+		}
 		for _, c := range []struct {
 			name string
 			q    series.Query
-		}{{"whole span", whole}, {"some sites, a shorter window", bySite}, {"some lanes, four fields", byLane}} {
+		}{{"whole span", whole}, {"some sites, a shorter window", bySite}, {"some lanes, four fields", byLane},
+			{"three windows", windows}, {"the points without a site", unsited}, {"42 lanes", manyLanes}} {
 			want, err := s.Hourly(ctx, c.q)
 			if err != nil {
 				t.Fatalf("%s: Hourly: %v", c.name, err)
@@ -299,7 +312,7 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 			for k, h := range model {
 				ok := c.q.Sites == nil || slices.Contains(c.q.Sites, k.site)
 				ok = ok && (c.q.Lanes == nil || slices.Contains(c.q.Lanes, k.lane))
-				if ok && !h.Hour.Before(c.q.Windows[0].From) && h.Hour.Before(c.q.Windows[0].To) {
+				if ok && slices.ContainsFunc(c.q.Windows, func(w series.Window) bool { return w.Contains(h.Hour) }) {
 					n++
 				}
 			}
