@@ -137,8 +137,8 @@ func qlEach[T any](ctx context.Context, s *Influx, what string, sch *schema[T], 
 // runPieces calls read for pieces 0 to n-1, parallel of them at a time,
 // starting them in order. The first failure cancels the context of the
 // others and is returned.
-func runPieces(parent context.Context, n, parallel int, read func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(parent)
+func runPieces(ctx context.Context, n, parallel int, read func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var first error
 	var once sync.Once
@@ -153,10 +153,9 @@ func runPieces(parent context.Context, n, parallel int, read func(ctx context.Co
 				if i >= n {
 					return
 				}
-				if err := ctx.Err(); err != nil {
-					_ = read(ctx, i) // a canceled piece still finishes (its queue is waited on)
-					continue
-				}
+				// A piece after a failure still runs, on the canceled
+				// context, so that it finishes (its queue is waited on);
+				// its error is that cancellation, and the first one wins.
 				if err := read(ctx, i); err != nil {
 					once.Do(func() { first = err; cancel() })
 				}
@@ -164,9 +163,6 @@ func runPieces(parent context.Context, n, parallel int, read func(ctx context.Co
 		}()
 	}
 	wg.Wait()
-	if first == nil && n > 0 {
-		first = parent.Err() // canceled between two pieces
-	}
 	return first
 }
 
