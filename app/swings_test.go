@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,5 +205,56 @@ lanes:
 				}
 			}
 		})
+	}
+}
+
+// An InfluxQL answer that goes back in time (InfluxDB's raw selects never
+// do) cannot be streamed: app.SwingsOf reads it again whole, which sorts
+// it, and gives Swings' report of the sorted records, not an error.
+func TestSwingsOfRereadsAnAnswerOutOfOrder(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`timezone: UTC
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
+`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var queries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/query" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if strings.Contains(r.FormValue("q"), "queue_hourly") {
+			queries.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","worst_censored_s","samples","failures","lane","kind","site"],"values":[[%d,40,0,3,0,"a","free",""],[%d,2,0,3,0,"a","free",""]]}]}]}`,
+			h0.Add(time.Hour).UnixNano(), h0.UnixNano())
+	}))
+	defer srv.Close()
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	from, to := h0, h0.Add(2*time.Hour)
+	q := series.Between(from, to)
+	q.Fields = swings.Fields()
+	whole, err := st.Hourly(context.Background(), q)
+	if err != nil || len(whole) != 2 {
+		t.Fatalf("Hourly = %d records, %v; want 2", len(whole), err)
+	}
+	queries.Store(0)
+	got, err := app.SwingsOf(context.Background(), cfg, st, q, from, to, 1, true)
+	if err != nil {
+		t.Fatalf("SwingsOf: %v; want the report of a whole read", err)
+	}
+	if want := app.Swings(cfg, whole, from, to, 1, true); !reflect.DeepEqual(got, want) {
+		t.Errorf("SwingsOf = %+v; want Swings of the sorted records %+v", got, want)
+	}
+	if n := queries.Load(); n != 2 {
+		t.Errorf("SwingsOf sent %d reads of queue_hourly; want 2 (the stream, then the whole read)", n)
 	}
 }

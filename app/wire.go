@@ -360,8 +360,8 @@ var errTwoPasses = errors.New("swings: the report needs the records whole")
 // (series.EachHourly): the records are never held whole (a month of 1,000
 // lanes at 3 sites: 2.16 M), and the report is built while the store
 // still reads. When it cannot be built so (more than 64 sites, a lane
-// named like a lane@site column), the records are read again whole and
-// go through Swings.
+// named like a lane@site column, an InfluxQL answer out of time order),
+// the records are read again whole and go through Swings.
 func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
 	opt, column := swingsOptions(cfg, from, to, days, perSite)
 	sb := swings.NewSites(opt, column)
@@ -371,7 +371,7 @@ func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errTwoPasses) {
+	if err != nil && !errors.Is(err, errTwoPasses) && !errors.Is(err, series.ErrNotInTimeOrder) {
 		return nil, err
 	}
 	if err == nil {

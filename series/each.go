@@ -70,10 +70,11 @@ func (s *Influx) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly)
 
 var _ HourlyStreamer = (*Influx)(nil)
 
-// errNotInTimeOrder is a streamed InfluxQL answer whose rows go back in
-// time, which InfluxDB's raw selects never do: a streamed read cannot sort
-// them after the hours before were handed over.
-var errNotInTimeOrder = errors.New("influxql answer not in time order")
+// ErrNotInTimeOrder is the error of a streamed InfluxQL read whose answer
+// goes back in time, which InfluxDB's raw selects never do: a streamed
+// read cannot sort it once the hours before were handed over. A whole
+// read (Hourly) sorts it; a caller that can start again reads that.
+var ErrNotInTimeOrder = errors.New("influxql answer not in time order")
 
 // qlEach reads one measurement's points that q selects through InfluxQL,
 // in the pieces readPoints reads, and hands emit each time's points, sorted
@@ -231,7 +232,7 @@ func qlStreamSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields 
 		}
 		if last > 0 && k.ns != curNS {
 			if k.ns < curNS {
-				bad = errNotInTimeOrder
+				bad = ErrNotInTimeOrder
 				return
 			}
 			next := make([]T, 1, max(64, cap(cur)))

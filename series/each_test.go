@@ -165,7 +165,7 @@ func TestEachHourlyRefusesDisorder(t *testing.T) {
 		t.Fatalf("Hourly = %+v, %v; want both points, sorted (a whole read sorts them)", hs, err)
 	}
 	runs, err := eachRuns(t, st, q)
-	if err == nil || !strings.Contains(err.Error(), "not in time order") {
+	if !errors.Is(err, series.ErrNotInTimeOrder) || !strings.Contains(err.Error(), "not in time order") {
 		t.Errorf("EachHourly = %d runs, %v; want an error saying the answer is not in time order", len(runs), err)
 	}
 }
