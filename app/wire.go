@@ -357,11 +357,13 @@ var errTwoPasses = errors.New("swings: the report needs the records whole")
 
 // SwingsOf returns Swings' report of the hourly records of st that q
 // selects, built while st hands them over an hour at a time
-// (series.EachHourly): the records are never held whole (a month of 1,000
-// lanes at 3 sites: 2.16 M), and the report is built while the store
-// still reads. When it cannot be built so (more than 64 sites, a lane
-// named like a lane@site column, an InfluxQL answer out of time order),
-// the records are read again whole and go through Swings.
+// (series.EachHourly): from a store that streams them (InfluxDB through
+// InfluxQL) the records are never held whole (a month of 1,000 lanes at 3
+// sites: 2.16 M), and the report is built while the store still reads;
+// the file store and a Flux read hand them over from a whole read. When
+// it cannot be built so (more than 64 sites, a lane named like a lane@site
+// column, an InfluxQL answer out of time order), the records are read
+// again whole and go through Swings.
 func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
 	opt, column := swingsOptions(cfg, from, to, days, perSite)
 	sb := swings.NewSites(opt, column)

@@ -96,8 +96,9 @@ func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind poi
 // HourlyEach hands fn the hourly points q selects an hour at a time
 // (HourlyStreamer): through the inner store's streaming read when the
 // spool adds nothing to it, otherwise from Hourly's merged answer. fn
-// runs under the spool's read lock: it must not call the spool, not even
-// to read (a read waits behind a writer waiting for the lock: deadlock).
+// may run under the spool's read lock (the streamed read holds it
+// throughout): it must not call the spool, not even to read (a read waits
+// behind a writer waiting for the lock: deadlock).
 func (s *Spool) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly) error) error {
 	s.mu.RLock()
 	none, err := spoolAddsNothing(ctx, s, q.matcher(), kindHourly, decodeHourly, hourlyKey, nil)

@@ -181,12 +181,12 @@ func (b *builder) finish(lanes []Lane) *Report {
 	return r
 }
 
-// inLane is a lane of the store's records during ComputeSites: its
+// inLane is a lane of the store's records during a Sites build: its
 // lane-hour being merged and the sites it was seen at.
 type inLane struct {
 	name   string
 	merged *laneAcc // its lane in the report (nil until a record in the window)
-	gen    int      // the hour (ComputeSites' count) the fields below merge
+	gen    int      // the hour (Sites' count) the fields below merge
 	kind   string   // the lane-hour's first record's kind
 	wq, wc float64
 	n, f   int64
