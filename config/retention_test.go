@@ -23,7 +23,7 @@ func TestRetentionDays(t *testing.T) {
 		{"negative", "store: {retention_days: -1}\n" + lane, 0, `:1: store.retention_days: must be between 0 and 36500 (0 keeps every probe), got -1`},
 		{"too long", "store: {retention_days: 36501}\n" + lane, 0, `store.retention_days: must be between 0 and 36500`},
 		{"fraction", "store: {retention_days: 1.5}\n" + lane, 0, `:1: store.retention_days: want an integer, got "1.5"`},
-		{"influx", "store: {kind: influx, url: \"http://h:8086\", retention_days: 30}\n" + lane, 0, `store.retention_days: kind file only: on InfluxDB, old probe points are deleted on the server (docs/schema.md, Retention)`},
+		{"influx", "store: {kind: influx, url: \"http://h:8086\", retention_days: 30}\n" + lane, 0, `store.retention_days: kind file only: on InfluxDB, old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)`},
 		{"shorter than the calibrated rule reads", "store: {retention_days: 20}\n" + lane, 0, `store.retention_days: 20 days prunes probes the calibrated rule reads: it learns from twice policy.lookback_days (14), so keep at least 28`},
 		{"as long as it reads", "store: {retention_days: 28}\n" + lane, 28, ""},
 		{"short under rule max", "store: {retention_days: 3}\npolicy: {rule: max}\n" + lane, 3, ""},

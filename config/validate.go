@@ -121,7 +121,7 @@ func (c *Config) validateStore() error {
 			return err
 		}
 		if s.RetentionDays != 0 {
-			return fieldErr("store.retention_days", "kind file only: on InfluxDB, old probe points are deleted on the server (docs/schema.md, Retention)")
+			return fieldErr("store.retention_days", "kind file only: on InfluxDB, old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)")
 		}
 		if s.Bucket == "" {
 			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")

@@ -60,8 +60,10 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 		return nil, err
 	}
 	m := q.matcher()
-	if none, err := spoolAddsNothing(ctx, s, m, kind, decode, key, replace); err != nil || none {
-		return pts, err
+	if none, err := spoolAddsNothing(ctx, s, m, kind, decode, key, replace); err != nil {
+		return nil, err
+	} else if none {
+		return pts, nil
 	}
 	withDead := kind == kindProbe
 	l := newLatest(key)

@@ -39,7 +39,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return err
 	}
 	if cfg.Store.Kind != config.StoreFile {
-		return fmt.Errorf("prune: store.kind is %s: old probe points are deleted on the server (docs/schema.md, Retention)", cfg.Store.Kind)
+		return fmt.Errorf("prune: store.kind is %s: old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)", cfg.Store.Kind)
 	}
 	if cfg.Store.RetentionDays == 0 {
 		fmt.Fprintf(stdout, "store.retention_days is 0 in %s: every probe is kept, nothing pruned\n", *configPath)
