@@ -65,12 +65,20 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 	} else if none {
 		return pts, nil
 	}
-	withDead := kind == kindProbe
+	return spoolMerge(ctx, s, pts, m, kind, decode, key, replace)
+}
+
+// spoolMerge returns the inner store's points pts merged with those of
+// kind that m selects in the dead-letter file (for probes) and the spool,
+// a later line replacing an earlier point unless replace says no. s.mu
+// must be held (shared is enough).
+func spoolMerge[T any](ctx context.Context, s *Spool, pts []T, m *matcher, kind pointKind,
+	decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
 	l := newLatest(key)
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := localMerge(ctx, s, l, m, withDead, kind, decode, replace); err != nil {
+	if err := localMerge(ctx, s, l, m, kind == kindProbe, kind, decode, replace); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil
@@ -97,22 +105,26 @@ func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind poi
 
 // HourlyEach hands fn the hourly points q selects an hour at a time
 // (HourlyStreamer): through the inner store's streaming read when the
-// spool adds nothing to it, otherwise from Hourly's merged answer. fn
-// may run under the spool's read lock (the streamed read holds it
-// throughout): it must not call the spool, not even to read (a read waits
-// behind a writer waiting for the lock: deadlock).
+// spool adds nothing to it, otherwise from the merged whole read. fn runs
+// under the spool's read lock, so that the read sees the spool and the
+// store at one moment: it must not call the spool, not even to read (a
+// read waits behind a writer waiting for the lock: deadlock).
 func (s *Spool) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly) error) error {
 	s.mu.RLock()
-	none, err := spoolAddsNothing(ctx, s, q.matcher(), kindHourly, decodeHourly, hourlyKey, nil)
-	if err == nil && none {
-		defer s.mu.RUnlock()
-		return EachHourly(ctx, s.inner, q, fn)
-	}
-	s.mu.RUnlock()
+	defer s.mu.RUnlock()
+	m := q.matcher()
+	none, err := spoolAddsNothing(ctx, s, m, kindHourly, decodeHourly, hourlyKey, nil)
 	if err != nil {
 		return err
 	}
-	hs, err := s.Hourly(ctx, q)
+	if none {
+		return EachHourly(ctx, s.inner, q, fn)
+	}
+	pts, err := s.inner.Hourly(ctx, q)
+	if err != nil {
+		return err
+	}
+	hs, err := spoolMerge(ctx, s, pts, m, kindHourly, decodeHourly, hourlyKey, nil)
 	if err != nil {
 		return err
 	}
