@@ -99,6 +99,18 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	return s, nil
 }
 
+// writable returns the error of op (a write or a prune) on a store that
+// is closed or read-only, nil on a writer's. s.mu must be held.
+func (s *File) writable(op string) error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("%s %s: %w", op, s.path, os.ErrClosed)
+	case s.w == nil:
+		return fmt.Errorf("%s %s: %w", op, s.path, errReadOnly)
+	}
+	return nil
+}
+
 // Path returns the file's resolved path.
 func (s *File) Path() string { return s.path }
 
@@ -111,11 +123,8 @@ func (s *File) Write(ctx context.Context, probes []Probe, hourly []Hourly) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return fmt.Errorf("write %s: %w", s.path, os.ErrClosed)
-	case s.w == nil:
-		return fmt.Errorf("write %s: %w", s.path, errReadOnly)
+	if err := s.writable("write"); err != nil {
+		return err
 	}
 	b, err := s.enc.round(probes, hourly)
 	if err != nil {

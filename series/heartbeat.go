@@ -90,11 +90,8 @@ func (s *File) WriteHeartbeat(ctx context.Context, b Heartbeat) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return fmt.Errorf("write %s: %w", s.path, os.ErrClosed)
-	case s.w == nil:
-		return fmt.Errorf("write %s: %w", s.path, errReadOnly)
+	if err := s.writable("write"); err != nil {
+		return err
 	}
 	line, err := s.enc.heartbeat(&b)
 	if err != nil {
@@ -188,15 +185,7 @@ func (s *Influx) fluxHeartbeats(site string, span [2]int64) string {
 	} else {
 		fmt.Fprintf(&b, "  |> filter(fn: (r) => r.%s == %s)\n", TagSite, fluxString(site))
 	}
-	b.WriteString("  |> filter(fn: (r) => ")
-	for i, f := range heartbeatFields {
-		if i > 0 {
-			b.WriteString(" or ")
-		}
-		fmt.Fprintf(&b, "r._field == %s", fluxString(f))
-	}
-	b.WriteString(")\n")
-	b.WriteString("  |> pivot(rowKey: [\"_time\"], columnKey: [\"_field\"], valueColumn: \"_value\")\n")
+	fluxFieldsPivot(&b, heartbeatFields)
 	return b.String()
 }
 

@@ -509,16 +509,22 @@ func (s *Influx) flux(measurement string, fields []string, span [2]int64, m *mat
 		}
 		b.WriteString(")\n")
 	}
+	fluxFieldsPivot(&b, fields)
+	return b.String()
+}
+
+// fluxFieldsPivot ends a Flux read: the fields kept, then one row per
+// point (a column per field).
+func fluxFieldsPivot(b *strings.Builder, fields []string) {
 	b.WriteString("  |> filter(fn: (r) => ")
 	for i, f := range fields {
 		if i > 0 {
 			b.WriteString(" or ")
 		}
-		fmt.Fprintf(&b, "r._field == %s", fluxString(f))
+		fmt.Fprintf(b, "r._field == %s", fluxString(f))
 	}
 	b.WriteString(")\n")
 	b.WriteString("  |> pivot(rowKey: [\"_time\"], columnKey: [\"_field\"], valueColumn: \"_value\")\n")
-	return b.String()
 }
 
 // query runs a Flux query and hands each row to row, checking the result's

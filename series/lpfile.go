@@ -328,22 +328,35 @@ func (a *appendFile) close() error {
 // named pipe would block the open, a device read without end.
 // Its own errors do not repeat the path: callers name the file.
 func readLocked(ctx context.Context, path string, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	f, err := openShared(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	return unpathOf(lineproto.ScanLines(ctx, f, fn, long), path)
+}
+
+// openShared opens the regular file at path for reading under a shared
+// flock: a named pipe would block the open, a device read without end.
+// Its errors do not repeat the path: callers name the file.
+func openShared(path string) (*os.File, error) {
 	if e := notRegular(path); e != nil {
 		e.path, e.target = "", "" // the caller names the (resolved) file
-		return e
+		return nil, e
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return unpathOf(err, path)
+		return nil, unpathOf(err, path)
 	}
-	defer func() { _ = f.Close() }()
 	if e := fstatNotRegular(f); e != nil {
-		return e
+		_ = f.Close()
+		return nil, e
 	}
 	if err := lockShared(f); err != nil {
-		return fmt.Errorf("lock: %w", err)
+		_ = f.Close()
+		return nil, fmt.Errorf("lock: %w", err)
 	}
-	return unpathOf(lineproto.ScanLines(ctx, f, fn, long), path)
+	return f, nil
 }
 
 // syncDir fsyncs a folder so that entries created in it are durable. It is

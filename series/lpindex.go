@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
@@ -198,21 +197,11 @@ func (b *indexBuilder) close() {
 // write to leaves the file unindexed).
 func scanIndexed(ctx context.Context, path string, ix *indexConf, want pointKind, m *matcher,
 	fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
-	if e := notRegular(path); e != nil {
-		e.path, e.target = "", ""
-		return e
-	}
-	f, err := os.Open(path)
+	f, err := openShared(path)
 	if err != nil {
-		return unpathOf(err, path)
+		return err
 	}
 	defer func() { _ = f.Close() }()
-	if e := fstatNotRegular(f); e != nil {
-		return e
-	}
-	if err := lockShared(f); err != nil {
-		return fmt.Errorf("lock: %w", err)
-	}
 	fi, err := f.Stat()
 	if err != nil {
 		return unpathOf(err, path)

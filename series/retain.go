@@ -56,11 +56,8 @@ func (s *File) Prune(ctx context.Context, cut time.Time, opts PruneOptions) (Pru
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return st, fmt.Errorf("prune %s: %w", s.path, os.ErrClosed)
-	case s.w == nil:
-		return st, fmt.Errorf("prune %s: %w", s.path, errReadOnly)
+	if err := s.writable("prune"); err != nil {
+		return st, err
 	}
 	if err := s.w.checkPath(); err != nil {
 		return st, fmt.Errorf("prune %s: %w", s.path, err)
