@@ -326,12 +326,10 @@ func (nw *newestOf) add(pr series.Probe) {
 // the records come from more than one site, each lane is followed by one
 // column per site, named lane@site.
 func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
-	opt, column := swingsOptions(cfg, from, to, days, perSite)
+	opt, column, lanesOf := swingsOptions(cfg, from, to, days, perSite)
 	// One pass over the records, no merged copy of them (a month of 1,000
 	// lanes at 3 sites: 2.9 M records), when they come by time.
-	if rep, ok := swings.ComputeSites(recs, opt, column, func(sitesOf map[string][]string) ([]swings.Lane, bool) {
-		return swingsLanes(cfg, sitesOf, perSite)
-	}); ok {
+	if rep, ok := swings.ComputeSites(recs, opt, column, lanesOf); ok {
 		return rep
 	}
 	sitesOf := map[string][]string{}
@@ -365,7 +363,7 @@ var errTwoPasses = errors.New("swings: the report needs the records whole")
 // column, an InfluxQL answer out of time order), the records are read
 // again whole and go through Swings.
 func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
-	opt, column := swingsOptions(cfg, from, to, days, perSite)
+	opt, column, lanesOf := swingsOptions(cfg, from, to, days, perSite)
 	sb := swings.NewSites(opt, column)
 	err := series.EachHourly(ctx, st, q, func(hs []series.Hourly) error {
 		if !sb.Add(hs) {
@@ -377,9 +375,7 @@ func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series
 		return nil, err
 	}
 	if err == nil {
-		if rep, ok := sb.Finish(func(sitesOf map[string][]string) ([]swings.Lane, bool) {
-			return swingsLanes(cfg, sitesOf, perSite)
-		}); ok {
+		if rep, ok := sb.Finish(lanesOf); ok {
 			return rep, nil
 		}
 	}
@@ -391,9 +387,10 @@ func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series
 }
 
 // swingsOptions returns the report's options (the window and the
-// config's classes, without the lanes) and its lane@site naming, nil
-// unless perSite.
-func swingsOptions(cfg *config.Config, from, to time.Time, days int, perSite bool) (swings.Options, func(lane, site string) string) {
+// config's classes, without the lanes), its lane@site naming (nil unless
+// perSite) and the lanes it lists for the sites of each lane of the
+// records (swingsLanes).
+func swingsOptions(cfg *config.Config, from, to time.Time, days int, perSite bool) (swings.Options, func(lane, site string) string, func(map[string][]string) ([]swings.Lane, bool)) {
 	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
 	for i, c := range cfg.Policy.Classes {
 		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
@@ -403,7 +400,8 @@ func swingsOptions(cfg *config.Config, from, to time.Time, days int, perSite boo
 	if perSite {
 		column = siteLane
 	}
-	return opt, column
+	lanesOf := func(sitesOf map[string][]string) ([]swings.Lane, bool) { return swingsLanes(cfg, sitesOf, perSite) }
+	return opt, column, lanesOf
 }
 
 // swingsLanes returns the lanes a swings report lists even without data
