@@ -37,6 +37,10 @@ type lane struct {
 	hang  map[string]bool
 	hits  atomic.Int64
 	mu    sync.Mutex // guards delay and hang once requests are in flight (set, setHang)
+	// onHit, when set, is called with each request's number (from 1) as
+	// the request arrives, before any delay: a test can act on what the
+	// server saw rather than on its own clock.
+	onHit func(n int64)
 }
 
 // set changes a model's delay while requests of abandoned rounds may still
@@ -55,7 +59,9 @@ func (l *lane) setHang(model string, h bool) {
 }
 
 func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	l.hits.Add(1)
+	if n := l.hits.Add(1); l.onHit != nil {
+		l.onHit(n)
+	}
 	body := make([]byte, 4096)
 	n, _ := r.Body.Read(body)
 	model := ""
@@ -207,12 +213,16 @@ func TestHungLanesDoNotTakeHealthyOnes(t *testing.T) {
 // A daemon stopping mid-round finishes and stores the probes in flight and
 // does not start the rest: they are not probes at all, not timeouts.
 func TestStopStartsNothingNew(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Stop when lane a's request reaches the server (400 ms before its
+	// answer, so before b could start), not at a fixed time: on a loaded
+	// machine the round's reading and booking before it can take longer
+	// than any fixed delay, and nothing would have started.
 	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 400 * time.Millisecond, "b": 400 * time.Millisecond,
-		"c": 400 * time.Millisecond, "d": 400 * time.Millisecond}})
+		"c": 400 * time.Millisecond, "d": 400 * time.Millisecond}, onHit: func(int64) { cancel() }})
 	defer srv.Close()
 	s, st := setup(t, srv, []string{"a", "b", "c", "d"}, "concurrency: 1\n", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(150*time.Millisecond, cancel)
 	r, err := s.Run(ctx, false, false)
 	if err != nil {
 		t.Fatal(err)
