@@ -248,16 +248,26 @@ func TestStopStartsNothingNew(t *testing.T) {
 // it had sent as cancelled, with its wait so far: the request was sent (the
 // budget counts it), and its hour is not failed by it but knows the wait.
 func TestInterruptStoresCancelled(t *testing.T) {
-	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 5 * time.Second}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Interrupt 100 ms after the server has the request, not 100 ms after
+	// Run starts: on a loaded machine the round's reading and booking can
+	// take that long, and the probe would be sent after the interrupt, or
+	// have waited less than the 0.05 s below. The request was written
+	// before the server read it, so its wait is at least the 100 ms.
+	interrupted := make(chan time.Time, 1)
+	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 5 * time.Second}, onHit: func(int64) {
+		time.AfterFunc(100*time.Millisecond, func() {
+			interrupted <- time.Now()
+			cancel()
+		})
+	}})
 	defer srv.Close()
 	s, st := setup(t, srv, []string{"a"}, "", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	start := time.Now()
 	if _, err := s.Run(ctx, false, true); err != sampler.ErrInterrupted {
 		t.Fatalf("Run = %v, want ErrInterrupted", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(<-interrupted); d > 2*time.Second {
 		t.Errorf("took %s after the interrupt", d)
 	}
 	got := stored(t, st)
