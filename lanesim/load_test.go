@@ -189,23 +189,9 @@ func TestBackgroundLoad(t *testing.T) {
 			o.Seed = 7
 			s, ts := start(t, o)
 			time.Sleep(200 * time.Millisecond) // let the load build up
-			stop, stalled := make(chan struct{}), make(chan time.Duration)
-			go func() {
-				var most time.Duration
-				for {
-					t0 := time.Now()
-					select {
-					case <-stop:
-						stalled <- most
-						return
-					case <-time.After(time.Millisecond):
-						most = max(most, time.Since(t0)-time.Millisecond)
-					}
-				}
-			}()
+			stalls := watchStalls()
 			r, err := do(ts, openaiPath, openaiBody(""))
-			close(stop)
-			stall := <-stalled
+			stall := stalls()
 			if err != nil {
 				t.Fatal(err)
 			}
