@@ -33,7 +33,14 @@ type scenario struct {
 	_           struct{}                 //
 }
 
-const shortTimeout = 300 * time.Millisecond
+// shortTimeout is the timeout of the stall scenarios. Within it the
+// probe must connect, send and see the headers (and, for "stall after
+// first token", a token) before the stall: under -race, beside this
+// test's other parallel scenarios (megabyte lines, a gzip bomb) on a
+// loaded 2-core machine, that can take a few hundred milliseconds, so
+// it is a second, which costs the test that second once (the scenarios
+// run in parallel).
+const shortTimeout = time.Second
 
 func short(t *Target) { t.Timeout = shortTimeout }
 
@@ -168,7 +175,7 @@ func scenarios() []scenario {
 			header: map[string]string{"Content-Encoding": "gzip"}, stall: true}, tweak: short,
 			want: Timeout, status: 200, headersSeen: true},
 		{name: "caller cancels", api: OpenAI, sc: script{steps: []step{{0, oaRole()}}, stall: true},
-			cancelAfter: 100 * time.Millisecond, want: Timeout, status: 200, headersSeen: true,
+			cancelAfter: 500 * time.Millisecond, want: Timeout, status: 200, headersSeen: true, // headers first: see shortTimeout
 			cause: context.Canceled, detail: "canceled"},
 
 		{name: "openai error chunk", api: OpenAI, sc: script{steps: []step{{0, oaText(genText)},

@@ -37,6 +37,10 @@ type lane struct {
 	hang  map[string]bool
 	hits  atomic.Int64
 	mu    sync.Mutex // guards delay and hang once requests are in flight (set, setHang)
+	// onHit, when set, is called with each request's number (from 1) as
+	// the request arrives, before any delay: a test can act on what the
+	// server saw rather than on its own clock.
+	onHit func(n int64)
 }
 
 // set changes a model's delay while requests of abandoned rounds may still
@@ -55,7 +59,9 @@ func (l *lane) setHang(model string, h bool) {
 }
 
 func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	l.hits.Add(1)
+	if n := l.hits.Add(1); l.onHit != nil {
+		l.onHit(n)
+	}
 	body := make([]byte, 4096)
 	n, _ := r.Body.Read(body)
 	model := ""
@@ -184,8 +190,13 @@ func TestHungLanesDoNotTakeHealthyOnes(t *testing.T) {
 	srv := httptest.NewServer(&lane{hang: hang})
 	defer srv.Close()
 	s, st := setup(t, srv, names, "concurrency: 4\n", ", timeout: 1s")
-	if _, err := s.Run(context.Background(), false, false); err != nil {
+	r, err := s.Run(context.Background(), false, false)
+	if err != nil {
 		t.Fatal(err)
+	}
+	sentS := map[string]float64{} // start → request written, per lane
+	for _, sm := range r.Samples {
+		sentS[sm.Lane] = sm.SentS()
 	}
 	got := stored(t, st)
 	if len(got) != 32 {
@@ -197,9 +208,13 @@ func TestHungLanesDoNotTakeHealthyOnes(t *testing.T) {
 		}
 	}
 	for n := range hang {
+		// The wait runs from the request written to the 1 s timeout that
+		// began at the probe's start: with the time it took to send (a
+		// connect on a loaded machine can take 100 ms) it is about 1 s.
 		p := got[n]
-		if p.Outcome != "timeout" || p.QueueS < 0.9 || p.QueueS > 1.5 {
-			t.Errorf("hung lane %s stored as %s with wait %.3f; want a timeout waited about its 1 s", n, p.Outcome, p.QueueS)
+		if p.Outcome != "timeout" || p.QueueS+sentS[n] < 0.9 || p.QueueS > 1.5 {
+			t.Errorf("hung lane %s stored as %s with wait %.3f (sent after %.3f); want a timeout waited about its 1 s",
+				n, p.Outcome, p.QueueS, sentS[n])
 		}
 	}
 }
@@ -207,12 +222,16 @@ func TestHungLanesDoNotTakeHealthyOnes(t *testing.T) {
 // A daemon stopping mid-round finishes and stores the probes in flight and
 // does not start the rest: they are not probes at all, not timeouts.
 func TestStopStartsNothingNew(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Stop when lane a's request reaches the server (400 ms before its
+	// answer, so before b could start), not at a fixed time: on a loaded
+	// machine the round's reading and booking before it can take longer
+	// than any fixed delay, and nothing would have started.
 	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 400 * time.Millisecond, "b": 400 * time.Millisecond,
-		"c": 400 * time.Millisecond, "d": 400 * time.Millisecond}})
+		"c": 400 * time.Millisecond, "d": 400 * time.Millisecond}, onHit: func(int64) { cancel() }})
 	defer srv.Close()
 	s, st := setup(t, srv, []string{"a", "b", "c", "d"}, "concurrency: 1\n", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(150*time.Millisecond, cancel)
 	r, err := s.Run(ctx, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -238,16 +257,26 @@ func TestStopStartsNothingNew(t *testing.T) {
 // it had sent as cancelled, with its wait so far: the request was sent (the
 // budget counts it), and its hour is not failed by it but knows the wait.
 func TestInterruptStoresCancelled(t *testing.T) {
-	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 5 * time.Second}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Interrupt 100 ms after the server has the request, not 100 ms after
+	// Run starts: on a loaded machine the round's reading and booking can
+	// take that long, and the probe would be sent after the interrupt, or
+	// have waited less than the 0.05 s below. The request was written
+	// before the server read it, so its wait is at least the 100 ms.
+	interrupted := make(chan time.Time, 1)
+	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 5 * time.Second}, onHit: func(int64) {
+		time.AfterFunc(100*time.Millisecond, func() {
+			interrupted <- time.Now()
+			cancel()
+		})
+	}})
 	defer srv.Close()
 	s, st := setup(t, srv, []string{"a"}, "", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	start := time.Now()
 	if _, err := s.Run(ctx, false, true); err != sampler.ErrInterrupted {
 		t.Fatalf("Run = %v, want ErrInterrupted", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(<-interrupted); d > 2*time.Second {
 		t.Errorf("took %s after the interrupt", d)
 	}
 	got := stored(t, st)
