@@ -1,0 +1,260 @@
+package series_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/series"
+)
+
+// Tests for the survivors of the sixth round's mutation run of each.go and
+// spoolread.go's HourlyEach (TESTING.md, "series: the streamed reads").
+
+// qlRow is one row of a fake InfluxQL answer of queue_hourly.
+type qlRow struct {
+	ns               int64
+	lane, kind, site string
+	wq               float64 // unique per row: tells which copy of a key won
+}
+
+// randomAnswerServer answers InfluxQL reads of queue_hourly with the rows
+// of rows whose time lies in the span asked for, in rows' order (by time;
+// within a time, any order, keys repeated), ignoring the query's lane and
+// site filters (the store drops what it did not ask for). It counts the
+// queries it answered in queries.
+func randomAnswerServer(t *testing.T, rows []qlRow, queries *atomic.Int64) *series.Influx {
+	t.Helper()
+	fake := &fakeInflux{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/query" || !strings.Contains(r.FormValue("q"), "queue_hourly") {
+			fake.ServeHTTP(w, r)
+			return
+		}
+		q := r.FormValue("q")
+		var from, to int64
+		if _, err := fmt.Sscanf(q[strings.Index(q, "time >= "):], "time >= %d AND time < %d", &from, &to); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		queries.Add(1)
+		var vals []string
+		for _, p := range rows {
+			if p.ns >= from && p.ns < to {
+				vals = append(vals, fmt.Sprintf(`[%d,%g,%q,%q,%q]`, p.ns, p.wq, p.lane, p.kind, p.site))
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if len(vals) == 0 {
+			fmt.Fprint(w, `{"results":[{"statement_id":0}]}`)
+			return
+		}
+		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","lane","kind","site"],"values":[%s]}]}]}`, strings.Join(vals, ","))
+	}))
+	t.Cleanup(srv.Close)
+	st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// wantOf is what a read of q returns of rows: the rows q selects, sorted
+// by time, lane, kind and site, the last row of a key kept.
+func wantOf(rows []qlRow, q series.Query) []qlRow {
+	in := func(p qlRow) bool {
+		if q.Lanes != nil && !slices.Contains(q.Lanes, p.lane) || q.Sites != nil && !slices.Contains(q.Sites, p.site) {
+			return false
+		}
+		for _, w := range q.Windows {
+			if p.ns >= w.From.UnixNano() && p.ns < w.To.UnixNano() {
+				return true
+			}
+		}
+		return false
+	}
+	byKey := func(a, b qlRow) int {
+		return cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.lane, b.lane), cmp.Compare(a.kind, b.kind), cmp.Compare(a.site, b.site))
+	}
+	var out []qlRow
+	for _, p := range rows {
+		if in(p) {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, byKey)
+	var uniq []qlRow
+	for i, p := range out {
+		if i+1 < len(out) && byKey(p, out[i+1]) == 0 {
+			continue // a later row of the key follows
+		}
+		uniq = append(uniq, p)
+	}
+	return uniq
+}
+
+func rowOf(h series.Hourly) qlRow {
+	return qlRow{h.Hour.UnixNano(), h.Lane, h.Kind, h.Site, h.WorstQueueS}
+}
+
+// A streamed InfluxQL read hands over exactly what Hourly returns, and
+// what the answer holds: for random answers (hours with no row, a row, or
+// many in any order, keys repeated, series that keep coming) and random
+// queries (one to three windows, so random piece boundaries; lanes and
+// sites narrowed or not), each run one time's points, sorted and unique,
+// the runs in time order, none empty.
+func TestEachHourlyIsHourlyForRandomAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 29))
+	first := hour0.Add(-10 * 24 * time.Hour)
+	lanes := []string{"a", "b", "c", "d"}
+	kinds := []string{"free", "paid"}
+	sites := []string{"", "fra1", "iad1"}
+	for n := range 60 {
+		var rows []qlRow
+		pool := 1 + rng.IntN(6)
+		for h := range 10 * 24 {
+			if rng.IntN(4) == 0 {
+				continue // an hour with no row
+			}
+			pool = min(pool+rng.IntN(2)*rng.IntN(2), len(lanes)*len(kinds)*len(sites))
+			ns := first.Add(time.Duration(h) * time.Hour).UnixNano()
+			for range rng.IntN(2 * pool) {
+				s := rng.IntN(pool)
+				rows = append(rows, qlRow{ns, lanes[s%len(lanes)], kinds[s/len(lanes)%len(kinds)], sites[s/len(lanes)/len(kinds)], float64(len(rows))})
+			}
+		}
+		// One to three disjoint windows, anywhere in the 10 days (and
+		// past them), on whole hours or not.
+		var bounds []time.Duration
+		for range 2 * (1 + rng.IntN(3)) {
+			bounds = append(bounds, time.Duration(rng.IntN(11*24*60))*time.Minute)
+		}
+		slices.Sort(bounds)
+		var q series.Query
+		for i := 0; i < len(bounds); i += 2 {
+			if bounds[i] < bounds[i+1] {
+				q.Windows = append(q.Windows, series.Window{From: first.Add(bounds[i]), To: first.Add(bounds[i+1])})
+			}
+		}
+		if n%3 == 0 {
+			q.Lanes = []string{"a", "c"}
+		}
+		if n%4 == 1 {
+			q.Sites = []string{"", "iad1"}
+		}
+		var queries atomic.Int64
+		st := randomAnswerServer(t, rows, &queries)
+		hs, err := st.Hourly(ctx, q)
+		if err != nil {
+			t.Fatalf("case %d: Hourly: %v", n, err)
+		}
+		want := wantOf(rows, q)
+		var wholeRows []qlRow
+		for _, h := range hs {
+			wholeRows = append(wholeRows, rowOf(h))
+		}
+		if !slices.Equal(wholeRows, want) {
+			t.Fatalf("case %d: Hourly gave %d points; want the answer's %d, sorted and unique", n, len(hs), len(want))
+		}
+		queries.Store(0)
+		runs, err := eachRuns(t, st, q)
+		if err != nil {
+			t.Fatalf("case %d: EachHourly: %v", n, err)
+		}
+		if len(q.Windows) > 0 && queries.Load() == 0 {
+			t.Fatalf("case %d: EachHourly asked nothing of the server", n)
+		}
+		for i, r := range runs {
+			if len(r) == 0 {
+				t.Fatalf("case %d: run %d is empty", n, i)
+			}
+			for _, h := range r {
+				if !h.Hour.Equal(r[0].Hour) {
+					t.Fatalf("case %d: run %d holds %v and %v; want one time per run", n, i, r[0].Hour, h.Hour)
+				}
+			}
+			if i > 0 && !runs[i-1][0].Hour.Before(r[0].Hour) {
+				t.Fatalf("case %d: run %d (%v) does not follow run %d (%v)", n, i, r[0].Hour, i-1, runs[i-1][0].Hour)
+			}
+		}
+		if got := slices.Concat(runs...); !slices.Equal(got, hs) {
+			t.Fatalf("case %d (%d windows, %d queries): EachHourly handed %d points in %d runs; want Hourly's %d",
+				n, len(q.Windows), queries.Load(), len(got), len(runs), len(hs))
+		}
+	}
+}
+
+// failingHourly is a Store without a streaming read whose Hourly fails.
+type failingHourly struct {
+	series.Store
+	err error
+}
+
+func (f failingHourly) Hourly(context.Context, series.Query) ([]series.Hourly, error) {
+	return nil, f.err
+}
+
+// EachHourly over a store without a streaming read (the file store) hands
+// over Hourly's answer an hour at a time, for random records written in
+// any order; and returns Hourly's error as it is, calling fn never.
+func TestEachHourlyOfAWholeRead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 17))
+	for n := range 20 {
+		st, err := series.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), series.FileOptions{Warn: failOnWarn(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := any(st).(series.HourlyStreamer); ok {
+			t.Fatal("the file store streams: this test needs a store that does not")
+		}
+		var hs []series.Hourly
+		for range rng.IntN(200) {
+			hs = append(hs, series.Hourly{Lane: fmt.Sprintf("l%d", rng.IntN(5)), Kind: "free", Site: []string{"", "fra1"}[rng.IntN(2)],
+				Hour: hour0.Add(-time.Duration(rng.IntN(48)) * time.Hour), WorstQueueS: float64(rng.IntN(100)), Samples: 1})
+		}
+		if err := st.Write(ctx, nil, hs); err != nil {
+			t.Fatal(err)
+		}
+		q := series.Between(hour0.Add(-time.Duration(rng.IntN(60))*time.Hour), hour0.Add(time.Hour))
+		want, err := st.Hourly(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := eachRuns(t, st, q)
+		if err != nil {
+			t.Fatalf("case %d: EachHourly: %v", n, err)
+		}
+		if got := slices.Concat(runs...); !slices.Equal(got, want) {
+			t.Fatalf("case %d: EachHourly handed %d points; want Hourly's %d", n, len(got), len(want))
+		}
+		for i, r := range runs {
+			if len(r) == 0 || !r[0].Hour.Equal(r[len(r)-1].Hour) || i > 0 && !runs[i-1][0].Hour.Before(r[0].Hour) {
+				t.Fatalf("case %d: run %d is not one time's points after the run before", n, i)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	boom := errors.New("disk on fire")
+	called := false
+	err := series.EachHourly(ctx, failingHourly{err: boom}, series.Between(hour0, hour0.Add(time.Hour)), func([]series.Hourly) error {
+		called = true
+		return nil
+	})
+	if err != boom || called {
+		t.Errorf("EachHourly of a failing Hourly = %v (fn called: %t); want its error as it is, fn never called", err, called)
+	}
+}
