@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -257,4 +258,97 @@ func TestEachHourlyOfAWholeRead(t *testing.T) {
 	if err != boom || called {
 		t.Errorf("EachHourly of a failing Hourly = %v (fn called: %t); want its error as it is, fn never called", err, called)
 	}
+}
+
+// hourlyFails is a spool's inner store whose writes fail as an outage (so
+// the spool keeps them) and whose hourly reads fail with err when set.
+type hourlyFails struct {
+	*switchStore
+	err error
+}
+
+func (h *hourlyFails) Hourly(ctx context.Context, q series.Query) ([]series.Hourly, error) {
+	if h.err != nil {
+		return nil, h.err
+	}
+	return h.switchStore.Hourly(ctx, q)
+}
+
+// A spool's streamed hourly read fails when it cannot be read whole: the
+// inner store's read fails while the spool holds points (merged from a
+// whole read), the context ended before a reader's spool files were read,
+// or the writer's spool file cannot be read; Hourly fails alike. fn is
+// never called: a failed read is no empty answer.
+func TestSpoolHourlyEachFails(t *testing.T) {
+	boom := errors.New("store on fire")
+	spooled := series.Hourly{Lane: "a", Kind: "free", Site: "fra1", Hour: hour0, WorstQueueS: 3, Samples: 1}
+	q := series.Between(hour0.Add(-time.Hour), hour0.Add(time.Hour))
+	for _, c := range []struct {
+		name string
+		// open returns the spool to read (with spooled in its file) and
+		// the context to read with
+		open func(t *testing.T, path string) (*series.Spool, context.Context)
+		want error // errors.Is the error, when not nil
+	}{
+		{"the inner store's read fails", func(t *testing.T, path string) (*series.Spool, context.Context) {
+			inner := &hourlyFails{switchStore: newSwitchStore(t, "down", 0)}
+			sp := spoolWith(t, inner, path, spooled)
+			inner.err = boom
+			return sp, ctx
+		}, boom},
+		{"a reader's, the context ended", func(t *testing.T, path string) (*series.Spool, context.Context) {
+			w := spoolWith(t, newSwitchStore(t, "down", 0), path, spooled)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := series.OpenSpool(newSwitchStore(t, "up", 0), series.SpoolOptions{Path: path, ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Close() })
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			return r, done
+		}, context.Canceled},
+		{"the writer's spool file is not readable", func(t *testing.T, path string) (*series.Spool, context.Context) {
+			sp := spoolWith(t, newSwitchStore(t, "down", 0), path, spooled)
+			if err := os.Rename(path, path+".moved"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return sp, ctx
+		}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sp, rctx := c.open(t, filepath.Join(t.TempDir(), "spool.lp"))
+			called := false
+			err := series.EachHourly(rctx, sp, q, func([]series.Hourly) error {
+				called = true
+				return nil
+			})
+			if err == nil || called || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("EachHourly = %v (fn called: %t); want an error (%v), fn never called", err, called, c.want)
+			}
+			if hs, err := sp.Hourly(rctx, q); err == nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("Hourly = %d points, %v; want an error (%v)", len(hs), err, c.want)
+			}
+		})
+	}
+}
+
+// spoolWith opens a writing spool at path over inner (down: writes are
+// spooled) and writes the points, which it keeps.
+func spoolWith(t *testing.T, inner series.Store, path string, hs ...series.Hourly) *series.Spool {
+	t.Helper()
+	sp, err := series.OpenSpool(inner, series.SpoolOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sp.Close() })
+	if err := sp.Write(ctx, nil, hs); err != nil || sp.SpoolDepth() != len(hs) {
+		t.Fatalf("Write = %v, depth %d; want nil, %d (spooled)", err, sp.SpoolDepth(), len(hs))
+	}
+	return sp
 }
