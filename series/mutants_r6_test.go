@@ -352,3 +352,123 @@ func spoolWith(t *testing.T, inner series.Store, path string, hs ...series.Hourl
 	}
 	return sp
 }
+
+// gatedServer answers InfluxQL reads of queue_hourly with one point (lane
+// "a") for each hour of the span asked for, in two chunks: the first
+// half's hours, then, once gate is closed or after 10 s, the rest. late is
+// set when it waited the 10 s: the reader handed nothing over until the
+// answer was whole.
+func gatedServer(t *testing.T, gate <-chan struct{}, late *atomic.Bool) *series.Influx {
+	t.Helper()
+	fake := &fakeInflux{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/query" || !strings.Contains(r.FormValue("q"), "queue_hourly") {
+			fake.ServeHTTP(w, r)
+			return
+		}
+		q := r.FormValue("q")
+		var from, to int64
+		if _, err := fmt.Sscanf(q[strings.Index(q, "time >= "):], "time >= %d AND time < %d", &from, &to); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		chunk := func(from, to int64) {
+			var vals []string
+			for ns := from; ns < to; ns += int64(time.Hour) {
+				vals = append(vals, fmt.Sprintf(`[%d,%d,"a","free",""]`, ns, (ns-from)/int64(time.Hour)))
+			}
+			fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","lane","kind","site"],"values":[%s]}],"partial":true}]}`+"\n", strings.Join(vals, ","))
+			w.(http.Flusher).Flush()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		mid := from + (to-from)/2/int64(time.Hour)*int64(time.Hour)
+		chunk(from, mid)
+		select {
+		case <-gate:
+		case <-time.After(10 * time.Second):
+			late.Store(true)
+		}
+		chunk(mid, to)
+	}))
+	t.Cleanup(srv.Close)
+	st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// A streamed read hands over an hour as soon as it has decoded it (and the
+// next), not once its piece's answer is whole: the server holds back the
+// second half of its answer until fn got a run. Through a spool that adds
+// nothing to the read it is the same: a writer's whose dead-letter file
+// holds refused points (which hourly reads never merge), a reader's whose
+// spool file is empty.
+func TestEachHourlyHandsOverWhileItReads(t *testing.T) {
+	from := hour0.Add(-12 * time.Hour) // one piece
+	q := series.Between(from, hour0)
+	for _, c := range []struct {
+		name string
+		open func(t *testing.T, st *series.Influx) series.Store
+	}{
+		{"InfluxDB", func(t *testing.T, st *series.Influx) series.Store { return st }},
+		{"a writer's spool with a dead letter", func(t *testing.T, st *series.Influx) series.Store {
+			path := filepath.Join(t.TempDir(), "spool.lp")
+			dead, err := series.OpenFile(path+".dead", series.FileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dead.Write(ctx, []series.Probe{probeAt("a", -time.Hour, 3)}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := dead.Close(); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := series.OpenSpool(st, series.SpoolOptions{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sp.Close() })
+			if ps, err := sp.Probes(ctx, series.Between(hour0.Add(-48*time.Hour), hour0.Add(time.Hour))); err != nil || len(ps) != 1 {
+				t.Fatalf("Probes = %d, %v; want the dead letter's one (the test's premise)", len(ps), err)
+			}
+			return sp
+		}},
+		{"a reader's spool, empty", func(t *testing.T, st *series.Influx) series.Store {
+			path := filepath.Join(t.TempDir(), "spool.lp")
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := series.OpenSpool(st, series.SpoolOptions{Path: path, ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sp.Close() })
+			return sp
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			var late atomic.Bool
+			st := c.open(t, gatedServer(t, gate, &late))
+			var got []series.Hourly
+			err := series.EachHourly(ctx, st, q, func(hs []series.Hourly) error {
+				if len(got) == 0 {
+					close(gate)
+				}
+				got = append(got, hs...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 12 {
+				t.Errorf("EachHourly handed %d points; want the answer's 12", len(got))
+			}
+			if late.Load() {
+				t.Errorf("EachHourly handed nothing over before the server's answer was whole; want the first hours at once")
+			}
+		})
+	}
+}
