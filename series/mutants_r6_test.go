@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -470,5 +471,53 @@ func TestEachHourlyHandsOverWhileItReads(t *testing.T) {
 				t.Errorf("EachHourly handed nothing over before the server's answer was whole; want the first hours at once")
 			}
 		})
+	}
+}
+
+// inStreamSpan returns the stacks of the goroutines now inside a piece's
+// read (qlStreamSpan), at once.
+func inStreamSpan() string {
+	buf := make([]byte, 1<<20)
+	all := string(buf[:runtime.Stack(buf, true)])
+	var in []string
+	for _, g := range strings.Split(all, "\n\n") {
+		if strings.Contains(g, "series.qlStreamSpan") {
+			in = append(in, g)
+		}
+	}
+	return strings.Join(in, "\n\n")
+}
+
+// A streamed read that fn stops returns once its pieces have ended: at
+// the moment it returns no piece still reads (a later one hangs until its
+// request is canceled), so that a caller that releases what the read used
+// (the spool's lock, the store) releases it from a read that is over.
+func TestEachHourlyReturnsOnceItsPiecesEnded(t *testing.T) {
+	first := hour0.Add(-6 * 24 * time.Hour) // four pieces of 36 hours
+	enough := errors.New("enough")
+	asked := make(chan struct{}, 1) // the hanging piece's request arrived
+	st := pieceServer(t, first, 36*time.Hour, func(w http.ResponseWriter, r *http.Request, p int) bool {
+		if p == 1 {
+			asked <- struct{}{}
+			<-r.Context().Done()
+			return false
+		}
+		return true
+	})
+	for range 50 {
+		err := series.EachHourly(ctx, st, series.Between(first, hour0), func([]series.Hourly) error {
+			<-asked // fn stops the read while the later piece reads
+			return enough
+		})
+		in := inStreamSpan()
+		if err != enough {
+			t.Fatalf("EachHourly = %v; want fn's error", err)
+		}
+		if in != "" {
+			t.Fatalf("a piece still read when EachHourly returned:\n%s", in)
+		}
+	}
+	if left := readersLeft(); left != "" {
+		t.Errorf("goroutines of the read still running:\n%s", left)
 	}
 }
