@@ -521,3 +521,50 @@ func TestEachHourlyReturnsOnceItsPiecesEnded(t *testing.T) {
 		t.Errorf("goroutines of the read still running:\n%s", left)
 	}
 }
+
+// A spool's probe reads merge its dead-letter file and its spool file, a
+// reader's (another process's spool) as a writer's: the refused probes
+// were sent, the spooled ones too. localMerge read the dead letter only
+// for a writer with one (a reader's never), or stopped after it (the
+// spool's probes never merged), and no test saw it.
+func TestSpoolProbesMergeTheDeadLetterAndTheSpool(t *testing.T) {
+	at := hour0.Add(-2 * time.Hour)
+	refused := series.Probe{Lane: "a", Kind: "free", Time: at, Outcome: "rate_limited", Status: 429}
+	spooled := series.Probe{Lane: "b", Kind: "free", Time: at.Add(time.Minute), Outcome: "ok", OK: true, QueueS: 2}
+	for _, readOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("read-only %t", readOnly), func(t *testing.T) {
+			dir := t.TempDir()
+			so := series.SpoolOptions{Path: filepath.Join(dir, "spool.lp"), ReadOnly: readOnly}
+			for _, f := range []struct {
+				path string
+				p    series.Probe
+			}{{so.Path + ".dead", refused}, {so.Path, spooled}} {
+				lp, err := series.OpenFile(f.path, series.FileOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := lp.Write(ctx, []series.Probe{f.p}, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := lp.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			inner := newSwitchStore(t, "up", 0)
+			sp, err := series.OpenSpool(inner, so)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			q := series.Between(at.Add(-time.Hour), at.Add(time.Hour))
+			ps, err := sp.Probes(ctx, q)
+			if err != nil || len(ps) != 2 || ps[0].Lane != "a" || ps[1].Lane != "b" {
+				t.Errorf("Probes = %+v, %v; want the refused probe and the spooled one", ps, err)
+			}
+			local, err := sp.LocalProbes(ctx, q)
+			if err != nil || len(local) != 2 {
+				t.Errorf("LocalProbes = %+v, %v; want the refused probe and the spooled one", local, err)
+			}
+		})
+	}
+}
