@@ -524,9 +524,10 @@ func TestEachHourlyReturnsOnceItsPiecesEnded(t *testing.T) {
 
 // A spool's probe reads merge its dead-letter file and its spool file, a
 // reader's (another process's spool) as a writer's: the refused probes
-// were sent, the spooled ones too. localMerge read the dead letter only
-// for a writer with one (a reader's never), or stopped after it (the
-// spool's probes never merged), and no test saw it.
+// were sent, the spooled ones too. No test saw localMerge read the dead
+// letter only for a writer with one (a reader's never); the whole suite
+// sees it stop after the dead letter (the spool's probes never merged)
+// only through TestFindingReadOnlySpoolBesideWriter.
 func TestSpoolProbesMergeTheDeadLetterAndTheSpool(t *testing.T) {
 	at := hour0.Add(-2 * time.Hour)
 	refused := series.Probe{Lane: "a", Kind: "free", Time: at, Outcome: "rate_limited", Status: 429}
