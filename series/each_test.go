@@ -170,11 +170,10 @@ func TestEachHourlyRefusesDisorder(t *testing.T) {
 	}
 }
 
-// pieceServer answers InfluxQL reads of queue_hourly with one point per
-// hour of the span asked for (lane "a", no site), as JSON; act, when not
-// nil, is called first with the piece's index (its span's start from
-// first, in pieces of step) and may hang or fail the answer.
-func pieceServer(t *testing.T, first time.Time, step time.Duration, act func(w http.ResponseWriter, r *http.Request, piece int) bool) *series.Influx {
+// hourlyServer is an InfluxDB whose InfluxQL reads of queue_hourly answer
+// is given the span asked for (from, to in ns) to write; every other
+// request goes to a fakeInflux.
+func hourlyServer(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, from, to int64)) *series.Influx {
 	t.Helper()
 	fake := &fakeInflux{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -188,6 +187,24 @@ func pieceServer(t *testing.T, first time.Time, step time.Duration, act func(w h
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		answer(w, r, from, to)
+	}))
+	t.Cleanup(srv.Close)
+	st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// pieceServer answers InfluxQL reads of queue_hourly with one point per
+// hour of the span asked for (lane "a", no site), as JSON; act, when not
+// nil, is called first with the piece's index (its span's start from
+// first, in pieces of step) and may hang or fail the answer.
+func pieceServer(t *testing.T, first time.Time, step time.Duration, act func(w http.ResponseWriter, r *http.Request, piece int) bool) *series.Influx {
+	t.Helper()
+	return hourlyServer(t, func(w http.ResponseWriter, r *http.Request, from, to int64) {
 		if act != nil && !act(w, r, int(time.Duration(from-first.UnixNano())/step)) {
 			return
 		}
@@ -197,14 +214,7 @@ func pieceServer(t *testing.T, first time.Time, step time.Duration, act func(w h
 			vals = append(vals, fmt.Sprintf(`[%d,%d,"a","free",""]`, ns, (ns-from)/int64(time.Hour)))
 		}
 		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","lane","kind","site"],"values":[%s]}]}]}`, strings.Join(vals, ","))
-	}))
-	t.Cleanup(srv.Close)
-	st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	})
 }
 
 // readersLeft returns the stacks of the goroutines of a streamed read still

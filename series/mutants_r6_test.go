@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,18 +36,7 @@ type qlRow struct {
 // queries it answered in queries.
 func randomAnswerServer(t *testing.T, rows []qlRow, queries *atomic.Int64) *series.Influx {
 	t.Helper()
-	fake := &fakeInflux{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/query" || !strings.Contains(r.FormValue("q"), "queue_hourly") {
-			fake.ServeHTTP(w, r)
-			return
-		}
-		q := r.FormValue("q")
-		var from, to int64
-		if _, err := fmt.Sscanf(q[strings.Index(q, "time >= "):], "time >= %d AND time < %d", &from, &to); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+	return hourlyServer(t, func(w http.ResponseWriter, r *http.Request, from, to int64) {
 		queries.Add(1)
 		var vals []string
 		for _, p := range rows {
@@ -62,14 +50,7 @@ func randomAnswerServer(t *testing.T, rows []qlRow, queries *atomic.Int64) *seri
 			return
 		}
 		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","lane","kind","site"],"values":[%s]}]}]}`, strings.Join(vals, ","))
-	}))
-	t.Cleanup(srv.Close)
-	st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	})
 }
 
 // wantOf is what a read of q returns of rows: the rows q selects, sorted
@@ -361,18 +342,7 @@ func spoolWith(t *testing.T, inner series.Store, path string, hs ...series.Hourl
 // answer was whole.
 func gatedServer(t *testing.T, gate <-chan struct{}, late *atomic.Bool) *series.Influx {
 	t.Helper()
-	fake := &fakeInflux{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/query" || !strings.Contains(r.FormValue("q"), "queue_hourly") {
-			fake.ServeHTTP(w, r)
-			return
-		}
-		q := r.FormValue("q")
-		var from, to int64
-		if _, err := fmt.Sscanf(q[strings.Index(q, "time >= "):], "time >= %d AND time < %d", &from, &to); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+	return hourlyServer(t, func(w http.ResponseWriter, r *http.Request, from, to int64) {
 		chunk := func(from, to int64) {
 			var vals []string
 			for ns := from; ns < to; ns += int64(time.Hour) {
@@ -390,14 +360,7 @@ func gatedServer(t *testing.T, gate <-chan struct{}, late *atomic.Bool) *series.
 			late.Store(true)
 		}
 		chunk(mid, to)
-	}))
-	t.Cleanup(srv.Close)
-	st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	})
 }
 
 // A streamed read hands over an hour as soon as it has decoded it (and the
