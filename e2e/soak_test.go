@@ -78,21 +78,39 @@ func scrape(t *testing.T, addr string) procStats {
 	return s
 }
 
-// settled samples the process a few times between rounds and keeps the
-// lowest goroutine count and RSS: a probe's connection goroutines take a
-// moment to go once its round is stored.
-func settled(t *testing.T, addr string) procStats {
+// settle is how long after a stored round its probes' connection
+// goroutines may take to go; a sample counts only from then on.
+const settle = 250 * time.Millisecond
+
+// settled samples the process every 50 ms between a round stored at stored
+// and the next round's start at next, and keeps the lowest goroutine count,
+// RSS and heap: a probe's connection goroutines take a moment to go once its
+// round is stored. Only a sample whose answer came before next counts (the
+// daemon answered it before the next round could start), and the window
+// counts only if at least two samples came after settle: ok is false for a
+// window that a slow round (a loaded machine) left too short, whose samples
+// would see a round's goroutines.
+func settled(t *testing.T, addr string, stored, next time.Time) (best procStats, ok bool) {
 	t.Helper()
-	time.Sleep(250 * time.Millisecond)
-	best := scrape(t, addr)
-	for range 3 {
-		time.Sleep(100 * time.Millisecond)
+	n := 0
+	for at := stored.Add(settle); ; at = at.Add(50 * time.Millisecond) {
+		time.Sleep(time.Until(at))
+		if !time.Now().Before(next) {
+			break
+		}
 		s := scrape(t, addr)
+		if !time.Now().Before(next) {
+			break
+		}
+		if n == 0 {
+			best = s
+		}
 		best.goroutines = min(best.goroutines, s.goroutines)
 		best.rss = min(best.rss, s.rss)
 		best.heap = min(best.heap, s.heap)
+		n++
 	}
-	return best
+	return best, n >= 2
 }
 
 // soaker is one sampler daemon of the soak and its /metrics address.
@@ -113,12 +131,31 @@ func startSoaker(t *testing.T, label, path, cfg string) *soaker {
 }
 
 // betweenRounds waits for the daemon's next stored round and samples it
-// once that round has settled.
+// once that round has settled, before the round after it starts (the time
+// its "next round" line, logged right after "round stored", gives). A
+// window too short for that is skipped for the next one, up to 20 rounds:
+// the samples never overlap a round, however slow the machine.
 func (s *soaker) betweenRounds(t *testing.T) procStats {
 	t.Helper()
-	s.d.drain()
-	s.d.waitLine(t, `"msg":"round stored"`, 30*time.Second)
-	return settled(t, s.addr)
+	const tries = 20
+	for range tries {
+		s.d.drain()
+		s.d.waitLine(t, `"msg":"round stored"`, 30*time.Second)
+		stored := time.Now()
+		var line struct{ At time.Time }
+		if err := json.Unmarshal([]byte(s.d.waitLine(t, `"msg":"next round"`, 30*time.Second)), &line); err != nil {
+			t.Fatal(err)
+		}
+		// RFC 3339 in the log has whole seconds: line.At is at or before
+		// the next round's start.
+		if st, ok := settled(t, s.addr, stored, line.At); ok {
+			return st
+		}
+		t.Logf("%s: the round stored %s before the next one started; sampling between later rounds",
+			s.label, line.At.Sub(stored).Round(time.Millisecond))
+	}
+	t.Fatalf("%s: none of %d rounds left %s and two samples before the next round", s.label, tries, settle)
+	return procStats{}
 }
 
 // TestSoak runs two sampler daemons side by side, one built with -race and
