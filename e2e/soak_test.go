@@ -78,21 +78,30 @@ func scrape(t *testing.T, addr string) procStats {
 	return s
 }
 
-// settled samples the process a few times between rounds and keeps the
-// lowest goroutine count and RSS: a probe's connection goroutines take a
-// moment to go once its round is stored.
-func settled(t *testing.T, addr string) procStats {
+// settle is how long after a stored round its probes' connection
+// goroutines may take to go; a sample counts only from then on.
+const settle = 250 * time.Millisecond
+
+// settled samples the process every 50 ms from settle after a round
+// stored at stored until the next round's start at next: a probe's
+// connection goroutines take a moment to go once its round is stored. Only
+// a sample whose answer came before next is returned (the daemon answered
+// it before the next round could start); a slow round (a loaded machine)
+// leaves fewer or none.
+func settled(t *testing.T, addr string, stored, next time.Time) []procStats {
 	t.Helper()
-	time.Sleep(250 * time.Millisecond)
-	best := scrape(t, addr)
-	for range 3 {
-		time.Sleep(100 * time.Millisecond)
+	var got []procStats
+	for at := stored.Add(settle); ; at = at.Add(50 * time.Millisecond) {
+		time.Sleep(time.Until(at))
+		if !time.Now().Before(next) {
+			return got
+		}
 		s := scrape(t, addr)
-		best.goroutines = min(best.goroutines, s.goroutines)
-		best.rss = min(best.rss, s.rss)
-		best.heap = min(best.heap, s.heap)
+		if !time.Now().Before(next) {
+			return got
+		}
+		got = append(got, s)
 	}
-	return best
 }
 
 // soaker is one sampler daemon of the soak and its /metrics address.
@@ -112,13 +121,42 @@ func startSoaker(t *testing.T, label, path, cfg string) *soaker {
 	return &soaker{label: label, d: d, addr: served.Addr}
 }
 
-// betweenRounds waits for the daemon's next stored round and samples it
-// once that round has settled.
+// betweenRounds samples the daemon between rounds, settle after a stored
+// round and before the round after it starts (the time its "next round"
+// line, logged right after "round stored", gives), until it has two
+// samples, and keeps the lowest goroutine count, RSS and heap. A window too
+// short for any sample adds none and the next round's window is tried, up
+// to 20 rounds: the samples never overlap a round, however slow the
+// machine.
 func (s *soaker) betweenRounds(t *testing.T) procStats {
 	t.Helper()
-	s.d.drain()
-	s.d.waitLine(t, `"msg":"round stored"`, 30*time.Second)
-	return settled(t, s.addr)
+	const tries = 20
+	var got []procStats
+	for range tries {
+		s.d.drain()
+		s.d.waitLine(t, `"msg":"round stored"`, 30*time.Second)
+		stored := time.Now()
+		var line struct{ At time.Time }
+		if err := json.Unmarshal([]byte(s.d.waitLine(t, `"msg":"next round"`, 30*time.Second)), &line); err != nil {
+			t.Fatal(err)
+		}
+		// RFC 3339 in the log has whole seconds: line.At is at or before
+		// the next round's start.
+		got = append(got, settled(t, s.addr, stored, line.At)...)
+		if len(got) >= 2 {
+			best := got[0]
+			for _, st := range got[1:] {
+				best.goroutines = min(best.goroutines, st.goroutines)
+				best.rss = min(best.rss, st.rss)
+				best.heap = min(best.heap, st.heap)
+			}
+			return best
+		}
+		t.Logf("%s: the round stored %s before the next one started, %d samples so far; sampling between later rounds",
+			s.label, line.At.Sub(stored).Round(time.Millisecond), len(got))
+	}
+	t.Fatalf("%s: %d rounds left %s and time for only %d samples before the next round", s.label, tries, settle, len(got))
+	return procStats{}
 }
 
 // TestSoak runs two sampler daemons side by side, one built with -race and

@@ -310,22 +310,42 @@ func TestQueueFromLoad(t *testing.T) {
 }
 
 // TestSlotsServeInParallel: with as many slots as requests nobody queues.
+// Queueing is seen exactly, not by the clock: the server sends a request
+// that has to wait a ": queued" comment at once (KeepAlive > 0), before any
+// slot could free, so a request that waited for another's slot has one,
+// however late the machine ran. A 150 ms bound alone could not tell: a
+// request queued behind one 100 ms prefill would first see a token at about
+// 240 ms, under it. The timing bound stays for a slot that serves slowly
+// (a prefill run twice, or slots that take turns without a queue), widened
+// by three of the stalls seen during the run as TestQueueFromLoad's are.
 func TestSlotsServeInParallel(t *testing.T) {
 	o := DefaultOptions()
 	o.Slots, o.Prefill, o.TokenInterval, o.Tokens = 3, 100*time.Millisecond, 20*time.Millisecond, 3
-	_, ts := start(t, o)
+	o.KeepAlive = time.Second // a waiting request gets ": queued" at once
+	s, ts := start(t, o)
 	var wg sync.WaitGroup
 	results := make([]result, 3)
 	errs := make([]error, 3)
+	stalls := watchStalls()
 	for i := range 3 {
 		wg.Go(func() { results[i], errs[i] = do(ts, openaiPath, openaiBody("")) })
 	}
 	wg.Wait()
+	slack := 3 * stalls()
 	for i, r := range results {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
-		near(t, fmt.Sprintf("request %d queue", i), r.queue(), o.Prefill, 5*time.Millisecond, 150*time.Millisecond)
+		for _, ev := range r.events {
+			if ev.comment == "queued" {
+				t.Errorf("request %d waited for a slot (a \": queued\" comment) with a slot per request", i)
+				break
+			}
+		}
+		near(t, fmt.Sprintf("request %d queue", i), r.queue(), o.Prefill, 5*time.Millisecond, 150*time.Millisecond+slack)
+	}
+	if st := s.Stats(); st.Served != 3 || st.Queued != 0 {
+		t.Errorf("stats after the run = %+v, want 3 served and none waiting", st)
 	}
 }
 

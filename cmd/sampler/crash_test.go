@@ -37,14 +37,36 @@ func TestKill9LeavesAReadableStore(t *testing.T) {
 	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": a.URL, "paid": b.URL})
 	rng := rand.New(rand.NewPCG(1, 2))
 
+	// Each kill comes at a random point of the rounds, 1.2 to 3.2 s after
+	// the daemon logged that its schedule started (not after the process
+	// started: a loaded machine can spend that long in start-up, and a kill
+	// there tests no store). The last kill also waits for a stored round if
+	// none came yet, so the checks below always have one to look for; on a
+	// quiet machine it never waits.
+	waitLog := func(cmd *exec.Cmd, stderr *lockedBuffer, msg string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(stderr.String(), msg) {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("no %s within 30 s:\n%s", msg, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	storedRounds := 0
 	for kill := 0; kill < 6; kill++ {
-		var stderr bytes.Buffer
+		var stderr lockedBuffer
 		cmd := exec.Command(bin, "-config", cfg, "-log-format", "json")
 		cmd.Env = append(os.Environ(), "LW_TEST_KEY="+secretKey)
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		waitLog(cmd, &stderr, `"msg":"sampler started"`)
+		if kill == 5 && storedRounds == 0 {
+			waitLog(cmd, &stderr, `"msg":"round stored"`)
 		}
 		time.Sleep(time.Duration(1200+rng.IntN(2000)) * time.Millisecond)
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -409,14 +410,30 @@ func TestRetryAfterIsShown(t *testing.T) {
 	}
 	// A daemon on a fresh store: the 429 is logged with its Retry-After,
 	// then the lane backs off, logged once however many rounds skip it.
+	// It runs until its log shows three stored rounds (the 429, then two
+	// that the back-off skipped the lane in, so a back-off logged every
+	// round shows twice), not for a fixed 3.5 s a loaded machine may not
+	// give two rounds in; the deadline only ends a daemon that never gets
+	// there.
 	cfg = writeConfig(t, t.TempDir(), "@every 1s", map[string]string{"free": srv.URL})
-	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr.Reset()
-	if err := run(ctx, []string{"-config", cfg, "-log-format", "json"}, &stdout, &stderr, env); err != nil {
+	var daemonLog lockedBuffer
+	ran := make(chan error, 1)
+	go func() { ran <- run(ctx, []string{"-config", cfg, "-log-format", "json"}, io.Discard, &daemonLog, env) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(daemonLog.String(), `"msg":"round stored"`) < 3 && time.Now().Before(deadline) {
+		select {
+		case err := <-ran:
+			t.Fatalf("the daemon stopped before three rounds: %v\n%s", err, daemonLog.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
-	log := stderr.String()
+	log := daemonLog.String()
 	if !strings.Contains(log, `"retry_after":"17"`) {
 		t.Errorf("daemon log lacks retry_after:\n%s", log)
 	}
@@ -426,4 +443,22 @@ func TestRetryAfterIsShown(t *testing.T) {
 	if n := strings.Count(log, `"msg":"round stored"`); n < 2 {
 		t.Errorf("%d rounds ran, want at least 2:\n%s", n, log)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer that a daemon may write while a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
