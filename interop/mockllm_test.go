@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 
 	"github.com/lanewatch/lanewatch/internal/missingtool"
+	"github.com/lanewatch/lanewatch/internal/syncbuf"
 )
 
 // The server under test: @dwmkerr/mock-llm, pinned in package.json.
@@ -125,7 +125,7 @@ func tryStartMockLLM(t *testing.T, node, entry, config, dir string) (*mockLLM, e
 	if err != nil {
 		return nil, err
 	}
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd := exec.Command(node, entry, "--config", config)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+strconv.Itoa(port), "NODE_ENV=test")
@@ -335,22 +335,4 @@ func TestMockLLMWireFormat(t *testing.T) {
 	if roles != 1 || finishes != 1 || usages != 0 || !done {
 		t.Errorf("roles %d finishes %d usage chunks %d [DONE] %v; want 1 1 0 true", roles, finishes, usages, done)
 	}
-}
-
-// syncBuffer collects the server's output from two pipes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

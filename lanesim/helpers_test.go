@@ -151,32 +151,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// watchStalls measures how late a goroutine wakes from 1 ms sleeps, until
-// the returned function is called; that returns the worst. A loaded
-// machine stalls the server's sleeps and the client's reads about as much,
-// so a test can widen a bound set by sleeps by a few such stalls and keep
-// it as tight as ever on a quiet machine.
-func watchStalls() (stop func() time.Duration) {
-	done, worst := make(chan struct{}), make(chan time.Duration)
-	go func() {
-		var most time.Duration
-		for {
-			t0 := time.Now()
-			select {
-			case <-done:
-				worst <- most
-				return
-			case <-time.After(time.Millisecond):
-				most = max(most, time.Since(t0)-time.Millisecond)
-			}
-		}
-	}()
-	return func() time.Duration {
-		close(done)
-		return <-worst
-	}
-}
-
 // near fails the test unless got is within [want-below, want+above].
 func near(t *testing.T, what string, got, want, below, above time.Duration) {
 	t.Helper()

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/stalls"
 )
 
 func fastOptions() Options {
@@ -254,7 +256,7 @@ func TestQueueFromLoad(t *testing.T) {
 			results := make([]result, tc.n)
 			errs := make([]error, tc.n)
 			var wg sync.WaitGroup
-			stalls := watchStalls()
+			stopWatch := stalls.Watch()
 			for i := range tc.n {
 				wg.Go(func() { results[i], errs[i] = do(ts, tc.path, tc.body) })
 				// Let request i reach the queue before i+1 is sent, so the
@@ -271,7 +273,7 @@ func TestQueueFromLoad(t *testing.T) {
 			// of the worst stall seen on top, nothing on a quiet machine,
 			// where they fail a first request that queued or a slot held
 			// twice as long.
-			slack := 3 * stalls()
+			slack := 3 * stopWatch()
 			for i, err := range errs {
 				if err != nil {
 					t.Fatalf("request %d: %v", i, err)
@@ -326,12 +328,12 @@ func TestSlotsServeInParallel(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]result, 3)
 	errs := make([]error, 3)
-	stalls := watchStalls()
+	stopWatch := stalls.Watch()
 	for i := range 3 {
 		wg.Go(func() { results[i], errs[i] = do(ts, openaiPath, openaiBody("")) })
 	}
 	wg.Wait()
-	slack := 3 * stalls()
+	slack := 3 * stopWatch()
 	for i, r := range results {
 		if errs[i] != nil {
 			t.Fatal(errs[i])

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/stalls"
 )
 
 func TestParseCurve(t *testing.T) {
@@ -189,9 +191,9 @@ func TestBackgroundLoad(t *testing.T) {
 			o.Seed = 7
 			s, ts := start(t, o)
 			time.Sleep(200 * time.Millisecond) // let the load build up
-			stalls := watchStalls()
+			stopWatch := stalls.Watch()
 			r, err := do(ts, openaiPath, openaiBody(""))
-			stall := stalls()
+			stall := stopWatch()
 			if err != nil {
 				t.Fatal(err)
 			}

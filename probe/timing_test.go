@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/stalls"
 )
 
 // TestQueueTiming runs exact-delay servers and checks that queue_s never
@@ -91,9 +93,9 @@ func TestQueueTiming(t *testing.T) {
 			tt.sc.log = log
 			tg := target(tt.api, serve(t, tt.sc))
 			tg.IncludeUsage = !tt.noUsage
-			stalls := watchStalls()
+			stopWatch := stalls.Watch()
 			s, err := Run(context.Background(), tg)
-			late := slack + 3*stalls() // how late a stamp may be in this run
+			late := slack + 3*stopWatch() // how late a stamp may be in this run
 			if err != nil || s.Outcome != OK {
 				t.Fatalf("Run: outcome %s, err %v", s.Outcome, err)
 			}
@@ -118,31 +120,6 @@ func TestQueueTiming(t *testing.T) {
 			}
 			checkOrder(t, s)
 		})
-	}
-}
-
-// watchStalls measures how late a goroutine wakes from 1 ms sleeps, until
-// the returned function is called; that returns the worst. A loaded
-// machine delays the client's reads about as much (lanesim's tests use the
-// same watcher).
-func watchStalls() (stop func() time.Duration) {
-	done, worst := make(chan struct{}), make(chan time.Duration)
-	go func() {
-		var most time.Duration
-		for {
-			t0 := time.Now()
-			select {
-			case <-done:
-				worst <- most
-				return
-			case <-time.After(time.Millisecond):
-				most = max(most, time.Since(t0)-time.Millisecond)
-			}
-		}
-	}()
-	return func() time.Duration {
-		close(done)
-		return <-worst
 	}
 }
 

@@ -12,35 +12,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe to write from run's goroutines while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestRunServesAndStops(t *testing.T) {
 	addrFile := filepath.Join(t.TempDir(), "lanesim.addr")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr-file", addrFile, "-tokens", "3", "-prefill", "0", "-token-interval", "1ms"}, &stdout, &stderr)
@@ -116,7 +98,7 @@ func TestRunServesAndStops(t *testing.T) {
 func TestRunStopsWithOpenStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout syncBuffer
+	var stdout syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-token-interval", "1h", "-prefill", "0"}, &stdout, io.Discard)

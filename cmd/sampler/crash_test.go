@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/syncbuf"
 )
 
 // buildSampler compiles this command into a temp dir for subprocess tests.
@@ -43,7 +45,7 @@ func TestKill9LeavesAReadableStore(t *testing.T) {
 	// there tests no store). The last kill also waits for a stored round if
 	// none came yet, so the checks below always have one to look for; on a
 	// quiet machine it never waits.
-	waitLog := func(cmd *exec.Cmd, stderr *lockedBuffer, msg string) {
+	waitLog := func(cmd *exec.Cmd, stderr *syncbuf.Buffer, msg string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for !strings.Contains(stderr.String(), msg) {
@@ -57,7 +59,7 @@ func TestKill9LeavesAReadableStore(t *testing.T) {
 	}
 	storedRounds := 0
 	for kill := 0; kill < 6; kill++ {
-		var stderr lockedBuffer
+		var stderr syncbuf.Buffer
 		cmd := exec.Command(bin, "-config", cfg, "-log-format", "json")
 		cmd.Env = append(os.Environ(), "LW_TEST_KEY="+secretKey)
 		cmd.Stderr = &stderr

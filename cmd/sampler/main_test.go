@@ -12,11 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/syncbuf"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -418,7 +418,7 @@ func TestRetryAfterIsShown(t *testing.T) {
 	cfg = writeConfig(t, t.TempDir(), "@every 1s", map[string]string{"free": srv.URL})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var daemonLog lockedBuffer
+	var daemonLog syncbuf.Buffer
 	ran := make(chan error, 1)
 	go func() { ran <- run(ctx, []string{"-config", cfg, "-log-format", "json"}, io.Discard, &daemonLog, env) }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -443,22 +443,4 @@ func TestRetryAfterIsShown(t *testing.T) {
 	if n := strings.Count(log, `"msg":"round stored"`); n < 2 {
 		t.Errorf("%d rounds ran, want at least 2:\n%s", n, log)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that a daemon may write while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
