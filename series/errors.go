@@ -11,7 +11,7 @@ var errReadOnly = errors.New("store is open read-only")
 
 // RefusedError reports points a store refused for good. Status is the
 // HTTP status (0 when not known). A Spool moves them to its dead-letter file
-// and says so in DeadLetter.
+// and says so in DeadLetter; its refusal carries the store's Status.
 type RefusedError struct {
 	Points     int
 	Status     int

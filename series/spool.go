@@ -310,7 +310,7 @@ func (s *Spool) deliver(ctx context.Context, b batch) (refused batch, cause, err
 		return batch{}, nil, err
 	}
 	if b.len() < 2 || (re.Status != 400 && re.Status != 413) {
-		return b, re.Err, nil
+		return b, refusal{status: re.Status, err: re.Err}, nil
 	}
 	l, r := b.halves()
 	refL, causeL, err := s.deliver(ctx, l)
@@ -337,7 +337,7 @@ func (s *Spool) deadLetter(refused batch, of int, cause error) error {
 		return fmt.Errorf("spool: dead-letter: %w", err)
 	}
 	body = bytes.Clone(body)
-	re := &RefusedError{Points: refused.len(), Err: fmt.Errorf("%d of %d points: %w", refused.len(), of, cause)}
+	re := &RefusedError{Points: refused.len(), Status: refusedStatus(cause), Err: fmt.Errorf("%d of %d points: %w", refused.len(), of, cause)}
 	if err := s.appendDead(body); err != nil {
 		if serr := s.toSpool(body, refused.len(), err); serr != nil {
 			return fmt.Errorf("spool: %d refused points lost: dead-letter file %s: %w; %w", refused.len(), s.o.DeadLetter, err, serr)
@@ -556,7 +556,29 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	if firstCause != nil {
 		err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
 	}
-	return &RefusedError{Points: refusedN + foreign, DeadLetter: s.o.DeadLetter, Err: err}
+	return &RefusedError{Points: refusedN + foreign, Status: refusedStatus(firstCause), DeadLetter: s.o.DeadLetter, Err: err}
+}
+
+// refusal is the cause of a store's refusal as deliver returns it: the
+// store's error text, with its HTTP status kept for the Spool's own
+// RefusedError.
+type refusal struct {
+	status int
+	err    error
+}
+
+func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Unwrap() error { return r.err }
+
+// refusedStatus is the HTTP status of the store's refusal within err (0 when
+// there is none, as for lines that are not lanewatch points), so that a
+// Spool's refusal reports the store's status as the bare store's does.
+func refusedStatus(err error) int {
+	var r refusal
+	if errors.As(err, &r) {
+		return r.status
+	}
+	return 0
 }
 
 // Close closes the spool, its dead-letter file and the inner store.
