@@ -323,7 +323,6 @@ func TestQueueFromLoad(t *testing.T) {
 func TestSlotsServeInParallel(t *testing.T) {
 	o := DefaultOptions()
 	o.Slots, o.Prefill, o.TokenInterval, o.Tokens = 3, 100*time.Millisecond, 20*time.Millisecond, 3
-	o.KeepAlive = time.Second // a waiting request gets ": queued" at once
 	s, ts := start(t, o)
 	var wg sync.WaitGroup
 	results := make([]result, 3)
@@ -346,8 +345,8 @@ func TestSlotsServeInParallel(t *testing.T) {
 		}
 		near(t, fmt.Sprintf("request %d queue", i), r.queue(), o.Prefill, 5*time.Millisecond, 150*time.Millisecond+slack)
 	}
-	if st := s.Stats(); st.Served != 3 || st.Queued != 0 {
-		t.Errorf("stats after the run = %+v, want 3 served and none waiting", st)
+	if st := s.Stats(); st.Served != 3 {
+		t.Errorf("stats after the run = %+v, want 3 served", st)
 	}
 }
 

@@ -79,13 +79,13 @@ build_noflux() {
 	command -v go >/dev/null || die "go not found on PATH"
 	mkdir -p "$(dirname "$out")"
 	work=$(mktemp -d "${TMPDIR:-/tmp}/lanewatch-influxd-build.XXXXXX")
-	trap 'rm -rf "$work"' RETURN
-	dir=$(cd "$work" && go mod download -json "github.com/influxdata/influxdb@v$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	trap "rm -rf '$work'" EXIT # expanded now (work is local); also when die exits
+	dir=$(cd "$work" && go mod download -json "github.com/influxdata/influxdb@v$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true # die below says so
 	[[ -n "$dir" && -f "$dir/go.mod" ]] || die "go mod download github.com/influxdata/influxdb@v$v failed"
 	fluxv=$(awk '$1 == "github.com/influxdata/flux" { print $2; exit }' "$dir/go.mod")
 	godir=$(awk '$1 == "go" { print $2; exit }' "$dir/go.mod")
 	[[ -n "$fluxv" ]] || die "influxdb v$v does not require github.com/influxdata/flux: build it with plain go install"
-	fluxdir=$(cd "$work" && go mod download -json "github.com/influxdata/flux@$fluxv" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	fluxdir=$(cd "$work" && go mod download -json "github.com/influxdata/flux@$fluxv" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || true
 	[[ -d "$fluxdir/libflux/go/libflux" ]] || die "flux $fluxv has no libflux/go/libflux"
 	echo "influxd.sh: building influxd $v without Flux (flux $fluxv stubbed) into $out (1-3 CPU minutes)"
 	cp -r "$fluxdir" "$work/flux"
@@ -184,8 +184,11 @@ STUB
 	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/influxdata/influxdb/cmd/influxd"\n' >"$work/tools.go"
 	cp "$dir/go.sum" "$work/go.sum"
 	(cd "$work" && go mod tidy) || die "go mod tidy for influxd $v failed"
-	(cd "$work" && CGO_ENABLED=0 nice -n 19 go build -ldflags="-s -w -X main.version=$v" -o "$out" \
+	# Built beside the cache and renamed into it, so that an interrupted
+	# build never leaves a partial binary that the next run takes as present.
+	(cd "$work" && CGO_ENABLED=0 nice -n 19 go build -ldflags="-s -w -X main.version=$v" -o "$work/influxd" \
 		github.com/influxdata/influxdb/cmd/influxd) || die "building influxd $v without Flux failed"
+	mv "$work/influxd" "$out.tmp" && mv "$out.tmp" "$out" || die "could not move the built influxd to $out"
 	[[ -x "$out" ]] || die "build finished but $out is missing"
 }
 

@@ -567,7 +567,12 @@ type refusal struct {
 	err    error
 }
 
-func (r refusal) Error() string { return r.err.Error() }
+func (r refusal) Error() string {
+	if r.err == nil {
+		return fmt.Sprintf("status %d", r.status)
+	}
+	return r.err.Error()
+}
 func (r refusal) Unwrap() error { return r.err }
 
 // refusedStatus is the HTTP status of the store's refusal within err (0 when

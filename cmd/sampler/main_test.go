@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/internal/syncbuf"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -416,24 +415,7 @@ func TestRetryAfterIsShown(t *testing.T) {
 	// give two rounds in; the deadline only ends a daemon that never gets
 	// there.
 	cfg = writeConfig(t, t.TempDir(), "@every 1s", map[string]string{"free": srv.URL})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var daemonLog syncbuf.Buffer
-	ran := make(chan error, 1)
-	go func() { ran <- run(ctx, []string{"-config", cfg, "-log-format", "json"}, io.Discard, &daemonLog, env) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(daemonLog.String(), `"msg":"round stored"`) < 3 && time.Now().Before(deadline) {
-		select {
-		case err := <-ran:
-			t.Fatalf("the daemon stopped before three rounds: %v\n%s", err, daemonLog.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	cancel()
-	if err := <-ran; err != nil {
-		t.Fatal(err)
-	}
-	log := daemonLog.String()
+	log := daemonUntil(t, cfg, 3, 30*time.Second)
 	if !strings.Contains(log, `"retry_after":"17"`) {
 		t.Errorf("daemon log lacks retry_after:\n%s", log)
 	}
