@@ -242,11 +242,7 @@ func qlStreamSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields 
 		}
 		curNS = k.ns
 	}
-	var plan qlPlan
-	err := s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
-		func(r row) { keep(fromRow(r)) },
-		func(cols []string) { plan = newQLPlan(sch, cols) },
-		func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
+	err := qlQuerySpan(ctx, s, sch, fields, span, m, fromRow, keep)
 	if err = cmp.Or(err, bad); err != nil {
 		return err
 	}

@@ -419,12 +419,19 @@ func qlReadSpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []
 			cur = cur[:last]
 		}
 	}
+	err := qlQuerySpan(ctx, s, sch, fields, span, m, fromRow, keep)
+	return append(full, cur), err
+}
+
+// qlQuerySpan runs the InfluxQL select of one span and hands keep each
+// point of the answer, MessagePack or JSON, in the answer's order.
+func qlQuerySpan[T any](ctx context.Context, s *Influx, sch *schema[T], fields []string, span [2]int64, m *matcher,
+	fromRow func(row) T, keep func(T)) error {
 	var plan qlPlan
-	err := s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
+	return s.ql.queryTyped(ctx, qlSelect(sch.measurement, fields, span, m),
 		func(r row) { keep(fromRow(r)) },
 		func(cols []string) { plan = newQLPlan(sch, cols) },
 		func(vals []qlValue) { keep(qlPoint(sch, &plan, vals)) })
-	return append(full, cur), err
 }
 
 // compareKindFirst orders keys of one time as InfluxDB's series keys do
@@ -448,22 +455,19 @@ func sortUnique[T any](pts []T, key func(*T) pointKey) []T {
 		}
 	}
 	// Each run of one time sorted by the series' ranks (runSorter).
+	// A sorted run is never longer than the run, so pts[:w], the runs
+	// done, never reaches the runs eachRun has still to scan.
 	sorter := newRunSorter(key)
 	var tmp []T
-	w := 0 // pts[:w] is done; w <= the run's start
-	for i := 0; i < len(pts); {
-		ns := key(&pts[i]).ns
-		j := i + 1
-		for j < len(pts) && key(&pts[j]).ns == ns {
-			j++
+	w := 0
+	_ = eachRun(pts, key, func(run []T) error {
+		sorted := sorter.sort(run, tmp)
+		if len(sorted) > 0 && &sorted[0] != &run[0] {
+			tmp = sorted
 		}
-		run := sorter.sort(pts[i:j], tmp)
-		if len(run) > 0 && &run[0] != &pts[i] {
-			tmp = run
-		}
-		w += copy(pts[w:], run)
-		i = j
-	}
+		w += copy(pts[w:], sorted)
+		return nil
+	})
 	clear(pts[w:])
 	return pts[:w]
 }

@@ -235,7 +235,7 @@ type Sites struct {
 	curNS    int64
 	gen      int
 	in       bool
-	failed   bool
+	closed   bool // refused (an Add failed) or finished: Add and Finish refuse
 }
 
 // NewSites starts a report over opt's window (opt.Lanes is left out: the
@@ -263,7 +263,7 @@ func (s *Sites) flush() {
 // records not all together, more than 64 sites): the report must then be
 // computed from all the records at once (Compute), and s is done.
 func (s *Sites) Add(hs []series.Hourly) bool {
-	if s.failed {
+	if s.closed {
 		return false
 	}
 	b, bc := s.b, s.bc
@@ -275,7 +275,7 @@ func (s *Sites) Add(hs []series.Hourly) bool {
 				s.done[s.curNS] = true
 			}
 			if s.done[ns] {
-				s.failed = true
+				s.closed = true
 				return false
 			}
 			s.started, s.curNS = true, ns
@@ -299,7 +299,7 @@ func (s *Sites) Add(hs []series.Hourly) bool {
 			s.lastSite = slices.Index(s.sites, h.Site)
 			if s.lastSite < 0 {
 				if len(s.sites) == 64 {
-					s.failed = true
+					s.closed = true
 					return false
 				}
 				s.lastSite = len(s.sites)
@@ -345,10 +345,10 @@ func (s *Sites) Add(hs []series.Hourly) bool {
 // report cannot be built in one pass (an Add failed, or a column's name is
 // a lane of the records). s is done after it.
 func (s *Sites) Finish(lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
-	if s.failed {
+	if s.closed {
 		return nil, false
 	}
-	s.failed = true
+	s.closed = true
 	if s.started {
 		s.flush()
 	}
