@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -28,13 +27,7 @@ import (
 // InfluxDB answers each read of queue_hourly in turn: "ok" (in time
 // order), "back" (going back in time), "fail" (a 500).
 func TestSwingsOfReadsOnceAndFails(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(`timezone: UTC
-lanes:
-  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
-`), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
 	ctx := context.Background()
 	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	from, to := h0, h0.Add(2*time.Hour) // one piece

@@ -21,6 +21,21 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
+// swingsConfig is a config in zone with the lanes given as name and kind
+// (each an openai lane at a base URL nothing answers).
+func swingsConfig(t *testing.T, zone string, lanes [][2]string) *config.Config {
+	t.Helper()
+	text := "timezone: " + zone + "\nlanes:\n"
+	for _, l := range lanes {
+		text += fmt.Sprintf("  - {name: %s, kind: %s, api: openai, base_url: \"http://x/v1\", model: m}\n", l[0], l[1])
+	}
+	cfg, err := config.Parse(strings.NewReader(text), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // swingsRef is app.Swings as it was before the per-site records were merged
 // apart from the others: every record, then every record under its
 // lane@site name, merged in one slice.
@@ -71,14 +86,7 @@ func swingsRef(cfg *config.Config, recs []series.Hourly, from, to time.Time, day
 // including records of a lane whose name is another lane's lane@site
 // column (the case where the two cannot be merged apart).
 func TestSwingsMatchesReference(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(`timezone: Europe/Berlin
-lanes:
-  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
-  - {name: b, kind: paid, api: openai, base_url: "http://x/v1", model: m}
-`), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := swingsConfig(t, "Europe/Berlin", [][2]string{{"a", "free"}, {"b", "paid"}})
 	rng := rand.New(rand.NewPCG(21, 8))
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	from, to := t0, t0.Add(3*24*time.Hour)
@@ -114,14 +122,7 @@ lanes:
 // (both read whole again), on the embedded file store and on InfluxDB
 // (through the spool, a span read in pieces, each streamed).
 func TestSwingsOfMatchesSwings(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(`timezone: Asia/Kathmandu
-lanes:
-  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
-  - {name: b, kind: paid, api: openai, base_url: "http://x/v1", model: m}
-`), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := swingsConfig(t, "Asia/Kathmandu", [][2]string{{"a", "free"}, {"b", "paid"}})
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	from, to := t0.Add(5*time.Hour), t0.Add(3*24*time.Hour)
@@ -212,13 +213,7 @@ lanes:
 // do) cannot be streamed: app.SwingsOf reads it again whole, which sorts
 // it, and gives Swings' report of the sorted records, not an error.
 func TestSwingsOfRereadsAnAnswerOutOfOrder(t *testing.T) {
-	cfg, err := config.Parse(strings.NewReader(`timezone: UTC
-lanes:
-  - {name: a, kind: free, api: openai, base_url: "http://x/v1", model: m}
-`), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
 	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	var queries atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
