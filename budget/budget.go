@@ -37,7 +37,8 @@ type Group struct {
 	Location     *time.Location // the provider's day; nil means UTC
 	Lanes        []string       // in config order
 	// Sites share the group's budget (quota scope account): its slots
-	// belong to them in turn (SlotOwner), and every site counts the
+	// belong to them in turn, in the sorted order of their names whatever
+	// order they are listed in (SlotOwner), and every site counts the
 	// requests of all of them. Empty: the budget is the probing site's
 	// own (scope site).
 	Sites []string
@@ -240,8 +241,9 @@ func groupState(g Group, now time.Time, site string, spent []time.Time) state {
 
 // SlotOwner returns the site whose turn the slot holding now is, for a
 // group shared by Sites ("" without them or before the day's first slot):
-// slot k of day n belongs to Sites[(k + n/m) mod len(Sites)], m the
-// offset's period (Offset). The owner moves on by one each m days, while
+// slot k of day n belongs to sorted[(k + n/m) mod len(Sites)], sorted
+// being the Sites in the order of their names (so sites that list them in
+// another order agree) and m the offset's period (Offset). The owner moves on by one each m days, while
 // the offset runs through its m phases, so each site meets every slot at
 // every phase, and so every hour of the day, within m × len(Sites) days
 // (12 probes a day over 3 sites: 2-hour slots, 6 days). Slots of a site
@@ -259,8 +261,9 @@ func SlotOwner(g Group, now time.Time) string {
 	k := int64(start.Sub(day.Add(Offset(g, now))) / slot)
 	n := dayNumber(day)
 	m := offsetPeriod(slot)
-	s := int64(len(g.Sites))
-	return g.Sites[(((k+floorDiv(n, m))%s)+s)%s]
+	sites := slices.Sorted(slices.Values(g.Sites))
+	s := int64(len(sites))
+	return sites[(((k+floorDiv(n, m))%s)+s)%s]
 }
 
 func floorDiv(a, b int64) int64 {

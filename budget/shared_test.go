@@ -106,6 +106,35 @@ func TestSlotOwnerHandWorked(t *testing.T) {
 	}
 }
 
+// Sites that list the same sites in another order agree on every slot's
+// owner: the slots go round in the sorted order of the names, whatever
+// order a config lists them in (issue 28: [fra1, iad1] at one site and
+// [iad1, fra1] at the other both owned every other slot).
+func TestSlotOwnerIgnoresSitesOrder(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 28))
+		var sites []string
+		for i := range 2 + r.IntN(4) {
+			sites = append(sites, fmt.Sprintf("s%d", i))
+		}
+		shuffled := slices.Clone(sites)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		g := Group{Name: "g", ProbesPerDay: 1 + r.IntN(48), Location: time.UTC, Lanes: []string{"a"}, Sites: sites}
+		h := g
+		h.Sites = shuffled
+		order := slices.Clone(shuffled)
+		start := time.Date(2026, 11, 1+r.IntN(28), 0, 0, 0, 0, time.UTC)
+		for at := start; at.Before(start.Add(10 * 24 * time.Hour)); at = at.Add(17 * time.Minute) {
+			if a, b := SlotOwner(g, at), SlotOwner(h, at); a != b {
+				t.Fatalf("seed %d, %d a day: at %s the owner is %q by %v and %q by %v", seed, g.ProbesPerDay, at.Format(time.RFC3339), a, sites, b, shuffled)
+			}
+		}
+		if !slices.Equal(h.Sites, order) {
+			t.Fatalf("SlotOwner reordered the group's sites: %v", h.Sites)
+		}
+	}
+}
+
 // multiSite runs several sites' samplers on one schedule against one
 // shared record of requests, each site deciding from all of them.
 type multiSite struct {
