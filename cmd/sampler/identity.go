@@ -82,7 +82,8 @@ func buildVersion() string {
 
 // logDuty logs what a round's heartbeat said: one error line per round on
 // standby, naming the active instance; a line when the sampler resumes; a
-// warning when the heartbeat could not be written or read. It reports
+// warning when the heartbeat could not be written or read; and, once per
+// instance, a warning for a heartbeat ignored as implausible. It reports
 // whether the round stood by.
 func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	if r.DutyErr != nil {
@@ -90,6 +91,12 @@ func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	}
 	if r.Duty == nil {
 		return false
+	}
+	for _, ig := range r.Duty.Ignored {
+		if b := ig.Beat; d.firstTime("ignored " + b.Instance) {
+			d.log.Warn("heartbeat ignored: no sampler could have written it: "+ig.Err.Error(),
+				"instance", b.Instance, "host", b.Host, "shard", b.Shard, "site", b.Site)
+		}
 	}
 	h := r.Duty.Holder
 	if !r.Duty.Active {
@@ -110,4 +117,22 @@ func (d *daemon) startHeartbeat(start time.Time) {
 	d.s.SetIdentity(id)
 	d.log.Info("heartbeat", "instance", id.Instance, "host", id.Host, "version", id.Version,
 		"live_for", duty.Lifetime(series.Heartbeat{}, id.Interval).String(), "measurement", series.MeasurementHeartbeat)
+}
+
+// maxTold bounds what the daemon remembers having logged once: past it,
+// it forgets all, and may say a thing again.
+const maxTold = 1024
+
+// firstTime reports whether key was not logged yet, and remembers it.
+func (d *daemon) firstTime(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.told[key] {
+		return false
+	}
+	if len(d.told) >= maxTold {
+		clear(d.told)
+	}
+	d.told[key] = true
+	return true
 }

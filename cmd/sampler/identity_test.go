@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -45,5 +46,21 @@ func TestNewIdentity(t *testing.T) {
 	}
 	if a.Interval != 90*time.Second || !a.Start.Equal(start) {
 		t.Errorf("interval %s start %s, want 1m30s and %s", a.Interval, a.Start, start)
+	}
+}
+
+// What the heartbeats say once is logged once per key, and the memory of
+// it stays bounded however many instances a store's points name: past
+// maxTold keys it starts afresh.
+func TestFirstTime(t *testing.T) {
+	d := &daemon{told: map[string]bool{}}
+	if !d.firstTime("ignored a") || d.firstTime("ignored a") || !d.firstTime("ignored b") {
+		t.Fatal("firstTime: want true once per key, then false")
+	}
+	for i := range 3 * maxTold {
+		d.firstTime(fmt.Sprint("ignored x", i))
+		if len(d.told) > maxTold {
+			t.Fatalf("after %d keys the daemon remembers %d, more than %d", i+1, len(d.told), maxTold)
+		}
 	}
 }
