@@ -28,6 +28,7 @@ const (
 	SkipBudget = "budget" // its group's budget allows no probe of it now
 	SkipQuota  = "quota"  // the lane asked to be left alone until Until
 	SkipMeter  = "meter"  // the store could not be read, so the budget spent is unknown
+	SkipSites  = "sites"  // the sites sharing its group list different sites (Input.SitesErr)
 )
 
 // Group is a quota group: lanes that share one account's requests.
@@ -66,7 +67,7 @@ func Backoff(p series.Probe, loc *time.Location) (time.Time, bool) {
 // Skip is a lane a round leaves out, and why.
 type Skip struct {
 	Lane   string
-	Reason string    // SkipBudget, SkipQuota or SkipMeter
+	Reason string    // SkipBudget, SkipQuota, SkipMeter or SkipSites
 	Until  time.Time // SkipQuota: when the lane may be probed again
 }
 
@@ -109,6 +110,11 @@ type Input struct {
 	// MaxBackoff): back-offs and turn order come from it.
 	Latest   []series.Probe
 	MeterErr error
+	// SitesErr, when set, says the sites sharing the groups with Sites
+	// do not all list the same sites, so that their slots' owners are in
+	// doubt: those groups probe nothing (SkipSites); their counts are
+	// still reported.
+	SitesErr error
 	// Location keys hours for the back-off of a 429 without a wait.
 	Location *time.Location
 	// Force probes every lane: budgets and back-offs are reported in Left
@@ -127,7 +133,8 @@ type Input struct {
 //
 // so a budget is spread over the day, never spent at midnight, and a slot
 // that no round fell in is not made up later. The probe goes to the lane of
-// the group probed least recently that is not backing off.
+// the group probed least recently that is not backing off. A group with
+// Sites probes nothing while Input.SitesErr is set.
 func Decide(in Input) Plan {
 	plan := Plan{Sent: map[string]int{}, Left: map[string]int{}}
 	latest := map[string]time.Time{}
@@ -160,7 +167,7 @@ func Decide(in Input) Plan {
 		st := groupState(*g, in.Now, in.Site, spends(g, in))
 		plan.Sent[g.Name] = st.sent
 		plan.Left[g.Name] = g.ProbesPerDay - st.sent
-		if !st.mayProbe {
+		if !st.mayProbe || (in.SitesErr != nil && len(g.Sites) > 0) {
 			continue
 		}
 		// Least recently probed first; never probed before all; ties in config order.
@@ -189,6 +196,8 @@ func Decide(in Input) Plan {
 			plan.Probe = append(plan.Probe, l)
 		case in.MeterErr != nil:
 			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipMeter})
+		case in.SitesErr != nil && len(g.Sites) > 0:
+			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipSites})
 		default:
 			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipBudget})
 		}

@@ -1,21 +1,24 @@
-// Package duty picks, of the live samplers of one shard and site, the one
-// that probes.
+// Package duty reads the samplers' heartbeats: of the live samplers of one
+// shard and site it picks the one that probes, and it finds the sites that
+// share account quotas but list other sites.
 //
 // Each sampler daemon writes a heartbeat every round (series.Heartbeat). A
 // heartbeat is live for two of its writer's intervals (less a quarter, see
 // Lifetime); one that no sampler could have written is ignored
-// (Plausible). Of the live
-// instances of one shard and site, the one with the earliest start probes,
-// the instance id breaking ties; the others stand by until its heartbeat
-// goes stale. The rule is a pure function of what every instance reads
-// from the one store, so instances that read the same heartbeats agree on
-// exactly one; there is no election and no lease beyond it
-// (docs/deploy.md).
+// (Plausible). Of the live instances of one shard and site, the one with
+// the earliest start probes, the instance id breaking ties; the others
+// stand by until its heartbeat goes stale. The rule is a pure function of
+// what every instance reads from the one store, so instances that read the
+// same heartbeats agree on exactly one; there is no election and no lease
+// beyond it (docs/deploy.md). The live beats of other sites say which
+// sites they share account quotas with (Decision.Disagree,
+// docs/budgets.md).
 package duty
 
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/series"
@@ -35,6 +38,11 @@ type Decision struct {
 	// could have written (Plausible), in the order read: they count for
 	// nothing.
 	Ignored []Ignored
+	// Disagree holds, when self lists the sites it shares account quotas
+	// with (Heartbeat.Sites), the newest live beat of each instance at
+	// another site that lists other sites, sorted by site and instance. A
+	// beat that lists none (a sampler older than the field) says nothing.
+	Disagree []series.Heartbeat
 }
 
 // Ignored is a heartbeat the rule left out, and why.
@@ -137,7 +145,8 @@ func Decide(beats []series.Heartbeat, self series.Heartbeat, now time.Time, inte
 			holder = b
 		}
 	}
-	d := Decision{Active: holder.Instance == self.Instance, Holder: holder, Live: live, Ignored: ignored}
+	d := Decision{Active: holder.Instance == self.Instance, Holder: holder, Live: live, Ignored: ignored,
+		Disagree: disagree(beats, self, now, interval)}
 	where := "shard " + self.Shard
 	if self.Site != "" {
 		where += " at site " + self.Site
@@ -153,6 +162,33 @@ func Decide(beats []series.Heartbeat, self series.Heartbeat, now time.Time, inte
 			Lifetime(holder, interval))
 	}
 	return d
+}
+
+// disagree returns the newest live beat of each instance at a site but
+// self's, when it lists sites and not self's, sorted by site and instance.
+func disagree(beats []series.Heartbeat, self series.Heartbeat, now time.Time, interval time.Duration) []series.Heartbeat {
+	if self.Sites == "" {
+		return nil
+	}
+	newest := map[string]series.Heartbeat{}
+	for _, b := range beats {
+		if b.Site == self.Site || !Live(b, now, interval) {
+			continue
+		}
+		if n, ok := newest[b.Instance]; !ok || b.Time.After(n.Time) {
+			newest[b.Instance] = b
+		}
+	}
+	var out []series.Heartbeat
+	for _, b := range newest {
+		if b.Sites != "" && b.Sites != self.Sites {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b series.Heartbeat) int {
+		return cmp.Or(cmp.Compare(a.Site, b.Site), cmp.Compare(a.Instance, b.Instance))
+	})
+	return out
 }
 
 // before reports whether a wins over b: the earlier start, then the

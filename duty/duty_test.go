@@ -136,6 +136,62 @@ func TestDecideIgnoresImplausibleBeats(t *testing.T) {
 	}
 }
 
+// The sites that share account quotas must list the same sites: a live
+// beat of another site that lists others than self is reported, each
+// instance's newest (issue 28). A beat that lists none (a sampler
+// older than the field, or one without shared quotas) or a stale or
+// implausible one says nothing; nor does a beat of self's own site, nor
+// any beat when self lists none.
+func TestDecideSitesDisagree(t *testing.T) {
+	const iv = 10 * time.Second
+	now := t0.Add(time.Minute)
+	self := hb("b", 5*time.Second, time.Minute)
+	self.Sites = "eu,us"
+	at := func(id, site, sites string, ago time.Duration) series.Heartbeat {
+		b := hb(id, 0, time.Minute-ago)
+		b.Site, b.Sites, b.Shard = site, sites, "1/3"
+		return b
+	}
+	cases := []struct {
+		name  string
+		self  string // self's Sites
+		beats []series.Heartbeat
+		want  []string // instances reported
+	}{
+		{"the same sites", "eu,us", []series.Heartbeat{at("u", "us", "eu,us", time.Second)}, nil},
+		{"another site lists one more", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", time.Second)}, []string{"u"}},
+		{"another site lists one fewer", "eu,us", []series.Heartbeat{at("u", "us", "us", time.Second)}, []string{"u"}},
+		{"an older sampler says none", "eu,us", []series.Heartbeat{at("u", "us", "", time.Second)}, nil},
+		{"a stale beat", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", 20*time.Second)}, nil},
+		{"an implausible beat", "eu,us", []series.Heartbeat{func() series.Heartbeat {
+			b := at("u", "us", "ap,eu,us", time.Second)
+			b.IntervalS = 5e9
+			return b
+		}()}, nil},
+		{"self's own site", "eu,us", []series.Heartbeat{at("e", "eu", "ap,eu,us", time.Second)}, nil},
+		{"self lists none", "", []series.Heartbeat{at("u", "us", "ap,eu,us", time.Second)}, nil},
+		{"each instance's newest", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", 5*time.Second), at("u", "us", "eu,us", time.Second), at("w", "us", "us", 3*time.Second), at("v", "us", "us", 3*time.Second)}, []string{"v", "w"}},
+		{"two sites", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", time.Second), at("p", "ap", "ap,eu,us", time.Second)}, []string{"p", "u"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			me := self
+			me.Sites = c.self
+			d := Decide(c.beats, me, now, iv)
+			var got []string
+			for _, b := range d.Disagree {
+				got = append(got, b.Instance)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("Disagree names %v, want %v", got, c.want)
+			}
+			if !d.Active || d.Live != 1 {
+				t.Errorf("another site's beats changed the rule: %+v", d)
+			}
+		})
+	}
+}
+
 // For any set of heartbeats of one shard and site, the live instances that
 // read them agree: exactly one of them is active, it is the one every other
 // names, and no stale or far-future beat, nor one of another shard or

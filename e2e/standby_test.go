@@ -151,7 +151,7 @@ func TestShardRunsOnce(t *testing.T) {
 	}
 	defer st.Close()
 	w := series.Window{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute)}
-	beats, err := st.Heartbeats(context.Background(), "eu", w)
+	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, w)
 	if err != nil {
 		t.Fatal(err)
 	}

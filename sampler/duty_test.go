@@ -34,8 +34,8 @@ type raceStore struct {
 // share an InfluxDB (a file store is held by one).
 func (s *raceStore) Exclusive() bool { return false }
 
-func (s *raceStore) Heartbeats(ctx context.Context, site string, w series.Window) ([]series.Heartbeat, error) {
-	bs, err := s.File.Heartbeats(ctx, site, w)
+func (s *raceStore) Heartbeats(ctx context.Context, sites []string, w series.Window) ([]series.Heartbeat, error) {
+	bs, err := s.File.Heartbeats(ctx, sites, w)
 	if s.blind.Load() {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func TestStandbyAndTakeover(t *testing.T) {
 	if bad := checkHours(t, st, "after the takeover"); len(bad) != 0 {
 		t.Errorf("hourly records that disagree with their probes: %v", bad)
 	}
-	beats, err := st.Heartbeats(context.Background(), "eu", series.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
+	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, series.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
 	if err != nil || len(beats) != 3+5 {
 		t.Errorf("heartbeats stored: %d, %v; want one per round of each (8)", len(beats), err)
 	}
@@ -235,7 +235,7 @@ func TestFileStoreHeartbeat(t *testing.T) {
 			t.Fatalf("round: %v, %+v, %d probes; want active alone", err, r.Duty, len(r.Samples))
 		}
 	}
-	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), "", series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), []string{""}, series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
 	if err != nil || len(beats) != 2 || beats[0].Instance != "solo" || beats[0].Shard != "0/1" || beats[0].StartNS != start.UnixNano() {
 		t.Fatalf("heartbeats in the file: %+v, %v; want the two rounds'", beats, err)
 	}

@@ -307,3 +307,120 @@ func TestSitesInAnyOrderShareTheSlots(t *testing.T) {
 		t.Errorf("the group's lanes got %d requests in two days, want %d (every slot used once)", n, 2*perDay)
 	}
 }
+
+// Issue 28: sites that list different sites cannot agree on the slots'
+// owners, and each counts only the requests of the sites it lists. Their
+// heartbeats (real InfluxDB) now say which sites each lists: fra1 lists
+// [fra1, iad1], iad1 [fra1, iad1, sgp1]. Each round that reads the
+// other's live heartbeat names it (Round.Duty.Disagree) and probes none
+// of the shared group's lanes (skip reason sites), counts still reported;
+// an older sampler's heartbeat, which lists none, changes nothing. Once
+// iad1 is restarted with fra1's list and its old instance's heartbeat
+// has gone stale, the sites probe again, one request a slot.
+func TestSitesThatDisagreeProbeNoSharedSlot(t *testing.T) {
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	const perDay = 72 // a slot a round
+	const iv = 20*time.Minute + 30*time.Second
+
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 23, 47, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	set := func(at time.Time) { mu.Lock(); clock = at; mu.Unlock() }
+	led := &siteLedger{lane: lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, clock: now}
+	srv := httptest.NewServer(led)
+	t.Cleanup(srv.Close)
+	requests := func() int { led.mu.Lock(); defer led.mu.Unlock(); return len(led.reqs) }
+	start := func(site, instance string, sites []string) *sampler.Sampler {
+		s, _ := siteSampler(t, url, db, srv.URL, site, sites, perDay, now, nil)
+		s.SetIdentity(sampler.Identity{Instance: instance, Host: "h-" + instance, Version: "test", Start: now().Add(-time.Minute), Interval: iv})
+		return s
+	}
+	run := func(s *sampler.Sampler, name string) *sampler.Round {
+		t.Helper()
+		r, err := s.Run(context.Background(), false, false)
+		if err != nil || r.DutyErr != nil || !r.Duty.Active {
+			t.Fatalf("%s at %s: %v, %v, %+v", name, now().Format(time.RFC3339), err, r.DutyErr, r.Duty)
+		}
+		return r
+	}
+	refuses := func(r *sampler.Round, name, other, otherSites string) {
+		t.Helper()
+		if len(r.Duty.Disagree) != 1 || r.Duty.Disagree[0].Site != other || r.Duty.Disagree[0].Sites != otherSites {
+			t.Errorf("%s at %s: disagree %+v, want %s's heartbeat listing %s", name, now().Format(time.RFC3339), r.Duty.Disagree, other, otherSites)
+		}
+		if len(r.Plan.Probe) != 0 || len(r.Plan.Skip) != 2 || r.Plan.Skip[0].Reason != budget.SkipSites || r.Plan.Skip[1].Reason != budget.SkipSites {
+			t.Errorf("%s at %s: probe %v skip %v; want a and b skipped: sites", name, now().Format(time.RFC3339), r.Plan.Probe, r.Plan.Skip)
+		}
+		if _, ok := r.Plan.Left["g"]; !ok {
+			t.Errorf("%s at %s: no count of the group (%+v)", name, now().Format(time.RFC3339), r.Plan)
+		}
+	}
+
+	fra1 := start("fra1", "fra1-a", []string{"fra1", "iad1"})
+	// An older sampler at iad1 (of another shard), whose heartbeat lists
+	// no sites: fra1 cannot tell, and probes its slots as before.
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if err := st.WriteHeartbeat(context.Background(), series.Heartbeat{Instance: "iad1-old", Shard: "1/2", Site: "iad1", Time: now(), Host: "old",
+		StartNS: now().Add(-time.Hour).UnixNano(), Version: "older", IntervalS: iv.Seconds()}); err != nil {
+		t.Fatal(err)
+	}
+	r := run(fra1, "fra1")
+	if len(r.Duty.Disagree) != 0 || len(r.Plan.Probe) != 1 {
+		t.Fatalf("fra1 beside an older sampler: disagree %+v, probe %v skip %v; want it to probe its slot", r.Duty.Disagree, r.Plan.Probe, r.Plan.Skip)
+	}
+
+	// iad1 lists sgp1 too. Its first round sees fra1's heartbeat; from
+	// then on neither probes the group.
+	set(time.Date(2026, 12, 1, 0, 7, 0, 0, time.UTC))
+	run(fra1, "fra1") // has not seen iad1 yet
+	iad1 := start("iad1", "iad1-a", []string{"fra1", "iad1", "sgp1"})
+	refuses(run(iad1, "iad1"), "iad1", "fra1", "fra1,iad1")
+	before := requests()
+	for range 4 {
+		set(now().Add(20 * time.Minute))
+		refuses(run(fra1, "fra1"), "fra1", "iad1", "fra1,iad1,sgp1")
+		refuses(run(iad1, "iad1"), "iad1", "fra1", "fra1,iad1")
+	}
+	if n := requests() - before; n != 0 {
+		t.Fatalf("the sites that disagree sent %d requests of the group", n)
+	}
+
+	// iad1 restarts with fra1's list: while the old instance's heartbeat
+	// is live, fra1 refuses and the new instance stands by; then both
+	// probe, one request a slot.
+	iad1 = start("iad1", "iad1-b", []string{"iad1", "fra1"})
+	group := app.Groups(func() *config.Config {
+		_, cfg := siteSampler(t, url, db, srv.URL, "fra1", []string{"fra1", "iad1"}, perDay, now, nil)
+		return cfg
+	}())[0]
+	slots := map[time.Time]int{}
+	before = requests()
+	for i := range 9 {
+		set(now().Add(20 * time.Minute))
+		rf, err := fra1.Run(context.Background(), false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, err := iad1.Run(context.Background(), false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 && (!rf.Duty.Active || !ri.Duty.Active || len(rf.Duty.Disagree) != 0 || len(ri.Duty.Disagree) != 0) {
+			t.Errorf("at %s, %d rounds after the restart: %+v and %+v; want both active, agreeing", now().Format(time.RFC3339), i+1, rf.Duty, ri.Duty)
+		}
+		for _, x := range []*sampler.Round{rf, ri} {
+			if len(x.Plan.Probe) > 0 {
+				slot, _ := budget.SlotStart(group, now())
+				slots[slot] += len(x.Plan.Probe)
+			}
+		}
+	}
+	if n := requests() - before; n < 6 || n != len(slots) {
+		t.Errorf("after the restart the sites sent %d requests in %d slots (%v); want one in each of at least 6", n, len(slots), slots)
+	}
+}

@@ -43,6 +43,7 @@ type daemon struct {
 	next      time.Time            // when the next scheduled round runs
 	backedOff map[string]time.Time // lanes whose back-off was logged, until when
 	told      map[string]bool      // what the heartbeats said that was logged once (identity.go)
+	disagree  map[string]bool      // sites that list other sites, as logged: "site sites" (identity.go)
 	interval  time.Duration        // between two rounds (the schedule's shortest)
 
 	retention retention // store.retention_days: the day last pruned (prune.go)
