@@ -177,7 +177,7 @@ func newest(ps []series.Probe) []series.Probe {
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading, lanes []string) budget.Plan {
 	in := budget.Input{Now: now, Lanes: lanes, Groups: s.groups, Location: s.loc, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site}
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site, SitesErr: s.sitesDisagree()}
 	if m.err != nil {
 		in.Latest = append(in.Latest, m.local...)
 		s.mu.Lock()

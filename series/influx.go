@@ -489,20 +489,7 @@ func (s *Influx) flux(measurement string, fields []string, span [2]int64, m *mat
 	fmt.Fprintf(&b, "from(bucket: %s)\n", fluxString(s.bucket))
 	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", fluxNano(span[0]), fluxNano(span[1]))
 	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s)\n", fluxString(measurement))
-	if m.sites != nil {
-		b.WriteString("  |> filter(fn: (r) => ")
-		for i, site := range slices.Sorted(maps.Keys(m.sites)) {
-			if i > 0 {
-				b.WriteString(" or ")
-			}
-			if site == "" {
-				fmt.Fprintf(&b, "not exists r.%s", TagSite)
-			} else {
-				fmt.Fprintf(&b, "r.%s == %s", TagSite, fluxString(site))
-			}
-		}
-		b.WriteString(")\n")
-	}
+	fluxSites(&b, m)
 	if m.lanes != nil && len(m.lanes) <= maxPushedLanes {
 		b.WriteString("  |> filter(fn: (r) => ")
 		for i, lane := range slices.Sorted(maps.Keys(m.lanes)) {
@@ -515,6 +502,25 @@ func (s *Influx) flux(measurement string, fields []string, span [2]int64, m *mat
 	}
 	fluxFieldsPivot(&b, fields)
 	return b.String()
+}
+
+// fluxSites adds the filter that selects m's sites, when it names any.
+func fluxSites(b *strings.Builder, m *matcher) {
+	if m.sites == nil {
+		return
+	}
+	b.WriteString("  |> filter(fn: (r) => ")
+	for i, site := range slices.Sorted(maps.Keys(m.sites)) {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		if site == "" {
+			fmt.Fprintf(b, "not exists r.%s", TagSite)
+		} else {
+			fmt.Fprintf(b, "r.%s == %s", TagSite, fluxString(site))
+		}
+	}
+	b.WriteString(")\n")
 }
 
 // fluxFieldsPivot ends a Flux read: the fields kept, then one row per

@@ -72,6 +72,8 @@ var (
 			intField("start_ns", func(b *Heartbeat) *int64 { return &b.StartNS }),
 			stringField("version", func(b *Heartbeat) *string { return &b.Version }),
 			floatField("interval_s", func(b *Heartbeat) *float64 { return &b.IntervalS }),
+			stringField("sites", func(b *Heartbeat) *string { return &b.Sites }).
+				optional(func(b *Heartbeat) bool { return b.Sites != "" }, nil),
 		},
 	}
 )
