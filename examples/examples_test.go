@@ -126,8 +126,9 @@ func (w *world) hit(i int) func() {
 	}
 }
 
-// newWorld starts tc's lanes and the API. The book makes a free retry not
-// fit after one failed attempt, so the ledger answers cut_over.
+// newWorld starts tc's lanes and the API. Unless tc.retryFits, the book
+// makes a free retry not fit after one failed attempt, so the ledger
+// answers cut_over.
 func newWorld(t *testing.T, tc jobCase) *world {
 	t.Helper()
 	w := &world{flood: make(chan struct{})}
@@ -135,11 +136,15 @@ func newWorld(t *testing.T, tc jobCase) *world {
 		{Name: "free", Kind: "free", API: tc.free.api, BaseURL: tc.free.start(t, freeKey, w.hit(0)), Model: "free-model", APIKeyEnv: freeKeyEnv},
 		{Name: "paid", Kind: "paid", API: tc.paid.api, BaseURL: tc.paid.start(t, paidKey, w.hit(1)), Model: "paid-model", APIKeyEnv: paidKeyEnv},
 	}
+	nextQueueS := 58.0 // a free retry does not fit after a failed attempt
+	if tc.retryFits {
+		nextQueueS = 5
+	}
 	dir := t.TempDir()
 	now := time.Now()
 	for _, h := range []time.Time{now, now.Add(time.Hour)} { // the test may cross an hour
 		c := policy.Class{Name: "interactive", DeadlineS: 60, CeilingTokens: 4000, EstTokens: 100, Lanes: tc.fits,
-			Book: policy.BookPolicy{DeadlineS: 60, CeilingTokens: 4000, NextQueueS: 58, NextGenS: 2.5, NextEstTokens: 100,
+			Book: policy.BookPolicy{DeadlineS: 60, CeilingTokens: 4000, NextQueueS: nextQueueS, NextGenS: 2.5, NextEstTokens: 100,
 				PaidQueueS: 1.25, PaidUSDPer1k: 0.002, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}}
 		f := policy.File{Hour: hours.Label(h, time.UTC), Timezone: "UTC", Basis: policy.BasisLive,
 			Lanes: []policy.Lane{
@@ -196,6 +201,7 @@ type jobCase struct {
 	cutS       float64  // the class's cutover_after_s; 0: none, the job waits its --timeout
 	unset      string   // a key variable left out of the environment
 	apiDown    bool     // the API refuses connections
+	retryFits  bool     // the book lets the free lane retry (next_queue_s 5, not 58)
 	code       int      // exit status
 	want       outcome  // stdout, exit 0
 	stderr     string   // in stderr (case aside), exit 1
@@ -211,6 +217,10 @@ var cases = []jobCase{
 		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{1, 1}},
 	{name: "no first token by the cut-over on an anthropic lane (base_url with /v1): cut over to an openai lane", free: lane{api: "anthropic", prefill: stalled, v1: true}, paid: openai, fits: both, cutS: 3,
 		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{1, 1}},
+	{name: "no first token by the cut-over, though a free retry would fit: cut over", free: lane{api: "openai", prefill: stalled}, paid: anthropic, fits: both, cutS: 3, retryFits: true,
+		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{1, 1}},
+	{name: "the free lane is down and the ledger says retry it: exit 1, not tried twice", free: lane{api: "openai", down: true}, paid: anthropic, fits: both, cutS: 3, retryFits: true,
+		code: 1, stderr: "not trying it again"},
 	{name: "the free lane is down: book, cut over", free: lane{api: "openai", down: true}, paid: anthropic, fits: both, cutS: 3,
 		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{0, 1}},
 	{name: "the paid lane refuses the key: one attempt on it, exit 1", free: lane{api: "openai", prefill: stalled}, paid: lane{api: "anthropic", refuses: true}, fits: both, cutS: 3,

@@ -7,10 +7,12 @@ has the commands:
         --class interactive [--prompt "Say hi"] [--timeout 20]
 
 It streams the reply in the lane's dialect (openai chat completions or
-anthropic Messages), abandons an attempt that has no first token by the
-cut-over time (cutover_after_s from the API, else --timeout), books it
-through POST /api/v1/book and follows the ledger: retry_free, cut_over to
-the lane its answer names (with the endpoint), or stop. The key of a lane
+anthropic Messages). A free attempt with no first token by the cut-over
+time (cutover_after_s from the API, seconds since the job started) is
+cancelled and the ledger asked about it as running (POST /api/v1/book with
+running_s), which cuts over to the lane its answer names; any other failed
+attempt (no first token by --timeout, an error) is booked and the answer
+followed: retry_free, cut_over, or stop. The key of a lane
 is read from the variable its api_key_env names; the API never sends a key.
 Prints one line of JSON on stdout: {"lane", "text", "attempts", "actions"}.
 Exit 0 done, 1 the ledger said stop or an error, 3 no lane fits the class
@@ -117,8 +119,9 @@ def attempt(lane, prompt, first_token_s):
     parse = openai_event if lane["api"] == "openai" else anthropic_event
     url = urllib.parse.urlsplit(lane["base_url"])
     conn_cls = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    # The connection waits no longer than the first token may.
-    conn = conn_cls(url.netloc, timeout=first_token_s)
+    # The connection waits no longer than the first token may (and more
+    # than 0, which would make the socket non-blocking).
+    conn = conn_cls(url.netloc, timeout=max(first_token_s, 0.001))
     state = {"first": None, "tokens": 0, "text": "", "done": False, "err": None}
     first_token = threading.Event()
 
@@ -150,7 +153,9 @@ def attempt(lane, prompt, first_token_s):
     abandoned = False
     try:
         conn.connect()
-    except OSError as e:  # refused, unreachable, no answer in time
+    except socket.timeout:  # no first token in time, as below
+        abandoned = True
+    except OSError as e:  # refused, unreachable
         state["err"] = e
     else:
         conn.sock.settimeout(300)
@@ -181,7 +186,7 @@ def main():
     p.add_argument("--api", required=True)
     p.add_argument("--class", dest="cls", required=True)
     p.add_argument("--prompt", default="Say hi")
-    p.add_argument("--timeout", type=float, default=20, help="first-token wait when the API gives no cutover_after_s")
+    p.add_argument("--timeout", type=float, default=20, help="first-token wait of an attempt no cutover_after_s covers")
     args = p.parse_args()
     q = urllib.parse.quote(args.cls)
     try:
@@ -189,19 +194,28 @@ def main():
     except APIError as e:
         print(e, file=sys.stderr)
         return 3 if e.code == "no_lane" else 1
-    wait = choice["cutover_after_s"] if choice["cutover_after_s"] is not None else args.timeout
+    # The cut-over time counts from the job's start, on the lane the API
+    # chose (the book's free lane); other attempts wait --timeout.
+    cut = choice["cutover_after_s"]
     lane, attempts, actions = choice, [], []
     errored = set()  # lanes whose attempt failed with an error
     while True:
-        a, text, failed = attempt(lane, args.prompt, wait)
+        spent = sum(a["queue_s"] + a["gen_s"] for a in attempts)
+        cut_here = cut is not None and lane["lane"] == choice["lane"]
+        a, text, failed = attempt(lane, args.prompt, max(0, cut - spent) if cut_here else args.timeout)
+        before = list(attempts)
         attempts.append(a)
-        if failed:
-            errored.add(lane["lane"])
         if a["shipped"]:
             print(json.dumps({"lane": lane["lane"], "text": text, "attempts": len(attempts), "actions": actions}))
             return 0
-        # Book the partial attempt with the hour's policy, then follow the answer.
-        ans = api(args.api, "/api/v1/book?class=%s&hour=%s" % (q, choice["hour"]), {"attempts": attempts})
+        if failed:
+            errored.add(lane["lane"])
+        # No first token by the cut-over time: the ledger's question for a
+        # running attempt (running_s), whose answer is a cut-over, never a
+        # retry of the lane just cancelled (docs/ledger.md). Any other failed
+        # attempt: book it. Both with the hour's policy; then follow the answer.
+        body = {"attempts": before, "running_s": a["queue_s"]} if cut_here and not failed else {"attempts": attempts}
+        ans = api(args.api, "/api/v1/book?class=%s&hour=%s" % (q, choice["hour"]), body)
         actions.append(ans["action"])
         print("ledger: %s: %s" % (ans["action"], ans["why"]), file=sys.stderr)
         if ans["action"] == "stop":

@@ -1,15 +1,17 @@
 // lanewatch-job.ts: run one LLM job on the lane lanewatch picks, streaming
 // with the official SDK of the lane's dialect (openai or
-// @anthropic-ai/sdk); abandon a free attempt that has no first token by the
-// cut-over time, book it through the ledger and follow its answer (retry
-// the free lane, cut over to the lane it names, or stop). ../README.md has
-// the commands:
+// @anthropic-ai/sdk). A free attempt with no first token by the cut-over
+// time is cancelled and the ledger's running answer followed (cut over to
+// the lane it names); any other failed attempt is booked and the answer
+// followed (retry the free lane, cut over, or stop). ../README.md has the
+// commands:
 //
 //   npm ci
 //   npm start --silent -- --api http://127.0.0.1:9465 --class interactive \
 //     [--prompt "Say hi"] [--timeout 20]
 //
-// --timeout is the first-token wait when the API gives no cutover_after_s.
+// --timeout is the first-token wait of an attempt no cutover_after_s
+// covers.
 // The key of a lane is read from the variable its api_key_env names; the
 // API never sends a key. Prints one line of JSON on stdout:
 // {"lane", "text", "attempts", "actions"}. Exit 0 done, 1 the ledger said
@@ -45,7 +47,7 @@ interface Attempt {
 }
 
 interface Answer {
-  action: "retry_free" | "cut_over" | "stop";
+  action: "retry_free" | "cut_over" | "stop" | "wait";
   why: string;
   lane: string | null; // the lane the action runs on
   endpoint: Lane | null; // its endpoint (the key's variable, never a key)
@@ -162,7 +164,7 @@ async function attempt(
     clearTimeout(timer);
   }
   const errored = !!why && !ac.signal.aborted;
-  if (ac.signal.aborted) why = `no first token after ${firstTokenS} s: abandoned`;
+  if (ac.signal.aborted) why = `no first token after ${+firstTokenS.toFixed(2)} s: abandoned`;
   const end = performance.now();
   const a = { queue_s: ((first || end) - start) / 1000, gen_s: first ? (end - first) / 1000 : 0, emitted_tokens: tokens, shipped: !why };
   if (why) process.stderr.write(`attempt on ${lane.lane}: ${why}\n`);
@@ -181,21 +183,30 @@ async function main(): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n`);
     return (err as { code?: string }).code === "no_lane" ? 3 : 1;
   }
-  const wait = choice.cutover_after_s ?? timeoutS;
+  // The cut-over time counts from the job's start, on the lane the API
+  // chose (the book's free lane); other attempts wait --timeout.
+  const cut = choice.cutover_after_s;
   let lane: Lane = choice;
   const attempts: Attempt[] = [];
   const actions: string[] = [];
   const errored = new Set<string>(); // lanes whose attempt failed with an error
   for (;;) {
-    const { a, text, errored: failed } = await attempt(lane, prompt, wait);
+    const spent = attempts.reduce((sum, a) => sum + a.queue_s + a.gen_s, 0);
+    const cutHere = cut !== null && lane.lane === choice.lane;
+    const { a, text, errored: failed } = await attempt(lane, prompt, cutHere ? Math.max(0, cut - spent) : timeoutS);
+    const before = attempts.slice();
     attempts.push(a);
-    if (failed) errored.add(lane.lane);
     if (a.shipped) {
       process.stdout.write(JSON.stringify({ lane: lane.lane, text, attempts: attempts.length, actions }) + "\n");
       return 0;
     }
-    // Book the partial attempt with the hour's policy, then follow the answer.
-    const ans = await api<Answer>(base, `/api/v1/book?class=${encodeURIComponent(cls)}&hour=${choice.hour}`, { attempts });
+    if (failed) errored.add(lane.lane);
+    // No first token by the cut-over time: the ledger's question for a
+    // running attempt (running_s), whose answer is a cut-over, never a retry
+    // of the lane just cancelled (docs/ledger.md). Any other failed
+    // attempt: book it. Both with the hour's policy; then follow the answer.
+    const body = cutHere && !failed ? { attempts: before, running_s: a.queue_s } : { attempts };
+    const ans = await api<Answer>(base, `/api/v1/book?class=${encodeURIComponent(cls)}&hour=${choice.hour}`, body);
     actions.push(ans.action);
     process.stderr.write(`ledger: ${ans.action}: ${ans.why}\n`);
     if (ans.action === "stop") return 1;
