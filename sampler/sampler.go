@@ -19,8 +19,17 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// DefaultStoreTimeout bounds a round's store write, apart from its probes.
+// DefaultStoreTimeout bounds each of a round's store writes on its own:
+// the bookings, before the probes, and the round's record, from the end of
+// its probes (however long they took).
 const DefaultStoreTimeout = 2 * time.Minute
+
+// storeContext is the context of one store write of a round: ctx's values
+// without its cancel (a stopping sampler still stores what it sent), with
+// DefaultStoreTimeout from now.
+func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
+}
 
 // SpreadStep is how far apart a round's probe starts are, so that probes
 // started together do not share the CPU in one burst and misread their
@@ -172,8 +181,9 @@ func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.P
 // starting (their reservations are released), lets the probes in flight
 // finish within their own timeouts and stores them; with interruptible true
 // (-once at a terminal) it cuts the probes in flight short and stores them
-// as cancelled (ErrInterrupted). The store writes have their own deadline,
-// so a slow round never loses the probes it finished. force probes every
+// as cancelled (ErrInterrupted). Each store write has its own deadline
+// (DefaultStoreTimeout), the record's from the end of the probes, so a slow
+// round never loses the probes it finished. force probes every
 // owned lane, budgets and back-offs notwithstanding (the probes still
 // count). A round whose reservations cannot be written probes nothing
 // (ErrNotBooked). A sampler with an Identity first writes its heartbeat
@@ -204,13 +214,13 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 		}
 		return r, nil
 	}
-	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
-	defer cancel()
-	points, err := s.bookAndProbe(ctx, storeCtx, r, targets, s.offsets(len(targets)), m, interruptible)
+	points, err := s.bookAndProbe(ctx, r, targets, s.offsets(len(targets)), m, interruptible)
 	if err != nil {
 		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the round: %w", err)
 	}
+	storeCtx, cancel := storeContext(ctx)
+	defer cancel()
 	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
@@ -234,9 +244,12 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 // reservations, before any leaves), probes them and returns their points,
 // each replacing its reservation: settled, cancelled or released (unsent).
 // It fills r's Samples, NotStarted and Points. A write of the reservations
-// that fails probes nothing: ErrNotBooked.
-func (s *Sampler) bookAndProbe(ctx, storeCtx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, interruptible bool) ([]series.Probe, error) {
+// that fails probes nothing: ErrNotBooked. The booking write has its own
+// deadline; the caller stores the points with another.
+func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, interruptible bool) ([]series.Probe, error) {
 	booked := s.book(targets, offsets, m.prior.Probes, m.err != nil)
+	storeCtx, cancel := storeContext(ctx)
+	defer cancel()
 	if len(booked) > 0 {
 		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
 			// Release what may have been stored of them, so that they count
@@ -378,6 +391,13 @@ func (s *Sampler) WorstRound() time.Duration {
 	c := max(s.concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
 	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.shard.Count)*SpreadStep, MaxSpread)
+}
+
+// settleWithin is how long after its booking a round of the owned lanes
+// settles a reservation at most: the booking write, the round's probes
+// and its record write, each within its own bound.
+func (s *Sampler) settleWithin() time.Duration {
+	return DefaultStoreTimeout + s.WorstRound() + DefaultStoreTimeout
 }
 
 // longestTimeout is the longest probe timeout of the owned lanes.

@@ -35,9 +35,7 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 		r.NotStarted, r.Duration = []string{lane}, time.Since(start)
 		return r, ErrInterrupted
 	}
-	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
-	defer cancel()
-	if _, err := s.bookAndProbe(ctx, storeCtx, r, []probe.Target{t}, []time.Duration{0}, m, true); err != nil {
+	if _, err := s.bookAndProbe(ctx, r, []probe.Target{t}, []time.Duration{0}, m, true); err != nil {
 		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the probe: %w", err)
 	}
@@ -47,6 +45,8 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 	// moment between that read and this write is not seen; sampler rollup
 	// repairs such an hour). The hours of the daemon's unsettled
 	// reservations are the daemon's to rebuild, not this probe's.
+	storeCtx, cancel := storeContext(ctx)
+	defer cancel()
 	rec, err := s.rec.Record(storeCtx, r.Points)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
