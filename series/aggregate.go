@@ -22,7 +22,9 @@ const OutcomeRateLimited = string(probe.RateLimited)
 const (
 	// OutcomeReserved is a request booked and not settled: in flight, or
 	// its sampler died before it stored the probe. It counts against the
-	// budget and, in its hour, as a failure whose wait is unknown.
+	// budget and, in its hour, as a failure whose wait is unknown. It is
+	// stored as the field booked alone, so that it never replaces the
+	// point that settled it, in whatever order the two are applied.
 	OutcomeReserved = "reserved"
 	// OutcomeCancelled is a probe sent and cut short by the sampler (an
 	// interrupted sampler -once): not a lane failure, but its wait so far

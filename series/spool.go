@@ -73,7 +73,8 @@ type SpoolOptions struct {
 // the spooled points (in that order: a later one is newer), but the inner
 // store is asked first: when it cannot be read, the read fails rather than
 // return the spool alone (LocalProbes reads the local files alone). A
-// dead-lettered or spooled reservation never replaces a settled probe.
+// dead-lettered or spooled reservation never replaces a settled probe
+// (settledWins, as in every read).
 type Spool struct {
 	inner Store
 	o     SpoolOptions
@@ -397,7 +398,7 @@ func (v deadView) Probes(ctx context.Context, q Query) ([]Probe, error) {
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := fileMerge(ctx, v.s, v.s.o.DeadLetter, l, q.matcher(), kindProbe, decodeProbe, settledWins); err != nil {
+	if err := fileMerge(ctx, v.s, v.s.o.DeadLetter, l, q.matcher(), kindProbe, decodeProbe); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil

@@ -11,14 +11,14 @@ import (
 // ones included: a probe the store refused, or has not received yet, was
 // still sent, so budgets, back-offs and the hours rebuilt count it.
 func (s *Spool) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey, settledWins)
+	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey)
 }
 
 // Hourly returns the hourly points q selects, spooled ones included.
 // Refused hourly points (the dead letter) are not merged: the hours are
 // rebuilt from the probes, which are.
 func (s *Spool) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey, nil)
+	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey)
 }
 
 // LocalProbes returns the probe points q selects that the spool and the
@@ -29,7 +29,7 @@ func (s *Spool) LocalProbes(ctx context.Context, q Query) ([]Probe, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	l := newLatest(probeKey)
-	if err := localMerge(ctx, s, l, q.matcher(), true, kindProbe, decodeProbe, settledWins); err != nil {
+	if err := localMerge(ctx, s, l, q.matcher(), true, kindProbe, decodeProbe); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil
@@ -43,16 +43,8 @@ type LocalReader interface {
 
 var _ LocalReader = (*Spool)(nil)
 
-// settledWins keeps a settled probe point against a reservation of the same
-// key found later in the merge: a reservation is written before its probe,
-// so a reservation that reads as newer is one the store refused (the dead
-// letter) while it took the probe.
-func settledWins(old, fresh *Probe) bool {
-	return fresh.Outcome != OutcomeReserved || old.Outcome == OutcomeReserved
-}
-
 func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.Context, Query) ([]T, error),
-	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
+	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	pts, err := read(ctx, q)
@@ -60,25 +52,25 @@ func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.
 		return nil, err
 	}
 	m := q.matcher()
-	if none, err := spoolAddsNothing(ctx, s, m, kind, decode, key, replace); err != nil {
+	if none, err := spoolAddsNothing(ctx, s, m, kind, decode, key); err != nil {
 		return nil, err
 	} else if none {
 		return pts, nil
 	}
-	return spoolMerge(ctx, s, pts, m, kind, decode, key, replace)
+	return spoolMerge(ctx, s, pts, m, kind, decode, key)
 }
 
 // spoolMerge returns the inner store's points pts merged with those of
 // kind that m selects in the dead-letter file (for probes) and the spool,
-// a later line replacing an earlier point unless replace says no. s.mu
+// a later line replacing an earlier point (as latest does). s.mu
 // must be held (shared is enough).
 func spoolMerge[T any](ctx context.Context, s *Spool, pts []T, m *matcher, kind pointKind,
-	decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
+	decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
 	l := newLatest(key)
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := localMerge(ctx, s, l, m, kind == kindProbe, kind, decode, replace); err != nil {
+	if err := localMerge(ctx, s, l, m, kind == kindProbe, kind, decode); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil
@@ -88,7 +80,7 @@ func spoolMerge[T any](ctx context.Context, s *Spool, pts []T, m *matcher, kind 
 // the dead letter) hold no point of kind that m selects, so that a read is
 // the inner store's alone. s.mu must be held (shared is enough).
 func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind pointKind,
-	decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) (bool, error) {
+	decode func([]byte) (T, error), key func(*T) pointKey) (bool, error) {
 	withDead := kind == kindProbe
 	if s.file != nil {
 		return s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()), nil
@@ -97,7 +89,7 @@ func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind poi
 	// leave the store's points as they are when they add nothing (the
 	// usual case), rather than put a month of points through the map.
 	local := newLatest(key)
-	if err := localMerge(ctx, s, local, m, withDead, kind, decode, replace); err != nil {
+	if err := localMerge(ctx, s, local, m, withDead, kind, decode); err != nil {
 		return false, err
 	}
 	return len(local.idx) == 0, nil
@@ -113,7 +105,7 @@ func (s *Spool) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly) 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	m := q.matcher()
-	none, err := spoolAddsNothing(ctx, s, m, kindHourly, decodeHourly, hourlyKey, nil)
+	none, err := spoolAddsNothing(ctx, s, m, kindHourly, decodeHourly, hourlyKey)
 	if err != nil {
 		return err
 	}
@@ -124,7 +116,7 @@ func (s *Spool) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly) 
 	if err != nil {
 		return err
 	}
-	hs, err := spoolMerge(ctx, s, pts, m, kindHourly, decodeHourly, hourlyKey, nil)
+	hs, err := spoolMerge(ctx, s, pts, m, kindHourly, decodeHourly, hourlyKey)
 	if err != nil {
 		return err
 	}
@@ -138,21 +130,21 @@ var _ HourlyStreamer = (*Spool)(nil)
 // written in, as neither file holds a point older than one the other got
 // before it. s.mu must be held (shared is enough).
 func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, withDead bool, kind pointKind,
-	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
+	decode func([]byte) (T, error)) error {
 	if withDead && (s.file == nil || s.hasDead.Load()) {
-		if err := fileMerge(ctx, s, s.o.DeadLetter, l, m, kind, decode, replace); err != nil {
+		if err := fileMerge(ctx, s, s.o.DeadLetter, l, m, kind, decode); err != nil {
 			return err
 		}
 	}
 	if s.file != nil && s.depth.Load() == 0 {
 		return nil
 	}
-	return fileMerge(ctx, s, s.o.Path, l, m, kind, decode, replace)
+	return fileMerge(ctx, s, s.o.Path, l, m, kind, decode)
 }
 
 // fileMerge adds the points of kind want that m selects in the file at
 // path (the spool or the dead-letter file) to l, a later line replacing an
-// earlier one unless replace (nil: always) says no. s.mu must be held
+// earlier one as latest rules. s.mu must be held
 // (shared is enough). The spool a writer holds must be readable; a
 // dead-letter file that does not exist yet, or a read-only spool's files,
 // merge nothing when they are missing, and warn, once per Spool, when they
@@ -160,7 +152,7 @@ func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, 
 // not decode are skipped here without a word: the next replay moves the
 // spool's to the dead-letter file and reports them.
 func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], m *matcher, want pointKind,
-	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
+	decode func([]byte) (T, error)) error {
 	if m.empty() {
 		return nil
 	}
@@ -174,11 +166,6 @@ func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], 
 	switch {
 	case err == nil:
 		for _, p := range got {
-			if replace != nil {
-				if i, ok := l.idx[l.key(&p)]; ok && !replace(&l.out[i], &p) {
-					continue
-				}
-			}
 			l.putIn(p, m)
 		}
 	case ctx.Err() != nil || (s.file != nil && path == s.o.Path):
