@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +173,101 @@ func TestProbeBesideTheDaemonOnInflux(t *testing.T) {
 	out, err := probeRun()
 	if code := exitCode(err, &bytes.Buffer{}); code != 1 || hits.Load() != 1 {
 		t.Errorf("probe with the server down: exit %d, requests %d; want 1 and still 1\n%s", code, hits.Load(), out)
+	}
+}
+
+// writeFault is a reverse proxy in front of a real influxd that answers
+// 503 (a load balancer without a backend) to the writes fail picks, by
+// their number from 1, and passes everything else.
+type writeFault struct {
+	rp     *httputil.ReverseProxy
+	mu     sync.Mutex
+	writes int
+	fail   func(n int) bool
+}
+
+func newWriteFault(t *testing.T, target string, fail func(n int) bool) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &writeFault{rp: httputil.NewSingleHostReverseProxy(u), fail: fail}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (p *writeFault) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if strings.HasSuffix(req.URL.Path, "/write") {
+		p.mu.Lock()
+		p.writes++
+		fail := p.fail(p.writes)
+		p.mu.Unlock()
+		if fail {
+			_, _ = io.Copy(io.Discard, req.Body)
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "<html><body><h1>503 Service Unavailable</h1></body></html>\n")
+			return
+		}
+	}
+	p.rp.ServeHTTP(w, req)
+}
+
+// Issue 28, item 3: on InfluxDB, sampler probe beside the daemon (which
+// holds the spool) keeps a probe the server fails to take, as the daemon
+// keeps its own: with a 503 to the write of the finished probe, the lane
+// gets its one request, the row is printed and the command says where the
+// probe waits (exit 0); the daemon's next write replays it, so the server
+// ends with the ok probe and its hour.
+func TestProbeKeepsWhatTheStoreFails(t *testing.T) {
+	srv := influxtest.Start(t)
+	db := srv.CreateDB(t, "lanewatch")
+	free, hits := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
+	dir := t.TempDir()
+	failing := true
+	var mu sync.Mutex
+	purl := newWriteFault(t, srv.URL, func(n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return failing && n == 2 // the booking goes through, the probe's write does not
+	})
+	cfgPath := influxConfig(t, dir, purl, db, map[string]string{"free": free.URL})
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := app.OpenStore(context.Background(), cfg, nil, influxEnv) // the daemon's store: it locks the spool
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"probe", "-config", cfgPath, "-lane", "free"}, &out, &errOut, influxEnv)
+	if err != nil || hits.Load() != 1 || !strings.Contains(out.String(), " ok ") {
+		t.Fatalf("probe with a 503 to its write: err %v, requests %d; want nil, 1 and the ok row\n%s%s", err, hits.Load(), out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "wait in "+filepath.Join(dir, "spool.lp")+series.InboxSuffix) {
+		t.Errorf("probe output does not say where the probe waits:\n%s", out.String())
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if err := held.Write(context.Background(), nil, nil); err != nil { // the daemon's next write
+		t.Fatal(err)
+	}
+	ps := influxProbes(t, srv.URL, db)
+	if len(ps) != 1 || ps[0].Lane != "free" || ps[0].Outcome != "ok" {
+		t.Fatalf("the server holds %+v, want the ok probe of free", ps)
+	}
+	direct, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	bad, err := series.Check(context.Background(), direct, cfg.Location, series.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)}, nil)
+	if err != nil || len(bad) != 0 {
+		t.Errorf("hours that disagree with their probes: %v, %v", bad, err)
 	}
 }
