@@ -31,8 +31,9 @@ const (
 	// (queue_s, a lower bound) counts in worst_censored_s.
 	OutcomeCancelled = "cancelled"
 	// OutcomeUnsent is a reservation released: its probe never started
-	// (the sampler was stopping). It is no request: neither the budget nor
-	// the hour counts it.
+	// (the sampler was stopping, or withdrew the booking to another
+	// sampler's of the same slot). It is no request: neither the budget
+	// nor the hour counts it.
 	OutcomeUnsent = "unsent"
 )
 
