@@ -433,10 +433,10 @@ func (s *Sampler) WorstRound() time.Duration {
 }
 
 // settleWithin is how long after its booking a round of the owned lanes
-// settles a reservation at most: the booking write, the round's probes
-// and its record write, each within its own bound.
+// settles a reservation at most: the booking write, its confirmation, the
+// round's probes and its record write, each within its own bound.
 func (s *Sampler) settleWithin() time.Duration {
-	return DefaultStoreTimeout + s.WorstRound() + DefaultStoreTimeout
+	return DefaultStoreTimeout + ConfirmWait + s.WorstRound() + DefaultStoreTimeout
 }
 
 // longestTimeout is the longest probe timeout of the owned lanes.
