@@ -143,7 +143,7 @@ func (s *Sampler) healing(stored []series.Probe, now time.Time) []series.LaneHou
 	if id == nil || !now.Before(until) {
 		return nil
 	}
-	from := now.Add(-2*id.Interval - s.WorstRound() - DefaultStoreTimeout)
+	from := now.Add(-2*id.Interval - s.settleWithin())
 	var out []series.LaneHour
 	for _, p := range stored {
 		if !p.Time.Before(from) {

@@ -117,12 +117,12 @@ func sent(ps []series.Probe) []series.Probe {
 }
 
 // abandoned returns the lane-hours of the reservations in ps booked before
-// now by more than a round and its store write can take: no round of a
-// live sampler settles them any more (it was killed, or its write failed
-// and reached no spool), so their hours are rebuilt to count them. An hour
-// rebuilt already is rebuilt again to the same point.
+// now by more than a round can take to settle them (settleWithin): no
+// round of a live sampler settles them any more (it was killed, or its
+// write failed and reached no spool), so their hours are rebuilt to count
+// them. An hour rebuilt already is rebuilt again to the same point.
 func (s *Sampler) abandoned(ps []series.Probe, now time.Time) []series.LaneHour {
-	cutoff := now.Add(-s.WorstRound() - DefaultStoreTimeout)
+	cutoff := now.Add(-s.settleWithin())
 	var out []series.LaneHour
 	for _, p := range ps {
 		if p.Outcome == series.OutcomeReserved && p.Time.Before(cutoff) {

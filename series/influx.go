@@ -272,7 +272,10 @@ func rowPoint[T any](s *schema[T], r row) T {
 		case lineproto.Int:
 			*f.i(&p), ok = intValue(v)
 		case lineproto.Bool:
-			*f.b(&p), ok = v.(bool)
+			var b bool
+			if b, ok = v.(bool); ok {
+				f.setBool(&p, b)
+			}
 		case lineproto.String:
 			*f.s(&p), ok = v.(string)
 		}
@@ -285,7 +288,9 @@ func rowPoint[T any](s *schema[T], r row) T {
 
 // selectFields returns the field keys of s a read asks for: want's, in the
 // schema's order (nil or empty: every field), or an error naming a key s
-// does not have.
+// does not have. A marker field is always asked for: InfluxDB leaves out
+// a row whose selected fields are all absent, and a reservation holds the
+// marker alone.
 func selectFields[T any](s *schema[T], want []string) ([]string, error) {
 	all := s.fieldKeys()
 	if len(want) == 0 {
@@ -297,8 +302,8 @@ func selectFields[T any](s *schema[T], want []string) ([]string, error) {
 		}
 	}
 	var out []string
-	for _, k := range all {
-		if slices.Contains(want, k) {
+	for i, k := range all {
+		if slices.Contains(want, k) || s.fields[i].alone {
 			out = append(out, k)
 		}
 	}
