@@ -244,7 +244,7 @@ func TestHandler(t *testing.T) {
 		{"book, policy in the body", "POST", "/api/v1/book?class=interactive", `{"attempts":[],"policy":{}}`, 400, "bad_request", ""},
 		{"book, bad attempt", "POST", "/api/v1/book?class=interactive", `{"attempts":[{"queue_s":-1,"gen_s":0,"emitted_tokens":0,"shipped":false}]}`, 400, "bad_request", ""},
 		{"book, empty body", "POST", "/api/v1/book?class=interactive", "", 400, "bad_request", ""},
-		{"book, too large", "POST", "/api/v1/book?class=interactive", strings.Repeat(" ", MaxBookBody+1), 413, "too_large", ""},
+		{"book, too large", "POST", "/api/v1/book?class=interactive", strings.Repeat(" ", policy.MaxBookInput+1), 413, "too_large", ""},
 		{"book, unknown class", "POST", "/api/v1/book?class=batch", attempt, 404, "no_class", ""},
 		{"book, GET", "GET", "/api/v1/book?class=interactive", "", 405, "method_not_allowed", ""},
 		{"unknown path", "GET", "/api/v1/lanes", "", 404, "not_found", ""},
