@@ -46,9 +46,10 @@ func (b *bookBody) Read(p []byte) (int, error) {
 }
 
 // maxBookCost is what one POST /api/v1/book may allocate, whatever its
-// body: the manifest's 256 MiB, less about 40 MiB the daemon needs,
-// shared by the 32 connections -listen serves at once (deploy/kubernetes,
-// cmd/sampler httpLimits), leaves 6.75 MiB a request.
+// body: the manifest's 256 MiB (deploy/kubernetes), less about 40 MiB the
+// daemon needs, shared by the 32 connections -listen serves at once
+// (internal/httpserve; 16 of them in such a request), leaves 6.75 MiB a
+// request.
 const maxBookCost = 6 << 20
 
 // The bodies that cost the most: the JSON values the decoder keeps, one
