@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lanewatch/lanewatch/configs"
+	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/policy"
 )
 
@@ -244,7 +246,7 @@ func TestHandler(t *testing.T) {
 		{"book, policy in the body", "POST", "/api/v1/book?class=interactive", `{"attempts":[],"policy":{}}`, 400, "bad_request", ""},
 		{"book, bad attempt", "POST", "/api/v1/book?class=interactive", `{"attempts":[{"queue_s":-1,"gen_s":0,"emitted_tokens":0,"shipped":false}]}`, 400, "bad_request", ""},
 		{"book, empty body", "POST", "/api/v1/book?class=interactive", "", 400, "bad_request", ""},
-		{"book, too large", "POST", "/api/v1/book?class=interactive", strings.Repeat(" ", MaxBookBody+1), 413, "too_large", ""},
+		{"book, too large", "POST", "/api/v1/book?class=interactive", strings.Repeat(" ", policy.MaxBookInput+1), 413, "too_large", ""},
 		{"book, unknown class", "POST", "/api/v1/book?class=batch", attempt, 404, "no_class", ""},
 		{"book, GET", "GET", "/api/v1/book?class=interactive", "", 405, "method_not_allowed", ""},
 		{"unknown path", "GET", "/api/v1/lanes", "", 404, "not_found", ""},
@@ -374,4 +376,33 @@ func snapshot(t *testing.T, dir string) string {
 		fmt.Fprintf(&b, "%s %d %s\n", e.Name(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
 	}
 	return b.String()
+}
+
+// The answer of a server past its busy bound (internal/httpserve, which
+// sampler -listen and policygen serve put in front of the API) is in the
+// document: 503, code busy.
+func TestBusyAnswerIsInTheSpec(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := httpserve.DefaultLimits()
+	lim.MaxBusy = 0 // every request outside /healthz and /metrics is one too many
+	srv, capped := httpserve.New(ln, Handler(Options{Folder: Folder{Dir: t.TempDir()}, Lanes: testLanes}), lim)
+	go func() { _ = srv.Serve(capped) }()
+	defer srv.Close()
+	req, err := http.NewRequest("GET", "http://"+ln.Addr().String()+"/api/v1/lane?class=interactive", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"code":"busy"`) {
+		t.Fatalf("%d %s, want 503 busy", resp.StatusCode, body)
+	}
+	loadSpec(t).check(t, req, nil, resp.StatusCode, resp.Header, body)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/lanewatch/lanewatch/hours"
@@ -59,13 +60,25 @@ func (d Folder) Read(hour string) (policy.File, []byte, error) {
 	return f, data, nil
 }
 
-// readCapped reads path, at most limit bytes.
+// readCapped reads path, at most limit bytes. Anything but a regular file
+// (a link is followed) is refused: the open does not wait for a named
+// pipe's writer (O_NONBLOCK, which a regular file ignores), and the opened
+// file is checked before a byte is read, so a pipe, a device such as
+// /dev/zero or a directory is one error line, not a request that blocks
+// for good or reads without end.
 func readCapped(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("policy file %s: not a regular file (%s)", path, modeName(fi.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("policy file %s: %w", path, err)
@@ -74,6 +87,24 @@ func readCapped(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("policy file %s: larger than %d bytes", path, limit)
 	}
 	return data, nil
+}
+
+// modeName names what a file that is not a regular one is, as the stores'
+// refusals do (series.ErrNotRegular).
+func modeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.String()
 }
 
 // Next is the first hour, from a given one on, in which a class fits.

@@ -14,10 +14,6 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// MaxBookBody bounds the body of POST /api/v1/book, as policygen book
-// bounds its stdin.
-const MaxBookBody = 8 << 20
-
 // Options configure Handler.
 type Options struct {
 	Folder Folder
@@ -239,11 +235,11 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBookBody))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, policy.MaxBookInput))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, fail(http.StatusRequestEntityTooLarge, "too_large", "body: larger than %d bytes", MaxBookBody)
+		return nil, fail(http.StatusRequestEntityTooLarge, "too_large", "body: larger than %d bytes", policy.MaxBookInput)
 	case err != nil:
 		return nil, fail(http.StatusBadRequest, "bad_request", "body: %v", err)
 	}

@@ -26,7 +26,7 @@ const (
 	okGen        hostileMode = "ok_gen"         // 200 stream of generated text, clean end
 	malformed    hostileMode = "malformed"      // 200 stream: generated text, then a broken data line echoing everything
 	json200      hostileMode = "json200"        // 200 application/json body echoing everything
-	crossRedirct hostileMode = "cross_redirect" // 307 to another origin that records the headers it gets
+	crossRedirct hostileMode = "cross_redirect" // 307 to another origin (whose path echoes the prompt) that records the headers it gets
 	typeIsPrompt hostileMode = "type_is_prompt" // 400, the prompt marker as the error type
 )
 
@@ -118,7 +118,7 @@ func (h *hostile) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(http.StatusOK, errJSON("server_error"))
 		return
 	case crossRedirct:
-		http.Redirect(w, r, h.collector.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		http.Redirect(w, r, h.collector.URL+r.URL.Path+"/"+h.promptMrk, http.StatusTemporaryRedirect)
 		return
 	}
 

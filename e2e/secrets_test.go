@@ -154,7 +154,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	wantOutcome := map[string]string{"sim-openai": "ok", "sim-anthropic": "ok", "bin-openai": "ok", "bin-anthropic": "ok"}
 	modes := map[hostileMode]string{
 		echo401: "http_error", keyAsType: "http_error", typeIsPrompt: "http_error", echo429: "rate_limited",
-		sseError: "stream_error", okGen: "ok", malformed: "stream_error", json200: "http_error", crossRedirct: "conn_error",
+		sseError: "stream_error", okGen: "ok", malformed: "stream_error", json200: "http_error", crossRedirct: "http_error",
 	}
 	var hostiles []*hostile
 	for mode, outcome := range modes {

@@ -9,12 +9,25 @@ import (
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// MaxAttempts bounds the attempts of one ledger input.
-const MaxAttempts = 10000
+// Bounds on one ledger input, the stdin of policygen book and the body of
+// POST /api/v1/book alike. They fit a real job, whose attempts its
+// deadline ends long before a thousand, and they bound what the input may
+// cost to read: the decoder keeps every JSON value it reads, and a server
+// reads one input per connection (256 KiB of input cost at most about
+// 5 MiB to decode).
+const (
+	// MaxAttempts bounds the attempts.
+	MaxAttempts = 1000
+	// MaxBookInput bounds the bytes: MaxAttempts attempts of 160 bytes
+	// each, pretty-printed with long decimals, with room to spare.
+	MaxBookInput = 256 << 10
+)
 
-// maxBookValues bounds the JSON values of one ledger input: MaxAttempts
-// attempts of five values each and a policy, with room to spare.
-const maxBookValues = 20 * MaxAttempts
+// maxBookValues bounds the JSON values of one ledger input, keys counted:
+// MaxAttempts attempts of nine values each (the object, four keys, four
+// values), a policy of about 30 and the rest, with room to spare. The
+// decoder stops at the first value past it.
+const maxBookValues = 10*MaxAttempts + 100
 
 // BookInput is the ledger's input: the attempts so far and the policy of
 // the class for the hour. RunningS, when set, asks the running question

@@ -75,7 +75,7 @@ func TestDecodeBookInputErrorLines(t *testing.T) {
 		{"repeated", "{\"attempts\": [],\n\"attempts\": []}", "line 2: attempts: repeated field"},
 		{"missing", "{\"attempts\": [\n{\"queue_s\": 1}]}", "line 2: attempts[0].gen_s: missing"},
 		{"syntax", "{\"attempts\": [\n\n1,,]}", "line 3: attempts[1]: not valid JSON at byte 18"},
-		{"too many attempts", `{"attempts": [` + strings.Repeat(good+",", MaxAttempts) + good + `]}`, "attempts[10000]: more than 10000 attempts"},
+		{"too many attempts", `{"attempts": [` + strings.Repeat(good+",", MaxAttempts) + good + `]}`, "attempts[1000]: more than 1000 attempts"},
 		{"too deep", `{"attempts": ` + strings.Repeat("[", 2000), "nested more than 1000 deep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

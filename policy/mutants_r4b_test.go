@@ -114,7 +114,7 @@ func TestParseFileSites(t *testing.T) {
 }
 
 // The ledger reads at most MaxAttempts attempts (docs/ledger.md, the
-// bounds table: "at most 10,000"): exactly 10,000 are read, 10,001 are an
+// bounds table: "at most 1,000"): exactly 1,000 are read, 1,001 are an
 // error (TestDecodeBookInputErrorLines).
 // (bookinput.go: `case len(doc.Attempts) > MaxAttempts` → `>=`.)
 func TestDecodeBookInputAtMostMaxAttempts(t *testing.T) {

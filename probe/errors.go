@@ -33,8 +33,6 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Causes a probe may fail with, for errors.Is.
 var (
-	ErrRedirectHost  = errors.New("redirect to another host or scheme refused")
-	ErrRedirectLoop  = errors.New("too many redirects")
 	ErrTooLarge      = errors.New("response over the byte cap")
 	ErrMalformed     = errors.New("malformed JSON in a data line")
 	ErrInvalidUTF8   = errors.New("invalid UTF-8 in a data line")

@@ -13,12 +13,10 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lanewatch/lanewatch/internal/redact"
 )
-
-// maxRedirects is how many same-origin redirects a probe follows.
-const maxRedirects = 3
 
 // errBodyPeek is how much of a non-stream body is read to name its error.
 const errBodyPeek = 8 << 10
@@ -55,38 +53,16 @@ func (c *markConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// checkRedirect follows only same-origin redirects, and only a few: Go strips
-// Authorization on a cross-host redirect but would forward x-api-key.
-func checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > maxRedirects {
-		return ErrRedirectLoop
-	}
-	if origin(req.URL) != origin(via[0].URL) {
-		return ErrRedirectHost
-	}
-	return nil
-}
-
-func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
-}
+// noRedirects stops the client at the first redirect, whose response the
+// probe then reports: the lane has got its one request, which the budget
+// booked, and following would post the body again (a 307 or 308) or carry
+// the key to another host.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // sendError classifies a failed client.Do.
-func (r *run) sendError(ctx context.Context, resp *http.Response, err error) error {
-	if resp != nil { // a refused redirect still hands back its response
-		r.s.Status = resp.StatusCode
-	}
-	switch {
-	case ctx.Err() != nil:
+func (r *run) sendError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
 		return r.timeout(ctx)
-	case errors.Is(err, ErrRedirectHost):
-		return fail(ConnError, ErrRedirectHost, "redirect to another host or scheme refused")
-	case errors.Is(err, ErrRedirectLoop):
-		return fail(ConnError, ErrRedirectLoop, "more than %d redirects", maxRedirects)
 	}
 	var uerr *url.Error
 	if errors.As(err, &uerr) { // drop "Post <url>:", keep the cause
@@ -122,6 +98,40 @@ func (r *run) missingVersion(code int) string {
 	return fmt.Sprintf("; no /v1 in base_url: try %s", redact.URL(u.String()))
 }
 
+// redirect names where a 3xx response pointed, for a Detail: "; redirect to
+// URL", the Location resolved against the request and without credentials,
+// query or fragment (redact.URL). A Location holding a word of the prompt
+// is withheld, since a server could echo the prompt there (as in an error
+// type); the key is scrubbed from every Detail.
+func (r *run) redirect(resp *http.Response) string {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return ""
+	}
+	loc, err := resp.Location()
+	switch {
+	case errors.Is(err, http.ErrNoLocation):
+		return "; redirect without a Location"
+	case err != nil:
+		return "; redirect to an unparsable Location"
+	}
+	u := redact.URL(loc.String())
+	lower := strings.ToLower(u)
+	if unesc, err := url.PathUnescape(lower); err == nil {
+		lower = unesc
+	}
+	notWord := func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '-' && c != '_' }
+	for _, w := range strings.FieldsFunc(strings.ToLower(r.t.Prompt), notWord) {
+		if len(w) >= minPromptWord && strings.Contains(lower, w) {
+			return "; redirect to a Location that repeats the prompt (withheld)"
+		}
+	}
+	return "; redirect to " + u
+}
+
+// minPromptWord is the shortest word of the prompt that withholds a
+// Location holding it: shorter ones (ok, with, the) turn up in any path.
+const minPromptWord = 6
+
 // checkResponse sorts out non-stream responses and returns the body to read
 // as an event stream: capped, and gunzipped if the server gzipped it.
 func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
@@ -132,7 +142,8 @@ func (r *run) checkResponse(resp *http.Response) (io.Reader, error) {
 			o = RateLimited
 		}
 		r.s.RetryAfter = safeHeader(resp.Header.Get("Retry-After")) // a 503 may send one too
-		return nil, fail(o, ErrStatus, "http %d%s from POST %s%s", code, bodyErrorType(resp.Body), r.url, r.missingVersion(code))
+		return nil, fail(o, ErrStatus, "http %d%s from POST %s%s%s", code, bodyErrorType(resp.Body), r.url,
+			r.missingVersion(code), r.redirect(resp))
 	}
 	body, err := r.decodedBody(resp)
 	if err != nil {

@@ -385,31 +385,6 @@ func TestCapReader(t *testing.T) {
 	}
 }
 
-// A probe follows up to maxRedirects (3) same-origin redirects, and fails
-// on the 4th. The server redirects /rN/... to /r(N-1)/... down to /r0/.
-func TestRedirectCount(t *testing.T) {
-	for _, c := range []struct {
-		hops int
-		want Outcome
-	}{{3, OK}, {4, ConnError}} {
-		t.Run(fmt.Sprint(c.hops), func(t *testing.T) {
-			url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var n int
-				rest, _ := strings.CutPrefix(r.URL.Path, "/r")
-				if _, err := fmt.Sscanf(rest, "%d", &n); err == nil && n > 0 {
-					http.Redirect(w, r, fmt.Sprintf("/r%d/", n-1), http.StatusTemporaryRedirect)
-					return
-				}
-				okOpenAIStream.ServeHTTP(w, r)
-			}))
-			s, err := Run(context.Background(), target(OpenAI, fmt.Sprintf("%s/r%d", url, c.hops)))
-			if s.Outcome != c.want || c.want == ConnError && !errors.Is(err, ErrRedirectLoop) {
-				t.Fatalf("%d redirects: outcome %s (%v), want %s", c.hops, s.Outcome, err, c.want)
-			}
-		})
-	}
-}
-
 // Every 2xx status is a stream to read, and nothing outside 200-299 is.
 func TestTwoHundredsAreStreams(t *testing.T) {
 	for _, c := range []struct {

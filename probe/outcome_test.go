@@ -149,7 +149,8 @@ func scenarios() []scenario {
 
 		{name: "refused connection", api: OpenAI, url: refusedURL, want: ConnError, detail: "refused"},
 		{name: "tls unknown authority", api: Anthropic, url: tlsURL, want: ConnError, detail: "certificate"},
-		{name: "redirect loop", api: Anthropic, handler: redirectLoop, want: ConnError, status: 307, cause: ErrRedirectLoop},
+		{name: "redirect to itself", api: Anthropic, handler: redirectLoop, want: HTTPError, status: 307, headersSeen: true,
+			cause: ErrStatus, detail: "/v1/messages; redirect to http://"},
 		{name: "bad base url", api: OpenAI, url: func(testing.TB) string { return "ftp://example.com" },
 			want: ConnError, cause: ErrInvalidTarget},
 		{name: "unknown api", api: "grpc", sc: script{steps: okOpenAI}, want: ConnError, cause: ErrInvalidTarget},

@@ -92,12 +92,12 @@ func (r *run) probe(ctx context.Context) error {
 	r.url = redact.URL(req.URL.String()) // the config's URL: safe to name in a Detail
 	tr := newTransport(req.URL.Scheme, r.markWrite)
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	client := &http.Client{Transport: tr, CheckRedirect: noRedirects}
 
 	r.s.Start = time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return r.sendError(ctx, resp, err)
+		return r.sendError(ctx, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	r.s.Headers = time.Now()
@@ -118,7 +118,7 @@ func (r *run) markWrite(now time.Time) {
 }
 
 // trace records the connection's phases. Only the first DNS lookup, dial
-// and handshake count: a same-origin redirect reuses the connection.
+// and handshake count (a dual-stack dial may try a second address).
 func (r *run) trace() *httptrace.ClientTrace {
 	set := func(f func(ct *connTrace)) {
 		r.mu.Lock()
@@ -176,7 +176,7 @@ func (r *run) trace() *httptrace.ClientTrace {
 				// starting the queue after the server already began it.
 				// (Over HTTP/2 a control frame written in between moves
 				// the stamp later, but never past this callback.)
-				ct.sent = now // after a redirect: the request that was answered
+				ct.sent = now
 				if !ct.writeStart.IsZero() {
 					ct.sent = ct.writeStart
 				}

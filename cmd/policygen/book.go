@@ -19,8 +19,8 @@ import (
 
 // runBook is `policygen book [-policy FILE -class NAME | -config F -class
 // NAME [-hour H] [-dir DIR]] < attempts.json`. Reads are capped (stdin
-// maxBookInput, the file maxPolicyFile) and end when ctx is done (SIGINT,
-// SIGTERM), even while stdin blocks.
+// policy.MaxBookInput, the file maxPolicyFile) and end when ctx is done
+// (SIGINT, SIGTERM), even while stdin blocks.
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
@@ -100,7 +100,7 @@ free_first of a calibrated policy file, or of the stdin policy.
 		c, _ := f.Class(*className) // f.Book found it
 		cut = c.Cutover
 	}
-	data, err := readCapped(ctx, "input", maxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
+	data, err := readCapped(ctx, "input", policy.MaxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
 	if err != nil {
 		return err
 	}

@@ -184,7 +184,7 @@ func TestBookBadInput(t *testing.T) {
 		})
 	}
 	t.Run("too large", func(t *testing.T) {
-		r := (&env{}).exec(t, strings.Repeat(" ", maxBookInput+1), "book")
+		r := (&env{}).exec(t, strings.Repeat(" ", policy.MaxBookInput+1), "book")
 		if r.code != 1 || !strings.Contains(r.stderr, "larger than") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}

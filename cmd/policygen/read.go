@@ -9,12 +9,10 @@ import (
 	"os"
 )
 
-// Bounds on what policygen reads. The bounds on the ledger input's numbers
-// and attempts are policy's (policy.DecodeBookInput).
-const (
-	maxBookInput  = 8 << 20 // bytes of stdin
-	maxPolicyFile = 1 << 20 // bytes of a policy file (book -policy, lane)
-)
+// maxPolicyFile bounds the bytes of a policy file policygen reads (book
+// -policy, lane). The bounds on the ledger input (its bytes, attempts and
+// numbers) are policy's (policy.MaxBookInput, policy.DecodeBookInput).
+const maxPolicyFile = 1 << 20
 
 // readCapped reads what open returns to its end, at most limit bytes, and
 // closes it. More than limit bytes is an error, "<what>: larger than N

@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/httpserve"
 )
 
 const serveUsage = `usage: policygen serve -config F [-listen ADDR] [-dir DIR]
@@ -54,12 +53,11 @@ func (e *env) runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: -listen: %w", err)
 	}
-	// The sampler's bounds on its -listen visitors (cmd/sampler/metrics.go).
-	srv := &http.Server{Handler: api.Handler(opts), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	// The sampler's bounds on its -listen visitors.
+	srv, capped := httpserve.New(ln, api.Handler(opts), httpserve.DefaultLimits())
 	fmt.Fprintf(e.stderr, "policygen serve listening on http://%s\n", ln.Addr())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(netutil.LimitListener(ln, 32)) }()
+	go func() { done <- srv.Serve(capped) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("serve: %w", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/crowdtest"
 	"github.com/lanewatch/lanewatch/policy"
 )
 
@@ -158,5 +159,28 @@ func rewrite(t *testing.T, path string, edit func(*policy.File)) {
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The API answers beside any crowd of visitors: keep-alive clients left
+// idle and clients that never finish their headers leave it serving, and
+// clients that never finish their body take at most the busy bound, the
+// rest answered 503 at once. With the connection cap alone, 32 idle
+// clients held every connection for the idle timeout (60 s).
+func TestServeAnswersBesideIdleAndSlowVisitors(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
+	fx := newLaneFixture(t, "UTC")
+	fx.write(t, fx.out, "2026-11-30T14", []string{"free", "paid"}, nil)
+	url := startServe(t, &env{now: func() time.Time { return now }}, "-config", fx.config)
+	addr := strings.TrimPrefix(url, "http://")
+	crowdtest.Gather(t, addr, crowdtest.Crowd{Idle: 64, IdlePath: "/api/v1/policy", SlowHeaders: 32})
+	for _, path := range []string{"/api/v1/policy", "/api/v1/lane?class=interactive"} {
+		if code := crowdtest.Get(t, url+path); code != http.StatusOK {
+			t.Errorf("GET %s beside idle and slow-header visitors = %d, want 200", path, code)
+		}
+	}
+	crowdtest.Gather(t, addr, crowdtest.Crowd{SlowBodies: 32, BodyPath: "/api/v1/book?class=interactive"})
+	if code := crowdtest.Get(t, url+"/api/v1/policy"); code != http.StatusOK && code != http.StatusServiceUnavailable {
+		t.Errorf("GET /api/v1/policy beside slow-body visitors = %d, want 200 or 503 (busy)", code)
 	}
 }

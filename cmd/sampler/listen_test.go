@@ -8,65 +8,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lanewatch/lanewatch/internal/crowdtest"
+	"github.com/lanewatch/lanewatch/internal/httpserve"
 )
 
-// connCounter wraps the -listen server's capped listener and follows its
-// connections: how many are open now and at most. A connection counts from
-// its Accept to its Close, which comes before the cap's slot is released,
-// so the count never runs ahead of the cap (the server's ConnState hook
-// reports a close after the slot is free, and a new connection could be
-// seen first).
-type connCounter struct {
-	mu        sync.Mutex
-	open, max int
-}
-
-func (c *connCounter) wrap(ln net.Listener) net.Listener { return countingListener{ln, c} }
-
-type countingListener struct {
-	net.Listener
-	c *connCounter
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	conn, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	l.c.mu.Lock()
-	l.c.open++
-	l.c.max = max(l.c.max, l.c.open)
-	l.c.mu.Unlock()
-	return &countedConn{Conn: conn, c: l.c}, nil
-}
-
-type countedConn struct {
-	net.Conn
-	c    *connCounter
-	once sync.Once
-}
-
-func (cc *countedConn) Close() error {
-	cc.once.Do(func() {
-		cc.c.mu.Lock()
-		cc.c.open--
-		cc.c.mu.Unlock()
-	})
-	return cc.Conn.Close()
-}
-
-func (c *connCounter) peak() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.max
-}
-
 // limitedDaemon is servingDaemon with the HTTP limits given.
-func limitedDaemon(t *testing.T, lim httpLimits) (*daemon, string) {
+func limitedDaemon(t *testing.T, lim httpserve.Limits) (*daemon, string) {
 	t.Helper()
 	ok, _ := sseServer(t, 10*time.Millisecond, 2, http.StatusOK)
 	cfg := writeConfig(t, t.TempDir(), "@every 1h", map[string]string{"free": ok.URL})
@@ -92,14 +44,14 @@ func closedBy(c net.Conn, r io.Reader, limit time.Duration) bool {
 	return err == nil || !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// Visitors holding more connections than the cap do not get more served
-// connections than the cap, cannot stop a round from being stored, and
-// are closed when they send nothing; /healthz answers once they are.
+// Visitors holding more connections than the cap cannot stop a round from
+// being stored, and are closed when they send nothing; /healthz answers
+// beside them. (internal/httpserve tests that no more than the cap are
+// open at once.)
 func TestListenerCapsVisitors(t *testing.T) {
-	var conns connCounter
 	const maxConns = 4
-	d, addr := limitedDaemon(t, httpLimits{maxConns: maxConns, readHeader: 300 * time.Millisecond, read: time.Second,
-		write: 2 * time.Second, idleTime: 300 * time.Millisecond, wrap: conns.wrap})
+	d, addr := limitedDaemon(t, httpserve.Limits{MaxConns: maxConns, MaxBusy: 2, Always: []string{"/healthz"},
+		ReadHeader: 300 * time.Millisecond, Read: time.Second, Write: 2 * time.Second, Idle: 300 * time.Millisecond})
 	var held []net.Conn
 	for range 5 * maxConns {
 		c, err := net.Dial("tcp", addr)
@@ -128,17 +80,14 @@ func TestListenerCapsVisitors(t *testing.T) {
 			t.Errorf("held connection %d still open after 5 s of silence", i)
 		}
 	}
-	if p := conns.peak(); p > maxConns {
-		t.Errorf("%d connections served at once, want at most the cap %d", p, maxConns)
-	}
 }
 
 // A keep-alive connection left idle after its request is closed after the
 // idle timeout, not kept for the next visitor.
 func TestListenerClosesIdleConnections(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	_, addr := limitedDaemon(t, httpLimits{maxConns: 4, readHeader: 5 * time.Second, read: 5 * time.Second,
-		write: 5 * time.Second, idleTime: idle})
+	_, addr := limitedDaemon(t, httpserve.Limits{MaxConns: 4, MaxBusy: 2, ReadHeader: 5 * time.Second, Read: 5 * time.Second,
+		Write: 5 * time.Second, Idle: idle})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -172,19 +121,34 @@ func TestListenerClosesIdleConnections(t *testing.T) {
 	}
 }
 
-// The default limits bound every deadline and leave the status page's
-// store timeout room within the write deadline.
-func TestDefaultHTTPLimits(t *testing.T) {
-	lim := defaultHTTPLimits()
-	for name, v := range map[string]time.Duration{"read header": lim.readHeader, "read": lim.read, "write": lim.write, "idle": lim.idleTime} {
-		if v <= 0 {
-			t.Errorf("%s timeout %s, want one", name, v)
+// The daemon serves within the default limits, whose write deadline
+// leaves the status page's store timeout room, and whose paths served
+// beyond the busy bound are the Kubernetes probes'.
+func TestDaemonHTTPLimits(t *testing.T) {
+	d, _, _ := servingDaemon(t)
+	lim := d.httpLimits
+	if !reflect.DeepEqual(lim, httpserve.DefaultLimits()) {
+		t.Errorf("daemon limits %+v, want the defaults %+v", lim, httpserve.DefaultLimits())
+	}
+	if lim.Write <= statusLoadTimeout {
+		t.Errorf("write timeout %s, want longer than the status page's load timeout %s", lim.Write, statusLoadTimeout)
+	}
+	if !reflect.DeepEqual(lim.Always, []string{"/healthz", "/metrics"}) {
+		t.Errorf("paths served beyond the busy bound %q, want the readiness and liveness probes' /healthz and /metrics", lim.Always)
+	}
+}
+
+// /healthz and /metrics, the Kubernetes probes, answer beside any crowd of
+// visitors: keep-alive clients left idle (a pooled client), clients that
+// never finish their headers or their body. With the connection cap alone,
+// 32 idle clients held every connection for the idle timeout (60 s) and
+// the probes restarted the pod.
+func TestHealthAnswersBesideIdleAndSlowVisitors(t *testing.T) {
+	_, addr := limitedDaemon(t, httpserve.DefaultLimits())
+	crowdtest.Gather(t, addr, crowdtest.Crowd{Idle: 64, SlowHeaders: 32, SlowBodies: 32, BodyPath: "/api/v1/book?class=interactive"})
+	for _, path := range []string{"/healthz", "/metrics", "/healthz"} {
+		if code := crowdtest.Get(t, "http://"+addr+path); code != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", path, code)
 		}
-	}
-	if lim.maxConns <= 0 {
-		t.Errorf("connection cap %d, want one", lim.maxConns)
-	}
-	if lim.write <= statusLoadTimeout {
-		t.Errorf("write timeout %s, want longer than the status page's load timeout %s", lim.write, statusLoadTimeout)
 	}
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 
 	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/page"
@@ -188,26 +188,6 @@ func (d *daemon) storeName() string {
 	return "file " + d.cfg.Store.Path
 }
 
-// httpLimits bound what the visitors of -listen can hold, so that they
-// cannot take the descriptors, memory or time the rounds need: a
-// connection cap (more wait in the kernel's backlog, not in the process)
-// and deadlines that close connections which send or read too slowly or sit
-// idle.
-type httpLimits struct {
-	maxConns                          int
-	readHeader, read, write, idleTime time.Duration
-	// wrap, when set, wraps the capped listener (tests count the
-	// connections it hands out and their closes).
-	wrap func(net.Listener) net.Listener
-}
-
-// defaultHTTPLimits fit a scraper, a probe and a few people at the status
-// page: its load takes up to 10 s when the store is stuck, within the
-// write deadline.
-func defaultHTTPLimits() httpLimits {
-	return httpLimits{maxConns: 32, readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idleTime: time.Minute}
-}
-
 // serve serves handler on addr until the returned stop function is called;
 // it returns the address it listens on.
 func (d *daemon) serve(addr string) (string, func(), error) {
@@ -215,13 +195,9 @@ func (d *daemon) serve(addr string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("-listen: %w", err)
 	}
-	lim := d.httpLimits
-	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: lim.readHeader, ReadTimeout: lim.read,
-		WriteTimeout: lim.write, IdleTimeout: lim.idleTime}
-	capped := netutil.LimitListener(ln, lim.maxConns)
-	if lim.wrap != nil {
-		capped = lim.wrap(capped)
-	}
+	// The bounds keep visitors from taking the descriptors and time the
+	// rounds need, and keep /healthz and /metrics answering beside them.
+	srv, capped := httpserve.New(ln, d.handler(), d.httpLimits)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

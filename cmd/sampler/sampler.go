@@ -20,6 +20,7 @@ import (
 	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
@@ -34,7 +35,7 @@ type daemon struct {
 	log     *slog.Logger
 	metrics *metrics
 	// httpLimits bound the -listen server's visitors.
-	httpLimits httpLimits
+	httpLimits httpserve.Limits
 
 	cron  *cron.Cron
 	entry cron.EntryID
@@ -73,7 +74,7 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 		return nil, err
 	}
 	s := sampler.New(o)
-	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), httpLimits: defaultHTTPLimits(),
+	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), httpLimits: httpserve.DefaultLimits(),
 		backedOff: map[string]time.Time{}, told: map[string]bool{}, interval: cfg.Interval()}
 	if w := s.RoundWarning(d.interval); w != "" {
 		log.Warn("config: " + w)

@@ -25,47 +25,36 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	lines := lineCounter{data: data, line: 1}
-	type open struct {
-		n    *yaml.Node
-		path string
-	}
-	var stack []open
+	var stack []*yaml.Node // the open objects and arrays, outermost first
 	var root *yaml.Node
 	nodes := 0
 	for {
-		path := ""
-		if len(stack) > 0 {
-			top := stack[len(stack)-1]
-			path = top.path
-			if top.n.Kind == yaml.SequenceNode {
-				path = Index(path, len(top.n.Content))
-			} else if len(top.n.Content)%2 == 1 {
-				path = Key(path, top.n.Content[len(top.n.Content)-1].Value)
-			}
-		}
 		tok, err := dec.Token()
 		line := lines.at(dec.InputOffset())
 		if err != nil {
 			var se *json.SyntaxError
 			switch {
 			case errors.As(err, &se):
-				return nil, &Error{Line: lines.at(se.Offset), Field: path, Err: fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)}
+				return nil, &Error{Line: lines.at(se.Offset), Field: pathOf(stack), Err: fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)}
 			case errors.Is(err, io.EOF) && root == nil && len(stack) == 0:
 				return nil, &Error{Err: errors.New("no JSON value")}
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-				return nil, &Error{Line: line, Field: path, Err: errors.New("the JSON ends early")}
+				return nil, &Error{Line: line, Field: pathOf(stack), Err: errors.New("the JSON ends early")}
 			}
-			return nil, &Error{Line: line, Field: path, Err: fmt.Errorf("not valid JSON: %w", err)}
+			return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("not valid JSON: %w", err)}
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			stack = stack[:len(stack)-1]
 		} else {
 			if nodes++; nodes > maxNodes {
-				return nil, &Error{Line: line, Field: path, Err: fmt.Errorf("more than %d JSON values", maxNodes)}
+				return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("more than %d JSON values", maxNodes)}
 			}
 			n := &yaml.Node{Kind: yaml.ScalarNode, Line: line}
 			switch v := tok.(type) {
 			case json.Delim:
+				if len(stack) >= maxDepth {
+					return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("nested more than %d deep", maxDepth)}
+				}
 				n.Kind, n.Tag = yaml.MappingNode, "!!map"
 				if v == '[' {
 					n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
@@ -85,14 +74,11 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 			if len(stack) == 0 {
 				root = n
 			} else {
-				top := stack[len(stack)-1].n
+				top := stack[len(stack)-1]
 				top.Content = append(top.Content, n)
 			}
 			if n.Kind != yaml.ScalarNode {
-				if len(stack) >= maxDepth {
-					return nil, &Error{Line: line, Field: path, Err: fmt.Errorf("nested more than %d deep", maxDepth)}
-				}
-				stack = append(stack, open{n, path})
+				stack = append(stack, n)
 			}
 		}
 		if len(stack) == 0 {
@@ -107,6 +93,27 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 		return nil, &Error{Line: lines.at(dec.InputOffset()), Err: fmt.Errorf("unexpected data after the JSON %s", what)}
 	}
 	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Content: []*yaml.Node{root}}, nil
+}
+
+// pathOf is the path of the value that comes next inside the open objects
+// and arrays of stack, for an error: each one's place in its parent, then
+// the next index of the innermost array, or the key whose value comes next
+// in the innermost object. It is built only when needed: paths for every
+// value cost more than the values.
+func pathOf(stack []*yaml.Node) string {
+	path := ""
+	for i, n := range stack {
+		c := len(n.Content)
+		if i < len(stack)-1 {
+			c-- // the open child is already in its parent's Content
+		}
+		if n.Kind == yaml.SequenceNode {
+			path = Index(path, c)
+		} else if c%2 == 1 {
+			path = Key(path, n.Content[c-1].Value)
+		}
+	}
+	return path
 }
 
 // lineCounter maps byte offsets, mostly increasing, to 1-based lines.
