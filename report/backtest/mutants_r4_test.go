@@ -325,7 +325,7 @@ func TestBaselinesSections(t *testing.T) {
 	}{
 		{"none", Report{}, nil, []string{"baselines"}, ""},
 		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
-			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0\n"},
+			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens,tuned_s\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0,\n"},
 		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
 	} {
 		var tb strings.Builder
