@@ -112,7 +112,9 @@ func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, state
 				l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
 			case s.records == 0:
 				l.Reason = ReasonNoRecentSample
-			case s.failures > 0 || s.samples-s.failures < 1:
+			case s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()):
+				// The calibrated rule prices the failures in its
+				// decisions instead (failures / samples).
 				l.Reason = ReasonProbeFailed
 			default:
 				l.Reason = ReasonOK
@@ -134,18 +136,17 @@ func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, state
 					}
 				}
 			}
-			f.Classes = classesWith(p, f.Lanes, qs)
+			f.Classes = classesWith(p, f.Lanes, qs, func(i int) (WaitDist, bool) {
+				c := cals[f.Lanes[i].Name]
+				if c == nil {
+					return WaitDist{}, false
+				}
+				return c.Waits(start)
+			})
 			for ci := range f.Classes {
 				f.Classes[ci].Coverage = p.ClassCoverage(p.Classes[ci])
+				f.Classes[ci].Objective = ObjectiveOr(p.Classes[ci].Objective)
 			}
-			withCutover(p, f.Lanes, f.Classes, func(lane string, cov float64) (float64, bool) {
-				c := cals[lane]
-				if c == nil {
-					return 0, false
-				}
-				q, ok := c.Quantile(start, cov)
-				return q.QueueS, ok
-			})
 		}
 		files[hr] = f
 	}

@@ -597,7 +597,4 @@ func (b *Backtest) apply(p *series.Probe) {
 	}
 	sh.backoff, _ = budget.Backoff(*p, b.loc)
 	l.version++
-	if b.base != nil {
-		b.base.observe(l, p)
-	}
 }

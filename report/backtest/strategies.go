@@ -13,7 +13,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // The baselines (Options.Fallbacks, Options.Deadlines): the strategies a
@@ -41,9 +40,6 @@ const (
 	MaxDeadlines = 16
 	// MinFallbackS is the shortest timeout a fallback@T may use.
 	MinFallbackS = 0.1
-	// BaselineCoverage is the coverage the lanewatch baseline reads the
-	// paid lane's queue at (the class's coverage once classes carry one).
-	BaselineCoverage = 0.95
 	// maxBaselineAttempts bounds the attempts of one replayed job.
 	maxBaselineAttempts = 100_000
 )
@@ -73,10 +69,10 @@ type baseStrategy struct {
 // baselines is the state of the baseline replay.
 type baselines struct {
 	strategies []baseStrategy
-	deadlines  [][]float64       // per class: its deadline, then the -deadlines ones
-	horizons   [][]time.Duration // per class and deadline
-	acc        [][]baseAcc       // [class][deadline*len(strategies)+strategy]
-	cals       []*policy.Calibrator
+	deadlines  [][]float64         // per class: its deadline, then the -deadlines ones
+	horizons   [][]time.Duration   // per class and deadline
+	acc        [][]baseAcc         // [class][deadline*len(strategies)+strategy]
+	params     policy.Params       // the decisions', with a class per class and deadline
 	cuts       map[*job][][]jobCut // per class and deadline, taken at arrival
 	dropped    int
 	// The tuned baselines: fallbacks are the indices of the fallback@T
@@ -251,12 +247,15 @@ func newBaselines(b *Backtest) (*baselines, error) {
 		bs.tuners = append(bs.tuners, ts)
 	}
 	bs.runs = make([]baseRun, len(bs.strategies))
-	for range b.order {
-		c, err := policy.NewCalibrator(policy.CalibratedParams{Location: b.loc})
-		if err != nil {
-			return nil, fmt.Errorf("baselines: %w", err)
+	// The decisions' params with one class per class and deadline.
+	bs.params = o.Params
+	bs.params.Classes = nil
+	for ci, ds := range bs.deadlines {
+		for _, d := range ds {
+			c := o.Params.Classes[ci]
+			c.DeadlineS = d
+			bs.params.Classes = append(bs.params.Classes, c)
 		}
-		bs.cals = append(bs.cals, c)
 	}
 	return bs, nil
 }
@@ -272,67 +271,29 @@ func joinSecs(xs []float64) string {
 	return strings.Join(parts, " ")
 }
 
-// observe feeds a probe to its lane's calibrated forecast: its queue_s, a
-// lower bound when it failed; a 429, and a failure with no wait, are no
-// queue draw.
-func (bs *baselines) observe(l *lane, p *series.Probe) {
-	if p.Status == 429 || !num.Finite(p.QueueS) || p.QueueS <= 0 {
-		return
-	}
-	_ = bs.cals[l.idx].Add(policy.QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}) // in time order
-}
-
-// evaluate takes the cut-over of each class and deadline at the job's
-// arrival, from the lanes' forecasts before it: the free lane's wait at
-// policy.CutoverCoverages, the paid lane's queue at BaselineCoverage (the
-// book's paid_queue_s without a forecast), each lane's generation time
-// from its tok_per_s (the book's next_gen_s without one). b.figs holds
-// every lane's figures at the arrival.
+// evaluate takes the decision of each class and deadline at the job's
+// arrival: the policy in force then (History.ClassesAt over b.figs, every
+// lane's figures at the arrival) for the class at that deadline, what
+// policygen lane and policy.Running would answer.
 func (bs *baselines) evaluate(b *Backtest, j *job) {
 	if j.tune {
-		return // fallback@T alone: no cut-over to take
+		return // fallback@T alone: no decision to take
 	}
+	classes := b.hist.ClassesAt(bs.params, b.figs, b.hourOf(j.t0).start)
 	cuts := make([][]jobCut, len(bs.deadlines))
+	k := 0
 	for ci, ds := range bs.deadlines {
-		bp := j.pol[ci].book
-		in := policy.CutoverInput{PaidQueueS: bp.PaidQueueS, PaidGenS: bp.NextGenS, FreeGenS: bp.NextGenS,
-			FreeEligible: bp.FreeEligible && b.lanes[bp.FreeLane] != nil, PaidEligible: bp.PaidEligible && b.lanes[bp.PaidLane] != nil}
-		est := b.opts.Params.Classes[ci].EstTokens
-		if l := b.lanes[bp.FreeLane]; l != nil {
-			if g, ok := policy.NextGenS(b.figs[l.idx].TokPerS, est); ok {
-				in.FreeGenS = g
+		for range ds {
+			c := classes[k]
+			k++
+			jc := jobCut{book: c.Book}
+			if c.Cutover != nil {
+				jc.Cutover, jc.decided = *c.Cutover, true
 			}
-		}
-		if l := b.lanes[bp.PaidLane]; l != nil {
-			if g, ok := policy.NextGenS(b.figs[l.idx].TokPerS, est); ok {
-				in.PaidGenS = g
+			if len(c.Lanes) > 0 {
+				jc.first = c.Lanes[0]
 			}
-		}
-		if l := b.lanes[bp.FreeLane]; l != nil {
-			for _, c := range policy.CutoverCoverages {
-				if f, ok := bs.cals[l.idx].Quantile(j.t0, c); ok {
-					in.Free = append(in.Free, policy.QuantilePoint{Coverage: c, QueueS: f.QueueS})
-				}
-			}
-		}
-		paidMed, freeMed := bp.PaidQueueS, bp.NextQueueS
-		if l := b.lanes[bp.PaidLane]; l != nil {
-			if f, ok := bs.cals[l.idx].Quantile(j.t0, BaselineCoverage); ok {
-				in.PaidQueueS = f.QueueS
-			}
-			if f, ok := bs.cals[l.idx].Quantile(j.t0, 0.5); ok {
-				paidMed = f.QueueS
-			}
-		}
-		for _, p := range in.Free {
-			if p.Coverage == 0.5 {
-				freeMed = p.QueueS
-			}
-		}
-		for _, d := range ds {
-			in.DeadlineS = d
-			hopeless := !(in.PaidEligible && paidMed+in.PaidGenS <= d) && !(in.FreeEligible && freeMed+in.FreeGenS <= d)
-			cuts[ci] = append(cuts[ci], jobCut{policy.CutoverFor(in), hopeless})
+			cuts[ci] = append(cuts[ci], jc)
 		}
 	}
 	bs.cuts[j] = cuts
@@ -380,11 +341,10 @@ func (bs *baselines) resolve(b *Backtest, j *job, final bool) {
 				default:
 					*r = baseRun{b: b, t0: j.t0.UnixNano(), d: min(d, maxHorizon.Seconds()), est: int64(max(c.EstTokens, 0))}
 					var cut jobCut
-					var bp policy.BookPolicy
 					if !j.tune {
-						cut, bp = cuts[ci][di], j.pol[ci].book
+						cut = cuts[ci][di]
 					}
-					r.play(s, bp, cut)
+					r.play(s, cut)
 				}
 				if j.tune {
 					continue
@@ -475,12 +435,14 @@ func (bs *baselines) configured(b *Backtest, s baseStrategy) bool {
 }
 
 // jobCut is what the lanewatch baseline follows for a class and deadline:
-// the cut-over rule's answer, and whether no lane likely finishes (paid
-// and free both take longer than the deadline at their median forecast
-// queue), when lanewatch sends nothing.
+// the class's decision (the calibrated rule's; none under the worst-of
+// rule), its book and the first of its lanes ("" when none: nothing is
+// sent).
 type jobCut struct {
 	policy.Cutover
-	hopeless bool
+	decided bool // the class has a decision (the calibrated rule)
+	book    policy.BookPolicy
+	first   string
 }
 
 // baseRun is one job replayed under one baseline strategy.
@@ -605,9 +567,9 @@ func (r *baseRun) repeat(l *lane, at float64) {
 	}
 }
 
-// play replays the job under s; bp and cut are the class's book and
-// cut-over in force at its arrival.
-func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
+// play replays the job under s; cut is the class's decision in force at
+// its arrival (lanewatch's).
+func (r *baseRun) play(s baseStrategy, cut jobCut) {
 	b := r.b
 	switch s.kind {
 	case baseNaive:
@@ -633,16 +595,22 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 			at = st.end
 		}
 	case baseLanewatch:
-		if cut.hopeless {
-			return // no lane likely finishes: no request, nothing paid
+		bp := cut.book
+		start := b.lanes[cut.first]
+		if start == nil {
+			return // the class lists no lane: nothing is sent
 		}
 		free, paid := b.lanes[bp.FreeLane], b.lanes[bp.PaidLane]
 		if !bp.PaidEligible {
 			paid = nil
 		}
+		if !cut.decided {
+			r.ledger(start, bp, free, paid) // the worst-of rule: no decision, the ledger alone
+			return
+		}
 		at := 0.0
-		if cut.FreeFirst && free != nil {
-			// policy.Running answers cut_over from elapsed >= AfterS on
+		if start.spec.Kind != policy.KindPaid && (cut.FreeFirst || paid == nil) {
+			// policy.Running answers cut_over from elapsed > AfterS on
 			// (free_first, paid eligible) and wait without a paid lane:
 			// the attempt is cancelled at AfterS, or never.
 			cancelAt := noCancel
@@ -650,7 +618,7 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 				cancelAt = cut.AfterS
 			}
 			for at < r.d && r.attempts < maxBaselineAttempts {
-				st := r.attempt(free, at, cancelAt, 0, true)
+				st := r.attempt(start, at, cancelAt, 0, true)
 				if st.kind == stepShipped || st.kind == stepCut {
 					return
 				}
@@ -662,6 +630,30 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 		}
 		if paid != nil {
 			r.repeat(paid, at)
+		}
+	}
+}
+
+// ledger replays a job the way the worst-of rule's files let it run: on
+// the first lane, and after each failed attempt where policy.Book sends
+// the next one (retry_free, cut_over or stop).
+func (r *baseRun) ledger(l *lane, bp policy.BookPolicy, free, paid *lane) {
+	var spent policy.Attempt
+	at := 0.0
+	for l != nil && at < r.d && r.attempts < maxBaselineAttempts {
+		st := r.attempt(l, at, noCancel, 0, false)
+		if st.kind != stepFailed {
+			return
+		}
+		spent.QueueS += st.end - at
+		at = st.end
+		switch policy.Book([]policy.Attempt{spent}, bp).Action {
+		case policy.RetryFree:
+			l = free
+		case policy.CutOver:
+			l = paid
+		default:
+			return
 		}
 	}
 }

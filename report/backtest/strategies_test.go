@@ -99,7 +99,7 @@ func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
 	}
 	b := &Backtest{naive: free}
 	r := baseRun{b: b, t0: t0, d: 120, est: 800}
-	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, jobCut{})
 	if !r.met || r.timeS != 60 || r.freeReq != 3 || r.abandoned != 2 || r.burned != 0 {
 		t.Errorf("got met %v at %v, %d requests, %d abandoned, %d burned; want met at 60, 3, 2, 0",
 			r.met, r.timeS, r.freeReq, r.abandoned, r.burned)
@@ -107,7 +107,7 @@ func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
 	// The same lane, nothing cancelled ahead (a fresh job at 20 s):
 	// first token at 21 s.
 	r = baseRun{b: b, t0: at(20), d: 120, est: 800}
-	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, jobCut{})
 	if !r.met || r.timeS != 11 || r.abandoned != 0 {
 		t.Errorf("fresh job: met %v at %v, %d abandoned; want met at 11, 0", r.met, r.timeS, r.abandoned)
 	}
@@ -240,10 +240,10 @@ func TestLanewatchBaselineFollowsRunning(t *testing.T) {
 		paid.tl.ev = []event{{t: t0 + 30e9, queue: 1, gen: 0.1, rate: 160, tokens: 16, ok: true}}
 		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
 		bp := policy.BookPolicy{DeadlineS: 60, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
-		cut := policy.Cutover{AfterS: 20, FreeFirst: true, FreeChance: 0.9}
+		cut := policy.Cutover{AfterS: 20, FreeFirst: true}
 		want := policy.Running(nil, tc.queue, bp, cut).Action == policy.CutOver
 		r := baseRun{b: b, t0: t0, d: 60, est: 800}
-		r.play(baseStrategy{kind: baseLanewatch}, bp, jobCut{Cutover: cut})
+		r.play(baseStrategy{kind: baseLanewatch}, jobCut{Cutover: cut, decided: true, book: bp, first: "free"})
 		if !r.met || r.abandoned != tc.abandoned || (r.paidTokens > 0) != tc.paid || want != tc.paid {
 			t.Errorf("queue %v: met %v, abandoned %d, paid tokens %d; Running cut_over %v", tc.queue, r.met, r.abandoned, r.paidTokens, want)
 		}
