@@ -30,8 +30,10 @@ import (
 // DefaultDeadLetterPath, DefaultSpoolMaxBytes) belong to the packages that
 // use them.
 const (
-	DefaultTimezone     = "UTC"
-	DefaultSchedule     = "7,27,47 * * * *"
+	DefaultTimezone = "UTC"
+	DefaultSchedule = "7,27,47 * * * *"
+	// DefaultJitter caps the jitter a file leaves out: a tenth of the
+	// schedule's shortest interval, at most this.
 	DefaultJitter       = 30 * time.Second
 	DefaultConcurrency  = 64
 	DefaultPolicyOut    = "policies"
@@ -44,6 +46,9 @@ const (
 	// LookbackUnset is Policy.LookbackDays before validation when the file
 	// leaves it out: the rule's default replaces it.
 	LookbackUnset = math.MinInt
+	// jitterUnset is Jitter before validation when the file leaves it out:
+	// the schedule's default replaces it.
+	jitterUnset = Duration(math.MinInt64)
 )
 
 // Store kinds.
@@ -62,7 +67,7 @@ func Default() *Config {
 	return &Config{
 		Timezone:    DefaultTimezone,
 		Schedule:    DefaultSchedule,
-		Jitter:      Duration(DefaultJitter),
+		Jitter:      jitterUnset,
 		Concurrency: DefaultConcurrency,
 		Shard:       Shard{Index: 0, Count: 1},
 		Store: Store{Kind: StoreFile, Bucket: "lanewatch/autogen", // the paths default per kind in validate

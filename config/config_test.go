@@ -107,6 +107,32 @@ func TestDefaults(t *testing.T) {
 // Each store kind gets the defaults of its own kind only: an InfluxDB
 // store has no samples file (so `sampler import data/samples.lp` into it is
 // not refused as importing the store's own file), a file store no spool.
+func TestJitterDefaultFitsTheSchedule(t *testing.T) {
+	for _, c := range []struct {
+		schedule string
+		want     time.Duration
+	}{
+		{DefaultSchedule, 30 * time.Second}, // 20 min apart: the cap
+		{"@every 10s", time.Second},
+		{"@every 2m", 12 * time.Second},
+		{"* * * * *", 6 * time.Second},
+		{"@daily", 30 * time.Second},
+	} {
+		cfg, err := Parse(strings.NewReader("schedule: \""+c.schedule+"\"\n"+minimal), "/")
+		if err != nil {
+			t.Errorf("%q: %v", c.schedule, err)
+			continue
+		}
+		if got := cfg.Jitter.D(); got != c.want {
+			t.Errorf("%q: jitter %s, want %s", c.schedule, got, c.want)
+		}
+	}
+	cfg, err := Parse(strings.NewReader("schedule: \"@every 10s\"\njitter: 0s\n"+minimal), "/")
+	if err != nil || cfg.Jitter.D() != 0 {
+		t.Errorf("an explicit jitter: 0s gave %v, %v", cfg, err)
+	}
+}
+
 func TestStoreDefaultsPerKind(t *testing.T) {
 	for _, c := range []struct {
 		name, store             string
@@ -209,7 +235,7 @@ func TestBadConfigs(t *testing.T) {
 		{"bad lane duration", lane(", timeout: soon"), `:2: lanes[0].timeout: want a duration such as "30s", got "soon"`},
 		{"bad aliased duration", "probe: {timeout: &t soon}\n" + lane(", timeout: *t"), `:1: probe.timeout: want a duration such as "30s", got "soon"`},
 		{"schedule never runs", "schedule: \"0 0 30 2 *\"\n" + lane(""), `:1: schedule: "0 0 30 2 *" never runs (no run within 5 years)`},
-		{"jitter above interval", "schedule: \"@every 20s\"\n" + lane(""), `jitter: must be shorter than the schedule's shortest interval (20s), got 30s`},
+		{"jitter above interval", "schedule: \"@every 20s\"\njitter: 30s\n" + lane(""), `:2: jitter: must be shorter than the schedule's shortest interval (20s), got 30s: lower it, or leave it out for the default (a tenth of the interval, at most 30s)`},
 		{"jitter equal to interval", "schedule: \"* * * * *\"\njitter: 1m\n" + lane(""), `:2: jitter: must be shorter than the schedule's shortest interval (1m0s), got 1m0s`},
 		{"jitter above an hour", "schedule: \"@daily\"\njitter: 61m\n" + lane(""), `:2: jitter: must be at most 1h, got 1h1m0s`},
 		{"overflowing timeout", "probe: {timeout: 2562047h47m}\n" + lane(""), `:1: probe.timeout: must be > 0 and at most 1h (a probe is short), got 2562047h47m0s`},
@@ -295,6 +321,8 @@ func TestBadConfigs(t *testing.T) {
 		{"merge of a scalar", "probe:\n  <<: [{timeout: 5s}, 3]\n" + lane(""), `:2: probe."<<": want a mapping or a list of mappings, got "3"`},
 		{"merge cycle", "lanes:\n  - &l {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m, <<: *l}\n", `:2: lanes[0]: merges a mapping into itself`},
 		{"alias bomb", aliasBomb(), `aliases expand to more than 100000 mappings`},
+		{"unquoted cron spec", "schedule: */10 * * * *\n" + lane(""), `:1: schedule: a cron spec that starts with * must be quoted (YAML reads * as an alias): schedule: "*/10 * * * *"`},
+		{"store path is a folder", "store: {path: " + os.TempDir() + "}\n" + lane(""), `:1: store.path: ` + os.TempDir() + ` is a folder; name a file, e.g. ` + filepath.Join(os.TempDir(), "samples.lp")},
 		{"validation error has a line", "lanes:\n  - name: a\n    kind: cheap\n", `:3: lanes[0].kind: want free or paid, got "cheap"`},
 		// yaml.v3 says line 1, where the list began (issue 20).
 		{"bad indent at its own line", "lanes:\n  - name: a\n    kind: free\n    api: openai\n   model: m\n", `:5: not valid YAML: did not find expected '-' indicator`},

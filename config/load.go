@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/decode"
@@ -46,7 +47,7 @@ func Parse(r io.Reader, dir string) (*Config, error) {
 	}
 	doc, _, err := decode.YAML(data)
 	if err != nil {
-		return nil, err
+		return nil, quoteHint(data, err)
 	}
 	cfg := Default()
 	d := decode.New(decode.Options{})
@@ -79,3 +80,19 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration as a Go duration string.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// unquotedStar is a schedule whose cron spec starts with *: YAML reads a
+// leading * as an alias, so the spec must be quoted.
+var unquotedStar = regexp.MustCompile(`(?m)^(\s*schedule:\s*)(\*[^"'#\n]*?)\s*$`)
+
+// quoteHint says, for a YAML error caused by an unquoted cron spec, which
+// line it is on and how to quote it.
+func quoteHint(data []byte, err error) error {
+	loc := unquotedStar.FindSubmatchIndex(data)
+	if loc == nil {
+		return err
+	}
+	line := bytes.Count(data[:loc[0]], []byte("\n")) + 1
+	spec := string(data[loc[4]:loc[5]])
+	return decode.Errorf(line, "schedule", "a cron spec that starts with * must be quoted (YAML reads * as an alias): schedule: %q", spec)
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -45,13 +46,21 @@ func (c *Config) validate() error {
 	if sched.Next(time.Now().In(loc)).IsZero() {
 		return fieldErr("schedule", "%q never runs (no run within 5 years)", c.Schedule)
 	}
-	switch interval := c.Interval(); {
+	interval := c.Interval()
+	if c.Jitter == jitterUnset {
+		c.Jitter = Duration(DefaultJitter)
+		if interval > 0 {
+			c.Jitter = Duration(min(DefaultJitter, interval/10))
+		}
+	}
+	switch {
 	case c.Jitter < 0:
 		return fieldErr("jitter", "must be >= 0, got %s", c.Jitter.D())
 	case c.Jitter.D() > time.Hour:
 		return fieldErr("jitter", "must be at most 1h, got %s", c.Jitter.D())
 	case interval > 0 && c.Jitter.D() >= interval:
-		return fieldErr("jitter", "must be shorter than the schedule's shortest interval (%s), got %s", interval, c.Jitter.D())
+		return fieldErr("jitter", "must be shorter than the schedule's shortest interval (%s), got %s: lower it, or leave it out for the default (a tenth of the interval, at most %s)",
+			interval, c.Jitter.D(), DefaultJitter)
 	}
 	if c.Concurrency < 1 || c.Concurrency > 4096 {
 		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
@@ -109,6 +118,9 @@ func (c *Config) validateStore() error {
 			s.Path = series.DefaultFilePath
 		}
 		s.Path = c.abs(s.Path)
+		if err := notDir("store.path", s.Path, "samples.lp"); err != nil {
+			return err
+		}
 	case StoreInflux:
 		// The file store's default path is no path of an InfluxDB store:
 		// `sampler import` of data/samples.lp into InfluxDB must not take
@@ -143,8 +155,22 @@ func (c *Config) validateStore() error {
 		}
 		s.Spool = c.abs(s.Spool)
 		s.DeadLetter = c.abs(s.DeadLetter)
+		if err := notDir("store.spool", s.Spool, "spool.lp"); err != nil {
+			return err
+		}
+		if err := notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"); err != nil {
+			return err
+		}
 	default:
 		return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
+	}
+	return nil
+}
+
+// notDir refuses a file path that names a folder, suggesting a file in it.
+func notDir(field, path, name string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fieldErr(field, "%s is a folder; name a file, e.g. %s", path, filepath.Join(path, name))
 	}
 	return nil
 }

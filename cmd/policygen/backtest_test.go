@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,13 +258,27 @@ func TestBacktestBadUsage(t *testing.T) {
 
 func TestBacktestStoreError(t *testing.T) {
 	cfg := backtestFixture(t, true)
-	// The store path is a folder: not a missing file, an error.
-	if err := os.MkdirAll(filepath.Join(filepath.Dir(cfg), "data", "samples.lp"), 0o755); err != nil {
+	// The store path is a named pipe: not a missing file, an error.
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(cfg), "data"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(filepath.Dir(cfg), "data", "samples.lp"), 0o644); err != nil {
+		t.Skipf("no named pipes here: %v", err)
 	}
 	r := backtestRun(t, "-config", cfg, "-days", "2")
 	if r.code != 1 || !strings.HasPrefix(r.stderr, "policygen: backtest: ") || strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	// A folder is the config's error, naming the key.
+	if err := os.Remove(filepath.Join(filepath.Dir(cfg), "data", "samples.lp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(filepath.Dir(cfg), "data", "samples.lp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = backtestRun(t, "-config", cfg, "-days", "2")
+	if r.code != 1 || !strings.Contains(r.stderr, "store.path: ") || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("folder: exit %d, stderr %q", r.code, r.stderr)
 	}
 	r = backtestRun(t, "-config", filepath.Join(t.TempDir(), "missing.yaml"))
 	if r.code != 1 || strings.Count(r.stderr, "\n") != 1 {

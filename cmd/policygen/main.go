@@ -76,6 +76,7 @@ const usageText = `usage: policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [
        policygen -config F -day YYYY-MM-DD|today|tomorrow [-out DIR] [-print] [-site NAME]
        policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]
        policygen book [-policy FILE -class NAME] < attempts.json
+       policygen book -config F -class NAME [-hour YYYY-MM-DDTHH] [-dir DIR] < attempts.json
        policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH | -next] [-format name|json|env|dotenv] [-dir DIR]
        policygen serve -config F [-listen ADDR] [-dir DIR]
        policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14] [-format table|csv|json] [-hours]
@@ -88,8 +89,9 @@ as <out>/<hour>.<NAME>.yaml instead; a site that no stored record or the
 config names is a usage error, and nothing is written.
 
 book reads {"attempts": [...], "policy": {...}} on stdin (with -policy and
--class: {"attempts": [...]} and the class's book from the policy file) and
-prints the ledger's answer as JSON.
+-class: {"attempts": [...]} and the class's book from the policy file; with
+-config and -class: the class's book from the hour's file in policy.out) and
+prints the ledger's answer as JSON (with -config: and the lane to use).
 
 lane prints the first lane of the class in the policy file of the hour
 (default: the current hour in the config's timezone); policygen lane -h

@@ -573,6 +573,19 @@ func TestBadUsage(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stderr, "usage: policygen -config F") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
+		// Every form a subcommand's own -h gives is in the overview.
+		for _, sub := range []string{"book", "lane", "serve", "swings", "backtest"} {
+			sr := (&env{}).exec(t, "", sub, "-h")
+			for _, line := range strings.Split(sr.stderr, "\n") {
+				form := strings.TrimSpace(strings.TrimPrefix(line, "usage:"))
+				if !strings.HasPrefix(form, "policygen "+sub) {
+					continue
+				}
+				if words := strings.Fields(form); !strings.Contains(r.stderr, strings.Join(words[:min(len(words), 4)], " ")) {
+					t.Errorf("policygen -h lacks %q (from policygen %s -h)", form, sub)
+				}
+			}
+		}
 	})
 }
 
