@@ -12,7 +12,8 @@ import (
 // p.Location), one per wall-clock hour 00..23, from the same hour of day on each
 // of the previous p.LookbackDays days alone (basis: forecast), at every
 // site. A lane is eligible when that history holds at least one ok probe and
-// no failed probe; with no history at that hour its reason is
+// no failed probe (the calibrated rule: at least one ok probe, see
+// ForecastProbes); with no history at that hour its reason is
 // no_recent_sample; while its quota is spent (state.QuotaUntil after the
 // hour's start) it is quota_exhausted. Records from the day itself or later
 // are ignored.
@@ -26,8 +27,9 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 // the hour of day's profile times a margin of the residuals against the
 // profile alone, so that it covers a forecast made before the day), never
 // under the worst-of figure while the margin is cold. Each class's
-// cut-over (cutover_after_s, free_first) reads the free lane's day-ahead
-// figures at CutoverCoverages.
+// decision (Decide) reads the free lanes' day-ahead waits of the hour
+// (Calibrator.Waits), and a lane whose lookback holds an ok probe is
+// eligible, its failures priced there rather than banning the hour.
 func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, day time.Time) []File {
 	loc := hours.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
