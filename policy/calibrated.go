@@ -188,7 +188,7 @@ type Calibrator struct {
 	// waits holds, per hour of day, the prediction residuals d of the
 	// single uncensored observations: the wait distribution decisions
 	// weigh (Waits).
-	waits [24]orderedWindow[float64]
+	waits [24]orderedWindow[waitResid]
 
 	level      float64 // L = max(slow, fast)
 	slow, fast float64 // the EWMAs
@@ -208,7 +208,7 @@ func NewCalibrator(p CalibratedParams) (*Calibrator, error) {
 	c := &Calibrator{p: p, window: int64(p.LookbackDays) * 24 * int64(time.Hour)}
 	for i := range c.hours {
 		c.hours[i].cmp = cmpProfileKey
-		c.waits[i].cmp = cmpFloat
+		c.waits[i].cmp = cmpWaitResid
 	}
 	c.all.cmp, c.all.lazy = cmpProfileKey, true // read only for an hour without observations
 	c.resid.cmp = cmpFloat
@@ -267,7 +267,7 @@ func (c *Calibrator) Add(o QueueObs) error {
 			c.multi++
 		}
 		if n == 1 && !o.Censored {
-			c.waits[h].add(t, d, 1)
+			c.waits[h].add(t, waitResid{d, math.Exp(d)}, 1)
 		}
 	}
 	k := profileKey{censored: o.Censored, v: lv}
@@ -342,6 +342,12 @@ type WaitDist struct {
 	waits []float64 // Waits' sorted waits, without a calibrator
 }
 
+// waitResid is a residual d of a wait and exp(d), so that summing waits
+// takes no logarithm.
+type waitResid struct{ d, e float64 }
+
+func cmpWaitResid(a, b waitResid) int { return cmpFloat(a.d, b.d) }
+
 // WaitsOf returns the distribution of the waits given (seconds): for a
 // lane the rule has no observation of, its next_queue_s alone.
 func WaitsOf(s ...float64) WaitDist {
@@ -395,9 +401,9 @@ func (w WaitDist) Count(s float64) int {
 			continue
 		}
 		ws := &w.c.waits[j]
-		n += sort.Search(len(ws.sorted), func(i int) bool { return ws.sorted[i] > x })
+		n += sort.Search(len(ws.sorted), func(i int) bool { return ws.sorted[i].d > x })
 		for _, it := range ws.stale(w.from) {
-			if it.v <= x {
+			if it.v.d <= x {
 				n--
 			}
 		}
@@ -424,13 +430,19 @@ func (w WaitDist) Sum(s float64) float64 {
 			continue
 		}
 		ws := &w.c.waits[j]
-		for _, it := range ws.items[ws.head+len(ws.stale(w.from)):] {
-			if it.v <= x {
-				sum += math.Exp(w.base + it.v)
+		for _, r := range ws.sorted {
+			if r.d > x {
+				break
+			}
+			sum += r.e
+		}
+		for _, it := range ws.stale(w.from) {
+			if it.v.d <= x {
+				sum -= it.v.e
 			}
 		}
 	}
-	return sum
+	return math.Exp(w.base) * sum
 }
 
 // evict drops what is older than the window [t - lookback, t).

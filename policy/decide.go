@@ -211,8 +211,12 @@ func (in *DecisionInput) freePlan(t, d, latest float64) Plan {
 	if !num.Finite(ok) {
 		ok = 0
 	}
-	ships := ok * float64(in.Free.Count(t)) / (n + 1)
-	shipTime := ok * (in.Free.Sum(t) + float64(in.Free.Count(t))*in.FreeGenS) / (n + 1)
+	k := float64(in.Free.Count(t))
+	ships := ok * k / (n + 1)
+	shipTime := 0.0
+	if k > 0 {
+		shipTime = ok * (in.Free.Sum(t) + k*in.FreeGenS) / (n + 1)
+	}
 	cut := 1 - ships
 	p := Plan{Cutover: Cutover{AfterS: t, FreeFirst: true}, Score: Score{Met: ships, TimeS: shipTime + cut*d}, Ships: ships}
 	if t <= latest {
