@@ -418,6 +418,11 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	l.worst = l.NextQueueS
 	if p.Calibrated() {
 		l.NextQueueS = x.calibratedQueue(lh, p.LookbackDays, t, p.CoverageOr(), l.NextQueueS)
+		for _, b := range bases {
+			// The seed's rule: keep the worst sample of the hour you run
+			// (issue 28): never under a queue the basis already holds.
+			l.NextQueueS = max(l.NextQueueS, min(ceil2(b.WorstQueueS), MaxSeconds))
+		}
 	}
 	ever := lh != nil && lh.ever > 0 || !state.LastSample.IsZero()
 	switch {
