@@ -46,7 +46,9 @@ def baseline: .strategy | (startswith("fallback@") or startswith("tuned"));
     | [ ($p | pad(10)), (($g[0].deadline | tostring) + " s" | pad(8)),
         (($g | span(.lw.met_pct; fixed(1))) + " / " + ($g | span(frac(.; .lw.paid_usd); fixed(3))) | pad(26)),
         (($g | span(.lw.median_time_s // 0; fixed(1))) + " / " + ($g | span(.lw.p90_time_s // 0; fixed(1))) | pad(21)),
-        (($g | map(.cheap.strategy) | unique | join(", ")) + " " + ($g | span(frac(.; .cheap.paid_usd); fixed(3))) | pad(40)),
+        (if ($g | map(select(.cheap == null)) | length) > 0 then "none in \($g | map(select(.cheap == null)) | length) of \($g | length)"
+           + (if ($g | map(select(.cheap != null)) | length) > 0 then ", else " else "" end) else "" end
+         + ($g | map(select(.cheap != null)) | if length == 0 then "" else (map(.cheap.strategy) | unique | join(", ")) + " " + span(frac(.; .cheap.paid_usd); fixed(3)) end) | pad(40)),
         ($g | span(.cov; fixed(4)) | pad(13)),
         ("\($g | map(select(.losses | length > 0)) | length) of \($g | length)") ]
     | join("") | sub(" +$"; "")),
