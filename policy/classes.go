@@ -72,10 +72,10 @@ type laneCand struct {
 // lane (each with the book's paid lane as its fallback), straight to the
 // paid lane, or nothing; the book's free lane is the free lane of the
 // best free-first plan (ties: next_queue_s + next_gen_s, then name); the
-// class lists, in the order of their plans' scores (the chosen plan's
-// first lane first; ties: by name), the eligible lanes with samples that
-// fit the deadline alone and the free lanes whose free-first plan has a
-// chance to ship.
+// class lists the eligible lanes with samples that fit the deadline alone
+// in the order of their plans' scores (the chosen plan's first lane first;
+// ties: by name). A free-first plan may start on a free lane that does not
+// fit alone (Class.Start): its cut-over keeps the deadline.
 func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (WaitDist, bool)) []Class {
 	var dists []WaitDist
 	if waits != nil {
@@ -209,12 +209,7 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 		// The lanes a job can start on, in the order to try them.
 		order = order[:0]
 		for i := range cands {
-			x := &cands[i]
-			fits := x.ok && x.eligible && x.q+x.g <= cs.DeadlineS
-			if waits != nil && x.ok && x.eligible && x.has && x.kind == KindFree && x.plan.Ships > 0 {
-				fits = true // a chance to ship before the cut-over
-			}
-			if fits {
+			if x := &cands[i]; x.ok && x.eligible && x.q+x.g <= cs.DeadlineS {
 				order = append(order, x)
 			}
 		}
@@ -245,6 +240,28 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 		classes = append(classes, c)
 	}
 	return classes
+}
+
+// Start returns the lane a job of the class starts on this hour, and
+// whether it must cut over to the book's paid lane at Cutover.AfterS with
+// no first token: with a decision that is free first, the book's free
+// lane (listed or not: the cut-over keeps the deadline); with one that is
+// not, the first listed lane, or the book's eligible paid lane in place
+// of the book's free lane; without a decision, the first listed lane. ""
+// when no lane is listed and the decision is not free first.
+func (c Class) Start() (lane string, cut bool) {
+	b := c.Book
+	paid := b.PaidLane != "" && b.PaidEligible
+	if c.Cutover != nil && c.Cutover.FreeFirst && b.FreeLane != "" {
+		return b.FreeLane, paid
+	}
+	if len(c.Lanes) == 0 {
+		return "", false
+	}
+	if c.Cutover != nil && c.Lanes[0] == b.FreeLane && paid {
+		return b.PaidLane, false // not free first: straight to the paid lane
+	}
+	return c.Lanes[0], false
 }
 
 func boolInt(b bool) int {

@@ -170,3 +170,29 @@ func TestForecastFailurePriced(t *testing.T) {
 		}
 	}
 }
+
+// A free lane whose wait at the coverage does not fit the deadline alone
+// is not listed, but a free-first decision still starts on it (Start),
+// with its cut-over keeping the deadline: a lane waiting 5 to 60 s for a
+// 30 s class, the paid lane 2 s. The worst-of rule has no decision: its
+// jobs start on the first listed lane.
+func TestStartOnAFreeLaneThatDoesNotFitAlone(t *testing.T) {
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	end := h.Add(time.Hour)
+	i := 0
+	ps, hs := obsHistory(end, 20, func(time.Time) (float64, bool) { i++; return 5 + float64(i*7%12)*5, true })
+	pp, ph := constantLane("paid", KindPaid, 2, end, 20)
+	p := Params{Location: time.UTC, LookbackDays: 14, Rule: RuleCalibrated,
+		Lanes:   []LaneSpec{{Name: "free", Kind: KindFree}, {Name: "paid", Kind: KindPaid}},
+		Classes: []ClassSpec{{Name: "c", DeadlineS: 30, CeilingTokens: 100, EstTokens: 40, PaidUSDPer1k: 1}}}
+	c := ForHourProbes(p, append(hs, ph...), append(ps, pp...), nil, h).Classes[0]
+	lane, cut := c.Start()
+	if !slices.Equal(c.Lanes, []string{"paid"}) || c.Cutover == nil || !c.Cutover.FreeFirst || c.Cutover.AfterS != 27 || lane != "free" || !cut {
+		t.Errorf("lanes %v, decision %+v, start %q (cut %v); want [paid], free first until 27 s, start free with a cut-over", c.Lanes, c.Cutover, lane, cut)
+	}
+	p.Rule = RuleMax
+	c = ForHourProbes(p, append(hs, ph...), append(ps, pp...), nil, h).Classes[0]
+	if lane, cut := c.Start(); lane != "paid" || cut {
+		t.Errorf("max: start %q (cut %v), want paid", lane, cut)
+	}
+}

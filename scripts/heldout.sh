@@ -5,7 +5,8 @@
 # the interactive class (800 tokens, 0.002 USD/1k) replayed at 30, 60 and
 # 120 s against fallback@T (T 1-105 s) and the tuned baselines, 42 days
 # scored after 28 of history. `make heldout` runs it; BENCHMARKS.md
-# publishes its table ("Decisions on worlds they were not tuned on").
+# publishes its table ("Decisions on worlds they were not tuned on"), a
+# Markdown table (scripts/heldout.jq).
 #
 #   scripts/heldout.sh [DIR]    # DIR keeps the histories (default .demo/heldout)
 #

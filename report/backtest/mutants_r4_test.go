@@ -323,8 +323,9 @@ func TestBaselinesSections(t *testing.T) {
 }
 
 // The lanewatch baseline follows the policy in force at each job's
-// arrival for the class at each deadline: the decision, book and first
-// lane History.ClassesAt gives for the class moved to that deadline.
+// arrival for the class at each deadline: the decision, book and starting
+// lane (Class.Start) History.ClassesAt gives for the class moved to that
+// deadline.
 func TestLanewatchBaselineFollowsThePolicy(t *testing.T) {
 	from := day0.AddDate(0, 0, 15)
 	p := params(14)
@@ -348,10 +349,7 @@ func TestLanewatchBaselineFollowsThePolicy(t *testing.T) {
 		q.Classes = []policy.ClassSpec{p.Classes[0]}
 		q.Classes[0].DeadlineS = d
 		c := b.hist.ClassesAt(q, b.figs, b.hourOf(j.t0).start)[0]
-		first := ""
-		if len(c.Lanes) > 0 {
-			first = c.Lanes[0]
-		}
+		first, _ := c.Start()
 		if got := cuts[di]; c.Cutover == nil || got.Cutover != *c.Cutover || !got.decided || got.book != c.Book || got.first != first {
 			t.Errorf("deadline %v: the baseline's %+v, the policy's %+v %+v %q", d, got, c.Cutover, c.Book, first)
 		}

@@ -290,9 +290,7 @@ func (bs *baselines) evaluate(b *Backtest, j *job) {
 			if c.Cutover != nil {
 				jc.Cutover, jc.decided = *c.Cutover, true
 			}
-			if len(c.Lanes) > 0 {
-				jc.first = c.Lanes[0]
-			}
+			jc.first, _ = c.Start()
 			cuts[ci] = append(cuts[ci], jc)
 		}
 	}
