@@ -339,7 +339,10 @@ type WaitDist struct {
 	base  float64 // log seconds: P(h) + L
 	hours [24]bool
 	n     int
-	waits []float64 // Waits' sorted waits, without a calibrator
+	// top is at least every residual held and total the sum of the live
+	// ones' exp: a wait past exp(base + top) counts them all.
+	top, total float64
+	waits      []float64 // Waits' sorted waits, without a calibrator
 }
 
 // waitResid is a residual d of a wait and exp(d), so that summing waits
@@ -368,7 +371,7 @@ func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
 	if !ok {
 		return WaitDist{}, false
 	}
-	w := WaitDist{c: c, from: from, base: prof + c.level}
+	w := WaitDist{c: c, from: from, base: prof + c.level, top: math.Inf(-1)}
 	for k := 0; k <= 12 && w.n < MinWaitSamples; k++ {
 		for _, j := range [2]int{h - k, h + k} {
 			j = (j + 24) % 24
@@ -377,7 +380,17 @@ func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
 			}
 			w.hours[j] = true
 			ws := &c.waits[j]
-			w.n += ws.len() - len(ws.stale(from))
+			stale := ws.stale(from)
+			w.n += ws.len() - len(stale)
+			if n := ws.len(); n > 0 {
+				w.top = max(w.top, ws.sorted[n-1].d)
+			}
+			for _, r := range ws.sorted {
+				w.total += r.e
+			}
+			for _, it := range stale {
+				w.total -= it.v.e
+			}
 		}
 	}
 	return w, w.n > 0
@@ -395,6 +408,9 @@ func (w WaitDist) Count(s float64) int {
 		return 0
 	}
 	x := math.Log(s) - w.base
+	if x >= w.top {
+		return w.n
+	}
 	n := 0
 	for j, in := range w.hours {
 		if !in {
@@ -424,6 +440,9 @@ func (w WaitDist) Sum(s float64) float64 {
 		return 0
 	}
 	x := math.Log(s) - w.base
+	if x >= w.top {
+		return math.Exp(w.base) * w.total
+	}
 	sum := 0.0
 	for j, in := range w.hours {
 		if !in {

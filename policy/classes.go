@@ -213,7 +213,8 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 				order = append(order, x)
 			}
 		}
-		slices.SortStableFunc(order, func(x, y *laneCand) int {
+		timeFirst := ObjectiveOr(cs.Objective) == ObjectiveTime
+		slices.SortFunc(order, func(x, y *laneCand) int { // names are unique: a total order
 			switch {
 			case x == y:
 				return 0
@@ -223,10 +224,10 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 				return 1
 			case waits != nil && x.has != y.has:
 				return cmp.Compare(boolInt(!x.has), boolInt(!y.has))
-			case waits != nil && x.has && Better(cs.Objective, x.plan.Score, y.plan.Score):
-				return -1
-			case waits != nil && x.has && Better(cs.Objective, y.plan.Score, x.plan.Score):
-				return 1
+			case waits != nil && x.has:
+				if c := cmpScore(timeFirst, x.plan.Score, y.plan.Score); c != 0 {
+					return c
+				}
 			case waits == nil && x.kind != y.kind:
 				return cmp.Compare(boolInt(x.kind != KindFree), boolInt(y.kind != KindFree))
 			}

@@ -55,18 +55,26 @@ type Score struct {
 // lexicographic on Met (higher), then USD and TimeS (lower) in the
 // objective's order. Differences under 1e-12 are ties.
 func Better(objective string, a, b Score) bool {
+	return cmpScore(ObjectiveOr(objective) == ObjectiveTime, a, b) < 0
+}
+
+// cmpScore orders scores best first (see Better): -1 when a is better,
+// 1 when b is, 0 on a tie; timeFirst for ObjectiveTime.
+func cmpScore(timeFirst bool, a, b Score) int {
 	const eps = 1e-12
-	if d := a.Met - b.Met; math.Abs(d) > eps {
-		return d > 0
-	}
 	first, second := a.USD-b.USD, a.TimeS-b.TimeS
-	if ObjectiveOr(objective) == ObjectiveTime {
+	if timeFirst {
 		first, second = second, first
 	}
-	if math.Abs(first) > eps {
-		return first < 0
+	for _, d := range [3]float64{b.Met - a.Met, first, second} {
+		switch {
+		case d < -eps:
+			return -1
+		case d > eps:
+			return 1
+		}
 	}
-	return second < -eps
+	return 0
 }
 
 // DecisionInput is what a class's decision reads for a free lane and the
