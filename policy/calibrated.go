@@ -337,7 +337,7 @@ type WaitDist struct {
 	c     *Calibrator
 	from  int64
 	base  float64 // log seconds: P(h) + L
-	hours [24]bool
+	hours uint32 // bit h: hour of day h's waits are in
 	n     int
 	// top is at least every residual held and total the sum of the live
 	// ones' exp: a wait past exp(base + top) counts them all.
@@ -375,10 +375,10 @@ func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
 	for k := 0; k <= 12 && w.n < MinWaitSamples; k++ {
 		for _, j := range [2]int{h - k, h + k} {
 			j = (j + 24) % 24
-			if w.hours[j] {
+			if w.hours&(1<<j) != 0 {
 				continue
 			}
-			w.hours[j] = true
+			w.hours |= 1 << j
 			ws := &c.waits[j]
 			stale := ws.stale(from)
 			w.n += ws.len() - len(stale)
@@ -412,8 +412,8 @@ func (w WaitDist) Count(s float64) int {
 		return w.n
 	}
 	n := 0
-	for j, in := range w.hours {
-		if !in {
+	for j := range 24 {
+		if w.hours&(1<<j) == 0 {
 			continue
 		}
 		ws := &w.c.waits[j]
@@ -444,8 +444,8 @@ func (w WaitDist) Sum(s float64) float64 {
 		return math.Exp(w.base) * w.total
 	}
 	sum := 0.0
-	for j, in := range w.hours {
-		if !in {
+	for j := range 24 {
+		if w.hours&(1<<j) == 0 {
 			continue
 		}
 		ws := &w.c.waits[j]

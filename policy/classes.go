@@ -44,7 +44,7 @@ func NextGenS(tokPerS float64, est int) (float64, bool) {
 //
 // Under the calibrated rule (History.ClassesAt, ForHour) the decision
 // orders them instead (classesWith).
-func Classes(p Params, lanes []Lane) []Class { return classesWith(p, lanes, nil, nil) }
+func Classes(p Params, lanes []Lane) []Class { return classesWith(p, lanes, nil, nil, nil) }
 
 // laneCand is a lane's figures for one class.
 type laneCand struct {
@@ -65,7 +65,8 @@ type laneCand struct {
 // (queues[class][lane], when queues[class] is not nil, is the lane's
 // next_queue_s for that class) and, when waits is not nil, the classes'
 // decisions (Decide; the calibrated rule): waits(i) is lane i's wait
-// distribution (false: none: its next_queue_s stands in).
+// distribution (false: none: its next_queue_s stands in), kept in
+// *scratch when that is not nil (a replay asks for a policy per job).
 //
 // With decisions each class gets the plan its objective prefers
 // (Cutover: cutover_after_s and free_first) over every eligible free
@@ -76,11 +77,16 @@ type laneCand struct {
 // in the order of their plans' scores (the chosen plan's first lane first;
 // ties: by name). A free-first plan may start on a free lane that does not
 // fit alone (Class.Start): its cut-over keeps the deadline.
-func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (WaitDist, bool)) []Class {
+func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (WaitDist, bool), scratch *[]WaitDist) []Class {
 	var dists []WaitDist
 	if waits != nil {
-		dists = make([]WaitDist, len(lanes))
+		if scratch == nil {
+			scratch = new([]WaitDist)
+		}
+		dists = slices.Grow((*scratch)[:0], len(lanes))[:len(lanes)]
+		*scratch = dists
 		for i := range lanes {
+			dists[i] = WaitDist{}
 			if l := &lanes[i]; l.Kind == KindFree && l.Eligible {
 				d, ok := waits(i)
 				if !ok {

@@ -23,7 +23,7 @@ func TestCalibratorWaits(t *testing.T) {
 			mustAdd(t, c, QueueObs{Time: ts, Value: 10 * math.Exp(0.3*math.Sin(float64(i))), Censored: i%50 == 0})
 		}
 		w, ok := c.Waits(at)
-		if !ok || w.N() < 40 || w.N() > 42 || !slices.Equal(w.hours[:], hoursSet(14)) {
+		if !ok || w.N() < 40 || w.N() > 42 || w.hours != hoursSet(14) {
 			t.Fatalf("%d waits over hours %v, want the 14h's own ~42", w.N(), w.hours)
 		}
 		if k := w.Count(10); k < w.N()/3 || k > 2*w.N()/3 {
@@ -38,7 +38,7 @@ func TestCalibratorWaits(t *testing.T) {
 			}
 		}
 		w, _ := c.Waits(at)
-		if w.N() != 41 || !slices.Equal(w.hours[:], hoursSet(13, 14, 15)) {
+		if w.N() != 41 || w.hours != hoursSet(13, 14, 15) {
 			t.Errorf("%d waits over hours %v, want 41 over 13-15h", w.N(), w.hours)
 		}
 	})
@@ -65,10 +65,10 @@ func TestCalibratorWaits(t *testing.T) {
 	})
 }
 
-func hoursSet(hs ...int) []bool {
-	out := make([]bool, 24)
+func hoursSet(hs ...int) uint32 {
+	var out uint32
 	for _, h := range hs {
-		out[h] = true
+		out |= 1 << h
 	}
 	return out
 }

@@ -144,7 +144,7 @@ func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, state
 					return WaitDist{}, false
 				}
 				return c.Waits(start)
-			})
+			}, nil)
 			for ci := range f.Classes {
 				f.Classes[ci].Coverage = p.ClassCoverage(p.Classes[ci])
 				f.Classes[ci].Objective = ObjectiveOr(p.Classes[ci].Objective)

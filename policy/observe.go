@@ -170,7 +170,7 @@ func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i in
 			return WaitDist{}, false
 		}
 		return c.Waits(t)
-	})
+	}, &x.waitBuf)
 	for i := range cs {
 		cs[i].Coverage = p.ClassCoverage(p.Classes[i])
 		cs[i].Objective = ObjectiveOr(p.Classes[i].Objective)
