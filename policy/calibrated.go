@@ -337,7 +337,7 @@ type WaitDist struct {
 	c     *Calibrator
 	from  int64
 	base  float64 // log seconds: P(h) + L
-	hours uint32 // bit h: hour of day h's waits are in
+	hours uint32  // bit h: hour of day h's waits are in
 	n     int
 	// top is at least every residual held and total the sum of the live
 	// ones' exp: a wait past exp(base + top) counts them all.
