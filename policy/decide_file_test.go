@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"bytes"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,5 +196,41 @@ func TestStartOnAFreeLaneThatDoesNotFitAlone(t *testing.T) {
 	c = ForHourProbes(p, append(hs, ph...), append(ps, pp...), nil, h).Classes[0]
 	if lane, cut := c.Start(); lane != "paid" || cut {
 		t.Errorf("max: start %q (cut %v), want paid", lane, cut)
+	}
+}
+
+// A class whose objective is time goes where the result comes first: on
+// cutoverWorld at 60 s (a free answer in 10 + 1 s, a paid one in 2 + 1 s)
+// the cost class holds the free lane until 57 s, the time class goes
+// straight to the paid lane; each file says its objective and reads back.
+func TestObjectiveTimeInFile(t *testing.T) {
+	p, ps, hs := cutoverWorld(RuleCalibrated)
+	p.Classes = p.Classes[:1]
+	p.Classes = append(p.Classes, p.Classes[0])
+	p.Classes[1].Name, p.Classes[1].Objective = "fast", ObjectiveTime
+	f := ForHourProbes(p, hs, ps, nil, time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC))
+	for i, want := range []struct {
+		obj   string
+		cut   Cutover
+		lanes []string
+	}{{ObjectiveCost, Cutover{57, true}, []string{"free", "paid"}}, {ObjectiveTime, Cutover{}, []string{"paid", "free"}}} {
+		c := f.Classes[i]
+		if c.Objective != want.obj || c.Cutover == nil || *c.Cutover != want.cut || !slices.Equal(c.Lanes, want.lanes) {
+			t.Errorf("class %s: objective %q, decision %+v, lanes %v; want %q, %+v, %v", c.Name, c.Objective, c.Cutover, c.Lanes, want.obj, want.cut, want.lanes)
+		}
+	}
+	data, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Classes[1].Objective != ObjectiveTime || !bytes.Contains(data, []byte("    objective: time\n")) {
+		t.Errorf("read back objective %q from:\n%s", back.Classes[1].Objective, data)
+	}
+	if _, err := ParseFile(bytes.Replace(data, []byte("objective: time"), []byte("objective: speed"), 1)); err == nil || !strings.Contains(err.Error(), "objective") {
+		t.Errorf("an unknown objective: %v", err)
 	}
 }
