@@ -22,10 +22,11 @@ const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DD
 
 Prints the lane a job of class NAME should run on: where the class's
 decision starts it (a calibrated file: the book's free lane when
-free_first, else the first of the class's lanes), in the policy file of the hour (default: the current hour in
-the config's timezone), read from policy.out of the config (or -dir). The
-endpoint comes from the config; no API key is ever read or printed, only the
-name of the variable that holds it.
+free_first, else the first of the class's lanes), in the policy file of
+the hour (default: the current hour in the config's timezone), read from
+policy.out of the config (or -dir). The endpoint comes from the config; no
+API key is ever read or printed, only the name of the variable that holds
+it.
 
   name    the lane's name and a newline
   json    one line: {"lane", "kind", "api", "base_url", "model", "api_key_env",
