@@ -1,7 +1,8 @@
 package app
 
 // This file opens the series.Store a configuration names: the embedded
-// line-protocol file, or InfluxDB behind its spool.
+// line-protocol file, or InfluxDB behind its spool; as its writer, to
+// read, or to write beside its writer.
 
 import (
 	"context"
@@ -18,7 +19,7 @@ import (
 // keep the hourly invariant. warn receives non-fatal warnings (a torn line
 // in the file, a spool past its cap). lookupEnv resolves store.token_env.
 func OpenStore(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return openStore(ctx, cfg, false, warn, lookupEnv)
+	return openStore(ctx, cfg, writer, warn, lookupEnv)
 }
 
 // OpenStoreReadOnly opens the configured store for reading: the embedded file
@@ -26,16 +27,44 @@ func OpenStore(ctx context.Context, cfg *config.Config, warn func(msg string, ar
 // not locked, so readers (policygen, reports) run beside a sampler, as
 // another user too.
 func OpenStoreReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
-	return openStore(ctx, cfg, true, warn, lookupEnv)
+	return openStore(ctx, cfg, reader, warn, lookupEnv)
 }
 
-func openStore(ctx context.Context, cfg *config.Config, readOnly bool, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+// OpenStoreBeside opens the configured store to write beside the sampler
+// that holds it (sampler probe next to the daemon): the embedded file
+// without its writer lock (series.SharedFile), or InfluxDB written
+// directly, its spool and dead-letter file merged into reads, and a write
+// the server fails left in the spool's inbox for the daemon to replay
+// (series.SpoolOptions.Beside). Unlike the daemon it needs the server at
+// start: without it, it writes nothing.
+func OpenStoreBeside(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+	return openStore(ctx, cfg, beside, warn, lookupEnv)
+}
+
+// access is how a process opens the store: as its writer, to read, or to
+// write beside its writer.
+type access int
+
+const (
+	writer access = iota
+	reader
+	beside
+)
+
+func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
 	switch cfg.Store.Kind {
 	case config.StoreFile:
-		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: readOnly, Warn: warn})
+		if a == beside {
+			st, err := series.OpenFileShared(cfg.Store.Path, series.FileOptions{Warn: warn})
+			if err != nil {
+				return nil, fmt.Errorf("store: %w", err)
+			}
+			return st, nil
+		}
+		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: a == reader, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
@@ -55,8 +84,8 @@ func openStore(ctx context.Context, cfg *config.Config, readOnly bool, warn func
 			// a longer store.timeout than the default.
 			RequestTimeout: cfg.Store.Timeout.D(),
 			Query:          influxQuery(cfg.Store.QueryLanguage),
-			// A writer starts during an outage and spools; a reader needs the server.
-			StartUnreachable: !readOnly,
+			// The writer starts during an outage and spools; the others need the server.
+			StartUnreachable: a == writer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
@@ -65,7 +94,8 @@ func openStore(ctx context.Context, cfg *config.Config, readOnly bool, warn func
 			Path:        cfg.Store.Spool,
 			DeadLetter:  cfg.Store.DeadLetter,
 			MaxBytes:    cfg.Store.SpoolMaxBytes,
-			ReadOnly:    readOnly,
+			ReadOnly:    a == reader,
+			Beside:      a == beside,
 			Warn:        warn,
 			AfterReplay: series.RebuildAfterReplay(cfg.Location),
 		})

@@ -28,6 +28,7 @@ const (
 	SkipBudget = "budget" // its group's budget allows no probe of it now
 	SkipQuota  = "quota"  // the lane asked to be left alone until Until
 	SkipMeter  = "meter"  // the store could not be read, so the budget spent is unknown
+	SkipSites  = "sites"  // the sites sharing its group list different sites (Input.SitesErr)
 )
 
 // Group is a quota group: lanes that share one account's requests.
@@ -37,7 +38,8 @@ type Group struct {
 	Location     *time.Location // the provider's day; nil means UTC
 	Lanes        []string       // in config order
 	// Sites share the group's budget (quota scope account): its slots
-	// belong to them in turn (SlotOwner), and every site counts the
+	// belong to them in turn, in the sorted order of their names whatever
+	// order they are listed in (SlotOwner), and every site counts the
 	// requests of all of them. Empty: the budget is the probing site's
 	// own (scope site).
 	Sites []string
@@ -65,7 +67,7 @@ func Backoff(p series.Probe, loc *time.Location) (time.Time, bool) {
 // Skip is a lane a round leaves out, and why.
 type Skip struct {
 	Lane   string
-	Reason string    // SkipBudget, SkipQuota or SkipMeter
+	Reason string    // SkipBudget, SkipQuota, SkipMeter or SkipSites
 	Until  time.Time // SkipQuota: when the lane may be probed again
 }
 
@@ -108,6 +110,11 @@ type Input struct {
 	// MaxBackoff): back-offs and turn order come from it.
 	Latest   []series.Probe
 	MeterErr error
+	// SitesErr, when set, says the sites sharing the groups with Sites
+	// do not all list the same sites, so that their slots' owners are in
+	// doubt: those groups probe nothing (SkipSites); their counts are
+	// still reported.
+	SitesErr error
 	// Location keys hours for the back-off of a 429 without a wait.
 	Location *time.Location
 	// Force probes every lane: budgets and back-offs are reported in Left
@@ -126,7 +133,8 @@ type Input struct {
 //
 // so a budget is spread over the day, never spent at midnight, and a slot
 // that no round fell in is not made up later. The probe goes to the lane of
-// the group probed least recently that is not backing off.
+// the group probed least recently that is not backing off. A group with
+// Sites probes nothing while Input.SitesErr is set.
 func Decide(in Input) Plan {
 	plan := Plan{Sent: map[string]int{}, Left: map[string]int{}}
 	latest := map[string]time.Time{}
@@ -159,7 +167,7 @@ func Decide(in Input) Plan {
 		st := groupState(*g, in.Now, in.Site, spends(g, in))
 		plan.Sent[g.Name] = st.sent
 		plan.Left[g.Name] = g.ProbesPerDay - st.sent
-		if !st.mayProbe {
+		if !st.mayProbe || (in.SitesErr != nil && len(g.Sites) > 0) {
 			continue
 		}
 		// Least recently probed first; never probed before all; ties in config order.
@@ -188,6 +196,8 @@ func Decide(in Input) Plan {
 			plan.Probe = append(plan.Probe, l)
 		case in.MeterErr != nil:
 			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipMeter})
+		case in.SitesErr != nil && len(g.Sites) > 0:
+			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipSites})
 		default:
 			plan.Skip = append(plan.Skip, Skip{Lane: l, Reason: SkipBudget})
 		}
@@ -240,8 +250,9 @@ func groupState(g Group, now time.Time, site string, spent []time.Time) state {
 
 // SlotOwner returns the site whose turn the slot holding now is, for a
 // group shared by Sites ("" without them or before the day's first slot):
-// slot k of day n belongs to Sites[(k + n/m) mod len(Sites)], m the
-// offset's period (Offset). The owner moves on by one each m days, while
+// slot k of day n belongs to sorted[(k + n/m) mod len(Sites)], sorted
+// being the Sites in the order of their names (so sites that list them in
+// another order agree) and m the offset's period (Offset). The owner moves on by one each m days, while
 // the offset runs through its m phases, so each site meets every slot at
 // every phase, and so every hour of the day, within m × len(Sites) days
 // (12 probes a day over 3 sites: 2-hour slots, 6 days). Slots of a site
@@ -259,8 +270,9 @@ func SlotOwner(g Group, now time.Time) string {
 	k := int64(start.Sub(day.Add(Offset(g, now))) / slot)
 	n := dayNumber(day)
 	m := offsetPeriod(slot)
-	s := int64(len(g.Sites))
-	return g.Sites[(((k+floorDiv(n, m))%s)+s)%s]
+	sites := slices.Sorted(slices.Values(g.Sites))
+	s := int64(len(sites))
+	return sites[(((k+floorDiv(n, m))%s)+s)%s]
 }
 
 func floorDiv(a, b int64) int64 {

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -103,6 +104,70 @@ func TestSlotOwnerHandWorked(t *testing.T) {
 	}
 	if got := SlotOwner(Group{Name: "x", ProbesPerDay: 12, Lanes: []string{"a"}}, day.Add(time.Hour)); got != "" {
 		t.Errorf("a group without sites has owner %q", got)
+	}
+}
+
+// Sites that list the same sites in another order agree on every slot's
+// owner: the slots go round in the sorted order of the names, whatever
+// order a config lists them in (issue 28: [fra1, iad1] at one site and
+// [iad1, fra1] at the other both owned every other slot).
+func TestSlotOwnerIgnoresSitesOrder(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 28))
+		var sites []string
+		for i := range 2 + r.IntN(4) {
+			sites = append(sites, fmt.Sprintf("s%d", i))
+		}
+		shuffled := slices.Clone(sites)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		g := Group{Name: "g", ProbesPerDay: 1 + r.IntN(48), Location: time.UTC, Lanes: []string{"a"}, Sites: sites}
+		h := g
+		h.Sites = shuffled
+		order := slices.Clone(shuffled)
+		start := time.Date(2026, 11, 1+r.IntN(28), 0, 0, 0, 0, time.UTC)
+		for at := start; at.Before(start.Add(10 * 24 * time.Hour)); at = at.Add(17 * time.Minute) {
+			if a, b := SlotOwner(g, at), SlotOwner(h, at); a != b {
+				t.Fatalf("seed %d, %d a day: at %s the owner is %q by %v and %q by %v", seed, g.ProbesPerDay, at.Format(time.RFC3339), a, sites, b, shuffled)
+			}
+		}
+		if !slices.Equal(h.Sites, order) {
+			t.Fatalf("SlotOwner reordered the group's sites: %v", h.Sites)
+		}
+	}
+}
+
+// While the sites sharing a group are known to list different sites
+// (Input.SitesErr), the slots' owners are in doubt: the group's lanes are
+// skipped (SkipSites), its counts still reported, and a group the sites do
+// not share, an unbudgeted lane and -force are unaffected; a back-off
+// still says so.
+func TestSitesErrSkipsSharedGroups(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 7, 0, 0, time.UTC)
+	shared := Group{Name: "acct", ProbesPerDay: 24, Location: time.UTC, Lanes: []string{"a", "b"}, Sites: []string{"fra1", "iad1"}}
+	own := Group{Name: "own", ProbesPerDay: 24, Location: time.UTC, Lanes: []string{"c"}}
+	site := SlotOwner(shared, now)
+	in := Input{Now: now, Lanes: []string{"a", "b", "c", "d"}, Groups: []Group{shared, own}, Site: site, Location: time.UTC,
+		Probes:   []series.Probe{{Lane: "a", Time: now.Add(-3 * time.Hour), Outcome: "ok", OK: true}},
+		Latest:   []series.Probe{{Lane: "b", Time: now.Add(-time.Minute), Outcome: series.OutcomeRateLimited, QuotaResetS: 3600}},
+		SitesErr: errors.New("site iad1 lists fra1,iad1,sgp1")}
+	plan := Decide(in)
+	if want := []string{"c", "d"}; !slices.Equal(plan.Probe, want) {
+		t.Errorf("probe %v, want %v", plan.Probe, want)
+	}
+	want := []Skip{{Lane: "a", Reason: SkipSites}, {Lane: "b", Reason: SkipQuota, Until: now.Add(59 * time.Minute)}}
+	if !slices.Equal(plan.Skip, want) {
+		t.Errorf("skip %v, want %v", plan.Skip, want)
+	}
+	if plan.Sent["acct"] != 1 || plan.Left["acct"] != 23 {
+		t.Errorf("acct sent %d left %d, want 1 and 23", plan.Sent["acct"], plan.Left["acct"])
+	}
+	in.SitesErr = nil
+	if plan := Decide(in); !slices.Equal(plan.Probe, []string{"a", "c", "d"}) {
+		t.Fatalf("without SitesErr: probe %v, want a, c and d (the test no longer shows the skip)", plan.Probe)
+	}
+	in.SitesErr, in.Force = errors.New("x"), true
+	if plan := Decide(in); len(plan.Probe) != 4 {
+		t.Errorf("-force with SitesErr: probe %v, want every lane", plan.Probe)
 	}
 }
 

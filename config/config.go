@@ -90,7 +90,7 @@ type Config struct {
 	Jitter      Duration       `yaml:"jitter"`
 	Concurrency int            `yaml:"concurrency"`
 	Site        string         `yaml:"site"`  // tag on every stored point; "" for none
-	Sites       []string       `yaml:"sites"` // the sites that share the account-scope quotas, in turn order
+	Sites       []string       `yaml:"sites"` // the sites that share the account-scope quotas, in any order
 	Shard       Shard          `yaml:"shard"` // the part of the lanes this sampler probes
 	Store       Store          `yaml:"store"`
 	Probe       Probe          `yaml:"probe"`

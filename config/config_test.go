@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/duty"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -235,6 +236,7 @@ func TestBadConfigs(t *testing.T) {
 		{"bad lane duration", lane(", timeout: soon"), `:2: lanes[0].timeout: want a duration such as "30s", got "soon"`},
 		{"bad aliased duration", "probe: {timeout: &t soon}\n" + lane(", timeout: *t"), `:1: probe.timeout: want a duration such as "30s", got "soon"`},
 		{"schedule never runs", "schedule: \"0 0 30 2 *\"\n" + lane(""), `:1: schedule: "0 0 30 2 *" never runs (no run within 5 years)`},
+		{"every beyond five years", "schedule: \"@every 43849h\"\n" + lane(""), `:1: schedule: "@every 43849h" never runs (no run within 5 years)`},
 		{"jitter above interval", "schedule: \"@every 20s\"\njitter: 30s\n" + lane(""), `:2: jitter: must be shorter than the schedule's shortest interval (20s), got 30s: lower it, or leave it out for the default (a tenth of the interval, at most 30s)`},
 		{"jitter equal to interval", "schedule: \"* * * * *\"\njitter: 1m\n" + lane(""), `:2: jitter: must be shorter than the schedule's shortest interval (1m0s), got 1m0s`},
 		{"jitter above an hour", "schedule: \"@daily\"\njitter: 61m\n" + lane(""), `:2: jitter: must be at most 1h, got 1h1m0s`},
@@ -458,10 +460,33 @@ func TestInterval(t *testing.T) {
 	}
 }
 
+// No config gives a sampler a longer interval (the schedule's longest gap
+// plus the jitter) than a heartbeat may name (duty.MaxInterval): the
+// longest "@every" that loads, with an hour of jitter, is within it, and
+// an hour more does not load. (A cron spec's gap is at most four years
+// and a day: "0 0 29 2 *".)
+func TestLongestScheduleWithinHeartbeatBound(t *testing.T) {
+	longest := time.Duration(0)
+	for h := 5 * 365 * 24; h <= 5*367*24; h++ {
+		every := time.Duration(h) * time.Hour
+		if _, err := Parse(strings.NewReader(fmt.Sprintf("schedule: \"@every %s\"\njitter: 1h\n", every)+minimal), "/"); err != nil {
+			break
+		}
+		longest = every
+	}
+	if longest == 0 || longest >= 5*367*24*time.Hour {
+		t.Fatalf("the longest @every that loads is %s: the bound moved", longest)
+	}
+	if longest+time.Hour > duty.MaxInterval {
+		t.Errorf("@every %s with jitter 1h loads: an interval of %s, beyond duty.MaxInterval %s", longest, longest+time.Hour, duty.MaxInterval)
+	}
+}
+
 // Bounds are inclusive, and a schedule that runs once in four years loads.
 func TestScheduleAndDurationBounds(t *testing.T) {
 	for _, src := range []string{
 		"schedule: \"0 0 29 2 *\"\njitter: 1h\n" + minimal,
+		"schedule: \"@every 43800h\"\njitter: 1h\n" + minimal,
 		"schedule: \"@every 1s\"\njitter: 0s\n" + minimal,
 		"schedule: \"@every 31s\"\nprobe: {timeout: 1h}\n" + minimal,
 	} {

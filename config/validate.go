@@ -42,8 +42,10 @@ func (c *Config) validate() error {
 	if strings.HasPrefix(strings.TrimSpace(c.Schedule), "TZ=") || strings.HasPrefix(strings.TrimSpace(c.Schedule), "CRON_TZ=") {
 		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
 	}
-	// cron gives up after five years: a "0 0 29 2 *" runs, a "0 0 30 2 *" never.
-	if sched.Next(time.Now().In(loc)).IsZero() {
+	// cron gives up after five years: a "0 0 29 2 *" runs, a "0 0 30 2 *"
+	// never, and an "@every" longer than five years not within them (so no
+	// sampler's heartbeat names an interval beyond duty.MaxInterval).
+	if now := time.Now().In(loc); sched.Next(now).IsZero() || sched.Next(now).After(now.AddDate(5, 0, 0)) {
 		return fieldErr("schedule", "%q never runs (no run within 5 years)", c.Schedule)
 	}
 	interval := c.Interval()

@@ -2,6 +2,7 @@ package duty
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -74,10 +75,127 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A heartbeat that no sampler could have written is ignored, whatever its
+// start, and reported once per instance (issue 28: one point with
+// interval_s 5e9 held the shard for 277 years, 5e9 s × 1.75): an interval
+// outside 0 to MaxInterval (0 names none: the reader's applies), a start
+// after the beat's time by more than its lifetime or more than MaxUptime
+// before it, a time more than its lifetime ahead of the reader's clock.
+func TestDecideIgnoresImplausibleBeats(t *testing.T) {
+	const iv = 10 * time.Second
+	now := t0.Add(time.Minute)
+	self := hb("b", 5*time.Second, time.Minute)
+	a := func(f func(*series.Heartbeat)) series.Heartbeat {
+		b := hb("a", 0, 55*time.Second) // live, started before self
+		f(&b)
+		return b
+	}
+	cases := []struct {
+		name    string
+		beats   []series.Heartbeat
+		active  bool
+		live    int
+		ignored string // "" none, else a part of a's reason
+	}{
+		{"the forged interval of the issue", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = 5e9 })}, true, 1, "interval_s 5e+09"},
+		{"an interval just over the longest", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = MaxInterval.Seconds() + 1 })}, true, 1, "interval_s"},
+		{"the longest interval", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = MaxInterval.Seconds() })}, false, 2, ""},
+		{"a negative interval", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = -10 })}, true, 1, "interval_s -10"},
+		{"a NaN interval", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = math.NaN() })}, true, 1, "interval_s NaN"},
+		{"an infinite interval", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = math.Inf(1) })}, true, 1, "interval_s +Inf"},
+		{"no interval: the reader's", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = 0 })}, false, 2, ""},
+		{"a start ten years and more before", []series.Heartbeat{a(func(b *series.Heartbeat) { b.StartNS = b.Time.Add(-MaxUptime - time.Second).UnixNano() })}, true, 1, "start_ns"},
+		{"a start at the epoch", []series.Heartbeat{a(func(b *series.Heartbeat) { b.StartNS = 0 })}, true, 1, "start_ns 1970-01-01T00:00:00Z"},
+		{"a start just under ten years before", []series.Heartbeat{a(func(b *series.Heartbeat) { b.StartNS = b.Time.Add(-MaxUptime).UnixNano() })}, false, 2, ""},
+		{"a start after its time by more than its lifetime", []series.Heartbeat{a(func(b *series.Heartbeat) { b.StartNS = b.Time.Add(18 * time.Second).UnixNano() })}, true, 1, "start_ns"},
+		{"a start a little after its time (a clock stepped back)", []series.Heartbeat{a(func(b *series.Heartbeat) { b.StartNS = b.Time.Add(time.Second).UnixNano() })}, true, 2, ""},
+		{"a time far ahead", []series.Heartbeat{a(func(b *series.Heartbeat) { b.Time = now.Add(time.Hour) })}, true, 1, "ahead of this host's clock"},
+		{"a time just past its lifetime ahead", []series.Heartbeat{a(func(b *series.Heartbeat) { b.Time = now.Add(17500 * time.Millisecond) })}, true, 1, "ahead"},
+		{"a time a little ahead", []series.Heartbeat{a(func(b *series.Heartbeat) { b.Time = now.Add(5 * time.Second) })}, false, 2, ""},
+		{"a forged beat beside a good one of the same instance", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = 5e9 }), hb("a", 0, 50*time.Second)}, false, 2, "interval_s 5e+09"},
+		{"another site's forged beat", []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS, b.Site = 5e9, "us" })}, true, 1, "interval_s"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Decide(c.beats, self, now, iv)
+			if d.Active != c.active || d.Live != c.live {
+				t.Errorf("Decide = active %v live %d (%s); want active %v live %d", d.Active, d.Live, d.Reason, c.active, c.live)
+			}
+			switch {
+			case c.ignored == "" && len(d.Ignored) > 0:
+				t.Errorf("ignored %+v; want none", d.Ignored)
+			case c.ignored != "" && (len(d.Ignored) != 1 || d.Ignored[0].Beat.Instance != "a" || !strings.Contains(d.Ignored[0].Err.Error(), c.ignored)):
+				t.Errorf("ignored %+v; want a's beat alone, saying %q", d.Ignored, c.ignored)
+			}
+		})
+	}
+	// Two implausible beats of one instance: reported once.
+	two := []series.Heartbeat{a(func(b *series.Heartbeat) { b.IntervalS = 5e9 }), a(func(b *series.Heartbeat) { b.IntervalS, b.Time = -1, now })}
+	if d := Decide(two, self, now, iv); len(d.Ignored) != 1 {
+		t.Errorf("two implausible beats of one instance: ignored %+v, want it once", d.Ignored)
+	}
+}
+
+// The sites that share account quotas must list the same sites: a live
+// beat of another site that lists others than self is reported, each
+// instance's newest (issue 28). A beat that lists none (a sampler
+// older than the field, or one without shared quotas) or a stale or
+// implausible one says nothing; nor does a beat of self's own site, nor
+// any beat when self lists none.
+func TestDecideSitesDisagree(t *testing.T) {
+	const iv = 10 * time.Second
+	now := t0.Add(time.Minute)
+	self := hb("b", 5*time.Second, time.Minute)
+	self.Sites = "eu,us"
+	at := func(id, site, sites string, ago time.Duration) series.Heartbeat {
+		b := hb(id, 0, time.Minute-ago)
+		b.Site, b.Sites, b.Shard = site, sites, "1/3"
+		return b
+	}
+	cases := []struct {
+		name  string
+		self  string // self's Sites
+		beats []series.Heartbeat
+		want  []string // instances reported
+	}{
+		{"the same sites", "eu,us", []series.Heartbeat{at("u", "us", "eu,us", time.Second)}, nil},
+		{"another site lists one more", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", time.Second)}, []string{"u"}},
+		{"another site lists one fewer", "eu,us", []series.Heartbeat{at("u", "us", "us", time.Second)}, []string{"u"}},
+		{"an older sampler says none", "eu,us", []series.Heartbeat{at("u", "us", "", time.Second)}, nil},
+		{"a stale beat", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", 20*time.Second)}, nil},
+		{"an implausible beat", "eu,us", []series.Heartbeat{func() series.Heartbeat {
+			b := at("u", "us", "ap,eu,us", time.Second)
+			b.IntervalS = 5e9
+			return b
+		}()}, nil},
+		{"self's own site", "eu,us", []series.Heartbeat{at("e", "eu", "ap,eu,us", time.Second)}, nil},
+		{"self lists none", "", []series.Heartbeat{at("u", "us", "ap,eu,us", time.Second)}, nil},
+		{"each instance's newest", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", 5*time.Second), at("u", "us", "eu,us", time.Second), at("w", "us", "us", 3*time.Second), at("v", "us", "us", 3*time.Second)}, []string{"v", "w"}},
+		{"two sites", "eu,us", []series.Heartbeat{at("u", "us", "ap,eu,us", time.Second), at("p", "ap", "ap,eu,us", time.Second)}, []string{"p", "u"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			me := self
+			me.Sites = c.self
+			d := Decide(c.beats, me, now, iv)
+			var got []string
+			for _, b := range d.Disagree {
+				got = append(got, b.Instance)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("Disagree names %v, want %v", got, c.want)
+			}
+			if !d.Active || d.Live != 1 {
+				t.Errorf("another site's beats changed the rule: %+v", d)
+			}
+		})
+	}
+}
+
 // For any set of heartbeats of one shard and site, the live instances that
 // read them agree: exactly one of them is active, it is the one every other
 // names, and no stale or far-future beat, nor one of another shard or
-// site, changes the outcome.
+// site, nor an implausible one, changes the outcome.
 func TestExactlyOneActive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 2))
 	for iter := range 5000 {
@@ -108,7 +226,7 @@ func TestExactlyOneActive(t *testing.T) {
 			iv := time.Duration(1+rng.IntN(60)) * time.Second
 			b := series.Heartbeat{Instance: fmt.Sprintf("dead%d", rng.IntN(100)), Shard: "1/3", Site: "s",
 				StartNS: now.Add(-24 * time.Hour).UnixNano(), IntervalS: iv.Seconds()}
-			switch rng.IntN(4) {
+			switch rng.IntN(6) {
 			case 0:
 				b.Time = now.Add(-(2*iv - iv/4) - time.Duration(rng.Int64N(int64(time.Hour))))
 			case 1:
@@ -117,6 +235,10 @@ func TestExactlyOneActive(t *testing.T) {
 				b.Time, b.Shard = now, "0/3"
 			case 3:
 				b.Time, b.Site = now, ""
+			case 4: // implausible: forged or corrupt
+				b.Time, b.IntervalS = now, []float64{5e9, -1, math.NaN(), math.Inf(1)}[rng.IntN(4)]
+			case 5:
+				b.Time, b.StartNS = now, []int64{0, -1, now.Add(time.Hour).UnixNano()}[rng.IntN(3)]
 			}
 			noise = append(noise, b)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/series"
 	"github.com/lanewatch/lanewatch/shard"
@@ -176,4 +178,82 @@ func withSite(t *testing.T, path, site string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// Issue 28: two sampler daemons whose configs list different sites
+// (fra1: [fra1, iad1], iad1: [fra1, iad1, sgp1]) against one real
+// InfluxDB share one account quota but cannot agree on its slots. Each
+// reads the other's heartbeat, logs once, at error level, which site
+// lists which, and from then on neither sends a request of the group,
+// though their rounds go on.
+func TestSitesThatDisagreeStopAndSayOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two sampler daemons")
+	}
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	sim := lanesim.New(fastSim(8))
+	t.Cleanup(sim.Close)
+	lane := &countingLane{sim: sim.Handler(), n: map[string]int{}}
+	srv := httptest.NewServer(lane)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	config := func(site string, sites []string) string {
+		store := fmt.Sprintf("  kind: influx\n  url: %q\n  bucket: %q\n  spool: %s.spool.lp\n  dead_letter: %s.dead.lp\n", url, db+"/autogen", site, site)
+		path := writeConfig(t, filepath.Join(dir, site+".yaml"), cfgSpec{store: store, schedule: "@every 2s", timeout: "2s",
+			lanes: []laneSpec{openaiLane("l0", "free", srv.URL+"/"+site, ""), openaiLane("l1", "free", srv.URL+"/"+site, "")}})
+		body, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2-second slots: each site owns some of its rounds' slots.
+		text := fmt.Sprintf("site: %s\nsites: [%s]\nquotas:\n  - {name: g, probes_per_day: 43200}\n", site, strings.Join(sites, ", ")) +
+			strings.NewReplacer("model: m-l0\n", "model: m-l0\n    quota: g\n", "model: m-l1\n", "model: m-l1\n    quota: g\n").Replace(string(body))
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	args := func(cfg string) []string { return []string{"-config", cfg, "-log-format", "json"} }
+	fra1 := startDaemon(t, bin("sampler"), args(config("fra1", []string{"fra1", "iad1"})), nil)
+	// fra1 alone probes the group in its slots.
+	for i := 0; lane.count("fra1") == 0; i++ {
+		if i == 10 {
+			t.Fatalf("fra1 alone sent no request of the group in 10 rounds:\n%s", fra1.Stderr())
+		}
+		fra1.waitLine(t, `"msg":"round stored"`, 20*time.Second)
+	}
+	iad1 := startDaemon(t, bin("sampler"), args(config("iad1", []string{"fra1", "iad1", "sgp1"})), nil)
+	for _, c := range []struct {
+		d            *daemon
+		other, lists string
+	}{{iad1, "fra1", "fra1,iad1"}, {fra1, "iad1", "fra1,iad1,sgp1"}} {
+		line := c.d.waitLine(t, `"msg":"sites disagree`, 20*time.Second)
+		if logField(t, line, "level") != "ERROR" || logField(t, line, "other_site") != c.other || logField(t, line, "other_sites") != c.lists {
+			t.Errorf("the sites line names %s listing %s, want %s listing %s: %s", logField(t, line, "other_site"), logField(t, line, "other_sites"), c.other, c.lists, line)
+		}
+	}
+	sent := map[string]int{"fra1": lane.count("fra1"), "iad1": lane.count("iad1")}
+	for _, d := range []*daemon{fra1, iad1} {
+		for range 3 {
+			d.waitLine(t, `"msg":"round stored"`, 20*time.Second)
+		}
+	}
+	for site, n := range sent {
+		if got := lane.count(site); got != n {
+			t.Errorf("%s sent %d requests of the group after the sites found they disagree", site, got-n)
+		}
+	}
+	for _, d := range []*daemon{fra1, iad1} {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		if code := d.wait(t, 30*time.Second); code != 0 {
+			t.Fatalf("sampler exited %d:\n%s", code, d.Stderr())
+		}
+		if n := strings.Count(d.Stderr(), `"msg":"sites disagree`); n != 1 {
+			t.Errorf("the sites line was logged %d times, want once:\n%s", n, d.Stderr())
+		}
+		if n := strings.Count(d.Stderr(), `"msg":"sites agree`); n != 0 {
+			t.Errorf("the sites were said to agree %d times:\n%s", n, d.Stderr())
+		}
+	}
 }

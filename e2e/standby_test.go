@@ -151,7 +151,7 @@ func TestShardRunsOnce(t *testing.T) {
 	}
 	defer st.Close()
 	w := series.Window{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute)}
-	beats, err := st.Heartbeats(context.Background(), "eu", w)
+	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,4 +266,66 @@ func gauge(t *testing.T, addr, name string) string {
 	}
 	t.Fatalf("/metrics has no %s", name)
 	return ""
+}
+
+// Issue 28: one forged or corrupt sampler_heartbeat point of the shard and
+// site in a real InfluxDB (interval_s 5e9, a start an hour ago: its
+// lifetime was 277 years) held a sampler daemon on standby for as long as
+// its rounds read the point. The daemon now probes from its first round
+// and says once, not at every round, that it ignores the point, naming
+// its instance and why; so for one stamped far ahead of its clock.
+func TestForgedHeartbeatIgnoredOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a sampler daemon")
+	}
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	sim := simLane(t, fastSim(4))
+	dir := t.TempDir()
+	store := fmt.Sprintf("  kind: influx\n  url: %q\n  bucket: %q\n  spool: spool.lp\n  dead_letter: dead.lp\n", url, db+"/autogen")
+	cfg := withSite(t, writeConfig(t, filepath.Join(dir, "c.yaml"), cfgSpec{store: store, lanes: []laneSpec{openaiLane("l0", "free", sim, "")}, timeout: "2s"}), "eu")
+
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	for _, b := range []series.Heartbeat{
+		{Instance: "forged", Shard: "0/1", Site: "eu", Time: now, Host: "nowhere", StartNS: now.Add(-time.Hour).UnixNano(), IntervalS: 5e9},
+		{Instance: "ahead", Shard: "0/1", Site: "eu", Time: now.Add(10 * time.Minute), Host: "nowhere", StartNS: now.Add(-time.Hour).UnixNano(), IntervalS: 1},
+	} {
+		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	d := startDaemon(t, bin("sampler"), []string{"-config", cfg, "-log-format", "json"}, nil)
+	for stored := 0; stored < 3; {
+		line := d.waitLine(t, `"msg":"`, 20*time.Second)
+		if strings.Contains(line, `"msg":"standby: `) {
+			t.Fatalf("the daemon stands by for a forged heartbeat: %s", line)
+		}
+		if strings.Contains(line, `"msg":"round stored"`) {
+			stored++
+		}
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("sampler exited %d:\n%s", code, d.Stderr())
+	}
+	said := map[string][]string{}
+	for _, l := range lines(d.Stderr()) {
+		if strings.Contains(l, `"msg":"heartbeat ignored`) {
+			said[logField(t, l, "instance")] = append(said[logField(t, l, "instance")], l)
+		}
+	}
+	for inst, why := range map[string]string{"forged": "interval_s 5e+09", "ahead": "ahead of this host's clock"} {
+		if got := said[inst]; len(got) != 1 || !strings.Contains(got[0], why) || logField(t, got[0], "level") != "WARN" {
+			t.Errorf("the log says of %s's heartbeat %q; want one warning saying %q", inst, got, why)
+		}
+	}
+	if len(said) != 2 {
+		t.Errorf("heartbeats ignored: %v; want forged's and ahead's alone", said)
+	}
 }

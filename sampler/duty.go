@@ -3,6 +3,8 @@ package sampler
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/duty"
@@ -36,6 +38,10 @@ type dutyState struct {
 	// one, seen by a round, goes stale: until then the active rounds heal
 	// the recent hours.
 	overlapUntil time.Time
+	// sitesErr says, from the last read, that a site sharing the account
+	// quotas lists other sites than this one: their groups probe nothing
+	// (budget.Input.SitesErr).
+	sitesErr error
 }
 
 // SetIdentity makes the rounds write id's heartbeat and stand by while an
@@ -50,14 +56,35 @@ func (s *Sampler) SetIdentity(id Identity) {
 // heartbeat is this sampler's heartbeat at now.
 func (s *Sampler) heartbeat(id *Identity, now time.Time) series.Heartbeat {
 	return series.Heartbeat{Instance: id.Instance, Shard: s.shard.String(), Site: s.site, Time: now.Round(0).UTC(),
-		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds()}
+		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds(),
+		Sites: strings.Join(s.accountSites(), ",")}
 }
 
-// checkDuty writes this round's heartbeat, reads the site's, and decides
-// whether the round at now probes. It returns nil without an Identity (or
-// with a store that keeps no heartbeats). A heartbeat that cannot be
-// written or read is err; a failed read keeps the last decision (active
-// for the first round).
+// accountSites returns the sites this sampler shares its account quotas
+// with (its groups' Sites), sorted: its heartbeat names them, and its
+// rounds read their heartbeats.
+func (s *Sampler) accountSites() []string {
+	var sites []string
+	for _, g := range s.groups {
+		sites = append(sites, g.Sites...)
+	}
+	slices.Sort(sites)
+	return slices.Compact(sites)
+}
+
+// sitesDisagree is the last read's sitesErr.
+func (s *Sampler) sitesDisagree() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.duty.sitesErr
+}
+
+// checkDuty writes this round's heartbeat, reads those of its site and of
+// the sites it shares account quotas with, and decides whether the round
+// at now probes, and whether those sites agree on the sites that share
+// them. It returns nil without an Identity (or with a store that keeps no
+// heartbeats). A heartbeat that cannot be written or read is err; a
+// failed read keeps the last decision (active for the first round).
 func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision, error) {
 	s.mu.Lock()
 	id := s.duty.id
@@ -76,7 +103,8 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 		// (A file store this sampler holds locked has no other writer: its
 		// heartbeats are not read, a scan of the whole file each round.)
 		reach := 2 * max(id.Interval, heartbeatReach)
-		beats, rerr = hs.Heartbeats(ctx, s.site, series.Window{From: now.Add(-reach), To: now.Add(reach)})
+		sites := append(s.accountSites(), s.site)
+		beats, rerr = hs.Heartbeats(ctx, sites, series.Window{From: now.Add(-reach), To: now.Add(reach)})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,6 +117,11 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 	}
 	d := duty.Decide(beats, self, now, id.Interval)
 	s.duty.last = &d
+	s.duty.sitesErr = nil
+	if len(d.Disagree) > 0 {
+		b := d.Disagree[0]
+		s.duty.sitesErr = fmt.Errorf("site %s (instance %s) shares the account quotas with the sites %s, this one with %s", b.Site, b.Instance, b.Sites, self.Sites)
+	}
 	if d.Live > 1 {
 		s.duty.overlapUntil = now.Add(duty.Lifetime(self, id.Interval))
 	}
@@ -110,7 +143,7 @@ func (s *Sampler) healing(stored []series.Probe, now time.Time) []series.LaneHou
 	if id == nil || !now.Before(until) {
 		return nil
 	}
-	from := now.Add(-2*id.Interval - s.WorstRound() - DefaultStoreTimeout)
+	from := now.Add(-2*id.Interval - s.settleWithin())
 	var out []series.LaneHour
 	for _, p := range stored {
 		if !p.Time.Before(from) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/series"
 )
@@ -26,15 +29,15 @@ type raceStore struct {
 	*series.File
 	blind   atomic.Bool
 	barrier sync.WaitGroup // armed with 2 for one round
-	armed   atomic.Bool
+	armed   atomic.Int64   // the reads left that wait at the barrier
 }
 
 // Exclusive is false: the two samplers share the store, as two hosts
 // share an InfluxDB (a file store is held by one).
 func (s *raceStore) Exclusive() bool { return false }
 
-func (s *raceStore) Heartbeats(ctx context.Context, site string, w series.Window) ([]series.Heartbeat, error) {
-	bs, err := s.File.Heartbeats(ctx, site, w)
+func (s *raceStore) Heartbeats(ctx context.Context, sites []string, w series.Window) ([]series.Heartbeat, error) {
+	bs, err := s.File.Heartbeats(ctx, sites, w)
 	if s.blind.Load() {
 		return nil, err
 	}
@@ -43,7 +46,7 @@ func (s *raceStore) Heartbeats(ctx context.Context, site string, w series.Window
 
 func (s *raceStore) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
 	ps, err := s.File.Probes(ctx, q)
-	if s.armed.Load() {
+	if s.armed.Add(-1) >= 0 {
 		s.barrier.Done()
 		s.barrier.Wait()
 	}
@@ -150,7 +153,7 @@ func TestStandbyAndTakeover(t *testing.T) {
 	if bad := checkHours(t, st, "after the takeover"); len(bad) != 0 {
 		t.Errorf("hourly records that disagree with their probes: %v", bad)
 	}
-	beats, err := st.Heartbeats(context.Background(), "eu", series.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
+	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, series.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
 	if err != nil || len(beats) != 3+5 {
 		t.Errorf("heartbeats stored: %d, %v; want one per round of each (8)", len(beats), err)
 	}
@@ -158,17 +161,19 @@ func TestStandbyAndTakeover(t *testing.T) {
 
 // The race of two instances started together: in their first round each
 // reads the heartbeats before the other's write lands and the probes
-// before the other's reservations, so both probe the budget-1 lane and the
-// hour's record keeps one writer's view (samples=1, the probes say 2).
-// The next round one stands by, and the other, seeing it live, rebuilds
-// the hour from all the probes in the store, the budgeted lane not probed
-// again: the record heals and a check finds nothing.
+// before the other's reservations, so both book the budget-1 lane (one of
+// the two bookings is withdrawn once they read each other's: one request)
+// and both probe the unbudgeted lane, whose hour's record keeps one
+// writer's view (samples=1, the probes say 2). The next round one stands
+// by, and the other, seeing it live, rebuilds the recent hours from all
+// the probes in the store, the budgeted lane not probed again: the record
+// heals and a check finds nothing.
 func TestRaceHealsNextRound(t *testing.T) {
 	const iv = time.Minute
 	a, b, st, lanes, clock := pair(t, iv)
 	st.blind.Store(true)
 	st.barrier.Add(2)
-	st.armed.Store(true)
+	st.armed.Store(2)
 	var wg sync.WaitGroup
 	rounds := make([]*sampler.Round, 2)
 	for i, s := range []*sampler.Sampler{a, b} {
@@ -183,18 +188,21 @@ func TestRaceHealsNextRound(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	st.armed.Store(false)
 	st.blind.Store(false)
 	if t.Failed() {
 		return
 	}
+	probedA := 0
 	for i, r := range rounds {
-		if !r.Duty.Active || len(r.Samples) != 2 {
-			t.Fatalf("race round: sampler %d active %v with %d probes; want both active, each probing a and b", i, r.Duty.Active, len(r.Samples))
+		if !r.Duty.Active || !slices.ContainsFunc(r.Samples, func(sm probe.Sample) bool { return sm.Lane == "b" }) {
+			t.Fatalf("race round: sampler %d active %v with %d probes; want both active, each probing b", i, r.Duty.Active, len(r.Samples))
+		}
+		if slices.ContainsFunc(r.Samples, func(sm probe.Sample) bool { return sm.Lane == "a" }) {
+			probedA++
 		}
 	}
-	if got := lanes.hits.Load(); got != 4 {
-		t.Fatalf("the lane server got %d requests in the race, want 4", got)
+	if got := lanes.hits.Load(); got != 3 || probedA != 1 {
+		t.Fatalf("the lane server got %d requests in the race, lane a from %d samplers; want 3, a from one", got, probedA)
 	}
 	if bad := checkHours(t, st, "after the race"); len(bad) == 0 {
 		t.Fatal("the race left every hourly record right: the test does not replay the clobber")
@@ -234,8 +242,74 @@ func TestFileStoreHeartbeat(t *testing.T) {
 			t.Fatalf("round: %v, %+v, %d probes; want active alone", err, r.Duty, len(r.Samples))
 		}
 	}
-	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), "", series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), []string{""}, series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
 	if err != nil || len(beats) != 2 || beats[0].Instance != "solo" || beats[0].Shard != "0/1" || beats[0].StartNS != start.UnixNano() {
 		t.Fatalf("heartbeats in the file: %+v, %v; want the two rounds'", beats, err)
+	}
+}
+
+// Issue 28: one forged or corrupt heartbeat of the shard and site in a
+// real InfluxDB, interval_s 5e9 and an earlier start, held the shard on
+// standby for as long as the rounds read it (its lifetime was 277 years;
+// a round reads the beats within half an hour of now). The sampler now
+// ignores it, probes, and its rounds say which beat they ignored and why.
+// So does one stamped far ahead of the sampler's clock.
+func TestForgedHeartbeatIgnored(t *testing.T) {
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	l := &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}
+	srv := httptest.NewServer(l)
+	t.Cleanup(srv.Close)
+	cfg, err := config.Parse(strings.NewReader(fmt.Sprintf("site: eu\nstore: {kind: file, path: unused.lp}\nlanes:\n"+
+		"  - {name: a, kind: free, api: openai, base_url: %q, model: a, timeout: 2s}\n", srv.URL)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	var clock atomic.Int64
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	clock.Store(t0.UnixNano())
+	o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Now = func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	s := sampler.New(o)
+	const iv = time.Minute
+	s.SetIdentity(sampler.Identity{Instance: "real", Host: "h", Version: "test", Start: t0.Add(-time.Minute), Interval: iv})
+
+	forged := []series.Heartbeat{
+		{Instance: "forged", Shard: "0/1", Site: "eu", Time: t0, Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 5e9},
+		{Instance: "ahead", Shard: "0/1", Site: "eu", Time: t0.Add(20 * time.Minute), Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 5e9},
+		{Instance: "skewed", Shard: "0/1", Site: "eu", Time: t0.Add(20 * time.Minute), Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 60},
+	}
+	for _, b := range forged {
+		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, at := range []time.Duration{time.Second, 5 * time.Minute, 15 * time.Minute} {
+		clock.Store(t0.Add(at).UnixNano())
+		before := l.hits.Load()
+		r, err := s.Run(context.Background(), false, false)
+		if err != nil || r.DutyErr != nil {
+			t.Fatalf("round at t0+%s: %v, %v", at, err, r.DutyErr)
+		}
+		if !r.Duty.Active || r.Duty.Live != 1 || len(r.Samples) != 1 || l.hits.Load()-before != 1 {
+			t.Fatalf("round at t0+%s: active %v, live %d, %d probes (%s); want it to probe alone", at, r.Duty.Active, r.Duty.Live, len(r.Samples), r.Duty.Reason)
+		}
+		why := map[string]string{}
+		for _, ig := range r.Duty.Ignored {
+			why[ig.Beat.Instance] = ig.Err.Error()
+		}
+		for inst, want := range map[string]string{"forged": "interval_s 5e+09", "ahead": "interval_s 5e+09", "skewed": "ahead of this host's clock"} {
+			if !strings.Contains(why[inst], want) {
+				t.Errorf("round at t0+%s: beat of %s ignored for %q, want %q (ignored: %v)", at, inst, why[inst], want, why)
+			}
+		}
 	}
 }

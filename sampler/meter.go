@@ -117,12 +117,12 @@ func sent(ps []series.Probe) []series.Probe {
 }
 
 // abandoned returns the lane-hours of the reservations in ps booked before
-// now by more than a round and its store write can take: no round of a
-// live sampler settles them any more (it was killed, or its write failed
-// and reached no spool), so their hours are rebuilt to count them. An hour
-// rebuilt already is rebuilt again to the same point.
+// now by more than a round can take to settle them (settleWithin): no
+// round of a live sampler settles them any more (it was killed, or its
+// write failed and reached no spool), so their hours are rebuilt to count
+// them. An hour rebuilt already is rebuilt again to the same point.
 func (s *Sampler) abandoned(ps []series.Probe, now time.Time) []series.LaneHour {
-	cutoff := now.Add(-s.WorstRound() - DefaultStoreTimeout)
+	cutoff := now.Add(-s.settleWithin())
 	var out []series.LaneHour
 	for _, p := range ps {
 		if p.Outcome == series.OutcomeReserved && p.Time.Before(cutoff) {
@@ -177,7 +177,7 @@ func newest(ps []series.Probe) []series.Probe {
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading, lanes []string) budget.Plan {
 	in := budget.Input{Now: now, Lanes: lanes, Groups: s.groups, Location: s.loc, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site}
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site, SitesErr: s.sitesDisagree()}
 	if m.err != nil {
 		in.Latest = append(in.Latest, m.local...)
 		s.mu.Lock()

@@ -465,7 +465,7 @@ func TestUnreadableStoreBookingReplacesNoProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, true, "", map[string]string{"a": ""})
-			led := &ledger{r: r, next: r.lane}
+			led := &ledger{now: r.now, next: r.lane}
 			r.srv.Config.Handler = led
 			at := r.now()
 			if _, err := r.round(0); err != nil {

@@ -287,7 +287,7 @@ func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() serie
 	perDay := 2 + rnd.IntN(5)
 	extra := fmt.Sprintf("quotas:\n  - {name: g, probes_per_day: %d}\n", perDay)
 	r := newRigWith(t, true, extra, map[string]string{"a": ", quota: g", "b": ", quota: g", "c": ""}, openInner)
-	led := &ledger{r: r, next: r.lane}
+	led := &ledger{now: r.now, next: r.lane}
 	r.srv.Config.Handler = led
 	var steps []string
 	logf := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }

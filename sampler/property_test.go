@@ -41,7 +41,7 @@ type sentReq struct {
 
 // ledger wraps a lane server's handler and records every request.
 type ledger struct {
-	r    *rig
+	now  func() time.Time // the sampler's clock
 	next http.Handler
 	mu   sync.Mutex
 	reqs []sentReq
@@ -55,7 +55,7 @@ func (l *ledger) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		model = strings.SplitN(string(body[:n])[i+9:], `"`, 2)[0]
 	}
 	l.mu.Lock()
-	l.reqs = append(l.reqs, sentReq{model, l.r.now()})
+	l.reqs = append(l.reqs, sentReq{model, l.now()})
 	l.mu.Unlock()
 	req.Body = readCloser{strings.NewReader(string(body[:n]))}
 	l.next.ServeHTTP(w, req)
@@ -112,7 +112,7 @@ func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
 	extra := fmt.Sprintf("quotas:\n  - {name: g, probes_per_day: %d}\n", perDay)
 	spooled := openInner != nil
 	r := newRigWith(t, spooled, extra, map[string]string{"a": ", quota: g", "b": ", quota: g", "c": ""}, openInner)
-	led := &ledger{r: r, next: r.lane}
+	led := &ledger{now: r.now, next: r.lane}
 	r.srv.Config.Handler = led
 	var steps []string
 	logf := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }

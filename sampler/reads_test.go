@@ -47,7 +47,9 @@ func (c *countingStore) reset() (probes, hourly, writes int64) {
 // back-offs (a lane that answered 429), the budget count (two lanes of a
 // quota group) and the hour records the round rewrites, which still equal
 // the aggregate of every stored probe of their hour; the writes are the
-// reservations, before any request leaves, and the round.
+// reservations, before any request leaves, and the round. (A round that
+// books a lane of a quota group reads once more, to confirm the booking:
+// none of these, whose group's slot is used or forced.)
 func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := make([]byte, 4096)

@@ -6,6 +6,7 @@
 package sampler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,8 +20,17 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// DefaultStoreTimeout bounds a round's store write, apart from its probes.
+// DefaultStoreTimeout bounds each of a round's store writes on its own:
+// the bookings, before the probes, and the round's record, from the end of
+// its probes (however long they took).
 const DefaultStoreTimeout = 2 * time.Minute
+
+// storeContext is the context of one store write of a round: ctx's values
+// without its cancel (a stopping sampler still stores what it sent), with
+// DefaultStoreTimeout from now.
+func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
+}
 
 // SpreadStep is how far apart a round's probe starts are, so that probes
 // started together do not share the CPU in one burst and misread their
@@ -166,14 +176,17 @@ func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.P
 }
 
 // Run runs one round: it reads the store once, plans, books the round's
-// requests (one write of their reservations, before any leaves), probes,
-// and stores the probes, each replacing its reservation. With
+// requests (one write of their reservations, before any leaves; those of
+// quota groups confirmed against other samplers' bookings of the same
+// moment, confirm), probes, and stores the probes, each replacing its
+// reservation. With
 // interruptible false (the daemon) a cancelled ctx stops new probes from
 // starting (their reservations are released), lets the probes in flight
 // finish within their own timeouts and stores them; with interruptible true
 // (-once at a terminal) it cuts the probes in flight short and stores them
-// as cancelled (ErrInterrupted). The store writes have their own deadline,
-// so a slow round never loses the probes it finished. force probes every
+// as cancelled (ErrInterrupted). Each store write has its own deadline
+// (DefaultStoreTimeout), the record's from the end of the probes, so a slow
+// round never loses the probes it finished. force probes every
 // owned lane, budgets and back-offs notwithstanding (the probes still
 // count). A round whose reservations cannot be written probes nothing
 // (ErrNotBooked). A sampler with an Identity first writes its heartbeat
@@ -204,13 +217,13 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 		}
 		return r, nil
 	}
-	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
-	defer cancel()
-	points, err := s.bookAndProbe(ctx, storeCtx, r, targets, s.offsets(len(targets)), m, interruptible)
+	points, err := s.bookAndProbe(ctx, r, targets, s.offsets(len(targets)), m, force, interruptible)
 	if err != nil {
 		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the round: %w", err)
 	}
+	storeCtx, cancel := storeContext(ctx)
+	defer cancel()
 	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
 	r.Recorded = rec
 	r.Duration = time.Since(start)
@@ -231,12 +244,18 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 }
 
 // bookAndProbe books the targets' requests (one write of their
-// reservations, before any leaves), probes them and returns their points,
+// reservations, before any leaves), confirms them against the bookings
+// other samplers made at the same moment (confirm: those that lose their
+// quota group's slot are withdrawn, stored as unsent, and their lanes
+// move to the plan's skips), probes the rest and returns their points,
 // each replacing its reservation: settled, cancelled or released (unsent).
 // It fills r's Samples, NotStarted and Points. A write of the reservations
-// that fails probes nothing: ErrNotBooked.
-func (s *Sampler) bookAndProbe(ctx, storeCtx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, interruptible bool) ([]series.Probe, error) {
-	booked := s.book(targets, offsets, m.prior.Probes, m.err != nil)
+// that fails probes nothing: ErrNotBooked. The booking write has its own
+// deadline; the caller stores the points with another.
+func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, force, interruptible bool) ([]series.Probe, error) {
+	booked := s.book(targets, offsets, m.prior.Probes)
+	storeCtx, cancel := storeContext(ctx)
+	defer cancel()
 	if len(booked) > 0 {
 		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
 			// Release what may have been stored of them, so that they count
@@ -245,6 +264,16 @@ func (s *Sampler) bookAndProbe(ctx, storeCtx context.Context, r *Round, targets 
 			_ = s.store.Write(storeCtx, released(booked), nil)
 			return nil, fmt.Errorf("%w: %w", ErrNotBooked, err)
 		}
+	}
+	if lost := s.confirm(ctx, storeCtx, r.Start, booked, force); len(lost) > 0 {
+		var out []series.Probe
+		for _, i := range lost {
+			out = append(out, booked[i])
+			r.Plan = withdrawn(r.Plan, booked[i].Lane, s.owned)
+		}
+		s.withdraw(storeCtx, out)
+		keep := func(i int) bool { return !slices.Contains(lost, i) }
+		targets, offsets, booked = kept(targets, keep), kept(offsets, keep), kept(booked, keep)
 	}
 	runs := s.probeAll(ctx, targets, offsets, interruptible)
 	points := make([]series.Probe, len(runs))
@@ -263,6 +292,29 @@ func (s *Sampler) bookAndProbe(ctx, storeCtx context.Context, r *Round, targets 
 	}
 	r.Points = points
 	return points, nil
+}
+
+// kept returns the elements of xs whose index keep says.
+func kept[T any](xs []T, keep func(i int) bool) []T {
+	var out []T
+	for i, x := range xs {
+		if keep(i) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// withdrawn returns the plan with lane moved from its probes to its skips
+// (budget: another sampler's booking took the group's slot), the skips
+// kept in config order.
+func withdrawn(p budget.Plan, lane string, order []string) budget.Plan {
+	p.Probe = slices.DeleteFunc(slices.Clone(p.Probe), func(l string) bool { return l == lane })
+	p.Skip = append(slices.Clone(p.Skip), budget.Skip{Lane: lane, Reason: budget.SkipBudget})
+	slices.SortStableFunc(p.Skip, func(a, b budget.Skip) int {
+		return cmp.Compare(slices.Index(order, a.Lane), slices.Index(order, b.Lane))
+	})
+	return p
 }
 
 // probeRun is one target's part of a round.
@@ -378,6 +430,13 @@ func (s *Sampler) WorstRound() time.Duration {
 	c := max(s.concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
 	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.shard.Count)*SpreadStep, MaxSpread)
+}
+
+// settleWithin is how long after its booking a round of the owned lanes
+// settles a reservation at most: the booking write, its confirmation, the
+// round's probes and its record write, each within its own bound.
+func (s *Sampler) settleWithin() time.Duration {
+	return DefaultStoreTimeout + ConfirmWait + s.WorstRound() + DefaultStoreTimeout
 }
 
 // longestTimeout is the longest probe timeout of the owned lanes.

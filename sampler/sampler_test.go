@@ -93,6 +93,12 @@ func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // extra top-level YAML, opens a file store and returns a Sampler on it.
 func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string) (*sampler.Sampler, series.Store) {
 	t.Helper()
+	return setupWith(t, srv, lanes, extra, laneExtra, nil)
+}
+
+// setupWith is setup with the Sampler on wrap(store) (nil: the store).
+func setupWith(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string, wrap func(series.Store) series.Store) (*sampler.Sampler, series.Store) {
+	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString(extra)
@@ -109,7 +115,11 @@ func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	s, err := newSampler(cfg, st, nil, config.Shard{})
+	var on series.Store = st
+	if wrap != nil {
+		on = wrap(st)
+	}
+	s, err := newSampler(cfg, on, nil, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +404,71 @@ func TestStatusShowsOwnGroups(t *testing.T) {
 	}
 	if len(seen) != 6 {
 		t.Errorf("groups across both shards' pages: %v, want each of 6 once", seen)
+	}
+}
+
+// deadlineStore notes the deadline of each write's context, and whether
+// the write held a settled probe (the round's record) or reservations.
+type deadlineStore struct {
+	series.Store
+	mu     sync.Mutex
+	record []time.Time // the deadlines of the writes that held a settled probe
+}
+
+func (d *deadlineStore) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+	if slices.ContainsFunc(probes, func(p series.Probe) bool { return p.Outcome != series.OutcomeReserved }) {
+		dl, _ := ctx.Deadline()
+		d.mu.Lock()
+		d.record = append(d.record, dl)
+		d.mu.Unlock()
+	}
+	return d.Store.Write(ctx, probes, hourly)
+}
+
+// A round's record write has its own deadline, DefaultStoreTimeout from
+// the end of its probes, not one the probes used up: 60 lanes queueing 8 s
+// at 4 in flight took two minutes and lost every result to "context
+// deadline exceeded" when the booking's deadline was shared. The daemon's
+// round, -once's and sampler probe's, each with probes that take a while.
+func TestRecordWriteHasItsOwnDeadline(t *testing.T) {
+	srv := httptest.NewServer(&lane{delay: map[string]time.Duration{"a": 300 * time.Millisecond, "b": 300 * time.Millisecond}})
+	defer srv.Close()
+	runs := []struct {
+		name string
+		run  func(s *sampler.Sampler) (*sampler.Round, error)
+	}{
+		{"daemon round", func(s *sampler.Sampler) (*sampler.Round, error) { return s.Run(context.Background(), false, false) }},
+		{"once", func(s *sampler.Sampler) (*sampler.Round, error) { return s.Run(context.Background(), false, true) }},
+		{"probe", func(s *sampler.Sampler) (*sampler.Round, error) {
+			return s.ProbeLane(context.Background(), "b", false)
+		}},
+	}
+	for _, c := range runs {
+		t.Run(c.name, func(t *testing.T) {
+			ds := &deadlineStore{}
+			s, _ := setupWith(t, srv, []string{"a", "b"}, "concurrency: 1\n", "", func(st series.Store) series.Store {
+				ds.Store = st
+				return ds
+			})
+			r, err := c.run(s)
+			if err != nil || len(r.Samples) == 0 {
+				t.Fatalf("round %+v, %v", r, err)
+			}
+			var ended time.Time
+			for _, sm := range r.Samples {
+				if sm.End.After(ended) {
+					ended = sm.End
+				}
+			}
+			ds.mu.Lock()
+			defer ds.mu.Unlock()
+			if len(ds.record) != 1 {
+				t.Fatalf("%d writes of settled probes, want 1", len(ds.record))
+			}
+			if dl := ds.record[0]; dl.Before(ended.Add(sampler.DefaultStoreTimeout)) {
+				t.Errorf("the record write's deadline is %s after the last probe ended, want at least %s",
+					dl.Sub(ended).Round(time.Millisecond), sampler.DefaultStoreTimeout)
+			}
+		})
 	}
 }

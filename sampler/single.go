@@ -14,10 +14,12 @@ import (
 // so a Sampler that owns the other lanes of lane's quota group counts
 // their requests: the lane is probed only when its group's slot is unused
 // and its cap allows one more, and it is not backing off (force: anyway;
-// the probe still counts). The reservation is written before the request
-// leaves and the probe replaces it, with its hour record read afresh. The
-// Round's Plan says why the lane was skipped when it was; a lane that is
-// not owned is an error.
+// the probe still counts). The reservation is written, and confirmed
+// against the bookings other samplers made at the same moment (a lost one
+// is withdrawn: the lane skipped, budget), before the request leaves, and
+// the probe replaces it, with its hour record read afresh. The Round's
+// Plan says why the lane was skipped when it was; a lane that is not
+// owned is an error.
 func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Round, error) {
 	t, ok := s.targets[lane]
 	if !ok {
@@ -35,9 +37,7 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 		r.NotStarted, r.Duration = []string{lane}, time.Since(start)
 		return r, ErrInterrupted
 	}
-	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
-	defer cancel()
-	if _, err := s.bookAndProbe(ctx, storeCtx, r, []probe.Target{t}, []time.Duration{0}, m, true); err != nil {
+	if _, err := s.bookAndProbe(ctx, r, []probe.Target{t}, []time.Duration{0}, m, force, true); err != nil {
 		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the probe: %w", err)
 	}
@@ -47,6 +47,8 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 	// moment between that read and this write is not seen; sampler rollup
 	// repairs such an hour). The hours of the daemon's unsettled
 	// reservations are the daemon's to rebuild, not this probe's.
+	storeCtx, cancel := storeContext(ctx)
+	defer cancel()
 	rec, err := s.rec.Record(storeCtx, r.Points)
 	r.Recorded = rec
 	r.Duration = time.Since(start)

@@ -30,7 +30,7 @@ func TestPropertyProbeLaneBesideTheDaemon(t *testing.T) {
 			perDay := 2 + rnd.IntN(5)
 			r := newRigWith(t, false, fmt.Sprintf("quotas:\n  - {name: g, probes_per_day: %d}\n", perDay),
 				map[string]string{"a": ", quota: g", "b": ", quota: g", "c": ""}, nil)
-			led := &ledger{r: r, next: r.lane}
+			led := &ledger{now: r.now, next: r.lane}
 			r.srv.Config.Handler = led
 			shared, err := series.OpenFileShared(filepath.Join(r.dir, "samples.lp"), series.FileOptions{})
 			if err != nil {

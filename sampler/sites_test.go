@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,28 +77,7 @@ func TestSitesShareAccountQuota(t *testing.T) {
 	var cfg *config.Config
 	samplers := make([]*sampler.Sampler, len(sites))
 	for i, site := range sites {
-		var b strings.Builder
-		fmt.Fprintf(&b, "site: %s\nsites: [%s]\nquotas:\n  - {name: g, probes_per_day: %d}\nstore: {kind: file, path: unused.lp}\nlanes:\n",
-			site, strings.Join(sites, ", "), perDay)
-		for _, l := range []string{"a", "b"} {
-			fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s, timeout: 2s, quota: g}\n", l, srv.URL+"/"+site+"/v1", l)
-		}
-		var err error
-		cfg, err = config.Parse(strings.NewReader(b.String()), t.TempDir())
-		if err != nil {
-			t.Fatalf("config: %v\n%s", err, b.String())
-		}
-		st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = st.Close() })
-		o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Now = now
-		samplers[i] = sampler.New(o)
+		samplers[i], cfg = siteSampler(t, url, db, srv.URL, site, sites, perDay, now, nil)
 	}
 	if cfg.Schedule != "7,27,47 * * * *" {
 		t.Fatalf("the default schedule is %q; this test assumes 7,27,47 * * * *", cfg.Schedule)
@@ -185,5 +165,262 @@ func TestSitesShareAccountQuota(t *testing.T) {
 		if len(missing) > 0 {
 			t.Errorf("%s probed in %d hours of the day within a week; missing %v", site, len(hoursOf[site]), missing)
 		}
+	}
+}
+
+// siteSampler is the sampler of site on a handle of its own to the
+// InfluxDB database db (as on a machine of its own), wrapped by wrap when
+// not nil: lanes a and b of one account-scope group g of perDay probes a
+// day shared by sites (listed in that order), their requests sent to
+// root/site, on the clock now.
+func siteSampler(t *testing.T, url, db, root, site string, sites []string, perDay int, now func() time.Time, wrap func(*series.Influx) series.Store) (*sampler.Sampler, *config.Config) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "site: %s\nsites: [%s]\nquotas:\n  - {name: g, probes_per_day: %d}\nstore: {kind: file, path: unused.lp}\nlanes:\n",
+		site, strings.Join(sites, ", "), perDay)
+	for _, l := range []string{"a", "b"} {
+		fmt.Fprintf(&b, "  - {name: %s, kind: free, api: openai, base_url: %q, model: %s, timeout: 2s, quota: g}\n", l, root+"/"+site+"/v1", l)
+	}
+	cfg, err := config.Parse(strings.NewReader(b.String()), t.TempDir())
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	in, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close() })
+	var st series.Store = in
+	if wrap != nil {
+		st = wrap(in)
+	}
+	o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Now = now
+	return sampler.New(o), cfg
+}
+
+// gatedStore is one site's store whose first probe read of an armed round
+// returns only once every sampler of the round has read: each plans
+// without the others' bookings, as samplers on one schedule at different
+// sites do when their rounds start at one moment.
+type gatedStore struct {
+	*series.Influx
+	armed atomic.Bool
+	gate  *atomic.Pointer[sync.WaitGroup]
+}
+
+func (s *gatedStore) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+	ps, err := s.Influx.Probes(ctx, q)
+	if s.armed.CompareAndSwap(true, false) {
+		g := s.gate.Load()
+		g.Done()
+		g.Wait()
+	}
+	return ps, err
+}
+
+// Issue 28: sites that list the same sites in another order share the
+// slots all the same. fra1 lists [fra1, iad1], iad1 [iad1, fra1]; their
+// rounds start at one moment and each reads the store before the other
+// books. Over two days every slot of the group gets exactly one request,
+// from the site SlotOwner names by either list; before, both sites owned
+// every other slot (two requests in it) and neither the rest.
+func TestSitesInAnyOrderShareTheSlots(t *testing.T) {
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	const perDay = 12
+
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	led := &siteLedger{lane: lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, clock: now}
+	srv := httptest.NewServer(led)
+	t.Cleanup(srv.Close)
+
+	gate := &atomic.Pointer[sync.WaitGroup]{}
+	sites, lists := []string{"fra1", "iad1"}, [][]string{{"fra1", "iad1"}, {"iad1", "fra1"}}
+	var stores []*gatedStore
+	var samplers []*sampler.Sampler
+	var groups []budget.Group
+	for i, site := range sites {
+		s, cfg := siteSampler(t, url, db, srv.URL, site, lists[i], perDay, now, func(in *series.Influx) series.Store {
+			st := &gatedStore{Influx: in, gate: gate}
+			stores = append(stores, st)
+			return st
+		})
+		samplers = append(samplers, s)
+		groups = append(groups, app.Groups(cfg)[0])
+	}
+	sched, err := cron.ParseStandard("7,27,47 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := clock
+	end := start.Add(2 * 24 * time.Hour)
+	for at := sched.Next(start.Add(-time.Second)); at.Before(end); at = sched.Next(at) {
+		mu.Lock()
+		clock = at
+		mu.Unlock()
+		g := &sync.WaitGroup{}
+		g.Add(len(samplers))
+		gate.Store(g)
+		var wg sync.WaitGroup
+		for i, s := range samplers {
+			stores[i].armed.Store(true)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := s.Run(context.Background(), false, false); err != nil {
+					t.Errorf("round at %s: %v", at.Format(time.RFC3339), err)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+	}
+
+	perSlot := map[time.Time][]string{}
+	for _, r := range led.reqs {
+		slot, ok := budget.SlotStart(groups[0], r.at)
+		if !ok {
+			t.Errorf("%s probed %s at %s, before the day's first slot", r.site, r.lane, r.at.Format(time.RFC3339))
+			continue
+		}
+		perSlot[slot] = append(perSlot[slot], r.site)
+		for i, g := range groups {
+			if owner := budget.SlotOwner(g, r.at); owner != r.site {
+				t.Errorf("%s probed %s at %s, a slot of %s by %s's list %v", r.site, r.lane, r.at.Format(time.RFC3339), owner, sites[i], lists[i])
+			}
+		}
+	}
+	for slot, who := range perSlot {
+		if len(who) > 1 {
+			t.Errorf("the slot at %s got %d requests, from %v", slot.Format(time.RFC3339), len(who), who)
+		}
+	}
+	if n := len(led.reqs); n != 2*perDay {
+		t.Errorf("the group's lanes got %d requests in two days, want %d (every slot used once)", n, 2*perDay)
+	}
+}
+
+// Issue 28: sites that list different sites cannot agree on the slots'
+// owners, and each counts only the requests of the sites it lists. Their
+// heartbeats (real InfluxDB) now say which sites each lists: fra1 lists
+// [fra1, iad1], iad1 [fra1, iad1, sgp1]. Each round that reads the
+// other's live heartbeat names it (Round.Duty.Disagree) and probes none
+// of the shared group's lanes (skip reason sites), counts still reported;
+// an older sampler's heartbeat, which lists none, changes nothing. Once
+// iad1 is restarted with fra1's list and its old instance's heartbeat
+// has gone stale, the sites probe again, one request a slot.
+func TestSitesThatDisagreeProbeNoSharedSlot(t *testing.T) {
+	url := influxtest.URL(t)
+	db := influxtest.NewDB(t, url)
+	const perDay = 72 // a slot a round
+	const iv = 20*time.Minute + 30*time.Second
+
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 30, 23, 47, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	set := func(at time.Time) { mu.Lock(); clock = at; mu.Unlock() }
+	led := &siteLedger{lane: lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, clock: now}
+	srv := httptest.NewServer(led)
+	t.Cleanup(srv.Close)
+	requests := func() int { led.mu.Lock(); defer led.mu.Unlock(); return len(led.reqs) }
+	start := func(site, instance string, sites []string) *sampler.Sampler {
+		s, _ := siteSampler(t, url, db, srv.URL, site, sites, perDay, now, nil)
+		s.SetIdentity(sampler.Identity{Instance: instance, Host: "h-" + instance, Version: "test", Start: now().Add(-time.Minute), Interval: iv})
+		return s
+	}
+	run := func(s *sampler.Sampler, name string) *sampler.Round {
+		t.Helper()
+		r, err := s.Run(context.Background(), false, false)
+		if err != nil || r.DutyErr != nil || !r.Duty.Active {
+			t.Fatalf("%s at %s: %v, %v, %+v", name, now().Format(time.RFC3339), err, r.DutyErr, r.Duty)
+		}
+		return r
+	}
+	refuses := func(r *sampler.Round, name, other, otherSites string) {
+		t.Helper()
+		if len(r.Duty.Disagree) != 1 || r.Duty.Disagree[0].Site != other || r.Duty.Disagree[0].Sites != otherSites {
+			t.Errorf("%s at %s: disagree %+v, want %s's heartbeat listing %s", name, now().Format(time.RFC3339), r.Duty.Disagree, other, otherSites)
+		}
+		if len(r.Plan.Probe) != 0 || len(r.Plan.Skip) != 2 || r.Plan.Skip[0].Reason != budget.SkipSites || r.Plan.Skip[1].Reason != budget.SkipSites {
+			t.Errorf("%s at %s: probe %v skip %v; want a and b skipped: sites", name, now().Format(time.RFC3339), r.Plan.Probe, r.Plan.Skip)
+		}
+		if _, ok := r.Plan.Left["g"]; !ok {
+			t.Errorf("%s at %s: no count of the group (%+v)", name, now().Format(time.RFC3339), r.Plan)
+		}
+	}
+
+	fra1 := start("fra1", "fra1-a", []string{"fra1", "iad1"})
+	// An older sampler at iad1 (of another shard), whose heartbeat lists
+	// no sites: fra1 cannot tell, and probes its slots as before.
+	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if err := st.WriteHeartbeat(context.Background(), series.Heartbeat{Instance: "iad1-old", Shard: "1/2", Site: "iad1", Time: now(), Host: "old",
+		StartNS: now().Add(-time.Hour).UnixNano(), Version: "older", IntervalS: iv.Seconds()}); err != nil {
+		t.Fatal(err)
+	}
+	r := run(fra1, "fra1")
+	if len(r.Duty.Disagree) != 0 || len(r.Plan.Probe) != 1 {
+		t.Fatalf("fra1 beside an older sampler: disagree %+v, probe %v skip %v; want it to probe its slot", r.Duty.Disagree, r.Plan.Probe, r.Plan.Skip)
+	}
+
+	// iad1 lists sgp1 too. Its first round sees fra1's heartbeat; from
+	// then on neither probes the group.
+	set(time.Date(2026, 12, 1, 0, 7, 0, 0, time.UTC))
+	run(fra1, "fra1") // has not seen iad1 yet
+	iad1 := start("iad1", "iad1-a", []string{"fra1", "iad1", "sgp1"})
+	refuses(run(iad1, "iad1"), "iad1", "fra1", "fra1,iad1")
+	before := requests()
+	for range 4 {
+		set(now().Add(20 * time.Minute))
+		refuses(run(fra1, "fra1"), "fra1", "iad1", "fra1,iad1,sgp1")
+		refuses(run(iad1, "iad1"), "iad1", "fra1", "fra1,iad1")
+	}
+	if n := requests() - before; n != 0 {
+		t.Fatalf("the sites that disagree sent %d requests of the group", n)
+	}
+
+	// iad1 restarts with fra1's list: while the old instance's heartbeat
+	// is live, fra1 refuses and the new instance stands by; then both
+	// probe, one request a slot.
+	iad1 = start("iad1", "iad1-b", []string{"iad1", "fra1"})
+	group := app.Groups(func() *config.Config {
+		_, cfg := siteSampler(t, url, db, srv.URL, "fra1", []string{"fra1", "iad1"}, perDay, now, nil)
+		return cfg
+	}())[0]
+	slots := map[time.Time]int{}
+	before = requests()
+	for i := range 9 {
+		set(now().Add(20 * time.Minute))
+		rf, err := fra1.Run(context.Background(), false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, err := iad1.Run(context.Background(), false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= 2 && (!rf.Duty.Active || !ri.Duty.Active || len(rf.Duty.Disagree) != 0 || len(ri.Duty.Disagree) != 0) {
+			t.Errorf("at %s, %d rounds after the restart: %+v and %+v; want both active, agreeing", now().Format(time.RFC3339), i+1, rf.Duty, ri.Duty)
+		}
+		for _, x := range []*sampler.Round{rf, ri} {
+			if len(x.Plan.Probe) > 0 {
+				slot, _ := budget.SlotStart(group, now())
+				slots[slot] += len(x.Plan.Probe)
+			}
+		}
+	}
+	if n := requests() - before; n < 6 || n != len(slots) {
+		t.Errorf("after the restart the sites sent %d requests in %d slots (%v); want one in each of at least 6", n, len(slots), slots)
 	}
 }

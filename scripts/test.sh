@@ -57,14 +57,18 @@ if [[ -z "${INFLUXD_BIN_NEWER:-}" ]]; then
 	fi
 fi
 
-# The interop servers and the examples' openai SDK and typescript compiler.
-if [[ ! -d interop/node_modules/@dwmkerr/mock-llm || ! -d interop/node_modules/openai || ! -d interop/node_modules/typescript ]]; then
-	if command -v npm >/dev/null; then
-		npm ci --prefix interop --no-audit --no-fund
-	else
-		skipped+=("npm ci --prefix interop: missing tool: npm (install: apt-get install npm); the interop tests and the examples skip")
+# The npm packages of the interop servers and of the TypeScript client
+# example, from their committed lockfiles: installed when missing or older
+# than the lockfile (npm ci writes node_modules/.package-lock.json).
+for dir in interop examples/typescript; do
+	if [[ ! -e "$dir/node_modules/.package-lock.json" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
+		if command -v npm >/dev/null; then
+			npm ci --prefix "$dir" --no-audit --no-fund
+		else
+			skipped+=("npm ci --prefix $dir: missing tool: npm (install: apt-get install npm); the tests that need its packages skip")
+		fi
 	fi
-fi
+done
 
 echo "== go vet"
 go vet ./...

@@ -22,15 +22,18 @@ const OutcomeRateLimited = string(probe.RateLimited)
 const (
 	// OutcomeReserved is a request booked and not settled: in flight, or
 	// its sampler died before it stored the probe. It counts against the
-	// budget and, in its hour, as a failure whose wait is unknown.
+	// budget and, in its hour, as a failure whose wait is unknown. It is
+	// stored as the field booked alone, so that it never replaces the
+	// point that settled it, in whatever order the two are applied.
 	OutcomeReserved = "reserved"
 	// OutcomeCancelled is a probe sent and cut short by the sampler (an
 	// interrupted sampler -once): not a lane failure, but its wait so far
 	// (queue_s, a lower bound) counts in worst_censored_s.
 	OutcomeCancelled = "cancelled"
 	// OutcomeUnsent is a reservation released: its probe never started
-	// (the sampler was stopping). It is no request: neither the budget nor
-	// the hour counts it.
+	// (the sampler was stopping, or withdrew the booking to another
+	// sampler's of the same slot). It is no request: neither the budget
+	// nor the hour counts it.
 	OutcomeUnsent = "unsent"
 )
 

@@ -53,7 +53,7 @@ func TestInfluxDroppedDatabase(t *testing.T) {
 		}},
 		{"Latest", func(st series.Store) error { _, err := series.Latest(ctx, st, q); return err }},
 		{"Heartbeats", func(st series.Store) error {
-			_, err := st.(series.HeartbeatStore).Heartbeats(ctx, "", q.Windows[0])
+			_, err := st.(series.HeartbeatStore).Heartbeats(ctx, []string{""}, q.Windows[0])
 			return err
 		}},
 	}

@@ -354,11 +354,15 @@ func (r *reorder) popOne() Probe {
 	return top
 }
 
-// pop returns the oldest point, the last written of its key.
+// pop returns the oldest point, the last written of its key as a read
+// keeps it (a reservation written after its probe does not replace it:
+// settledWins).
 func (r *reorder) pop() Probe {
 	p := r.popOne()
 	for len(r.h) > 0 && probeKey(&r.slots[r.h[0].slot]) == probeKey(&p) {
-		p = r.popOne()
+		if q := r.popOne(); settledWins(&p, &q) {
+			p = q
+		}
 	}
 	return p
 }

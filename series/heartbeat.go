@@ -17,7 +17,8 @@ const MeasurementHeartbeat = "sampler_heartbeat"
 // Heartbeat is one sampler's sign of life, written each round: measurement
 // "sampler_heartbeat", tags instance, shard and (when not empty) site, time
 // = the round's start. Of the live instances of one shard and site, the
-// rule of package duty picks the one that probes.
+// rule of package duty picks the one that probes; the sites that share
+// account quotas check that they list the same sites.
 type Heartbeat struct {
 	Instance string // tag instance: unique per process
 	Shard    string // tag shard: "I/N" as -shard takes it
@@ -29,6 +30,10 @@ type Heartbeat struct {
 	// IntervalS is the instance's schedule interval in seconds: its beat
 	// is live for two of them.
 	IntervalS float64
+	// Sites are the sites the instance shares its account quotas with
+	// (budget.Group.Sites), sorted and comma-separated: field sites, absent
+	// when "" (none, or a sampler older than the field).
+	Sites string
 }
 
 // Start returns when the instance started.
@@ -45,9 +50,9 @@ func heartbeatKey(b *Heartbeat) pointKey {
 // import` skips them.
 type HeartbeatStore interface {
 	WriteHeartbeat(ctx context.Context, b Heartbeat) error
-	// Heartbeats returns the heartbeats of site ("" is the untagged site)
-	// stamped in w, sorted by time, instance and shard.
-	Heartbeats(ctx context.Context, site string, w Window) ([]Heartbeat, error)
+	// Heartbeats returns the heartbeats of the sites ("" is the untagged
+	// site) stamped in w, sorted by time, shard and instance.
+	Heartbeats(ctx context.Context, sites []string, w Window) ([]Heartbeat, error)
 }
 
 // Exclusive is a store that one writer holds alone: no other sampler's
@@ -76,9 +81,9 @@ func (e *encoder) heartbeat(b *Heartbeat) ([]byte, error) {
 	return e.enc.Bytes(), nil
 }
 
-// heartbeatQuery selects the points of site in w.
-func heartbeatQuery(site string, w Window) Query {
-	return Query{Windows: []Window{w}, Sites: []string{site}}
+// heartbeatQuery selects the points of the sites in w.
+func heartbeatQuery(sites []string, w Window) Query {
+	return Query{Windows: []Window{w}, Sites: sites}
 }
 
 // WriteHeartbeat appends the heartbeat and fsyncs it. (A file has one
@@ -106,9 +111,9 @@ func (s *File) WriteHeartbeat(ctx context.Context, b Heartbeat) error {
 	return nil
 }
 
-// Heartbeats returns the heartbeats of site stamped in w.
-func (s *File) Heartbeats(ctx context.Context, site string, w Window) ([]Heartbeat, error) {
-	return readFile(ctx, s, kindHeartbeat, heartbeatQuery(site, w), &heartbeatSchema, heartbeatKey)
+// Heartbeats returns the heartbeats of the sites stamped in w.
+func (s *File) Heartbeats(ctx context.Context, sites []string, w Window) ([]Heartbeat, error) {
+	return readFile(ctx, s, kindHeartbeat, heartbeatQuery(sites, w), &heartbeatSchema, heartbeatKey)
 }
 
 // WriteHeartbeat sends the heartbeat in one request.
@@ -131,9 +136,10 @@ func (s *Influx) WriteHeartbeat(ctx context.Context, b Heartbeat) error {
 	return nil
 }
 
-// Heartbeats returns the heartbeats of site stamped in w, in one query.
-func (s *Influx) Heartbeats(ctx context.Context, site string, w Window) ([]Heartbeat, error) {
-	m := heartbeatQuery(site, w).matcher()
+// Heartbeats returns the heartbeats of the sites stamped in w, in one
+// query.
+func (s *Influx) Heartbeats(ctx context.Context, sites []string, w Window) ([]Heartbeat, error) {
+	m := heartbeatQuery(sites, w).matcher()
 	l := newLatest(heartbeatKey)
 	if m.empty() {
 		return l.out, nil
@@ -145,9 +151,9 @@ func (s *Influx) Heartbeats(ctx context.Context, site string, w Window) ([]Heart
 	put := func(r row) { l.putIn(rowPoint(&heartbeatSchema, r), m) }
 	var err error
 	if s.influxQL {
-		err = s.ql.query(ctx, qlHeartbeats(site, span), put)
+		err = s.ql.query(ctx, qlHeartbeats(span, m), put)
 	} else {
-		err = s.query(ctx, s.fluxHeartbeats(site, span), func(r *query.FluxRecord) error {
+		err = s.query(ctx, s.fluxHeartbeats(span, m), func(r *query.FluxRecord) error {
 			put(fluxRow{r}) // Flux on InfluxDB 1.8 includes points at stop: putIn drops them
 			return nil
 		})
@@ -158,33 +164,28 @@ func (s *Influx) Heartbeats(ctx context.Context, site string, w Window) ([]Heart
 	return l.sorted(), nil
 }
 
-// qlHeartbeats is the InfluxQL SELECT of the heartbeats of site in span:
-// the fields and the tags as columns.
-func qlHeartbeats(site string, span [2]int64) string {
+// qlHeartbeats is the InfluxQL SELECT of the heartbeats of m's sites in
+// span: the fields and the tags as columns.
+func qlHeartbeats(span [2]int64, m *matcher) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	for _, f := range heartbeatFields {
 		b.WriteString(qlIdent(f) + ", ")
 	}
-	// site = '' matches points without the tag.
-	fmt.Fprintf(&b, "%s, %s, %s FROM %s WHERE time >= %d AND time < %d AND %s = %s",
-		qlIdent(TagInstance), qlIdent(TagShard), qlIdent(TagSite), qlIdent(MeasurementHeartbeat),
-		span[0], span[1], qlIdent(TagSite), qlString(site))
+	fmt.Fprintf(&b, "%s, %s, %s FROM %s WHERE time >= %d AND time < %d",
+		qlIdent(TagInstance), qlIdent(TagShard), qlIdent(TagSite), qlIdent(MeasurementHeartbeat), span[0], span[1])
+	qlSites(&b, m)
 	return b.String()
 }
 
-// fluxHeartbeats is the Flux query of the heartbeats of site in span, one
-// row per heartbeat.
-func (s *Influx) fluxHeartbeats(site string, span [2]int64) string {
+// fluxHeartbeats is the Flux query of the heartbeats of m's sites in
+// span, one row per heartbeat.
+func (s *Influx) fluxHeartbeats(span [2]int64, m *matcher) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "from(bucket: %s)\n", fluxString(s.bucket))
 	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", fluxNano(span[0]), fluxNano(span[1]))
 	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s)\n", fluxString(MeasurementHeartbeat))
-	if site == "" {
-		fmt.Fprintf(&b, "  |> filter(fn: (r) => not exists r.%s)\n", TagSite)
-	} else {
-		fmt.Fprintf(&b, "  |> filter(fn: (r) => r.%s == %s)\n", TagSite, fluxString(site))
-	}
+	fluxSites(&b, m)
 	fluxFieldsPivot(&b, heartbeatFields)
 	return b.String()
 }
@@ -200,10 +201,10 @@ func (s *Spool) WriteHeartbeat(ctx context.Context, b Heartbeat) error {
 }
 
 // Heartbeats reads the inner store's heartbeats.
-func (s *Spool) Heartbeats(ctx context.Context, site string, w Window) ([]Heartbeat, error) {
+func (s *Spool) Heartbeats(ctx context.Context, sites []string, w Window) ([]Heartbeat, error) {
 	hs, ok := s.inner.(HeartbeatStore)
 	if !ok {
 		return nil, fmt.Errorf("read heartbeats: the store %T keeps none", s.inner)
 	}
-	return hs.Heartbeats(ctx, site, w)
+	return hs.Heartbeats(ctx, sites, w)
 }

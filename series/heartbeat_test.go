@@ -14,8 +14,9 @@ import (
 	"github.com/lanewatch/lanewatch/series"
 )
 
-// Both stores keep heartbeats: written, read back equal by site and window
-// (the later write of one instance and time winning), unseen by the probe
+// Both stores keep heartbeats: written, read back equal by sites and
+// window (the later write of one instance and time winning), the sites
+// they share quotas with or none (an older sampler's), unseen by the probe
 // and hourly reads, and skipped by an import.
 func TestHeartbeats(t *testing.T) {
 	stores := []struct {
@@ -41,8 +42,10 @@ func TestHeartbeats(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	beat := func(inst, site string, at time.Duration) series.Heartbeat {
 		return series.Heartbeat{Instance: inst, Shard: "1/2", Site: site, Time: t0.Add(at), Host: "host a",
-			StartNS: t0.Add(-time.Hour).UnixNano() + 7, Version: "v1.2.3 (devel)", IntervalS: 60}
+			StartNS: t0.Add(-time.Hour).UnixNano() + 7, Version: "v1.2.3 (devel)", IntervalS: 60, Sites: "eu,us"}
 	}
+	older := beat("e", "us", 3*time.Minute)
+	older.Sites = ""
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
 			st := s.open(t)
@@ -51,29 +54,32 @@ func TestHeartbeats(t *testing.T) {
 			rewritten.Version = "v2"
 			for _, b := range []series.Heartbeat{
 				beat("a", "eu", 0), beat("b", "eu", time.Minute), beat("b", "eu", 2*time.Minute),
-				beat("c", "", time.Minute), beat("d", "us", time.Minute), rewritten,
+				beat("c", "", time.Minute), beat("d", "us", time.Minute), rewritten, older,
 			} {
 				if err := st.WriteHeartbeat(ctx, b); err != nil {
 					t.Fatalf("write %+v: %v", b, err)
 				}
 			}
 			cases := []struct {
-				site     string
+				sites    []string
 				from, to time.Duration
 				want     []series.Heartbeat
 			}{
-				{"eu", 0, time.Hour, []series.Heartbeat{beat("a", "eu", 0), beat("b", "eu", time.Minute), rewritten}},
-				{"eu", time.Second, 2 * time.Minute, []series.Heartbeat{beat("b", "eu", time.Minute)}},
-				{"", 0, time.Hour, []series.Heartbeat{beat("c", "", time.Minute)}},
-				{"us", 2 * time.Minute, time.Hour, []series.Heartbeat{}},
+				{[]string{"eu"}, 0, time.Hour, []series.Heartbeat{beat("a", "eu", 0), beat("b", "eu", time.Minute), rewritten}},
+				{[]string{"eu"}, time.Second, 2 * time.Minute, []series.Heartbeat{beat("b", "eu", time.Minute)}},
+				{[]string{""}, 0, time.Hour, []series.Heartbeat{beat("c", "", time.Minute)}},
+				{[]string{"us"}, 2 * time.Minute, time.Hour, []series.Heartbeat{older}},
+				{[]string{"us", "eu"}, time.Second, time.Hour, []series.Heartbeat{beat("b", "eu", time.Minute), beat("d", "us", time.Minute), rewritten, older}},
+				{[]string{"", "us"}, time.Second, 2 * time.Minute, []series.Heartbeat{beat("c", "", time.Minute), beat("d", "us", time.Minute)}},
+				{[]string{}, 0, time.Hour, []series.Heartbeat{}},
 			}
 			for _, c := range cases {
-				got, err := st.Heartbeats(ctx, c.site, series.Window{From: t0.Add(c.from), To: t0.Add(c.to)})
+				got, err := st.Heartbeats(ctx, c.sites, series.Window{From: t0.Add(c.from), To: t0.Add(c.to)})
 				if err != nil {
-					t.Fatalf("site %q: %v", c.site, err)
+					t.Fatalf("sites %q: %v", c.sites, err)
 				}
 				if !reflect.DeepEqual(got, c.want) {
-					t.Errorf("site %q [%s, %s): got\n  %+v\nwant\n  %+v", c.site, c.from, c.to, got, c.want)
+					t.Errorf("sites %q [%s, %s): got\n  %+v\nwant\n  %+v", c.sites, c.from, c.to, got, c.want)
 				}
 			}
 			if got := beat("a", "", 0).Start(); !got.Equal(t0.Add(-time.Hour + 7)) {
@@ -102,8 +108,12 @@ func TestHeartbeatLine(t *testing.T) {
 	defer st.Close()
 	at := time.Unix(1700000000, 5)
 	b := series.Heartbeat{Instance: "h-1-ab", Shard: "0/1", Site: "eu", Time: at, Host: "h", StartNS: 42, Version: "v0", IntervalS: 1.5}
-	if err := st.WriteHeartbeat(context.Background(), b); err != nil {
-		t.Fatal(err)
+	shared := b
+	shared.Time, shared.Sites = at.Add(1), "eu,us"
+	for _, b := range []series.Heartbeat{b, shared} {
+		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, bad := range []struct {
 		b    series.Heartbeat
@@ -122,7 +132,8 @@ func TestHeartbeatLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `sampler_heartbeat,instance=h-1-ab,shard=0/1,site=eu host="h",start_ns=42i,version="v0",interval_s=1.5 1700000000000000005` + "\n"
+	want := `sampler_heartbeat,instance=h-1-ab,shard=0/1,site=eu host="h",start_ns=42i,version="v0",interval_s=1.5 1700000000000000005` + "\n" +
+		`sampler_heartbeat,instance=h-1-ab,shard=0/1,site=eu host="h",start_ns=42i,version="v0",interval_s=1.5,sites="eu,us" 1700000000000000006` + "\n"
 	if !bytes.Equal(body, []byte(want)) {
 		t.Errorf("file holds\n  %q\nwant\n  %q", body, want)
 	}

@@ -272,7 +272,10 @@ func rowPoint[T any](s *schema[T], r row) T {
 		case lineproto.Int:
 			*f.i(&p), ok = intValue(v)
 		case lineproto.Bool:
-			*f.b(&p), ok = v.(bool)
+			var b bool
+			if b, ok = v.(bool); ok {
+				f.setBool(&p, b)
+			}
 		case lineproto.String:
 			*f.s(&p), ok = v.(string)
 		}
@@ -285,7 +288,9 @@ func rowPoint[T any](s *schema[T], r row) T {
 
 // selectFields returns the field keys of s a read asks for: want's, in the
 // schema's order (nil or empty: every field), or an error naming a key s
-// does not have.
+// does not have. A marker field is always asked for: InfluxDB leaves out
+// a row whose selected fields are all absent, and a reservation holds the
+// marker alone.
 func selectFields[T any](s *schema[T], want []string) ([]string, error) {
 	all := s.fieldKeys()
 	if len(want) == 0 {
@@ -297,8 +302,8 @@ func selectFields[T any](s *schema[T], want []string) ([]string, error) {
 		}
 	}
 	var out []string
-	for _, k := range all {
-		if slices.Contains(want, k) {
+	for i, k := range all {
+		if slices.Contains(want, k) || s.fields[i].alone {
 			out = append(out, k)
 		}
 	}
@@ -489,20 +494,7 @@ func (s *Influx) flux(measurement string, fields []string, span [2]int64, m *mat
 	fmt.Fprintf(&b, "from(bucket: %s)\n", fluxString(s.bucket))
 	fmt.Fprintf(&b, "  |> range(start: %s, stop: %s)\n", fluxNano(span[0]), fluxNano(span[1]))
 	fmt.Fprintf(&b, "  |> filter(fn: (r) => r._measurement == %s)\n", fluxString(measurement))
-	if m.sites != nil {
-		b.WriteString("  |> filter(fn: (r) => ")
-		for i, site := range slices.Sorted(maps.Keys(m.sites)) {
-			if i > 0 {
-				b.WriteString(" or ")
-			}
-			if site == "" {
-				fmt.Fprintf(&b, "not exists r.%s", TagSite)
-			} else {
-				fmt.Fprintf(&b, "r.%s == %s", TagSite, fluxString(site))
-			}
-		}
-		b.WriteString(")\n")
-	}
+	fluxSites(&b, m)
 	if m.lanes != nil && len(m.lanes) <= maxPushedLanes {
 		b.WriteString("  |> filter(fn: (r) => ")
 		for i, lane := range slices.Sorted(maps.Keys(m.lanes)) {
@@ -515,6 +507,25 @@ func (s *Influx) flux(measurement string, fields []string, span [2]int64, m *mat
 	}
 	fluxFieldsPivot(&b, fields)
 	return b.String()
+}
+
+// fluxSites adds the filter that selects m's sites, when it names any.
+func fluxSites(b *strings.Builder, m *matcher) {
+	if m.sites == nil {
+		return
+	}
+	b.WriteString("  |> filter(fn: (r) => ")
+	for i, site := range slices.Sorted(maps.Keys(m.sites)) {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		if site == "" {
+			fmt.Fprintf(b, "not exists r.%s", TagSite)
+		} else {
+			fmt.Fprintf(b, "r.%s == %s", TagSite, fluxString(site))
+		}
+	}
+	b.WriteString(")\n")
 }
 
 // fluxFieldsPivot ends a Flux read: the fields kept, then one row per

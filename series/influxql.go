@@ -92,13 +92,7 @@ func qlSelect(measurement string, fields []string, span [2]int64, m *matcher) st
 	}
 	fmt.Fprintf(&b, "%s, %s, %s FROM %s WHERE time >= %d AND time < %d",
 		qlIdent(TagLane), qlIdent(TagKind), qlIdent(TagSite), qlIdent(measurement), span[0], span[1])
-	if m.sites != nil {
-		var or []string
-		for _, site := range slices.Sorted(maps.Keys(m.sites)) {
-			or = append(or, qlIdent(TagSite)+" = "+qlString(site)) // '' matches points without the tag
-		}
-		b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
-	}
+	qlSites(&b, m)
 	if m.lanes != nil && len(m.lanes) <= maxPushedLanes {
 		var or []string
 		for _, lane := range slices.Sorted(maps.Keys(m.lanes)) {
@@ -107,6 +101,19 @@ func qlSelect(measurement string, fields []string, span [2]int64, m *matcher) st
 		b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
 	}
 	return b.String()
+}
+
+// qlSites adds to a WHERE clause the condition that selects m's sites,
+// when it names any.
+func qlSites(b *strings.Builder, m *matcher) {
+	if m.sites == nil {
+		return
+	}
+	var or []string
+	for _, site := range slices.Sorted(maps.Keys(m.sites)) {
+		or = append(or, qlIdent(TagSite)+" = "+qlString(site)) // '' matches points without the tag
+	}
+	b.WriteString(" AND (" + strings.Join(or, " OR ") + ")")
 }
 
 // qlClient reads through an InfluxQL /query endpoint: base is the

@@ -125,7 +125,9 @@ func qlPoint[T any](s *schema[T], p *qlPlan, vals []qlValue) T {
 		case lineproto.Int:
 			*f.i(&pt), ok = v.int()
 		case lineproto.Bool:
-			*f.b(&pt), ok = v.b, v.kind == qlBool
+			if ok = v.kind == qlBool; ok {
+				f.setBool(&pt, v.b)
+			}
 		case lineproto.String:
 			if ok = v.kind == qlStr; ok {
 				*f.s(&pt) = v.s

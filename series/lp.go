@@ -59,9 +59,13 @@ func encodePoint[T any](e *encoder, s *schema[T], p *T) error {
 	if *site != "" {
 		e.enc.AddTag(TagSite, *site)
 	}
+	if f := s.aloneIn(p); f != nil {
+		e.enc.AddBool(f.key, true)
+		return e.enc.EndLine(*at)
+	}
 	for i := range s.fields {
 		f := &s.fields[i]
-		if f.has != nil && !f.has(p) {
+		if f.alone || (f.has != nil && !f.has(p)) {
 			continue
 		}
 		switch f.kind {
@@ -188,7 +192,7 @@ func decodeInto[T any](n names, s *schema[T], line []byte, p *T) error {
 		case lineproto.Int:
 			*f.i(p) = v.I
 		case lineproto.Bool:
-			*f.b(p) = v.B
+			f.setBool(p, v.B)
 		case lineproto.String:
 			*f.s(p) = n.get(v.S)
 		}

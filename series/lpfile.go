@@ -260,6 +260,83 @@ func (a *appendFile) appendPathErr(b []byte) error {
 	return nil
 }
 
+// sharedAttempts bounds the reopens of one appendShared (each needs a
+// prune between the open and the flock).
+const sharedAttempts = 8
+
+// appendShared appends b (whole lines) to the file at path in one write
+// and fsyncs it, under an exclusive flock on the file for that write
+// alone, beside a writer that holds the file's lock (SharedFile, a Spool's
+// inbox). create makes the file when it does not exist. A file replaced
+// between the open and the flock (a prune renames a new file over it) is
+// opened again: nothing goes to a file the path no longer names. A file
+// that does not end in a newline (an append cut short by a crash) gets one
+// first. Its errors do not repeat the path.
+func appendShared(path string, b []byte, create bool) error {
+	if len(b) == 0 {
+		return nil
+	}
+	for range sharedAttempts {
+		done, err := appendOnce(path, b, create)
+		if err != nil {
+			return unpath(err)
+		}
+		if done {
+			return nil
+		}
+	}
+	return ErrMoved
+}
+
+// appendOnce opens the path, takes its flock and appends b unless the path
+// no longer names the file it locked (done false: try again).
+func appendOnce(path string, b []byte, create bool) (done bool, err error) {
+	flags := os.O_RDWR | os.O_APPEND
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = f.Close() }()
+	if e := fstatNotRegular(f); e != nil {
+		e.path = path
+		return false, e
+	}
+	if err := lockExclusive(f); err != nil {
+		return false, fmt.Errorf("lock: %w", err)
+	}
+	defer func() { _ = unlock(f) }()
+	open, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	named, err := os.Stat(path)
+	if err != nil || !os.SameFile(open, named) {
+		return false, nil // replaced by a prune (or removed): reopen
+	}
+	size := open.Size()
+	if size > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], size-1); err != nil {
+			return false, err
+		}
+		if last[0] != '\n' {
+			b = append([]byte{'\n'}, b...)
+		}
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Truncate(size)
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Truncate(size)
+		return false, err
+	}
+	return true, nil
+}
+
 // checkPath fails with ErrMoved unless a.path still names the open file.
 func (a *appendFile) checkPath() error {
 	open, err := a.f.Stat()

@@ -88,15 +88,28 @@ func hourlyKey(h *Hourly) pointKey { return pointKey{h.Lane, h.Kind, h.Site, h.H
 
 // latest keeps the last point put per key, as a store keeps the last write
 // of a series and time, and hands them back sorted by time, lane, kind and
-// site.
+// site; of probes, a reservation never replaces another point
+// (settledWins), as InfluxDB merges a booking into the probe it follows.
 type latest[T any] struct {
-	key func(*T) pointKey
-	idx map[pointKey]int
-	out []T
+	key     func(*T) pointKey
+	replace func(old, fresh *T) bool // nil: always
+	idx     map[pointKey]int
+	out     []T
 }
 
 func newLatest[T any](key func(*T) pointKey) *latest[T] {
-	return &latest[T]{key: key, idx: map[pointKey]int{}, out: []T{}}
+	replace, _ := any(settledWins).(func(old, fresh *T) bool) // for probes
+	return &latest[T]{key: key, replace: replace, idx: map[pointKey]int{}, out: []T{}}
+}
+
+// settledWins keeps a probe point against a reservation of the same key
+// put after it: a reservation is written before anything else of its key
+// (its probe, or its release), so one that comes later is a booking the
+// store applied late, a spool replayed, or the dead letter kept while the
+// store took the probe. InfluxDB keeps the probe's fields then (a
+// reservation is the marker field alone); every merge does the same.
+func settledWins(old, fresh *Probe) bool {
+	return fresh.Outcome != OutcomeReserved || old.Outcome == OutcomeReserved
 }
 
 // put adds p, replacing the point with the same key.
@@ -114,7 +127,9 @@ func (l *latest[T]) putIn(p T, m *matcher) {
 	case m != nil && (!m.timeOK(k.ns) || !m.seriesOK(k.lane, k.site)):
 		l.out = l.out[:last]
 	case ok:
-		l.out[i] = l.out[last]
+		if l.replace == nil || l.replace(&l.out[i], &l.out[last]) {
+			l.out[i] = l.out[last]
+		}
 		l.out = l.out[:last]
 	default:
 		l.idx[k] = last

@@ -506,7 +506,7 @@ func TestPruneKeepsNewHeartbeats(t *testing.T) {
 			}
 			want := map[string][]series.Heartbeat{}
 			for _, site := range sites {
-				all, err := w.Heartbeats(ctx, site, window)
+				all, err := w.Heartbeats(ctx, []string{site}, window)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -563,7 +563,7 @@ func TestPruneKeepsNewHeartbeats(t *testing.T) {
 					s    *series.File
 				}{{"writer", w}, {"reader opened before", early}, {"reader opened after", late}} {
 					for _, site := range sites {
-						got, err := r.s.Heartbeats(ctx, site, window)
+						got, err := r.s.Heartbeats(ctx, []string{site}, window)
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -20,6 +20,18 @@ const (
 // fieldOK is the probe field the Influx store's read check selects.
 const fieldOK = "ok"
 
+// fieldBooked is the probe field a reservation is written as, alone.
+const fieldBooked = "booked"
+
+// markReserved makes a point read with the booked field and no outcome a
+// reservation. One that has an outcome too is what settled the booking
+// (InfluxDB merged the two writes): its outcome stands.
+func markReserved(p *Probe) {
+	if p.Outcome == "" {
+		p.Outcome = OutcomeReserved
+	}
+}
+
 // The storage schema, spelled once: each measurement's tags and its fields
 // in the order they are written, each bound to the Probe, Hourly or
 // Heartbeat field it holds. The encoder, both decoders (line protocol,
@@ -45,6 +57,13 @@ var (
 				optional(func(p *Probe) bool { return p.QuotaKnown }, func(p *Probe) { p.QuotaKnown = true }),
 			floatField("quota_reset_s", func(p *Probe) *float64 { return &p.QuotaResetS }).
 				optional(func(p *Probe) bool { return p.QuotaResetS != 0 }, nil),
+			// A reservation is written as this field alone: InfluxDB
+			// merges the fields of points of one series and time, so a
+			// booking it applies after the probe that settled it (it
+			// answered late, or a spool replayed it) adds this field and
+			// leaves the probe's. Last, so that a row's outcome is read
+			// before it.
+			markerField(fieldBooked, func(p *Probe) bool { return p.Outcome == OutcomeReserved }, markReserved),
 		},
 	}
 	hourlySchema = schema[Hourly]{
@@ -72,6 +91,8 @@ var (
 			intField("start_ns", func(b *Heartbeat) *int64 { return &b.StartNS }),
 			stringField("version", func(b *Heartbeat) *string { return &b.Version }),
 			floatField("interval_s", func(b *Heartbeat) *float64 { return &b.IntervalS }),
+			stringField("sites", func(b *Heartbeat) *string { return &b.Sites }).
+				optional(func(b *Heartbeat) bool { return b.Sites != "" }, nil),
 		},
 	}
 )
@@ -122,6 +143,9 @@ type field[T any] struct {
 	// records that a decoded point held the field.
 	has  func(*T) bool
 	seen func(*T)
+	// alone marks a marker field (markerField): it has no accessor; the
+	// points has says are written as it alone, true, and none other is.
+	alone bool
 }
 
 func floatField[T any](key string, f func(*T) *float64) field[T] {
@@ -138,6 +162,30 @@ func boolField[T any](key string, b func(*T) *bool) field[T] {
 
 func stringField[T any](key string, s func(*T) *string) field[T] {
 	return field[T]{key: key, kind: lineproto.String, s: s}
+}
+
+// markerField is a field that stands for a whole point: the points is
+// says are written as it alone, with the value true, and a point read with
+// it (whatever its value) is passed to mark. Other points never hold it.
+func markerField[T any](key string, is func(*T) bool, mark func(*T)) field[T] {
+	return field[T]{key: key, kind: lineproto.Bool, has: is, seen: mark, alone: true}
+}
+
+// setBool stores a decoded bool in p's field (a marker field keeps none).
+func (f *field[T]) setBool(p *T, v bool) {
+	if f.b != nil {
+		*f.b(p) = v
+	}
+}
+
+// aloneIn returns the marker field that p is written as, or nil.
+func (s *schema[T]) aloneIn(p *T) *field[T] {
+	for i := range s.fields {
+		if f := &s.fields[i]; f.alone && f.has(p) {
+			return f
+		}
+	}
+	return nil
 }
 
 // optional makes f a field that points may lack.

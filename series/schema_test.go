@@ -13,11 +13,12 @@ import (
 	"github.com/lanewatch/lanewatch/series/lineproto"
 )
 
-// Each field of the tables has the one accessor of its type and a unique
-// key. (That the plain reader takes a line of every field and tag is
+// Each field of the tables has the one accessor of its type (a marker
+// field, written alone with a constant, none) and a unique key. (That the
+// plain reader takes a line of every field and tag is
 // TestWrittenLinesArePlain.)
 func TestSchemaTables(t *testing.T) {
-	check := func(name string, keys []string, accessors func(i int) [4]bool, kinds func(i int) lineproto.Kind) {
+	check := func(name string, keys []string, accessors func(i int) [4]bool, kinds func(i int) lineproto.Kind, marker func(i int) bool) {
 		t.Run(name, func(t *testing.T) {
 			seen := map[string]bool{}
 			for i, k := range keys {
@@ -32,7 +33,7 @@ func TestSchemaTables(t *testing.T) {
 					continue
 				}
 				for j, set := range accessors(i) {
-					if set != (j == w) {
+					if set != (j == w && !marker(i)) {
 						t.Errorf("field %s (%s): accessor %d set %v", k, kinds(i), j, set)
 					}
 				}
@@ -42,11 +43,11 @@ func TestSchemaTables(t *testing.T) {
 	check(MeasurementProbe, probeFields, func(i int) [4]bool {
 		f := probeSchema.fields[i]
 		return [4]bool{f.f != nil, f.i != nil, f.b != nil, f.s != nil}
-	}, func(i int) lineproto.Kind { return probeSchema.fields[i].kind })
+	}, func(i int) lineproto.Kind { return probeSchema.fields[i].kind }, func(i int) bool { return probeSchema.fields[i].alone })
 	check(MeasurementHourly, hourlyFields, func(i int) [4]bool {
 		f := hourlySchema.fields[i]
 		return [4]bool{f.f != nil, f.i != nil, f.b != nil, f.s != nil}
-	}, func(i int) lineproto.Kind { return hourlySchema.fields[i].kind })
+	}, func(i int) lineproto.Kind { return hourlySchema.fields[i].kind }, func(i int) bool { return hourlySchema.fields[i].alone })
 }
 
 // mapRow is a row of an InfluxDB read, made from a line.
@@ -178,5 +179,43 @@ func TestSchemaFieldTypes(t *testing.T) {
 				t.Errorf("error %v, want %q", err, c.err)
 			}
 		})
+	}
+}
+
+// A reservation is written as the booked field alone, and reads back as
+// a reservation through the line decoder and the row reader; a point that
+// holds booked and an outcome (InfluxDB merged a booking with the probe
+// that settled it, in either order, as an export may list the fields)
+// reads as that probe; an old reservation, written with every field and
+// outcome "reserved", still reads as one.
+func TestReservationIsWrittenAsItsMarker(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 5, time.UTC)
+	booked := Probe{Lane: "a", Kind: "free", Site: "eu", Time: at, Outcome: OutcomeReserved}
+	var e encoder
+	b, err := e.round([]Probe{booked}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("probe,kind=free,lane=a,site=eu booked=true %d\n", at.UnixNano())
+	if string(b) != want {
+		t.Fatalf("a reservation is written as %q, want %q", b, want)
+	}
+	settled := Probe{Lane: "a", Kind: "free", Site: "eu", Time: at, QueueS: 2.5, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
+	for _, c := range []struct {
+		line string
+		want Probe
+	}{
+		{strings.TrimSuffix(want, "\n"), booked},
+		{fmt.Sprintf(`probe,kind=free,lane=a,site=eu booked=true,gen_s=1,headers_s=0,ok=true,outcome="ok",queue_s=2.5,status=200i,tokens=8i %d`, at.UnixNano()), settled},
+		{fmt.Sprintf(`probe,kind=free,lane=a,site=eu queue_s=2.5,gen_s=1,headers_s=0,tokens=8i,ok=true,outcome="ok",status=200i,booked=true %d`, at.UnixNano()), settled},
+		{fmt.Sprintf(`probe,kind=free,lane=a,site=eu queue_s=0,gen_s=0,headers_s=0,connect_s=0,tokens=0i,ok=false,outcome="reserved",status=0i %d`, at.UnixNano()), booked},
+	} {
+		got, err := decodeProbe([]byte(c.line))
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%q decodes to %+v, %v; want %+v", c.line, got, err, c.want)
+		}
+		if rp := probeOf(rowOfLine(t, []byte(c.line))); !reflect.DeepEqual(rp, c.want) {
+			t.Errorf("%q reads as a row %+v; want %+v", c.line, rp, c.want)
+		}
 	}
 }

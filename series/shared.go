@@ -30,10 +30,6 @@ type SharedFile struct {
 
 var _ Store = (*SharedFile)(nil)
 
-// sharedAttempts bounds the reopens of one append (each needs a prune
-// between the open and the flock).
-const sharedAttempts = 8
-
 // OpenFileShared opens the line-protocol file at path to read it and
 // append to it beside the writer holding its lock. It creates the file
 // and its folder when they do not exist yet (as a writer would).
@@ -75,59 +71,8 @@ func (s *SharedFile) Write(ctx context.Context, probes []Probe, hourly []Hourly)
 	if len(b) == 0 {
 		return nil
 	}
-	for range sharedAttempts {
-		done, err := s.appendOnce(b)
-		if err != nil {
-			return fmt.Errorf("write %s: %w", s.path, unpath(err))
-		}
-		if done {
-			return nil
-		}
+	if err := appendShared(s.path, b, false); err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
 	}
-	return fmt.Errorf("write %s: %w", s.path, ErrMoved)
-}
-
-// appendOnce opens the path, takes its flock and appends b unless the path
-// no longer names the file it locked (done false: try again).
-func (s *SharedFile) appendOnce(b []byte) (done bool, err error) {
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = f.Close() }()
-	if e := fstatNotRegular(f); e != nil {
-		e.path = s.path
-		return false, e
-	}
-	if err := lockExclusive(f); err != nil {
-		return false, fmt.Errorf("lock: %w", err)
-	}
-	defer func() { _ = unlock(f) }()
-	open, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	named, err := os.Stat(s.path)
-	if err != nil || !os.SameFile(open, named) {
-		return false, nil // replaced by a prune: reopen
-	}
-	size := open.Size()
-	if size > 0 {
-		var last [1]byte
-		if _, err := f.ReadAt(last[:], size-1); err != nil {
-			return false, err
-		}
-		if last[0] != '\n' {
-			b = append([]byte{'\n'}, b...)
-		}
-	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Truncate(size)
-		return false, err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Truncate(size)
-		return false, err
-	}
-	return true, nil
+	return nil
 }

@@ -41,6 +41,13 @@ type SpoolOptions struct {
 	// lock is taken, nothing is replayed or written, and reads merge the
 	// spool's points when the file exists and can be read.
 	ReadOnly bool
+	// Beside opens the spool beside the process that holds it (sampler
+	// probe next to the daemon): it reads as ReadOnly does, and writes go
+	// to the inner store; a write the store fails, for any reason, is
+	// appended to the spool's inbox (Path + InboxSuffix) and counts as
+	// stored. The spool's writer moves the inbox into its spool at its
+	// next write and replays it.
+	Beside bool
 	// Warn receives non-fatal problems; msg is lowercase, args are
 	// slog-style key/value pairs. Nil discards.
 	Warn func(msg string, args ...any)
@@ -69,11 +76,19 @@ type SpoolOptions struct {
 // The spool holds only lanewatch points (probe and queue_hourly); any other
 // line found in it goes to the dead-letter file at the next replay.
 //
-// Reads merge the inner store's points with the dead-lettered probes and
-// the spooled points (in that order: a later one is newer), but the inner
-// store is asked first: when it cannot be read, the read fails rather than
-// return the spool alone (LocalProbes reads the local files alone). A
-// dead-lettered or spooled reservation never replaces a settled probe.
+// Its inbox (Path + InboxSuffix) takes the points a process beside the
+// writer could not store (a Beside spool: sampler probe next to the
+// daemon), appended under the inbox's flock; the writer moves them into
+// the spool at each write, and replays them with it.
+//
+// Reads merge the inner store's points with the dead-lettered probes, the
+// spooled points and the inbox's probes (in that order: a later one is
+// newer). The local files are read first and the store after (a replay in
+// between moves points from the one to the other), and a store that
+// cannot be read fails the read rather than return the spool alone
+// (LocalProbes reads the local files alone). A
+// dead-lettered or spooled reservation never replaces a settled probe
+// (settledWins, as in every read).
 type Spool struct {
 	inner Store
 	o     SpoolOptions
@@ -86,7 +101,8 @@ type Spool struct {
 	dead   *appendFile // opened on first use
 	closed bool
 
-	depth      atomic.Int64 // points in the spool
+	inbox      string       // Path + InboxSuffix, resolved
+	depth      atomic.Int64 // points in the spool (Beside: those this spool left in the inbox)
 	hasDead    atomic.Bool  // the dead-letter file may hold points (a writer's reads merge it)
 	pending    []Probe      // dead-lettered probes whose hours wait for AfterReplay (under mu)
 	unreadable atomic.Bool  // a read-only spool warned that it cannot read the file
@@ -112,8 +128,14 @@ func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
 	if o.Warn == nil {
 		o.Warn = func(string, ...any) {}
 	}
-	s := &Spool{inner: inner, o: o}
-	if o.ReadOnly {
+	if o.ReadOnly && o.Beside {
+		return nil, errors.New("spool: ReadOnly and Beside: choose one")
+	}
+	s := &Spool{inner: inner, o: o, inbox: o.Path + InboxSuffix}
+	if resolved, err := resolve(o.Path); err == nil {
+		s.inbox = resolved + InboxSuffix // the writer's, whatever link names the spool
+	}
+	if o.ReadOnly || o.Beside {
 		return s, nil
 	}
 	if err := checkRegular(o.Path); err != nil {
@@ -170,23 +192,31 @@ func OpenSpool(inner Store, o SpoolOptions) (*Spool, error) {
 
 // SpoolDepth returns how many points wait in the spool (lines, when the
 // spool was opened with lines of an earlier run: the replay sorts out those
-// that are not lanewatch points).
+// that are not lanewatch points); for a Beside spool, how many points it
+// left in the inbox.
 func (s *Spool) SpoolDepth() int { return int(s.depth.Load()) }
 
 // Path returns the spool file's path.
 func (s *Spool) Path() string { return s.o.Path }
+
+// Inbox returns the path of the spool's inbox.
+func (s *Spool) Inbox() string { return s.inbox }
 
 // Write replays the spool, then writes the points to the inner store; see
 // the type's doc. nil means every point is in the inner store or durably
 // spooled; a *RefusedError (wrapped) names points that went to the
 // dead-letter file instead.
 func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) error {
+	if s.o.Beside {
+		return s.hand(ctx, probes, hourly, true)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	body, err := s.encodeLocked(probes, hourly)
 	if err != nil {
 		return err
 	}
+	s.adoptOrWarn()
 	var errs []error
 	if s.depth.Load() > 0 {
 		if err := s.drainLocked(ctx); err != nil {
@@ -226,13 +256,26 @@ func (s *Spool) Write(ctx context.Context, probes []Probe, hourly []Hourly) erro
 // they reach it, and AfterReplay sees them, at the next replay. Recorder
 // uses it when it cannot read what it needs to rebuild their hours.
 func (s *Spool) Defer(ctx context.Context, probes []Probe, hourly []Hourly) error {
+	if s.o.Beside {
+		return s.hand(ctx, probes, hourly, false)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	body, err := s.encodeLocked(probes, hourly)
 	if err != nil || len(body) == 0 {
 		return err
 	}
+	s.adoptOrWarn()
 	return s.toSpool(body, len(probes)+len(hourly), errors.New("deferred until the store can be read"))
+}
+
+// adoptOrWarn moves the inbox into the spool (adoptLocked), warning when
+// it cannot: the inbox is kept, and tried again at the next write. s.mu
+// must be held.
+func (s *Spool) adoptOrWarn() {
+	if err := s.adoptLocked(); err != nil {
+		s.o.Warn("the spool's inbox not replayed; tried again at the next write", "err", err.Error())
+	}
 }
 
 // encodeLocked checks the spool takes writes and returns the points' lines
@@ -257,6 +300,7 @@ func (s *Spool) Drain(ctx context.Context) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
+	s.adoptOrWarn()
 	if s.depth.Load() == 0 {
 		return s.rebuildPendingLocked(ctx)
 	}
@@ -397,7 +441,7 @@ func (v deadView) Probes(ctx context.Context, q Query) ([]Probe, error) {
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := fileMerge(ctx, v.s, v.s.o.DeadLetter, l, q.matcher(), kindProbe, decodeProbe, settledWins); err != nil {
+	if err := fileMerge(ctx, v.s, v.s.o.DeadLetter, l, q.matcher(), kindProbe, decodeProbe); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil

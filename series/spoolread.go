@@ -7,29 +7,29 @@ import (
 	"io/fs"
 )
 
-// Probes returns the probe points q selects, dead-lettered and spooled
-// ones included: a probe the store refused, or has not received yet, was
-// still sent, so budgets, back-offs and the hours rebuilt count it.
+// Probes returns the probe points q selects, dead-lettered, spooled and
+// inbox ones included: a probe the store refused, or has not received yet,
+// was still sent, so budgets, back-offs and the hours rebuilt count it.
 func (s *Spool) Probes(ctx context.Context, q Query) ([]Probe, error) {
-	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey, settledWins)
+	return spoolRead(ctx, s, q, s.inner.Probes, kindProbe, decodeProbe, probeKey)
 }
 
 // Hourly returns the hourly points q selects, spooled ones included.
 // Refused hourly points (the dead letter) are not merged: the hours are
 // rebuilt from the probes, which are.
 func (s *Spool) Hourly(ctx context.Context, q Query) ([]Hourly, error) {
-	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey, nil)
+	return spoolRead(ctx, s, q, s.inner.Hourly, kindHourly, decodeHourly, hourlyKey)
 }
 
-// LocalProbes returns the probe points q selects that the spool and the
-// dead-letter file hold, without asking the inner store: what a sampler
+// LocalProbes returns the probe points q selects that the spool, its inbox
+// and the dead-letter file hold, without asking the inner store: what a sampler
 // knows of its own recent probes when the store cannot be read (a spooled
 // 429 still backs its lane off).
 func (s *Spool) LocalProbes(ctx context.Context, q Query) ([]Probe, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	l := newLatest(probeKey)
-	if err := localMerge(ctx, s, l, q.matcher(), true, kindProbe, decodeProbe, settledWins); err != nil {
+	if err := localMerge(ctx, s, l, q.matcher(), kindProbe, decodeProbe); err != nil {
 		return nil, err
 	}
 	return l.sorted(), nil
@@ -43,64 +43,34 @@ type LocalReader interface {
 
 var _ LocalReader = (*Spool)(nil)
 
-// settledWins keeps a settled probe point against a reservation of the same
-// key found later in the merge: a reservation is written before its probe,
-// so a reservation that reads as newer is one the store refused (the dead
-// letter) while it took the probe.
-func settledWins(old, fresh *Probe) bool {
-	return fresh.Outcome != OutcomeReserved || old.Outcome == OutcomeReserved
-}
-
 func spoolRead[T any](ctx context.Context, s *Spool, q Query, read func(context.Context, Query) ([]T, error),
-	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
+	kind pointKind, decode func([]byte) (T, error), key func(*T) pointKey) ([]T, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	local := newLatest(key)
+	if err := localMerge(ctx, s, local, q.matcher(), kind, decode); err != nil {
+		return nil, err
+	}
 	pts, err := read(ctx, q)
-	if err != nil {
-		return nil, err
+	if err != nil || len(local.idx) == 0 {
+		// The usual case: the local files add nothing, and a month of
+		// the store's points need not go through the map.
+		return pts, err
 	}
-	m := q.matcher()
-	if none, err := spoolAddsNothing(ctx, s, m, kind, decode, key, replace); err != nil {
-		return nil, err
-	} else if none {
-		return pts, nil
-	}
-	return spoolMerge(ctx, s, pts, m, kind, decode, key, replace)
+	return mergeLocal(pts, local), nil
 }
 
-// spoolMerge returns the inner store's points pts merged with those of
-// kind that m selects in the dead-letter file (for probes) and the spool,
-// a later line replacing an earlier point unless replace says no. s.mu
-// must be held (shared is enough).
-func spoolMerge[T any](ctx context.Context, s *Spool, pts []T, m *matcher, kind pointKind,
-	decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) ([]T, error) {
-	l := newLatest(key)
+// mergeLocal returns the store's points pts with the local files' points
+// put after them, as latest keeps them.
+func mergeLocal[T any](pts []T, local *latest[T]) []T {
+	l := newLatest(local.key)
 	for _, p := range pts {
 		l.put(p)
 	}
-	if err := localMerge(ctx, s, l, m, kind == kindProbe, kind, decode, replace); err != nil {
-		return nil, err
+	for _, p := range local.out {
+		l.put(p)
 	}
-	return l.sorted(), nil
-}
-
-// spoolAddsNothing reports whether the spool's files (and, for probes,
-// the dead letter) hold no point of kind that m selects, so that a read is
-// the inner store's alone. s.mu must be held (shared is enough).
-func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind pointKind,
-	decode func([]byte) (T, error), key func(*T) pointKey, replace func(old, fresh *T) bool) (bool, error) {
-	withDead := kind == kindProbe
-	if s.file != nil {
-		return s.depth.Load() == 0 && (!withDead || !s.hasDead.Load()), nil
-	}
-	// A reader's spool is another process's: read its files first and
-	// leave the store's points as they are when they add nothing (the
-	// usual case), rather than put a month of points through the map.
-	local := newLatest(key)
-	if err := localMerge(ctx, s, local, m, withDead, kind, decode, replace); err != nil {
-		return false, err
-	}
-	return len(local.idx) == 0, nil
+	return l.sorted()
 }
 
 // HourlyEach hands fn the hourly points q selects an hour at a time
@@ -112,55 +82,71 @@ func spoolAddsNothing[T any](ctx context.Context, s *Spool, m *matcher, kind poi
 func (s *Spool) HourlyEach(ctx context.Context, q Query, fn func(hour []Hourly) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := q.matcher()
-	none, err := spoolAddsNothing(ctx, s, m, kindHourly, decodeHourly, hourlyKey, nil)
-	if err != nil {
+	local := newLatest(hourlyKey)
+	if err := localMerge(ctx, s, local, q.matcher(), kindHourly, decodeHourly); err != nil {
 		return err
 	}
-	if none {
+	if len(local.idx) == 0 {
 		return EachHourly(ctx, s.inner, q, fn)
 	}
 	pts, err := s.inner.Hourly(ctx, q)
 	if err != nil {
 		return err
 	}
-	hs, err := spoolMerge(ctx, s, pts, m, kindHourly, decodeHourly, hourlyKey, nil)
-	if err != nil {
-		return err
-	}
-	return eachRun(hs, hourlyKey, fn)
+	return eachRun(mergeLocal(pts, local), hourlyKey, fn)
 }
 
 var _ HourlyStreamer = (*Spool)(nil)
 
-// localMerge adds to l the points of kind that m selects from the
-// dead-letter file (when withDead) and then the spool: the order they were
-// written in, as neither file holds a point older than one the other got
-// before it. s.mu must be held (shared is enough).
-func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, withDead bool, kind pointKind,
-	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
-	if withDead && (s.file == nil || s.hasDead.Load()) {
-		if err := fileMerge(ctx, s, s.o.DeadLetter, l, m, kind, decode, replace); err != nil {
+// localMerge adds to l the points of kind that m selects from the spool's
+// local files: for probes the dead-letter file, then the spool, then the
+// inbox; for hourly points the spool alone (the hours of refused and
+// inbox probes are rebuilt from them). The dead letter and the spool
+// merge in the order they were written in, as neither file holds a point
+// older than one the other got before it. The files are read before the
+// caller reads the store, and the inbox before the spool: a writer's
+// replay moves points from the spool to the store, its adoption from the
+// inbox to the spool, and a read in between then sees them twice (the
+// same points), never nowhere. s.mu must be held (shared is enough).
+func localMerge[T any](ctx context.Context, s *Spool, l *latest[T], m *matcher, kind pointKind,
+	decode func([]byte) (T, error)) error {
+	probes := kind == kindProbe
+	var inbox *latest[T]
+	if probes && (s.file == nil || s.inboxHolds()) {
+		inbox = newLatest(l.key)
+		if err := fileMerge(ctx, s, s.inbox, inbox, m, kind, decode); err != nil {
 			return err
 		}
 	}
-	if s.file != nil && s.depth.Load() == 0 {
-		return nil
+	if probes && (s.file == nil || s.hasDead.Load()) {
+		if err := fileMerge(ctx, s, s.o.DeadLetter, l, m, kind, decode); err != nil {
+			return err
+		}
 	}
-	return fileMerge(ctx, s, s.o.Path, l, m, kind, decode, replace)
+	if s.file == nil || s.depth.Load() > 0 {
+		if err := fileMerge(ctx, s, s.o.Path, l, m, kind, decode); err != nil {
+			return err
+		}
+	}
+	if inbox != nil {
+		for _, p := range inbox.out {
+			l.put(p)
+		}
+	}
+	return nil
 }
 
 // fileMerge adds the points of kind want that m selects in the file at
-// path (the spool or the dead-letter file) to l, a later line replacing an
-// earlier one unless replace (nil: always) says no. s.mu must be held
-// (shared is enough). The spool a writer holds must be readable; a
-// dead-letter file that does not exist yet, or a read-only spool's files,
+// path (the spool, the dead-letter file or the inbox) to l, a later line
+// replacing an earlier one as latest rules. s.mu must be held (shared is
+// enough). The spool a writer holds must be readable; a dead-letter file
+// or an inbox that does not exist yet, or a read-only spool's files,
 // merge nothing when they are missing, and warn, once per Spool, when they
 // cannot be read (another user's file, anything in its way). Lines that do
 // not decode are skipped here without a word: the next replay moves the
 // spool's to the dead-letter file and reports them.
 func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], m *matcher, want pointKind,
-	decode func([]byte) (T, error), replace func(old, fresh *T) bool) error {
+	decode func([]byte) (T, error)) error {
 	if m.empty() {
 		return nil
 	}
@@ -174,11 +160,6 @@ func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], 
 	switch {
 	case err == nil:
 		for _, p := range got {
-			if replace != nil {
-				if i, ok := l.idx[l.key(&p)]; ok && !replace(&l.out[i], &p) {
-					continue
-				}
-			}
 			l.putIn(p, m)
 		}
 	case ctx.Err() != nil || (s.file != nil && path == s.o.Path):
@@ -186,7 +167,11 @@ func fileMerge[T any](ctx context.Context, s *Spool, path string, l *latest[T], 
 	case errors.Is(err, fs.ErrNotExist): // nothing spooled or refused, or no sampler yet
 	default:
 		if s.file != nil {
-			return fmt.Errorf("spool: dead-letter file %s: %w", path, err)
+			what := "dead-letter file"
+			if path == s.inbox {
+				what = "inbox"
+			}
+			return fmt.Errorf("spool: %s %s: %w", what, path, err)
 		}
 		if !s.unreadable.Swap(true) {
 			s.o.Warn("spool not readable; reads show only what the store holds", "spool", path, "err", err.Error())

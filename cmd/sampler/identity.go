@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -82,8 +84,10 @@ func buildVersion() string {
 
 // logDuty logs what a round's heartbeat said: one error line per round on
 // standby, naming the active instance; a line when the sampler resumes; a
-// warning when the heartbeat could not be written or read. It reports
-// whether the round stood by.
+// warning when the heartbeat could not be written or read; once per
+// instance, a warning for a heartbeat ignored as implausible; and when
+// sites sharing the account quotas start or stop listing other sites
+// (logSites). It reports whether the round stood by.
 func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	if r.DutyErr != nil {
 		d.log.Warn("heartbeat: "+r.DutyErr.Error()+" (the last decision stands)", "err", r.DutyErr)
@@ -91,6 +95,13 @@ func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	if r.Duty == nil {
 		return false
 	}
+	for _, ig := range r.Duty.Ignored {
+		if b := ig.Beat; d.firstTime("ignored " + b.Instance) {
+			d.log.Warn("heartbeat ignored: no sampler could have written it: "+ig.Err.Error(),
+				"instance", b.Instance, "host", b.Host, "shard", b.Shard, "site", b.Site)
+		}
+	}
+	d.logSites(r.Duty.Disagree)
 	h := r.Duty.Holder
 	if !r.Duty.Active {
 		d.log.Error(r.Duty.Reason, "active_instance", h.Instance, "active_host", h.Host,
@@ -110,4 +121,46 @@ func (d *daemon) startHeartbeat(start time.Time) {
 	d.s.SetIdentity(id)
 	d.log.Info("heartbeat", "instance", id.Instance, "host", id.Host, "version", id.Version,
 		"live_for", duty.Lifetime(series.Heartbeat{}, id.Interval).String(), "measurement", series.MeasurementHeartbeat)
+}
+
+// logSites logs, once while it lasts, each site that lists other sites
+// than this one's (its heartbeats say so, package duty): the quotas they
+// share are not probed meanwhile. When no site does any more, it says so.
+func (d *daemon) logSites(disagree []series.Heartbeat) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	mine := strings.Join(slices.Sorted(slices.Values(d.cfg.Sites)), ",")
+	now := map[string]bool{}
+	for _, b := range disagree {
+		key := b.Site + " " + b.Sites
+		now[key] = true
+		if d.disagree[key] {
+			continue
+		}
+		d.log.Error(fmt.Sprintf("sites disagree: site %s shares the account quotas with the sites %s, this one with %s; "+
+			"their lanes are not probed until every site lists the same sites", b.Site, b.Sites, mine),
+			"other_site", b.Site, "other_sites", b.Sites, "sites", mine, "instance", b.Instance, "host", b.Host)
+	}
+	if len(d.disagree) > 0 && len(now) == 0 {
+		d.log.Info("sites agree: every site sharing the account quotas lists the same sites; their lanes are probed again", "sites", mine)
+	}
+	d.disagree = now
+}
+
+// maxTold bounds what the daemon remembers having logged once: past it,
+// it forgets all, and may say a thing again.
+const maxTold = 1024
+
+// firstTime reports whether key was not logged yet, and remembers it.
+func (d *daemon) firstTime(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.told[key] {
+		return false
+	}
+	if len(d.told) >= maxTold {
+		clear(d.told)
+	}
+	d.told[key] = true
+	return true
 }

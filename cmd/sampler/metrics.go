@@ -51,7 +51,7 @@ func newMetrics() *metrics {
 			Name: "lanewatch_probes_total", Help: "Probes by lane and outcome.",
 		}, []string{"lane", "outcome"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lanewatch_probes_skipped_total", Help: "Lanes a round left out, by lane and reason (budget, quota, meter).",
+			Name: "lanewatch_probes_skipped_total", Help: "Lanes a round left out, by lane and reason (budget, quota, meter, sites).",
 		}, []string{"lane", "reason"}),
 		notStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lanewatch_probes_not_started_total", Help: "Probes a round chose but never started because the sampler was stopping (not stored).",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,12 +22,14 @@ const exitSkipped = 4
 
 // runProbe is `sampler probe -config F -lane NAME [-force]`: one probe of
 // one lane now, printed as `sampler -once` prints its rows. It runs beside
-// the daemon: on the embedded file it appends without the daemon's writer
-// lock (series.SharedFile), on InfluxDB it writes to the server and reads
-// the daemon's spool; either way the reservation is stored where the
-// daemon's meter reads it before the request leaves, so the probe counts
-// against the lane's quota group. A group whose slot is used or whose cap
-// is reached, or a lane backing off, is refused (exit 4) unless -force.
+// the daemon (app.OpenStoreBeside): on the embedded file it appends
+// without the daemon's writer lock, on InfluxDB it writes to the server,
+// reads the daemon's spool, and leaves what the server fails to take in
+// the spool's inbox, which the daemon replays; either way the reservation
+// is stored where the daemon's meter reads it before the request leaves,
+// so the probe counts against the lane's quota group. A group whose slot
+// is used or whose cap is reached, or a lane backing off, is refused
+// (exit 4) unless -force.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := flag.NewFlagSet("sampler probe", flag.ContinueOnError)
 	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
@@ -65,7 +66,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if err != nil {
 		return err
 	}
-	st, err := openShared(ctx, cfg, cli.Warner("sampler", stderr), lookupEnv)
+	st, err := app.OpenStoreBeside(ctx, cfg, cli.Warner("sampler", stderr), lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -79,6 +80,10 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return refusal(lane.Name, r)
 	}
 	printRound(stdout, cfg, r)
+	if n := series.SpoolDepth(st); n > 0 {
+		fmt.Fprintf(stdout, "store unreachable: %d points wait in %s%s for the sampler daemon, whose next round stores them\n",
+			n, cfg.Store.Spool, series.InboxSuffix)
+	}
 	return err
 }
 
@@ -136,49 +141,3 @@ func refusal(lane string, r *sampler.Round) error {
 	}
 	return cli.ExitError{Code: exitSkipped, Err: fmt.Errorf("probe %s: not probed: %s; -force probes anyway (the probe counts)", lane, why)}
 }
-
-// openShared opens the configured store to probe beside the daemon: the
-// embedded file without its writer lock, or InfluxDB written directly (no
-// spool: the daemon holds it; when the server is down the reservation is
-// not written and nothing is sent) and read with the daemon's spool and
-// dead-letter file merged.
-func openShared(ctx context.Context, cfg *config.Config, warn func(string, ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
-	switch cfg.Store.Kind {
-	case config.StoreFile:
-		st, err := series.OpenFileShared(cfg.Store.Path, series.FileOptions{Warn: warn})
-		if err != nil {
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		return st, nil
-	case config.StoreInflux:
-		ro, err := app.OpenStoreReadOnly(ctx, cfg, warn, lookupEnv)
-		if err != nil {
-			return nil, err
-		}
-		token, err := cfg.Store.Token(lookupEnv)
-		if err != nil {
-			_ = ro.Close()
-			return nil, err
-		}
-		db, err := series.OpenInflux(ctx, series.InfluxOptions{URL: cfg.Store.URL, Org: cfg.Store.Org,
-			Bucket: cfg.Store.Bucket, Token: token, Warn: warn})
-		if err != nil {
-			_ = ro.Close()
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		return splitStore{Store: ro, w: db}, nil
-	}
-	return nil, fmt.Errorf("store: unknown kind %q", cfg.Store.Kind)
-}
-
-// splitStore reads through one store and writes to another.
-type splitStore struct {
-	series.Store
-	w series.Store
-}
-
-func (s splitStore) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
-	return s.w.Write(ctx, probes, hourly)
-}
-
-func (s splitStore) Close() error { return errors.Join(s.Store.Close(), s.w.Close()) }

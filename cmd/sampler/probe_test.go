@@ -4,14 +4,25 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
+	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
@@ -168,5 +179,216 @@ func TestProbeBesideTheDaemonOnInflux(t *testing.T) {
 	out, err := probeRun()
 	if code := exitCode(err, &bytes.Buffer{}); code != 1 || hits.Load() != 1 {
 		t.Errorf("probe with the server down: exit %d, requests %d; want 1 and still 1\n%s", code, hits.Load(), out)
+	}
+}
+
+// writeFault is a reverse proxy in front of a real influxd that answers
+// 503 (a load balancer without a backend) to the writes fail picks, by
+// their number from 1, and passes everything else.
+type writeFault struct {
+	rp     *httputil.ReverseProxy
+	mu     sync.Mutex
+	writes int
+	fail   func(n int) bool
+}
+
+func newWriteFault(t *testing.T, target string, fail func(n int) bool) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &writeFault{rp: httputil.NewSingleHostReverseProxy(u), fail: fail}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func (p *writeFault) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if strings.HasSuffix(req.URL.Path, "/write") {
+		p.mu.Lock()
+		p.writes++
+		fail := p.fail(p.writes)
+		p.mu.Unlock()
+		if fail {
+			_, _ = io.Copy(io.Discard, req.Body)
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "<html><body><h1>503 Service Unavailable</h1></body></html>\n")
+			return
+		}
+	}
+	p.rp.ServeHTTP(w, req)
+}
+
+// Issue 28, item 3: on InfluxDB, sampler probe beside the daemon (which
+// holds the spool) keeps a probe the server fails to take, as the daemon
+// keeps its own: with a 503 to the write of the finished probe, the lane
+// gets its one request, the row is printed and the command says where the
+// probe waits (exit 0); the daemon's next write replays it, so the server
+// ends with the ok probe and its hour.
+func TestProbeKeepsWhatTheStoreFails(t *testing.T) {
+	srv := influxtest.Start(t)
+	db := srv.CreateDB(t, "lanewatch")
+	free, hits := sseServer(t, 5*time.Millisecond, 2, http.StatusOK)
+	dir := t.TempDir()
+	failing := true
+	var mu sync.Mutex
+	purl := newWriteFault(t, srv.URL, func(n int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return failing && n == 2 // the booking goes through, the probe's write does not
+	})
+	cfgPath := influxConfig(t, dir, purl, db, map[string]string{"free": free.URL})
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := app.OpenStore(context.Background(), cfg, nil, influxEnv) // the daemon's store: it locks the spool
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), []string{"probe", "-config", cfgPath, "-lane", "free"}, &out, &errOut, influxEnv)
+	if err != nil || hits.Load() != 1 || !strings.Contains(out.String(), " ok ") {
+		t.Fatalf("probe with a 503 to its write: err %v, requests %d; want nil, 1 and the ok row\n%s%s", err, hits.Load(), out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "wait in "+filepath.Join(dir, "spool.lp")+series.InboxSuffix) {
+		t.Errorf("probe output does not say where the probe waits:\n%s", out.String())
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if err := held.Write(context.Background(), nil, nil); err != nil { // the daemon's next write
+		t.Fatal(err)
+	}
+	ps := influxProbes(t, srv.URL, db)
+	if len(ps) != 1 || ps[0].Lane != "free" || ps[0].Outcome != "ok" {
+		t.Fatalf("the server holds %+v, want the ok probe of free", ps)
+	}
+	direct, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	bad, err := series.Check(context.Background(), direct, cfg.Location, series.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)}, nil)
+	if err != nil || len(bad) != 0 {
+		t.Errorf("hours that disagree with their probes: %v, %v", bad, err)
+	}
+}
+
+// stableZone returns a zone (Etc/GMT±N) in which a group of perDay probes
+// a day is in a slot now that lasts at least need more, so that processes
+// started now all plan in one slot.
+func stableZone(t *testing.T, perDay int, need time.Duration) string {
+	t.Helper()
+	now := time.Now()
+	for off := -12; off <= 12; off++ {
+		name := fmt.Sprintf("Etc/GMT%+d", off)
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Skip(err)
+		}
+		g := budget.Group{Name: "g", ProbesPerDay: perDay, Location: loc}
+		s1, ok1 := budget.SlotStart(g, now)
+		s2, ok2 := budget.SlotStart(g, now.Add(need))
+		if ok1 && ok2 && s1.Equal(s2) && g.DayStart(now).Equal(g.DayStart(now.Add(need))) {
+			return name
+		}
+	}
+	t.Fatalf("no zone with a slot of %d a day lasting %s from now", perDay, need)
+	return ""
+}
+
+// Issue 28, item 4, with processes: on the file store (holding 8 MB of
+// today's probes of another lane, so that each read takes a while) and on
+// InfluxDB, 2 to 8 concurrent `sampler probe` of the lanes of one quota
+// group, with a `sampler -once` beside them half the time, all started
+// with the group's slot unused: the group gets one request, and every
+// process exits 0 (probed) or 4 (skipped: the slot is used), for budgets
+// of 1 and 4 a day. The seed is printed.
+func TestConcurrentProbesSpendOneSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the sampler and runs it as concurrent processes")
+	}
+	bin := buildSampler(t)
+	influxURL := influxtest.URL(t)
+	for _, kind := range []string{"file", "influx"} {
+		for _, perDay := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/%d a day", kind, perDay), func(t *testing.T) {
+				seed := uint64(time.Now().UnixNano())
+				if s, err := strconv.ParseUint(os.Getenv("LANEWATCH_SEED"), 10, 64); err == nil {
+					seed = s // a run to repeat
+				}
+				t.Logf("seed %d (LANEWATCH_SEED repeats it)", seed)
+				rnd := rand.New(rand.NewPCG(seed, 28))
+				a, hitsA := counter(t, okStream)
+				b, hitsB := counter(t, okStream)
+				dir := t.TempDir()
+				store := "store: {kind: file, path: samples.lp}\n"
+				if kind == "influx" {
+					store = fmt.Sprintf("store: {kind: influx, url: %q, bucket: %q, spool: spool.lp, dead_letter: dead.lp}\n", influxURL, influxtest.NewDB(t, influxURL)+"/autogen")
+				} else {
+					prefill(t, filepath.Join(dir, "samples.lp"), 8<<20)
+				}
+				cfg := fmt.Sprintf("schedule: \"@every 1m\"\njitter: 0s\nquotas:\n  - {name: g, probes_per_day: %d, timezone: %s}\n%s", perDay, stableZone(t, perDay, 3*time.Minute), store)
+				cfg += fmt.Sprintf("lanes:\n  - {name: a, kind: free, api: openai, base_url: %q, model: m, quota: g}\n  - {name: b, kind: free, api: openai, base_url: %q, model: m, quota: g}\n", a.URL, b.URL)
+				cfgPath := filepath.Join(dir, "lanewatch.yaml")
+				if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				type proc struct {
+					args []string
+					cmd  *exec.Cmd
+					out  bytes.Buffer
+				}
+				var procs []*proc
+				for range 2 + rnd.IntN(7) {
+					procs = append(procs, &proc{args: []string{"probe", "-config", cfgPath, "-lane", []string{"a", "b"}[rnd.IntN(2)]}})
+				}
+				if rnd.IntN(2) == 0 {
+					procs = append(procs, &proc{args: []string{"-config", cfgPath, "-once"}})
+				}
+				for _, p := range procs {
+					p.cmd = exec.Command(bin, p.args...)
+					p.cmd.Dir = dir
+					p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+				}
+				for _, p := range procs {
+					if err := p.cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var runs []string
+				for _, p := range procs {
+					err := p.cmd.Wait()
+					code := p.cmd.ProcessState.ExitCode()
+					runs = append(runs, fmt.Sprintf("%s %s: exit %d", p.args[0], p.args[len(p.args)-1], code))
+					if code != 0 && !(code == exitSkipped && p.args[0] == "probe") {
+						t.Errorf("%v: %v\n%s", p.args, err, p.out.String())
+					}
+				}
+				if n := hitsA.Load() + hitsB.Load(); n != 1 {
+					t.Errorf("seed %d: the group got %d requests from %d processes started in its unused slot, want 1:\n  %s", seed, n, len(procs), strings.Join(runs, "\n  "))
+				}
+				t.Logf("%d processes: %s", len(procs), strings.Join(runs, "; "))
+			})
+		}
+	}
+}
+
+// prefill writes about size bytes of today's probes of a lane outside the
+// config to the file store at path: what a sampler's read goes through.
+func prefill(t *testing.T, path string, size int) {
+	t.Helper()
+	var b bytes.Buffer
+	day := time.Now().UTC().Truncate(24 * time.Hour)
+	for i := 0; b.Len() < size; i++ {
+		at := day.Add(time.Duration(i) * time.Second)
+		fmt.Fprintf(&b, "probe,kind=free,lane=elsewhere queue_s=%d.25,gen_s=1,headers_s=0.1,connect_s=0,tokens=8i,ok=true,outcome=\"ok\",status=200i %d\n", i%40, at.UnixNano())
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

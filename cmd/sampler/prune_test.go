@@ -64,7 +64,7 @@ func heartbeatsLeft(t *testing.T, path string, now time.Time) int {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	bs, err := st.Heartbeats(context.Background(), "", series.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)})
+	bs, err := st.Heartbeats(context.Background(), []string{""}, series.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

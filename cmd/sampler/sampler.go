@@ -42,6 +42,8 @@ type daemon struct {
 	mu        sync.Mutex
 	next      time.Time            // when the next scheduled round runs
 	backedOff map[string]time.Time // lanes whose back-off was logged, until when
+	told      map[string]bool      // what the heartbeats said that was logged once (identity.go)
+	disagree  map[string]bool      // sites that list other sites, as logged: "site sites" (identity.go)
 	interval  time.Duration        // between two rounds (the schedule's shortest)
 
 	retention retention // store.retention_days: the day last pruned (prune.go)
@@ -72,7 +74,7 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 	}
 	s := sampler.New(o)
 	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), httpLimits: defaultHTTPLimits(),
-		backedOff: map[string]time.Time{}, interval: cfg.Interval()}
+		backedOff: map[string]time.Time{}, told: map[string]bool{}, interval: cfg.Interval()}
 	if w := s.RoundWarning(d.interval); w != "" {
 		log.Warn("config: " + w)
 	}

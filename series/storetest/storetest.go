@@ -113,6 +113,45 @@ func Run(t *testing.T, open func(t *testing.T) series.Store) {
 		assertProbes(t, got, []series.Probe{p})
 	})
 
+	// A reservation is a request booked and not settled: the probe that
+	// settles it, or its release, is written with the same series and
+	// time. InfluxDB applies writes in the order it gets them, which need
+	// not be the order they were sent (a booking it answers late, or one
+	// a spool replays), and the file is read in the order of its lines:
+	// in any order a reservation never replaces what settled it.
+	t.Run("a reservation never replaces the point that settled it", func(t *testing.T) {
+		at := base.Add(3 * time.Minute)
+		booked := series.Probe{Lane: "free", Kind: "free", Time: at, Outcome: series.OutcomeReserved}
+		settled := series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 8, GenS: 1, HeadersS: 0.5, Tokens: 9,
+			OK: true, Outcome: "ok", Status: 200, QuotaRemaining: 3, QuotaKnown: true}
+		released := series.Probe{Lane: "free", Kind: "free", Time: at, Outcome: series.OutcomeUnsent}
+		for _, c := range []struct {
+			name   string
+			writes []series.Probe
+			want   series.Probe
+		}{
+			{"booked alone", []series.Probe{booked}, booked},
+			{"booked, then settled", []series.Probe{booked, settled}, settled},
+			{"settled, then booked", []series.Probe{settled, booked}, settled},
+			{"booked, settled, booked again", []series.Probe{booked, settled, booked}, settled},
+			{"released, then booked", []series.Probe{booked, released, booked}, released},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				s := fresh(t)
+				for i, p := range c.writes {
+					if err := s.Write(ctx, []series.Probe{p}, nil); err != nil {
+						t.Fatalf("Write %d: %v", i+1, err)
+					}
+				}
+				got, err := s.Probes(ctx, series.Between(base, base.Add(time.Hour)))
+				if err != nil {
+					t.Fatalf("Probes: %v", err)
+				}
+				assertProbes(t, got, []series.Probe{c.want})
+			})
+		}
+	})
+
 	t.Run("ranges include from, exclude to, sort by time then lane", func(t *testing.T) {
 		s := fresh(t)
 		at := func(lane string, d time.Duration) series.Probe {
