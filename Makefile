@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: all build demo figures test vet lint bench mutate clean
+.PHONY: all build demo figures heldout test vet lint bench mutate clean
 
 all: build
 
@@ -19,6 +19,11 @@ demo: build
 # in scripts/ holds the README to them).
 figures: build
 	./scripts/figures.sh
+
+# lanewatch's decisions on the held-out worlds, none of its constants chosen
+# on them (BENCHMARKS.md, "Decisions on worlds they were not tuned on").
+heldout: build
+	./scripts/heldout.sh
 
 # vet, staticcheck (when installed) and every test under -race, with a real
 # InfluxDB server and the mock-llm interop server started for them.

@@ -330,6 +330,14 @@ func TestNext(t *testing.T) {
 	if e, ok := err.(*NoNextError); !ok || e.Files != 3 {
 		t.Errorf("batch: %v, want none of 3 files", err)
 	}
+	// An hour whose decision starts free on a lane that does not fit alone
+	// (none listed) is one a job can run in (policy.Class.Start).
+	f := calibratedFile("2026-11-30T15", policy.Cutover{AfterS: 40, FreeFirst: true})
+	f.Basis, f.Classes[0].Lanes = policy.BasisForecast, nil
+	writeFile(t, dir, f)
+	if n, err := d.Next(now, "interactive"); err != nil || n.Hour != "2026-11-30T15" {
+		t.Errorf("Next with a free-first decision at 15h = %+v, %v", n, err)
+	}
 	_, err = Folder{Dir: filepath.Join(dir, "none")}.Next(now, "interactive")
 	if e, ok := err.(*NoNextError); !ok || e.Files != 0 || !strings.Contains(err.Error(), "policygen -config F -day") {
 		t.Errorf("no folder: %v", err)

@@ -7,12 +7,12 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// For any file whose classes carry a cut-over: the lane is the class's
-// first, except that a class that is not free first goes straight to the
-// fallback when it would start on the book's free lane; the cut-over time
-// is the file's exactly when the job starts on the book's free lane, free
-// first, with a fallback to cut over to; the fallback is the book's
-// eligible paid lane as without a cut-over.
+// For any file whose classes carry a decision: a class that is free first
+// starts on the book's free lane, listed or not; one that is not starts on
+// its first lane, but goes straight to the fallback when that is the
+// book's free lane; the cut-over time is the file's exactly when the job
+// starts free first with a fallback to cut over to; the fallback is the
+// book's eligible paid lane as without a decision.
 func TestChooseCutoverRule(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 1))
 	var straight, cut int // classes sent straight to the fallback; with a cut-over time
@@ -29,22 +29,26 @@ func TestChooseCutoverRule(t *testing.T) {
 		}
 		for _, c := range f.Classes {
 			ch, err := Choose(f, c.Name, eps)
-			if len(c.Lanes) == 0 {
+			b := c.Book
+			freeFirst := c.Cutover != nil && c.Cutover.FreeFirst && b.FreeLane != ""
+			if len(c.Lanes) == 0 && !freeFirst {
 				continue
 			}
 			if err != nil {
 				t.Fatalf("file %d class %s: %v", i, c.Name, err)
 			}
-			b := c.Book
 			hasFallback := b.PaidLane != "" && b.PaidEligible
 			if (ch.Fallback != nil) != hasFallback || hasFallback && ch.Fallback.Lane != b.PaidLane {
 				t.Fatalf("file %d class %s: fallback %+v, book %+v", i, c.Name, ch.Fallback, b)
 			}
-			onFree := c.Lanes[0] == b.FreeLane && c.Cutover != nil && hasFallback
-			wantLane := c.Lanes[0]
-			if onFree && !c.Cutover.FreeFirst {
-				wantLane = b.PaidLane
-				straight++
+			wantLane := b.FreeLane
+			onFree := freeFirst && hasFallback
+			if !freeFirst {
+				wantLane = c.Lanes[0]
+				if c.Cutover != nil && wantLane == b.FreeLane && hasFallback {
+					wantLane = b.PaidLane
+					straight++
+				}
 			}
 			if ch.Lane.Lane != wantLane || ch.BaseURL != "http://"+wantLane+"/v1" {
 				t.Fatalf("file %d class %s: lane %q, want %q (cut-over %+v, book %+v)", i, c.Name, ch.Lane.Lane, wantLane, c.Cutover, b)

@@ -133,8 +133,9 @@ func (e *NoNextError) Error() string {
 var hourFileRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}\.yaml$`)
 
 // Next returns the first hour from the one holding from on whose policy
-// file (live or forecast, as policygen -day writes them) lists a lane for
-// class. Files are read in hour order until one fits; a file that does not
+// file (live or forecast, as policygen -day writes them) starts a job of
+// class on a lane (policy.Class.Start: it lists a lane, or its decision
+// starts free). Files are read in hour order until one fits; a file that does not
 // have the class does not fit, a bad file is an error. None is a
 // *NoNextError.
 func (d Folder) Next(from time.Time, class string) (Next, error) {
@@ -161,7 +162,7 @@ func (d Folder) Next(from time.Time, class string) (Next, error) {
 			return Next{}, err
 		}
 		c, ok := f.Class(class)
-		if !ok || len(c.Lanes) == 0 {
+		if lane, _ := c.Start(); !ok || lane == "" {
 			continue
 		}
 		start, err := hours.Parse(label, loc)

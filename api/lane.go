@@ -38,10 +38,8 @@ type Lane struct {
 	APIKeyEnv string `json:"api_key_env"`
 }
 
-// Choice is the lane a job of a class runs on in an hour: the first of the
-// class's lanes in the hour's policy file, with its endpoint, or the
-// fallback when the file's cut-over says the free lane is not worth a try
-// (free_first false).
+// Choice is the lane a job of a class runs on in an hour (Choose), with
+// its endpoint, its fallback and when to cut over to it.
 type Choice struct {
 	Lane
 	Hour  string `json:"hour"`
@@ -88,12 +86,13 @@ func (e *classError) Unwrap() []error {
 	return []error{e.err, ErrNoClass}
 }
 
-// Choose returns the lane a job of class runs on in f: the first of the
-// class's lanes, with its endpoint from lanes, the fallback lane and the
-// cut-over time. When that lane is the book's free lane, the class has a
-// cut-over with free_first false and there is a fallback, the job goes
-// straight to the fallback (policy.Running's cut_over before the first
-// try): the lane is the fallback, with no cut-over time.
+// Choose returns the lane a job of class runs on in f (policy.Class.Start:
+// the class's decision, else the first of its lanes), with its endpoint
+// from lanes, the fallback lane and the cut-over time: a decision that is
+// free first starts on the book's free lane and cuts over at its
+// cutover_after_s when there is a fallback; one that is not goes straight
+// to the fallback in place of the book's free lane (policy.Running's
+// cut_over before the first try), with no cut-over time.
 // The errors: the class is not in f (wrapping ErrNoClass), *NoLaneError,
 // and *UnknownLaneError when lanes lack the chosen lane.
 func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
@@ -101,12 +100,13 @@ func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 	if err != nil {
 		return Choice{}, &classError{err}
 	}
-	if len(c.Lanes) == 0 {
+	name, cut := c.Start()
+	if name == "" {
 		return Choice{}, &NoLaneError{Class: c.Name, Hour: f.Hour, Why: WhyNoLane(f, c)}
 	}
-	l, ok := find(lanes, c.Lanes[0])
+	l, ok := find(lanes, name)
 	if !ok {
-		return Choice{}, &UnknownLaneError{Lane: c.Lanes[0], Class: c.Name}
+		return Choice{}, &UnknownLaneError{Lane: name, Class: c.Name}
 	}
 	ch := Choice{Lane: l, Hour: f.Hour, Class: c.Name}
 	b := c.Book
@@ -115,12 +115,8 @@ func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 			ch.Fallback = &fb
 		}
 	}
-	if cut := c.Cutover; cut != nil && ch.Fallback != nil && l.Lane == b.FreeLane {
-		if !cut.FreeFirst {
-			ch.Lane = *ch.Fallback
-			return ch, nil
-		}
-		after := cut.AfterS
+	if cut && ch.Fallback != nil {
+		after := c.Cutover.AfterS
 		ch.CutoverAfterS = &after
 	}
 	return ch, nil

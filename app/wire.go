@@ -60,6 +60,7 @@ func Params(cfg *config.Config) policy.Params {
 			EstTokens:     c.EstTokens,
 			PaidUSDPer1k:  c.PaidUSDPer1k,
 			Coverage:      c.Coverage,
+			Objective:     c.Objective,
 		})
 	}
 	return p

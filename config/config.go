@@ -248,6 +248,11 @@ type Class struct {
 	EstTokens     int     `yaml:"est_tokens"`
 	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
 	Coverage      float64 `yaml:"coverage"` // 0: policy.coverage
+	// Objective is what the class's decisions optimise under the
+	// calibrated rule: cost (the default: the deadline, then the least
+	// paid, then the least wait) or time (the deadline, then the least
+	// wait, then the least paid). "": cost.
+	Objective string `yaml:"objective"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

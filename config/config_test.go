@@ -292,6 +292,7 @@ func TestBadConfigs(t *testing.T) {
 		{"coverage 0", "policy: {coverage: 0}\n" + lane(""), `policy.coverage: must be above 0 and below 1, got 0`},
 		{"class coverage", "policy: {classes: [{name: c, deadline_s: 1, ceiling_tokens: 10, est_tokens: 5, coverage: 1.5}]}\n" + lane(""), `policy.classes[0].coverage: must be above 0 and below 1 (or left out: policy.coverage), got 1.5`},
 		{"class deadline", "policy: {classes: [{name: c, deadline_s: 0, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got 0`},
+		{"class objective", "policy: {classes: [{name: c, deadline_s: 1, ceiling_tokens: 10, est_tokens: 5, objective: money}]}\n" + lane(""), `policy.classes[0].objective: want cost or time, got "money"`},
 		{"class deadline NaN", "policy: {classes: [{name: c, deadline_s: .nan, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got NaN`},
 		{"class deadline Inf", "policy: {classes: [{name: c, deadline_s: .inf, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got +Inf`},
 		{"class deadline -Inf", "policy: {classes: [{name: c, deadline_s: -.Inf, ceiling_tokens: 10, est_tokens: 5}]}\n" + lane(""), `policy.classes[0].deadline_s: must be a finite number > 0, got -Inf`},

@@ -385,6 +385,8 @@ func (c *Config) validatePolicy() error {
 			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
 		case cl.Coverage != 0 && !(cl.Coverage > 0 && cl.Coverage < 1):
 			return fieldErr(f+".coverage", "must be above 0 and below 1 (or left out: policy.coverage), got %v", cl.Coverage)
+		case cl.Objective != "" && !slices.Contains(policy.Objectives, cl.Objective):
+			return fieldErr(f+".objective", "want %s, got %q", strings.Join(policy.Objectives, " or "), cl.Objective)
 		}
 		if j, dup := seen[cl.Name]; dup {
 			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)

@@ -153,7 +153,10 @@ func newWorld(t *testing.T, tc jobCase) *world {
 			}}
 		if tc.cutS > 0 { // a calibrated file
 			f.Rule, f.Coverage, c.Coverage = policy.RuleCalibrated, 0.9, 0.9
-			c.Cutover = &policy.Cutover{AfterS: tc.cutS, FreeFirst: true}
+			// Free first whenever a lane fits; with none, the decision is
+			// to send nothing (a free-first decision starts a job on the
+			// free lane even when no lane is listed: policy.Class.Start).
+			c.Cutover = &policy.Cutover{AfterS: tc.cutS, FreeFirst: len(tc.fits) > 0}
 		}
 		f.Classes = []policy.Class{c}
 		data, err := policy.Marshal(f)

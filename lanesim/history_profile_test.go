@@ -60,7 +60,8 @@ func TestHistoryTruthMatchesProbes(t *testing.T) {
 	for _, tc := range []struct {
 		profile    string
 		paidFaults bool
-	}{{"harsh", false}, {"mild", false}, {"mild", true}, {"harsh", true}} {
+	}{{"harsh", false}, {"mild", false}, {"mild", true}, {"harsh", true},
+		{"known-flat", true}, {"known-peak", true}, {"sparse", true}, {"upstream", true}} {
 		t.Run(fmt.Sprintf("%s/paid_faults=%v", tc.profile, tc.paidFaults), func(t *testing.T) {
 			ps, ts := genTruth(t, HistoryOptions{Start: histStart, Days: 365, Seed: 5, Profile: tc.profile, PaidFaults: tc.paidFaults,
 				Lanes: []HistoryLane{{"free", "free"}, {"free2", "free"}, {"paid", "paid"}}})
@@ -223,7 +224,7 @@ func TestProfileNamed(t *testing.T) {
 			t.Errorf("ProfileNamed(%q) = %s, %v; want %s", tc.name, p.Name, err, tc.want)
 		}
 	}
-	if _, err := ProfileNamed("gentle"); err == nil || err.Error() != `profile "gentle": want harsh or mild` {
+	if _, err := ProfileNamed("gentle"); err == nil || err.Error() != `profile "gentle": want one of `+ProfileNames() {
 		t.Errorf("ProfileNamed(gentle): %v", err)
 	}
 	err := History(HistoryOptions{Days: 1, Profile: "gentle", Lanes: []HistoryLane{{"a", "free"}}}, func([]series.Probe) error { return nil })

@@ -325,7 +325,7 @@ type RunningDecision struct {
 // Running answers "an attempt is running and has no first token after
 // runningS seconds": wait, or cancel it and cut over to the paid lane. It
 // reads the attempts before the running one, the class's book (whether the
-// paid lane is eligible) and the hour's cut-over (CutoverFor):
+// paid lane is eligible) and the hour's decision (Decide):
 //
 //  1. the paid lane is not eligible: wait;
 //  2. free_first is false: cut_over;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -184,6 +185,10 @@ type Calibrator struct {
 	all   orderedWindow[profileKey]
 	resid orderedWindow[float64]
 	multi int // residuals in the window with N > 1
+	// waits holds, per hour of day, the prediction residuals d of the
+	// single uncensored observations: the wait distribution decisions
+	// weigh (Waits).
+	waits [24]orderedWindow[waitResid]
 
 	level      float64 // L = max(slow, fast)
 	slow, fast float64 // the EWMAs
@@ -203,6 +208,7 @@ func NewCalibrator(p CalibratedParams) (*Calibrator, error) {
 	c := &Calibrator{p: p, window: int64(p.LookbackDays) * 24 * int64(time.Hour)}
 	for i := range c.hours {
 		c.hours[i].cmp = cmpProfileKey
+		c.waits[i].cmp = cmpWaitResid
 	}
 	c.all.cmp, c.all.lazy = cmpProfileKey, true // read only for an hour without observations
 	c.resid.cmp = cmpFloat
@@ -260,6 +266,9 @@ func (c *Calibrator) Add(o QueueObs) error {
 		if n > 1 {
 			c.multi++
 		}
+		if n == 1 && !o.Censored {
+			c.waits[h].add(t, waitResid{d, math.Exp(d)}, 1)
+		}
 	}
 	k := profileKey{censored: o.Censored, v: lv}
 	c.hours[h].add(t, k, n)
@@ -311,6 +320,150 @@ func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov flo
 	return f, ok, nil
 }
 
+// MinWaitSamples is how many ok waits a decision's distribution holds at
+// least (Waits): the hour of day's, with the neighbouring hours' added,
+// nearest first, while it holds fewer.
+const MinWaitSamples = 30
+
+// WaitDist is a lane's first-token wait distribution at an instant, for
+// the decisions (Decide): the observed ok waits of the hour of day over the
+// window (with neighbouring hours while there are fewer than
+// MinWaitSamples), each moved to the lane's level now: exp(P(h) + L + d)
+// for each of their prediction residuals d (the residual of a wait
+// against the profile and the level just before it). So the spread is
+// the hour's own, and a lane that runs twice as slow as its profile today
+// has its samples doubled. A zero WaitDist holds no wait.
+type WaitDist struct {
+	c     *Calibrator
+	from  int64
+	base  float64 // log seconds: P(h) + L
+	hours uint32  // bit h: hour of day h's waits are in
+	n     int
+	// top is at least every residual held and total the sum of the live
+	// ones' exp: a wait past exp(base + top) counts them all.
+	top, total float64
+	waits      []float64 // Waits' sorted waits, without a calibrator
+}
+
+// waitResid is a residual d of a wait and exp(d), so that summing waits
+// takes no logarithm.
+type waitResid struct{ d, e float64 }
+
+func cmpWaitResid(a, b waitResid) int { return cmpFloat(a.d, b.d) }
+
+// WaitsOf returns the distribution of the waits given (seconds): for a
+// lane the rule has no observation of, its next_queue_s alone.
+func WaitsOf(s ...float64) WaitDist {
+	w := slices.Clone(s)
+	slices.Sort(w)
+	return WaitDist{waits: w, n: len(w)}
+}
+
+// Waits returns the wait distribution of an attempt at t (WaitDist), and
+// false when the calibrator has no observation to make it from.
+func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
+	if c.seen && t.Before(c.last) {
+		t = c.last
+	}
+	from := t.UnixNano() - c.window
+	h := t.In(c.p.Location).Hour()
+	prof, ok := c.profile(h, from)
+	if !ok {
+		return WaitDist{}, false
+	}
+	w := WaitDist{c: c, from: from, base: prof + c.level, top: math.Inf(-1)}
+	for k := 0; k <= 12 && w.n < MinWaitSamples; k++ {
+		for _, j := range [2]int{h - k, h + k} {
+			j = (j + 24) % 24
+			if w.hours&(1<<j) != 0 {
+				continue
+			}
+			w.hours |= 1 << j
+			ws := &c.waits[j]
+			stale := ws.stale(from)
+			w.n += ws.len() - len(stale)
+			if n := ws.len(); n > 0 {
+				w.top = max(w.top, ws.sorted[n-1].d)
+			}
+			for _, r := range ws.sorted {
+				w.total += r.e
+			}
+			for _, it := range stale {
+				w.total -= it.v.e
+			}
+		}
+	}
+	return w, w.n > 0
+}
+
+// N returns how many waits the distribution holds.
+func (w WaitDist) N() int { return w.n }
+
+// Count returns how many of its waits are at most s seconds.
+func (w WaitDist) Count(s float64) int {
+	if w.c == nil {
+		return sort.Search(len(w.waits), func(i int) bool { return w.waits[i] > s })
+	}
+	if !(s > 0) {
+		return 0
+	}
+	x := math.Log(s) - w.base
+	if x >= w.top {
+		return w.n
+	}
+	n := 0
+	for j := range 24 {
+		if w.hours&(1<<j) == 0 {
+			continue
+		}
+		ws := &w.c.waits[j]
+		n += sort.Search(len(ws.sorted), func(i int) bool { return ws.sorted[i].d > x })
+		for _, it := range ws.stale(w.from) {
+			if it.v.d <= x {
+				n--
+			}
+		}
+	}
+	return n
+}
+
+// Sum returns the sum of its waits that are at most s seconds.
+func (w WaitDist) Sum(s float64) float64 {
+	if w.c == nil {
+		sum := 0.0
+		for _, v := range w.waits[:w.Count(s)] {
+			sum += v
+		}
+		return sum
+	}
+	if !(s > 0) {
+		return 0
+	}
+	x := math.Log(s) - w.base
+	if x >= w.top {
+		return math.Exp(w.base) * w.total
+	}
+	sum := 0.0
+	for j := range 24 {
+		if w.hours&(1<<j) == 0 {
+			continue
+		}
+		ws := &w.c.waits[j]
+		for _, r := range ws.sorted {
+			if r.d > x {
+				break
+			}
+			sum += r.e
+		}
+		for _, it := range ws.stale(w.from) {
+			if it.v.d <= x {
+				sum -= it.v.e
+			}
+		}
+	}
+	return math.Exp(w.base) * sum
+}
+
 // evict drops what is older than the window [t - lookback, t).
 //
 // Of the hours of day only h, the observation's, is evicted: the others
@@ -320,6 +473,7 @@ func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov flo
 func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
 	c.hours[h].evict(from, nil)
+	c.waits[h].evict(from, nil)
 	c.all.evict(from, nil)
 	c.resid.evict(from, func(n int) {
 		if n > 1 {

@@ -27,43 +27,83 @@ func NextGenS(tokPerS float64, est int) (float64, bool) {
 
 // Classes returns the classes of a file from its lanes' figures (as
 // History.LaneAt returns them, in p.Lanes order): what ForHour writes for
-// them. A replay that keeps the lanes' figures up to date builds the policy
-// in force without recomputing them.
+// them under the worst-of rule. A replay that keeps the lanes' figures up
+// to date builds the policy in force without recomputing them.
 //
 // A class lists the eligible lanes with samples whose next_queue_s +
-// next_gen_s fits its deadline, free ones first, then by name. Its book:
-// the free lane is the eligible free lane with the smallest next_queue_s +
-// next_gen_s (ties: by name); if no free lane is eligible, the same choice
-// among the free lanes with samples, and free_eligible is false. The paid
-// lane is chosen the same way among paid lanes. A lane without decode data
-// (tok_per_s 0) cannot be chosen. next_gen_s is the larger next_gen_s of
-// the chosen eligible lanes (of the chosen lanes if neither is eligible),
-// so that both ledger checks that use it are on the safe side.
-func Classes(p Params, lanes []Lane) []Class { return classesWith(p, lanes, nil) }
+// next_gen_s fits its deadline. Its book: the free lane is the eligible
+// free lane with the smallest next_queue_s + next_gen_s (ties: by name);
+// if no free lane is eligible, the same choice among the free lanes with
+// samples, and free_eligible is false. The paid lane is chosen the same
+// way among paid lanes. A lane without decode data (tok_per_s 0) cannot
+// be chosen. next_gen_s is the larger next_gen_s of the chosen eligible
+// lanes (of the chosen lanes if neither is eligible), so that both ledger
+// checks that use it are on the safe side. Free lanes are listed first,
+// then by name (as before the decisions: a rule max file is byte for byte
+// what it was).
+//
+// Under the calibrated rule (History.ClassesAt, ForHour) the decision
+// orders them instead (classesWith).
+func Classes(p Params, lanes []Lane) []Class { return classesWith(p, lanes, nil, nil, nil) }
 
-// classesWith is Classes with the queues of some classes replaced:
-// queues[class][lane], when queues[class] is not nil, is the lane's
-// next_queue_s for that class.
-func classesWith(p Params, lanes []Lane, queues [][]float64) []Class {
-	// The order a class lists its lanes in: free first, then by name.
-	order := make([]int, len(lanes))
-	for i := range order {
-		order[i] = i
+// laneCand is a lane's figures for one class.
+type laneCand struct {
+	i        int // in the lanes given
+	name     string
+	kind     string
+	q, g     float64
+	eligible bool
+	ok       bool // the lane has samples and a next_gen_s for the class
+	// plan is the lane's plan as the class's first lane (decisions only):
+	// free first on a free lane, straight to a paid one; has says there
+	// is one.
+	plan Plan
+	has  bool
+}
+
+// classesWith is Classes with the queues of some classes replaced
+// (queues[class][lane], when queues[class] is not nil, is the lane's
+// next_queue_s for that class) and, when waits is not nil, the classes'
+// decisions (Decide; the calibrated rule): waits(i) is lane i's wait
+// distribution (false: none: its next_queue_s stands in), kept in
+// *scratch when that is not nil (a replay asks for a policy per job).
+//
+// With decisions each class gets the plan its objective prefers
+// (Cutover: cutover_after_s and free_first) over every eligible free
+// lane (each with the book's paid lane as its fallback), straight to the
+// paid lane, or nothing; the book's free lane is the free lane of the
+// best free-first plan (ties: next_queue_s + next_gen_s, then name); the
+// class lists the eligible lanes with samples that fit the deadline alone
+// in the order of their plans' scores (the chosen plan's first lane first;
+// ties: by name). A free-first plan may start on a free lane that does not
+// fit alone (Class.Start): its cut-over keeps the deadline.
+func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (WaitDist, bool), scratch *[]WaitDist) []Class {
+	var dists []WaitDist
+	if waits != nil {
+		if scratch == nil {
+			scratch = new([]WaitDist)
+		}
+		dists = slices.Grow((*scratch)[:0], len(lanes))[:len(lanes)]
+		*scratch = dists
+		for i := range lanes {
+			dists[i] = WaitDist{}
+			if l := &lanes[i]; l.Kind == KindFree && l.Eligible {
+				d, ok := waits(i)
+				if !ok {
+					d = WaitsOf(l.NextQueueS)
+				}
+				dists[i] = d
+			}
+		}
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(boolInt(lanes[a].Kind != KindFree), boolInt(lanes[b].Kind != KindFree)),
-			cmp.Compare(lanes[a].Name, lanes[b].Name))
-	})
-	type cand struct {
-		name     string
-		kind     string
-		q, g     float64
-		eligible bool
-		ok       bool // the lane has samples and a next_gen_s for the class
-	}
-	cands := make([]cand, len(lanes))
+	cands := make([]laneCand, len(lanes))
+	order := make([]*laneCand, len(lanes))
 	listed := make([]string, 0, len(lanes)*len(p.Classes)) // every class's Lanes, back to back
 	classes := make([]Class, 0, len(p.Classes))
+	var cuts []Cutover
+	if waits != nil {
+		cuts = make([]Cutover, len(p.Classes)) // one allocation for the file's decisions
+	}
 	for ci, cs := range p.Classes {
 		c := Class{
 			Name:          cs.Name,
@@ -78,32 +118,27 @@ func classesWith(p Params, lanes []Lane, queues [][]float64) []Class {
 			if ci < len(queues) && queues[ci] != nil {
 				q = queues[ci][i]
 			}
-			cands[i] = cand{l.Name, l.Kind, q, g, l.Eligible, ok && l.Samples > 0}
+			cands[i] = laneCand{i: i, name: l.Name, kind: l.Kind, q: q, g: g, eligible: l.Eligible, ok: ok && l.Samples > 0}
 		}
-		first := len(listed)
-		for _, i := range order {
-			if x := &cands[i]; x.ok && x.eligible && x.q+x.g <= cs.DeadlineS {
-				listed = append(listed, x.name)
-			}
-		}
-		c.Lanes = listed[first:len(listed):len(listed)]
-		choose := func(kind string) (cand, bool) {
-			var best cand
-			found := false
+		// choose returns the lane of kind with the smallest q + g (ties:
+		// by name), eligible ones first.
+		choose := func(kind string) (*laneCand, bool) {
+			var best *laneCand
 			for _, eligibleOnly := range []bool{true, false} {
-				for _, x := range cands {
+				for i := range cands {
+					x := &cands[i]
 					if !x.ok || x.kind != kind || (eligibleOnly && !x.eligible) {
 						continue
 					}
-					if !found || x.q+x.g < best.q+best.g || (x.q+x.g == best.q+best.g && x.name < best.name) {
-						best, found = x, true
+					if best == nil || x.q+x.g < best.q+best.g || (x.q+x.g == best.q+best.g && x.name < best.name) {
+						best = x
 					}
 				}
-				if found {
+				if best != nil {
 					break
 				}
 			}
-			return best, found
+			return best, best != nil
 		}
 		b := BookPolicy{
 			DeadlineS:     cs.DeadlineS,
@@ -111,13 +146,53 @@ func classesWith(p Params, lanes []Lane, queues [][]float64) []Class {
 			NextEstTokens: cs.EstTokens,
 			PaidUSDPer1k:  cs.PaidUSDPer1k,
 		}
-		fl, okF := choose(KindFree)
 		pl, okP := choose(KindPaid)
-		if okF {
-			b.FreeLane, b.NextQueueS, b.FreeEligible = fl.name, fl.q, fl.eligible
-		}
 		if okP {
 			b.PaidLane, b.PaidQueueS, b.PaidEligible = pl.name, pl.q, pl.eligible
+		}
+		fl, okF := choose(KindFree)
+		var chosen *laneCand // the chosen plan's first lane; nil: nothing
+		if waits != nil {
+			in := DecisionInput{DeadlineS: cs.DeadlineS, Objective: cs.Objective,
+				PaidUSD: float64(max(cs.EstTokens, 0)) / 1000 * cs.PaidUSDPer1k}
+			if okP && pl.eligible {
+				in.PaidEligible, in.PaidQueueS, in.PaidGenS = true, pl.q, pl.g
+			}
+			plan := Plan{Score: Score{TimeS: max(cs.DeadlineS, 0)}} // nothing
+			if paid, ok := in.PaidFirst(); ok {
+				plan, chosen = paid, pl
+			}
+			var bestFree *laneCand
+			for i := range cands {
+				x := &cands[i]
+				if !x.ok || !x.eligible {
+					continue
+				}
+				if x.kind == KindPaid {
+					x.plan, x.has = Plan{Score: Score{Met: 1, USD: in.PaidUSD, TimeS: x.q + x.g}}, x.q+x.g <= cs.DeadlineS
+					continue
+				}
+				in.FreeEligible, in.FreeGenS, in.Free, in.FreeFailP = true, x.g, dists[x.i], lanes[x.i].FailShare()
+				x.plan, x.has = in.FreeFirst()
+				if x.has && (bestFree == nil || Better(cs.Objective, x.plan.Score, bestFree.plan.Score) ||
+					(!Better(cs.Objective, bestFree.plan.Score, x.plan.Score) &&
+						(x.q+x.g < bestFree.q+bestFree.g || (x.q+x.g == bestFree.q+bestFree.g && x.name < bestFree.name)))) {
+					bestFree = x
+				}
+			}
+			if bestFree != nil {
+				fl, okF = bestFree, true
+				if Better(cs.Objective, bestFree.plan.Score, plan.Score) {
+					plan, chosen = bestFree.plan, bestFree
+				}
+			}
+			cut := plan.Cutover
+			cut.AfterS = min(floor2(cut.AfterS), MaxSeconds) // the safe side of a time to give up at
+			cuts[ci] = cut
+			c.Cutover = &cuts[ci]
+		}
+		if okF {
+			b.FreeLane, b.NextQueueS, b.FreeEligible = fl.name, fl.q, fl.eligible
 		}
 		switch {
 		case b.FreeEligible || b.PaidEligible:
@@ -136,9 +211,64 @@ func classesWith(p Params, lanes []Lane, queues [][]float64) []Class {
 			}
 		}
 		c.Book = b
+
+		// The lanes a job can start on, in the order to try them.
+		order = order[:0]
+		for i := range cands {
+			if x := &cands[i]; x.ok && x.eligible && x.q+x.g <= cs.DeadlineS {
+				order = append(order, x)
+			}
+		}
+		timeFirst := ObjectiveOr(cs.Objective) == ObjectiveTime
+		slices.SortFunc(order, func(x, y *laneCand) int { // names are unique: a total order
+			switch {
+			case x == y:
+				return 0
+			case waits != nil && x == chosen:
+				return -1
+			case waits != nil && y == chosen:
+				return 1
+			case waits != nil && x.has != y.has:
+				return cmp.Compare(boolInt(!x.has), boolInt(!y.has))
+			case waits != nil && x.has:
+				if c := cmpScore(timeFirst, x.plan.Score, y.plan.Score); c != 0 {
+					return c
+				}
+			case waits == nil && x.kind != y.kind:
+				return cmp.Compare(boolInt(x.kind != KindFree), boolInt(y.kind != KindFree))
+			}
+			return cmp.Compare(x.name, y.name)
+		})
+		first := len(listed)
+		for _, x := range order {
+			listed = append(listed, x.name)
+		}
+		c.Lanes = listed[first:len(listed):len(listed)]
 		classes = append(classes, c)
 	}
 	return classes
+}
+
+// Start returns the lane a job of the class starts on this hour, and
+// whether it must cut over to the book's paid lane at Cutover.AfterS with
+// no first token: with a decision that is free first, the book's free
+// lane (listed or not: the cut-over keeps the deadline); with one that is
+// not, the first listed lane, or the book's eligible paid lane in place
+// of the book's free lane; without a decision, the first listed lane. ""
+// when no lane is listed and the decision is not free first.
+func (c Class) Start() (lane string, cut bool) {
+	b := c.Book
+	paid := b.PaidLane != "" && b.PaidEligible
+	if c.Cutover != nil && c.Cutover.FreeFirst && b.FreeLane != "" {
+		return b.FreeLane, paid
+	}
+	if len(c.Lanes) == 0 {
+		return "", false
+	}
+	if c.Cutover != nil && c.Lanes[0] == b.FreeLane && paid {
+		return b.PaidLane, false // not free first: straight to the paid lane
+	}
+	return c.Lanes[0], false
 }
 
 func boolInt(b bool) int {
@@ -146,50 +276,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// withCutover sets the cut-over (CutoverFor) of each class, from the
-// lanes' figures (p.Lanes order) and the free lane's wait at
-// CutoverCoverages (free: the lane's calibrated figure at a coverage,
-// false when it has none): the paid lane's queue is the book's
-// paid_queue_s, each lane's generation time its next_gen_s for the class.
-// after_s is rounded down to 0.01 s, the safe side of a time to give up at.
-func withCutover(p Params, lanes []Lane, classes []Class, free func(lane string, cov float64) (float64, bool)) {
-	gen := func(name string, est int) float64 {
-		for _, l := range lanes {
-			if l.Name == name {
-				if g, ok := NextGenS(l.TokPerS, est); ok {
-					return g
-				}
-			}
-		}
-		return 0
-	}
-	cuts := make([]Cutover, len(classes)) // one allocation for the file's cut-overs
-	var buf [16]QuantilePoint             // len(CutoverCoverages) fits: no allocation per class
-	for i := range classes {
-		c := &classes[i]
-		b := c.Book
-		in := CutoverInput{
-			DeadlineS:    c.DeadlineS,
-			PaidQueueS:   b.PaidQueueS,
-			PaidGenS:     gen(b.PaidLane, c.EstTokens),
-			FreeGenS:     gen(b.FreeLane, c.EstTokens),
-			FreeEligible: b.FreeEligible && b.FreeLane != "",
-			PaidEligible: b.PaidEligible && b.PaidLane != "",
-			Free:         buf[:0],
-		}
-		if in.FreeEligible {
-			for _, cov := range CutoverCoverages {
-				if q, ok := free(b.FreeLane, cov); ok {
-					in.Free = append(in.Free, QuantilePoint{Coverage: cov, QueueS: q})
-				}
-			}
-		}
-		cut := CutoverFor(in)
-		cut.AfterS = min(floor2(cut.AfterS), MaxSeconds)
-		cut.FreeChance = 0 // not in the file
-		cuts[i] = cut
-		c.Cutover = &cuts[i]
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,18 +46,23 @@ func cutoverWorld(rule string) (Params, []series.Probe, []series.Hourly) {
 	return p, append(ps, pp...), append(hs, ph...)
 }
 
-// The cut-over of each class, worked by hand from docs/policy.md:
+// The decision of each class, worked by hand from docs/policy.md (the
+// default objective, cost):
 //
-//	d60: latest = 60 − (2 + 1 + 2) = 55, useful = 60 − 1 = 59, cap = 10 + 2 = 12:
-//	     after_s 12; the free lane's wait is 10 at every coverage, within 12: chance 0.99, free_first;
-//	d12: latest = 12 − 5 = 7, useful 11, cap 12: after_s 7; no coverage's wait is within 7:
-//	     chance 0, not free_first;
-//	d2:  latest = 2 − 5 < 0: after_s 0, not free_first.
+//	d60: latest = 60 − (2 + 1) = 57, useful = 60 − 1 = 59: held until 57; every
+//	     wait seen (10 s) ships by then: free first, cutover_after_s 57;
+//	d12: latest = 12 − 3 = 9, useful 11: no wait seen is within 9, so waiting
+//	     costs time and saves nothing: straight to the paid lane (free_first
+//	     false, 0), the paid lane the class's first and the free lane, which
+//	     fits alone (10 + 1 <= 12), after it;
+//	d2:  the paid lane needs 3 s, a free wait 10: nothing (free_first false, 0),
+//	     no lane listed.
 //
 // Live and a day ahead alike, written and read back the same, and absent
 // under rule max.
 func TestCutoverInFile(t *testing.T) {
-	want := []Cutover{{AfterS: 12, FreeFirst: true}, {AfterS: 7}, {AfterS: 0}}
+	want := []Cutover{{AfterS: 57, FreeFirst: true}, {}, {}}
+	wantLanes := [][]string{{"free", "paid"}, {"paid", "free"}, {}}
 	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	p, ps, hs := cutoverWorld(RuleCalibrated)
 	live := ForHourProbes(p, hs, ps, nil, h)
@@ -64,13 +70,13 @@ func TestCutoverInFile(t *testing.T) {
 	for _, f := range []File{live, day} {
 		for i, w := range want {
 			c := f.Classes[i]
-			if c.Cutover == nil || *c.Cutover != w {
-				t.Errorf("%s %s: cut-over %+v, want %+v", f.Basis, c.Name, c.Cutover, w)
+			if c.Cutover == nil || *c.Cutover != w || !slices.Equal(c.Lanes, wantLanes[i]) || c.Objective != ObjectiveCost {
+				t.Errorf("%s %s: cut-over %+v, lanes %v, objective %q; want %+v, %v, cost", f.Basis, c.Name, c.Cutover, c.Lanes, c.Objective, w, wantLanes[i])
 			}
 		}
 	}
 	data := golden(t, "calibrated_cutover", live)
-	for _, s := range []string{"    cutover_after_s: 12\n    free_first: true\n", "    cutover_after_s: 7\n    free_first: false\n"} {
+	for _, s := range []string{"    objective: cost\n    cutover_after_s: 57\n    free_first: true\n", "    cutover_after_s: 0\n    free_first: false\n"} {
 		if !bytes.Contains(data, []byte(s)) {
 			t.Errorf("the file does not hold %q:\n%s", s, data)
 		}
@@ -80,14 +86,14 @@ func TestCutoverInFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, w := range want {
-		if c := back.Classes[i].Cutover; c == nil || *c != w {
-			t.Errorf("read back %s: %+v, want %+v", back.Classes[i].Name, c, w)
+		if c := back.Classes[i].Cutover; c == nil || *c != w || back.Classes[i].Objective != ObjectiveCost {
+			t.Errorf("read back %s: %+v, %q; want %+v, cost", back.Classes[i].Name, c, back.Classes[i].Objective, w)
 		}
 	}
 	p.Rule = RuleMax
 	for _, c := range ForHourProbes(p, hs, ps, nil, h).Classes {
-		if c.Cutover != nil {
-			t.Errorf("rule max: class %s has a cut-over %+v", c.Name, *c.Cutover)
+		if c.Cutover != nil || c.Objective != "" {
+			t.Errorf("rule max: class %s has a cut-over %+v or an objective %q", c.Name, c.Cutover, c.Objective)
 		}
 	}
 }
@@ -112,7 +118,7 @@ func TestCutoverKeysTogether(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, drop := range []string{"    cutover_after_s: 12\n", "    free_first: true\n"} {
+	for _, drop := range []string{"    cutover_after_s: 57\n", "    free_first: true\n"} {
 		if _, err := ParseFile(bytes.Replace(data, []byte(drop), nil, 1)); err == nil {
 			t.Errorf("a file without %q parsed", drop)
 		}

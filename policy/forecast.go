@@ -12,7 +12,8 @@ import (
 // p.Location), one per wall-clock hour 00..23, from the same hour of day on each
 // of the previous p.LookbackDays days alone (basis: forecast), at every
 // site. A lane is eligible when that history holds at least one ok probe and
-// no failed probe; with no history at that hour its reason is
+// no failed probe (the calibrated rule: at least one ok probe, see
+// ForecastProbes); with no history at that hour its reason is
 // no_recent_sample; while its quota is spent (state.QuotaUntil after the
 // hour's start) it is quota_exhausted. Records from the day itself or later
 // are ignored.
@@ -26,8 +27,9 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 // the hour of day's profile times a margin of the residuals against the
 // profile alone, so that it covers a forecast made before the day), never
 // under the worst-of figure while the margin is cold. Each class's
-// cut-over (cutover_after_s, free_first) reads the free lane's day-ahead
-// figures at CutoverCoverages.
+// decision (Decide) reads the free lanes' day-ahead waits of the hour
+// (Calibrator.Waits), and a lane whose lookback holds an ok probe is
+// eligible, its failures priced there rather than banning the hour.
 func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, day time.Time) []File {
 	loc := hours.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
@@ -112,7 +114,9 @@ func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, state
 				l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
 			case s.records == 0:
 				l.Reason = ReasonNoRecentSample
-			case s.failures > 0 || s.samples-s.failures < 1:
+			case s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()):
+				// The calibrated rule prices the failures in its
+				// decisions instead (failures / samples).
 				l.Reason = ReasonProbeFailed
 			default:
 				l.Reason = ReasonOK
@@ -134,18 +138,17 @@ func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, state
 					}
 				}
 			}
-			f.Classes = classesWith(p, f.Lanes, qs)
+			f.Classes = classesWith(p, f.Lanes, qs, func(i int) (WaitDist, bool) {
+				c := cals[f.Lanes[i].Name]
+				if c == nil {
+					return WaitDist{}, false
+				}
+				return c.Waits(start)
+			}, nil)
 			for ci := range f.Classes {
 				f.Classes[ci].Coverage = p.ClassCoverage(p.Classes[ci])
+				f.Classes[ci].Objective = ObjectiveOr(p.Classes[ci].Objective)
 			}
-			withCutover(p, f.Lanes, f.Classes, func(lane string, cov float64) (float64, bool) {
-				c := cals[lane]
-				if c == nil {
-					return 0, false
-				}
-				q, ok := c.Quantile(start, cov)
-				return q.QueueS, ok
-			})
 		}
 		files[hr] = f
 	}

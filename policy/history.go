@@ -15,9 +15,10 @@ import (
 // and what a replay of the past (policygen backtest) keeps up to date one
 // probe at a time. A History is not safe for concurrent use.
 type History struct {
-	loc   *time.Location
-	lanes map[string]*laneHistory
-	keys  []lookKeys // the hours a lookback reads, shared by every lane
+	loc     *time.Location
+	lanes   map[string]*laneHistory
+	keys    []lookKeys // the hours a lookback reads, shared by every lane
+	waitBuf []WaitDist // ClassesAt's lanes' wait distributions, reused
 }
 
 // lookKeys are the hour starts (Unix s) of wall-clock hour hh on each of

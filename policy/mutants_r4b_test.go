@@ -213,18 +213,18 @@ func TestProbeObsRules(t *testing.T) {
 	}
 }
 
-// A class's cut-over when one of its book's lanes is not eligible
-// (docs/policy.md, "The cut-over time"), the book still naming it (the
-// best of its kind with samples, *_eligible false): cutoverWorld (free
-// 10 s, paid 2 s, 1 s of generation; deadlines 60, 12, 2) in hour 14 with
-// one lane quota_exhausted until 15:00.
+// A class's decision when one of its book's lanes is not eligible
+// (docs/policy.md, "The decision"), the book still naming it (the best of
+// its kind with samples, *_eligible false): cutoverWorld (free 10 s, paid
+// 2 s, 1 s of generation; deadlines 60, 12, 2) in hour 14 with one lane
+// quota_exhausted until 15:00.
 //   - free not eligible: free_first false, cutover_after_s 0, every class;
-//   - paid not eligible: nothing to cut over to, cutover_after_s =
-//     max(0, useful) = deadline - 1 (59, 11, 1), free_first true.
+//   - paid not eligible: nothing to cut over to; the free lane is held
+//     while a first token can ship, deadline - 1 (59, 11), free first;
+//     at 2 s its 10 s wait never ships: nothing (free_first false, 0).
 //
-// (classes.go withCutover: `b.PaidEligible && b.PaidLane != ""` → `||`,
-// which cuts over to the named paid lane as if it were eligible: d60
-// would get {12, true}, d12 {7, false} and d2 {0, false}.)
+// (A paid lane taken as eligible would cut d60 over at 57 and send d12
+// straight to it.)
 func TestCutoverOfALaneNotEligible(t *testing.T) {
 	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	p, ps, hs := cutoverWorld(RuleCalibrated)
@@ -233,7 +233,7 @@ func TestCutoverOfALaneNotEligible(t *testing.T) {
 		want []Cutover
 	}{
 		{"free", []Cutover{{}, {}, {}}},
-		{"paid", []Cutover{{AfterS: 59, FreeFirst: true}, {AfterS: 11, FreeFirst: true}, {AfterS: 1, FreeFirst: true}}},
+		{"paid", []Cutover{{AfterS: 59, FreeFirst: true}, {AfterS: 11, FreeFirst: true}, {}}},
 	} {
 		states := []LaneState{{Lane: tc.lane, LastSample: h.Add(7 * time.Minute), QuotaUntil: h.Add(time.Hour)}}
 		f := ForHourProbes(p, hs, ps, states, h)

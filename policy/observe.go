@@ -86,8 +86,22 @@ func (lh *laneHistory) dropObs(cut int64) {
 // the observations added, over a lookback of days (<= 0: the rule's
 // default); false when the lane has none.
 func (x *History) calibrated(lh *laneHistory, days int, t time.Time, cov float64) (CalibratedFigure, bool) {
-	if lh == nil || len(lh.obs) == 0 {
+	c := x.calibrator(lh, days)
+	if c == nil {
 		return CalibratedFigure{}, false
+	}
+	if last := lh.obs[len(lh.obs)-1].Time; t.Before(last) {
+		t = last
+	}
+	return c.Quantile(t, cov)
+}
+
+// calibrator returns the lane's calibrator over a lookback of days (<= 0:
+// the rule's default), fed every observation added; nil when the lane has
+// none.
+func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
+	if lh == nil || len(lh.obs) == 0 {
+		return nil
 	}
 	if days <= 0 {
 		days = DefaultCalibratedLookbackDays
@@ -102,7 +116,7 @@ func (x *History) calibrated(lh *laneHistory, days int, t time.Time, cov float64
 	if c == nil {
 		cal, err := NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc})
 		if err != nil {
-			return CalibratedFigure{}, false // the defaults are valid
+			return nil // the defaults are valid
 		}
 		lh.cals = append(lh.cals, laneCal{days: days, cal: cal, fed: lh.obsBase})
 		c = &lh.cals[len(lh.cals)-1]
@@ -111,10 +125,7 @@ func (x *History) calibrated(lh *laneHistory, days int, t time.Time, cov float64
 		_ = c.cal.Add(lh.obs[i]) // in time order: AddProbe keeps them so
 	}
 	c.fed = lh.obsBase + len(lh.obs)
-	if last := lh.obs[len(lh.obs)-1].Time; t.Before(last) {
-		t = last
-	}
-	return c.cal.Quantile(t, cov)
+	return c.cal
 }
 
 // calibratedQueue is next_queue_s under the calibrated rule: the figure at
@@ -136,7 +147,8 @@ func (x *History) calibratedQueue(lh *laneHistory, days int, t time.Time, cov, w
 // instant t: under the calibrated rule a class with its own coverage reads
 // each lane's next_queue_s at that coverage (worst gives a lane's worst-of
 // figure, the floor while the rule is cold), and each class gets its
-// cut-over from the free lane's calibrated figures at t (withCutover).
+// decision from the free lanes' wait distributions at t (Waits,
+// classesWith).
 func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i int) float64) []Class {
 	if !p.Calibrated() {
 		return Classes(p, lanes)
@@ -152,14 +164,17 @@ func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i in
 			queues[ci][li] = x.calibratedQueue(x.lanes[l.Name], p.LookbackDays, t, cov, worst(li))
 		}
 	}
-	cs := classesWith(p, lanes, queues)
+	cs := classesWith(p, lanes, queues, func(i int) (WaitDist, bool) {
+		c := x.calibrator(x.lanes[lanes[i].Name], p.LookbackDays)
+		if c == nil {
+			return WaitDist{}, false
+		}
+		return c.Waits(t)
+	}, &x.waitBuf)
 	for i := range cs {
 		cs[i].Coverage = p.ClassCoverage(p.Classes[i])
+		cs[i].Objective = ObjectiveOr(p.Classes[i].Objective)
 	}
-	withCutover(p, lanes, cs, func(lane string, cov float64) (float64, bool) {
-		f, ok := x.calibrated(x.lanes[lane], p.LookbackDays, t, cov)
-		return f.QueueS, ok
-	})
 	return cs
 }
 

@@ -130,3 +130,31 @@ func TestForecastProbesConstantLane(t *testing.T) {
 		}
 	}
 }
+
+// The live figure is never under the worst ok queue its basis records
+// already hold (issue 28; the seed's rule: keep the worst sample of the
+// hour you run). A lane steady at 10 s whose probe this hour waited 30 s:
+// the calibrated rule alone reads well under 30 after one such probe; the
+// file says 30. A forecast has no basis and no floor.
+func TestLiveFigureFlooredByTheBasisWorst(t *testing.T) {
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	slow := h.Add(7 * time.Minute)
+	ps, hs := obsHistory(h.Add(time.Hour), 20, func(at time.Time) (float64, bool) {
+		if at.Equal(slow) {
+			return 30, true
+		}
+		return 10 + math.Sin(float64(at.Unix()))/2, true
+	})
+	x := HourHistory(obsParams(RuleCalibrated), hs, h)
+	for _, p := range ps {
+		x.AddProbe(p)
+	}
+	f, _ := x.calibrated(x.lanes["free"], 14, h, DefaultCoverage)
+	if f.QueueS >= 29 {
+		t.Fatalf("the rule alone reads %v s: the test needs it under the basis worst", f.QueueS)
+	}
+	l := ForHourProbes(obsParams(RuleCalibrated), hs, ps, nil, h).Lanes[0]
+	if l.NextQueueS != 30 {
+		t.Errorf("next_queue_s %v, want the hour's worst 30 (the rule alone: %.2f)", l.NextQueueS, f.QueueS)
+	}
+}

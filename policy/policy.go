@@ -92,6 +92,9 @@ type ClassSpec struct {
 	// lanes and its book read the lanes' next_queue_s at it (0: the
 	// policy's Params.Coverage).
 	Coverage float64
+	// Objective is what the class's decisions optimise under the
+	// calibrated rule: ObjectiveCost ("" too) or ObjectiveTime.
+	Objective string
 }
 
 // Params is the part of the config a policy depends on.
@@ -175,11 +178,27 @@ type Lane struct {
 	Until      time.Time
 
 	worst float64 // laneAt's worst-of figure, for classes at other coverages; 0 outside
+	// basisFail is the largest share of failed probes among the lane's
+	// basis records of an earlier hour, which the calibrated rule prices
+	// instead of making the lane ineligible (FailShare).
+	basisFail float64
 }
 
-// Class is a job class for the hour: the lanes that are eligible and fit
-// (next_queue_s + next_gen_s <= deadline_s; free lanes first, then by name) and
-// the ledger policy the class gets.
+// FailShare returns the share of the lane's probes the decisions take to
+// fail (DecisionInput.FreeFailP): failures over samples, or the share of a
+// basis record of an earlier hour when that is larger (a failure of the
+// hour before, priced rather than banned).
+func (l Lane) FailShare() float64 {
+	f := l.basisFail
+	if l.Samples > 0 {
+		f = max(f, float64(max(l.Failures, 0))/float64(l.Samples))
+	}
+	return min(f, 1)
+}
+
+// Class is a job class for the hour: the lanes a job of it can start on,
+// in the order to try them (classesWith), and the ledger policy the class
+// gets.
 type Class struct {
 	Name          string
 	DeadlineS     float64
@@ -188,11 +207,14 @@ type Class struct {
 	// Coverage is the coverage the class's lanes and book read next_queue_s
 	// at (calibrated files only; 0 otherwise).
 	Coverage float64
-	Lanes    []string
-	Book     BookPolicy
-	// Cutover is the class's cut-over for the hour (CutoverFor, written as
+	// Objective is the class's objective (calibrated files only; ""
+	// otherwise).
+	Objective string
+	Lanes     []string
+	Book      BookPolicy
+	// Cutover is the class's decision for the hour (Decide, written as
 	// cutover_after_s and free_first): calibrated files only, nil
-	// otherwise. Its FreeChance is not in the file (0).
+	// otherwise.
 	Cutover *Cutover
 }
 
@@ -396,6 +418,11 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	l.worst = l.NextQueueS
 	if p.Calibrated() {
 		l.NextQueueS = x.calibratedQueue(lh, p.LookbackDays, t, p.CoverageOr(), l.NextQueueS)
+		for _, b := range bases {
+			// The seed's rule: keep the worst sample of the hour you run
+			// (issue 28): never under a queue the basis already holds.
+			l.NextQueueS = max(l.NextQueueS, min(ceil2(b.WorstQueueS), MaxSeconds))
+		}
 	}
 	ever := lh != nil && lh.ever > 0 || !state.LastSample.IsZero()
 	switch {
@@ -406,10 +433,18 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	case len(bases) == 0:
 		l.Reason = ReasonNoRecentSample
 	default:
+		// The seed's rule: a failed probe in a basis record makes the lane
+		// ineligible; under the calibrated rule only in the hour's own
+		// record, a failure of an earlier hour's being priced (FailShare).
 		l.Reason = ReasonOK
 		for _, b := range bases {
-			if b.Failures > 0 || b.Samples-b.Failures < 1 {
+			switch {
+			case b.Samples-b.Failures < 1:
 				l.Reason = ReasonProbeFailed
+			case b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()):
+				l.Reason = ReasonProbeFailed
+			case b.Failures > 0:
+				l.basisFail = max(l.basisFail, float64(b.Failures)/float64(b.Samples))
 			}
 		}
 	}

@@ -5,12 +5,13 @@
 #
 #   scripts/figures.sh [DIR]    # DIR keeps the histories (default .demo/figures)
 #
-# Six generated histories (lanesim history: the harsh and the mild profile,
-# seeds 1 to 3, the paid lane's rare faults on), 57 days each ending
-# 2026-11-29T00Z so that the 28 scored days have every lookback's warm-up,
-# on the demo's lanes and classes. It prints the whole backtest of the first
-# (harsh, seed 1), then the grid of the six against the fallback@T
-# baselines (scripts/figures.jq). BIN names the folder holding lanesim and
+# First one generated history (lanesim history: the harsh profile, seed 1,
+# the paid lane's rare faults on), 57 days ending 2026-11-29T00Z so that
+# the 28 scored days have every lookback's warm-up, on the demo's lanes and
+# classes, and its whole backtest. Then the decisions against the
+# baselines people write (scripts/heldout.sh): on the worlds lanewatch's
+# constants are chosen on (harsh and mild, seeds 1-3), and on the held-out
+# families (seeds 101-103). BIN names the folder holding lanesim and
 # policygen (default bin); jq is needed. Deterministic: the same tree
 # prints the same bytes.
 set -euo pipefail
@@ -42,25 +43,15 @@ YAML
 	rm -f "$dir/$1.lp"
 }
 
-window=(-days 28 -end 2026-11-29T00)
-runs="$dir/runs.jsonl"
-: >"$runs"
-for profile in harsh mild; do
-	for seed in 1 2 3; do
-		name=history-$profile-$seed
-		history "$name"
-		"$bin/lanesim" history -days 57 -start 2026-10-03 -seed "$seed" -profile "$profile" -paid-faults \
-			-config "$dir/$name.yaml" >/dev/null
-		if [[ $profile$seed == harsh1 ]]; then
-			echo "== backtest: 28 days of generated history (lanesim history -profile harsh -seed 1 -paid-faults), the policy replayed against them, beside the baselines people write (fallback@T: free with a first-token timeout, then paid)"
-			"$bin/policygen" backtest -config "$dir/$name.yaml" "${window[@]}" -lookback 1,3,7,14 -fallback 10,20,30
-		fi
-		"$bin/policygen" backtest -config "$dir/$name.yaml" "${window[@]}" -fallback 5,10,20,30,45 \
-			-deadlines 30,60,120 -format json | jq -c --arg p "$profile" --argjson s "$seed" \
-			'{profile: $p, seed: $s, baselines: .baselines}' >>"$runs"
-	done
-done
+name=history-harsh-1
+history "$name"
+"$bin/lanesim" history -days 57 -start 2026-10-03 -seed 1 -profile harsh -paid-faults -config "$dir/$name.yaml" >/dev/null
+echo "== backtest: 28 days of generated history (lanesim history -profile harsh -seed 1 -paid-faults), the policy replayed against them, beside the baselines people write (fallback@T: free with a first-token timeout, then paid)"
+"$bin/policygen" backtest -config "$dir/$name.yaml" -days 28 -end 2026-11-29T00 -lookback 1,3,7,14 -fallback 10,20,30
 
 echo
-echo "== the grid: lanewatch against fallback@T on six histories (harsh and mild, seeds 1-3), each class at 30, 60 and 120 s and its own deadline"
-jq -nr -f scripts/figures.jq "$runs"
+echo "== decisions on the worlds the constants are chosen on (harsh, mild): lanewatch against fallback@T and the tuned T, interactive at 30, 60 and 120 s"
+PROFILES="harsh mild" SEEDS="1 2 3" BIN=$bin scripts/heldout.sh "$dir/dev"
+echo
+echo "== decisions on worlds they were not tuned on (the held-out families), the same runs"
+BIN=$bin scripts/heldout.sh "$dir/heldout"

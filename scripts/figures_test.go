@@ -76,57 +76,23 @@ func (o output) row(t *testing.T, fields ...string) []string {
 	return nil
 }
 
-var columns = regexp.MustCompile(`\s{2,}`)
-
-// cell is one cell of the grid: "met / fraction[ / abandoned]".
-type cell struct{ met, frac, abandoned string }
-
-// grid returns the grid's cell of profile, class and deadline for
-// strategy (a column of its header).
-func (o output) grid(t *testing.T, profile, class, deadline, strategy string) cell {
+// starred returns the fields of the row marked * (the best) after the
+// first line starting with header, before the next empty line.
+func (o output) starred(t *testing.T, header string) []string {
 	t.Helper()
-	var header []string
+	in := false
 	for _, l := range o.lines {
-		cols := columns.Split(strings.TrimSpace(l), -1)
-		if len(cols) > 0 && cols[0] == "profile" {
-			header = cols
-			continue
+		switch {
+		case !in && strings.HasPrefix(l, header):
+			in = true
+		case in && l == "":
+			t.Fatalf("no row marked * after %q", header)
+		case in && strings.Contains(l, " * "):
+			return strings.Fields(l)
 		}
-		if header == nil || len(cols) != len(header) || cols[0] != profile || cols[1] != class || cols[2] != deadline {
-			continue
-		}
-		i := slices.Index(header, strategy)
-		if i < 0 {
-			t.Fatalf("the grid has no column %q: %q", strategy, header)
-		}
-		parts := strings.Split(cols[i], " / ")
-		c := cell{met: parts[0], frac: parts[1]}
-		if len(parts) > 2 {
-			c.abandoned = parts[2]
-		}
-		return c
 	}
-	t.Fatalf("the grid has no row %s %s %s", profile, class, deadline)
-	return cell{}
-}
-
-// num parses a figure of the output.
-func num(t *testing.T, s string) float64 {
-	t.Helper()
-	x, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		t.Fatalf("figure %q: %v", s, err)
-	}
-	return x
-}
-
-// bounds returns the ends of a range "a-b" (or a, a for "a").
-func bounds(r string) (string, string) {
-	lo, hi, ok := strings.Cut(r, "-")
-	if !ok {
-		return r, r
-	}
-	return lo, hi
+	t.Fatalf("the output has no line %q", header)
+	return nil
 }
 
 // verbatimBlocks returns the lines of each fenced block the README marks
@@ -171,8 +137,8 @@ func TestREADMEFiguresAreMakeFigures(t *testing.T) {
 	}
 
 	blocks := verbatimBlocks(readme)
-	if len(blocks) < 2 {
-		t.Fatalf("README.md marks %d blocks as verbatim lines of make figures, want the two of the backtest section", len(blocks))
+	if len(blocks) < 3 {
+		t.Fatalf("README.md marks %d blocks as verbatim lines of make figures, want the three of the backtest section", len(blocks))
 	}
 	for b, block := range blocks {
 		next := 0
@@ -186,58 +152,27 @@ func TestREADMEFiguresAreMakeFigures(t *testing.T) {
 		}
 	}
 
-	free7 := out.after(t, "sweep, free lanes", "calibrated 7 d @0.95 *")
-	paid7 := out.after(t, "sweep, paid lanes", "calibrated 7 d @0.95")
+	free := out.starred(t, "sweep, free lanes")
+	paid := out.after(t, "sweep, paid lanes", "calibrated "+free[1]+" d @0.95 ")
 	naive, lanewatch := out.row(t, "interactive", "naive"), out.row(t, "interactive", "lanewatch")
-	hi60 := out.grid(t, "harsh", "interactive", "60 s", "lanewatch")
-	hi60f30 := out.grid(t, "harsh", "interactive", "60 s", "fallback@30")
-	hi30 := out.grid(t, "harsh", "interactive", "30 s", "lanewatch")
-	hi30f5 := out.grid(t, "harsh", "interactive", "30 s", "fallback@5")
-	hb60 := out.grid(t, "harsh", "batch", "60 s", "lanewatch")
-	mi60 := out.grid(t, "mild", "interactive", "60 s", "lanewatch")
-	fallbacks := []string{"fallback@5", "fallback@10", "fallback@20", "fallback@30", "fallback@45"}
-	// The fallback that meets most of harsh batch's 60 s deadlines (by the
-	// top of its range), and the range of the fallbacks' costs on mild
-	// interactive at 60 s.
-	bestBatch, mildLo, mildHi := "", "", ""
-	for _, f := range fallbacks {
-		c := out.grid(t, "harsh", "batch", "60 s", f)
-		_, best := bounds(bestBatch)
-		if _, hi := bounds(c.met); bestBatch == "" || num(t, hi) > num(t, best) {
-			bestBatch = c.met
-		}
-		lo, hi := bounds(out.grid(t, "mild", "interactive", "60 s", f).frac)
-		if mildLo == "" || num(t, lo) < num(t, mildLo) {
-			mildLo = lo
-		}
-		if mildHi == "" || num(t, hi) > num(t, mildHi) {
-			mildHi = hi
-		}
+	dev := out.after(t, "== decisions on the worlds the constants are chosen on", "lost in ")
+	held := out.after(t, "== decisions on worlds they were not tuned on", "lost in ")
+	cov := out.after(t, "== decisions on worlds they were not tuned on", "coverage_all more than 2 points off its target in ")
+	if len(held) < 3 || len(dev) < 3 || len(cov) < 3 {
+		t.Fatalf("the summaries %q, %q, %q", dev, held, cov)
 	}
-	mildFallbacks := mildLo
-	if mildHi != mildLo {
-		mildFallbacks += "-" + mildHi
-	}
-	dominated := out.lines[len(out.lines)-1]
-	m := regexp.MustCompile(`^a fallback@T dominates lanewatch in (\S+) of (\d+) cells`).FindStringSubmatch(dominated)
-	if m == nil {
-		t.Fatalf("the output's last line %q does not say how many cells a fallback dominates", dominated)
+	off, err1 := strconv.Atoi(cov[0])
+	histories, err2 := strconv.Atoi(cov[2])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("the coverage summary %q", cov)
 	}
 
 	prose := []string{
-		fmt.Sprintf("lookback 7: **coverage %s** of the free lanes' attempts waited at most `next_queue_s` (`cov_all` %s, the failed probes' known waits counted too), median ratio %s, p90 %s; the paid lane's median ratio is %s.",
-			free7[4], free7[5], free7[6], free7[7], paid7[6]),
+		fmt.Sprintf("On it, lookback %s: **coverage %s** of the free lanes' attempts waited at most `next_queue_s` (`cov_all` %s, the failed probes' known waits counted too), median ratio %s, p90 %s; the paid lane's median ratio is %s.",
+			free[1], free[9], free[10], free[11], free[12], paid[6]),
 		fmt.Sprintf("The naive loop (%s %% of interactive deadlines met against lanewatch's %s %%)", naive[4], lanewatch[4]),
-		fmt.Sprintf("harsh, interactive, 60 s: lanewatch meets %s %% at %s of the cost of always paying; the closest fallback, `fallback@30`, %s %% at %s;",
-			hi60.met, hi60.frac, hi60f30.met, hi60f30.frac),
-		fmt.Sprintf("harsh, interactive, 30 s: %s %% at %s against `fallback@5`'s %s %% at %s:", hi30.met, hi30.frac, hi30f5.met, hi30f5.frac),
-		fmt.Sprintf("batch at 60 s (only the paid lane fits): %s %% against %s %% at best for any fallback", hb60.met, bestBatch),
-		fmt.Sprintf("mild: %s %% of interactive deadlines at %s against %s for the fallbacks.", mi60.met, mi60.frac, mildFallbacks),
-		fmt.Sprintf("| backtest on 28 generated days, lookback 7 (`make figures`) | coverage %s; harsh interactive 60 s: %s %% met at %s of always-paid vs `fallback@30` %s %% at %s (dominated in %s of %s cells) |",
-			free7[4], hi60.met, hi60.frac, hi60f30.met, hi60f30.frac, m[1], m[2]),
-	}
-	if m[1] == "none" {
-		prose = append(prose, "No cell of the grid has a `fallback@T` that meets as many deadlines for no more money.")
+		fmt.Sprintf("| backtest on 28 generated days, lookback %s (`make figures`) | coverage %s; decisions lost in %s of %s cells of the held-out worlds (%s of %s on the worlds the constants were chosen on); coverage_all within 2 points of its target in %d of %d held-out histories |",
+			free[1], free[9], held[0], held[2], dev[0], dev[2], histories-off, histories),
 	}
 	flat := strings.Join(strings.Fields(readme), " ")
 	for _, p := range prose {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/lanesim"
+
 	"github.com/lanewatch/lanewatch/series"
 )
 
@@ -145,7 +147,10 @@ func TestHistoryTruthFlags(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-out", store, "-profile", "gentle"}, 2, "lanesim: history: -profile: profile \"gentle\": want harsh or mild\n"},
+		{[]string{"-out", store, "-profile", "gentle"}, 2, "lanesim: history: -profile: profile \"gentle\": want one of " + lanesim.ProfileNames() + "\n"},
+		{[]string{"-out", store, "-profile", "pareto", "-truth", truthPath}, 2, "lanesim: history: -truth: the pareto profile's waits are not lognormal: it has no truth an oracle can read\n"},
+		{[]string{"-out", store, "-shift", "3"}, 2, "lanesim: history: -shift needs -shift-at (or a profile with a shift: drop, rise)\n"},
+		{[]string{"-out", store, "-profile", "rise", "-shift", "-1"}, 2, "lanesim: history: -shift: want a finite number above 0, got -1\n"},
 		{[]string{"-out", store, "-truth", store}, 2, "lanesim: history: -truth: " + store + " is the store file\n"},
 	} {
 		if code, _, errs := history(t, tc.args...); code != tc.code || errs != tc.want {

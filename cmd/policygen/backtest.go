@@ -23,7 +23,7 @@ import (
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
                           [-rule calibrated,max] [-coverage 0.9,0.95,0.99] [-warmup D] [-truth FILE]
                           [-format table|csv|json] [-hours]
-                          [-fallback 5,10,20,30,45] [-deadlines 30,60,120] [-busy429 S|held]
+                          [-fallback 5,10,20,30,45] [-deadlines 30,60,120] [-tune N] [-busy429 S|held]
 
 Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
@@ -61,7 +61,11 @@ lookback's days before the window, and reports:
                lanewatch following the cut-over rule, fallback@T and
                cancel-retry@T for each T of -fallback): jobs, met_pct,
                paid_usd, median and p90 time to result, free_requests,
-               abandoned_free_requests, burned_free_tokens (docs/backtest.md)
+               abandoned_free_requests, burned_free_tokens (docs/backtest.md);
+               with -tune N too, the tuned baselines: the fallback@T that met
+               the most deadlines, then paid the least, on the N days before
+               the window (tuned), picked again every 7 days on the N days
+               before (tuned-weekly), and per hour of day (tuned-hourly)
 
 The replay's world: an attempt started at t on a lane meets the lane's next
 probe within the hour after t (its outcome, queue_s and tokens/gen_s), or
@@ -104,6 +108,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	truthFlag := fs.String("truth", "", "compare with the oracle that knows each probe's true queue distribution, from `FILE` (lanesim history -truth)")
 	fallbackFlag := fs.String("fallback", "", "comma-separated first-token timeouts `T` (seconds) of the fallback@T and cancel-retry@T baselines")
 	deadlinesFlag := fs.String("deadlines", "", "comma-separated `deadlines` (seconds) to replay each class at too, in the baselines")
+	tuneFlag := fs.Int("tune", 0, "with -fallback, add the tuned baselines: the best fallback@T on the `N` days before the window (0: none)")
 	busyFlag := fs.String("busy429", "", "replay the rule for a short 429 with `S` seconds as the longest busy wait, or held: the rule before issue 18 (default: the policy's, docs/policy.md#a-short-429)")
 	if err := fs.parse(args, e.stderr, ""); err != nil {
 		return err
@@ -146,6 +151,12 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := fs.inRange("tune", *tuneFlag, 0, backtest.MaxLookbackDays); err != nil {
+		return err
+	}
+	if *tuneFlag > 0 && len(fallbacks) == 0 {
+		return fs.usagef("-tune needs -fallback: it picks among their T")
+	}
 	busy := 0.0
 	switch *busyFlag {
 	case "":
@@ -171,7 +182,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	to = to.In(cfg.Location)
 	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
 		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth,
-		Fallbacks: fallbacks, Deadlines: deadlines, Busy429S: busy}
+		Fallbacks: fallbacks, Deadlines: deadlines, TuneDays: *tuneFlag, Busy429S: busy}
 	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)

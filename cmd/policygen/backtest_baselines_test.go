@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lanewatch/lanewatch/report/backtest"
 )
 
 // The baselines' table, CSV and JSON on the golden history: new goldens;
@@ -66,9 +69,14 @@ func TestBacktestBaselinesJSONShape(t *testing.T) {
 
 func TestBacktestBaselineFlagsChecked(t *testing.T) {
 	cfg := backtestFixture(t, true)
+	var ts []string
+	for i := range backtest.MaxFallbacks + 1 {
+		ts = append(ts, strconv.Itoa(i+1))
+	}
+	tooMany := strings.Join(ts, ",")
 	for _, args := range [][]string{
 		{"-fallback", "0"}, {"-fallback", "x"}, {"-fallback", "5,,10"}, {"-deadlines", "0.5"}, {"-deadlines", "NaN"},
-		{"-fallback", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"},
+		{"-fallback", tooMany}, {"-tune", "7"}, {"-tune", "-1", "-fallback", "5"}, {"-tune", "400", "-fallback", "5"},
 	} {
 		r := backtestRun(t, append([]string{"-config", cfg}, args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, args[0]) {

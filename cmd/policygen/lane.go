@@ -20,11 +20,13 @@ import (
 const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env|dotenv] [-dir DIR]
        policygen lane -config F -class NAME -next [-format name|json|env|dotenv] [-dir DIR]
 
-Prints the lane a job of class NAME should run on: the first lane of the
-class's lanes in the policy file of the hour (default: the current hour in
-the config's timezone), read from policy.out of the config (or -dir). The
-endpoint comes from the config; no API key is ever read or printed, only the
-name of the variable that holds it.
+Prints the lane a job of class NAME should run on: where the class's
+decision starts it (a calibrated file: the book's free lane when
+free_first, else the first of the class's lanes), in the policy file of
+the hour (default: the current hour in the config's timezone), read from
+policy.out of the config (or -dir). The endpoint comes from the config; no
+API key is ever read or printed, only the name of the variable that holds
+it.
 
   name    the lane's name and a newline
   json    one line: {"lane", "kind", "api", "base_url", "model", "api_key_env",
@@ -50,9 +52,9 @@ name of the variable that holds it.
         for sh ('\'' for a quote), which eval and source undo but $GITHUB_ENV
         would keep: use -format json there. Control characters are refused.
 
-With -next it prints the first hour from the current one on whose policy
-file (live or forecast: policygen -day writes them) lists a lane for the
-class: name prints the hour YYYY-MM-DDTHH; json one line {"class", "hour",
+With -next it prints the first hour from the current one whose policy
+file (live or forecast: policygen -day writes them) starts a job of the
+class on a lane (it lists one, or its decision starts free): name prints the hour YYYY-MM-DDTHH; json one line {"class", "hour",
 "start", "basis", "lanes"}; env and dotenv LANEWATCH_NEXT_HOUR,
 LANEWATCH_NEXT_START, LANEWATCH_CLASS. Exit 3 when no file from this hour on
 lets it fit, 1 when there are none.

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/series"
 )
 
 // A calibrated file's cut-over reaches policygen lane: interactive starts
@@ -54,5 +60,76 @@ func TestLaneCutover(t *testing.T) {
 				t.Fatalf("exit %d, stdout\n%s\nstderr %q\nwant\n%s", r.code, r.stdout, r.stderr, tc.want)
 			}
 		})
+	}
+}
+
+// From the store to the CI job (issue 30): two free lanes, aslow (1.51 s)
+// and zfast (0.06 s), and a paid lane, under the calibrated rule. The
+// hour's file orders the class's lanes by its decision, so policygen lane
+// answers zfast with its cut-over and the paid fallback, and book -config
+// sends the first attempt to zfast (before, by name: aslow, with
+// cutover_after_s null).
+func TestLaneFollowsTheDecision(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "lanewatch.yaml")
+	if err := os.WriteFile(cfg, []byte(`timezone: UTC
+store: {kind: file, path: data/samples.lp}
+lanes:
+  - {name: aslow, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: zfast, kind: free, api: openai, base_url: "http://127.0.0.1:2/v1", model: m}
+  - {name: paid, kind: paid, api: openai, base_url: "http://127.0.0.1:3/v1", model: m}
+policy:
+  out: policies
+  classes:
+    - {name: interactive, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	for h := hour.AddDate(0, 0, -20); h.Before(hour); h = h.Add(time.Hour) {
+		var ps []series.Probe
+		var hs []series.Hourly
+		for _, l := range []struct {
+			name, kind string
+			q          float64
+		}{{"aslow", "free", 1.51}, {"zfast", "free", 0.06}, {"paid", "paid", 1}} {
+			var lp []series.Probe
+			for _, m := range []int{7, 27, 47} {
+				lp = append(lp, series.Probe{Lane: l.name, Kind: l.kind, Time: h.Add(time.Duration(m) * time.Minute), QueueS: l.q, GenS: 0.4,
+					Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+			}
+			ps, hs = append(ps, lp...), append(hs, series.Aggregate(l.name, l.kind, "", h, lp))
+		}
+		if err := st.Write(context.Background(), ps, hs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := laneEnv(t, hour.Add(25*time.Minute))
+	runOK(t, e, "", "-config", cfg, "-hour", "2026-11-30T14")
+	r := runOK(t, e, "", "lane", "-config", cfg, "-class", "interactive", "-format", "json")
+	var ch struct {
+		Lane          string   `json:"lane"`
+		CutoverAfterS *float64 `json:"cutover_after_s"`
+		Fallback      *struct {
+			Lane string `json:"lane"`
+		} `json:"fallback"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ch); err != nil {
+		t.Fatal(err)
+	}
+	// Latest cut-over: 60 − 1 (the paid queue) − 800 / 40 tok/s = 39 s.
+	if ch.Lane != "zfast" || ch.CutoverAfterS == nil || *ch.CutoverAfterS != 39 || ch.Fallback == nil || ch.Fallback.Lane != "paid" {
+		t.Errorf("policygen lane: %s; want zfast, cut-over 39 s, fallback paid", r.stdout)
+	}
+	b := runOK(t, e, `{"attempts":[]}`, "book", "-config", cfg, "-class", "interactive")
+	if !strings.Contains(b.stdout, `"action":"retry_free"`) || !strings.Contains(b.stdout, `"lane":"zfast"`) {
+		t.Errorf("policygen book -config: %s; want retry_free on zfast", b.stdout)
 	}
 }

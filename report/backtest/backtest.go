@@ -89,6 +89,12 @@ type Options struct {
 	// every class replayed at its deadline and at each of Deadlines.
 	// Both empty: no baselines, the report as without them.
 	Fallbacks, Deadlines []float64
+	// TuneDays, with Fallbacks, adds the tuned baselines (strategies.go):
+	// the fallback@T of Fallbacks that did best on the TuneDays days
+	// before From, frozen (tuned), re-tuned every 7 days on the TuneDays
+	// days before (tuned-weekly), and tuned per hour of day (tuned-hourly).
+	// 0: none of them.
+	TuneDays int
 	// Busy429S picks the rule for a short 429 (docs/policy.md#a-short-429),
 	// to compare it with others: 0, the rule policygen and the sampler
 	// follow (a lone 429 announcing a wait of at most series.BusyMaxS is
@@ -164,11 +170,17 @@ func (o Options) ReadFrom() time.Time {
 	if calibrated {
 		lb *= 2
 	}
+	if o.tuned() {
+		lb = max(lb, o.TuneDays+1) // the tuning jobs, a day before the first for their probes' lookahead
+	}
 	lb = min(max(lb, 0), MaxLookbackDays)
 	f := hours.Start(o.From, loc).In(loc)
 	t := time.Date(f.Year(), f.Month(), f.Day()-lb, f.Hour(), 0, 0, 0, loc)
 	return t.Add(-time.Duration(o.Params.MaxBasisHours()+1) * time.Hour)
 }
+
+// tuned says whether the run has the tuned baselines.
+func (o Options) tuned() bool { return o.TuneDays > 0 && len(o.Fallbacks) > 0 }
 
 // Backtest is one replay. Feed it every probe from Options.ReadFrom to
 // Options.To in time order with Add, then call Report.
@@ -259,6 +271,9 @@ type siteHour struct {
 type job struct {
 	t0  time.Time
 	pol []classPolicy // per class, from the policy in force at t0
+	// tune marks a job before From, replayed only under the fixed
+	// fallback@T strategies that tune the tuned baselines.
+	tune bool
 }
 
 type classPolicy struct {
@@ -428,8 +443,13 @@ func (b *Backtest) Add(p series.Probe) error {
 	b.latest, b.any = p.Time, true
 	l.tl.add(p, b.loc)
 	b.pending.push(p)
-	if l == b.clock && !p.Time.Before(b.opts.From) {
-		b.created.push(&job{t0: p.Time.Add(-ArrivalLead)})
+	if l == b.clock {
+		switch t0 := p.Time.Add(-ArrivalLead); {
+		case !p.Time.Before(b.opts.From):
+			b.created.push(&job{t0: t0})
+		case b.base != nil && b.base.tuneFrom.Before(t0):
+			b.created.push(&job{t0: t0, tune: true}) // replayed only to tune the tuned baselines
+		}
 	}
 	b.drain(p.Time.Add(-ArrivalLead), false)
 	resolved := false
@@ -577,7 +597,4 @@ func (b *Backtest) apply(p *series.Probe) {
 	}
 	sh.backoff, _ = budget.Backoff(*p, b.loc)
 	l.version++
-	if b.base != nil {
-		b.base.observe(l, p)
-	}
 }

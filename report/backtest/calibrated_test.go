@@ -65,9 +65,11 @@ func TestCalibratedConstantLane(t *testing.T) {
 }
 
 // A lane that doubles from 10 s to 20 s: the calibrated rule misses the
-// first two probes after the change (figures 10 and 10·2^0.3: the fast
-// level has moved 0.3 of the way; then two residuals above the tail in a
-// row move the level at once) and none after, at every coverage.
+// first probe after the change (figure 10) and none after, at every
+// coverage: the second, in the same hour, meets the hour's worst, 20 (the
+// floor of issue 28; the rule alone read 10·2^0.3 = 12.32 there, the fast
+// level 0.3 of the way, and missed it too), and two residuals above the
+// tail in a row then move the level at once.
 func TestCalibratedDoublingLane(t *testing.T) {
 	change := day0.AddDate(0, 0, 16)
 	opts := Options{Params: calibratedParams(14), Coverages: []float64{0.9, 0.95, 0.99},
@@ -100,16 +102,15 @@ func TestCalibratedDoublingLane(t *testing.T) {
 		}
 	}
 	b.Report()
-	want := []time.Time{change.Add(7 * time.Minute), change.Add(27 * time.Minute)}
+	want := []time.Time{change.Add(7 * time.Minute)}
 	for i := range b.entries {
 		if !slices.Equal(uncovered[i], want) {
 			t.Errorf("entry %d: uncovered at %v, want %v", i, uncovered[i], want)
 		}
 	}
-	// 10 × 2^0.3 = 12.311..., rounded up.
 	for _, q := range second {
-		if q != 12.32 {
-			t.Errorf("the second probe after the change met %v, want 12.32 (10·2^0.3)", q)
+		if q != 20 {
+			t.Errorf("the second probe after the change met %v, want the hour's worst, 20", q)
 		}
 	}
 }

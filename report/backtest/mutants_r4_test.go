@@ -7,6 +7,7 @@ package backtest
 import (
 	"bufio"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -188,7 +189,7 @@ func TestBaselineAttemptsBounded(t *testing.T) {
 		b := &Backtest{naive: l, lanes: map[string]*lane{"free": l}}
 		bp := policy.BookPolicy{FreeLane: "free", FreeEligible: true}
 		r := baseRun{b: b, t0: t0, d: tc.d, est: 800}
-		r.play(tc.s, bp, jobCut{Cutover: policy.Cutover{AfterS: tc.d, FreeFirst: true, FreeChance: 1}})
+		r.play(tc.s, jobCut{Cutover: policy.Cutover{AfterS: tc.d, FreeFirst: true}, decided: true, book: bp, first: "free"})
 		if r.freeReq != tc.want || r.met {
 			t.Errorf("%s: %d free requests (met %v), want %d", tc.name, r.freeReq, r.met, tc.want)
 		}
@@ -223,7 +224,7 @@ func TestLanewatchBaselineRetriesFreeBeforeTheCutover(t *testing.T) {
 		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
 		bp := policy.BookPolicy{DeadlineS: 60, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
 		r := baseRun{b: b, t0: t0, d: 60, est: 800}
-		r.play(baseStrategy{kind: baseLanewatch}, bp, jobCut{Cutover: policy.Cutover{AfterS: 20, FreeFirst: true, FreeChance: 0.9}})
+		r.play(baseStrategy{kind: baseLanewatch}, jobCut{Cutover: policy.Cutover{AfterS: 20, FreeFirst: true}, decided: true, book: bp, first: "free"})
 		if !r.met || r.timeS != tc.timeS || r.freeReq != tc.freeReq || r.paidTokens != tc.paidTok || r.abandoned != 0 {
 			t.Errorf("%s: met %v at %v, %d free requests, %d paid tokens, %d abandoned; want met at %v, %d, %d, 0",
 				tc.name, r.met, r.timeS, r.freeReq, r.paidTokens, r.abandoned, tc.timeS, tc.freeReq, tc.paidTok)
@@ -254,37 +255,6 @@ func TestBaselineMetPct(t *testing.T) {
 	rows := bs.rows(b)
 	if len(rows) != 2 || rows[0].MetPct != 66.67 || rows[1].MetPct != 0 || rows[1].Jobs != 0 {
 		t.Errorf("rows %+v; want met_pct 66.67 for 2 of 3, 0 without a job", rows)
-	}
-}
-
-// The lanewatch baseline's forecasts are fed every probe's queue_s, a
-// lower bound when it failed; a 429 (whatever its queue_s) and a failure
-// with no wait are no queue draw (docs/backtest.md, "Baselines").
-// (strategies.go observe: `p.Status == 429 || !num.Finite(p.QueueS) ||
-// p.QueueS <= 0` → `&&` (either), `p.QueueS < 0`.)
-func TestBaselineObserve(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		p    series.Probe
-		fed  bool
-	}{
-		{"ok", series.Probe{QueueS: 5, OK: true, Outcome: "ok", Status: 200}, true},
-		{"a timeout after 30 s", series.Probe{QueueS: 30, Outcome: "timeout"}, true},
-		{"a 429 after 30 s", series.Probe{QueueS: 30, Outcome: "rate_limited", Status: 429}, false},
-		{"a failure with no wait", series.Probe{Outcome: "conn_error"}, false},
-		{"a wait that is not finite", series.Probe{QueueS: math.NaN(), Outcome: "timeout"}, false},
-	} {
-		c, err := policy.NewCalibrator(policy.CalibratedParams{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bs := &baselines{cals: []*policy.Calibrator{c}}
-		tc.p.Time = day0
-		bs.observe(&lane{}, &tc.p)
-		f, ok := c.Quantile(day0.Add(time.Minute), 0.5)
-		if ok != tc.fed || (ok && f.QueueS < tc.p.QueueS*(1-1e-9)) {
-			t.Errorf("%s: forecast %+v, %v; want fed %v", tc.name, f, ok, tc.fed)
-		}
 	}
 }
 
@@ -325,7 +295,7 @@ func TestBaselinesSections(t *testing.T) {
 	}{
 		{"none", Report{}, nil, []string{"baselines"}, ""},
 		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
-			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0\n"},
+			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens,tuned_s\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0,\n"},
 		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
 	} {
 		var tb strings.Builder
@@ -352,123 +322,52 @@ func TestBaselinesSections(t *testing.T) {
 	}
 }
 
-// evalCut is the lanewatch baseline's cut for one job at day0, deadline
-// d, class params(1) (800 tokens): the free and paid lanes' forecasts fed
-// the waits given (none: no forecast), their decode rates tok/s, and the
-// class's book bp.
-func evalCut(t *testing.T, freeObs, paidObs []float64, freeTok, paidTok float64, bp policy.BookPolicy, d float64) (jobCut, *policy.Calibrator) {
-	t.Helper()
-	var cals []*policy.Calibrator
-	for _, obs := range [][]float64{freeObs, paidObs} {
-		c, err := policy.NewCalibrator(policy.CalibratedParams{})
-		if err != nil {
+// The lanewatch baseline follows the policy in force at each job's
+// arrival for the class at each deadline: the decision, book and starting
+// lane (Class.Start) History.ClassesAt gives for the class moved to that
+// deadline.
+func TestLanewatchBaselineFollowsThePolicy(t *testing.T) {
+	from := day0.AddDate(0, 0, 15)
+	p := params(14)
+	p.Rule = policy.RuleCalibrated
+	opts := Options{Params: p, From: from, To: from.Add(6 * time.Hour), Fallbacks: []float64{20}, Deadlines: []float64{12, 30, 90}}
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 9))
+	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 3 * math.Exp(rng.NormFloat64()), rng.IntN(40) > 0 }) {
+		if err := b.Add(pr); err != nil {
 			t.Fatal(err)
 		}
-		for i, v := range obs {
-			if err := c.Add(policy.QueueObs{Time: day0.Add(time.Duration(i-len(obs)) * time.Second), Value: v}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cals = append(cals, c)
 	}
-	free := &lane{idx: 0, spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
-	paid := &lane{idx: 1, spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
-	b := &Backtest{opts: Options{Params: params(1)}, lanes: map[string]*lane{"free": free, "paid": paid},
-		figs: []policy.Lane{{TokPerS: freeTok}, {TokPerS: paidTok}}}
-	bp.FreeLane, bp.PaidLane = "free", "paid"
-	bs := &baselines{deadlines: [][]float64{{d}}, cals: cals, cuts: map[*job][][]jobCut{}}
-	j := &job{t0: day0, pol: []classPolicy{{book: bp}}}
-	bs.evaluate(b, j)
-	return bs.cuts[j][0][0], cals[0]
-}
-
-func steady(v float64) []float64 { return []float64{v, v, v} }
-
-// The lanewatch baseline takes its cut-over inputs at the job's arrival
-// (docs/backtest.md, "Baselines"): the paid lane's queue from its own
-// forecast at 0.95 and each lane's generation from its own tok_per_s
-// (not the book's paid_queue_s and next_gen_s, the larger of the two),
-// the lanes' eligibility from the book. 800 tokens: 10 s at 80 tok/s,
-// 5 s at 160. A free lane steady at 29 s, paid at 1 s, deadline 40:
-// latest 40 - (1 + 5 + 2) = 32, useful 30, cap 31: after_s 30, chance
-// 0.99 (with the book's 20 s paid queue latest would be 13; with 10 s of
-// paid generation 27: no free first try). With the free lane not eligible
-// in the book, no free try; with the paid lane not eligible, a free lane
-// at 35 s waits the useful 30 s, free first at chance 0.
-// (strategies.go evaluate: the two `&&` of the eligibilities → `||`, the
-// paid lane's `l != nil` → `== nil` (2).)
-func TestLanewatchBaselineCutInputs(t *testing.T) {
-	both := policy.BookPolicy{FreeEligible: true, PaidEligible: true, NextGenS: 10, PaidQueueS: 20, NextQueueS: 50}
-	for _, tc := range []struct {
-		name       string
-		free, paid []float64
-		bp         policy.BookPolicy
-		want       policy.Cutover
-	}{
-		{"the lanes' own figures", steady(29), steady(1), both, policy.Cutover{AfterS: 30, FreeFirst: true, FreeChance: 0.99}},
-		{"free not eligible", steady(29), steady(1), policy.BookPolicy{PaidEligible: true, NextGenS: 10, PaidQueueS: 20, NextQueueS: 50}, policy.Cutover{}},
-		{"paid not eligible", steady(35), steady(1), policy.BookPolicy{FreeEligible: true, NextGenS: 10, PaidQueueS: 20, NextQueueS: 50},
-			policy.Cutover{AfterS: 30, FreeFirst: true, FreeChance: 0}},
-	} {
-		cut, _ := evalCut(t, tc.free, tc.paid, 80, 160, tc.bp, 40)
-		if math.Abs(cut.AfterS-tc.want.AfterS) > 1e-9 || cut.FreeFirst != tc.want.FreeFirst || cut.FreeChance != tc.want.FreeChance {
-			t.Errorf("%s: cut %+v, want %+v", tc.name, cut.Cutover, tc.want)
+	j := &job{t0: opts.To.Add(time.Minute)}
+	b.evaluate(j)
+	cuts := b.base.cuts[j][0]
+	for di, d := range []float64{60, 12, 30, 90} {
+		q := b.params[b.decide]
+		q.Classes = []policy.ClassSpec{p.Classes[0]}
+		q.Classes[0].DeadlineS = d
+		c := b.hist.ClassesAt(q, b.figs, b.hourOf(j.t0).start)[0]
+		first, _ := c.Start()
+		if got := cuts[di]; c.Cutover == nil || got.Cutover != *c.Cutover || !got.decided || got.book != c.Book || got.first != first {
+			t.Errorf("deadline %v: the baseline's %+v, the policy's %+v %+v %q", d, got, c.Cutover, c.Book, first)
 		}
 	}
 }
 
-// lanewatch sends nothing when no lane likely finishes: neither an
-// eligible paid lane with median queue + its generation <= deadline, nor
-// an eligible free lane so (median: the forecast at 0.5, else the book's
-// queue). Deadline 40 unless said; a lane without waits reads the book's
-// queue (paid 30 s, free 30 s).
-// (strategies.go evaluate: free generation from its own tok_per_s (`l !=
-// nil` → `== nil`), the free median at coverage 0.5 (`==` → `!=`), and
-// the hopeless test's `&&` → `||`, `+` → `-`, `<=` → `<`, `>`.)
-func TestLanewatchBaselineHopeless(t *testing.T) {
-	book := func(freeOK, paidOK bool) policy.BookPolicy {
-		return policy.BookPolicy{FreeEligible: freeOK, PaidEligible: paidOK, NextGenS: 20, PaidQueueS: 30, NextQueueS: 30}
-	}
-	for _, tc := range []struct {
-		name                string
-		free, paid          []float64
-		freeTok, paidTok, d float64
-		bp                  policy.BookPolicy
-		hopeless            bool
-	}{
-		// Free 30 + 2.5 s fits; paid 30 + 20 does not (the book's next_gen_s, 20, would sink free too).
-		{"a fast free lane fits by its own generation", steady(30), steady(30), 320, 40, 40, book(true, true), false},
-		// Paid not eligible (its 1 + 5 s would fit), free 100 + 10 does not.
-		{"paid not eligible", steady(100), steady(1), 80, 160, 40, book(true, false), true},
-		// Paid exactly fits: 1 + 5 = 6.
-		{"paid fits exactly", steady(100), nil, 80, 160, 6, policy.BookPolicy{FreeEligible: true, PaidEligible: true, PaidQueueS: 1, NextQueueS: 30}, false},
-		// Paid 30 + 20 > 40, free 45 + 10 > 40.
-		{"neither fits", steady(45), nil, 80, 40, 40, book(true, true), true},
-		// Free not eligible (its 5 + 10 would fit), paid 30 + 20 does not.
-		{"free not eligible", steady(5), nil, 80, 40, 40, book(false, true), true},
-		// Free exactly fits: the book's 30 s + 10.
-		{"free fits exactly", nil, nil, 80, 40, 40, book(true, true), false},
-	} {
-		cut, _ := evalCut(t, tc.free, tc.paid, tc.freeTok, tc.paidTok, tc.bp, tc.d)
-		if cut.hopeless != tc.hopeless {
-			t.Errorf("%s: hopeless %v, want %v", tc.name, cut.hopeless, tc.hopeless)
-		}
-	}
-	// A free lane whose median fits and whose p99 does not: not hopeless.
-	var waits []float64
-	for i := range 60 {
-		waits = append(waits, float64(1+i%20)*float64(1+i%3))
-	}
-	far := book(true, true)
-	far.PaidQueueS = 1e6 // paid never fits
-	_, c := evalCut(t, waits, nil, 80, 40, far, 40)
-	q50, ok50 := c.Quantile(day0, 0.5)
-	q99, ok99 := c.Quantile(day0, 0.99)
-	if !ok50 || !ok99 || q99.QueueS-q50.QueueS < 1 {
-		t.Fatalf("the varied lane's forecasts %+v %+v: want p99 past the median", q50, q99)
-	}
-	d := q50.QueueS + 10 + (q99.QueueS-q50.QueueS)/2
-	if cut, _ := evalCut(t, waits, nil, 80, 40, far, d); cut.hopeless {
-		t.Errorf("median %v s + 10 s fits deadline %v: hopeless", q50.QueueS, d)
+// A class that lists no lane sends nothing: no request, nothing paid.
+func TestLanewatchBaselineSendsNothingWithoutALane(t *testing.T) {
+	t0 := day0.UnixNano()
+	free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+	free.tl.ev = []event{{t: t0, queue: 1, gen: 0.2, rate: 80, tokens: 16, ok: true}}
+	paid := &lane{spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+	paid.tl.ev = []event{{t: t0, queue: 1, gen: 0.1, rate: 160, tokens: 16, ok: true}}
+	b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
+	bp := policy.BookPolicy{DeadlineS: 5, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
+	r := baseRun{b: b, t0: t0, d: 5, est: 800}
+	r.play(baseStrategy{kind: baseLanewatch}, jobCut{decided: true, book: bp})
+	if r.attempts != 0 || r.freeReq != 0 || r.paidTokens != 0 || r.met {
+		t.Errorf("no lane listed: %+v", r)
 	}
 }

@@ -85,6 +85,9 @@ func (b *Backtest) prune(now time.Time) {
 
 // evaluate takes the policy in force at the job's arrival.
 func (b *Backtest) evaluate(j *job) {
+	if j.tune {
+		return // a tuning job replays fixed strategies alone
+	}
 	b.figs = b.figs[:0]
 	for _, l := range b.order {
 		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l, j.t0), j.t0))

@@ -123,6 +123,9 @@ func (b *Backtest) resolve(j *job, final bool) {
 	if b.base != nil {
 		b.base.resolve(b, j, final)
 	}
+	if j.tune {
+		return
+	}
 	for ci, c := range b.opts.Params.Classes {
 		if final && j.t0.Add(b.horizons[ci]).After(b.latest) {
 			b.dropped += len(Strategies)

@@ -8,11 +8,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // The baselines (Options.Fallbacks, Options.Deadlines): the strategies a
@@ -27,14 +27,19 @@ const (
 	// the cancelled request.
 	StrategyCancelRetry = "cancel-retry"
 
+	// StrategyTuned, StrategyTunedWeekly and StrategyTunedHourly name the
+	// tuned baselines (Options.TuneDays): the fallback@T an engineer picks
+	// on the days before and then freezes, re-tunes weekly, or picks per
+	// hour of day.
+	StrategyTuned       = "tuned"
+	StrategyTunedWeekly = "tuned-weekly"
+	StrategyTunedHourly = "tuned-hourly"
+
 	// MaxFallbacks and MaxDeadlines bound the two sweeps.
-	MaxFallbacks = 16
+	MaxFallbacks = 32
 	MaxDeadlines = 16
 	// MinFallbackS is the shortest timeout a fallback@T may use.
 	MinFallbackS = 0.1
-	// BaselineCoverage is the coverage the lanewatch baseline reads the
-	// paid lane's queue at (the class's coverage once classes carry one).
-	BaselineCoverage = 0.95
 	// maxBaselineAttempts bounds the attempts of one replayed job.
 	maxBaselineAttempts = 100_000
 )
@@ -47,7 +52,13 @@ const (
 	baseLanewatch
 	baseFallback
 	baseCancelRetry
+	baseTuned
+	baseTunedWeekly
+	baseTunedHourly
 )
+
+// tuneWeek is how often tuned-weekly picks its T again.
+const tuneWeek = 7
 
 type baseStrategy struct {
 	kind baseKind
@@ -58,12 +69,98 @@ type baseStrategy struct {
 // baselines is the state of the baseline replay.
 type baselines struct {
 	strategies []baseStrategy
-	deadlines  [][]float64       // per class: its deadline, then the -deadlines ones
-	horizons   [][]time.Duration // per class and deadline
-	acc        [][]baseAcc       // [class][deadline*len(strategies)+strategy]
-	cals       []*policy.Calibrator
+	deadlines  [][]float64         // per class: its deadline, then the -deadlines ones
+	horizons   [][]time.Duration   // per class and deadline
+	acc        [][]baseAcc         // [class][deadline*len(strategies)+strategy]
+	params     policy.Params       // the decisions', with a class per class and deadline
 	cuts       map[*job][][]jobCut // per class and deadline, taken at arrival
 	dropped    int
+	// The tuned baselines: fallbacks are the indices of the fallback@T
+	// strategies in grid order; tuneFrom the earliest arrival of a
+	// tuning job (zero: no tuning); tuners per class and deadline.
+	fallbacks []int
+	tuneFrom  time.Time
+	tuners    [][]*tuner
+	runs      []baseRun // resolve's scratch: one run per strategy
+}
+
+// tuneAcc sums the replays of one fallback@T over a set of jobs.
+type tuneAcc struct {
+	jobs, met int
+	tokens    int64   // paid tokens
+	timeS     float64 // summed over the met jobs
+}
+
+func (a *tuneAcc) add(r *baseRun) {
+	a.jobs++
+	if r.met {
+		a.met++
+		a.timeS += r.timeS
+	}
+	a.tokens += r.paidTokens
+}
+
+// tuner is the tuned baselines' state for one class and deadline: what
+// each fallback@T did on the tuning jobs (before From), per hour of day,
+// and per day (for the weekly re-tune), and the T each has picked.
+type tuner struct {
+	frozen   []tuneAcc           // the tuning jobs, per fallback
+	hourly   [24][]tuneAcc       // the tuning jobs by hour of day (in the replay's zone)
+	days     map[int64][]tuneAcc // per day since From (negative before it), per fallback
+	picked   bool                // frozen and hourly picked (at the first scored job)
+	fixed    int                 // the frozen pick, an index into the fallbacks; -1: no tuning jobs
+	byHour   [24]int
+	week     int64 // the week weekly was picked for
+	weekly   int
+	weeks    []int // weekly's picks, week by week
+	tuneDays int64
+}
+
+func newTuner(n, tuneDays int) *tuner {
+	t := &tuner{frozen: make([]tuneAcc, n), days: map[int64][]tuneAcc{}, week: -1, tuneDays: int64(tuneDays)}
+	for h := range t.hourly {
+		t.hourly[h] = make([]tuneAcc, n)
+	}
+	return t
+}
+
+// bestFallback returns the index of the fallback that met the most jobs,
+// then paid the least, then took the least time (summed over its met
+// jobs), then the first (the shortest T); -1 when there were no jobs.
+func bestFallback(accs []tuneAcc) int {
+	best := -1
+	for i := range accs {
+		a := &accs[i]
+		if a.jobs == 0 {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := &accs[best]
+		if a.met > b.met || (a.met == b.met && (a.tokens < b.tokens || (a.tokens == b.tokens && a.timeS < b.timeS))) {
+			best = i
+		}
+	}
+	return best
+}
+
+// sumDays returns the fallbacks' sums over the days [from, to) since From.
+func (t *tuner) sumDays(n int, from, to int64) []tuneAcc {
+	out := make([]tuneAcc, n)
+	for d, accs := range t.days {
+		if d < from || d >= to {
+			continue
+		}
+		for i := range accs {
+			out[i].jobs += accs[i].jobs
+			out[i].met += accs[i].met
+			out[i].tokens += accs[i].tokens
+			out[i].timeS += accs[i].timeS
+		}
+	}
+	return out
 }
 
 type baseAcc struct {
@@ -111,6 +208,19 @@ func newBaselines(b *Backtest) (*baselines, error) {
 	for _, t := range fbs {
 		bs.strategies = append(bs.strategies, baseStrategy{baseCancelRetry, t, StrategyCancelRetry + "@" + secs(t)})
 	}
+	for i, s := range bs.strategies {
+		if s.kind == baseFallback {
+			bs.fallbacks = append(bs.fallbacks, i)
+		}
+	}
+	if o.TuneDays < 0 || o.TuneDays > MaxLookbackDays {
+		return nil, fmt.Errorf("tune %d: want 0..%d days", o.TuneDays, MaxLookbackDays)
+	}
+	if o.tuned() {
+		bs.tuneFrom = o.From.AddDate(0, 0, -o.TuneDays)
+		bs.strategies = append(bs.strategies, baseStrategy{kind: baseTuned, name: StrategyTuned},
+			baseStrategy{kind: baseTunedWeekly, name: StrategyTunedWeekly}, baseStrategy{kind: baseTunedHourly, name: StrategyTunedHourly})
+	}
 	for _, c := range o.Params.Classes {
 		ds := []float64{c.DeadlineS}
 		for _, d := range dls {
@@ -130,99 +240,113 @@ func newBaselines(b *Backtest) (*baselines, error) {
 		bs.deadlines = append(bs.deadlines, ds)
 		bs.horizons = append(bs.horizons, hs)
 		bs.acc = append(bs.acc, make([]baseAcc, len(ds)*len(bs.strategies)))
-	}
-	for range b.order {
-		c, err := policy.NewCalibrator(policy.CalibratedParams{Location: b.loc})
-		if err != nil {
-			return nil, fmt.Errorf("baselines: %w", err)
+		var ts []*tuner
+		for range ds {
+			ts = append(ts, newTuner(len(bs.fallbacks), o.TuneDays))
 		}
-		bs.cals = append(bs.cals, c)
+		bs.tuners = append(bs.tuners, ts)
+	}
+	bs.runs = make([]baseRun, len(bs.strategies))
+	// The decisions' params with one class per class and deadline.
+	bs.params = o.Params
+	bs.params.Classes = nil
+	for ci, ds := range bs.deadlines {
+		for _, d := range ds {
+			c := o.Params.Classes[ci]
+			c.DeadlineS = d
+			bs.params.Classes = append(bs.params.Classes, c)
+		}
 	}
 	return bs, nil
 }
 
 func secs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-// observe feeds a probe to its lane's calibrated forecast: its queue_s, a
-// lower bound when it failed; a 429, and a failure with no wait, are no
-// queue draw.
-func (bs *baselines) observe(l *lane, p *series.Probe) {
-	if p.Status == 429 || !num.Finite(p.QueueS) || p.QueueS <= 0 {
-		return
+// joinSecs writes seconds separated by spaces.
+func joinSecs(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = secs(x)
 	}
-	_ = bs.cals[l.idx].Add(policy.QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}) // in time order
+	return strings.Join(parts, " ")
 }
 
-// evaluate takes the cut-over of each class and deadline at the job's
-// arrival, from the lanes' forecasts before it: the free lane's wait at
-// policy.CutoverCoverages, the paid lane's queue at BaselineCoverage (the
-// book's paid_queue_s without a forecast), each lane's generation time
-// from its tok_per_s (the book's next_gen_s without one). b.figs holds
-// every lane's figures at the arrival.
+// evaluate takes the decision of each class and deadline at the job's
+// arrival: the policy in force then (History.ClassesAt over b.figs, every
+// lane's figures at the arrival) for the class at that deadline, what
+// policygen lane and policy.Running would answer.
 func (bs *baselines) evaluate(b *Backtest, j *job) {
+	if j.tune {
+		return // fallback@T alone: no decision to take
+	}
+	classes := b.hist.ClassesAt(bs.params, b.figs, b.hourOf(j.t0).start)
 	cuts := make([][]jobCut, len(bs.deadlines))
+	k := 0
 	for ci, ds := range bs.deadlines {
-		bp := j.pol[ci].book
-		in := policy.CutoverInput{PaidQueueS: bp.PaidQueueS, PaidGenS: bp.NextGenS, FreeGenS: bp.NextGenS,
-			FreeEligible: bp.FreeEligible && b.lanes[bp.FreeLane] != nil, PaidEligible: bp.PaidEligible && b.lanes[bp.PaidLane] != nil}
-		est := b.opts.Params.Classes[ci].EstTokens
-		if l := b.lanes[bp.FreeLane]; l != nil {
-			if g, ok := policy.NextGenS(b.figs[l.idx].TokPerS, est); ok {
-				in.FreeGenS = g
+		for range ds {
+			c := classes[k]
+			k++
+			jc := jobCut{book: c.Book}
+			if c.Cutover != nil {
+				jc.Cutover, jc.decided = *c.Cutover, true
 			}
-		}
-		if l := b.lanes[bp.PaidLane]; l != nil {
-			if g, ok := policy.NextGenS(b.figs[l.idx].TokPerS, est); ok {
-				in.PaidGenS = g
-			}
-		}
-		if l := b.lanes[bp.FreeLane]; l != nil {
-			for _, c := range policy.CutoverCoverages {
-				if f, ok := bs.cals[l.idx].Quantile(j.t0, c); ok {
-					in.Free = append(in.Free, policy.QuantilePoint{Coverage: c, QueueS: f.QueueS})
-				}
-			}
-		}
-		paidMed, freeMed := bp.PaidQueueS, bp.NextQueueS
-		if l := b.lanes[bp.PaidLane]; l != nil {
-			if f, ok := bs.cals[l.idx].Quantile(j.t0, BaselineCoverage); ok {
-				in.PaidQueueS = f.QueueS
-			}
-			if f, ok := bs.cals[l.idx].Quantile(j.t0, 0.5); ok {
-				paidMed = f.QueueS
-			}
-		}
-		for _, p := range in.Free {
-			if p.Coverage == 0.5 {
-				freeMed = p.QueueS
-			}
-		}
-		for _, d := range ds {
-			in.DeadlineS = d
-			hopeless := !(in.PaidEligible && paidMed+in.PaidGenS <= d) && !(in.FreeEligible && freeMed+in.FreeGenS <= d)
-			cuts[ci] = append(cuts[ci], jobCut{policy.CutoverFor(in), hopeless})
+			jc.first, _ = c.Start()
+			cuts[ci] = append(cuts[ci], jc)
 		}
 	}
 	bs.cuts[j] = cuts
 }
 
-// resolve replays the job for every class, deadline and strategy.
+// resolve replays the job for every class, deadline and strategy. A
+// tuning job (before From) is replayed under the fallbacks alone, for
+// the tuners; the tuned strategies take the outcome of the fallback@T
+// they pick for the job.
 func (bs *baselines) resolve(b *Backtest, j *job, final bool) {
 	cuts := bs.cuts[j]
 	delete(bs.cuts, j)
+	hod := j.t0.In(b.loc).Hour()
+	day := int64(math.Floor(j.t0.Sub(b.opts.From).Hours() / 24))
 	for ci, ds := range bs.deadlines {
 		c := b.opts.Params.Classes[ci]
 		for di, d := range ds {
 			if final && j.t0.Add(bs.horizons[ci][di]).After(b.latest) {
-				bs.dropped += len(bs.strategies)
+				if !j.tune {
+					bs.dropped += len(bs.strategies)
+				}
 				continue
+			}
+			tn := bs.tuners[ci][di]
+			if !j.tune && len(bs.fallbacks) > 0 && bs.tuneFrom != (time.Time{}) {
+				tn.pick(len(bs.fallbacks), day)
 			}
 			for si, s := range bs.strategies {
 				if !bs.configured(b, s) {
 					continue
 				}
-				r := baseRun{b: b, t0: j.t0.UnixNano(), d: min(d, maxHorizon.Seconds()), est: int64(max(c.EstTokens, 0))}
-				r.play(s, j.pol[ci].book, cuts[ci][di])
+				r := &bs.runs[si]
+				switch {
+				case s.kind == baseTuned || s.kind == baseTunedWeekly || s.kind == baseTunedHourly:
+					if j.tune {
+						continue
+					}
+					k := tn.choice(s.kind, hod)
+					if k < 0 {
+						continue // nothing to tune on
+					}
+					*r = bs.runs[bs.fallbacks[k]]
+				case j.tune && s.kind != baseFallback:
+					continue
+				default:
+					*r = baseRun{b: b, t0: j.t0.UnixNano(), d: min(d, maxHorizon.Seconds()), est: int64(max(c.EstTokens, 0))}
+					var cut jobCut
+					if !j.tune {
+						cut = cuts[ci][di]
+					}
+					r.play(s, cut)
+				}
+				if j.tune {
+					continue
+				}
 				a := &bs.acc[ci][di*len(bs.strategies)+si]
 				a.jobs++
 				if r.met {
@@ -234,8 +358,65 @@ func (bs *baselines) resolve(b *Backtest, j *job, final bool) {
 				a.burned += r.burned
 				a.tokens += r.paidTokens
 			}
+			if bs.tuneFrom == (time.Time{}) {
+				continue
+			}
+			accs := tn.days[day]
+			if accs == nil {
+				accs = make([]tuneAcc, len(bs.fallbacks))
+				tn.days[day] = accs
+			}
+			for k, si := range bs.fallbacks {
+				r := &bs.runs[si]
+				accs[k].add(r)
+				if j.tune {
+					tn.frozen[k].add(r)
+					tn.hourly[hod][k].add(r)
+				}
+			}
 		}
 	}
+}
+
+// pick makes the tuner's picks for a scored job of day (since From):
+// frozen and hourly once, from the tuning jobs; weekly when the job's
+// week starts, from the tuneDays days before it. Jobs are resolved in
+// arrival order, so every job before the week's start is in.
+func (t *tuner) pick(n int, day int64) {
+	if !t.picked {
+		t.picked = true
+		t.fixed = bestFallback(t.frozen)
+		for h := range t.hourly {
+			t.byHour[h] = bestFallback(t.hourly[h])
+			if t.byHour[h] < 0 {
+				t.byHour[h] = t.fixed // no tuning job at that hour
+			}
+		}
+	}
+	w := day / tuneWeek
+	if w == t.week {
+		return
+	}
+	t.week = w
+	start := w * tuneWeek
+	t.weekly = bestFallback(t.sumDays(n, start-t.tuneDays, start))
+	t.weeks = append(t.weeks, t.weekly)
+	for d := range t.days {
+		if d < start+tuneWeek-t.tuneDays {
+			delete(t.days, d) // no later week's window holds it
+		}
+	}
+}
+
+// choice returns the fallback a tuned strategy uses at hour of day hod.
+func (t *tuner) choice(kind baseKind, hod int) int {
+	switch kind {
+	case baseTunedWeekly:
+		return t.weekly
+	case baseTunedHourly:
+		return t.byHour[hod]
+	}
+	return t.fixed
 }
 
 // configured says whether the config has the lanes strategy s needs.
@@ -245,19 +426,21 @@ func (bs *baselines) configured(b *Backtest, s baseStrategy) bool {
 		return b.naive != nil
 	case basePaid:
 		return b.paid != nil
-	case baseFallback:
+	case baseFallback, baseTuned, baseTunedWeekly, baseTunedHourly:
 		return b.naive != nil && b.paid != nil
 	}
 	return true
 }
 
 // jobCut is what the lanewatch baseline follows for a class and deadline:
-// the cut-over rule's answer, and whether no lane likely finishes (paid
-// and free both take longer than the deadline at their median forecast
-// queue), when lanewatch sends nothing.
+// the class's decision (the calibrated rule's; none under the worst-of
+// rule), its book and the first of its lanes ("" when none: nothing is
+// sent).
 type jobCut struct {
 	policy.Cutover
-	hopeless bool
+	decided bool // the class has a decision (the calibrated rule)
+	book    policy.BookPolicy
+	first   string
 }
 
 // baseRun is one job replayed under one baseline strategy.
@@ -382,9 +565,9 @@ func (r *baseRun) repeat(l *lane, at float64) {
 	}
 }
 
-// play replays the job under s; bp and cut are the class's book and
-// cut-over in force at its arrival.
-func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
+// play replays the job under s; cut is the class's decision in force at
+// its arrival (lanewatch's).
+func (r *baseRun) play(s baseStrategy, cut jobCut) {
 	b := r.b
 	switch s.kind {
 	case baseNaive:
@@ -410,16 +593,22 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 			at = st.end
 		}
 	case baseLanewatch:
-		if cut.hopeless {
-			return // no lane likely finishes: no request, nothing paid
+		bp := cut.book
+		start := b.lanes[cut.first]
+		if start == nil {
+			return // the class lists no lane: nothing is sent
 		}
 		free, paid := b.lanes[bp.FreeLane], b.lanes[bp.PaidLane]
 		if !bp.PaidEligible {
 			paid = nil
 		}
+		if !cut.decided {
+			r.ledger(start, bp, free, paid) // the worst-of rule: no decision, the ledger alone
+			return
+		}
 		at := 0.0
-		if cut.FreeFirst && free != nil {
-			// policy.Running answers cut_over from elapsed >= AfterS on
+		if start.spec.Kind != policy.KindPaid && (cut.FreeFirst || paid == nil) {
+			// policy.Running answers cut_over from elapsed > AfterS on
 			// (free_first, paid eligible) and wait without a paid lane:
 			// the attempt is cancelled at AfterS, or never.
 			cancelAt := noCancel
@@ -427,7 +616,7 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 				cancelAt = cut.AfterS
 			}
 			for at < r.d && r.attempts < maxBaselineAttempts {
-				st := r.attempt(free, at, cancelAt, 0, true)
+				st := r.attempt(start, at, cancelAt, 0, true)
 				if st.kind == stepShipped || st.kind == stepCut {
 					return
 				}
@@ -439,6 +628,30 @@ func (r *baseRun) play(s baseStrategy, bp policy.BookPolicy, cut jobCut) {
 		}
 		if paid != nil {
 			r.repeat(paid, at)
+		}
+	}
+}
+
+// ledger replays a job the way the worst-of rule's files let it run: on
+// the first lane, and after each failed attempt where policy.Book sends
+// the next one (retry_free, cut_over or stop).
+func (r *baseRun) ledger(l *lane, bp policy.BookPolicy, free, paid *lane) {
+	var spent policy.Attempt
+	at := 0.0
+	for l != nil && at < r.d && r.attempts < maxBaselineAttempts {
+		st := r.attempt(l, at, noCancel, 0, false)
+		if st.kind != stepFailed {
+			return
+		}
+		spent.QueueS += st.end - at
+		at = st.end
+		switch policy.Book([]policy.Attempt{spent}, bp).Action {
+		case policy.RetryFree:
+			l = free
+		case policy.CutOver:
+			l = paid
+		default:
+			return
 		}
 	}
 }
@@ -459,6 +672,10 @@ type Baseline struct {
 	FreeRequests          int64    `json:"free_requests"`
 	AbandonedFreeRequests int64    `json:"abandoned_free_requests"`
 	BurnedFreeTokens      int64    `json:"burned_free_tokens"`
+	// TunedS is the T a tuned strategy picked: tuned's one, tuned-weekly's
+	// week by week, tuned-hourly's for hours 0 to 23 (0 where it had
+	// nothing to tune on); absent for the other strategies.
+	TunedS []float64 `json:"tuned_s,omitempty"`
 }
 
 // rows renders the accumulators, per class, deadline and strategy.
@@ -475,6 +692,10 @@ func (bs *baselines) rows(b *Backtest) []Baseline {
 					continue
 				}
 				a := &bs.acc[ci][di*len(bs.strategies)+si]
+				tuned := s.kind == baseTuned || s.kind == baseTunedWeekly || s.kind == baseTunedHourly
+				if tuned && a.jobs == 0 {
+					continue // nothing to tune on: no tuning jobs
+				}
 				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met,
 					PaidUSD:      policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4),
 					FreeRequests: a.freeReq, AbandonedFreeRequests: a.abandoned, BurnedFreeTokens: a.burned}
@@ -489,8 +710,31 @@ func (bs *baselines) rows(b *Backtest) []Baseline {
 					m = policy.Round(m, 2)
 					row.P90TimeS = &m
 				}
+				if tuned {
+					row.TunedS = bs.tunedS(bs.tuners[ci][di], s.kind)
+				}
 				out = append(out, row)
 			}
+		}
+	}
+	return out
+}
+
+// tunedS returns the T (seconds) of each pick of a tuned strategy.
+func (bs *baselines) tunedS(t *tuner, kind baseKind) []float64 {
+	var picks []int
+	switch kind {
+	case baseTuned:
+		picks = []int{t.fixed}
+	case baseTunedWeekly:
+		picks = t.weeks
+	case baseTunedHourly:
+		picks = t.byHour[:]
+	}
+	out := make([]float64, len(picks))
+	for i, k := range picks {
+		if k >= 0 {
+			out[i] = bs.strategies[bs.fallbacks[k]].t
 		}
 	}
 	return out
@@ -504,6 +748,10 @@ func writeBaselinesTable(bw *bufio.Writer, r *Report) {
 	}
 	fmt.Fprintf(bw, "\nbaselines: fallback@T waits T s for a free first token, then pays; cancel-retry@T cancels at T s\n")
 	fmt.Fprintf(bw, "and retries free behind its cancelled request; lanewatch waits at most cutover_after_s\n")
+	if slices.ContainsFunc(r.Baselines, func(d Baseline) bool { return d.TunedS != nil }) {
+		fmt.Fprintf(bw, "tuned: the fallback@T that met the most deadlines, then paid the least, on the days before the window;\n")
+		fmt.Fprintf(bw, "tuned-weekly picks again every 7 days, tuned-hourly per hour of day (their picks: -format json)\n")
+	}
 	if r.DroppedBaselines > 0 {
 		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedBaselines)
 	}
@@ -519,7 +767,7 @@ func writeBaselinesTable(bw *bufio.Writer, r *Report) {
 
 // BaselineCSVHeader is the header of the CSV's baselines table.
 var BaselineCSVHeader = []string{"class", "deadline_s", "strategy", "jobs", "met", "met_pct", "paid_usd", "median_time_s", "p90_time_s",
-	"free_requests", "abandoned_free_requests", "burned_free_tokens"}
+	"free_requests", "abandoned_free_requests", "burned_free_tokens", "tuned_s"}
 
 // writeBaselinesCSV writes the baselines as a second CSV table after an
 // empty line (nothing without baselines).
@@ -541,7 +789,8 @@ func writeBaselinesCSV(w io.Writer, r *Report) error {
 	for _, d := range r.Baselines {
 		_ = cw.Write([]string{d.Class, secs(d.DeadlineS), d.Strategy, strconv.Itoa(d.Jobs), strconv.Itoa(d.Met),
 			secs(d.MetPct), secs(d.PaidUSD), opt(d.MedianTimeS), opt(d.P90TimeS),
-			strconv.FormatInt(d.FreeRequests, 10), strconv.FormatInt(d.AbandonedFreeRequests, 10), strconv.FormatInt(d.BurnedFreeTokens, 10)})
+			strconv.FormatInt(d.FreeRequests, 10), strconv.FormatInt(d.AbandonedFreeRequests, 10), strconv.FormatInt(d.BurnedFreeTokens, 10),
+			joinSecs(d.TunedS)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -2,6 +2,9 @@ package backtest
 
 import (
 	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,7 +99,7 @@ func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
 	}
 	b := &Backtest{naive: free}
 	r := baseRun{b: b, t0: t0, d: 120, est: 800}
-	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, jobCut{})
 	if !r.met || r.timeS != 60 || r.freeReq != 3 || r.abandoned != 2 || r.burned != 0 {
 		t.Errorf("got met %v at %v, %d requests, %d abandoned, %d burned; want met at 60, 3, 2, 0",
 			r.met, r.timeS, r.freeReq, r.abandoned, r.burned)
@@ -104,7 +107,7 @@ func TestCancelRetryWaitsBehindItsCancelledRequest(t *testing.T) {
 	// The same lane, nothing cancelled ahead (a fresh job at 20 s):
 	// first token at 21 s.
 	r = baseRun{b: b, t0: at(20), d: 120, est: 800}
-	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, policy.BookPolicy{}, jobCut{})
+	r.play(baseStrategy{kind: baseCancelRetry, t: 20}, jobCut{})
 	if !r.met || r.timeS != 11 || r.abandoned != 0 {
 		t.Errorf("fresh job: met %v at %v, %d abandoned; want met at 11, 0", r.met, r.timeS, r.abandoned)
 	}
@@ -153,10 +156,10 @@ func TestBaselineOptionsChecked(t *testing.T) {
 	from := day0.AddDate(0, 0, 2)
 	for _, o := range []Options{
 		{Fallbacks: []float64{0}}, {Fallbacks: []float64{-1}}, {Deadlines: []float64{0.5}},
-		{Fallbacks: make([]float64, 0, 17)}, {Deadlines: []float64{2e9}},
+		{Fallbacks: make([]float64, 0, MaxFallbacks+1)}, {Deadlines: []float64{2e9}}, {Fallbacks: []float64{5}, TuneDays: -1},
 	} {
-		if cap(o.Fallbacks) == 17 {
-			for i := range 17 {
+		if cap(o.Fallbacks) == MaxFallbacks+1 {
+			for i := range MaxFallbacks + 1 {
 				o.Fallbacks = append(o.Fallbacks, float64(i+1))
 			}
 		}
@@ -237,12 +240,96 @@ func TestLanewatchBaselineFollowsRunning(t *testing.T) {
 		paid.tl.ev = []event{{t: t0 + 30e9, queue: 1, gen: 0.1, rate: 160, tokens: 16, ok: true}}
 		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
 		bp := policy.BookPolicy{DeadlineS: 60, FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
-		cut := policy.Cutover{AfterS: 20, FreeFirst: true, FreeChance: 0.9}
+		cut := policy.Cutover{AfterS: 20, FreeFirst: true}
 		want := policy.Running(nil, tc.queue, bp, cut).Action == policy.CutOver
 		r := baseRun{b: b, t0: t0, d: 60, est: 800}
-		r.play(baseStrategy{kind: baseLanewatch}, bp, jobCut{Cutover: cut})
+		r.play(baseStrategy{kind: baseLanewatch}, jobCut{Cutover: cut, decided: true, book: bp, first: "free"})
 		if !r.met || r.abandoned != tc.abandoned || (r.paidTokens > 0) != tc.paid || want != tc.paid {
 			t.Errorf("queue %v: met %v, abandoned %d, paid tokens %d; Running cut_over %v", tc.queue, r.met, r.abandoned, r.paidTokens, want)
 		}
+	}
+}
+
+// The tuned baselines pick, among the fallback@T of the grid, the T that
+// met the most deadlines, then paid the least, then took the least time,
+// then the shortest: on the TuneDays days before the window (tuned, and
+// tuned-hourly per hour of day), and again each week on the TuneDays
+// days before it (tuned-weekly). Each then replays as the fallback@T it
+// picked. Tuning days: a 25 s queue at hours 0-11, 5 s at 12-23; the
+// window's first week 35 s, its second 25 s. A free answer takes 10 s to
+// generate, the paid lane 6 s in all.
+func TestTunedBaselines(t *testing.T) {
+	from := day0.AddDate(0, 0, 10)
+	opts := Options{Params: params(1), From: from, To: from.AddDate(0, 0, 14), Fallbacks: []float64{2, 10, 30, 40}, TuneDays: 7}
+	queue := func(at time.Time) (float64, bool) {
+		switch {
+		case at.Before(from) && at.Hour() < 12:
+			return 25, true
+		case at.Before(from):
+			return 5, true
+		case at.Before(from.AddDate(0, 0, 7)):
+			return 35, true
+		}
+		return 25, true
+	}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To.Add(2*time.Hour), queue))
+	tuned := baseline(t, r, "interactive", 60, StrategyTuned)
+	weekly := baseline(t, r, "interactive", 60, StrategyTunedWeekly)
+	hourly := baseline(t, r, "interactive", 60, StrategyTunedHourly)
+	fb30 := baseline(t, r, "interactive", 60, "fallback@30")
+	if got := tuned.TunedS; !slices.Equal(got, []float64{30}) {
+		t.Errorf("tuned picked %v, want [30] (30 and 40 met every tuning job for nothing; the shorter wins)", got)
+	}
+	if got := weekly.TunedS; !slices.Equal(got, []float64{30, 40}) {
+		t.Errorf("tuned-weekly picked %v, want [30 40] (the first week's 35 s queue makes 40 the best)", got)
+	}
+	wantHourly := make([]float64, 24)
+	for h := range wantHourly {
+		wantHourly[h] = 30
+		if h >= 12 {
+			wantHourly[h] = 10
+		}
+	}
+	if got := hourly.TunedS; !slices.Equal(got, wantHourly) {
+		t.Errorf("tuned-hourly picked %v, want %v", got, wantHourly)
+	}
+	tuned.TunedS, tuned.Strategy = nil, fb30.Strategy
+	if !reflect.DeepEqual(tuned, fb30) {
+		t.Errorf("tuned replays as fallback@30:\n%+v\n%+v", tuned, fb30)
+	}
+	// The window's jobs alone, but for the last hour's three, whose
+	// deadline and lookahead pass the last probe.
+	lw := baseline(t, r, "interactive", 60, "lanewatch")
+	if want := 14*72 - 3; lw.Jobs != want || tuned.Jobs != want || weekly.Jobs != want || hourly.Jobs != want {
+		t.Errorf("jobs: lanewatch %d, tuned %d, weekly %d, hourly %d; want the window's %d alone", lw.Jobs, tuned.Jobs, weekly.Jobs, hourly.Jobs, want)
+	}
+	// Paid: tuned every job of the first week (35 s > 30); weekly the
+	// same, then none (40 waits out the 25 s queue); hourly the first week
+	// all and the second week's afternoons (10 < 25), but the last three.
+	const job = 800 * 0.002 / 1000
+	for _, tc := range []struct {
+		b    Baseline
+		jobs int
+	}{{tuned, 7 * 72}, {weekly, 7 * 72}, {hourly, 7*72 + 7*36 - 3}} {
+		if want := policy.Round(float64(tc.jobs)*job, 4); tc.b.PaidUSD != want || tc.b.Met != tc.b.Jobs {
+			t.Errorf("%s: met %d of %d, paid %v; want all met, paid %v", tc.b.Strategy, tc.b.Met, tc.b.Jobs, tc.b.PaidUSD, want)
+		}
+	}
+}
+
+// Without tuning jobs (the history starts at the window) the tuned
+// baselines have nothing to pick from and are left out; -tune without
+// -fallback asks for nothing.
+func TestTunedBaselinesNeedHistory(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), From: from, To: from.Add(24 * time.Hour), Fallbacks: []float64{10}, TuneDays: 7}
+	r := run(t, opts, rounds(from, opts.To, func(time.Time) (float64, bool) { return 5, true }))
+	for _, b := range r.Baselines {
+		if strings.HasPrefix(b.Strategy, StrategyTuned) {
+			t.Errorf("a tuned row without tuning jobs: %+v", b)
+		}
+	}
+	if (Options{TuneDays: 7}).tuned() {
+		t.Error("TuneDays without Fallbacks asks for tuned baselines")
 	}
 }
