@@ -21,7 +21,6 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/lanewatch/lanewatch/configs"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/policy"
 )
@@ -147,10 +146,10 @@ type fakeT struct {
 
 func (f *fakeT) Errorf(string, ...any) { f.failed = true }
 
-// policySchema is configs/policy.schema.json.
+// policySchema is policy/policy.schema.json.
 func policySchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(configs.PolicySchema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(policy.SchemaJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +297,7 @@ func TestHandler(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := sch.Validate(inst); err != nil {
-					t.Errorf("policy JSON does not validate against configs/policy.schema.json: %v", err)
+					t.Errorf("policy JSON does not validate against policy/policy.schema.json: %v", err)
 				}
 			}
 			sp.check(t, req, []byte(tc.body), resp.StatusCode, resp.Header, body)

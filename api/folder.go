@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // MaxPolicyFile bounds the bytes of a policy file that is read.
@@ -90,7 +90,7 @@ func readCapped(path string, limit int64) ([]byte, error) {
 }
 
 // modeName names what a file that is not a regular one is, as the stores'
-// refusals do (series.ErrNotRegular).
+// refusals do (store.ErrNotRegular).
 func modeName(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeDir != 0:
@@ -139,8 +139,8 @@ var hourFileRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}\.yaml$`)
 // have the class does not fit, a bad file is an error. None is a
 // *NoNextError.
 func (d Folder) Next(from time.Time, class string) (Next, error) {
-	loc := hours.OrUTC(d.Location)
-	fromLabel := hours.Label(hours.Start(from, loc), loc)
+	loc := store.OrUTC(d.Location)
+	fromLabel := store.HourLabel(store.HourStart(from, loc), loc)
 	entries, err := os.ReadDir(d.Dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Next{}, fmt.Errorf("policy folder: %w", err)
@@ -165,7 +165,7 @@ func (d Folder) Next(from time.Time, class string) (Next, error) {
 		if lane, _ := c.Start(); !ok || lane == "" {
 			continue
 		}
-		start, err := hours.Parse(label, loc)
+		start, err := store.ParseHour(label, loc)
 		if err != nil {
 			return Next{}, fmt.Errorf("%s: %w", d.Path(label), err)
 		}

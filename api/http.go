@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Options configure Handler.
@@ -126,16 +126,16 @@ func query(r *http.Request, allowed ...string) (map[string]string, error) {
 
 // hour is the label of the hour parameter, by default the current hour.
 func (s *server) hour(q map[string]string) (string, error) {
-	loc := hours.OrUTC(s.opts.Folder.Location)
+	loc := store.OrUTC(s.opts.Folder.Location)
 	h, ok := q["hour"]
 	if !ok {
-		return hours.Label(hours.Start(s.opts.Now(), loc), loc), nil
+		return store.HourLabel(store.HourStart(s.opts.Now(), loc), loc), nil
 	}
-	t, err := hours.Parse(h, loc)
+	t, err := store.ParseHour(h, loc)
 	if err != nil {
 		return "", fail(http.StatusBadRequest, "bad_request", "hour: %v", err)
 	}
-	return hours.Label(t, loc), nil
+	return store.HourLabel(t, loc), nil
 }
 
 func needClass(q map[string]string) (string, error) {

@@ -15,7 +15,7 @@ import (
 // node by node into JSON: mappings keep the file's key order, numbers,
 // booleans and nulls stay what YAML reads them as, everything else is a
 // string, and aliases are expanded. The JSON holds what the file holds, so
-// it validates against configs/policy.schema.json as the file does; the
+// it validates against policy/policy.schema.json as the file does; the
 // header comment is not in it.
 func PolicyJSON(data []byte) ([]byte, error) {
 	var doc yaml.Node

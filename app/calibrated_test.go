@@ -10,9 +10,9 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/lanesim"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // The calibrated rule's live file from a store: the same whether the
@@ -22,19 +22,19 @@ import (
 func TestForHourCalibratedReadsTheProbes(t *testing.T) {
 	hist := lanesim.HistoryOptions{Start: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Days: 40, Seed: 3,
 		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}}
-	var days [][]series.Probe
-	if err := lanesim.History(hist, func(day []series.Probe) error {
-		days = append(days, append([]series.Probe(nil), day...))
+	var days [][]store.Probe
+	if err := lanesim.History(hist, func(day []store.Probe) error {
+		days = append(days, append([]store.Probe(nil), day...))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	write := func(path string, order []int) {
-		st, err := series.OpenFile(path, series.FileOptions{})
+		st, err := store.OpenFile(path, store.FileOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := series.NewRecorder(st, time.UTC)
+		rec := store.NewRecorder(st, time.UTC)
 		for _, i := range order {
 			if _, err := rec.Record(context.Background(), days[i]); err != nil {
 				t.Fatal(err)
@@ -87,9 +87,9 @@ policy:
 		if name == "a.lp" {
 			p := app.Params(cfg)
 			end := h.Add(time.Hour)
-			ps, _ := st.Probes(context.Background(), series.Query{Windows: []series.Window{{From: end.AddDate(0, 0, -28), To: end}}})
-			hs, _ := st.Hourly(context.Background(), series.Query{Windows: app.HourWindows(p, h)})
-			latest, _ := st.Probes(context.Background(), series.Query{Windows: []series.Window{{From: end.Add(-3 * time.Hour), To: end}}})
+			ps, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
+			hs, _ := st.Hourly(context.Background(), store.Query{Windows: app.HourWindows(p, h)})
+			latest, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
 			want, _ := policy.Marshal(policy.ForHourProbes(p, hs, ps, policy.States(latest, cfg.Location), h))
 			if !bytes.Equal(data, want) {
 				t.Errorf("app.ForHour:\n%s\npolicy.ForHourProbes of the store's probes:\n%s", data, want)

@@ -13,12 +13,12 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // plainStore hides a store's ProbeScanner: ForHour then reads the probes
 // whole with Probes, as from InfluxDB.
-type plainStore struct{ series.Store }
+type plainStore struct{ store.Store }
 
 // ForHour's streamed read of the calibrated rule's probes (File.ScanProbes
 // into policy.HourHistory, through the file's index) writes the file that
@@ -32,28 +32,28 @@ func TestForHourStreamedIsForHourRead(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 40))
 			dir := t.TempDir()
 			path := filepath.Join(dir, "s.lp")
-			w, err := series.OpenFile(path, series.FileOptions{})
+			w, err := store.OpenFile(path, store.FileOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := series.NewRecorder(w, time.UTC)
+			rec := store.NewRecorder(w, time.UTC)
 			start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-			var days [][]series.Probe
+			var days [][]store.Probe
 			for d := range 40 {
-				var day []series.Probe
+				var day []store.Probe
 				for m := 0; m < 24*60; m += 20 {
 					for _, lane := range []string{"free", "paid"} {
 						if r.IntN(10) == 0 {
 							continue // a round without this lane
 						}
-						p := series.Probe{Lane: lane, Kind: map[string]string{"free": "free", "paid": "paid"}[lane],
+						p := store.Probe{Lane: lane, Kind: map[string]string{"free": "free", "paid": "paid"}[lane],
 							Time:   start.Add(time.Duration(d*24*60+m)*time.Minute + time.Duration(r.IntN(30))*time.Second),
 							QueueS: r.ExpFloat64() * 4, GenS: 1, Tokens: 40, OK: true, Outcome: "ok", Status: 200}
 						switch r.IntN(15) {
 						case 0:
 							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, "timeout", 20, 0, 0, 0
 						case 1:
-							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, series.OutcomeReserved, 0, 0, 0, 0
+							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, store.OutcomeReserved, 0, 0, 0, 0
 						}
 						day = append(day, p)
 						if r.IntN(40) == 0 { // written twice, the second wins
@@ -102,7 +102,7 @@ policy:
 				for range 4 {
 					h := start.Add(time.Duration(24*30+r.IntN(24*11)) * time.Hour)
 					var files [2][]byte
-					for i, s := range []series.Store{st, plainStore{st}} {
+					for i, s := range []store.Store{st, plainStore{st}} {
 						f, err := app.ForHour(context.Background(), s, cfg, h, nil)
 						if err != nil {
 							t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Tests for the survivors of the sixth round's hand-made mutants of
@@ -67,12 +67,12 @@ func TestSwingsOfReadsOnceAndFails(t *testing.T) {
 					first.UnixNano(), second.UnixNano())
 			}))
 			defer srv.Close()
-			st, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: "b"})
+			st, err := store.OpenInflux(ctx, store.InfluxOptions{URL: srv.URL, Bucket: "b"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			q := series.Between(from, to)
+			q := store.Between(from, to)
 			q.Fields = swings.Fields()
 			got, err := app.SwingsOf(ctx, cfg, st, q, from, to, 1, true)
 			if n := reads.Load(); n != int64(c.reads) {
@@ -87,7 +87,7 @@ func TestSwingsOfReadsOnceAndFails(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SwingsOf: %v", err)
 			}
-			recs := []series.Hourly{
+			recs := []store.Hourly{
 				{Lane: "a", Kind: "free", Hour: h0, WorstQueueS: 40, Samples: 3},
 				{Lane: "a", Kind: "free", Hour: h0.Add(time.Hour), WorstQueueS: 2, Samples: 3},
 			}

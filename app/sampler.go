@@ -14,8 +14,8 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
-	"github.com/lanewatch/lanewatch/shard"
+	"github.com/lanewatch/lanewatch/sampler/shard"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // SamplerOptions returns the options of a sampler of cfg writing to st: the
@@ -24,7 +24,7 @@ import (
 // -shard flag). lookupEnv resolves the API keys of the owned lanes (and of
 // no other lane); nil means os.LookupEnv. It fails when an owned lane's key
 // variable is unset or empty.
-func SamplerOptions(cfg *config.Config, st series.Store, lookupEnv func(string) (string, bool), sh config.Shard) (sampler.Options, error) {
+func SamplerOptions(cfg *config.Config, st store.Store, lookupEnv func(string) (string, bool), sh config.Shard) (sampler.Options, error) {
 	if sh.Count <= 0 {
 		sh = cfg.Shard
 	}
@@ -69,6 +69,6 @@ type SwingsChart struct{ Config *config.Config }
 
 // WriteChart writes the swings chart of the hourly records of [from, to),
 // days days long, as an SVG document.
-func (c SwingsChart) WriteChart(w io.Writer, hourly []series.Hourly, from, to time.Time, days int) error {
+func (c SwingsChart) WriteChart(w io.Writer, hourly []store.Hourly, from, to time.Time, days int) error {
 	return swings.WriteChart(w, Swings(c.Config, hourly, from, to, days, false), swings.ChartOptions{Format: "svg"})
 }

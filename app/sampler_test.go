@@ -9,7 +9,7 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/shard"
+	"github.com/lanewatch/lanewatch/sampler/shard"
 )
 
 const samplerYAML = `site: fra1

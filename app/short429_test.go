@@ -13,7 +13,7 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler/page"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // The status page's policy table (the sampler's Policy: app.ForHour at
@@ -50,17 +50,17 @@ policy:
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+			st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			rec := series.NewRecorder(st, time.UTC)
-			for _, p := range []series.Probe{
+			rec := store.NewRecorder(st, time.UTC)
+			for _, p := range []store.Probe{
 				{Lane: "free", Kind: "free", Time: at(5, 17), OK: true, Outcome: string(probe.OK), Status: 200, QueueS: 2, GenS: 0.4, Tokens: 16},
 				{Lane: "free", Kind: "free", Time: at(7, 17), Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: tc.waitS},
 			} {
-				if _, err := rec.Record(context.Background(), []series.Probe{p}); err != nil {
+				if _, err := rec.Record(context.Background(), []store.Probe{p}); err != nil {
 					t.Fatal(err)
 				}
 			}

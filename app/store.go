@@ -1,6 +1,6 @@
 package app
 
-// This file opens the series.Store a configuration names: the embedded
+// This file opens the store.Store a configuration names: the embedded
 // line-protocol file, or InfluxDB behind its spool; as its writer, to
 // read, or to write beside its writer.
 
@@ -10,15 +10,15 @@ import (
 	"os"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // OpenStore opens the configured store for writing. An InfluxDB store is wrapped
 // in its spool, whose replays rebuild the hours they touch (hours keyed in
-// the config's zone). Write through series.NewRecorder(st, cfg.Location) to
+// the config's zone). Write through store.NewRecorder(st, cfg.Location) to
 // keep the hourly invariant. warn receives non-fatal warnings (a torn line
 // in the file, a spool past its cap). lookupEnv resolves store.token_env.
-func OpenStore(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+func OpenStore(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	return openStore(ctx, cfg, writer, warn, lookupEnv)
 }
 
@@ -26,18 +26,18 @@ func OpenStore(ctx context.Context, cfg *config.Config, warn func(msg string, ar
 // without the writer lock, and InfluxDB with its spool merged into reads but
 // not locked, so readers (policygen, reports) run beside a sampler, as
 // another user too.
-func OpenStoreReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+func OpenStoreReadOnly(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	return openStore(ctx, cfg, reader, warn, lookupEnv)
 }
 
 // OpenStoreBeside opens the configured store to write beside the sampler
 // that holds it (sampler probe next to the daemon): the embedded file
-// without its writer lock (series.SharedFile), or InfluxDB written
+// without its writer lock (store.SharedFile), or InfluxDB written
 // directly, its spool and dead-letter file merged into reads, and a write
 // the server fails left in the spool's inbox for the daemon to replay
-// (series.SpoolOptions.Beside). Unlike the daemon it needs the server at
+// (store.SpoolOptions.Beside). Unlike the daemon it needs the server at
 // start: without it, it writes nothing.
-func OpenStoreBeside(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+func OpenStoreBeside(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	return openStore(ctx, cfg, beside, warn, lookupEnv)
 }
 
@@ -51,20 +51,20 @@ const (
 	beside
 )
 
-func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (series.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
 	}
 	switch cfg.Store.Kind {
 	case config.StoreFile:
 		if a == beside {
-			st, err := series.OpenFileShared(cfg.Store.Path, series.FileOptions{Warn: warn})
+			st, err := store.OpenFileShared(cfg.Store.Path, store.FileOptions{Warn: warn})
 			if err != nil {
 				return nil, fmt.Errorf("store: %w", err)
 			}
 			return st, nil
 		}
-		st, err := series.OpenFile(cfg.Store.Path, series.FileOptions{ReadOnly: a == reader, Warn: warn})
+		st, err := store.OpenFile(cfg.Store.Path, store.FileOptions{ReadOnly: a == reader, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
@@ -74,7 +74,7 @@ func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg 
 		if err != nil {
 			return nil, err
 		}
-		db, err := series.OpenInflux(ctx, series.InfluxOptions{
+		db, err := store.OpenInflux(ctx, store.InfluxOptions{
 			URL:    cfg.Store.URL,
 			Org:    cfg.Store.Org,
 			Bucket: cfg.Store.Bucket,
@@ -90,14 +90,14 @@ func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg 
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		sp, err := series.OpenSpool(db, series.SpoolOptions{
+		sp, err := store.OpenSpool(db, store.SpoolOptions{
 			Path:        cfg.Store.Spool,
 			DeadLetter:  cfg.Store.DeadLetter,
 			MaxBytes:    cfg.Store.SpoolMaxBytes,
 			ReadOnly:    a == reader,
 			Beside:      a == beside,
 			Warn:        warn,
-			AfterReplay: series.RebuildAfterReplay(cfg.Location),
+			AfterReplay: store.RebuildAfterReplay(cfg.Location),
 		})
 		if err != nil {
 			_ = db.Close()
@@ -109,7 +109,7 @@ func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg 
 	}
 }
 
-// influxQuery maps store.query_language to series.InfluxOptions.Query:
+// influxQuery maps store.query_language to store.InfluxOptions.Query:
 // "auto" is "", the store's own choice (InfluxQL without an org).
 func influxQuery(lang string) string {
 	if lang == config.QueryAuto {

@@ -18,7 +18,7 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // swingsConfig is a config in zone with the lanes given as name and kind
@@ -39,7 +39,7 @@ func swingsConfig(t *testing.T, zone string, lanes [][2]string) *config.Config {
 // swingsRef is app.Swings as it was before the per-site records were merged
 // apart from the others: every record, then every record under its
 // lane@site name, merged in one slice.
-func swingsRef(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
+func swingsRef(cfg *config.Config, recs []store.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
 	siteLane := func(lane, site string) string {
 		if site == "" {
 			site = "-"
@@ -68,7 +68,7 @@ func swingsRef(cfg *config.Config, recs []series.Hourly, from, to time.Time, day
 		}
 	}
 	if perSite && multi {
-		var split []series.Hourly
+		var split []store.Hourly
 		for _, h := range recs {
 			h.Lane = siteLane(h.Lane, h.Site)
 			split = append(split, h)
@@ -95,17 +95,17 @@ func TestSwingsMatchesReference(t *testing.T) {
 		if n%4 == 0 {
 			names = append(names, "a@fra1", "c@-")
 		}
-		var recs []series.Hourly
+		var recs []store.Hourly
 		for range rng.IntN(150) {
 			samples := rng.Int64N(4)
-			recs = append(recs, series.Hourly{
+			recs = append(recs, store.Hourly{
 				Lane: names[rng.IntN(len(names))], Kind: []string{"free", "paid"}[rng.IntN(2)],
 				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(72)) * time.Hour),
 				WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
 				Samples: samples, Failures: rng.Int64N(samples + 1),
 			})
 		}
-		slices.SortStableFunc(recs, func(a, b series.Hourly) int { return a.Hour.Compare(b.Hour) })
+		slices.SortStableFunc(recs, func(a, b store.Hourly) int { return a.Hour.Compare(b.Hour) })
 		for _, perSite := range []bool{true, false} {
 			got, want := app.Swings(cfg, recs, from, to, 3, perSite), swingsRef(cfg, recs, from, to, 3, perSite)
 			if !reflect.DeepEqual(got, want) {
@@ -130,27 +130,27 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 		name  string
 		cases int
 		// start returns how to open a fresh store of the kind
-		start func(t *testing.T) func() series.Store
+		start func(t *testing.T) func() store.Store
 	}{
-		{"file", 60, func(t *testing.T) func() series.Store {
-			return func() series.Store {
-				st, err := series.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), series.FileOptions{})
+		{"file", 60, func(t *testing.T) func() store.Store {
+			return func() store.Store {
+				st, err := store.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), store.FileOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return st
 			}
 		}},
-		{"influx", 10, func(t *testing.T) func() series.Store {
+		{"influx", 10, func(t *testing.T) func() store.Store {
 			srv := influxtest.Start(t)
 			n := 0
-			return func() series.Store {
+			return func() store.Store {
 				n++
-				db, err := series.OpenInflux(ctx, series.InfluxOptions{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
+				db, err := store.OpenInflux(ctx, store.InfluxOptions{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				sp, err := series.OpenSpool(db, series.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
+				sp, err := store.OpenSpool(db, store.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,10 +172,10 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 						sites = append(sites, fmt.Sprintf("s%02d", i))
 					}
 				}
-				var recs []series.Hourly
+				var recs []store.Hourly
 				for range rng.IntN(300) {
 					samples := rng.Int64N(4)
-					recs = append(recs, series.Hourly{
+					recs = append(recs, store.Hourly{
 						Lane: names[rng.IntN(len(names))], Kind: []string{"free", "paid"}[rng.IntN(2)],
 						Site: sites[rng.IntN(len(sites))], Hour: t0.Add(time.Duration(rng.IntN(80)) * time.Hour),
 						WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
@@ -186,7 +186,7 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 				if err := st.Write(ctx, nil, recs); err != nil {
 					t.Fatal(err)
 				}
-				q := series.Between(from, to)
+				q := store.Between(from, to)
 				q.Fields = swings.Fields()
 				whole, err := st.Hourly(ctx, q)
 				if err != nil {
@@ -229,13 +229,13 @@ func TestSwingsOfRereadsAnAnswerOutOfOrder(t *testing.T) {
 			h0.Add(time.Hour).UnixNano(), h0.UnixNano())
 	}))
 	defer srv.Close()
-	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: "b"})
+	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	from, to := h0, h0.Add(2*time.Hour)
-	q := series.Between(from, to)
+	q := store.Between(from, to)
 	q.Fields = swings.Fields()
 	whole, err := st.Hourly(context.Background(), q)
 	if err != nil || len(whole) != 2 {

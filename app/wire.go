@@ -12,12 +12,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Groups returns the config's quota groups with their lanes, in config order.
@@ -69,11 +68,11 @@ func Params(cfg *config.Config) policy.Params {
 // HourWindows returns the spans a live policy of hour h reads
 // (policy.Params.ReadHours): the basis hours as one span, and each
 // lookback hour, each exactly an hour long.
-func HourWindows(p policy.Params, h time.Time) []series.Window {
+func HourWindows(p policy.Params, h time.Time) []store.Window {
 	basis, lookback := p.ReadHours(h)
-	ws := []series.Window{{From: basis[0], To: basis[len(basis)-1].Add(time.Hour)}}
+	ws := []store.Window{{From: basis[0], To: basis[len(basis)-1].Add(time.Hour)}}
 	for _, c := range lookback {
-		ws = append(ws, series.Window{From: c, To: c.Add(time.Hour)})
+		ws = append(ws, store.Window{From: c, To: c.Add(time.Hour)})
 	}
 	return ws
 }
@@ -87,12 +86,12 @@ func stateSpan(p policy.Params) time.Duration {
 // ForHour reads what the live policy of the hour holding h needs from st
 // and returns it as of the instant h (a back-off that ended by then does
 // not count), for the sites given (nil: every site).
-func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Time, sites []string) (policy.File, error) {
+func ForHour(ctx context.Context, st store.Store, cfg *config.Config, h time.Time, sites []string) (policy.File, error) {
 	p := Params(cfg)
 	at := h
-	h = hours.Start(h, cfg.Location)
+	h = store.HourStart(h, cfg.Location)
 	end := h.Add(time.Hour)
-	q := series.Query{Windows: HourWindows(p, h), Sites: sites}
+	q := store.Query{Windows: HourWindows(p, h), Sites: sites}
 	hourly, err := hourlyIn(ctx, st, cfg.Location, q)
 	if err != nil {
 		return policy.File{}, err
@@ -133,7 +132,7 @@ func ForHour(ctx context.Context, st series.Store, cfg *config.Config, h time.Ti
 // from young profiles, and on the benchmark's year of 50 lanes the figures
 // differed from a replay of the whole history by 4.6 % (median; 9.7 % at
 // p90); with twice the lookback by 0.03 % (0.9 % at p90).
-func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end time.Time, sites []string) ([]series.Probe, error) {
+func calibratedProbes(ctx context.Context, st store.Store, p policy.Params, end time.Time, sites []string) ([]store.Probe, error) {
 	if !p.Calibrated() {
 		return nil, nil
 	}
@@ -141,12 +140,12 @@ func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end
 	for i, l := range p.Lanes {
 		lanes[i] = l.Name
 	}
-	q := series.Query{Windows: []series.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
+	q := store.Query{Windows: []store.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
 	// A store that streams in time order (the embedded file) is read
 	// without the per-point map a Probes read keeps.
-	if sc, ok := st.(series.ProbeScanner); ok {
-		var probes []series.Probe
-		ordered, err := sc.ScanProbes(ctx, q, func(pr series.Probe) error {
+	if sc, ok := st.(store.ProbeScanner); ok {
+		var probes []store.Probe
+		ordered, err := sc.ScanProbes(ctx, q, func(pr store.Probe) error {
 			probes = append(probes, pr)
 			return nil
 		})
@@ -172,8 +171,8 @@ func calibratedProbes(ctx context.Context, st series.Store, p policy.Params, end
 // History when it did not stream them: the rule is not calibrated or the
 // store does not stream (tried false), or it found them out of order
 // (tried true). Read them whole then.
-func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hourly []series.Hourly, h time.Time, sites []string) (x *policy.History, newestOnes []series.Probe, tried bool, err error) {
-	sc, ok := st.(series.ProbeScanner)
+func streamCalibrated(ctx context.Context, st store.Store, p policy.Params, hourly []store.Hourly, h time.Time, sites []string) (x *policy.History, newestOnes []store.Probe, tried bool, err error) {
+	sc, ok := st.(store.ProbeScanner)
 	if !ok || !p.Calibrated() {
 		return nil, nil, false, nil
 	}
@@ -182,10 +181,10 @@ func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hou
 	for i, l := range p.Lanes {
 		lanes[i] = l.Name
 	}
-	q := series.Query{Windows: []series.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
+	q := store.Query{Windows: []store.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
 	x = policy.HourHistory(p, hourly, h)
 	var nw newestOf
-	ordered, err := sc.ScanProbes(ctx, q, func(pr series.Probe) error {
+	ordered, err := sc.ScanProbes(ctx, q, func(pr store.Probe) error {
 		nw.add(pr)
 		if pr.Time.Before(end) {
 			x.AddProbe(pr)
@@ -202,7 +201,7 @@ func streamCalibrated(ctx context.Context, st series.Store, p policy.Params, hou
 }
 
 // wholeReads is a store read without its ProbeScanner.
-type wholeReads struct{ series.Store }
+type wholeReads struct{ store.Store }
 
 // calibratedFrom is where the calibrated rule's read for a policy as of
 // end starts: twice its window before end.
@@ -216,14 +215,14 @@ func calibratedFrom(p policy.Params, end time.Time) time.Time {
 
 // Forecast reads what the 24 forecast policies of the day holding `day`
 // need from st and returns them, for the sites given (nil: every site).
-func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time.Time, sites []string) ([]policy.File, error) {
+func Forecast(ctx context.Context, st store.Store, cfg *config.Config, day time.Time, sites []string) ([]policy.File, error) {
 	p := Params(cfg)
-	start := hours.DayStart(day, cfg.Location)
+	start := store.DayStart(day, cfg.Location)
 	lt := start.In(cfg.Location)
 	// The lookback days before the day, with an hour of margin for odd DST
 	// rules at midnight; policy ignores the rest.
 	from := time.Date(lt.Year(), lt.Month(), lt.Day()-p.LookbackDays, 0, 0, 0, 0, cfg.Location).Add(-time.Hour)
-	hourly, err := hourlyIn(ctx, st, cfg.Location, series.Query{Windows: []series.Window{{From: from, To: start.Add(time.Hour)}}, Sites: sites})
+	hourly, err := hourlyIn(ctx, st, cfg.Location, store.Query{Windows: []store.Window{{From: from, To: start.Add(time.Hour)}}, Sites: sites})
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +246,10 @@ func Forecast(ctx context.Context, st series.Store, cfg *config.Config, day time
 // probes of the window before end that the calibrated rule reads, in time
 // order) give the newest of the lanes they hold, and the search goes on
 // before them for the others.
-func newest(ctx context.Context, st series.Store, p policy.Params, from, end time.Time, sites []string, have []series.Probe) ([]series.Probe, error) {
+func newest(ctx context.Context, st store.Store, p policy.Params, from, end time.Time, sites []string, have []store.Probe) ([]store.Probe, error) {
 	recent := p.MaxBasisHours() + 1
 	steps := []time.Time{end.Add(-time.Duration(recent) * time.Hour), from, time.Unix(0, 0)}
-	var found []series.Probe
+	var found []store.Probe
 	lanes := make([]string, len(p.Lanes))
 	for i, l := range p.Lanes {
 		lanes[i] = l.Name
@@ -259,7 +258,7 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 	if have != nil {
 		found = newestPerSeries(have)
 		lanes = slices.DeleteFunc(lanes, func(l string) bool {
-			return slices.ContainsFunc(found, func(p series.Probe) bool { return p.Lane == l })
+			return slices.ContainsFunc(found, func(p store.Probe) bool { return p.Lane == l })
 		})
 		if len(lanes) == 0 {
 			return found, nil
@@ -271,13 +270,13 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 		if !start.Before(to) {
 			continue
 		}
-		got, err := series.Latest(ctx, st, series.Query{Windows: []series.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
+		got, err := store.Latest(ctx, st, store.Query{Windows: []store.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
 		if err != nil {
 			return nil, fmt.Errorf("store: read the newest probes: %w", err)
 		}
 		found = append(found, got...)
 		lanes = slices.DeleteFunc(lanes, func(l string) bool {
-			return slices.ContainsFunc(got, func(p series.Probe) bool { return p.Lane == l })
+			return slices.ContainsFunc(got, func(p store.Probe) bool { return p.Lane == l })
 		})
 		if len(lanes) == 0 {
 			break
@@ -289,7 +288,7 @@ func newest(ctx context.Context, st series.Store, p policy.Params, from, end tim
 
 // newestPerSeries returns the newest probe of each lane and site in
 // probes (time order: the later of equal times).
-func newestPerSeries(probes []series.Probe) []series.Probe {
+func newestPerSeries(probes []store.Probe) []store.Probe {
 	var nw newestOf
 	for _, pr := range probes {
 		nw.add(pr)
@@ -301,12 +300,12 @@ func newestPerSeries(probes []series.Probe) []series.Probe {
 // the order the series first came.
 type newestOf struct {
 	at  map[seriesKey]int
-	out []series.Probe
+	out []store.Probe
 }
 
 type seriesKey struct{ lane, site string }
 
-func (nw *newestOf) add(pr series.Probe) {
+func (nw *newestOf) add(pr store.Probe) {
 	k := seriesKey{pr.Lane, pr.Site}
 	if i, ok := nw.at[k]; ok {
 		if !pr.Time.Before(nw.out[i].Time) {
@@ -326,7 +325,7 @@ func (nw *newestOf) add(pr series.Probe) {
 // drawn. Each lane's figures merge every site's records; with perSite, when
 // the records come from more than one site, each lane is followed by one
 // column per site, named lane@site.
-func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
+func Swings(cfg *config.Config, recs []store.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
 	opt, column, lanesOf := swingsOptions(cfg, from, to, days, perSite)
 	// One pass over the records, no merged copy of them (a month of 1,000
 	// lanes at 3 sites: 2.9 M records), when they come by time.
@@ -340,7 +339,7 @@ func Swings(cfg *config.Config, recs []series.Hourly, from, to time.Time, days i
 		}
 	}
 	lanes, columns := swingsLanes(cfg, sitesOf, perSite)
-	var merged []series.Hourly
+	var merged []store.Hourly
 	if columns {
 		merged = withSiteLanes(recs, sitesOf)
 	} else {
@@ -356,23 +355,23 @@ var errTwoPasses = errors.New("swings: the report needs the records whole")
 
 // SwingsOf returns Swings' report of the hourly records of st that q
 // selects, built while st hands them over an hour at a time
-// (series.EachHourly): from a store that streams them (InfluxDB through
+// (store.EachHourly): from a store that streams them (InfluxDB through
 // InfluxQL) the records are never held whole (a month of 1,000 lanes at 3
 // sites: 2.16 M), and the report is built while the store still reads;
 // the file store and a Flux read hand them over from a whole read. When
 // it cannot be built so (more than 64 sites, a lane named like a lane@site
 // column, an InfluxQL answer out of time order), the records are read
 // again whole and go through Swings.
-func SwingsOf(ctx context.Context, cfg *config.Config, st series.Store, q series.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
+func SwingsOf(ctx context.Context, cfg *config.Config, st store.Store, q store.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
 	opt, column, lanesOf := swingsOptions(cfg, from, to, days, perSite)
 	sb := swings.NewSites(opt, column)
-	err := series.EachHourly(ctx, st, q, func(hs []series.Hourly) error {
+	err := store.EachHourly(ctx, st, q, func(hs []store.Hourly) error {
 		if !sb.Add(hs) {
 			return errTwoPasses
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errTwoPasses) && !errors.Is(err, series.ErrNotInTimeOrder) {
+	if err != nil && !errors.Is(err, errTwoPasses) && !errors.Is(err, store.ErrNotInTimeOrder) {
 		return nil, err
 	}
 	if err == nil {
@@ -433,7 +432,7 @@ func swingsLanes(cfg *config.Config, sitesOf map[string][]string, perSite bool) 
 // at once, without a copy of the records, when no lane of the records is
 // named like a lane@site column (the lane-hours of the two never meet
 // then). sitesOf holds the sites of each lane of the records.
-func withSiteLanes(recs []series.Hourly, sitesOf map[string][]string) []series.Hourly {
+func withSiteLanes(recs []store.Hourly, sitesOf map[string][]string) []store.Hourly {
 	type laneSite struct{ lane, site string }
 	names := map[laneSite]string{} // one string per name
 	most := 1
@@ -445,7 +444,7 @@ func withSiteLanes(recs []series.Hourly, sitesOf map[string][]string) []series.H
 	}
 	for _, name := range names {
 		if _, clash := sitesOf[name]; clash {
-			split := make([]series.Hourly, len(recs))
+			split := make([]store.Hourly, len(recs))
 			for i, h := range recs {
 				h.Lane = names[laneSite{h.Lane, h.Site}]
 				split[i] = h
@@ -454,8 +453,8 @@ func withSiteLanes(recs []series.Hourly, sitesOf map[string][]string) []series.H
 		}
 	}
 	// About a record per lane-hour, and one per record of each site.
-	out := swings.AppendMerged(make([]series.Hourly, 0, len(recs)/most+len(recs)), recs, nil)
-	return swings.AppendMerged(out, recs, func(h *series.Hourly) string { return names[laneSite{h.Lane, h.Site}] })
+	out := swings.AppendMerged(make([]store.Hourly, 0, len(recs)/most+len(recs)), recs, nil)
+	return swings.AppendMerged(out, recs, func(h *store.Hourly) string { return names[laneSite{h.Lane, h.Site}] })
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the

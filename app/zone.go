@@ -6,8 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // hourlyIn reads the hourly records of q for a policy whose hours are
@@ -16,7 +15,7 @@ import (
 // Asia/Kathmandu) holds records whose hour starts no hour of loc: the
 // policy would find no basis and call every lane no_recent_sample. Those
 // records are left out and the hours of q are rebuilt from the probes
-// (series.Rollup in loc), as the sampler would have stored them; a record
+// (store.Rollup in loc), as the sampler would have stored them; a record
 // keyed in loc is kept as stored. A zone a whole number of hours away
 // keys the same instants, and its records are used as they are.
 //
@@ -24,7 +23,7 @@ import (
 // than it counted (store.retention_days pruned them), its hour cannot be
 // rebuilt: the error says so in one line, rather than a policy quieter
 // than the probes that were sent.
-func hourlyIn(ctx context.Context, st series.Store, loc *time.Location, q series.Query) ([]series.Hourly, error) {
+func hourlyIn(ctx context.Context, st store.Store, loc *time.Location, q store.Query) ([]store.Hourly, error) {
 	recs, err := st.Hourly(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("store: read hourly records: %w", err)
@@ -34,10 +33,10 @@ func hourlyIn(ctx context.Context, st series.Store, loc *time.Location, q series
 		hour       int64
 	}
 	kept := recs[:0:0]
-	var other []series.Hourly
+	var other []store.Hourly
 	have := map[key]bool{}
 	for _, r := range recs {
-		if hours.Start(r.Hour, loc).Equal(r.Hour) {
+		if store.HourStart(r.Hour, loc).Equal(r.Hour) {
 			kept = append(kept, r)
 			have[key{r.Lane, r.Site, r.Hour.Unix()}] = true
 		} else {
@@ -50,9 +49,9 @@ func hourlyIn(ctx context.Context, st series.Store, loc *time.Location, q series
 	// The probes of q's hours and of every hour a foreign record covers
 	// (it starts inside a window, so it ends within an hour after it).
 	wide := q
-	wide.Windows = make([]series.Window, len(q.Windows))
+	wide.Windows = make([]store.Window, len(q.Windows))
 	for i, w := range q.Windows {
-		wide.Windows[i] = series.Window{From: w.From.Add(-time.Hour), To: w.To.Add(time.Hour)}
+		wide.Windows[i] = store.Window{From: w.From.Add(-time.Hour), To: w.To.Add(time.Hour)}
 	}
 	probes, err := st.Probes(ctx, wide)
 	if err != nil {
@@ -60,7 +59,7 @@ func hourlyIn(ctx context.Context, st series.Store, loc *time.Location, q series
 	}
 	sent := map[[2]string][]time.Time{} // per lane and site, the sent probes' times, sorted
 	for _, p := range probes {
-		if series.Sent(p) {
+		if store.Sent(p) {
 			k := [2]string{p.Lane, p.Site}
 			sent[k] = append(sent[k], p.Time)
 		}
@@ -77,7 +76,7 @@ func hourlyIn(ctx context.Context, st series.Store, loc *time.Location, q series
 				loc, r.Lane, r.Hour.UTC().Format(time.RFC3339), r.Samples-n, r.Samples)
 		}
 	}
-	for _, r := range series.Rollup(probes, loc) {
+	for _, r := range store.Rollup(probes, loc) {
 		in := false
 		for _, w := range q.Windows {
 			in = in || w.Contains(r.Hour)

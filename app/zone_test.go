@@ -12,20 +12,20 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/lanesim"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // zoneHistory is ten days of generated probes of two free lanes and a
 // paid one, every day recorded as a sampler would (one Record a day).
-func zoneHistory(t *testing.T) [][]series.Probe {
+func zoneHistory(t *testing.T) [][]store.Probe {
 	t.Helper()
-	var days [][]series.Probe
+	var days [][]store.Probe
 	err := lanesim.History(lanesim.HistoryOptions{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Days: 10, Seed: 5,
 		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "free2", Kind: "free"}, {Name: "paid", Kind: "paid"}}},
-		func(day []series.Probe) error {
-			days = append(days, append([]series.Probe(nil), day...))
+		func(day []store.Probe) error {
+			days = append(days, append([]store.Probe(nil), day...))
 			return nil
 		})
 	if err != nil {
@@ -36,9 +36,9 @@ func zoneHistory(t *testing.T) [][]series.Probe {
 
 // recordIn writes the probes to a new file store at path, its hours keyed
 // in loc (the zone of the sampler that stored them).
-func recordIn(t *testing.T, path string, loc *time.Location, days [][]series.Probe) *series.File {
+func recordIn(t *testing.T, path string, loc *time.Location, days [][]store.Probe) *store.File {
 	t.Helper()
-	st, err := series.OpenFile(path, series.FileOptions{})
+	st, err := store.OpenFile(path, store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,9 @@ func recordIn(t *testing.T, path string, loc *time.Location, days [][]series.Pro
 	return st
 }
 
-func record(t *testing.T, st series.Store, loc *time.Location, days [][]series.Probe) {
+func record(t *testing.T, st store.Store, loc *time.Location, days [][]store.Probe) {
 	t.Helper()
-	rec := series.NewRecorder(st, loc)
+	rec := store.NewRecorder(st, loc)
 	for _, d := range days {
 		if _, err := rec.Record(context.Background(), d); err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func TestTimezoneChangedAfterSampling(t *testing.T) {
 	dir := t.TempDir()
 	utc := recordIn(t, filepath.Join(dir, "utc.lp"), time.UTC, days)
 	defer utc.Close()
-	zoneChanged(t, dir, utc, func(t *testing.T, loc *time.Location) series.Store {
+	zoneChanged(t, dir, utc, func(t *testing.T, loc *time.Location) store.Store {
 		st := recordIn(t, filepath.Join(t.TempDir(), "native.lp"), loc, days)
 		t.Cleanup(func() { st.Close() })
 		return st
@@ -100,9 +100,9 @@ func TestTimezoneChangedAfterSampling(t *testing.T) {
 func TestTimezoneChangedAfterSamplingInflux(t *testing.T) {
 	srv := influxtest.Start(t)
 	days := zoneHistory(t)
-	open := func(t *testing.T, name string) *series.Influx {
+	open := func(t *testing.T, name string) *store.Influx {
 		db := srv.CreateDB(t, name)
-		st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+		st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestTimezoneChangedAfterSamplingInflux(t *testing.T) {
 	utc := open(t, "zone_utc")
 	record(t, utc, time.UTC, days)
 	n := 0
-	zoneChanged(t, t.TempDir(), utc, func(t *testing.T, loc *time.Location) series.Store {
+	zoneChanged(t, t.TempDir(), utc, func(t *testing.T, loc *time.Location) store.Store {
 		n++
 		st := open(t, fmt.Sprintf("zone_native_%d", n))
 		record(t, st, loc, days)
@@ -122,7 +122,7 @@ func TestTimezoneChangedAfterSamplingInflux(t *testing.T) {
 
 // zoneChanged checks that policies in each zone read from utc (hours keyed
 // in UTC) are those of a store sampled in that zone (native).
-func zoneChanged(t *testing.T, dir string, utc series.Store, native func(*testing.T, *time.Location) series.Store, zones []string) {
+func zoneChanged(t *testing.T, dir string, utc store.Store, native func(*testing.T, *time.Location) store.Store, zones []string) {
 	for _, zone := range zones {
 		for _, rule := range []string{policy.RuleMax, policy.RuleCalibrated} {
 			t.Run(zone+"/"+rule, func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestTimezoneChangedProbesPruned(t *testing.T) {
 	dir := t.TempDir()
 	st := recordIn(t, filepath.Join(dir, "utc.lp"), time.UTC, days)
 	defer st.Close()
-	if _, err := st.Prune(context.Background(), time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), series.PruneOptions{}); err != nil {
+	if _, err := st.Prune(context.Background(), time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), store.PruneOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)

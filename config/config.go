@@ -16,17 +16,16 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 )
 
 // Defaults for the fields a file may leave out. The probe defaults
 // (probe.DefaultPrompt, probe.DefaultMaxTokens, probe.DefaultTimeout) and the
-// store's paths and spool cap (series.DefaultFilePath, DefaultSpoolPath,
+// store's paths and spool cap (store.DefaultFilePath, DefaultSpoolPath,
 // DefaultDeadLetterPath, DefaultSpoolMaxBytes) belong to the packages that
 // use them.
 const (
@@ -71,7 +70,7 @@ func Default() *Config {
 		Concurrency: DefaultConcurrency,
 		Shard:       Shard{Index: 0, Count: 1},
 		Store: Store{Kind: StoreFile, Bucket: "lanewatch/autogen", // the paths default per kind in validate
-			Timeout: Duration(series.DefaultRequestTimeout), QueryLanguage: QueryAuto},
+			Timeout: Duration(store.DefaultRequestTimeout), QueryLanguage: QueryAuto},
 		Probe: Probe{
 			Prompt:    probe.DefaultPrompt,
 			MaxTokens: probe.DefaultMaxTokens,
@@ -125,8 +124,8 @@ type Store struct {
 // Query languages of store.query_language.
 const (
 	QueryAuto     = "auto"
-	QueryInfluxQL = series.QueryInfluxQL
-	QueryFlux     = series.QueryFlux
+	QueryInfluxQL = store.QueryInfluxQL
+	QueryFlux     = store.QueryFlux
 )
 
 // MaxStoreTimeout bounds store.timeout.
@@ -278,7 +277,7 @@ func interval(spec string, loc *time.Location, now time.Time) time.Duration {
 	if every, ok := s.(cron.ConstantDelaySchedule); ok {
 		return every.Delay
 	}
-	loc = hours.OrUTC(loc)
+	loc = store.OrUTC(loc)
 	var shortest time.Duration
 	run := s.Next(now.In(loc))
 	end := run.Add(8 * 24 * time.Hour)

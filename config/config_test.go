@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/duty"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/duty"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const minimal = `
@@ -24,8 +24,8 @@ lanes:
 `
 
 func TestLoadEveryShippedConfig(t *testing.T) {
-	files, err := filepath.Glob("../configs/*.yaml")
-	more, _ := filepath.Glob("../configs/*/*.yaml")
+	files, err := filepath.Glob("../examples/*.yaml")
+	more, _ := filepath.Glob("../examples/*/*.yaml")
 	systemd, _ := filepath.Glob("../deploy/systemd/*.yaml")
 	more = append(more, systemd...)
 	files = append(files, more...)
@@ -144,8 +144,8 @@ func TestStoreDefaultsPerKind(t *testing.T) {
 		{"file, empty path", "{kind: file, path: \"\"}", "/etc/lw/data/samples.lp", "", "", 0},
 		{"file, a path", "{kind: file, path: s.lp}", "/etc/lw/s.lp", "", "", 0},
 		{"no store key", "", "/etc/lw/data/samples.lp", "", "", 0},
-		{"influx, nothing set", "{kind: influx, url: \"http://h:8086\"}", "", "/etc/lw/data/spool.lp", "/etc/lw/data/dead-letter.lp", series.DefaultSpoolMaxBytes},
-		{"influx, own spool", "{kind: influx, url: \"http://h:8086\", spool: /var/sp.lp, dead_letter: d.lp}", "", "/var/sp.lp", "/etc/lw/d.lp", series.DefaultSpoolMaxBytes},
+		{"influx, nothing set", "{kind: influx, url: \"http://h:8086\"}", "", "/etc/lw/data/spool.lp", "/etc/lw/data/dead-letter.lp", store.DefaultSpoolMaxBytes},
+		{"influx, own spool", "{kind: influx, url: \"http://h:8086\", spool: /var/sp.lp, dead_letter: d.lp}", "", "/var/sp.lp", "/etc/lw/d.lp", store.DefaultSpoolMaxBytes},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := minimal

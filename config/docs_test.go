@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lanewatch/lanewatch/internal/decode"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 	"gopkg.in/yaml.v3"
 )
 
@@ -47,8 +47,8 @@ func TestDocsMatchCode(t *testing.T) {
 	}
 	doc := string(data)
 	defaults := Default() // plus those a file or an influx store gets when it loads
-	defaults.Store.Path = series.DefaultFilePath
-	defaults.Store.Spool, defaults.Store.DeadLetter, defaults.Store.SpoolMaxBytes = series.DefaultSpoolPath, series.DefaultDeadLetterPath, series.DefaultSpoolMaxBytes
+	defaults.Store.Path = store.DefaultFilePath
+	defaults.Store.Spool, defaults.Store.DeadLetter, defaults.Store.SpoolMaxBytes = store.DefaultSpoolPath, store.DefaultDeadLetterPath, store.DefaultSpoolMaxBytes
 	keys, leaves := map[string]bool{}, map[string]reflect.Value{}
 	docKeys(reflect.TypeOf(Config{}), reflect.ValueOf(*defaults), "", keys, leaves)
 

@@ -14,7 +14,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 	"github.com/robfig/cron/v3"
 )
 
@@ -117,7 +117,7 @@ func (c *Config) validateStore() error {
 	switch s.Kind {
 	case StoreFile:
 		if s.Path == "" {
-			s.Path = series.DefaultFilePath
+			s.Path = store.DefaultFilePath
 		}
 		s.Path = c.abs(s.Path)
 		if err := notDir("store.path", s.Path, "samples.lp"); err != nil {
@@ -144,13 +144,13 @@ func (c *Config) validateStore() error {
 			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
 		}
 		if s.Spool == "" {
-			s.Spool = series.DefaultSpoolPath
+			s.Spool = store.DefaultSpoolPath
 		}
 		if s.DeadLetter == "" {
-			s.DeadLetter = series.DefaultDeadLetterPath
+			s.DeadLetter = store.DefaultDeadLetterPath
 		}
 		if s.SpoolMaxBytes == 0 {
-			s.SpoolMaxBytes = series.DefaultSpoolMaxBytes
+			s.SpoolMaxBytes = store.DefaultSpoolMaxBytes
 		}
 		if s.SpoolMaxBytes < 0 {
 			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)

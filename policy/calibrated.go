@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Defaults of the calibrated rule.
@@ -52,7 +52,7 @@ type QueueObs struct {
 // ones when a failure left a wait (a 429 leaves none and is no queue draw;
 // a record cannot tell which failures left one, so an hour with both counts
 // them all). A record with no samples or no wait gives false.
-func RecordObs(r series.Hourly) (QueueObs, bool) {
+func RecordObs(r store.Hourly) (QueueObs, bool) {
 	if r.Samples <= 0 {
 		return QueueObs{}, false
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 var calStart = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
@@ -237,7 +237,7 @@ func runMC(t *testing.T, lanes [][]genProbe, cov float64, warm int, hourly bool)
 			if len(hour) == 0 {
 				return
 			}
-			r := series.Hourly{Hour: hour[0].at.Truncate(time.Hour), Samples: int64(len(hour))}
+			r := store.Hourly{Hour: hour[0].at.Truncate(time.Hour), Samples: int64(len(hour))}
 			for _, p := range hour {
 				if p.censored {
 					r.Failures++
@@ -449,18 +449,18 @@ func TestRecordObs(t *testing.T) {
 	h := calStart
 	for _, tc := range []struct {
 		name string
-		r    series.Hourly
+		r    store.Hourly
 		want QueueObs
 		ok   bool
 	}{
-		{"ok probes", series.Hourly{Hour: h, WorstQueueS: 4, Samples: 3}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 3}, true},
-		{"a timeout above the ok probes", series.Hourly{Hour: h, WorstQueueS: 4, WorstCensoredS: 120, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 120, N: 3, Censored: true}, true},
-		{"a failure below the ok probes", series.Hourly{Hour: h, WorstQueueS: 4, WorstCensoredS: 0.5, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 3}, true},
-		{"a 429 beside ok probes: no queue draw", series.Hourly{Hour: h, WorstQueueS: 4, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 2}, true},
-		{"only failures", series.Hourly{Hour: h, WorstCensoredS: 120, Samples: 2, Failures: 2}, QueueObs{Time: h, Span: time.Hour, Value: 120, N: 2, Censored: true}, true},
-		{"a 429 alone", series.Hourly{Hour: h, Samples: 1, Failures: 1}, QueueObs{}, false},
-		{"no samples", series.Hourly{Hour: h, WorstQueueS: 4}, QueueObs{}, false},
-		{"not finite", series.Hourly{Hour: h, WorstQueueS: math.Inf(1), WorstCensoredS: math.NaN(), Samples: 1}, QueueObs{}, false},
+		{"ok probes", store.Hourly{Hour: h, WorstQueueS: 4, Samples: 3}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 3}, true},
+		{"a timeout above the ok probes", store.Hourly{Hour: h, WorstQueueS: 4, WorstCensoredS: 120, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 120, N: 3, Censored: true}, true},
+		{"a failure below the ok probes", store.Hourly{Hour: h, WorstQueueS: 4, WorstCensoredS: 0.5, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 3}, true},
+		{"a 429 beside ok probes: no queue draw", store.Hourly{Hour: h, WorstQueueS: 4, Samples: 3, Failures: 1}, QueueObs{Time: h, Span: time.Hour, Value: 4, N: 2}, true},
+		{"only failures", store.Hourly{Hour: h, WorstCensoredS: 120, Samples: 2, Failures: 2}, QueueObs{Time: h, Span: time.Hour, Value: 120, N: 2, Censored: true}, true},
+		{"a 429 alone", store.Hourly{Hour: h, Samples: 1, Failures: 1}, QueueObs{}, false},
+		{"no samples", store.Hourly{Hour: h, WorstQueueS: 4}, QueueObs{}, false},
+		{"not finite", store.Hourly{Hour: h, WorstQueueS: math.Inf(1), WorstCensoredS: math.NaN(), Samples: 1}, QueueObs{}, false},
 	} {
 		got, ok := RecordObs(tc.r)
 		if ok != tc.ok || (ok && got != tc.want) {

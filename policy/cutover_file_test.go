@@ -8,23 +8,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // constantLane returns three probes an hour of a constant lane (wait q s,
 // 40 tokens in 1 s: tok_per_s 40) and their hourly records, for days days
 // before end.
-func constantLane(name, kind string, q float64, end time.Time, days int) ([]series.Probe, []series.Hourly) {
-	var ps []series.Probe
-	var hs []series.Hourly
+func constantLane(name, kind string, q float64, end time.Time, days int) ([]store.Probe, []store.Hourly) {
+	var ps []store.Probe
+	var hs []store.Hourly
 	for h := end.AddDate(0, 0, -days); h.Before(end); h = h.Add(time.Hour) {
-		var hour []series.Probe
+		var hour []store.Probe
 		for _, m := range []int{7, 27, 47} {
-			hour = append(hour, series.Probe{Lane: name, Kind: kind, Time: h.Add(time.Duration(m) * time.Minute),
+			hour = append(hour, store.Probe{Lane: name, Kind: kind, Time: h.Add(time.Duration(m) * time.Minute),
 				QueueS: q, GenS: 1, Tokens: 40, OK: true, Outcome: "ok"})
 		}
 		ps = append(ps, hour...)
-		hs = append(hs, series.Aggregate(name, kind, "", h, hour))
+		hs = append(hs, store.Aggregate(name, kind, "", h, hour))
 	}
 	return ps, hs
 }
@@ -32,7 +32,7 @@ func constantLane(name, kind string, q float64, end time.Time, days int) ([]seri
 // cutoverWorld: a free lane that always waits 10 s and a paid one that
 // always waits 2 s, both 40 tok/s; classes of 40 tokens (1 s of
 // generation) at deadlines 60, 12 and 2 s.
-func cutoverWorld(rule string) (Params, []series.Probe, []series.Hourly) {
+func cutoverWorld(rule string) (Params, []store.Probe, []store.Hourly) {
 	end := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 	ps, hs := constantLane("free", KindFree, 10, end, 20)
 	pp, ph := constantLane("paid", KindPaid, 2, end, 20)
@@ -138,8 +138,8 @@ func TestCutoverInFileRandom(t *testing.T) {
 		for ci := range p.Classes {
 			p.Classes[ci].DeadlineS = float64(1 + rng.IntN(120))
 		}
-		var ps []series.Probe
-		var hs []series.Hourly
+		var ps []store.Probe
+		var hs []store.Hourly
 		for _, l := range p.Lanes {
 			scale := 1 + 30*rng.Float64()
 			if l.Kind == KindPaid {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Waits holds the hour of day's ok waits, with the neighbouring hours'
@@ -78,9 +78,9 @@ func hoursSet(hs ...int) uint32 {
 // threeLanes: free lanes aslow (1.51 s) and zfast (0.06 s) and a paid lane
 // (1 s), each 40 tok/s, 20 days three probes an hour; one 60 s class of
 // 40 tokens.
-func threeLanes(rule string, end time.Time) (Params, []series.Probe, []series.Hourly) {
-	var ps []series.Probe
-	var hs []series.Hourly
+func threeLanes(rule string, end time.Time) (Params, []store.Probe, []store.Hourly) {
+	var ps []store.Probe
+	var hs []store.Hourly
 	for _, l := range []struct {
 		name, kind string
 		q          float64

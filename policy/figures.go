@@ -5,15 +5,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // States reduces the newest probes (one per lane and site) to the policy's
 // lane states: the newest probe of any site, and the latest back-off
 // (budget.Backoff) any site's newest probe asks for (hours keyed in loc).
-func States(latest []series.Probe, loc *time.Location) []LaneState {
+func States(latest []store.Probe, loc *time.Location) []LaneState {
 	byLane := map[string]*LaneState{}
 	var order []string
 	for _, p := range latest {

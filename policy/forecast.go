@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Forecast returns 24 forecast policies for the day holding `day` (in
@@ -17,7 +16,7 @@ import (
 // no_recent_sample; while its quota is spent (state.QuotaUntil after the
 // hour's start) it is quota_exhausted. Records from the day itself or later
 // are ignored.
-func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time) []File {
+func Forecast(p Params, recs []store.Hourly, states []LaneState, day time.Time) []File {
 	return ForecastProbes(p, recs, nil, states, day)
 }
 
@@ -30,8 +29,8 @@ func Forecast(p Params, recs []series.Hourly, states []LaneState, day time.Time)
 // decision (Decide) reads the free lanes' day-ahead waits of the hour
 // (Calibrator.Waits), and a lane whose lookback holds an ok probe is
 // eligible, its failures priced there rather than banning the hour.
-func ForecastProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, day time.Time) []File {
-	loc := hours.OrUTC(p.Location)
+func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, day time.Time) []File {
+	loc := store.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
 	x := NewHistory(loc)
 	for _, r := range recs {

@@ -5,8 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // History indexes hourly records by lane, hour and site, so that a lane's
@@ -47,7 +46,7 @@ type laneHistory struct {
 	cals    []laneCal
 }
 
-// rec is what the rules read of a series.Hourly: 64 bytes, so that a lane's
+// rec is what the rules read of a store.Hourly: 64 bytes, so that a lane's
 // records of a week stay close in memory.
 type rec struct {
 	Site                                    string
@@ -79,7 +78,7 @@ type lookMemo struct {
 
 // NewHistory returns an empty History keying hours in loc (nil: UTC).
 func NewHistory(loc *time.Location) *History {
-	return &History{loc: hours.OrUTC(loc), lanes: map[string]*laneHistory{}}
+	return &History{loc: store.OrUTC(loc), lanes: map[string]*laneHistory{}}
 }
 
 // HourHistory is the History that ForHourProbes makes for the live policy
@@ -87,9 +86,9 @@ func NewHistory(loc *time.Location) *History {
 // the hour's end. Adding to it, with AddProbe in time order, the probes
 // before that end, then asking x.ForHour(p, states, hour), gives what
 // ForHourProbes gives, without a slice of every probe (a streamed read).
-func HourHistory(p Params, recs []series.Hourly, hour time.Time) *History {
-	loc := hours.OrUTC(p.Location)
-	end := hours.Start(hour, loc).Add(time.Hour)
+func HourHistory(p Params, recs []store.Hourly, hour time.Time) *History {
+	loc := store.OrUTC(p.Location)
+	end := store.HourStart(hour, loc).Add(time.Hour)
 	x := NewHistory(loc)
 	for _, r := range recs {
 		if r.Hour.Before(end) {
@@ -101,7 +100,7 @@ func HourHistory(p Params, recs []series.Hourly, hour time.Time) *History {
 
 // Add adds r, replacing the record of the same lane, site and hour. A
 // record with Samples <= 0 counts as no record.
-func (x *History) Add(r series.Hourly) {
+func (x *History) Add(r store.Hourly) {
 	lh := x.lane(r.Lane)
 	k := r.Hour.Unix()
 	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
@@ -245,7 +244,7 @@ func sameHour(keys []int64, loc *time.Location, d civil, hh int) []int64 {
 	}
 	n := len(keys)
 	for _, c := range [3]time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
-		c = hours.Start(c, loc)
+		c = store.HourStart(c, loc)
 		lt := c.In(loc)
 		u := c.Unix()
 		if civilOf(lt) == d && lt.Hour() == hh && !slices.Contains(keys[n:], u) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // HourHistory, the probes added one by one in time order, then ForHour,
@@ -29,11 +29,11 @@ func TestHourHistoryIsForHourProbes(t *testing.T) {
 			Classes: []ClassSpec{{Name: "a", DeadlineS: 60, CeilingTokens: 100, EstTokens: 40, PaidUSDPer1k: 1}, {Name: "b", DeadlineS: 20, CeilingTokens: 100, EstTokens: 40, Coverage: 0.5}}}
 		h := time.Date(2026, 11, 1, 1, 0, 0, 0, loc).Add(time.Duration(r.IntN(48)) * time.Hour)
 		start := h.Add(-30 * 24 * time.Hour)
-		var ps []series.Probe
-		var hs []series.Hourly
+		var ps []store.Probe
+		var hs []store.Hourly
 		for at := start; at.Before(h.Add(3 * time.Hour)); at = at.Add(time.Duration(5+r.IntN(40)) * time.Minute) {
 			for _, l := range p.Lanes {
-				pr := series.Probe{Lane: l.Name, Kind: l.Kind, Site: []string{"", "x"}[r.IntN(2)], Time: at.Add(time.Duration(r.IntN(60)) * time.Second),
+				pr := store.Probe{Lane: l.Name, Kind: l.Kind, Site: []string{"", "x"}[r.IntN(2)], Time: at.Add(time.Duration(r.IntN(60)) * time.Second),
 					QueueS: r.ExpFloat64() * 5, GenS: 1, Tokens: 40, OK: true, Outcome: "ok", Status: 200}
 				switch r.IntN(12) {
 				case 0:
@@ -42,7 +42,7 @@ func TestHourHistoryIsForHourProbes(t *testing.T) {
 					pr.OK, pr.Outcome, pr.QueueS, pr.Status = false, "reserved", 0, 0
 				}
 				ps = append(ps, pr)
-				hs = append(hs, series.Aggregate(pr.Lane, pr.Kind, pr.Site, at.Truncate(time.Hour), []series.Probe{pr}))
+				hs = append(hs, store.Aggregate(pr.Lane, pr.Kind, pr.Site, at.Truncate(time.Hour), []store.Probe{pr}))
 			}
 		}
 		slices.SortStableFunc(ps, cmpProbeTime)

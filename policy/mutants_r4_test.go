@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Tests written for gremlins' survivors in calibrated.go
@@ -21,12 +21,12 @@ func TestRecordObsTieIsABound(t *testing.T) {
 	h := calStart
 	for _, tc := range []struct {
 		name string
-		r    series.Hourly
+		r    store.Hourly
 		want QueueObs
 	}{
-		{"tie", series.Hourly{Hour: h, WorstQueueS: 30, WorstCensoredS: 30, Samples: 3, Failures: 1},
+		{"tie", store.Hourly{Hour: h, WorstQueueS: 30, WorstCensoredS: 30, Samples: 3, Failures: 1},
 			QueueObs{Time: h, Span: time.Hour, Value: 30, N: 3, Censored: true}},
-		{"censored just below", series.Hourly{Hour: h, WorstQueueS: 30, WorstCensoredS: 29.99, Samples: 3, Failures: 1},
+		{"censored just below", store.Hourly{Hour: h, WorstQueueS: 30, WorstCensoredS: 29.99, Samples: 3, Failures: 1},
 			QueueObs{Time: h, Span: time.Hour, Value: 30, N: 3}},
 	} {
 		if got, ok := RecordObs(tc.r); !ok || got != tc.want {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Tests written for gremlins' survivors in the older files of policy
@@ -26,16 +26,16 @@ import (
 func TestStatesLatestBackoffEitherOrder(t *testing.T) {
 	h := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return h.Add(time.Duration(m) * time.Minute) }
-	limited := func(site string, m int, resetS float64) series.Probe {
-		return series.Probe{Lane: "a", Site: site, Time: at(m), Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: resetS}
+	limited := func(site string, m int, resetS float64) store.Probe {
+		return store.Probe{Lane: "a", Site: site, Time: at(m), Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: resetS}
 	}
 	want := []LaneState{{Lane: "a", LastSample: at(27), QuotaUntil: h.Add(time.Hour)}}
 	for _, tc := range []struct {
 		name   string
-		latest []series.Probe
+		latest []store.Probe
 	}{
-		{"longer first", []series.Probe{limited("fra1", 27, 0), limited("iad1", 7, 600)}},
-		{"longer second", []series.Probe{limited("iad1", 7, 600), limited("fra1", 27, 0)}},
+		{"longer first", []store.Probe{limited("fra1", 27, 0), limited("iad1", 7, 600)}},
+		{"longer second", []store.Probe{limited("iad1", 7, 600), limited("fra1", 27, 0)}},
 	} {
 		if got := States(tc.latest, time.UTC); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, want)
@@ -92,7 +92,7 @@ func TestDecodeBookInputCounts(t *testing.T) {
 func TestParseFileSites(t *testing.T) {
 	h := mtHour
 	p := Params{LookbackDays: 1, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
-	f := ForHour(p, []series.Hourly{mtRec("a", KindFree, "iad1", h, 1, 40, 0), mtRec("a", KindFree, "fra1", h.Add(-24*time.Hour), 2, 40, 0)}, nil, h)
+	f := ForHour(p, []store.Hourly{mtRec("a", KindFree, "iad1", h, 1, 40, 0), mtRec("a", KindFree, "fra1", h.Add(-24*time.Hour), 2, 40, 0)}, nil, h)
 	data, err := Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -183,15 +183,15 @@ func TestForecastProbesCalibratedBelowTheWorst(t *testing.T) {
 // 20's `&&` and `||` swapped, `==` → `!=`, `<= 0` → `< 0`.)
 func TestProbeObsRules(t *testing.T) {
 	at := time.Date(2026, 11, 30, 14, 7, 0, 0, time.UTC)
-	ok := func(q float64) series.Probe {
-		return series.Probe{Time: at, OK: true, Outcome: "ok", Status: 200, QueueS: q}
+	ok := func(q float64) store.Probe {
+		return store.Probe{Time: at, OK: true, Outcome: "ok", Status: 200, QueueS: q}
 	}
-	failed := func(outcome string, status int64, q float64) series.Probe {
-		return series.Probe{Time: at, Outcome: outcome, Status: status, QueueS: q}
+	failed := func(outcome string, status int64, q float64) store.Probe {
+		return store.Probe{Time: at, Outcome: outcome, Status: status, QueueS: q}
 	}
 	for _, tc := range []struct {
 		name string
-		p    series.Probe
+		p    store.Probe
 		want QueueObs
 		ok   bool
 	}{
@@ -199,7 +199,7 @@ func TestProbeObsRules(t *testing.T) {
 		{"ok, no wait", ok(0), QueueObs{Time: at, Value: 0}, true},
 		{"timeout", failed("timeout", 0, 30), QueueObs{Time: at, Value: 30, Censored: true}, true},
 		{"5xx after a wait", failed("http_error", 503, 4), QueueObs{Time: at, Value: 4, Censored: true}, true},
-		{"429 by outcome", failed(series.OutcomeRateLimited, 0, 5), QueueObs{}, false},
+		{"429 by outcome", failed(store.OutcomeRateLimited, 0, 5), QueueObs{}, false},
 		{"429 by status", failed("http_error", 429, 5), QueueObs{}, false},
 		{"failure, no wait", failed("http_error", 503, 0), QueueObs{}, false},
 		{"negative", ok(-1), QueueObs{}, false},

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Tests written for gremlins' survivors and hand-made mutants of
@@ -16,25 +16,25 @@ import (
 // r5Probes returns ok probes of lane free every 20 minutes (at :00, :20,
 // :40) from `from` until `to`, each waiting q(i, t) seconds, i counting
 // from 0.
-func r5Probes(from, to time.Time, q func(i int, t time.Time) float64) []series.Probe {
-	var ps []series.Probe
+func r5Probes(from, to time.Time, q func(i int, t time.Time) float64) []store.Probe {
+	var ps []store.Probe
 	for at, i := from, 0; at.Before(to); at, i = at.Add(20*time.Minute), i+1 {
-		ps = append(ps, series.Probe{Lane: "free", Kind: KindFree, Time: at, QueueS: q(i, at),
+		ps = append(ps, store.Probe{Lane: "free", Kind: KindFree, Time: at, QueueS: q(i, at),
 			GenS: 1, Tokens: 40, OK: true, Outcome: "ok", Status: 200})
 	}
 	return ps
 }
 
 // r5Records returns the hourly records of probes of one lane, hour by hour.
-func r5Records(ps []series.Probe) []series.Hourly {
-	var hs []series.Hourly
+func r5Records(ps []store.Probe) []store.Hourly {
+	var hs []store.Hourly
 	for i := 0; i < len(ps); {
 		h := ps[i].Time.Truncate(time.Hour)
 		j := i
 		for j < len(ps) && ps[j].Time.Truncate(time.Hour).Equal(h) {
 			j++
 		}
-		hs = append(hs, series.Aggregate(ps[i].Lane, ps[i].Kind, "", h, ps[i:j]))
+		hs = append(hs, store.Aggregate(ps[i].Lane, ps[i].Kind, "", h, ps[i:j]))
 		i = j
 	}
 	return hs
@@ -59,14 +59,14 @@ func TestCalibratedLaneWithoutObservationsReadsTheWorst(t *testing.T) {
 	ps, hs := obsHistory(h.Add(time.Hour), 20, func(time.Time) (float64, bool) { return 10, true })
 	paid, _ := obsHistory(h.Add(time.Hour), 20, func(time.Time) (float64, bool) { return 7, true })
 	for at := h.AddDate(0, 0, -20); at.Before(h.Add(time.Hour)); at = at.Add(time.Hour) {
-		var hour []series.Probe
+		var hour []store.Probe
 		for _, pr := range paid {
 			if !pr.Time.Before(at) && pr.Time.Before(at.Add(time.Hour)) {
 				pr.Lane, pr.Kind = "paid", KindPaid
 				hour = append(hour, pr)
 			}
 		}
-		hs = append(hs, series.Aggregate("paid", KindPaid, "", at, hour))
+		hs = append(hs, store.Aggregate("paid", KindPaid, "", at, hour))
 	}
 	params := func(rule string) Params {
 		p := obsParams(rule)

@@ -13,15 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // mtHour is the policy hour of the tests below that need no timezone.
 var mtHour = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 
 // mtRec is a record of three probes at site, queue seconds, tok tok/s.
-func mtRec(lane, kind, site string, hour time.Time, queue, tok float64, failures int) series.Hourly {
-	return series.Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour, WorstQueueS: queue, WorstGenS: 1,
+func mtRec(lane, kind, site string, hour time.Time, queue, tok float64, failures int) store.Hourly {
+	return store.Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour, WorstQueueS: queue, WorstGenS: 1,
 		MinTokPerS: tok, Samples: 3, Failures: int64(failures)}
 }
 
@@ -42,7 +42,7 @@ func TestBasisIsTheNewestRecordPerSite(t *testing.T) {
 	h := mtHour
 	for _, tc := range []struct {
 		name     string
-		recs     []series.Hourly
+		recs     []store.Hourly
 		spec     LaneSpec
 		days     int
 		reason   string
@@ -54,18 +54,18 @@ func TestBasisIsTheNewestRecordPerSite(t *testing.T) {
 	}{
 		{
 			name: "H-1 failed, H fine: H alone is the basis",
-			recs: []series.Hourly{mtRec("a", KindFree, "", h, 3, 40, 0), mtRec("a", KindFree, "", h.Add(-time.Hour), 9, 40, 1)},
+			recs: []store.Hourly{mtRec("a", KindFree, "", h, 3, 40, 0), mtRec("a", KindFree, "", h.Add(-time.Hour), 9, 40, 1)},
 			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonOK, queue: 3, samples: 3, records: 1,
 		},
 		{
 			name: "H fine at s1, H-1 failed at s2: both sites are the basis",
-			recs: []series.Hourly{mtRec("a", KindFree, "s1", h, 3, 40, 0), mtRec("a", KindFree, "s2", h.Add(-time.Hour), 9, 40, 1)},
+			recs: []store.Hourly{mtRec("a", KindFree, "s1", h, 3, 40, 0), mtRec("a", KindFree, "s2", h.Add(-time.Hour), 9, 40, 1)},
 			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonProbeFailed, queue: 9, samples: 6, failures: 1, records: 2,
 			sites: []string{"s1", "s2"},
 		},
 		{
 			name: "H-1 at two sites, H at one: H-1 is the other site's basis only",
-			recs: []series.Hourly{
+			recs: []store.Hourly{
 				mtRec("a", KindFree, "s1", h, 3, 40, 0),
 				mtRec("a", KindFree, "s1", h.Add(-time.Hour), 20, 40, 1),
 				mtRec("a", KindFree, "s2", h.Add(-time.Hour), 7, 40, 0),
@@ -77,22 +77,22 @@ func TestBasisIsTheNewestRecordPerSite(t *testing.T) {
 			// BasisHours 30 reaches H-24, which the lookback reads too:
 			// the record counts once (samples 3 + 3, not 9).
 			name: "a basis record that is also a lookback record counts once",
-			recs: []series.Hourly{mtRec("a", KindFree, "", h.Add(-24*time.Hour), 4, 40, 0), mtRec("a", KindFree, "", h.Add(-48*time.Hour), 6, 40, 0)},
+			recs: []store.Hourly{mtRec("a", KindFree, "", h.Add(-24*time.Hour), 4, 40, 0), mtRec("a", KindFree, "", h.Add(-48*time.Hour), 6, 40, 0)},
 			spec: LaneSpec{Name: "a", Kind: KindFree, BasisHours: 30}, days: 2, reason: ReasonOK, queue: 6, samples: 6, records: 2,
 		},
 		{
 			name: "a record with no samples is no basis: H-1 is",
-			recs: []series.Hourly{{Lane: "a", Kind: KindFree, Hour: h, WorstQueueS: 50}, mtRec("a", KindFree, "", h.Add(-time.Hour), 2, 40, 0)},
+			recs: []store.Hourly{{Lane: "a", Kind: KindFree, Hour: h, WorstQueueS: 50}, mtRec("a", KindFree, "", h.Add(-time.Hour), 2, 40, 0)},
 			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonOK, queue: 2, samples: 3, records: 1,
 		},
 		{
 			name: "H-2 is outside the default basis",
-			recs: []series.Hourly{mtRec("a", KindFree, "", h.Add(-2*time.Hour), 2, 40, 0)},
+			recs: []store.Hourly{mtRec("a", KindFree, "", h.Add(-2*time.Hour), 2, 40, 0)},
 			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonNoRecentSample, queue: 0, samples: 0, records: 0,
 		},
 		{
 			name: "H-2 is inside a basis of 2 hours",
-			recs: []series.Hourly{mtRec("a", KindFree, "", h.Add(-2*time.Hour), 2, 40, 0)},
+			recs: []store.Hourly{mtRec("a", KindFree, "", h.Add(-2*time.Hour), 2, 40, 0)},
 			spec: LaneSpec{Name: "a", Kind: KindFree, BasisHours: 2}, reason: ReasonOK, queue: 2, samples: 3, records: 1,
 		},
 	} {
@@ -131,20 +131,20 @@ func TestLiveQuotaExhausted(t *testing.T) {
 	old := mtRec("a", KindFree, "", h.Add(-24*time.Hour), 5, 40, 0)
 	for _, tc := range []struct {
 		name   string
-		recs   []series.Hourly
+		recs   []store.Hourly
 		state  LaneState
 		reason string
 		until  time.Time
 		queue  float64
 	}{
-		{"no quota state", []series.Hourly{ok}, LaneState{}, ReasonOK, time.Time{}, 3},
-		{"spent for 30 more minutes", []series.Hourly{ok}, LaneState{QuotaUntil: h.Add(30*time.Minute + 700*time.Millisecond).In(kolkata)},
+		{"no quota state", []store.Hourly{ok}, LaneState{}, ReasonOK, time.Time{}, 3},
+		{"spent for 30 more minutes", []store.Hourly{ok}, LaneState{QuotaUntil: h.Add(30*time.Minute + 700*time.Millisecond).In(kolkata)},
 			ReasonQuotaExhausted, h.Add(30 * time.Minute), 3},
-		{"back a nanosecond after the hour starts", []series.Hourly{ok}, LaneState{QuotaUntil: h.Add(time.Nanosecond)}, ReasonQuotaExhausted, h, 3},
-		{"back exactly at the hour's start", []series.Hourly{ok}, LaneState{QuotaUntil: h}, ReasonOK, time.Time{}, 3},
-		{"back before the hour", []series.Hourly{ok}, LaneState{QuotaUntil: h.Add(-time.Nanosecond)}, ReasonOK, time.Time{}, 3},
-		{"quota outranks a failed basis", []series.Hourly{failed}, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonQuotaExhausted, h.Add(time.Hour), 3},
-		{"quota outranks no basis", []series.Hourly{old}, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonQuotaExhausted, h.Add(time.Hour), 5},
+		{"back a nanosecond after the hour starts", []store.Hourly{ok}, LaneState{QuotaUntil: h.Add(time.Nanosecond)}, ReasonQuotaExhausted, h, 3},
+		{"back exactly at the hour's start", []store.Hourly{ok}, LaneState{QuotaUntil: h}, ReasonOK, time.Time{}, 3},
+		{"back before the hour", []store.Hourly{ok}, LaneState{QuotaUntil: h.Add(-time.Nanosecond)}, ReasonOK, time.Time{}, 3},
+		{"quota outranks a failed basis", []store.Hourly{failed}, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonQuotaExhausted, h.Add(time.Hour), 3},
+		{"quota outranks no basis", []store.Hourly{old}, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonQuotaExhausted, h.Add(time.Hour), 5},
 		{"never sampled outranks quota", nil, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonNeverSampled, time.Time{}, 0},
 		{"a probe known but no record: quota", nil, LaneState{LastSample: h.Add(-time.Minute), QuotaUntil: h.Add(time.Hour)},
 			ReasonQuotaExhausted, h.Add(time.Hour), 0},
@@ -175,7 +175,7 @@ func TestLiveQuotaExhausted(t *testing.T) {
 // hour's start (issue 22 #5: the forecast's case was tested nowhere).
 func TestForecastQuotaExhausted(t *testing.T) {
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	var recs []series.Hourly
+	var recs []store.Hourly
 	for hr := range 24 {
 		recs = append(recs, mtRec("a", KindFree, "", day.Add(time.Duration(hr-24)*time.Hour), 2, 40, 0))
 	}
@@ -230,21 +230,21 @@ func TestFileSites(t *testing.T) {
 	h := mtHour
 	for _, tc := range []struct {
 		name string
-		recs []series.Hourly
+		recs []store.Hourly
 		live []string
 		fc   []string // the forecast of the next day, hour 14
 	}{
 		{"none", nil, nil, nil},
-		{"untagged only", []series.Hourly{mtRec("a", KindFree, "", h, 1, 40, 0)}, nil, nil},
-		{"one site", []series.Hourly{mtRec("a", KindFree, "s1", h, 1, 40, 0)}, []string{"s1"}, []string{"s1"}},
-		{"untagged and a site", []series.Hourly{mtRec("a", KindFree, "zz", h, 1, 40, 0), mtRec("b", KindPaid, "", h, 1, 40, 0)},
+		{"untagged only", []store.Hourly{mtRec("a", KindFree, "", h, 1, 40, 0)}, nil, nil},
+		{"one site", []store.Hourly{mtRec("a", KindFree, "s1", h, 1, 40, 0)}, []string{"s1"}, []string{"s1"}},
+		{"untagged and a site", []store.Hourly{mtRec("a", KindFree, "zz", h, 1, 40, 0), mtRec("b", KindPaid, "", h, 1, 40, 0)},
 			[]string{"", "zz"}, []string{"", "zz"}},
-		{"sorted, from the lookback too", []series.Hourly{
+		{"sorted, from the lookback too", []store.Hourly{
 			mtRec("a", KindFree, "s3", h, 1, 40, 0),
 			mtRec("a", KindFree, "s1", h.Add(-24*time.Hour), 1, 40, 0),
 			mtRec("b", KindPaid, "s2", h.Add(-time.Hour), 1, 40, 0),
 		}, []string{"s1", "s2", "s3"}, []string{"s3"}},
-		{"records not read add no site", []series.Hourly{
+		{"records not read add no site", []store.Hourly{
 			mtRec("a", KindFree, "s1", h, 1, 40, 0),
 			mtRec("a", KindFree, "s1", h.Add(-time.Hour), 1, 40, 0),
 			mtRec("a", KindFree, "old", h.Add(-3*time.Hour), 1, 40, 0),
@@ -265,7 +265,7 @@ func TestFileSites(t *testing.T) {
 		})
 	}
 	// An empty site list is not written; a site list is, as a flow sequence.
-	f := ForHour(Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}, []series.Hourly{mtRec("a", KindFree, "s1", h, 1, 40, 0)}, nil, h)
+	f := ForHour(Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}, []store.Hourly{mtRec("a", KindFree, "s1", h, 1, 40, 0)}, nil, h)
 	data, err := Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +428,7 @@ func TestLookbackLondonFallBack(t *testing.T) {
 		t.Fatalf("Go resolves 01:00 to %v; the test assumes the second 01:00", got.UTC())
 	}
 	h := time.Date(2026, 10, 26, 1, 0, 0, 0, time.UTC) // 01:00 GMT the day after
-	recs := []series.Hourly{
+	recs := []store.Hourly{
 		mtRec("a", KindFree, "", bst, 30, 40, 0),
 		mtRec("a", KindFree, "", gmt, 10, 20, 0),
 		mtRec("a", KindFree, "", h, 5, 50, 0),

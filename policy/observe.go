@@ -4,20 +4,19 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // ProbeObs turns a probe into an observation of the calibrated rule: its
 // queue_s, censored when the probe failed (the wait is a lower bound: a
 // timeout is the wait it was cut at). A 429 is no queue draw, and a failure
 // without a wait says nothing of the queue: both give false.
-func ProbeObs(p series.Probe) (QueueObs, bool) {
+func ProbeObs(p store.Probe) (QueueObs, bool) {
 	if !num.Finite(p.QueueS) || p.QueueS < 0 {
 		return QueueObs{}, false
 	}
-	if !p.OK && (p.Outcome == series.OutcomeRateLimited || p.Status == 429 || p.QueueS <= 0) {
+	if !p.OK && (p.Outcome == store.OutcomeRateLimited || p.Status == 429 || p.QueueS <= 0) {
 		return QueueObs{}, false
 	}
 	return QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}, true
@@ -36,7 +35,7 @@ type laneCal struct {
 // order; an earlier one is put in its place and the lane's calibrators
 // start over. The calibrated rule reads these; the worst-of rule reads the
 // hourly records alone.
-func (x *History) AddProbe(p series.Probe) {
+func (x *History) AddProbe(p store.Probe) {
 	o, ok := ProbeObs(p)
 	if !ok {
 		return
@@ -184,7 +183,7 @@ func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i in
 // own coverage reads each lane's next_queue_s at it; otherwise it is
 // Classes.
 func (x *History) ClassesAt(p Params, lanes []Lane, t time.Time) []Class {
-	h := hours.Start(t, x.loc)
+	h := store.HourStart(t, x.loc)
 	return x.classesAt(p, lanes, t, func(i int) float64 {
 		q := p
 		q.Rule = RuleMax

@@ -8,27 +8,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // obsHistory returns three probes an hour of lane free (waits from q) and
 // their hourly records, for days days before end.
-func obsHistory(end time.Time, days int, q func(t time.Time) (float64, bool)) ([]series.Probe, []series.Hourly) {
-	var ps []series.Probe
-	var hs []series.Hourly
+func obsHistory(end time.Time, days int, q func(t time.Time) (float64, bool)) ([]store.Probe, []store.Hourly) {
+	var ps []store.Probe
+	var hs []store.Hourly
 	for h := end.AddDate(0, 0, -days); h.Before(end); h = h.Add(time.Hour) {
-		var hour []series.Probe
+		var hour []store.Probe
 		for _, m := range []int{7, 27, 47} {
 			at := h.Add(time.Duration(m) * time.Minute)
 			v, ok := q(at)
-			p := series.Probe{Lane: "free", Kind: KindFree, Time: at, QueueS: v, GenS: 1, Tokens: 40, OK: ok, Outcome: "ok"}
+			p := store.Probe{Lane: "free", Kind: KindFree, Time: at, QueueS: v, GenS: 1, Tokens: 40, OK: ok, Outcome: "ok"}
 			if !ok {
 				p.Outcome, p.GenS, p.Tokens = "timeout", 0, 0
 			}
 			hour = append(hour, p)
 		}
 		ps = append(ps, hour...)
-		hs = append(hs, series.Aggregate("free", KindFree, "", h, hour))
+		hs = append(hs, store.Aggregate("free", KindFree, "", h, hour))
 	}
 	return ps, hs
 }

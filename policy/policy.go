@@ -2,7 +2,7 @@
 // hour, and answers the retry ledger (Book).
 //
 // It is pure: no I/O and no clock. The hour comes in as an argument and the
-// records as values (series.Hourly: the store's type, never a store), and
+// records as values (store.Hourly: the store's type, never a store), and
 // the same input always gives the same File and the same bytes. Its other
 // inputs (LaneState, LaneSpec, ClassSpec, Params) are its own; app maps a
 // config to them. The rules and the rounding are in docs/policy.md.
@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Basis of a policy file.
@@ -262,7 +261,7 @@ func (f File) Book(class string) (BookPolicy, error) {
 // given. Records from after that hour are ignored, so a past hour gives the
 // same file whatever came later, and a record with Samples <= 0 counts as
 // no record. See LaneAt for the rules.
-func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time) File {
+func ForHour(p Params, recs []store.Hourly, states []LaneState, hour time.Time) File {
 	return ForHourProbes(p, recs, nil, states, hour)
 }
 
@@ -270,9 +269,9 @@ func ForHour(p Params, recs []series.Hourly, states []LaneState, hour time.Time)
 // (p.Rule) learns from: those before the end of the hour count, the rest
 // are ignored; the worst-of rule ignores them all. The lane figures of the
 // calibrated rule are as of the newest probe of the hour (or its start).
-func ForHourProbes(p Params, recs []series.Hourly, probes []series.Probe, states []LaneState, hour time.Time) File {
-	loc := hours.OrUTC(p.Location)
-	h := hours.Start(hour, loc)
+func ForHourProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, hour time.Time) File {
+	loc := store.OrUTC(p.Location)
+	h := store.HourStart(hour, loc)
 	end := h.Add(time.Hour)
 	x := NewHistory(loc)
 	for _, r := range recs {
@@ -291,7 +290,7 @@ func ForHourProbes(p Params, recs []series.Hourly, probes []series.Probe, states
 }
 
 // sortedProbes returns probes in time order (probes itself when it is).
-func sortedProbes(probes []series.Probe) []series.Probe {
+func sortedProbes(probes []store.Probe) []store.Probe {
 	if slices.IsSortedFunc(probes, cmpProbeTime) {
 		return probes
 	}
@@ -300,13 +299,13 @@ func sortedProbes(probes []series.Probe) []series.Probe {
 	return s
 }
 
-func cmpProbeTime(a, b series.Probe) int { return a.Time.Compare(b.Time) }
+func cmpProbeTime(a, b store.Probe) int { return a.Time.Compare(b.Time) }
 
 // ForHour is the package's ForHour over the records (and probes) added to
 // x; x must hold no record or probe of a later hour.
 func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
-	h := hours.Start(hour, x.loc)
-	f := File{Hour: hours.Label(h, x.loc), Timezone: x.loc.String(), Basis: BasisLive}
+	h := store.HourStart(hour, x.loc)
+	f := File{Hour: store.HourLabel(h, x.loc), Timezone: x.loc.String(), Basis: BasisLive}
 	if p.Calibrated() {
 		f.Rule, f.Coverage = RuleCalibrated, p.CoverageOr()
 	}
@@ -350,7 +349,7 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 // `hour` (or the lane's newest probe added, when that is later), from the
 // probes added (AddProbe) before it; the rest is as above.
 func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
-	l, _ := x.laneAt(p, spec, state, hour, hours.Start(hour, x.loc), hour, nil)
+	l, _ := x.laneAt(p, spec, state, hour, store.HourStart(hour, x.loc), hour, nil)
 	l.worst = 0
 	return l
 }
@@ -470,8 +469,8 @@ func (p Params) MaxBasisHours() int {
 // it, two on a day that repeated it). A store read for a policy fetches
 // these hours and no others.
 func (p Params) ReadHours(h time.Time) (basis, lookback []time.Time) {
-	loc := hours.OrUTC(p.Location)
-	h = hours.Start(h, loc)
+	loc := store.OrUTC(p.Location)
+	h = store.HourStart(h, loc)
 	for back := p.MaxBasisHours(); back >= 0; back-- {
 		basis = append(basis, h.Add(-time.Duration(back)*time.Hour))
 	}

@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -41,8 +40,8 @@ func at(t testing.TB, loc *time.Location, y int, m time.Month, d, h int) time.Ti
 }
 
 // r is a record with three probes whose last one started 47m03s into the hour.
-func r(lane, kind string, hour time.Time, queue, tok float64) series.Hourly {
-	return series.Hourly{Lane: lane, Kind: kind, Hour: hour, WorstQueueS: queue, WorstGenS: 1, MinTokPerS: tok, Samples: 3}
+func r(lane, kind string, hour time.Time, queue, tok float64) store.Hourly {
+	return store.Hourly{Lane: lane, Kind: kind, Hour: hour, WorstQueueS: queue, WorstGenS: 1, MinTokPerS: tok, Samples: 3}
 }
 
 // lastSampleAt is when a test record's last probe started: 47m03.25s into its hour.
@@ -50,7 +49,7 @@ const lastSampleAt = 47*time.Minute + 3*time.Second + 250*time.Millisecond
 
 // statesBefore is what the store's newest probes say of the records before
 // end: each lane's last probe started lastSampleAt into its newest hour.
-func statesBefore(recs []series.Hourly, end time.Time) []LaneState {
+func statesBefore(recs []store.Hourly, end time.Time) []LaneState {
 	last := map[string]time.Time{}
 	for _, r := range recs {
 		if r.Samples > 0 && r.Hour.Before(end) && r.Hour.Add(lastSampleAt).After(last[r.Lane]) {
@@ -65,13 +64,13 @@ func statesBefore(recs []series.Hourly, end time.Time) []LaneState {
 }
 
 // forHour is ForHour with the lane states the records imply.
-func forHour(p Params, recs []series.Hourly, hour time.Time) File {
-	return ForHour(p, recs, statesBefore(recs, hours.Start(hour, p.Location).Add(time.Hour)), hour)
+func forHour(p Params, recs []store.Hourly, hour time.Time) File {
+	return ForHour(p, recs, statesBefore(recs, store.HourStart(hour, p.Location).Add(time.Hour)), hour)
 }
 
 // forecast is Forecast with the lane states the records imply.
-func forecast(p Params, recs []series.Hourly, day time.Time) []File {
-	return Forecast(p, recs, statesBefore(recs, hours.DayStart(day, p.Location)), day)
+func forecast(p Params, recs []store.Hourly, day time.Time) []File {
+	return Forecast(p, recs, statesBefore(recs, store.DayStart(day, p.Location)), day)
 }
 
 var classes = []ClassSpec{
@@ -81,11 +80,11 @@ var classes = []ClassSpec{
 }
 
 // utcScenario: every lane state the policy knows, in UTC.
-func utcScenario(t testing.TB) (Params, []series.Hourly, time.Time) {
+func utcScenario(t testing.TB) (Params, []store.Hourly, time.Time) {
 	loc := time.UTC
 	h := at(t, loc, 2026, 11, 30, 14)
 	day := func(d int) time.Time { return h.AddDate(0, 0, -d) }
-	var recs []series.Hourly
+	var recs []store.Hourly
 	// free-a: eligible; three days ago the same hour was much worse.
 	recs = append(recs, r("free-a", "free", h, 10.123, 50))
 	for d := 1; d <= 7; d++ {
@@ -109,7 +108,7 @@ func utcScenario(t testing.TB) (Params, []series.Hourly, time.Time) {
 	// stale: last sampled three hours ago.
 	recs = append(recs, r("stale", "free", h.Add(-3*time.Hour), 8, 40), r("stale", "free", day(1), 12, 40))
 	// ghost: never sampled (and a record with no samples does not count).
-	recs = append(recs, series.Hourly{Lane: "ghost", Kind: "free", Hour: h})
+	recs = append(recs, store.Hourly{Lane: "ghost", Kind: "free", Hour: h})
 	// paid: no record for the hour yet; the previous hour is the basis.
 	recs = append(recs, r("paid", "paid", h.Add(-time.Hour), 1.4, 120), r("paid", "paid", day(1), 2, 150))
 	// paid-slow: eligible, slow decode.
@@ -127,10 +126,10 @@ func utcScenario(t testing.TB) (Params, []series.Hourly, time.Time) {
 }
 
 // kolkataScenario: UTC+05:30, so local hours start at :30 UTC.
-func kolkataScenario(t testing.TB) (Params, []series.Hourly, time.Time) {
+func kolkataScenario(t testing.TB) (Params, []store.Hourly, time.Time) {
 	loc := mustLoc(t, "Asia/Kolkata")
 	h := at(t, loc, 2026, 6, 15, 9)
-	recs := []series.Hourly{r("free", "free", h, 11, 40), r("paid", "paid", h, 1, 100)}
+	recs := []store.Hourly{r("free", "free", h, 11, 40), r("paid", "paid", h, 1, 100)}
 	for d := 1; d <= 3; d++ {
 		recs = append(recs, r("free", "free", h.AddDate(0, 0, -d), 15, 40))
 		// 09:00 UTC of a previous day is 14:30 local: not the same hour of day.
@@ -142,9 +141,9 @@ func kolkataScenario(t testing.TB) (Params, []series.Hourly, time.Time) {
 }
 
 // nySpringScenario: America/New_York; 2026-03-08 has no 02:00.
-func nySpringScenario(t testing.TB) (Params, []series.Hourly) {
+func nySpringScenario(t testing.TB) (Params, []store.Hourly) {
 	loc := mustLoc(t, "America/New_York")
-	var recs []series.Hourly
+	var recs []store.Hourly
 	for d := 1; d <= 9; d++ {
 		hr := time.Date(2026, 3, d, 2, 0, 0, 0, loc)
 		if hr.Hour() == 2 {
@@ -159,11 +158,11 @@ func nySpringScenario(t testing.TB) (Params, []series.Hourly) {
 }
 
 // nyFallScenario: America/New_York; 2026-11-01 has 01:00 twice.
-func nyFallScenario(t testing.TB) (Params, []series.Hourly) {
+func nyFallScenario(t testing.TB) (Params, []store.Hourly) {
 	loc := mustLoc(t, "America/New_York")
 	first := time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC)  // 01:00 EDT
 	second := time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC) // 01:00 EST
-	recs := []series.Hourly{
+	recs := []store.Hourly{
 		r("free", "free", first, 10, 40),
 		r("free", "free", second, 50, 40),
 		r("free", "free", at(t, loc, 2026, 10, 31, 1), 20, 40),
@@ -301,7 +300,7 @@ func TestForHourGolden(t *testing.T) {
 	t.Run("ny_spring_gap", func(t *testing.T) {
 		p, recs := nySpringScenario(t)
 		h := at(t, p.Location, 2026, 3, 8, 3) // first hour after the gap
-		recs = slices.DeleteFunc(slices.Clone(recs), func(r series.Hourly) bool { return r.Hour.Equal(h) })
+		recs = slices.DeleteFunc(slices.Clone(recs), func(r store.Hourly) bool { return r.Hour.Equal(h) })
 		f := forHour(p, recs, h)
 		golden(t, "ny_spring_gap", f)
 		// No record for 03:00; the previous hour is 01:00 EST (paid has one).
@@ -324,7 +323,7 @@ func TestForHourGolden(t *testing.T) {
 	t.Run("ny_fall_repeat", func(t *testing.T) {
 		p, recs := nyFallScenario(t)
 		second := time.Date(2026, 11, 1, 6, 30, 0, 0, time.UTC) // in 01:00 EST
-		var keep []series.Hourly
+		var keep []store.Hourly
 		for _, r := range recs {
 			if r.Lane == "paid" || !r.Hour.Equal(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)) {
 				keep = append(keep, r)
@@ -411,11 +410,11 @@ func TestForHourIsStable(t *testing.T) {
 
 func TestForHourLaterRecordReplaces(t *testing.T) {
 	p, _, h := utcScenario(t)
-	hr := hours.Start(h, time.UTC)
+	hr := store.HourStart(h, time.UTC)
 	early := r("free-a", "free", hr, 10, 40)
 	later := r("free-a", "free", hr, 12, 40)
 	later.Samples = 4
-	f := forHour(p, []series.Hourly{early, later}, h)
+	f := forHour(p, []store.Hourly{early, later}, h)
 	if l := lane(t, f, "free-a"); l.NextQueueS != 12 || l.Samples != 4 {
 		t.Fatalf("free-a: %+v", l)
 	}
@@ -423,7 +422,7 @@ func TestForHourLaterRecordReplaces(t *testing.T) {
 
 func TestNoNonFiniteNumbers(t *testing.T) {
 	h := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	recs := []series.Hourly{
+	recs := []store.Hourly{
 		{Lane: "l-nan", Hour: h, WorstQueueS: math.NaN(), MinTokPerS: math.NaN(), Samples: 1},
 		{Lane: "l-inf", Hour: h, WorstQueueS: math.Inf(1), MinTokPerS: math.Inf(1), Samples: 1},
 		{Lane: "l-neg", Hour: h, WorstQueueS: -3, MinTokPerS: -1, Samples: 1},
@@ -479,7 +478,7 @@ func TestParseHour(t *testing.T) {
 		{"2026-11-30T14:00", time.UTC, "", "want YYYY-MM-DDTHH"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := hours.Parse(tc.in, tc.loc)
+			got, err := store.ParseHour(tc.in, tc.loc)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -489,8 +488,8 @@ func TestParseHour(t *testing.T) {
 			if err != nil || got.UTC().Format(time.RFC3339) != tc.want {
 				t.Fatalf("got %v, %v; want %s", got.UTC(), err, tc.want)
 			}
-			if hours.Label(got, tc.loc) != tc.in {
-				t.Fatalf("label %s", hours.Label(got, tc.loc))
+			if store.HourLabel(got, tc.loc) != tc.in {
+				t.Fatalf("label %s", store.HourLabel(got, tc.loc))
 			}
 		})
 	}
@@ -498,13 +497,13 @@ func TestParseHour(t *testing.T) {
 
 func TestHourStart(t *testing.T) {
 	kol := mustLoc(t, "Asia/Kolkata")
-	got := hours.Start(time.Date(2026, 6, 15, 4, 10, 5, 7, time.UTC), kol)
+	got := store.HourStart(time.Date(2026, 6, 15, 4, 10, 5, 7, time.UTC), kol)
 	if !got.Equal(time.Date(2026, 6, 15, 3, 30, 0, 0, time.UTC)) {
 		t.Fatalf("got %v", got.UTC())
 	}
 	ny := mustLoc(t, "America/New_York")
 	second := time.Date(2026, 11, 1, 6, 59, 0, 0, time.UTC) // 01:59 EST
-	if got := hours.Start(second, ny); !got.Equal(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)) {
+	if got := store.HourStart(second, ny); !got.Equal(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)) {
 		t.Fatalf("got %v", got.UTC())
 	}
 }
@@ -518,9 +517,9 @@ func TestHourStartHalfHourDST(t *testing.T) {
 		time.Date(2026, 4, 4, 15, 10, 0, 0, time.UTC), // 01:40 +10:30
 		time.Date(2026, 4, 4, 15, 40, 0, 0, time.UTC), // 02:10 +10:30
 	} {
-		got := hours.Start(at, lh)
+		got := store.HourStart(at, lh)
 		if lt := at.In(lh); got.Hour() != lt.Hour() || got.Minute() != 0 || got.After(at) {
-			t.Errorf("hours.Start(%v) = %v", lt, got)
+			t.Errorf("store.HourStart(%v) = %v", lt, got)
 		}
 	}
 }
@@ -529,7 +528,7 @@ func TestHourStartHalfHourDST(t *testing.T) {
 // so est_tokens / tok_per_s of the file never exceeds it.
 func TestNextGenUsesTheFilesRate(t *testing.T) {
 	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
-	recs := []series.Hourly{
+	recs := []store.Hourly{
 		{Lane: "free", Kind: KindFree, Hour: h, WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 41.4999, Samples: 3},
 		{Lane: "paid", Kind: KindPaid, Hour: h, WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 41.4999, Samples: 3},
 	}
@@ -559,7 +558,7 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 			{Name: "d", Kind: "free", BasisHours: 48},
 		}
 		x := NewHistory(ny)
-		var recs []series.Hourly
+		var recs []store.Hourly
 		now := time.Date(2026, 3, 1, 0, 0, 0, 0, ny) // DST starts on 2026-03-08
 		check := func(step int, spec LaneSpec, days int) {
 			t.Helper()
@@ -573,7 +572,7 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 		lookbacks := []int{0, 1, 3, 7}
 		for step := range 1500 {
 			if rng.IntN(4) == 0 {
-				now = hours.Start(now.Add(time.Duration(rng.IntN(5))*time.Hour), ny)
+				now = store.HourStart(now.Add(time.Duration(rng.IntN(5))*time.Hour), ny)
 			}
 			if rng.IntN(100) == 0 { // a replay drops what it no longer reads
 				for _, spec := range lanes {
@@ -581,9 +580,9 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 						check(step, spec, days) // memos of the hour, then the drop
 					}
 				}
-				cut := hours.Start(now.Add(-time.Duration(rng.IntN(24*10))*time.Hour), ny)
+				cut := store.HourStart(now.Add(-time.Duration(rng.IntN(24*10))*time.Hour), ny)
 				x.Drop(cut)
-				recs = slices.DeleteFunc(recs, func(r series.Hourly) bool { return r.Hour.Before(cut) })
+				recs = slices.DeleteFunc(recs, func(r store.Hourly) bool { return r.Hour.Before(cut) })
 				for _, spec := range lanes {
 					for _, days := range lookbacks {
 						check(step, spec, days)
@@ -596,9 +595,9 @@ func TestHistoryLaneAtEqualsForHour(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					back = rng.IntN(24 * 9)
 				}
-				rc := series.Hourly{
+				rc := store.Hourly{
 					Lane: lanes[rng.IntN(len(lanes))].Name, Site: []string{"", "s2"}[rng.IntN(2)],
-					Hour:        hours.Start(now.Add(-time.Duration(back)*time.Hour), ny),
+					Hour:        store.HourStart(now.Add(-time.Duration(back)*time.Hour), ny),
 					WorstQueueS: float64(rng.IntN(4000)) / 100, WorstGenS: 1, MinTokPerS: float64(rng.IntN(80)),
 					Samples: rng.Int64N(4), WorstCensoredS: float64(rng.IntN(2) * rng.IntN(60)),
 				}
@@ -623,14 +622,14 @@ func TestReadHoursIsWhatAPolicyReads(t *testing.T) {
 	ny := mustLoc(t, "America/New_York")
 	lanes := []LaneSpec{{Name: "a", Kind: "free"}, {Name: "b", Kind: "paid", BasisHours: 3}, {Name: "c", Kind: "free", BasisHours: 30}}
 	rng := rand.New(rand.NewPCG(11, 12))
-	var recs []series.Hourly
+	var recs []store.Hourly
 	start := time.Date(2026, 2, 25, 0, 0, 0, 0, ny)
 	for h := start; h.Before(time.Date(2026, 11, 10, 0, 0, 0, 0, ny)); h = h.Add(time.Hour) {
 		if rng.IntN(3) == 0 {
 			continue
 		}
 		l := lanes[rng.IntN(len(lanes))]
-		recs = append(recs, series.Hourly{Lane: l.Name, Kind: l.Kind, Hour: h, WorstQueueS: float64(rng.IntN(5000)) / 100,
+		recs = append(recs, store.Hourly{Lane: l.Name, Kind: l.Kind, Hour: h, WorstQueueS: float64(rng.IntN(5000)) / 100,
 			MinTokPerS: float64(1 + rng.IntN(60)), Samples: 1 + rng.Int64N(3), Failures: rng.Int64N(2)})
 	}
 	hoursToCheck := []time.Time{
@@ -652,7 +651,7 @@ func TestReadHoursIsWhatAPolicyReads(t *testing.T) {
 					seen[c.Unix()], read[c.Unix()] = true, true
 				}
 			}
-			var some []series.Hourly
+			var some []store.Hourly
 			for _, r := range recs {
 				if read[r.Hour.Unix()] {
 					some = append(some, r)
@@ -675,7 +674,7 @@ func TestReadHoursIsWhatAPolicyReads(t *testing.T) {
 	// 30 hours back is lane c's basis, and read.
 	h := time.Date(2026, 6, 1, 17, 0, 0, 0, ny)
 	p := Params{Location: ny, Lanes: lanes}
-	lone := []series.Hourly{{Lane: "c", Kind: "free", Hour: h.Add(-30 * time.Hour), WorstQueueS: 4, MinTokPerS: 9, Samples: 1}}
+	lone := []store.Hourly{{Lane: "c", Kind: "free", Hour: h.Add(-30 * time.Hour), WorstQueueS: 4, MinTokPerS: 9, Samples: 1}}
 	basis, _ := p.ReadHours(h.Add(10 * time.Minute))
 	if l := lane(t, ForHour(p, lone, nil, h), "c"); !l.Eligible || !basis[0].Equal(lone[0].Hour) || !basis[len(basis)-1].Equal(h) {
 		t.Errorf("basis hours %s..%s, lane c %+v; want 30 hours back to the hour itself, c eligible", basis[0], basis[len(basis)-1], l)

@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/lanewatch/lanewatch/configs"
 )
 
 // The schema ParseFile checks against holds the bounds and names the code
@@ -28,7 +26,7 @@ func TestSchemaMatchesCode(t *testing.T) {
 			} `json:"properties"`
 		} `json:"$defs"`
 	}
-	if err := json.Unmarshal(configs.PolicySchema, &s); err != nil {
+	if err := json.Unmarshal(SchemaJSON, &s); err != nil {
 		t.Fatal(err)
 	}
 	max := func(p *float64) float64 {
@@ -53,9 +51,9 @@ func TestSchemaMatchesCode(t *testing.T) {
 			t.Errorf("%s: schema has %v, code %v", c.what, c.got, c.want)
 		}
 	}
-	disk, err := os.ReadFile(filepath.Join("..", "configs", "policy.schema.json"))
-	if err != nil || string(disk) != string(configs.PolicySchema) {
-		t.Fatalf("configs.PolicySchema is not configs/policy.schema.json (%v)", err)
+	disk, err := os.ReadFile("policy.schema.json")
+	if err != nil || string(disk) != string(SchemaJSON) {
+		t.Fatalf("SchemaJSON is not policy/policy.schema.json (%v)", err)
 	}
 }
 

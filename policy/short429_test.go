@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // short429Params is one free lane on a budget of 12 probes a day: one probe
@@ -18,28 +18,28 @@ func short429Params() Params {
 }
 
 // liveAt is the pipeline's live answer for the lane at instant now: the
-// probes known by then rolled up into hours (series.Rollup, as the sampler
+// probes known by then rolled up into hours (store.Rollup, as the sampler
 // stores them), the lane's state from its newest probe (States), the file
 // of the hour holding now as of now (app.ForHour, the status page).
-func liveAt(p Params, probes []series.Probe, now time.Time) Lane {
-	var known []series.Probe
-	var newest []series.Probe
+func liveAt(p Params, probes []store.Probe, now time.Time) Lane {
+	var known []store.Probe
+	var newest []store.Probe
 	for _, pr := range probes {
 		if !pr.Time.After(now) {
 			known = append(known, pr)
-			newest = []series.Probe{pr}
+			newest = []store.Probe{pr}
 		}
 	}
-	f := ForHour(p, series.Rollup(known, time.UTC), States(newest, time.UTC), now)
+	f := ForHour(p, store.Rollup(known, time.UTC), States(newest, time.UTC), now)
 	return f.Lanes[0]
 }
 
-func limited429(at time.Time, waitS float64) series.Probe {
-	return series.Probe{Lane: "free", Kind: KindFree, Time: at, Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: waitS}
+func limited429(at time.Time, waitS float64) store.Probe {
+	return store.Probe{Lane: "free", Kind: KindFree, Time: at, Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: waitS}
 }
 
-func okProbe(at time.Time, queueS float64) series.Probe {
-	return series.Probe{Lane: "free", Kind: KindFree, Time: at, OK: true, Outcome: string(probe.OK), Status: 200, QueueS: queueS, GenS: 0.4, Tokens: 16}
+func okProbe(at time.Time, queueS float64) store.Probe {
+	return store.Probe{Lane: "free", Kind: KindFree, Time: at, OK: true, Outcome: string(probe.OK), Status: 200, QueueS: queueS, GenS: 0.4, Tokens: 16}
 }
 
 // The case, worked by hand: a lane on 12 probes a day is ok at
@@ -52,7 +52,7 @@ func okProbe(at time.Time, queueS float64) series.Probe {
 // probe_failed in hour 08.
 //
 // Beside it, the 429s that do say the quota is spent: a wait past
-// series.BusyMaxS (Retry-After 7 but the request window resets in 7
+// store.BusyMaxS (Retry-After 7 but the request window resets in 7
 // minutes), two 429s in one hour, and a wait to midnight.
 func TestShort429HandWorked(t *testing.T) {
 	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -67,10 +67,10 @@ func TestShort429HandWorked(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		probes []series.Probe
+		probes []store.Probe
 		wants  []want
 	}{
-		{"Retry-After 7 at 07:17", []series.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), 7), okProbe(at(9, 17, 0), 3)},
+		{"Retry-After 7 at 07:17", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), 7), okProbe(at(9, 17, 0), 3)},
 			[]want{
 				{at(7, 16, 0), ReasonOK, time.Time{}},
 				{at(7, 17, 3), ReasonQuotaExhausted, at(7, 17, 7)},
@@ -81,7 +81,7 @@ func TestShort429HandWorked(t *testing.T) {
 				{at(8, 30, 0), ReasonOK, time.Time{}},
 				{at(9, 30, 0), ReasonOK, time.Time{}},
 			}},
-		{"Retry-After 7, the request window resets in 7 minutes (until 07:24)", []series.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), 420), okProbe(at(9, 17, 0), 3)},
+		{"Retry-After 7, the request window resets in 7 minutes (until 07:24)", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), 420), okProbe(at(9, 17, 0), 3)},
 			[]want{
 				{at(7, 20, 0), ReasonQuotaExhausted, at(7, 24, 0)},
 				// Past until the page never shows it: the lane is judged on
@@ -90,14 +90,14 @@ func TestShort429HandWorked(t *testing.T) {
 				{at(8, 30, 0), ReasonProbeFailed, time.Time{}},
 				{at(9, 30, 0), ReasonOK, time.Time{}},
 			}},
-		{"two 429s in one hour: the quota is spent", []series.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 7, 0), 7), limited429(at(7, 27, 0), 7)},
+		{"two 429s in one hour: the quota is spent", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 7, 0), 7), limited429(at(7, 27, 0), 7)},
 			[]want{
 				{at(7, 20, 0), ReasonOK, time.Time{}}, // one busy 429 so far
 				{at(7, 27, 5), ReasonQuotaExhausted, at(7, 27, 7)},
 				{at(7, 28, 0), ReasonProbeFailed, time.Time{}},
 				{at(8, 30, 0), ReasonProbeFailed, time.Time{}},
 			}},
-		{"a wait to midnight", []series.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), midnight.Sub(at(7, 17, 0)).Seconds())},
+		{"a wait to midnight", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), midnight.Sub(at(7, 17, 0)).Seconds())},
 			[]want{
 				{at(7, 28, 0), ReasonQuotaExhausted, midnight},
 				{at(15, 0, 0), ReasonQuotaExhausted, midnight},
@@ -139,20 +139,20 @@ func TestShort429Evidence(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 18))
 		start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.IntN(24)) * time.Hour)
-		var probes []series.Probe
+		var probes []store.Probe
 		at := start
 		for range 2 + rng.IntN(12) {
 			at = at.Add(time.Duration(1+rng.IntN(150)) * time.Minute)
-			var pr series.Probe
+			var pr store.Probe
 			switch k := rng.IntN(6); k {
 			case 0, 1:
 				pr = okProbe(at, float64(rng.IntN(30)))
 			case 2:
-				pr = series.Probe{Lane: "free", Kind: KindFree, Time: at, Outcome: string(probe.Timeout), QueueS: 120}
+				pr = store.Probe{Lane: "free", Kind: KindFree, Time: at, Outcome: string(probe.Timeout), QueueS: 120}
 			case 3:
-				pr = limited429(at, float64(1+rng.IntN(int(series.BusyMaxS))))
+				pr = limited429(at, float64(1+rng.IntN(int(store.BusyMaxS))))
 			case 4:
-				pr = limited429(at, series.BusyMaxS+float64(rng.IntN(int(budget.MaxBackoff.Seconds()))))
+				pr = limited429(at, store.BusyMaxS+float64(rng.IntN(int(budget.MaxBackoff.Seconds()))))
 			default:
 				pr = limited429(at, 0)
 			}
@@ -168,7 +168,7 @@ func TestShort429Evidence(t *testing.T) {
 		for range 40 {
 			now := start.Add(time.Duration(rng.Int64N(int64(at.Sub(start) + 30*time.Hour))))
 			l := liveAt(p, probes, now)
-			var newest *series.Probe
+			var newest *store.Probe
 			for i := range probes {
 				if !probes[i].Time.After(now) {
 					newest = &probes[i]
@@ -203,7 +203,7 @@ func TestShort429Evidence(t *testing.T) {
 			basis, real := false, false
 			for back := 0; back <= basisHours && !basis; back++ {
 				from := h.Add(-time.Duration(back) * time.Hour)
-				var in []series.Probe
+				var in []store.Probe
 				for _, pr := range probes {
 					if !pr.Time.Before(from) && pr.Time.Before(from.Add(time.Hour)) && !pr.Time.After(now) {
 						in = append(in, pr)
@@ -217,7 +217,7 @@ func TestShort429Evidence(t *testing.T) {
 					}
 				}
 				for _, pr := range in {
-					if !pr.OK && !(limited == 1 && series.Busy(pr)) {
+					if !pr.OK && !(limited == 1 && store.Busy(pr)) {
 						real = true
 					}
 				}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // A token sum that reaches math.MaxInt exactly has not overflowed: it is
@@ -96,7 +96,7 @@ func TestCeil2Floor2(t *testing.T) {
 	}
 	// Through a policy: a record whose worst queue is 1 ns reads 0, not -0.
 	f := ForHour(Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}},
-		[]series.Hourly{{Lane: "a", Kind: KindFree, Hour: mtHour, WorstQueueS: 1e-9, MinTokPerS: 40, Samples: 1}}, nil, mtHour)
+		[]store.Hourly{{Lane: "a", Kind: KindFree, Hour: mtHour, WorstQueueS: 1e-9, MinTokPerS: 40, Samples: 1}}, nil, mtHour)
 	if q := f.Lanes[0].NextQueueS; q != 0 || math.Signbit(q) {
 		t.Errorf("next_queue_s %s, want 0", strconv.FormatFloat(q, 'g', -1, 64))
 	}
@@ -155,7 +155,7 @@ func TestClassBookTieBreakEitherOrder(t *testing.T) {
 // A negative failure count counts as none, as in the sums: the lane is
 // fine and reads 0 failures.
 func TestNegativeFailuresCountAsNone(t *testing.T) {
-	rs := []series.Hourly{{Lane: "a", Kind: KindFree, Hour: mtHour, WorstQueueS: 2, MinTokPerS: 40, Samples: 3, Failures: -3}}
+	rs := []store.Hourly{{Lane: "a", Kind: KindFree, Hour: mtHour, WorstQueueS: 2, MinTokPerS: 40, Samples: 3, Failures: -3}}
 	p := Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
 	if l := ForHour(p, rs, nil, mtHour).Lanes[0]; !l.Eligible || l.Reason != ReasonOK || l.Failures != 0 || l.Samples != 3 {
 		t.Errorf("live: %+v", l)
@@ -173,15 +173,15 @@ func TestNegativeFailuresCountAsNone(t *testing.T) {
 func TestHistoryHourZeroAfterDrop(t *testing.T) {
 	epoch := time.Unix(0, 0).UTC()
 	x := NewHistory(time.UTC)
-	x.Add(series.Hourly{Lane: "a", Kind: KindFree, Hour: epoch.Add(-time.Hour), WorstQueueS: 9, MinTokPerS: 40, Samples: 1})
-	x.Add(series.Hourly{Lane: "a", Kind: KindFree, Hour: epoch, WorstQueueS: 3, MinTokPerS: 40, Samples: 2})
+	x.Add(store.Hourly{Lane: "a", Kind: KindFree, Hour: epoch.Add(-time.Hour), WorstQueueS: 9, MinTokPerS: 40, Samples: 1})
+	x.Add(store.Hourly{Lane: "a", Kind: KindFree, Hour: epoch, WorstQueueS: 3, MinTokPerS: 40, Samples: 2})
 	x.Drop(epoch)
 	p := Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
 	if l := x.LaneAt(p, p.Lanes[0], LaneState{Lane: "a"}, epoch); l.Reason != ReasonOK || l.NextQueueS != 3 || l.Samples != 2 {
 		t.Errorf("after the drop: %+v; want the 00:00 record alone (queue 3, 2 samples)", l)
 	}
 	// Adding to the hour after the drop replaces its record in place.
-	x.Add(series.Hourly{Lane: "a", Kind: KindFree, Hour: epoch, WorstQueueS: 4, MinTokPerS: 40, Samples: 5})
+	x.Add(store.Hourly{Lane: "a", Kind: KindFree, Hour: epoch, WorstQueueS: 4, MinTokPerS: 40, Samples: 5})
 	if l := x.LaneAt(p, p.Lanes[0], LaneState{Lane: "a"}, epoch); l.NextQueueS != 4 || l.Samples != 5 {
 		t.Errorf("after the replace: %+v", l)
 	}
@@ -219,7 +219,7 @@ func TestNamedClassErrors(t *testing.T) {
 // one) is eligible.
 func TestForecastOneOKProbeIsEnough(t *testing.T) {
 	p := Params{LookbackDays: 3, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}, {Name: "b", Kind: KindFree}}}
-	recs := []series.Hourly{
+	recs := []store.Hourly{
 		{Lane: "a", Kind: KindFree, Hour: mtHour.Add(-48 * time.Hour), WorstQueueS: 2, MinTokPerS: 40, Samples: 1},
 		{Lane: "b", Kind: KindFree, Hour: mtHour.Add(-48 * time.Hour), WorstQueueS: 2, MinTokPerS: 40, Samples: 1, Failures: 1},
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"regexp"
@@ -13,10 +14,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
-	"github.com/lanewatch/lanewatch/configs"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/internal/num"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Header is the first line of every policy file; %d is File.Records.
@@ -253,9 +253,9 @@ type classBookDoc struct {
 	PaidLane      *string `yaml:"paid_lane"`     // optional
 }
 
-// schema is configs/policy.schema.json, compiled once.
+// schema is policy/policy.schema.json, compiled once.
 var schema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(configs.PolicySchema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ func patternHint(field string) string {
 }
 
 // ParseFile reads a policy file written by Marshal (or by hand in the same
-// shape). It is checked against its JSON Schema (configs/policy.schema.json,
+// shape). It is checked against its JSON Schema (policy/policy.schema.json,
 // the one place its rules live: required and unknown keys, types, bounds,
 // names, reasons) and then decoded (internal/decode); errors name the line
 // and field, e.g. "line 40: classes[0].book.next_gen_s: missing". Optional
@@ -345,7 +345,7 @@ func parseFile(data []byte) (File, error) {
 		f.Records = n
 	}
 	// What the schema's patterns cannot say: that the hour and times exist.
-	if _, err := time.Parse(hours.Layout, f.Hour); err != nil {
+	if _, err := time.Parse(store.HourLayout, f.Hour); err != nil {
 		return File{}, decode.Errorf(d.Line("hour"), "hour", "want YYYY-MM-DDTHH, got %q", f.Hour)
 	}
 	for i, l := range doc.Lanes {
@@ -401,3 +401,8 @@ func parseFile(data []byte) (File, error) {
 	}
 	return f, nil
 }
+
+// SchemaJSON is policy.schema.json: the JSON Schema of a policy file.
+//
+//go:embed policy.schema.json
+var SchemaJSON []byte

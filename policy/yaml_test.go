@@ -130,7 +130,7 @@ func TestParseFileErrors(t *testing.T) {
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	raw, err := os.Open(filepath.Join("..", "configs", "policy.schema.json"))
+	raw, err := os.Open("policy.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/duty"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/duty"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Identity is who a sampler daemon is, for its heartbeats (docs/deploy.md,
@@ -54,8 +54,8 @@ func (s *Sampler) SetIdentity(id Identity) {
 }
 
 // heartbeat is this sampler's heartbeat at now.
-func (s *Sampler) heartbeat(id *Identity, now time.Time) series.Heartbeat {
-	return series.Heartbeat{Instance: id.Instance, Shard: s.shard.String(), Site: s.site, Time: now.Round(0).UTC(),
+func (s *Sampler) heartbeat(id *Identity, now time.Time) store.Heartbeat {
+	return store.Heartbeat{Instance: id.Instance, Shard: s.shard.String(), Site: s.site, Time: now.Round(0).UTC(),
 		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds(),
 		Sites: strings.Join(s.accountSites(), ",")}
 }
@@ -89,7 +89,7 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 	s.mu.Lock()
 	id := s.duty.id
 	s.mu.Unlock()
-	hs, ok := s.store.(series.HeartbeatStore)
+	hs, ok := s.store.(store.HeartbeatStore)
 	if id == nil || !ok {
 		return nil, nil
 	}
@@ -97,14 +97,14 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 	defer cancel()
 	self := s.heartbeat(id, now)
 	werr := hs.WriteHeartbeat(ctx, self)
-	var beats []series.Heartbeat
+	var beats []store.Heartbeat
 	var rerr error
-	if ex, ok := s.store.(series.Exclusive); !ok || !ex.Exclusive() {
+	if ex, ok := s.store.(store.Exclusive); !ok || !ex.Exclusive() {
 		// (A file store this sampler holds locked has no other writer: its
 		// heartbeats are not read, a scan of the whole file each round.)
 		reach := 2 * max(id.Interval, heartbeatReach)
 		sites := append(s.accountSites(), s.site)
-		beats, rerr = hs.Heartbeats(ctx, sites, series.Window{From: now.Add(-reach), To: now.Add(reach)})
+		beats, rerr = hs.Heartbeats(ctx, sites, store.Window{From: now.Add(-reach), To: now.Add(reach)})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -136,7 +136,7 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 // this site's probes of the owned lanes stored within two intervals and a
 // round of now. A record the other writer clobbered during the race
 // before one stood by is so rebuilt from all the probes in the store.
-func (s *Sampler) healing(stored []series.Probe, now time.Time) []series.LaneHour {
+func (s *Sampler) healing(stored []store.Probe, now time.Time) []store.LaneHour {
 	s.mu.Lock()
 	id, until := s.duty.id, s.duty.overlapUntil
 	s.mu.Unlock()
@@ -144,10 +144,10 @@ func (s *Sampler) healing(stored []series.Probe, now time.Time) []series.LaneHou
 		return nil
 	}
 	from := now.Add(-2*id.Interval - s.settleWithin())
-	var out []series.LaneHour
+	var out []store.LaneHour
 	for _, p := range stored {
 		if !p.Time.Before(from) {
-			out = append(out, series.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
+			out = append(out, store.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
 		}
 	}
 	return out

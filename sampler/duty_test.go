@@ -17,7 +17,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // raceStore is one store two samplers share, as two hosts share an
@@ -26,7 +26,7 @@ import (
 // their writes landed), and while both samplers' first probe reads wait
 // for each other, each plans without the other's probes.
 type raceStore struct {
-	*series.File
+	*store.File
 	blind   atomic.Bool
 	barrier sync.WaitGroup // armed with 2 for one round
 	armed   atomic.Int64   // the reads left that wait at the barrier
@@ -36,7 +36,7 @@ type raceStore struct {
 // share an InfluxDB (a file store is held by one).
 func (s *raceStore) Exclusive() bool { return false }
 
-func (s *raceStore) Heartbeats(ctx context.Context, sites []string, w series.Window) ([]series.Heartbeat, error) {
+func (s *raceStore) Heartbeats(ctx context.Context, sites []string, w store.Window) ([]store.Heartbeat, error) {
 	bs, err := s.File.Heartbeats(ctx, sites, w)
 	if s.blind.Load() {
 		return nil, err
@@ -44,7 +44,7 @@ func (s *raceStore) Heartbeats(ctx context.Context, sites []string, w series.Win
 	return bs, err
 }
 
-func (s *raceStore) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+func (s *raceStore) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
 	ps, err := s.File.Probes(ctx, q)
 	if s.armed.Add(-1) >= 0 {
 		s.barrier.Done()
@@ -70,7 +70,7 @@ func pair(t *testing.T, interval time.Duration) (a, b *sampler.Sampler, st *race
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	f, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func pair(t *testing.T, interval time.Duration) (a, b *sampler.Sampler, st *race
 	return mk("a", t0.Add(-time.Minute), 0), mk("b", t0.Add(-time.Minute+time.Second), time.Millisecond), st, lanes, clock
 }
 
-func checkHours(t *testing.T, st series.Store, when string) []series.Mismatch {
+func checkHours(t *testing.T, st store.Store, when string) []store.Mismatch {
 	t.Helper()
 	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	bad, err := series.Check(context.Background(), st, time.UTC, series.Window{From: day, To: day.Add(24 * time.Hour)}, nil)
+	bad, err := store.Check(context.Background(), st, time.UTC, store.Window{From: day, To: day.Add(24 * time.Hour)}, nil)
 	if err != nil {
 		t.Fatalf("%s: check: %v", when, err)
 	}
@@ -153,7 +153,7 @@ func TestStandbyAndTakeover(t *testing.T) {
 	if bad := checkHours(t, st, "after the takeover"); len(bad) != 0 {
 		t.Errorf("hourly records that disagree with their probes: %v", bad)
 	}
-	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, series.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
+	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, store.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
 	if err != nil || len(beats) != 3+5 {
 		t.Errorf("heartbeats stored: %d, %v; want one per round of each (8)", len(beats), err)
 	}
@@ -242,7 +242,7 @@ func TestFileStoreHeartbeat(t *testing.T) {
 			t.Fatalf("round: %v, %+v, %d probes; want active alone", err, r.Duty, len(r.Samples))
 		}
 	}
-	beats, err := st.(series.HeartbeatStore).Heartbeats(context.Background(), []string{""}, series.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	beats, err := st.(store.HeartbeatStore).Heartbeats(context.Background(), []string{""}, store.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
 	if err != nil || len(beats) != 2 || beats[0].Instance != "solo" || beats[0].Shard != "0/1" || beats[0].StartNS != start.UnixNano() {
 		t.Fatalf("heartbeats in the file: %+v, %v; want the two rounds'", beats, err)
 	}
@@ -265,7 +265,7 @@ func TestForgedHeartbeatIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestForgedHeartbeatIgnored(t *testing.T) {
 	const iv = time.Minute
 	s.SetIdentity(sampler.Identity{Instance: "real", Host: "h", Version: "test", Start: t0.Add(-time.Minute), Interval: iv})
 
-	forged := []series.Heartbeat{
+	forged := []store.Heartbeat{
 		{Instance: "forged", Shard: "0/1", Site: "eu", Time: t0, Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 5e9},
 		{Instance: "ahead", Shard: "0/1", Site: "eu", Time: t0.Add(20 * time.Minute), Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 5e9},
 		{Instance: "skewed", Shard: "0/1", Site: "eu", Time: t0.Add(20 * time.Minute), Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 60},

@@ -6,9 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // reading is what a plan reads from the store: the newest probe of each
@@ -17,12 +16,12 @@ import (
 // when since is earlier). It comes from one read (prior), which also holds
 // the hours a round's probes fall in, for the Recorder.
 type reading struct {
-	latest, probes []series.Probe
-	prior          series.Prior
+	latest, probes []store.Probe
+	prior          store.Prior
 	err            error
 	// local holds, when the store could not be read, the probes the
-	// store's own spool and dead-letter file keep (series.LocalReader).
-	local []series.Probe
+	// store's own spool and dead-letter file keep (store.LocalReader).
+	local []store.Probe
 }
 
 // meter reads what a plan at now needs, the owned lanes' probes since since
@@ -34,7 +33,7 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	// Every window reaches FutureReach past now: a request stamped after now
 	// (the clock stepped back) was still sent.
 	future := now.Add(FutureReach)
-	latestWin := series.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: future}
+	latestWin := store.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: future}
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
@@ -51,24 +50,24 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 			from = day
 		}
 	}
-	probesWin := series.Window{From: from.Add(-time.Hour), To: future}
+	probesWin := store.Window{From: from.Add(-time.Hour), To: future}
 	read := latestWin
 	if len(lanes) > 0 && probesWin.From.Before(read.From) {
 		read.From = probesWin.From
 	}
-	if end := hours.Start(until, s.loc).Add(time.Hour); end.After(read.To) {
+	if end := store.HourStart(until, s.loc).Add(time.Hour); end.After(read.To) {
 		read.To = end
 	}
-	q := series.Query{Windows: []series.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
+	q := store.Query{Windows: []store.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
 	shared, sites := s.shared()
 	wide := q
 	wide.Sites = sites
 	ps, err := s.store.Probes(ctx, wide)
 	if err != nil {
 		m.err = err
-		if lr, ok := s.store.(series.LocalReader); ok {
+		if lr, ok := s.store.(store.LocalReader); ok {
 			// The back-offs a spooled or refused probe asks for still hold.
-			if local, lerr := lr.LocalProbes(ctx, series.Query{Windows: []series.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}); lerr == nil {
+			if local, lerr := lr.LocalProbes(ctx, store.Query{Windows: []store.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}); lerr == nil {
 				m.local = newest(sent(local))
 			}
 		}
@@ -77,9 +76,9 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	// The hour records are this site's own: they are rebuilt from its
 	// probes alone. Budgets and back-offs of a group the sites share count
 	// every site's requests of its lanes.
-	own := slices.DeleteFunc(slices.Clone(ps), func(p series.Probe) bool { return p.Site != s.site })
-	counted := slices.DeleteFunc(ps, func(p series.Probe) bool { return p.Site != s.site && !shared[p.Lane] })
-	m.prior = series.Prior{Query: q, Probes: own}
+	own := slices.DeleteFunc(slices.Clone(ps), func(p store.Probe) bool { return p.Site != s.site })
+	counted := slices.DeleteFunc(ps, func(p store.Probe) bool { return p.Site != s.site && !shared[p.Lane] })
+	m.prior = store.Prior{Query: q, Probes: own}
 	m.latest = newest(sent(within(counted, latestWin, s.owned)))
 	if len(lanes) > 0 {
 		m.probes = sent(within(counted, probesWin, lanes))
@@ -110,10 +109,10 @@ func (s *Sampler) shared() (map[string]bool, []string) {
 	return lanes, sites
 }
 
-// sent returns the points of ps that stand for requests sent (series.Sent):
+// sent returns the points of ps that stand for requests sent (store.Sent):
 // every one but a released reservation.
-func sent(ps []series.Probe) []series.Probe {
-	return slices.DeleteFunc(ps, func(p series.Probe) bool { return !series.Sent(p) })
+func sent(ps []store.Probe) []store.Probe {
+	return slices.DeleteFunc(ps, func(p store.Probe) bool { return !store.Sent(p) })
 }
 
 // abandoned returns the lane-hours of the reservations in ps booked before
@@ -121,12 +120,12 @@ func sent(ps []series.Probe) []series.Probe {
 // round of a live sampler settles them any more (it was killed, or its
 // write failed and reached no spool), so their hours are rebuilt to count
 // them. An hour rebuilt already is rebuilt again to the same point.
-func (s *Sampler) abandoned(ps []series.Probe, now time.Time) []series.LaneHour {
+func (s *Sampler) abandoned(ps []store.Probe, now time.Time) []store.LaneHour {
 	cutoff := now.Add(-s.settleWithin())
-	var out []series.LaneHour
+	var out []store.LaneHour
 	for _, p := range ps {
-		if p.Outcome == series.OutcomeReserved && p.Time.Before(cutoff) {
-			out = append(out, series.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
+		if p.Outcome == store.OutcomeReserved && p.Time.Before(cutoff) {
+			out = append(out, store.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time})
 		}
 	}
 	return out
@@ -134,7 +133,7 @@ func (s *Sampler) abandoned(ps []series.Probe, now time.Time) []series.LaneHour 
 
 // within returns the probes of ps in w of the lanes (nil: every lane), in
 // their order.
-func within(ps []series.Probe, w series.Window, lanes []string) []series.Probe {
+func within(ps []store.Probe, w store.Window, lanes []string) []store.Probe {
 	var in map[string]bool
 	if lanes != nil {
 		in = make(map[string]bool, len(lanes))
@@ -142,7 +141,7 @@ func within(ps []series.Probe, w series.Window, lanes []string) []series.Probe {
 			in[l] = true
 		}
 	}
-	out := []series.Probe{}
+	out := []store.Probe{}
 	for _, p := range ps {
 		if w.Contains(p.Time) && (in == nil || in[p.Lane]) {
 			out = append(out, p)
@@ -152,11 +151,11 @@ func within(ps []series.Probe, w series.Window, lanes []string) []series.Probe {
 }
 
 // newest returns the newest of the probes (sorted by time) of each lane and
-// site, sorted by lane and site, as series.Latest does.
-func newest(ps []series.Probe) []series.Probe {
+// site, sorted by lane and site, as store.Latest does.
+func newest(ps []store.Probe) []store.Probe {
 	type laneSite struct{ lane, site string }
 	idx := map[laneSite]int{}
-	out := []series.Probe{}
+	out := []store.Probe{}
 	for _, p := range ps {
 		k := laneSite{p.Lane, p.Site}
 		if i, ok := idx[k]; ok {
@@ -168,7 +167,7 @@ func newest(ps []series.Probe) []series.Probe {
 		idx[k] = len(out)
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b series.Probe) int {
+	slices.SortFunc(out, func(a, b store.Probe) int {
 		return cmp.Or(cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Site, b.Site))
 	})
 	return out

@@ -16,13 +16,13 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // fault is a store wrapper that fails on demand, as a store, a proxy in
 // front of it or a full disk would.
 type fault struct {
-	series.Store
+	store.Store
 	mu       sync.Mutex
 	readErr  error // returned by Probes and Hourly
 	writeErr error // returned by Write, which then writes nothing
@@ -39,7 +39,7 @@ func (f *fault) set(read, write error) {
 	f.mu.Unlock()
 }
 
-func (f *fault) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+func (f *fault) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
 	f.mu.Lock()
 	err := f.readErr
 	f.mu.Unlock()
@@ -49,7 +49,7 @@ func (f *fault) Probes(ctx context.Context, q series.Query) ([]series.Probe, err
 	return f.Store.Probes(ctx, q)
 }
 
-func (f *fault) Hourly(ctx context.Context, q series.Query) ([]series.Hourly, error) {
+func (f *fault) Hourly(ctx context.Context, q store.Query) ([]store.Hourly, error) {
 	f.mu.Lock()
 	err := f.readErr
 	f.mu.Unlock()
@@ -59,7 +59,7 @@ func (f *fault) Hourly(ctx context.Context, q series.Query) ([]series.Hourly, er
 	return f.Store.Hourly(ctx, q)
 }
 
-func (f *fault) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+func (f *fault) Write(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
 	f.mu.Lock()
 	f.writes++
 	err := f.writeErr
@@ -73,28 +73,28 @@ func (f *fault) Write(ctx context.Context, probes []series.Probe, hourly []serie
 	return f.Store.Write(ctx, probes, hourly)
 }
 
-// spoolFault is a fault above a Spool: it still spools (series.Deferrer)
-// and reads the spool alone (series.LocalReader) as the Spool does.
+// spoolFault is a fault above a Spool: it still spools (store.Deferrer)
+// and reads the spool alone (store.LocalReader) as the Spool does.
 type spoolFault struct {
 	*fault
-	sp *series.Spool
+	sp *store.Spool
 }
 
-func (f spoolFault) Defer(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+func (f spoolFault) Defer(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
 	return f.sp.Defer(ctx, probes, hourly)
 }
 
-func (f spoolFault) RebuildLater(probes []series.Probe) { f.sp.RebuildLater(probes) }
+func (f spoolFault) RebuildLater(probes []store.Probe) { f.sp.RebuildLater(probes) }
 
-func (f spoolFault) LocalProbes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+func (f spoolFault) LocalProbes(ctx context.Context, q store.Query) ([]store.Probe, error) {
 	return f.sp.LocalProbes(ctx, q)
 }
 
 // Failures as the stores report them.
 var (
-	errPassing = fmt.Errorf("connection refused: %w", series.ErrUnavailable)
+	errPassing = fmt.Errorf("connection refused: %w", store.ErrUnavailable)
 	errRevoked = errors.New("401 Unauthorized: the token was revoked") // a read refused for good
-	errRefused = &series.RefusedError{Points: 1, Status: 403, Err: errors.New("403 Forbidden")}
+	errRefused = &store.RefusedError{Points: 1, Status: 403, Err: errors.New("403 Forbidden")}
 	errDisk    = fmt.Errorf("write samples.lp: %w", syscall.ENOSPC)
 )
 
@@ -108,17 +108,17 @@ type rig struct {
 	lane   *lane
 	srv    *httptest.Server
 	spool  bool
-	inner  series.Store // the store under test, opened by openInner
-	fault  *fault       // between the spool (if any) and the store: the store's and the network's failures
-	kill   *fault       // above everything: a process killed before a write
-	st     series.Store // what the sampler writes to
-	sp     *series.Spool
+	inner  store.Store // the store under test, opened by openInner
+	fault  *fault      // between the spool (if any) and the store: the store's and the network's failures
+	kill   *fault      // above everything: a process killed before a write
+	st     store.Store // what the sampler writes to
+	sp     *store.Spool
 	s      *sampler.Sampler
 	mu     sync.Mutex
 	clock  time.Time
 	inject func(*fault) // applied to every fault open makes
 	// openInner opens the store under test; nil is a file store in dir.
-	openInner func() series.Store
+	openInner func() store.Store
 }
 
 // newRig starts a lane server and writes a config of the lanes (each its
@@ -129,7 +129,7 @@ func newRig(t *testing.T, spool bool, extra string, lanes map[string]string) *ri
 }
 
 // newRigWith is newRig on the store openInner opens (nil: a file store).
-func newRigWith(t *testing.T, spool bool, extra string, lanes map[string]string, openInner func() series.Store) *rig {
+func newRigWith(t *testing.T, spool bool, extra string, lanes map[string]string, openInner func() store.Store) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), lane: &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, spool: spool,
 		clock: time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC), openInner: openInner}
@@ -184,7 +184,7 @@ func (r *rig) open() {
 	if r.openInner != nil {
 		r.inner = r.openInner()
 	} else {
-		f, err := series.OpenFile(filepath.Join(r.dir, "samples.lp"), series.FileOptions{})
+		f, err := store.OpenFile(filepath.Join(r.dir, "samples.lp"), store.FileOptions{})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -194,10 +194,10 @@ func (r *rig) open() {
 	if r.inject != nil {
 		r.inject(r.fault)
 	}
-	var st series.Store = r.fault
+	var st store.Store = r.fault
 	if r.spool {
-		sp, err := series.OpenSpool(r.fault, series.SpoolOptions{Path: filepath.Join(r.dir, "spool.lp"),
-			DeadLetter: filepath.Join(r.dir, "dead.lp"), AfterReplay: series.RebuildAfterReplay(r.cfg.Location)})
+		sp, err := store.OpenSpool(r.fault, store.SpoolOptions{Path: filepath.Join(r.dir, "spool.lp"),
+			DeadLetter: filepath.Join(r.dir, "dead.lp"), AfterReplay: store.RebuildAfterReplay(r.cfg.Location)})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func (r *rig) open() {
 	}
 	r.kill = &fault{Store: st}
 	r.st = r.kill
-	if sp, ok := st.(*series.Spool); ok {
+	if sp, ok := st.(*store.Spool); ok {
 		r.sp, r.st = sp, spoolFault{r.kill, sp}
 	}
 	o, err := app.SamplerOptions(r.cfg, r.st, nil, config.Shard{})
@@ -244,9 +244,9 @@ func (r *rig) round(interrupt time.Duration) (*sampler.Round, error) {
 
 // view reads everything the sampler's store holds (spool and dead letter
 // merged), through a fresh read-only view when the store is spooled.
-func (r *rig) probes() []series.Probe {
+func (r *rig) probes() []store.Probe {
 	r.t.Helper()
-	ps, err := r.st.Probes(context.Background(), series.Between(r.now().Add(-48*time.Hour), r.now().Add(48*time.Hour)))
+	ps, err := r.st.Probes(context.Background(), store.Between(r.now().Add(-48*time.Hour), r.now().Add(48*time.Hour)))
 	if err != nil {
 		r.t.Fatalf("read: %v", err)
 	}
@@ -256,8 +256,8 @@ func (r *rig) probes() []series.Probe {
 // check fails when an hour of the store is not the aggregate of its probes.
 func (r *rig) check() {
 	r.t.Helper()
-	bad, err := series.Check(context.Background(), r.st, r.cfg.Location,
-		series.Window{From: r.now().Add(-48 * time.Hour), To: r.now().Add(48 * time.Hour)}, nil)
+	bad, err := store.Check(context.Background(), r.st, r.cfg.Location,
+		store.Window{From: r.now().Add(-48 * time.Hour), To: r.now().Add(48 * time.Hour)}, nil)
 	if err != nil {
 		r.t.Fatalf("check: %v", err)
 	}
@@ -293,7 +293,7 @@ func TestKilledMidProbeSpendsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.check()
-	hs, err := r.st.Hourly(context.Background(), series.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)))
+	hs, err := r.st.Hourly(context.Background(), store.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)))
 	if err != nil || len(hs) != 1 || hs[0].Failures != 1 || hs[0].Eligible {
 		t.Fatalf("hour %+v, %v; want one record counting the abandoned request as a failure", hs, err)
 	}
@@ -319,7 +319,7 @@ func TestInterruptedOnceSpendsOnce(t *testing.T) {
 		t.Fatalf("the lane got %d requests, want 1", n)
 	}
 	ps := r.probes()
-	if len(ps) != 1 || ps[0].Outcome != series.OutcomeCancelled {
+	if len(ps) != 1 || ps[0].Outcome != store.OutcomeCancelled {
 		t.Fatalf("stored %+v, want the one cancelled probe", ps)
 	}
 	r.check()
@@ -351,7 +351,7 @@ func TestRefusedProbesCountAndEnterTheirHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.check()
-	hs, err := r.st.Hourly(context.Background(), series.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)).OfLanes("b"))
+	hs, err := r.st.Hourly(context.Background(), store.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)).OfLanes("b"))
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("hour of b %+v, %v", hs, err)
 	}
@@ -417,7 +417,7 @@ func TestRefusedReadDropsNoRound(t *testing.T) {
 		writeErr error
 		want     error
 	}{
-		{"writes taken", nil, series.ErrHoursNotRebuilt},
+		{"writes taken", nil, store.ErrHoursNotRebuilt},
 		{"writes refused", errRefused, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -480,7 +480,7 @@ func TestUnreadableStoreBookingReplacesNoProbe(t *testing.T) {
 			}
 			n := 0
 			for _, p := range r.probes() {
-				if p.Lane == "a" && series.Sent(p) {
+				if p.Lane == "a" && store.Sent(p) {
 					n++
 				}
 			}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -242,8 +242,8 @@ func TestPropertyMeterFirstProxy(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			db := influxtest.NewDB(t, base)
 			p, purl := newFaultProxy(t, base, db)
-			open := func() series.Store {
-				st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: purl, Bucket: db + "/autogen"})
+			open := func() store.Store {
+				st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: purl, Bucket: db + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -282,7 +282,7 @@ func proxyAnswer(rnd *rand.Rand, write bool) answer {
 	return answer(1 + rnd.IntN(n))
 }
 
-func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() series.Store) {
+func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() store.Store) {
 	rnd := rand.New(rand.NewPCG(seed, 1818))
 	perDay := 2 + rnd.IntN(5)
 	extra := fmt.Sprintf("quotas:\n  - {name: g, probes_per_day: %d}\n", perDay)
@@ -337,7 +337,7 @@ func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() serie
 // time: a write that landed and was spooled for want of an answer, read
 // from both the store and the spool, or replayed as a second point.
 func checkNoTwice(r *rig, fail func(string, ...any)) {
-	ps, err := r.st.Probes(context.Background(), series.Between(r.now().Add(-72*time.Hour), r.now().Add(72*time.Hour)))
+	ps, err := r.st.Probes(context.Background(), store.Between(r.now().Add(-72*time.Hour), r.now().Add(72*time.Hour)))
 	if err != nil {
 		fail("read: %v", err)
 	}

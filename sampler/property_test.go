@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 func TestMain(m *testing.M) { influxtest.Main(m) }
@@ -76,14 +76,14 @@ func (readCloser) Close() error { return nil }
 func TestPropertyMeterFirst(t *testing.T) {
 	stores := []struct {
 		name string
-		open func(t *testing.T) func() series.Store // nil: the file store
+		open func(t *testing.T) func() store.Store // nil: the file store
 	}{
 		{"file", nil},
-		{"influx", func(t *testing.T) func() series.Store {
+		{"influx", func(t *testing.T) func() store.Store {
 			url := influxtest.URL(t)
 			db := influxtest.NewDB(t, url)
-			return func() series.Store {
-				st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+			return func() store.Store {
+				st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,7 +95,7 @@ func TestPropertyMeterFirst(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			for seed := range propertySeeds(t) {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
-					var open func() series.Store
+					var open func() store.Store
 					if sc.open != nil {
 						open = sc.open(t)
 					}
@@ -106,7 +106,7 @@ func TestPropertyMeterFirst(t *testing.T) {
 	}
 }
 
-func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
+func driveMeter(t *testing.T, seed uint64, openInner func() store.Store) {
 	rnd := rand.New(rand.NewPCG(seed, 18))
 	perDay := 2 + rnd.IntN(5)
 	extra := fmt.Sprintf("quotas:\n  - {name: g, probes_per_day: %d}\n", perDay)
@@ -159,7 +159,7 @@ func driveMeter(t *testing.T, seed uint64, openInner func() series.Store) {
 		}
 		rd, err := r.round(interrupt)
 		logf("%d: %s read=%v write=%v kill=%d interrupt=%s: probed %d, err %v", i, r.now().Format("01-02T15:04"), read, write, killAt, interrupt, len(rd.Samples), err)
-		if errors.Is(err, series.ErrHoursNotRebuilt) && !spooled {
+		if errors.Is(err, store.ErrHoursNotRebuilt) && !spooled {
 			rebuildOwed = true // a spool rebuilds them at its next write, which the check's drain is
 		}
 		if killAt > 0 {
@@ -176,14 +176,14 @@ func checkMeter(r *rig, led *ledger, perDay int, rebuildOwed *bool, fail func(st
 	// The state a next write leaves: the spool replayed, the hours of
 	// refused probes rebuilt (a read-only check otherwise, as policygen).
 	if sp := r.sp; sp != nil {
-		var re *series.RefusedError
+		var re *store.RefusedError
 		if err := sp.Drain(ctx); err != nil && !errors.As(err, &re) {
 			fail("drain: %v", err)
 		}
 	}
-	w := series.Window{From: r.now().Add(-72 * time.Hour), To: r.now().Add(72 * time.Hour)}
+	w := store.Window{From: r.now().Add(-72 * time.Hour), To: r.now().Add(72 * time.Hour)}
 	if *rebuildOwed {
-		if _, err := series.RebuildWindow(ctx, r.st, r.cfg.Location, w, nil); err != nil {
+		if _, err := store.RebuildWindow(ctx, r.st, r.cfg.Location, w, nil); err != nil {
 			fail("rollup: %v", err)
 		}
 		*rebuildOwed = false
@@ -204,18 +204,18 @@ func checkMeter(r *rig, led *ledger, perDay int, rebuildOwed *bool, fail func(st
 			fail("the quota group's lanes got %d requests on %s, cap %d", n, day, perDay)
 		}
 	}
-	ps, err := r.st.Probes(ctx, series.Query{Windows: []series.Window{w}})
+	ps, err := r.st.Probes(ctx, store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		fail("read: %v", err)
 	}
 	stored := map[string]int{}
-	incomplete := map[series.LaneHour]bool{}
+	incomplete := map[store.LaneHour]bool{}
 	for _, p := range ps {
-		if series.Sent(p) {
+		if store.Sent(p) {
 			stored[p.Lane]++
 		}
-		if p.Outcome == series.OutcomeReserved {
-			incomplete[series.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time.Truncate(time.Hour).UTC()}] = true
+		if p.Outcome == store.OutcomeReserved {
+			incomplete[store.LaneHour{Lane: p.Lane, Site: p.Site, Hour: p.Time.Truncate(time.Hour).UTC()}] = true
 		}
 	}
 	for lane, n := range sentTo {
@@ -223,16 +223,16 @@ func checkMeter(r *rig, led *ledger, perDay int, rebuildOwed *bool, fail func(st
 			fail("lane %s got %d requests, the store, spool and dead letter hold %d of them", lane, n, stored[lane])
 		}
 	}
-	bad, err := series.Check(ctx, r.st, r.cfg.Location, w, nil)
+	bad, err := store.Check(ctx, r.st, r.cfg.Location, w, nil)
 	if err != nil {
 		fail("check: %v", err)
 	}
 	for _, m := range bad {
 		h := m.Want
-		if m.Problem == series.ProblemOrphan {
+		if m.Problem == store.ProblemOrphan {
 			h = m.Stored
 		}
-		if !incomplete[series.LaneHour{Lane: h.Lane, Site: h.Site, Hour: h.Hour.UTC()}] {
+		if !incomplete[store.LaneHour{Lane: h.Lane, Site: h.Site, Hour: h.Hour.UTC()}] {
 			fail("hour not the aggregate of its probes, and no reservation marks it incomplete: %s %s", m.Problem, m)
 		}
 	}

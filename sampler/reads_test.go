@@ -15,26 +15,26 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // countingStore counts the calls a round makes to the store it wraps.
 type countingStore struct {
-	series.Store
+	store.Store
 	probes, hourly, writes atomic.Int64
 }
 
-func (c *countingStore) Probes(ctx context.Context, q series.Query) ([]series.Probe, error) {
+func (c *countingStore) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
 	c.probes.Add(1)
 	return c.Store.Probes(ctx, q)
 }
 
-func (c *countingStore) Hourly(ctx context.Context, q series.Query) ([]series.Hourly, error) {
+func (c *countingStore) Hourly(ctx context.Context, q store.Query) ([]store.Hourly, error) {
 	c.hourly.Add(1)
 	return c.Store.Hourly(ctx, q)
 }
 
-func (c *countingStore) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
+func (c *countingStore) Write(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
 	c.writes.Add(1)
 	return c.Store.Write(ctx, probes, hourly)
 }
@@ -72,7 +72,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	file, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 			t.Errorf("round %d: %d probes, %d hour records written; want one per probed lane", i, len(r.Samples), len(r.Recorded.Hourly))
 		}
 		now := o.Now()
-		bad, err := series.Check(ctx, file, cfg.Location, series.Window{From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)}, nil)
+		bad, err := store.Check(ctx, file, cfg.Location, store.Window{From: now.Add(-2 * time.Hour), To: now.Add(time.Hour)}, nil)
 		if err != nil || len(bad) > 0 {
 			t.Fatalf("round %d: hour records that disagree with their probes: %v, %v", i, bad, err)
 		}

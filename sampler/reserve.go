@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // book returns the reservations of the round's probes: probe i is booked
@@ -23,7 +23,7 @@ import (
 // sampler makes at the same moment (the same clock reading: two requests,
 // one point), and, for a round that could not read the store (blind), a
 // clock stepped back onto a stored probe's time.
-func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []series.Probe) []series.Probe {
+func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []store.Probe) []store.Probe {
 	if len(targets) == 0 {
 		return nil
 	}
@@ -36,13 +36,13 @@ func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored [
 		taken[laneTime{p.Lane, p.Time.UnixNano()}] = true
 	}
 	base := s.now()
-	out := make([]series.Probe, len(targets))
+	out := make([]store.Probe, len(targets))
 	for i, t := range targets {
 		at := jitter(base.Add(offsets[i]).Round(0).UTC(), time.Duration(1+rand.Int64N(int64(time.Millisecond)-1)))
 		for taken[laneTime{t.Lane, at.UnixNano()}] {
 			at = at.Add(time.Nanosecond)
 		}
-		out[i] = series.Probe{Lane: t.Lane, Kind: t.Kind, Site: s.site, Time: at, Outcome: series.OutcomeReserved}
+		out[i] = store.Probe{Lane: t.Lane, Kind: t.Kind, Site: s.site, Time: at, Outcome: store.OutcomeReserved}
 	}
 	return out
 }
@@ -78,7 +78,7 @@ const ConfirmWait = 10 * time.Second
 // force (budgets notwithstanding) confirms every booking; so does a round
 // that books no lane of a quota group. A read that fails withdraws the
 // bookings still waiting.
-func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked []series.Probe, force bool) []int {
+func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked []store.Probe, force bool) []int {
 	groupOf := map[string]int{}
 	for gi, g := range s.groups {
 		for _, l := range g.Lanes {
@@ -109,12 +109,12 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 		for _, i := range pending {
 			b := booked[i]
 			lanes := s.groups[groupOf[b.Lane]].Lanes
-			var others []series.Probe
+			var others []store.Probe
 			wait := false
 			for _, p := range ps {
 				switch {
-				case own[keyOf(p)] || !series.Sent(p) || !slices.Contains(lanes, p.Lane) || (p.Site != s.site && !shared[p.Lane]):
-				case p.Outcome == series.OutcomeReserved && compareBookings(p, b) > 0:
+				case own[keyOf(p)] || !store.Sent(p) || !slices.Contains(lanes, p.Lane) || (p.Site != s.site && !shared[p.Lane]):
+				case p.Outcome == store.OutcomeReserved && compareBookings(p, b) > 0:
 					wait = true // ordered after b: b waits for its withdrawal
 				default:
 					others = append(others, p)
@@ -147,14 +147,14 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 // bookings alone is left as it is: no settled probe, no record to write.
 // A release that fails leaves them reserved: counted, never fewer than
 // sent.
-func (s *Sampler) withdraw(ctx context.Context, lost []series.Probe) {
+func (s *Sampler) withdraw(ctx context.Context, lost []store.Probe) {
 	if err := s.store.Write(ctx, released(lost), nil); err != nil {
 		return
 	}
-	touched := series.Touched(lost, s.loc)
-	q := series.Query{}
+	touched := store.Touched(lost, s.loc)
+	q := store.Query{}
 	for _, t := range touched {
-		q.Windows = append(q.Windows, series.Window{From: t.Hour, To: t.Hour.Add(time.Hour)})
+		q.Windows = append(q.Windows, store.Window{From: t.Hour, To: t.Hour.Add(time.Hour)})
 		q.Lanes = append(q.Lanes, t.Lane)
 		q.Sites = append(q.Sites, t.Site)
 	}
@@ -162,24 +162,24 @@ func (s *Sampler) withdraw(ctx context.Context, lost []series.Probe) {
 	if err != nil {
 		return
 	}
-	var settled []series.LaneHour
+	var settled []store.LaneHour
 	for _, p := range ps {
-		if !series.Sent(p) || p.Outcome == series.OutcomeReserved {
+		if !store.Sent(p) || p.Outcome == store.OutcomeReserved {
 			continue
 		}
-		if lh := series.Touched([]series.Probe{p}, s.loc)[0]; slices.Contains(touched, lh) && !slices.Contains(settled, lh) {
+		if lh := store.Touched([]store.Probe{p}, s.loc)[0]; slices.Contains(touched, lh) && !slices.Contains(settled, lh) {
 			settled = append(settled, lh)
 		}
 	}
-	_, _ = series.Rebuild(ctx, s.store, s.loc, settled)
+	_, _ = store.Rebuild(ctx, s.store, s.loc, settled)
 }
 
 // groupsQuery selects what confirm reads: the points of the lanes of the
 // groups of the pending bookings, at this site and those a group shares,
 // from the start of their day (as the meter reads it) to FutureReach.
-func (s *Sampler) groupsQuery(now time.Time, booked []series.Probe, pending []int, groupOf map[string]int) series.Query {
+func (s *Sampler) groupsQuery(now time.Time, booked []store.Probe, pending []int, groupOf map[string]int) store.Query {
 	_, sites := s.shared()
-	q := series.Query{Sites: sites}
+	q := store.Query{Sites: sites}
 	from := now
 	for _, i := range pending {
 		g := s.groups[groupOf[booked[i].Lane]]
@@ -192,7 +192,7 @@ func (s *Sampler) groupsQuery(now time.Time, booked []series.Probe, pending []in
 			}
 		}
 	}
-	q.Windows = []series.Window{{From: from.Add(-time.Hour), To: now.Add(FutureReach)}}
+	q.Windows = []store.Window{{From: from.Add(-time.Hour), To: now.Add(FutureReach)}}
 	return q
 }
 
@@ -202,11 +202,11 @@ type bookingKey struct {
 	ns               int64
 }
 
-func keyOf(p series.Probe) bookingKey { return bookingKey{p.Lane, p.Kind, p.Site, p.Time.UnixNano()} }
+func keyOf(p store.Probe) bookingKey { return bookingKey{p.Lane, p.Kind, p.Site, p.Time.UnixNano()} }
 
 // compareBookings orders bookings as every sampler orders them: by time,
 // then site, lane and kind.
-func compareBookings(a, b series.Probe) int {
+func compareBookings(a, b store.Probe) int {
 	return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Site, b.Site), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind))
 }
 
@@ -221,10 +221,10 @@ func jitter(at time.Time, d time.Duration) time.Time {
 
 // released returns the reservations with outcome unsent: their requests
 // never left.
-func released(booked []series.Probe) []series.Probe {
+func released(booked []store.Probe) []store.Probe {
 	out := slices.Clone(booked)
 	for i := range out {
-		out[i].Outcome = series.OutcomeUnsent
+		out[i].Outcome = store.OutcomeUnsent
 	}
 	return out
 }
@@ -232,8 +232,8 @@ func released(booked []series.Probe) []series.Probe {
 // cancelledPoint is the point of a probe the sampler cut short: outcome
 // cancelled, queue_s the wait so far (a lower bound: from the request
 // written to the cut, or the exact wait when a first token came).
-func cancelledPoint(p series.Probe, sm probe.Sample) series.Probe {
-	p.OK, p.Outcome = false, series.OutcomeCancelled
+func cancelledPoint(p store.Probe, sm probe.Sample) store.Probe {
+	p.OK, p.Outcome = false, store.OutcomeCancelled
 	switch {
 	case !sm.FirstToken.IsZero():
 		p.QueueS = sm.QueueS()

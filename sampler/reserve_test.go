@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // holdProxy is a reverse proxy in front of a real influxd that can hold
@@ -107,8 +107,8 @@ func TestLateBookingNeverOverwritesItsProbe(t *testing.T) {
 	base := influxtest.URL(t)
 	db := influxtest.NewDB(t, base)
 	p, purl := newHoldProxy(t, base)
-	open := func() series.Store {
-		st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: purl, Bucket: db + "/autogen", RequestTimeout: time.Second})
+	open := func() store.Store {
+		st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: purl, Bucket: db + "/autogen", RequestTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,20 +128,20 @@ func TestLateBookingNeverOverwritesItsProbe(t *testing.T) {
 	}
 	p.release(t)
 
-	direct, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: base, Bucket: db + "/autogen"})
+	direct, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: base, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer direct.Close()
-	w := series.Window{From: r.now().Add(-time.Hour), To: r.now().Add(time.Hour)}
-	ps, err := direct.Probes(context.Background(), series.Query{Windows: []series.Window{w}})
+	w := store.Window{From: r.now().Add(-time.Hour), To: r.now().Add(time.Hour)}
+	ps, err := direct.Probes(context.Background(), store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ps) != 1 || ps[0].Outcome != "ok" || ps[0].QueueS < 0.2 {
 		t.Fatalf("the server holds %+v; want lane a's ok probe, its queue at least 0.2 s", ps)
 	}
-	bad, err := series.Check(context.Background(), direct, r.cfg.Location, w, nil)
+	bad, err := store.Check(context.Background(), direct, r.cfg.Location, w, nil)
 	if err != nil || len(bad) != 0 {
 		t.Fatalf("hours that disagree with their probes: %v, %v", bad, err)
 	}
@@ -160,7 +160,7 @@ type actors struct {
 	clock  time.Time
 	daemon *sampler.Sampler
 	probes []*sampler.Sampler
-	read   series.Store // the daemon's store, to check
+	read   store.Store // the daemon's store, to check
 }
 
 func (a *actors) now() time.Time {
@@ -195,42 +195,42 @@ func newActors(t *testing.T, perDay, probers int, influxURL string) *actors {
 		t.Fatal(err)
 	}
 	a.cfg = cfg
-	var daemonStore series.Store
-	besides := make([]series.Store, probers)
+	var daemonStore store.Store
+	besides := make([]store.Store, probers)
 	if influxURL == "" {
 		path := filepath.Join(dir, "samples.lp")
-		f, err := series.OpenFile(path, series.FileOptions{})
+		f, err := store.OpenFile(path, store.FileOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		daemonStore = f
 		for i := range besides {
-			if besides[i], err = series.OpenFileShared(path, series.FileOptions{}); err != nil {
+			if besides[i], err = store.OpenFileShared(path, store.FileOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	} else {
 		bucket := influxtest.NewDB(t, influxURL) + "/autogen"
 		spool := filepath.Join(dir, "spool.lp")
-		open := func(o series.SpoolOptions) series.Store {
-			db, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: influxURL, Bucket: bucket})
+		open := func(o store.SpoolOptions) store.Store {
+			db, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: influxURL, Bucket: bucket})
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Path, o.AfterReplay = spool, series.RebuildAfterReplay(time.UTC)
-			sp, err := series.OpenSpool(db, o)
+			o.Path, o.AfterReplay = spool, store.RebuildAfterReplay(time.UTC)
+			sp, err := store.OpenSpool(db, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return sp
 		}
-		daemonStore = open(series.SpoolOptions{})
+		daemonStore = open(store.SpoolOptions{})
 		for i := range besides {
-			besides[i] = open(series.SpoolOptions{Beside: true})
+			besides[i] = open(store.SpoolOptions{Beside: true})
 		}
 	}
 	a.read = daemonStore
-	mk := func(st series.Store) *sampler.Sampler {
+	mk := func(st store.Store) *sampler.Sampler {
 		t.Cleanup(func() { _ = st.Close() })
 		o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
 		if err != nil {
@@ -298,7 +298,7 @@ func driveConcurrent(t *testing.T, seed uint64, perDay int, influxURL string) {
 		a.clock = a.clock.Add(step)
 		a.mu.Unlock()
 		now := a.now()
-		stored, err := a.read.Probes(ctx, series.Between(now.Add(-48*time.Hour), now.Add(48*time.Hour)))
+		stored, err := a.read.Probes(ctx, store.Between(now.Add(-48*time.Hour), now.Add(48*time.Hour)))
 		if err != nil {
 			fail("read: %v", err)
 		}
@@ -391,14 +391,14 @@ func checkSpent(t *testing.T, a *actors, groups []budget.Group, perDay int, fail
 			fail("the group got %d requests on %s, budget %d", n, day, perDay)
 		}
 	}
-	w := series.Window{From: actorsStart.Add(-time.Hour), To: a.now().Add(72 * time.Hour)}
-	ps, err := a.read.Probes(context.Background(), series.Query{Windows: []series.Window{w}})
+	w := store.Window{From: actorsStart.Add(-time.Hour), To: a.now().Add(72 * time.Hour)}
+	ps, err := a.read.Probes(context.Background(), store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		fail("read: %v", err)
 	}
 	stored := map[string]int{}
 	for _, p := range ps {
-		if series.Sent(p) {
+		if store.Sent(p) {
 			stored[p.Lane]++
 		}
 	}
@@ -407,7 +407,7 @@ func checkSpent(t *testing.T, a *actors, groups []budget.Group, perDay int, fail
 			fail("lane %s got %d requests, the store holds %d", lane, n, stored[lane])
 		}
 	}
-	bad, err := series.Check(context.Background(), a.read, a.cfg.Location, w, nil)
+	bad, err := store.Check(context.Background(), a.read, a.cfg.Location, w, nil)
 	if err != nil || len(bad) > 0 {
 		fail("hours that disagree with their probes: %v, %v", bad, err)
 	}
@@ -418,14 +418,14 @@ func checkSpent(t *testing.T, a *actors, groups []budget.Group, perDay int, fail
 // mid-round).
 func bookings(t *testing.T, a *actors) (booked, withdrawn int) {
 	t.Helper()
-	ps, err := a.read.Probes(context.Background(), series.Between(actorsStart.Add(-time.Hour), a.now().Add(72*time.Hour)))
+	ps, err := a.read.Probes(context.Background(), store.Between(actorsStart.Add(-time.Hour), a.now().Add(72*time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range ps {
 		if p.Lane != "c" {
 			booked++
-			if p.Outcome == series.OutcomeUnsent {
+			if p.Outcome == store.OutcomeUnsent {
 				withdrawn++
 			}
 		}

@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/duty"
 	"github.com/lanewatch/lanewatch/probe"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/sampler/duty"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // DefaultStoreTimeout bounds each of a round's store writes on its own:
@@ -57,7 +57,7 @@ const FutureReach = 366 * 24 * time.Hour
 // Options wire a Sampler: the domain values app.SamplerOptions builds from
 // a configuration.
 type Options struct {
-	Store    series.Store
+	Store    store.Store
 	Site     string         // the site the probes are tagged with, "" for none
 	Schedule string         // the cron schedule, as the status page shows it
 	Location *time.Location // hours and back-offs are keyed in it
@@ -88,8 +88,8 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Sampler probes the lanes its shard owns.
 type Sampler struct {
-	store       series.Store
-	rec         *series.Recorder
+	store       store.Store
+	rec         *store.Recorder
 	site        string
 	schedule    string
 	loc         *time.Location
@@ -103,15 +103,15 @@ type Sampler struct {
 	now         func() time.Time
 
 	mu   sync.Mutex
-	seen map[string]series.Probe // newest probe of each lane this process stored
-	duty dutyState               // heartbeats and standby (duty.go)
+	seen map[string]store.Probe // newest probe of each lane this process stored
+	duty dutyState              // heartbeats and standby (duty.go)
 }
 
 // New returns a Sampler of the targets.
 func New(o Options) *Sampler {
 	s := &Sampler{
 		store:       o.Store,
-		rec:         series.NewRecorder(o.Store, o.Location),
+		rec:         store.NewRecorder(o.Store, o.Location),
 		site:        o.Site,
 		schedule:    o.Schedule,
 		loc:         o.Location,
@@ -122,7 +122,7 @@ func New(o Options) *Sampler {
 		policy:      o.Policy,
 		chart:       o.Chart,
 		now:         o.Now,
-		seen:        map[string]series.Probe{},
+		seen:        map[string]store.Probe{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -155,8 +155,8 @@ type Round struct {
 	NotStarted []string
 	// Points are the round's probe points as stored, in the order of the
 	// plan's lanes: settled, cancelled or released (unsent).
-	Points   []series.Probe
-	Recorded series.Recorded
+	Points   []store.Probe
+	Recorded store.Recorded
 	Duration time.Duration // probes and store write
 	// Duty is what the rule of package duty said of this round, nil for a
 	// sampler without an Identity; a round on standby (not Duty.Active)
@@ -232,7 +232,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	s.mu.Lock()
 	for _, p := range points {
-		if q, ok := s.seen[p.Lane]; series.Sent(p) && (!ok || p.Time.After(q.Time)) {
+		if q, ok := s.seen[p.Lane]; store.Sent(p) && (!ok || p.Time.After(q.Time)) {
 			s.seen[p.Lane] = p
 		}
 	}
@@ -252,12 +252,12 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 // It fills r's Samples, NotStarted and Points. A write of the reservations
 // that fails probes nothing: ErrNotBooked. The booking write has its own
 // deadline; the caller stores the points with another.
-func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, force, interruptible bool) ([]series.Probe, error) {
+func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, force, interruptible bool) ([]store.Probe, error) {
 	booked := s.book(targets, offsets, m.prior.Probes)
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
 	if len(booked) > 0 {
-		if err := series.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
+		if err := store.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
 			// Release what may have been stored of them, so that they count
 			// neither as spent nor as failures; a failure leaves them
 			// reserved, counted as both (never fewer than sent).
@@ -266,7 +266,7 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 		}
 	}
 	if lost := s.confirm(ctx, storeCtx, r.Start, booked, force); len(lost) > 0 {
-		var out []series.Probe
+		var out []store.Probe
 		for _, i := range lost {
 			out = append(out, booked[i])
 			r.Plan = withdrawn(r.Plan, booked[i].Lane, s.owned)
@@ -276,7 +276,7 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 		targets, offsets, booked = kept(targets, keep), kept(offsets, keep), kept(booked, keep)
 	}
 	runs := s.probeAll(ctx, targets, offsets, interruptible)
-	points := make([]series.Probe, len(runs))
+	points := make([]store.Probe, len(runs))
 	for i, pr := range runs {
 		switch {
 		case !pr.started:
@@ -403,9 +403,9 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 // the wait the probe is known to have sat through (exact, or a lower bound
 // when it timed out before its first token), quota_reset_s the later of
 // Retry-After and the quota's reset.
-func Point(sm probe.Sample, site string, booked time.Time) series.Probe {
+func Point(sm probe.Sample, site string, booked time.Time) store.Probe {
 	wait, _ := sm.Wait()
-	return series.Probe{
+	return store.Probe{
 		Lane:           sm.Lane,
 		Kind:           sm.Kind,
 		Site:           site,

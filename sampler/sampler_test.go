@@ -16,13 +16,13 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
-	"github.com/lanewatch/lanewatch/shard"
+	"github.com/lanewatch/lanewatch/sampler/shard"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // newSampler returns the Sampler of cfg's shard sh (the config's when
 // sh.Count is 0) on st, as cmd/sampler wires it.
-func newSampler(cfg *config.Config, st series.Store, lookupEnv func(string) (string, bool), sh config.Shard) (*sampler.Sampler, error) {
+func newSampler(cfg *config.Config, st store.Store, lookupEnv func(string) (string, bool), sh config.Shard) (*sampler.Sampler, error) {
 	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
 	if err != nil {
 		return nil, err
@@ -91,13 +91,13 @@ func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // setup writes a config of the named lanes (each its own model on srv) with
 // extra top-level YAML, opens a file store and returns a Sampler on it.
-func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string) (*sampler.Sampler, series.Store) {
+func setup(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string) (*sampler.Sampler, store.Store) {
 	t.Helper()
 	return setupWith(t, srv, lanes, extra, laneExtra, nil)
 }
 
 // setupWith is setup with the Sampler on wrap(store) (nil: the store).
-func setupWith(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string, wrap func(series.Store) series.Store) (*sampler.Sampler, series.Store) {
+func setupWith(t *testing.T, srv *httptest.Server, lanes []string, extra, laneExtra string, wrap func(store.Store) store.Store) (*sampler.Sampler, store.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -110,12 +110,12 @@ func setupWith(t *testing.T, srv *httptest.Server, lanes []string, extra, laneEx
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, b.String())
 	}
-	st, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	var on series.Store = st
+	var on store.Store = st
 	if wrap != nil {
 		on = wrap(st)
 	}
@@ -139,15 +139,15 @@ func awayMidnight(t *testing.T, need time.Duration) {
 	}
 }
 
-func stored(t *testing.T, st series.Store) map[string]series.Probe {
+func stored(t *testing.T, st store.Store) map[string]store.Probe {
 	t.Helper()
-	ps, err := st.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]series.Probe{}
+	out := map[string]store.Probe{}
 	for _, p := range ps {
-		if series.Sent(p) { // a released reservation is no probe
+		if store.Sent(p) { // a released reservation is no probe
 			out[p.Lane] = p
 		}
 	}
@@ -252,12 +252,12 @@ func TestStopStartsNothingNew(t *testing.T) {
 	}
 	// Their reservations are released: stored as unsent, so neither the
 	// budget nor their hours count them.
-	ps, err := st.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range ps {
-		if want := map[bool]string{true: "ok", false: series.OutcomeUnsent}[p.Lane == "a"]; p.Outcome != want {
+		if want := map[bool]string{true: "ok", false: store.OutcomeUnsent}[p.Lane == "a"]; p.Outcome != want {
 			t.Errorf("lane %s stored as %s, want %s", p.Lane, p.Outcome, want)
 		}
 	}
@@ -290,10 +290,10 @@ func TestInterruptStoresCancelled(t *testing.T) {
 		t.Errorf("took %s after the interrupt", d)
 	}
 	got := stored(t, st)
-	if p := got["a"]; len(got) != 1 || p.Outcome != series.OutcomeCancelled || p.OK || p.QueueS < 0.05 || p.QueueS > 2 {
+	if p := got["a"]; len(got) != 1 || p.Outcome != store.OutcomeCancelled || p.OK || p.QueueS < 0.05 || p.QueueS > 2 {
 		t.Fatalf("stored %+v; want lane a cancelled after a wait of about 0.1 s", got)
 	}
-	hs, err := st.Hourly(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	hs, err := st.Hourly(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("hourly %+v, %v; want one record", hs, err)
 	}
@@ -370,7 +370,7 @@ func TestStatusShowsOwnGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,13 +410,13 @@ func TestStatusShowsOwnGroups(t *testing.T) {
 // deadlineStore notes the deadline of each write's context, and whether
 // the write held a settled probe (the round's record) or reservations.
 type deadlineStore struct {
-	series.Store
+	store.Store
 	mu     sync.Mutex
 	record []time.Time // the deadlines of the writes that held a settled probe
 }
 
-func (d *deadlineStore) Write(ctx context.Context, probes []series.Probe, hourly []series.Hourly) error {
-	if slices.ContainsFunc(probes, func(p series.Probe) bool { return p.Outcome != series.OutcomeReserved }) {
+func (d *deadlineStore) Write(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
+	if slices.ContainsFunc(probes, func(p store.Probe) bool { return p.Outcome != store.OutcomeReserved }) {
 		dl, _ := ctx.Deadline()
 		d.mu.Lock()
 		d.record = append(d.record, dl)
@@ -446,7 +446,7 @@ func TestRecordWriteHasItsOwnDeadline(t *testing.T) {
 	for _, c := range runs {
 		t.Run(c.name, func(t *testing.T) {
 			ds := &deadlineStore{}
-			s, _ := setupWith(t, srv, []string{"a", "b"}, "concurrency: 1\n", "", func(st series.Store) series.Store {
+			s, _ := setupWith(t, srv, []string{"a", "b"}, "concurrency: 1\n", "", func(st store.Store) store.Store {
 				ds.Store = st
 				return ds
 			})

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // sampler probe's rule, on random sequences of daemon rounds and one-lane
-// probes beside the daemon (ProbeLane on a series.SharedFile of the file
+// probes beside the daemon (ProbeLane on a store.SharedFile of the file
 // the daemon holds), at random times: the quota group's lanes never get
 // more than probes_per_day requests a day between the two, every request
 // is in the store, and every hour is the aggregate of its probes. A probe
@@ -32,7 +32,7 @@ func TestPropertyProbeLaneBesideTheDaemon(t *testing.T) {
 				map[string]string{"a": ", quota: g", "b": ", quota: g", "c": ""}, nil)
 			led := &ledger{now: r.now, next: r.lane}
 			r.srv.Config.Handler = led
-			shared, err := series.OpenFileShared(filepath.Join(r.dir, "samples.lp"), series.FileOptions{})
+			shared, err := store.OpenFileShared(filepath.Join(r.dir, "samples.lp"), store.FileOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

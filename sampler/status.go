@@ -8,11 +8,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/sampler/page"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Chart draws the status page's chart, so that the sampler does not depend
@@ -20,7 +20,7 @@ import (
 type Chart interface {
 	// WriteChart writes the chart of the hourly records of [from, to),
 	// days days long, as an SVG document.
-	WriteChart(w io.Writer, hourly []series.Hourly, from, to time.Time, days int) error
+	WriteChart(w io.Writer, hourly []store.Hourly, from, to time.Time, days int) error
 }
 
 // PolicyFunc computes the live policy of the hour holding now, for the
@@ -56,7 +56,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	for _, sk := range plan.Skip {
 		skips[sk.Lane] = sk
 	}
-	byLane := map[string][]series.Probe{}
+	byLane := map[string][]store.Probe{}
 	for _, pr := range m.probes {
 		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
 	}
@@ -110,7 +110,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	if s.chart == nil {
 		return p
 	}
-	if hs, err := s.store.Hourly(ctx, series.Between(from, now)); err == nil && len(hs) > 0 {
+	if hs, err := s.store.Hourly(ctx, store.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
 		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
 			// Trusted: the Chart (package swings, through app) drew it from

@@ -40,7 +40,7 @@ paid_url=$(cat "$demo/paid.addr")
 echo "demo: free lane at $free_url, paid lane at $paid_url"
 
 sed -e "s#http://127.0.0.1:18080#$free_url#" -e "s#http://127.0.0.1:18081#$paid_url#" \
-	configs/demo.yaml >"$demo/demo.yaml"
+	examples/demo.yaml >"$demo/demo.yaml"
 export LANEWATCH_DEMO_KEY=demo-key-not-a-secret
 
 for round in 1 2 3; do

@@ -9,7 +9,7 @@
 # aggregate.go, recorder.go and reserve.go. gremlins cannot select files,
 # only exclude them (--exclude-files, a regexp over the path inside the
 # package), so every other file of series, and series/storetest and
-# series/lineproto, is excluded by name.
+# store/lineproto, is excluded by name.
 #
 # Environment: MUTATE_PKGS (space-separated, default all five),
 # MUTATE_WORKERS (default 2), MUTATE_TIMEOUT_COEFFICIENT (default 5: a
@@ -42,7 +42,7 @@ excludes() {
 	case "$1" in
 	series)
 		local f name
-		for f in series/*.go; do
+		for f in store/*.go; do
 			name="$(basename "$f")"
 			case "$name" in
 			*_test.go | aggregate.go | recorder.go | reserve.go) ;;

@@ -15,11 +15,10 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	lwconfig "github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/lanesim"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile NAME] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH] [-shift F] [-force]
@@ -132,12 +131,12 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bad("-lanes: %w", err)
 	}
 	if *startFlag == "" {
-		opts.Start = hours.Start(time.Now(), loc).Add(-time.Duration(*days) * 24 * time.Hour)
+		opts.Start = store.HourStart(time.Now(), loc).Add(-time.Duration(*days) * 24 * time.Hour)
 	} else if opts.Start, err = parseStart(*startFlag, loc); err != nil {
 		return bad("-start: %w", err)
 	}
 	if *shiftAt != "" {
-		if opts.ShiftAt, err = hours.Parse(*shiftAt, loc); err != nil {
+		if opts.ShiftAt, err = store.ParseHour(*shiftAt, loc); err != nil {
 			return bad("-shift-at: %w", err)
 		}
 	}
@@ -215,10 +214,10 @@ func parseHistoryLanes(s string) ([]lanesim.HistoryLane, error) {
 // parseStart reads -start: a day or an hour in loc.
 func parseStart(s string, loc *time.Location) (time.Time, error) {
 	if strings.Contains(s, "T") {
-		return hours.Parse(s, loc)
+		return store.ParseHour(s, loc)
 	}
-	d, err := hours.ParseDay(s, loc)
-	return hours.DayStart(d, loc), err
+	d, err := store.ParseDay(s, loc)
+	return store.DayStart(d, loc), err
 }
 
 type historyCount struct{ probes, hourly int }
@@ -268,9 +267,9 @@ func withTruthFile(path string, force bool, generate func(truthSink) error) erro
 
 // record generates the history into rec, a batch at a time, and its truth
 // into truth (when not nil).
-func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptions, batch int, truth truthSink) (historyCount, error) {
+func record(ctx context.Context, rec *store.Recorder, opts lanesim.HistoryOptions, batch int, truth truthSink) (historyCount, error) {
 	var n historyCount
-	var pending []series.Probe
+	var pending []store.Probe
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -284,7 +283,7 @@ func record(ctx context.Context, rec *series.Recorder, opts lanesim.HistoryOptio
 		pending = pending[:0]
 		return ctx.Err()
 	}
-	err := lanesim.HistoryWithTruth(opts, func(day []series.Probe, tr []lanesim.ProbeTruth) error {
+	err := lanesim.HistoryWithTruth(opts, func(day []store.Probe, tr []lanesim.ProbeTruth) error {
 		if truth != nil {
 			if err := truth(tr); err != nil {
 				return fmt.Errorf("truth: %w", err)
@@ -312,7 +311,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 		if !force {
 			return historyCount{}, fmt.Errorf("%s exists; use -force to replace it", path)
 		}
-		held, err := series.OpenFile(path, series.FileOptions{})
+		held, err := store.OpenFile(path, store.FileOptions{})
 		if err != nil {
 			return historyCount{}, fmt.Errorf("replace %s: %w", path, err)
 		}
@@ -323,11 +322,11 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 	var n historyCount
 	err := atomicfile.WriteFile(path, func(tmp string) error {
 		defer os.Remove(tmp + ".lock")
-		st, err := series.OpenFile(tmp, series.FileOptions{})
+		st, err := store.OpenFile(tmp, store.FileOptions{})
 		if err != nil {
 			return err
 		}
-		n, err = record(ctx, series.NewRecorder(st, loc), opts, historyBatch, truth)
+		n, err = record(ctx, store.NewRecorder(st, loc), opts, historyBatch, truth)
 		if cerr := st.Close(); err == nil {
 			err = cerr
 		}
@@ -342,7 +341,7 @@ func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesi
 	if err != nil {
 		return historyCount{}, err
 	}
-	n, err := record(ctx, series.NewRecorder(st, cfg.Location), opts, 5_000, truth)
+	n, err := record(ctx, store.NewRecorder(st, cfg.Location), opts, 5_000, truth)
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}

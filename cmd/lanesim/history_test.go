@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 func history(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -47,15 +47,15 @@ func TestHistorySameSeedSameBytes(t *testing.T) {
 	}
 
 	// The hourly invariant holds: every stored record is its probes' rollup.
-	st, err := series.OpenFile(a, series.FileOptions{ReadOnly: true})
+	st, err := store.OpenFile(a, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	w := series.Between(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC))
-	probes, _ := st.Probes(context.Background(), series.Query{Windows: []series.Window{w.Windows[0]}})
-	hourly, _ := st.Hourly(context.Background(), series.Query{Windows: []series.Window{w.Windows[0]}})
-	if got, want := hourly, series.Rollup(probes, time.UTC); len(probes) < 3*3*72*9/10 || fmt.Sprint(got) != fmt.Sprint(want) {
+	w := store.Between(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC))
+	probes, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{w.Windows[0]}})
+	hourly, _ := st.Hourly(context.Background(), store.Query{Windows: []store.Window{w.Windows[0]}})
+	if got, want := hourly, store.Rollup(probes, time.UTC); len(probes) < 3*3*72*9/10 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%d probes; stored hourly records differ from the rollup of the probes", len(probes))
 	}
 }
@@ -87,7 +87,7 @@ func TestHistoryRefusesToReplace(t *testing.T) {
 	}
 	// Not under a running sampler: its writer lock is taken first.
 	before, _ := os.ReadFile(path)
-	sampler, err := series.OpenFile(path, series.FileOptions{})
+	sampler, err := store.OpenFile(path, store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,17 +155,17 @@ func TestHistoryIntoInflux(t *testing.T) {
 	if code, _, errs := history(t, "-days", "2", "-start", "2026-11-01", "-config", cfg, "-out", file); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	inf, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	inf, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer inf.Close()
-	fst, err := series.OpenFile(file, series.FileOptions{ReadOnly: true})
+	fst, err := store.OpenFile(file, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fst.Close()
-	q := series.Between(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC))
+	q := store.Between(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC))
 	a, err := inf.Probes(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestHistoryIntoInflux(t *testing.T) {
 		t.Errorf("InfluxDB holds %d probes, the file %d, or they differ", len(a), len(b))
 	}
 	ha, _ := inf.Hourly(context.Background(), q)
-	if fmt.Sprint(ha) != fmt.Sprint(series.Rollup(a, time.UTC)) {
+	if fmt.Sprint(ha) != fmt.Sprint(store.Rollup(a, time.UTC)) {
 		t.Error("InfluxDB's hourly records are not the rollup of its probes")
 	}
 }

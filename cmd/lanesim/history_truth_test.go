@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/lanesim"
-
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // TestHistoryHarshFileUnchanged pins the store file of the default profile:
@@ -81,19 +80,19 @@ func readTruth(t *testing.T, path string) []truthLine {
 // long).
 func TestHistoryTruthFile(t *testing.T) {
 	dir := t.TempDir()
-	store, truthPath := filepath.Join(dir, "h.lp"), filepath.Join(dir, "truth.jsonl")
+	storePath, truthPath := filepath.Join(dir, "h.lp"), filepath.Join(dir, "truth.jsonl")
 	const days = 120
 	if code, _, errs := history(t, "-days", "120", "-start", "2026-01-01", "-seed", "2", "-profile", "mild", "-paid-faults",
-		"-lanes", "free,free2,paid", "-out", store, "-truth", truthPath); code != 0 {
+		"-lanes", "free,free2,paid", "-out", storePath, "-truth", truthPath); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	st, err := series.OpenFile(store, series.FileOptions{ReadOnly: true})
+	st, err := store.OpenFile(storePath, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	probes, err := st.Probes(context.Background(), series.Between(start, start.AddDate(0, 0, days)))
+	probes, err := st.Probes(context.Background(), store.Between(start, start.AddDate(0, 0, days)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,17 +140,17 @@ func TestHistoryTruthFile(t *testing.T) {
 
 func TestHistoryTruthFlags(t *testing.T) {
 	dir := t.TempDir()
-	store, truthPath := filepath.Join(dir, "h.lp"), filepath.Join(dir, "t.jsonl")
+	storePath, truthPath := filepath.Join(dir, "h.lp"), filepath.Join(dir, "t.jsonl")
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"-out", store, "-profile", "gentle"}, 2, "lanesim: history: -profile: profile \"gentle\": want one of " + lanesim.ProfileNames() + "\n"},
-		{[]string{"-out", store, "-profile", "pareto", "-truth", truthPath}, 2, "lanesim: history: -truth: the pareto profile's waits are not lognormal: it has no truth an oracle can read\n"},
-		{[]string{"-out", store, "-shift", "3"}, 2, "lanesim: history: -shift needs -shift-at (or a profile with a shift: drop, rise)\n"},
-		{[]string{"-out", store, "-profile", "rise", "-shift", "-1"}, 2, "lanesim: history: -shift: want a finite number above 0, got -1\n"},
-		{[]string{"-out", store, "-truth", store}, 2, "lanesim: history: -truth: " + store + " is the store file\n"},
+		{[]string{"-out", storePath, "-profile", "gentle"}, 2, "lanesim: history: -profile: profile \"gentle\": want one of " + lanesim.ProfileNames() + "\n"},
+		{[]string{"-out", storePath, "-profile", "pareto", "-truth", truthPath}, 2, "lanesim: history: -truth: the pareto profile's waits are not lognormal: it has no truth an oracle can read\n"},
+		{[]string{"-out", storePath, "-shift", "3"}, 2, "lanesim: history: -shift needs -shift-at (or a profile with a shift: drop, rise)\n"},
+		{[]string{"-out", storePath, "-profile", "rise", "-shift", "-1"}, 2, "lanesim: history: -shift: want a finite number above 0, got -1\n"},
+		{[]string{"-out", storePath, "-truth", storePath}, 2, "lanesim: history: -truth: " + storePath + " is the store file\n"},
 	} {
 		if code, _, errs := history(t, tc.args...); code != tc.code || errs != tc.want {
 			t.Errorf("%v: exit %d, stderr %q\nwant %d, %q", tc.args, code, errs, tc.code, tc.want)
@@ -160,14 +159,14 @@ func TestHistoryTruthFlags(t *testing.T) {
 	if err := os.WriteFile(truthPath, []byte("keep me\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := history(t, "-days", "1", "-start", "2026-11-01", "-out", store, "-truth", truthPath)
+	code, _, errs := history(t, "-days", "1", "-start", "2026-11-01", "-out", storePath, "-truth", truthPath)
 	if code != 1 || errs != "lanesim: history: "+truthPath+" exists; use -force to replace it\n" {
 		t.Errorf("truth file exists: exit %d, stderr %q", code, errs)
 	}
-	if _, err := os.Stat(store); err == nil {
+	if _, err := os.Stat(storePath); err == nil {
 		t.Error("a refused -truth still wrote the store")
 	}
-	if code, _, errs := history(t, "-days", "1", "-start", "2026-11-01", "-out", store, "-truth", truthPath, "-force"); code != 0 {
+	if code, _, errs := history(t, "-days", "1", "-start", "2026-11-01", "-out", storePath, "-truth", truthPath, "-force"); code != 0 {
 		t.Fatalf("-force: exit %d: %s", code, errs)
 	}
 	if lines := readTruth(t, truthPath); len(lines) < 3*72*9/10 {

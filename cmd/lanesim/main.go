@@ -31,7 +31,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
 
-	"github.com/lanewatch/lanewatch/lanesim"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
 )
 
 func main() {

@@ -14,10 +14,9 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/backtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-MM-DDTHH] [-lookback 1,3,7,14]
@@ -137,7 +136,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err := fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays); err != nil {
 		return err
 	}
-	var truth func(*series.Probe) (float64, float64, bool)
+	var truth func(*store.Probe) (float64, float64, bool)
 	if *truthFlag != "" {
 		if truth, err = readTruth(*truthFlag); err != nil {
 			return fmt.Errorf("backtest: -truth: %w", err)
@@ -173,7 +172,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	}
 	to := time.Time{}
 	if *endFlag != "" {
-		if to, err = hours.Parse(*endFlag, cfg.Location); err != nil {
+		if to, err = store.ParseHour(*endFlag, cfg.Location); err != nil {
 			return fs.usagef("-end: %w", err)
 		}
 	} else {
@@ -291,7 +290,7 @@ func parseCoverages(s string) ([]float64, error) {
 // readTruth reads the JSON lines of lanesim history -truth (time, lane,
 // median_s, sigma, outage) and returns the lookup of a probe's truth, by
 // lane and instant.
-func readTruth(path string) (func(*series.Probe) (float64, float64, bool), error) {
+func readTruth(path string) (func(*store.Probe) (float64, float64, bool), error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -326,7 +325,7 @@ func readTruth(path string) (func(*series.Probe) (float64, float64, bool), error
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return func(p *series.Probe) (float64, float64, bool) {
+	return func(p *store.Probe) (float64, float64, bool) {
 		v, ok := byKey[key{p.Lane, p.Time.UnixNano()}]
 		return v.m, v.sigma, ok
 	}, nil

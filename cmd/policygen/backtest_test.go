@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/lanesim"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // backtestConfig is the config of the backtest tests: two free lanes and a
@@ -48,10 +48,10 @@ var backtestHistory = lanesim.HistoryOptions{
 
 // recordHistory writes the test history into st the way lanesim history
 // does.
-func recordHistory(t *testing.T, st series.Store) {
+func recordHistory(t *testing.T, st store.Store) {
 	t.Helper()
-	rec := series.NewRecorder(st, time.UTC)
-	if err := lanesim.History(backtestHistory, func(day []series.Probe) error {
+	rec := store.NewRecorder(st, time.UTC)
+	if err := lanesim.History(backtestHistory, func(day []store.Probe) error {
 		_, err := rec.Record(context.Background(), day)
 		return err
 	}); err != nil {
@@ -69,7 +69,7 @@ func backtestFixture(t *testing.T, empty bool) string {
 		t.Fatal(err)
 	}
 	if !empty {
-		st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+		st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,11 +299,11 @@ func TestBacktestInfluxEqualsFile(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "lanewatch.yaml")
-	store := fmt.Sprintf("  kind: influx\n  url: %s\n  bucket: %s/autogen\n  spool: spool.lp\n  dead_letter: dead.lp", url, db)
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, backtestConfig, store), 0o644); err != nil {
+	storePath := fmt.Sprintf("  kind: influx\n  url: %s\n  bucket: %s/autogen\n  spool: spool.lp\n  dead_letter: dead.lp", url, db)
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, backtestConfig, storePath), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inf, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	inf, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,15 +361,15 @@ func BenchmarkBacktestYearBinary(b *testing.B) {
 func TestBacktestOutOfOrderFileSameReport(t *testing.T) {
 	ctx := context.Background()
 	unordered := backtestFixture(t, false)
-	st, err := series.OpenFile(filepath.Join(filepath.Dir(unordered), "data", "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(filepath.Dir(unordered), "data", "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := series.Probe{Lane: "free", Kind: "free", Time: backtestNow.Add(-36*time.Hour + time.Second), OK: false, Outcome: "timeout", QueueS: 30}
-	if err := st.Write(ctx, []series.Probe{old}, nil); err != nil {
+	old := store.Probe{Lane: "free", Kind: "free", Time: backtestNow.Add(-36*time.Hour + time.Second), OK: false, Outcome: "timeout", QueueS: 30}
+	if err := st.Write(ctx, []store.Probe{old}, nil); err != nil {
 		t.Fatal(err)
 	}
-	all, err := st.Probes(ctx, series.Between(time.Unix(0, 0), backtestNow.Add(time.Hour)))
+	all, err := st.Probes(ctx, store.Between(time.Unix(0, 0), backtestNow.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestBacktestOutOfOrderFileSameReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	ordered := backtestFixture(t, true)
-	st, err = series.OpenFile(filepath.Join(filepath.Dir(ordered), "data", "samples.lp"), series.FileOptions{})
+	st, err = store.OpenFile(filepath.Join(filepath.Dir(ordered), "data", "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

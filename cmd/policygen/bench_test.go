@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // The benchmark history: a year of three rounds an hour for 50 lanes in the
@@ -64,15 +64,15 @@ func benchHistory(tb testing.TB) string {
 	}
 
 	start := time.Now()
-	st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	end, _ := time.Parse("2006-01-02T15", benchHour)
 	first := end.Truncate(24*time.Hour).AddDate(0, 0, -benchDays+1)
 	rng := rand.New(rand.NewPCG(42, 365))
-	var probes []series.Probe
-	var hourly []series.Hourly
+	var probes []store.Probe
+	var hourly []store.Hourly
 	nProbes := 0
 	for day := first; !day.After(end); day = day.AddDate(0, 0, 1) {
 		probes, hourly = probes[:0], hourly[:0]
@@ -82,7 +82,7 @@ func benchHistory(tb testing.TB) string {
 				break
 			}
 			diurnal := 10 * (1 + math.Sin(float64(h)/24*2*math.Pi))
-			var sofar [benchLanes][]series.Probe
+			var sofar [benchLanes][]store.Probe
 			for _, m := range []int{7, 27, 47} {
 				at := hour.Add(time.Duration(m)*time.Minute + time.Duration(rng.Int64N(int64(30*time.Second))))
 				for i := range benchLanes {
@@ -90,7 +90,7 @@ func benchHistory(tb testing.TB) string {
 					if i%5 == 4 {
 						kind = "paid"
 					}
-					p := series.Probe{Lane: fmt.Sprintf("lane-%02d", i), Kind: kind, Time: at.Add(time.Duration(rng.Int64N(int64(time.Second)))),
+					p := store.Probe{Lane: fmt.Sprintf("lane-%02d", i), Kind: kind, Time: at.Add(time.Duration(rng.Int64N(int64(time.Second)))),
 						QueueS: float64(i%7) + diurnal + rng.Float64()*20, GenS: 0.2 + rng.Float64(), HeadersS: 0.05 + rng.Float64()/10,
 						Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 					if rng.IntN(100) == 0 {
@@ -98,7 +98,7 @@ func benchHistory(tb testing.TB) string {
 					}
 					probes = append(probes, p)
 					sofar[i] = append(sofar[i], p)
-					hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, "", hour, sofar[i]))
+					hourly = append(hourly, store.Aggregate(p.Lane, p.Kind, "", hour, sofar[i]))
 				}
 			}
 		}

@@ -12,9 +12,9 @@ import (
 	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // runBook is `policygen book [-policy FILE -class NAME | -config F -class
@@ -142,7 +142,7 @@ func (e *env) bookFile(ctx context.Context, configPath, hourFlag, dirFlag string
 	if err != nil {
 		return policy.File{}, nil, usagef("book: -hour: %w", err)
 	}
-	label := hours.Label(h, cfg.Location)
+	label := store.HourLabel(h, cfg.Location)
 	dir := cfg.Policy.Out
 	if dirFlag != "" {
 		if dir, err = filepath.Abs(dirFlag); err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // A lane that timed out at 30 s before its first token in one probe of an
@@ -17,19 +17,19 @@ import (
 func TestCensoredTimeoutCounts(t *testing.T) {
 	fx := newFixture(t, "UTC")
 	h := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	st, err := series.OpenFile(fx.store, series.FileOptions{})
+	st, err := store.OpenFile(fx.store, store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := series.NewRecorder(st, time.UTC)
-	var ps []series.Probe
+	rec := store.NewRecorder(st, time.UTC)
+	var ps []store.Probe
 	for i, m := range []int{7, 27, 47} {
 		at := h.Add(time.Duration(m) * time.Minute)
-		p := series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 3, GenS: 0.5, Tokens: 12, OK: true, Outcome: "ok", Status: 200}
+		p := store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 3, GenS: 0.5, Tokens: 12, OK: true, Outcome: "ok", Status: 200}
 		if i == 1 { // timed out 30 s after the request was written, no token
-			p = series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 30, OK: false, Outcome: "timeout", Status: 200}
+			p = store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 30, OK: false, Outcome: "timeout", Status: 200}
 		}
-		ps = append(ps, p, series.Probe{Lane: "paid", Kind: "paid", Time: at.Add(time.Second), QueueS: 1, GenS: 0.2, Tokens: 12, OK: true, Outcome: "ok", Status: 200})
+		ps = append(ps, p, store.Probe{Lane: "paid", Kind: "paid", Time: at.Add(time.Second), QueueS: 1, GenS: 0.2, Tokens: 12, OK: true, Outcome: "ok", Status: 200})
 	}
 	if _, err := rec.Record(context.Background(), ps); err != nil {
 		t.Fatal(err)

@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
+	"github.com/lanewatch/lanewatch/store"
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
 )
 
 // staleTemp is how old a temp file left by a killed run must be before a
@@ -29,7 +28,7 @@ func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 	if flag == "" {
 		return e.now(), nil // the live answer as of now (a back-off that ended no longer counts)
 	}
-	return hours.Parse(flag, loc)
+	return store.ParseHour(flag, loc)
 }
 
 // runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
@@ -138,11 +137,11 @@ var endOfRecords = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC) // int64 nanoseco
 // checkSite refuses a -site that neither the config's site nor a stored
 // hourly record names: a usage error (exit 2) that lists the sites known, so
 // that a typo writes nothing rather than a policy of never_sampled lanes.
-func checkSite(ctx context.Context, st series.Store, cfg *config.Config, site string) error {
+func checkSite(ctx context.Context, st store.Store, cfg *config.Config, site string) error {
 	if site == cfg.Site {
 		return nil
 	}
-	all := series.Between(time.Unix(0, 0), endOfRecords)
+	all := store.Between(time.Unix(0, 0), endOfRecords)
 	recs, err := st.Hourly(ctx, all.Site(site))
 	if err != nil {
 		return fmt.Errorf("store: read hourly records: %w", err)
@@ -178,7 +177,7 @@ func parseDay(s string, now func() time.Time, loc *time.Location) (time.Time, er
 	case "tomorrow":
 		next = 1
 	default:
-		day, err := hours.ParseDay(s, loc)
+		day, err := store.ParseDay(s, loc)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%w, today or tomorrow", err)
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env|dotenv] [-dir DIR]
@@ -95,7 +95,7 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if err != nil {
 		return fset.usagef("-hour: %w", err)
 	}
-	label := hours.Label(h, loc)
+	label := store.HourLabel(h, loc)
 	dir := cfg.Policy.Out
 	if *dirFlag != "" {
 		if dir, err = filepath.Abs(*dirFlag); err != nil {

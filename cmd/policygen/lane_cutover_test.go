@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // A calibrated file's cut-over reaches policygen lane: interactive starts
@@ -85,24 +85,24 @@ policy:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hour := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	for h := hour.AddDate(0, 0, -20); h.Before(hour); h = h.Add(time.Hour) {
-		var ps []series.Probe
-		var hs []series.Hourly
+		var ps []store.Probe
+		var hs []store.Hourly
 		for _, l := range []struct {
 			name, kind string
 			q          float64
 		}{{"aslow", "free", 1.51}, {"zfast", "free", 0.06}, {"paid", "paid", 1}} {
-			var lp []series.Probe
+			var lp []store.Probe
 			for _, m := range []int{7, 27, 47} {
-				lp = append(lp, series.Probe{Lane: l.name, Kind: l.kind, Time: h.Add(time.Duration(m) * time.Minute), QueueS: l.q, GenS: 0.4,
+				lp = append(lp, store.Probe{Lane: l.name, Kind: l.kind, Time: h.Add(time.Duration(m) * time.Minute), QueueS: l.q, GenS: 0.4,
 					Tokens: 16, OK: true, Outcome: "ok", Status: 200})
 			}
-			ps, hs = append(ps, lp...), append(hs, series.Aggregate(l.name, l.kind, "", h, lp))
+			ps, hs = append(ps, lp...), append(hs, store.Aggregate(l.name, l.kind, "", h, lp))
 		}
 		if err := st.Write(context.Background(), ps, hs); err != nil {
 			t.Fatal(err)

@@ -16,9 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
@@ -103,26 +102,26 @@ type round struct {
 // hour's aggregate so far for each lane (which replaces the previous one).
 func (f *fixture) seed(t *testing.T, rounds []round) {
 	t.Helper()
-	st, err := series.OpenFile(f.store, series.FileOptions{})
+	st, err := store.OpenFile(f.store, store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	sofar := map[string][]series.Probe{}
+	sofar := map[string][]store.Probe{}
 	for _, r := range rounds {
-		hour := hours.Start(r.at, f.loc)
-		free := series.Probe{Lane: "free", Kind: "free", Time: r.at, QueueS: r.freeQueue, GenS: 0.4, HeadersS: 0.1, Tokens: 16, OK: r.freeOK, Outcome: "ok", Status: 200}
+		hour := store.HourStart(r.at, f.loc)
+		free := store.Probe{Lane: "free", Kind: "free", Time: r.at, QueueS: r.freeQueue, GenS: 0.4, HeadersS: 0.1, Tokens: 16, OK: r.freeOK, Outcome: "ok", Status: 200}
 		if !r.freeOK {
 			free.Outcome, free.Status, free.QueueS, free.GenS, free.Tokens = "http_error", 503, 0, 0, 0
 		}
-		paid := series.Probe{Lane: "paid", Kind: "paid", Time: r.at.Add(time.Second), QueueS: 1.25, GenS: 0.1, HeadersS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
-		var hourly []series.Hourly
-		for _, p := range []series.Probe{free, paid} {
+		paid := store.Probe{Lane: "paid", Kind: "paid", Time: r.at.Add(time.Second), QueueS: 1.25, GenS: 0.1, HeadersS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+		var hourly []store.Hourly
+		for _, p := range []store.Probe{free, paid} {
 			k := p.Lane + hour.String()
 			sofar[k] = append(sofar[k], p)
-			hourly = append(hourly, series.Aggregate(p.Lane, p.Kind, "", hour, sofar[k]))
+			hourly = append(hourly, store.Aggregate(p.Lane, p.Kind, "", hour, sofar[k]))
 		}
-		if err := st.Write(context.Background(), []series.Probe{free, paid}, hourly); err != nil {
+		if err := st.Write(context.Background(), []store.Probe{free, paid}, hourly); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +208,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 
 func validateSchema(t *testing.T, data []byte) {
 	t.Helper()
-	raw, err := os.Open(filepath.Join("..", "..", "configs", "policy.schema.json"))
+	raw, err := os.Open(filepath.Join("..", "..", "policy", "policy.schema.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +249,7 @@ func TestHourWritesPolicyFile(t *testing.T) {
 	} {
 		t.Run(tc.tz, func(t *testing.T) {
 			fx := newFixture(t, tc.tz)
-			h, err := hours.Parse(tc.hour, fx.loc)
+			h, err := store.ParseHour(tc.hour, fx.loc)
 			if err != nil {
 				t.Fatal(err)
 			}

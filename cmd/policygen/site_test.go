@@ -8,25 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // seedSite writes one round of both lanes at site, in the hour of at.
 func (f *fixture) seedSite(t *testing.T, site string, at time.Time) {
 	t.Helper()
-	st, err := series.OpenFile(f.store, series.FileOptions{})
+	st, err := store.OpenFile(f.store, store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	hour := hours.Start(at, f.loc)
-	var probes []series.Probe
-	var hourly []series.Hourly
+	hour := store.HourStart(at, f.loc)
+	var probes []store.Probe
+	var hourly []store.Hourly
 	for i, lane := range []string{"free", "paid"} {
-		p := series.Probe{Lane: lane, Kind: lane, Site: site, Time: at.Add(time.Duration(i) * time.Second), QueueS: 2, GenS: 0.4, HeadersS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+		p := store.Probe{Lane: lane, Kind: lane, Site: site, Time: at.Add(time.Duration(i) * time.Second), QueueS: 2, GenS: 0.4, HeadersS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 		probes = append(probes, p)
-		hourly = append(hourly, series.Aggregate(lane, lane, site, hour, []series.Probe{p}))
+		hourly = append(hourly, store.Aggregate(lane, lane, site, hour, []store.Probe{p}))
 	}
 	if err := st.Write(context.Background(), probes, hourly); err != nil {
 		t.Fatal(err)
@@ -52,7 +51,7 @@ func listFiles(t *testing.T, dir string) string {
 // its own file, beside the merged one, which it never replaces (issue 18).
 func TestSiteFlag(t *testing.T) {
 	const hour = "2026-11-30T14"
-	h, _ := hours.Parse(hour, time.UTC)
+	h, _ := store.ParseHour(hour, time.UTC)
 	for _, tc := range []struct {
 		name  string
 		sites []string // seeded

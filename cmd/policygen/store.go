@@ -11,13 +11,13 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // openStore opens the configured store for reading. The embedded file is
 // opened read-only (no writer lock), so policygen runs while a sampler
 // appends to it.
-func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (series.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool)) (store.Store, error) {
 	st, err := app.OpenStoreReadOnly(ctx, cfg, cli.Warner("policygen", stderr), lookupEnv)
 	if err != nil && cfg.Store.Kind == config.StoreFile && !strings.Contains(err.Error(), cfg.Store.Path) {
 		// "store: open samples file: not a directory" said neither which
@@ -32,7 +32,7 @@ func openStore(ctx context.Context, cfg *config.Config, stderr io.Writer, lookup
 // stderr, with what that means for the output (so), and returns an empty
 // store, so that policies say never_sampled and CI fails safe rather than
 // red.
-func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool), so string) (series.Store, error) {
+func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer, lookupEnv func(string) (string, bool), so string) (store.Store, error) {
 	st, err := openStore(ctx, cfg, stderr, lookupEnv)
 	if err != nil && cfg.Store.Kind == config.StoreFile && errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); %s\n", cfg.Store.Path, so)
@@ -44,13 +44,13 @@ func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer,
 // emptyStore is the store of a fresh install: nothing in it.
 type emptyStore struct{}
 
-func (emptyStore) Write(context.Context, []series.Probe, []series.Hourly) error {
+func (emptyStore) Write(context.Context, []store.Probe, []store.Hourly) error {
 	return errors.New("empty store is read-only")
 }
-func (emptyStore) Probes(context.Context, series.Query) ([]series.Probe, error) {
-	return []series.Probe{}, nil
+func (emptyStore) Probes(context.Context, store.Query) ([]store.Probe, error) {
+	return []store.Probe{}, nil
 }
-func (emptyStore) Hourly(context.Context, series.Query) ([]series.Hourly, error) {
-	return []series.Hourly{}, nil
+func (emptyStore) Hourly(context.Context, store.Query) ([]store.Hourly, error) {
+	return []store.Hourly{}, nil
 }
 func (emptyStore) Close() error { return nil }

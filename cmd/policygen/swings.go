@@ -14,7 +14,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-site NAME] [-format table|csv|json] [-svg FILE [-log]]
@@ -145,7 +145,7 @@ func (e *env) swings(ctx context.Context, cfg *config.Config, from, to time.Time
 		return nil, fmt.Errorf("swings: %w", err)
 	}
 	defer st.Close()
-	q := series.Between(from, to)
+	q := store.Between(from, to)
 	q.Sites = sites
 	q.Fields = swings.Fields() // the report reads 4 of the 7 fields
 	rep, err := app.SwingsOf(ctx, cfg, st, q, from, to, days, len(sites) == 0)

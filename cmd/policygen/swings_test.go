@@ -18,7 +18,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // swingsWeekStart is the first hour of the generated week; swingsNow ends it,
@@ -35,8 +35,8 @@ var (
 //	      peak 09, quietest 00, swing 20 s (4.08x).
 //	paid: 2 s, 3 s at hours 12..14 → peak 12, quietest 00, swing 1 s (1.50x).
 //	dead: (only with withDead) every fifth hour of day, 3 probes, all failed.
-func swingsWeek(withDead bool) []series.Hourly {
-	var recs []series.Hourly
+func swingsWeek(withDead bool) []store.Hourly {
+	var recs []store.Hourly
 	for d := range 7 {
 		for h := range 24 {
 			t := swingsWeekStart.Add(time.Duration(d*24+h) * time.Hour)
@@ -44,7 +44,7 @@ func swingsWeek(withDead bool) []series.Hourly {
 			if h >= 9 && h <= 17 {
 				q += 20
 			}
-			free := series.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, WorstGenS: 1, MinTokPerS: 40, Samples: 3, Eligible: true}
+			free := store.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, WorstGenS: 1, MinTokPerS: 40, Samples: 3, Eligible: true}
 			if h == 3 && (d == 0 || d == 2) {
 				free.Failures, free.Eligible = 1, false
 			}
@@ -52,9 +52,9 @@ func swingsWeek(withDead bool) []series.Hourly {
 			if h >= 12 && h <= 14 {
 				p = 3
 			}
-			recs = append(recs, free, series.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, WorstGenS: 0.5, MinTokPerS: 90, Samples: 3, Eligible: true})
+			recs = append(recs, free, store.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, WorstGenS: 0.5, MinTokPerS: 90, Samples: 3, Eligible: true})
 			if withDead && h%5 == 0 {
-				recs = append(recs, series.Hourly{Lane: "dead", Kind: "free", Hour: t, Samples: 3, Failures: 3})
+				recs = append(recs, store.Hourly{Lane: "dead", Kind: "free", Hour: t, Samples: 3, Failures: 3})
 			}
 		}
 	}
@@ -64,7 +64,7 @@ func swingsWeek(withDead bool) []series.Hourly {
 // swingsSetup writes a config with the given lanes ("name:kind") and a file
 // store holding recs (no store file at all when recs is nil), and returns the
 // config path.
-func swingsSetup(t *testing.T, lanes []string, recs []series.Hourly) string {
+func swingsSetup(t *testing.T, lanes []string, recs []store.Hourly) string {
 	t.Helper()
 	dir := t.TempDir()
 	var b strings.Builder
@@ -78,7 +78,7 @@ func swingsSetup(t *testing.T, lanes []string, recs []series.Hourly) string {
 		t.Fatal(err)
 	}
 	if recs != nil {
-		st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+		st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestSwingsEdgeCases(t *testing.T) {
 	cases := []struct {
 		name    string
 		lanes   []string
-		recs    []series.Hourly // nil: no store file
+		recs    []store.Hourly // nil: no store file
 		now     time.Time
 		args    []string
 		code    int
@@ -316,7 +316,7 @@ func TestSwingsEdgeCases(t *testing.T) {
 		errLine bool   // stderr is exactly one line
 	}{
 		{
-			name: "empty store", lanes: both, recs: []series.Hourly{}, now: swingsNow,
+			name: "empty store", lanes: both, recs: []store.Hourly{}, now: swingsNow,
 			lines: map[string]string{"records:": "records: none in the window", "free ": "free - - - - no data", "paid ": "paid - - - - no data", "12  ": "12 | - - - - | - - - -"},
 		},
 		{
@@ -459,7 +459,7 @@ lanes:
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/backtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // thinNote says in one line why a backtest's figures stand on thin
@@ -18,7 +18,7 @@ import (
 // lookback_days and the figures differ from a longer history's (the
 // README's and BENCHMARKS.md's come from 28 days after a 14-day warm-up).
 // The report on stdout is the same either way; the note goes to stderr.
-func thinNote(ctx context.Context, st series.Store, rep *backtest.Report) (string, error) {
+func thinNote(ctx context.Context, st store.Store, rep *backtest.Report) (string, error) {
 	const day = "2006-01-02T15"
 	scored := 0
 	if len(rep.Calibration) > 0 {
@@ -39,7 +39,7 @@ func thinNote(ctx context.Context, st series.Store, rep *backtest.Report) (strin
 	if !rep.ReadFrom.Before(rep.From) {
 		return "", nil
 	}
-	first, err := st.Probes(ctx, series.Between(rep.ReadFrom, rep.ReadFrom.Add(24*time.Hour)))
+	first, err := st.Probes(ctx, store.Between(rep.ReadFrom, rep.ReadFrom.Add(24*time.Hour)))
 	if err != nil {
 		return "", fmt.Errorf("store: read probes: %w", err)
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lanewatch/lanewatch/lanesim"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // paidOnlyFixture is backtestFixture with the paid lane's history only: the
@@ -21,14 +21,14 @@ func paidOnlyFixture(t *testing.T) string {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, backtestConfig, "  kind: file\n  path: data/samples.lp"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := series.OpenFile(filepath.Join(dir, "data", "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := backtestHistory
 	opts.Lanes = opts.Lanes[2:]
-	rec := series.NewRecorder(st, opts.Start.Location())
-	if err := lanesim.History(opts, func(day []series.Probe) error {
+	rec := store.NewRecorder(st, opts.Start.Location())
+	if err := lanesim.History(opts, func(day []store.Probe) error {
 		_, err := rec.Record(context.Background(), day)
 		return err
 	}); err != nil {

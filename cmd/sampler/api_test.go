@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // sampler -listen serves the JSON API over the config's policy files.
 func TestListenServesTheAPI(t *testing.T) {
 	d, addr, _ := servingDaemon(t)
-	label := hours.Label(time.Now(), d.cfg.Location)
-	f := policy.File{Hour: label, Timezone: hours.OrUTC(d.cfg.Location).String(), Basis: policy.BasisLive}
+	label := store.HourLabel(time.Now(), d.cfg.Location)
+	f := policy.File{Hour: label, Timezone: store.OrUTC(d.cfg.Location).String(), Basis: policy.BasisLive}
 	data, err := policy.Marshal(f)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // BenchmarkShards1000 measures what sharding does to timing accuracy: a
@@ -76,11 +76,11 @@ func BenchmarkShards1000(b *testing.B) {
 		}
 		held := delayStats(b, url)
 		for _, r := range runs {
-			st, err := series.OpenFile(r.store, series.FileOptions{ReadOnly: true})
+			st, err := store.OpenFile(r.store, store.FileOptions{ReadOnly: true})
 			if err != nil {
 				b.Fatal(err)
 			}
-			ps, err := st.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+			ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 			_ = st.Close()
 			if err != nil {
 				b.Fatal(err)

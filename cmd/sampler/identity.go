@@ -13,9 +13,9 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/duty"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/duty"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // newIdentity is this daemon's identity for its heartbeats: the instance
@@ -120,13 +120,13 @@ func (d *daemon) startHeartbeat(start time.Time) {
 	id := newIdentity(d.cfg, start)
 	d.s.SetIdentity(id)
 	d.log.Info("heartbeat", "instance", id.Instance, "host", id.Host, "version", id.Version,
-		"live_for", duty.Lifetime(series.Heartbeat{}, id.Interval).String(), "measurement", series.MeasurementHeartbeat)
+		"live_for", duty.Lifetime(store.Heartbeat{}, id.Interval).String(), "measurement", store.MeasurementHeartbeat)
 }
 
 // logSites logs, once while it lasts, each site that lists other sites
 // than this one's (its heartbeats say so, package duty): the quotas they
 // share are not probed meanwhile. When no site does any more, it says so.
-func (d *daemon) logSites(disagree []series.Heartbeat) {
+func (d *daemon) logSites(disagree []store.Heartbeat) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	mine := strings.Join(slices.Sorted(slices.Values(d.cfg.Sites)), ",")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // A heartbeat is live for two intervals, so the interval is the longest
@@ -74,19 +74,19 @@ func TestFirstTime(t *testing.T) {
 func TestLogSites(t *testing.T) {
 	var buf bytes.Buffer
 	d := &daemon{cfg: &config.Config{Sites: []string{"iad1", "fra1"}}, log: slog.New(slog.NewTextHandler(&buf, nil))}
-	iad := series.Heartbeat{Instance: "i", Host: "h", Site: "iad1", Sites: "fra1,iad1,sgp1"}
-	sgp := series.Heartbeat{Instance: "s", Host: "h", Site: "sgp1", Sites: "sgp1"}
+	iad := store.Heartbeat{Instance: "i", Host: "h", Site: "iad1", Sites: "fra1,iad1,sgp1"}
+	sgp := store.Heartbeat{Instance: "s", Host: "h", Site: "sgp1", Sites: "sgp1"}
 	for _, c := range []struct {
-		disagree []series.Heartbeat
+		disagree []store.Heartbeat
 		want     string // the lines logged, "" for none
 	}{
-		{[]series.Heartbeat{iad}, "level=ERROR msg=\"sites disagree: site iad1 shares the account quotas with the sites fra1,iad1,sgp1, this one with fra1,iad1; their lanes are not probed until every site lists the same sites\" other_site=iad1 other_sites=fra1,iad1,sgp1 sites=fra1,iad1 instance=i host=h\n"},
-		{[]series.Heartbeat{iad}, ""},
-		{[]series.Heartbeat{iad, sgp}, "other_site=sgp1"},
-		{[]series.Heartbeat{sgp}, ""},
+		{[]store.Heartbeat{iad}, "level=ERROR msg=\"sites disagree: site iad1 shares the account quotas with the sites fra1,iad1,sgp1, this one with fra1,iad1; their lanes are not probed until every site lists the same sites\" other_site=iad1 other_sites=fra1,iad1,sgp1 sites=fra1,iad1 instance=i host=h\n"},
+		{[]store.Heartbeat{iad}, ""},
+		{[]store.Heartbeat{iad, sgp}, "other_site=sgp1"},
+		{[]store.Heartbeat{sgp}, ""},
 		{nil, "level=INFO msg=\"sites agree: every site sharing the account quotas lists the same sites; their lanes are probed again\" sites=fra1,iad1\n"},
 		{nil, ""},
-		{[]series.Heartbeat{iad}, "other_site=iad1"},
+		{[]store.Heartbeat{iad}, "other_site=iad1"},
 	} {
 		buf.Reset()
 		d.logSites(c.disagree)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // runImport moves line-protocol files (an embedded store, or a spool) into the
@@ -54,15 +54,15 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		return err
 	}
 	defer dst.Close()
-	rec := series.NewRecorder(dst, cfg.Location)
+	rec := store.NewRecorder(dst, cfg.Location)
 	for _, name := range fs.Args() {
-		f, err := series.OpenImport(name) // refuses /dev/zero, pipes, devices
+		f, err := store.OpenImport(name) // refuses /dev/zero, pipes, devices
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
 		skipped := 0
 		countWarn := func(msg string, args ...any) { skipped++; warn(msg, args...) }
-		res, err := series.Import(ctx, rec, f, countWarn)
+		res, err := store.Import(ctx, rec, f, countWarn)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("import %s: %w", name, err)
@@ -79,7 +79,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 			fmt.Fprintf(stdout, "%s: the store could not be read: %d probe points wait in the spool; their hours are rebuilt when it is replayed\n", name, res.Deferred)
 		}
 	}
-	if n := series.SpoolDepth(dst); n > 0 {
+	if n := store.SpoolDepth(dst); n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", n, cfg.Store.Spool)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Moving to InfluxDB in place: the influx config sets no store.path, and
@@ -51,12 +51,12 @@ func TestImportInPlaceIntoInflux(t *testing.T) {
 		t.Errorf("import output: %q", stdout.String())
 	}
 	// InfluxDB holds what the old file holds, as the store reads it.
-	src, err := series.OpenFile(old, series.FileOptions{ReadOnly: true})
+	src, err := store.OpenFile(old, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	want, err := src.Probes(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	want, err := src.Probes(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

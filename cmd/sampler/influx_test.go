@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 func TestMain(m *testing.M) { influxtest.Main(m) }
@@ -45,14 +45,14 @@ func influxEnv(k string) (string, bool) {
 	return "", false
 }
 
-func influxProbes(t *testing.T, url, db string) []series.Probe {
+func influxProbes(t *testing.T, url, db string) []store.Probe {
 	t.Helper()
-	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ps, err := st.Probes(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +116,12 @@ func TestOnceDuringInfluxOutage(t *testing.T) {
 	}
 	// Every hourly record is the aggregate of all its probes, including
 	// those of the rounds that waited in the spool.
-	st, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	bad, err := series.Check(context.Background(), st, time.UTC, series.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)}, nil)
+	bad, err := store.Check(context.Background(), st, time.UTC, store.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)}, nil)
 	if err != nil || len(bad) != 0 {
 		t.Fatalf("hourly records after the outage: %v, %v; want every one equal to its probes' aggregate", bad, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const (
@@ -91,19 +91,19 @@ func env(k string) (string, bool) {
 	return "", false
 }
 
-func readStore(t *testing.T, path string) ([]series.Probe, []series.Hourly) {
+func readStore(t *testing.T, path string) ([]store.Probe, []store.Hourly) {
 	t.Helper()
-	st, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	from, to := time.Now().Add(-48*time.Hour), time.Now().Add(48*time.Hour)
-	ps, err := st.Probes(context.Background(), series.Between(from, to))
+	ps, err := st.Probes(context.Background(), store.Between(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := st.Hourly(context.Background(), series.Between(from, to))
+	hs, err := st.Hourly(context.Background(), store.Between(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestOnceStoresEveryProbe(t *testing.T) {
 			}
 		}
 	}
-	byLane := map[string]series.Hourly{}
+	byLane := map[string]store.Hourly{}
 	for _, h := range hourly {
 		byLane[h.Lane] = h
 	}
@@ -386,7 +386,7 @@ func TestOnceStopsAtTheSignal(t *testing.T) {
 		t.Errorf("-once took %s after the signal; the lane's wait is 8s", d)
 	}
 	probes, _ := readStore(t, filepath.Join(dir, "samples.lp"))
-	if len(probes) != 1 || probes[0].Outcome != series.OutcomeCancelled || probes[0].OK {
+	if len(probes) != 1 || probes[0].Outcome != store.OutcomeCancelled || probes[0].OK {
 		t.Errorf("an interrupted round stored %+v, want its one probe cancelled", probes)
 	}
 }

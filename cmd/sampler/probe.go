@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // exitSkipped is sampler probe's exit status when the lane's budget is
@@ -80,9 +80,9 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return refusal(lane.Name, r)
 	}
 	printRound(stdout, cfg, r)
-	if n := series.SpoolDepth(st); n > 0 {
+	if n := store.SpoolDepth(st); n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in %s%s for the sampler daemon, whose next round stores them\n",
-			n, cfg.Store.Spool, series.InboxSuffix)
+			n, cfg.Store.Spool, store.InboxSuffix)
 	}
 	return err
 }
@@ -100,7 +100,7 @@ func findLane(cfg *config.Config, name string) (config.Lane, bool) {
 // probeOptions are the options of a sampler that owns lane and the other
 // lanes of its quota group (so that the meter counts the group's
 // requests); only lane has its key, and only lane is probed.
-func probeOptions(cfg *config.Config, st series.Store, lane config.Lane, key string) sampler.Options {
+func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key string) sampler.Options {
 	var targets []probe.Target
 	for _, l := range cfg.Lanes {
 		switch {

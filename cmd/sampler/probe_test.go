@@ -22,12 +22,12 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // sampler probe runs while another sampler holds the store's writer lock:
@@ -44,7 +44,7 @@ func TestProbeBesideTheDaemon(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := budgetConfig(t, dir, [][2]string{{"or-a", a.URL}, {"or-b", b.URL}, {"paid", c.URL}},
 		"quotas:\n  - {name: openrouter, probes_per_day: 48}\n", map[string]string{"or-a": "openrouter", "or-b": "openrouter"})
-	held, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	held, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +81,14 @@ func TestProbeBesideTheDaemon(t *testing.T) {
 	if plan.Sent["openrouter"] != 1 || slices.Contains(plan.Probe, "or-a") || slices.Contains(plan.Probe, "or-b") {
 		t.Errorf("the lock holder's plan after the probe: %+v; want openrouter sent 1, or-a and or-b skipped", plan)
 	}
-	ps, err := held.Probes(context.Background(), series.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	ps, err := held.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ps) != 1 || ps[0].Lane != "or-a" || ps[0].Outcome != "ok" {
 		t.Errorf("stored probes %+v, want one settled probe of or-a (its reservation replaced)", ps)
 	}
-	hs, err := held.Hourly(context.Background(), series.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	hs, err := held.Hourly(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestProbeKeepsWhatTheStoreFails(t *testing.T) {
 	if err != nil || hits.Load() != 1 || !strings.Contains(out.String(), " ok ") {
 		t.Fatalf("probe with a 503 to its write: err %v, requests %d; want nil, 1 and the ok row\n%s%s", err, hits.Load(), out.String(), errOut.String())
 	}
-	if !strings.Contains(out.String(), "wait in "+filepath.Join(dir, "spool.lp")+series.InboxSuffix) {
+	if !strings.Contains(out.String(), "wait in "+filepath.Join(dir, "spool.lp")+store.InboxSuffix) {
 		t.Errorf("probe output does not say where the probe waits:\n%s", out.String())
 	}
 	mu.Lock()
@@ -267,12 +267,12 @@ func TestProbeKeepsWhatTheStoreFails(t *testing.T) {
 	if len(ps) != 1 || ps[0].Lane != "free" || ps[0].Outcome != "ok" {
 		t.Fatalf("the server holds %+v, want the ok probe of free", ps)
 	}
-	direct, err := series.OpenInflux(context.Background(), series.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	direct, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer direct.Close()
-	bad, err := series.Check(context.Background(), direct, cfg.Location, series.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)}, nil)
+	bad, err := store.Check(context.Background(), direct, cfg.Location, store.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Hour)}, nil)
 	if err != nil || len(bad) != 0 {
 		t.Errorf("hours that disagree with their probes: %v, %v", bad, err)
 	}

@@ -9,9 +9,8 @@ import (
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // runPrune is `sampler prune -config F`: store.retention_days applied now
@@ -52,23 +51,23 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return err
 	}
 	defer st.Close()
-	cut := series.RetentionCut(time.Now(), cfg.Store.RetentionDays, cfg.Location)
+	cut := store.RetentionCut(time.Now(), cfg.Store.RetentionDays, cfg.Location)
 	ps, err := prune(ctx, st, cut)
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}
 	fmt.Fprintf(stdout, "pruned %d probe lines and %d heartbeat lines before %s (store.retention_days %d); kept %d lines, every hourly record among them\n",
-		ps.DroppedProbes, ps.DroppedHeartbeats, hours.Label(cut, cfg.Location), cfg.Store.RetentionDays, ps.KeptLines)
+		ps.DroppedProbes, ps.DroppedHeartbeats, store.HourLabel(cut, cfg.Location), cfg.Store.RetentionDays, ps.KeptLines)
 	return nil
 }
 
-// prune prunes st when it is a series.Pruner (the file store).
-func prune(ctx context.Context, st series.Store, cut time.Time) (series.PruneStats, error) {
-	p, ok := st.(series.Pruner)
+// prune prunes st when it is a store.Pruner (the file store).
+func prune(ctx context.Context, st store.Store, cut time.Time) (store.PruneStats, error) {
+	p, ok := st.(store.Pruner)
 	if !ok {
-		return series.PruneStats{}, fmt.Errorf("the store cannot prune (%T)", st)
+		return store.PruneStats{}, fmt.Errorf("the store cannot prune (%T)", st)
 	}
-	return p.Prune(ctx, cut, series.PruneOptions{})
+	return p.Prune(ctx, cut, store.PruneOptions{})
 }
 
 // retention is the daemon's pruning state: the day (in the config's
@@ -85,11 +84,11 @@ func (d *daemon) maybePrune(ctx context.Context, now time.Time) {
 	if days == 0 || d.cfg.Store.Kind != config.StoreFile {
 		return
 	}
-	day := hours.DayStart(now, d.cfg.Location).Format("2006-01-02")
+	day := store.DayStart(now, d.cfg.Location).Format("2006-01-02")
 	if day == d.retention.lastDay {
 		return
 	}
-	cut := series.RetentionCut(now, days, d.cfg.Location)
+	cut := store.RetentionCut(now, days, d.cfg.Location)
 	start := time.Now()
 	ps, err := prune(ctx, d.store, cut)
 	if err != nil {
@@ -97,7 +96,7 @@ func (d *daemon) maybePrune(ctx context.Context, now time.Time) {
 		return
 	}
 	d.retention.lastDay = day
-	d.log.Info("pruned old probes and heartbeats", "before", hours.Label(cut, d.cfg.Location), "retention_days", days,
+	d.log.Info("pruned old probes and heartbeats", "before", store.HourLabel(cut, d.cfg.Location), "retention_days", days,
 		"dropped", ps.DroppedProbes, "dropped_heartbeats", ps.DroppedHeartbeats, "kept_lines", ps.KeptLines,
 		"took", time.Since(start).Round(time.Millisecond))
 }

@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // writeRetention writes a file-store config with store.retention_days and
@@ -29,22 +28,22 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 		t.Fatal(err)
 	}
 	storePath = filepath.Join(dir, "samples.lp")
-	st, err := series.OpenFile(storePath, series.FileOptions{})
+	st, err := store.OpenFile(storePath, store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now = time.Now().UTC().Truncate(time.Second)
 	old := now.Add(-5 * 24 * time.Hour)
-	probe := func(at time.Time) series.Probe {
-		return series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
+	probe := func(at time.Time) store.Probe {
+		return store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
 	}
-	err = st.Write(context.Background(), []series.Probe{probe(old), probe(now.Add(-time.Hour))},
-		[]series.Hourly{{Lane: "free", Kind: "free", Hour: old.Truncate(time.Hour), WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true}})
+	err = st.Write(context.Background(), []store.Probe{probe(old), probe(now.Add(-time.Hour))},
+		[]store.Hourly{{Lane: "free", Kind: "free", Hour: old.Truncate(time.Hour), WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, at := range []time.Time{old, now.Add(-time.Hour)} {
-		b := series.Heartbeat{Instance: "i1", Shard: "0/1", Time: at, Host: "h", StartNS: old.UnixNano(), Version: "devel", IntervalS: 3600}
+		b := store.Heartbeat{Instance: "i1", Shard: "0/1", Time: at, Host: "h", StartNS: old.UnixNano(), Version: "devel", IntervalS: 3600}
 		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
 			t.Fatal(err)
 		}
@@ -59,26 +58,26 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 // days before now.
 func heartbeatsLeft(t *testing.T, path string, now time.Time) int {
 	t.Helper()
-	st, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	bs, err := st.Heartbeats(context.Background(), []string{""}, series.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)})
+	bs, err := st.Heartbeats(context.Background(), []string{""}, store.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(bs)
 }
 
-func readAll(t *testing.T, path string, now time.Time) ([]series.Probe, []series.Hourly) {
+func readAll(t *testing.T, path string, now time.Time) ([]store.Probe, []store.Hourly) {
 	t.Helper()
-	st, err := series.OpenFile(path, series.FileOptions{ReadOnly: true})
+	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	q := series.Between(now.Add(-30*24*time.Hour), now.Add(time.Hour))
+	q := store.Between(now.Add(-30*24*time.Hour), now.Add(time.Hour))
 	ps, err := st.Probes(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +104,7 @@ func TestPruneCommand(t *testing.T) {
 		{30, 2, 2, "pruned 0 probe lines and 0 heartbeat lines before "},
 	}
 	for _, c := range cases {
-		cfg, store, now := writeRetention(t, c.days)
+		cfg, storePath, now := writeRetention(t, c.days)
 		var out, errb bytes.Buffer
 		if err := run(context.Background(), []string{"prune", "-config", cfg}, &out, &errb, env); err != nil {
 			t.Fatalf("days %d: %v (%s)", c.days, err, errb.String())
@@ -113,11 +112,11 @@ func TestPruneCommand(t *testing.T) {
 		if !strings.Contains(out.String(), c.wantOut) {
 			t.Errorf("days %d: output %q, want %q in it", c.days, out.String(), c.wantOut)
 		}
-		ps, hs := readAll(t, store, now)
+		ps, hs := readAll(t, storePath, now)
 		if len(ps) != c.wantProbes || len(hs) != 1 {
 			t.Errorf("days %d: %d probes and %d hourly records left, want %d and 1", c.days, len(ps), len(hs), c.wantProbes)
 		}
-		if got := heartbeatsLeft(t, store, now); got != c.wantBeats {
+		if got := heartbeatsLeft(t, storePath, now); got != c.wantBeats {
 			t.Errorf("days %d: %d heartbeats left, want %d", c.days, got, c.wantBeats)
 		}
 	}
@@ -125,7 +124,7 @@ func TestPruneCommand(t *testing.T) {
 
 // The daemon prunes before its first round of a day, once a day.
 func TestDaemonPrunesOncePerDay(t *testing.T) {
-	cfg, store, now := writeRetention(t, 2)
+	cfg, storePath, now := writeRetention(t, 2)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d, err := newDaemon(context.Background(), cfg, "", log, env)
 	if err != nil {
@@ -136,27 +135,27 @@ func TestDaemonPrunesOncePerDay(t *testing.T) {
 	// so that a minute later is still today whatever the hour the test
 	// runs at: from now, a run after 23:59 had its "same day" prune on
 	// the next day, which dropped the old probe written below.
-	noon := hours.DayStart(now, d.cfg.Location).Add(12 * time.Hour)
+	noon := store.DayStart(now, d.cfg.Location).Add(12 * time.Hour)
 	d.maybePrune(context.Background(), noon)
 	// An old probe written after today's prune stays until tomorrow's.
-	old := series.Probe{Lane: "free", Kind: "free", Time: now.Add(-10 * 24 * time.Hour), QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
-	if err := d.store.Write(context.Background(), []series.Probe{old}, nil); err != nil {
+	old := store.Probe{Lane: "free", Kind: "free", Time: now.Add(-10 * 24 * time.Hour), QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
+	if err := d.store.Write(context.Background(), []store.Probe{old}, nil); err != nil {
 		t.Fatal(err)
 	}
 	d.maybePrune(context.Background(), noon.Add(time.Minute))
-	if ps, _ := readAll(t, store, now); len(ps) != 2 {
+	if ps, _ := readAll(t, storePath, now); len(ps) != 2 {
 		t.Errorf("after a second prune the same day: %d probes, want 2", len(ps))
 	}
 	d.maybePrune(context.Background(), noon.Add(25*time.Hour))
-	ps, hs := readAll(t, store, now)
+	ps, hs := readAll(t, storePath, now)
 	if len(ps) != 1 || len(hs) != 1 {
 		t.Errorf("the next day: %d probes and %d hourly records, want 1 and 1", len(ps), len(hs))
 	}
-	if got := heartbeatsLeft(t, store, now); got != 1 {
+	if got := heartbeatsLeft(t, storePath, now); got != 1 {
 		t.Errorf("the next day: %d heartbeats, want the one of an hour ago", got)
 	}
 	// The daemon still appends to the (new) file.
-	if err := d.store.Write(context.Background(), []series.Probe{{Lane: "free", Kind: "free", Time: now, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}}, nil); err != nil {
+	if err := d.store.Write(context.Background(), []store.Probe{{Lane: "free", Kind: "free", Time: now, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}}, nil); err != nil {
 		t.Fatalf("write after the prune: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // maxRollupShown caps the mismatches -check prints one line each.
@@ -18,16 +18,16 @@ const maxRollupShown = 50
 
 // reservedHours returns the lane-hours of w that hold a reservation not
 // settled (outcome reserved), hours keyed in loc.
-func reservedHours(ctx context.Context, st series.Store, loc *time.Location, w series.Window, sites []string) (map[series.LaneHour]bool, error) {
-	span := series.HourSpan(w.From, w.To, loc)
-	ps, err := st.Probes(ctx, series.Query{Windows: []series.Window{span}, Sites: sites})
+func reservedHours(ctx context.Context, st store.Store, loc *time.Location, w store.Window, sites []string) (map[store.LaneHour]bool, error) {
+	span := store.HourSpan(w.From, w.To, loc)
+	ps, err := st.Probes(ctx, store.Query{Windows: []store.Window{span}, Sites: sites})
 	if err != nil {
 		return nil, err
 	}
-	out := map[series.LaneHour]bool{}
+	out := map[store.LaneHour]bool{}
 	for _, p := range ps {
-		if p.Outcome == series.OutcomeReserved {
-			out[series.Touched([]series.Probe{p}, loc)[0]] = true
+		if p.Outcome == store.OutcomeReserved {
+			out[store.Touched([]store.Probe{p}, loc)[0]] = true
 		}
 	}
 	return out, nil
@@ -73,10 +73,10 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	}
 	defer st.Close()
 	now := time.Now()
-	w := series.Window{From: now.AddDate(0, 0, -*days), To: now.Add(time.Hour)}
+	w := store.Window{From: now.AddDate(0, 0, -*days), To: now.Add(time.Hour)}
 	sites := []string{cfg.Site}
 	if *check {
-		bad, err := series.Check(ctx, st, cfg.Location, w, sites)
+		bad, err := store.Check(ctx, st, cfg.Location, w, sites)
 		if err != nil {
 			return fmt.Errorf("rollup: %w", err)
 		}
@@ -90,7 +90,7 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 				break
 			}
 			note := ""
-			if h := m.Want; booked[series.LaneHour{Lane: h.Lane, Site: h.Site, Hour: h.Hour.UTC()}] {
+			if h := m.Want; booked[store.LaneHour{Lane: h.Lane, Site: h.Site, Hour: h.Hour.UTC()}] {
 				note = " (incomplete: the hour holds a reservation not settled; its round is in flight, or its sampler died and its next round rebuilds the hour)"
 			}
 			fmt.Fprintf(stdout, "%s: %s%s\n", m.Problem, m, note)
@@ -101,12 +101,12 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		fmt.Fprintf(stdout, "every hourly record of the last %d days is the aggregate of its probes\n", *days)
 		return nil
 	}
-	n, err := series.RebuildWindow(ctx, st, cfg.Location, w, sites)
+	n, err := store.RebuildWindow(ctx, st, cfg.Location, w, sites)
 	if err != nil {
 		return fmt.Errorf("rollup: %w", err)
 	}
 	fmt.Fprintf(stdout, "rebuilt %d hourly records of the last %d days from their probes\n", n, *days)
-	if d := series.SpoolDepth(st); d > 0 {
+	if d := store.SpoolDepth(st); d > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", d, cfg.Store.Spool)
 	}
 	return nil

@@ -17,20 +17,20 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // daemon is one sampler process: the config, its store, the rounds and the
 // metrics and health they feed.
 type daemon struct {
 	cfg     *config.Config
-	store   series.Store
+	store   store.Store
 	s       *sampler.Sampler
 	log     *slog.Logger
 	metrics *metrics
@@ -92,7 +92,7 @@ func (d *daemon) close() {
 func (d *daemon) round(ctx context.Context, force, interruptible bool) (*sampler.Round, error) {
 	r, err := d.s.Run(ctx, force, interruptible)
 	if r != nil {
-		d.metrics.observeRound(r, err, series.SpoolDepth(d.store))
+		d.metrics.observeRound(r, err, store.SpoolDepth(d.store))
 	}
 	return r, err
 }
@@ -107,7 +107,7 @@ func (d *daemon) once(ctx context.Context, stdout io.Writer, force bool) error {
 	if r != nil {
 		printRound(stdout, d.cfg, r)
 	}
-	if n := series.SpoolDepth(d.store); n > 0 {
+	if n := store.SpoolDepth(d.store); n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, d.cfg.Store.Spool)
 	}
 	return err
@@ -257,21 +257,21 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 			r.Duration.Round(time.Second), d.interval, d.s.RoundRemedy()))
 	}
 	if err != nil {
-		d.log.Error(roundTrouble(err), "err", err, "probes", len(r.Samples), "spooled", series.SpoolDepth(d.store))
+		d.log.Error(roundTrouble(err), "err", err, "probes", len(r.Samples), "spooled", store.SpoolDepth(d.store))
 		return
 	}
 	d.log.Info("round stored", "probes", len(r.Samples), "failed", failed, "skipped", len(r.Plan.Skip),
-		"spooled", series.SpoolDepth(d.store))
+		"spooled", store.SpoolDepth(d.store))
 }
 
 // roundTrouble says, for the log, where a round that failed left its
 // points: never nowhere unless the message says "not stored".
 func roundTrouble(err error) string {
-	var re *series.RefusedError
+	var re *store.RefusedError
 	switch {
 	case errors.Is(err, sampler.ErrNotBooked):
 		return "round not probed: its reservations could not be written"
-	case errors.Is(err, series.ErrHoursNotRebuilt):
+	case errors.Is(err, store.ErrHoursNotRebuilt):
 		return "round stored without its hours: the store cannot be read (run sampler rollup once it can)"
 	case errors.As(err, &re) && re.DeadLetter != "":
 		return "round refused by the store: its points are in the dead-letter file " + re.DeadLetter

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/sampler"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // A failed round's log line says where its points went (issue 18: never
@@ -22,8 +22,8 @@ func TestRoundTroubleSaysWhere(t *testing.T) {
 		want string
 	}{
 		{fmt.Errorf("book the round: %w: disk full", sampler.ErrNotBooked), "round not probed"},
-		{fmt.Errorf("store round: %w: 401", series.ErrHoursNotRebuilt), "stored without its hours"},
-		{fmt.Errorf("store round: %w", &series.RefusedError{Points: 2, DeadLetter: "data/dead.lp", Err: errors.New("403")}), "dead-letter file data/dead.lp"},
+		{fmt.Errorf("store round: %w: 401", store.ErrHoursNotRebuilt), "stored without its hours"},
+		{fmt.Errorf("store round: %w", &store.RefusedError{Points: 2, DeadLetter: "data/dead.lp", Err: errors.New("403")}), "dead-letter file data/dead.lp"},
 		{errors.New("store round: spool is full"), "reservations, written before the probes, still count them"},
 	} {
 		if got := roundTrouble(c.err); !strings.Contains(got, c.want) {
@@ -37,18 +37,18 @@ func TestRoundTroubleSaysWhere(t *testing.T) {
 func TestRollupCheckNamesIncompleteHours(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": "http://127.0.0.1:9"})
-	st, err := series.OpenFile(filepath.Join(dir, "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Now().Add(-2 * time.Hour).Truncate(time.Hour).Add(10 * time.Minute)
 	ctx := context.Background()
-	ok := series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 1, GenS: 1, Tokens: 4, OK: true, Outcome: "ok", Status: 200}
-	if _, err := series.NewRecorder(st, time.UTC).Record(ctx, []series.Probe{ok}); err != nil {
+	ok := store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 1, GenS: 1, Tokens: 4, OK: true, Outcome: "ok", Status: 200}
+	if _, err := store.NewRecorder(st, time.UTC).Record(ctx, []store.Probe{ok}); err != nil {
 		t.Fatal(err)
 	}
-	booked := series.Probe{Lane: "free", Kind: "free", Time: at.Add(time.Minute), Outcome: series.OutcomeReserved}
-	if err := st.Write(ctx, []series.Probe{booked}, nil); err != nil { // a sampler killed mid-probe
+	booked := store.Probe{Lane: "free", Kind: "free", Time: at.Add(time.Minute), Outcome: store.OutcomeReserved}
+	if err := st.Write(ctx, []store.Probe{booked}, nil); err != nil { // a sampler killed mid-probe
 		t.Fatal(err)
 	}
 	_ = st.Close()

@@ -15,10 +15,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 const (
@@ -83,7 +82,7 @@ type Options struct {
 	// history -truth): the median and sigma of its lognormal; false when
 	// unknown. The report then compares the rule with the oracle that
 	// knows them (Oracle).
-	Truth func(p *series.Probe) (median, sigma float64, ok bool)
+	Truth func(p *store.Probe) (median, sigma float64, ok bool)
 	// Fallbacks and Deadlines ask for the baselines (strategies.go):
 	// fallback@T and cancel-retry@T for each T of Fallbacks (seconds),
 	// every class replayed at its deadline and at each of Deadlines.
@@ -97,9 +96,9 @@ type Options struct {
 	TuneDays int
 	// Busy429S picks the rule for a short 429 (docs/policy.md#a-short-429),
 	// to compare it with others: 0, the rule policygen and the sampler
-	// follow (a lone 429 announcing a wait of at most series.BusyMaxS is
+	// follow (a lone 429 announcing a wait of at most store.BusyMaxS is
 	// no failure, and quota_exhausted lasts until the back-off ends); S > 0
-	// the same with S in place of series.BusyMaxS; HeldBusy429 (< 0) the
+	// the same with S in place of store.BusyMaxS; HeldBusy429 (< 0) the
 	// rule before it, where every 429 is a failure of its hour and a
 	// back-off makes the lane quota_exhausted for the whole hour.
 	Busy429S float64
@@ -158,7 +157,7 @@ func (o Options) rules() []string {
 // does: its margin's older residuals need the profile of the window
 // before them.
 func (o Options) ReadFrom() time.Time {
-	loc := hours.OrUTC(o.Params.Location)
+	loc := store.OrUTC(o.Params.Location)
 	lb := max(o.Params.LookbackDays, o.WarmupDays)
 	for _, k := range o.Lookbacks {
 		lb = max(lb, k)
@@ -174,7 +173,7 @@ func (o Options) ReadFrom() time.Time {
 		lb = max(lb, o.TuneDays+1) // the tuning jobs, a day before the first for their probes' lookahead
 	}
 	lb = min(max(lb, 0), MaxLookbackDays)
-	f := hours.Start(o.From, loc).In(loc)
+	f := store.HourStart(o.From, loc).In(loc)
 	t := time.Date(f.Year(), f.Month(), f.Day()-lb, f.Hour(), 0, 0, 0, loc)
 	return t.Add(-time.Duration(o.Params.MaxBasisHours()+1) * time.Hour)
 }
@@ -203,10 +202,10 @@ type Backtest struct {
 	horizons []time.Duration // per class: deadline + Lookahead
 	horizon  time.Duration   // the largest
 
-	pending fifo[series.Probe] // added, not yet applied
-	created fifo[*job]         // arrived, policy not yet taken
-	waiting fifo[*job]         // policy taken, outcome not yet known
-	latest  time.Time          // newest probe added
+	pending fifo[store.Probe] // added, not yet applied
+	created fifo[*job]        // arrived, policy not yet taken
+	waiting fifo[*job]        // policy taken, outcome not yet known
+	latest  time.Time         // newest probe added
 	any     bool
 
 	keep      time.Duration // how far back a policy reads
@@ -224,15 +223,15 @@ type Backtest struct {
 
 	base *baselines // nil: no baselines asked for
 
-	scratch []series.Probe // records' copy of an hour's probes
+	scratch []store.Probe // records' copy of an hour's probes
 
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
-	onScore func(p *series.Probe, lookback int, l *policy.Lane)
+	onScore func(p *store.Probe, lookback int, l *policy.Lane)
 	// onEntryScore is onScore with the entry's index.
-	onEntryScore func(p *series.Probe, entry int, l *policy.Lane)
-	onApply      func(p *series.Probe, r series.Hourly)
+	onEntryScore func(p *store.Probe, entry int, l *policy.Lane)
+	onApply      func(p *store.Probe, r store.Hourly)
 }
 
 // lane is a configured lane's running state.
@@ -263,7 +262,7 @@ type figures struct {
 type siteHour struct {
 	site    string
 	hour    time.Time
-	probes  []series.Probe
+	probes  []store.Probe
 	backoff time.Time
 }
 
@@ -328,7 +327,7 @@ func New(opts Options) (*Backtest, error) {
 	if rs := opts.rules(); len(rs) == 1 {
 		opts.Params.Rule = rs[0]
 	}
-	loc := hours.OrUTC(opts.Params.Location)
+	loc := store.OrUTC(opts.Params.Location)
 	opts.Params.Location = loc
 	b := &Backtest{
 		opts:     opts,
@@ -423,10 +422,10 @@ func New(opts Options) (*Backtest, error) {
 }
 
 // Add feeds the next probe. Probes must come in time order (the order
-// series.Store.Probes returns); an earlier probe than the last one is an
+// store.Store.Probes returns); an earlier probe than the last one is an
 // error. Probes of lanes not in the config, and from To on, are counted and
 // left out.
-func (b *Backtest) Add(p series.Probe) error {
+func (b *Backtest) Add(p store.Probe) error {
 	if b.finished {
 		return errors.New("Add after Report")
 	}
@@ -516,15 +515,15 @@ func (b *Backtest) state(l *lane, now time.Time) policy.LaneState {
 
 // records returns the probes of an hour as Aggregate should see them
 // under Options.Busy429S: as they are (0), or with each 429's announced
-// wait rewritten so that series.Busy agrees with the rule asked for.
-func (b *Backtest) records(probes []series.Probe) []series.Probe {
-	if b.opts.Busy429S == 0 || !slices.ContainsFunc(probes, func(p series.Probe) bool { return p.Outcome == series.OutcomeRateLimited }) {
+// wait rewritten so that store.Busy agrees with the rule asked for.
+func (b *Backtest) records(probes []store.Probe) []store.Probe {
+	if b.opts.Busy429S == 0 || !slices.ContainsFunc(probes, func(p store.Probe) bool { return p.Outcome == store.OutcomeRateLimited }) {
 		return probes
 	}
 	b.scratch = append(b.scratch[:0], probes...)
 	for i := range b.scratch {
 		p := &b.scratch[i]
-		if p.Outcome != series.OutcomeRateLimited {
+		if p.Outcome != store.OutcomeRateLimited {
 			continue
 		}
 		if b.opts.Busy429S > 0 && p.QuotaResetS > 0 && p.QuotaResetS <= b.opts.Busy429S {
@@ -537,7 +536,7 @@ func (b *Backtest) records(probes []series.Probe) []series.Probe {
 }
 
 // apply scores p against the policy in force, then adds it to the history.
-func (b *Backtest) apply(p *series.Probe) {
+func (b *Backtest) apply(p *store.Probe) {
 	l := b.lanes[p.Lane]
 	hs := b.hourOf(p.Time)
 	if l.first.IsZero() {
@@ -584,7 +583,7 @@ func (b *Backtest) apply(p *series.Probe) {
 		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
 	sh.probes = append(sh.probes, *p)
-	r := series.Aggregate(p.Lane, p.Kind, p.Site, hour, b.records(sh.probes))
+	r := store.Aggregate(p.Lane, p.Kind, p.Site, hour, b.records(sh.probes))
 	b.hist.Add(r)
 	if b.probes {
 		b.hist.AddProbe(*p)

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 var day0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -33,8 +32,8 @@ type probeFn func(t time.Time) (queue float64, ok bool)
 
 // rounds returns three rounds an hour (:07, :27, :47) of the free lane (as
 // free says) and a steady paid lane (1 s queue, 160 tok/s), in [from, to).
-func rounds(from, to time.Time, free probeFn) []series.Probe {
-	var ps []series.Probe
+func rounds(from, to time.Time, free probeFn) []store.Probe {
+	var ps []store.Probe
 	for h := from.Truncate(time.Hour); h.Before(to); h = h.Add(time.Hour) {
 		for _, m := range []int{7, 27, 47} {
 			at := h.Add(time.Duration(m) * time.Minute)
@@ -42,17 +41,17 @@ func rounds(from, to time.Time, free probeFn) []series.Probe {
 				continue
 			}
 			q, ok := free(at)
-			f := series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: q, GenS: 0.2, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+			f := store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: q, GenS: 0.2, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 			if !ok {
 				f.OK, f.Outcome, f.Status, f.GenS, f.Tokens = false, "timeout", 0, 0, 0
 			}
-			ps = append(ps, f, series.Probe{Lane: "paid", Kind: "paid", Time: at.Add(time.Second), QueueS: 1, GenS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+			ps = append(ps, f, store.Probe{Lane: "paid", Kind: "paid", Time: at.Add(time.Second), QueueS: 1, GenS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
 		}
 	}
 	return ps
 }
 
-func run(t *testing.T, opts Options, ps []series.Probe) Report {
+func run(t *testing.T, opts Options, ps []store.Probe) Report {
 	t.Helper()
 	b, err := New(opts)
 	if err != nil {
@@ -115,7 +114,7 @@ func TestDoubledQueueIsUncoveredOnceAfterTheChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.onScore = func(p *series.Probe, k int, l *policy.Lane) {
+	b.onScore = func(p *store.Probe, k int, l *policy.Lane) {
 		if p.Lane == "free" && k == 7 && p.QueueS > l.NextQueueS {
 			uncovered = append(uncovered, p.Time)
 		}
@@ -202,7 +201,7 @@ func TestNoPolicyBeforeTheFirstProbe(t *testing.T) {
 // failures, 429s with and without a reset, a DST change, a lane with a
 // wider basis, pruning) and checks every score against the policy built from
 // scratch the way policygen -hour builds it from a store holding the probes
-// before the scored one, and every record against series.Aggregate of its
+// before the scored one, and every record against store.Aggregate of its
 // lane-hour's probes so far.
 func TestIncrementalEqualsPolicygen(t *testing.T) {
 	ny, err := time.LoadLocation("America/New_York")
@@ -223,13 +222,13 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 			}
 			start := time.Date(2026, 3, 3, 0, 0, 0, 0, ny) // DST starts on 2026-03-08
 			opts := Options{Params: p, Lookbacks: []int{0, 1, 3}, From: start.AddDate(0, 0, 4), To: start.AddDate(0, 0, 9)}
-			var ps []series.Probe
+			var ps []store.Probe
 			for at := start; at.Before(opts.To); at = at.Add(time.Duration(rng.IntN(50)) * time.Minute) {
 				lane := []string{"a", "b", "c", "d", "x"}[rng.IntN(5)]
 				if (lane == "c" || lane == "d") && rng.IntN(3) > 0 {
 					continue // sparse
 				}
-				pr := series.Probe{Lane: lane, Kind: map[string]string{"a": "free", "b": "paid", "c": "free", "d": "free", "x": "free"}[lane],
+				pr := store.Probe{Lane: lane, Kind: map[string]string{"a": "free", "b": "paid", "c": "free", "d": "free", "x": "free"}[lane],
 					Site: []string{"", "s2"}[rng.IntN(2)], Time: at.Add(time.Duration(rng.IntN(1000)) * time.Millisecond),
 					QueueS: math.Round(rng.ExpFloat64()*2000) / 100, GenS: 0.1 + rng.Float64(), Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 				switch rng.IntN(12) {
@@ -245,25 +244,25 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 				}
 				ps = append(ps, pr)
 			}
-			slices.SortStableFunc(ps, func(x, y series.Probe) int { return x.Time.Compare(y.Time) })
+			slices.SortStableFunc(ps, func(x, y store.Probe) int { return x.Time.Compare(y.Time) })
 
 			b, err := New(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b.pruneEvery = 7 * time.Hour // mid-day, often
-			var before []series.Probe    // probes applied so far
+			var before []store.Probe     // probes applied so far
 			scores := 0
-			b.onScore = func(pr *series.Probe, k int, got *policy.Lane) {
+			b.onScore = func(pr *store.Probe, k int, got *policy.Lane) {
 				scores++
 				pk := p
 				pk.LookbackDays = k
-				recs := series.Rollup(before, ny)
-				latest := map[[2]string]series.Probe{}
+				recs := store.Rollup(before, ny)
+				latest := map[[2]string]store.Probe{}
 				for _, q := range before {
 					latest[[2]string{q.Lane, q.Site}] = q
 				}
-				var newest []series.Probe
+				var newest []store.Probe
 				for _, q := range latest {
 					newest = append(newest, q)
 				}
@@ -273,15 +272,15 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 					t.Fatalf("probe %s %s at %s, lookback %d:\n got %+v\nwant %+v", pr.Lane, pr.Site, pr.Time, k, *got, want)
 				}
 			}
-			b.onApply = func(pr *series.Probe, r series.Hourly) {
+			b.onApply = func(pr *store.Probe, r store.Hourly) {
 				before = append(before, *pr)
-				var hour []series.Probe
+				var hour []store.Probe
 				for _, q := range before {
-					if q.Lane == r.Lane && q.Site == r.Site && hours.Start(q.Time, ny).Equal(r.Hour) {
+					if q.Lane == r.Lane && q.Site == r.Site && store.HourStart(q.Time, ny).Equal(r.Hour) {
 						hour = append(hour, q)
 					}
 				}
-				if want := series.Aggregate(r.Lane, pr.Kind, r.Site, r.Hour, hour); r != want {
+				if want := store.Aggregate(r.Lane, pr.Kind, r.Site, r.Hour, hour); r != want {
 					t.Fatalf("record\n got %+v\nwant %+v", r, want)
 				}
 			}
@@ -364,7 +363,7 @@ func TestHourOfEqualsHoursStart(t *testing.T) {
 				at = at.Add(-time.Duration(rng.Int64N(int64(3 * time.Hour))))
 			}
 			got := b.hourOf(at)
-			want := hours.Start(at, loc)
+			want := store.HourStart(at, loc)
 			if !got.start.Equal(want) || got.hod != at.In(loc).Hour() {
 				t.Fatalf("%s: hour of %s: %s (%d), want %s (%d)", name, at, got.start, got.hod, want, at.In(loc).Hour())
 			}

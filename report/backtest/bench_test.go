@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // BenchmarkReplayYear feeds a year of 50 lanes (3 rounds an hour, 1.31 M
@@ -44,7 +44,7 @@ func BenchmarkReplayYear(b *testing.B) {
 			for _, m := range []time.Duration{7, 27, 47} {
 				at := h.Add(m * time.Minute)
 				for i, l := range p.Lanes {
-					pr := series.Probe{Lane: l.Name, Kind: l.Kind, Time: at.Add(time.Duration(i) * time.Millisecond),
+					pr := store.Probe{Lane: l.Name, Kind: l.Kind, Time: at.Add(time.Duration(i) * time.Millisecond),
 						QueueS: float64(i%7) + diurnal + rng.Float64()*20, GenS: 0.2 + rng.Float64(), Tokens: 16, OK: true, Outcome: "ok"}
 					if rng.IntN(100) == 0 {
 						pr.OK, pr.Outcome, pr.QueueS, pr.GenS, pr.Tokens = false, "timeout", 120, 0, 0

@@ -5,21 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // One 429 at 10:27 among probes that queue 10 s. A busy one (a wait of 7 s)
 // no longer marks the lane ineligible for 10:47 and 11:07; under
 // HeldBusy429, the rule before, it does, as a failed probe does
 // (TestOneFailedProbe); a long wait (10 minutes) is a failure under both.
-// Busy429S at series.BusyMaxS replays the default rule, report for report.
+// Busy429S at store.BusyMaxS replays the default rule, report for report.
 func TestOneBusy429(t *testing.T) {
 	at := day0.AddDate(0, 0, 9).Add(10*time.Hour + 27*time.Minute)
-	history := func(opts Options, waitS float64) []series.Probe {
+	history := func(opts Options, waitS float64) []store.Probe {
 		ps := rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 10, true })
 		for i := range ps {
 			if ps[i].Lane == "free" && ps[i].Time.Equal(at) {
-				ps[i] = series.Probe{Lane: "free", Kind: "free", Time: at, Outcome: series.OutcomeRateLimited, Status: 429, QuotaResetS: waitS}
+				ps[i] = store.Probe{Lane: "free", Kind: "free", Time: at, Outcome: store.OutcomeRateLimited, Status: 429, QuotaResetS: waitS}
 			}
 		}
 		return ps
@@ -46,8 +46,8 @@ func TestOneBusy429(t *testing.T) {
 	}
 	opts := Options{Params: params(7), From: day0.AddDate(0, 0, 8), To: day0.AddDate(0, 0, 11)}
 	def := run(t, opts, history(opts, 7))
-	opts.Busy429S = series.BusyMaxS
+	opts.Busy429S = store.BusyMaxS
 	if same := run(t, opts, history(opts, 7)); !reflect.DeepEqual(def, same) {
-		t.Errorf("Busy429S %v: %+v\nwant the default's %+v", series.BusyMaxS, same, def)
+		t.Errorf("Busy429S %v: %+v\nwant the default's %+v", store.BusyMaxS, same, def)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // calibratedParams is params(lookback) under the calibrated rule.
@@ -80,7 +80,7 @@ func TestCalibratedDoublingLane(t *testing.T) {
 	}
 	uncovered := map[int][]time.Time{}
 	var second []float64
-	b.onEntryScore = func(p *series.Probe, i int, l *policy.Lane) {
+	b.onEntryScore = func(p *store.Probe, i int, l *policy.Lane) {
 		if p.Lane != "free" {
 			return
 		}
@@ -126,7 +126,7 @@ func TestCalibratedOnlyTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	low := 0
-	b.onEntryScore = func(p *series.Probe, _ int, l *policy.Lane) {
+	b.onEntryScore = func(p *store.Probe, _ int, l *policy.Lane) {
 		if p.Lane == "free" && (l.NextQueueS < 30 || l.Eligible) {
 			low++
 		}
@@ -153,7 +153,7 @@ func TestCalibratedOnlyTimeouts(t *testing.T) {
 func TestCoverageAll(t *testing.T) {
 	lane := &policy.Lane{Reason: policy.ReasonOK, Eligible: true, NextQueueS: 10}
 	var c cell
-	for _, p := range []series.Probe{
+	for _, p := range []store.Probe{
 		{OK: true, QueueS: 5},                                        // covered
 		{OK: true, QueueS: 11},                                       // missed
 		{OK: false, QueueS: 10, Outcome: "timeout"},                  // cut at 10: covered
@@ -220,7 +220,7 @@ func TestRuleMaxIsTheOldReport(t *testing.T) {
 // oracle misses none.
 func TestOracleOfAConstantLane(t *testing.T) {
 	opts := Options{Params: calibratedParams(14), From: day0.AddDate(0, 0, 15), To: day0.AddDate(0, 0, 17),
-		Truth: func(p *series.Probe) (float64, float64, bool) {
+		Truth: func(p *store.Probe) (float64, float64, bool) {
 			if p.Lane == "free" {
 				return 12.5, 0.5, true
 			}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // The sweeps take up to MaxFallbacks timeouts of at least MinFallbackS and
@@ -265,7 +265,7 @@ func TestFallbackNeedsBothLanes(t *testing.T) {
 	from := day0.AddDate(0, 0, 2)
 	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour), Fallbacks: []float64{10}}
 	opts.Params.Lanes = opts.Params.Lanes[:1]
-	var ps []series.Probe
+	var ps []store.Probe
 	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 100, true }) {
 		if p.Lane == "free" {
 			ps = append(ps, p)

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Each class's decisions land in its own row (issue 22 #14:
@@ -111,7 +111,7 @@ func TestBurnedTokensAreCappedAtTheEstimate(t *testing.T) {
 	p.Classes = []policy.ClassSpec{{Name: "tiny", DeadlineS: 60, CeilingTokens: 4000, EstTokens: 10, PaidUSDPer1k: 1}}
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 6, true }) {
 		if pr.Lane == "free" {
 			pr.OK, pr.Outcome, pr.GenS, pr.Tokens = false, "stream_error", 0, 16
@@ -290,14 +290,14 @@ func TestPruneKeepsAWideBasis(t *testing.T) {
 	first := day0.Add(10*time.Hour + 7*time.Minute)
 	scored := day0.AddDate(0, 0, 3).Add(9*time.Hour + 7*time.Minute) // 71 hours after first's hour
 	opts := Options{Params: p, From: day0.AddDate(0, 0, 2), To: day0.AddDate(0, 0, 3).Add(10 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for at := opts.ReadFrom().Add(8 * time.Minute); at.Before(opts.To); at = at.Add(time.Hour) {
-		ps = append(ps, series.Probe{Lane: "paid", Kind: "paid", Time: at, QueueS: 1, GenS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+		ps = append(ps, store.Probe{Lane: "paid", Kind: "paid", Time: at, QueueS: 1, GenS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
 	}
 	for _, at := range []time.Time{first, scored} {
-		ps = append(ps, series.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 5, GenS: 0.2, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+		ps = append(ps, store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 5, GenS: 0.2, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
 	}
-	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
 	b, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -317,8 +317,8 @@ func TestPruneKeepsAWideBasis(t *testing.T) {
 }
 
 // probe is an ok probe of lane at t: queue seconds, 16 tokens at tokPerS.
-func probe(lane, kind string, t time.Time, queue, tokPerS float64) series.Probe {
-	return series.Probe{Lane: lane, Kind: kind, Time: t, QueueS: queue, GenS: 16 / tokPerS, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+func probe(lane, kind string, t time.Time, queue, tokPerS float64) store.Probe {
+	return store.Probe{Lane: lane, Kind: kind, Time: t, QueueS: queue, GenS: 16 / tokPerS, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 }
 
 // A job takes the policy in force at its arrival, before any probe that
@@ -332,7 +332,7 @@ func probe(lane, kind string, t time.Time, queue, tokPerS float64) series.Probe 
 func TestJobPolicyPredatesLaterProbes(t *testing.T) {
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: params(1), From: from, To: from.Add(2 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
 		for _, m := range []time.Duration{7, 27, 47} {
 			ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 55, 80))
@@ -344,7 +344,7 @@ func TestJobPolicyPredatesLaterProbes(t *testing.T) {
 		ps = append(ps, pd)
 	}
 	ps = append(ps, probe("paid", "paid", from.Add(6*time.Minute+30*time.Second), 1, 160))
-	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
 	r := run(t, opts, ps)
 	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 2, MetPct: 66.67, MedianTimeS: fp(6), PaidUSD: 0.0032, Attempts: 2}
 	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
@@ -370,7 +370,7 @@ func TestJobsWaitForTheProbesTheyMayMeet(t *testing.T) {
 	p.Classes = []policy.ClassSpec{{Name: "long", DeadlineS: 7200, CeilingTokens: 1 << 30, EstTokens: 800, PaidUSDPer1k: 0.002}}
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: p, From: from, To: from.Add(5 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
 		if h.Before(from) {
 			for _, m := range []time.Duration{7, 27, 47} {
@@ -386,7 +386,7 @@ func TestJobsWaitForTheProbesTheyMayMeet(t *testing.T) {
 		}
 		ps = append(ps, pr)
 	}
-	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
 	r := run(t, opts, ps)
 	want := Decision{Class: "long", Strategy: "naive", Jobs: 4, Met: 4, MetPct: 100, MedianTimeS: fp(1305), Attempts: 124 + 84 + 44 + 4}
 	if got := decision(t, r, "long", "naive"); !reflect.DeepEqual(got, want) {
@@ -401,7 +401,7 @@ func TestJobsWaitForTheProbesTheyMayMeet(t *testing.T) {
 // and as ignored.
 func TestIgnoredProbes(t *testing.T) {
 	opts := Options{Params: params(1), From: day0, To: day0.Add(time.Hour)}
-	ps := []series.Probe{
+	ps := []store.Probe{
 		probe("free", "free", day0.Add(time.Minute), 5, 80),
 		probe("other", "free", day0.Add(2*time.Minute), 5, 80),
 		probe("paid", "paid", day0.Add(3*time.Minute), 1, 160),
@@ -425,7 +425,7 @@ func TestIgnoredProbes(t *testing.T) {
 func TestFiguresOfANewHourAreTakenAnew(t *testing.T) {
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
 		for _, m := range []time.Duration{7, 27, 47} {
 			ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 55, 80))
@@ -436,7 +436,7 @@ func TestFiguresOfANewHourAreTakenAnew(t *testing.T) {
 		}
 		ps = append(ps, probe("paid", "paid", h.Add(30*time.Minute), q, 160))
 	}
-	slices.SortFunc(ps, func(a, b series.Probe) int { return a.Time.Compare(b.Time) })
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
 	r := run(t, opts, ps)
 	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 6, Met: 3, MetPct: 50, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
 	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
@@ -454,17 +454,17 @@ func TestTimelineFigures(t *testing.T) {
 	at := func(m int) int64 { return base.Add(time.Duration(m) * time.Minute).UnixNano() }
 	for _, tc := range []struct {
 		name string
-		p    series.Probe
+		p    store.Probe
 		want world
 	}{
-		{"ok", series.Probe{OK: true, QueueS: 4, GenS: 0.5, Tokens: 20}, world{ok: true, queue: 4, gen: 0.5, rate: 40, tokens: 20}},
-		{"negative queue", series.Probe{OK: true, QueueS: -3, GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
-		{"infinite queue", series.Probe{OK: true, QueueS: math.Inf(1), GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
-		{"NaN queue", series.Probe{OK: true, QueueS: math.NaN(), GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
-		{"negative gen", series.Probe{QueueS: 30, GenS: -10, Tokens: 3}, world{queue: 30, tokens: 3}},
-		{"infinite gen", series.Probe{QueueS: 30, GenS: math.Inf(1), Tokens: 3}, world{queue: 30, tokens: 3}},
-		{"negative tokens", series.Probe{OK: true, QueueS: 1, GenS: 0.5, Tokens: -5}, world{ok: true, queue: 1, gen: 0.5}},
-		{"failed with tokens: no rate", series.Probe{QueueS: 2, GenS: 0.5, Tokens: 8}, world{queue: 2, gen: 0.5, tokens: 8}},
+		{"ok", store.Probe{OK: true, QueueS: 4, GenS: 0.5, Tokens: 20}, world{ok: true, queue: 4, gen: 0.5, rate: 40, tokens: 20}},
+		{"negative queue", store.Probe{OK: true, QueueS: -3, GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
+		{"infinite queue", store.Probe{OK: true, QueueS: math.Inf(1), GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
+		{"NaN queue", store.Probe{OK: true, QueueS: math.NaN(), GenS: 0.5, Tokens: 20}, world{ok: true, gen: 0.5, rate: 40, tokens: 20}},
+		{"negative gen", store.Probe{QueueS: 30, GenS: -10, Tokens: 3}, world{queue: 30, tokens: 3}},
+		{"infinite gen", store.Probe{QueueS: 30, GenS: math.Inf(1), Tokens: 3}, world{queue: 30, tokens: 3}},
+		{"negative tokens", store.Probe{OK: true, QueueS: 1, GenS: 0.5, Tokens: -5}, world{ok: true, queue: 1, gen: 0.5}},
+		{"failed with tokens: no rate", store.Probe{QueueS: 2, GenS: 0.5, Tokens: 8}, world{queue: 2, gen: 0.5, tokens: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var tl timeline
@@ -480,8 +480,8 @@ func TestTimelineFigures(t *testing.T) {
 		})
 	}
 	var tl timeline
-	tl.add(series.Probe{Lane: "free", Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600}, time.UTC)
-	tl.add(series.Probe{Lane: "free", Time: base.Add(47 * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20}, time.UTC)
+	tl.add(store.Probe{Lane: "free", Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600}, time.UTC)
+	tl.add(store.Probe{Lane: "free", Time: base.Add(47 * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20}, time.UTC)
 	ok := world{ok: true, queue: 2, gen: 0.2, rate: 100, tokens: 20, until: at(47) + 1}
 	if got := tl.meet(at(37)); got != ok {
 		t.Errorf("at the end of the back-off: %+v, want %+v", got, ok)
@@ -492,7 +492,7 @@ func TestTimelineFigures(t *testing.T) {
 	// A probe exactly Lookahead after the attempt is out of its reach: it
 	// fails fast until a nanosecond later, when the probe is within it.
 	var far timeline
-	far.add(series.Probe{Lane: "free", Time: base.Add(3 * time.Hour), OK: true, Outcome: "ok", QueueS: 9, GenS: 1, Tokens: 20}, time.UTC)
+	far.add(store.Probe{Lane: "free", Time: base.Add(3 * time.Hour), OK: true, Outcome: "ok", QueueS: 9, GenS: 1, Tokens: 20}, time.UTC)
 	if got, want := far.meet(at(120)), (world{until: at(120) + 1}); got != want {
 		t.Errorf("an hour before a probe: %+v, want %+v", got, want)
 	}
@@ -512,8 +512,8 @@ func TestTimelineFigures(t *testing.T) {
 		{"a probe after the back-off", 40, at(30), at(37)},
 	} {
 		var tl timeline
-		tl.add(series.Probe{Lane: "free", Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600}, time.UTC)
-		tl.add(series.Probe{Lane: "free", Time: base.Add(time.Duration(tc.next) * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20}, time.UTC)
+		tl.add(store.Probe{Lane: "free", Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600}, time.UTC)
+		tl.add(store.Probe{Lane: "free", Time: base.Add(time.Duration(tc.next) * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20}, time.UTC)
 		if got := tl.meet(tc.t); got != (world{until: tc.want}) {
 			t.Errorf("%s: %+v, want a fast failure until %d", tc.name, got, tc.want)
 		}
@@ -526,12 +526,12 @@ func TestTimelineFigures(t *testing.T) {
 func TestAttemptEndingAtTheDeadlineShips(t *testing.T) {
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: params(1), From: from, To: from.Add(2 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
 		for _, m := range []time.Duration{7, 27, 47} {
 			ps = append(ps,
-				series.Probe{Lane: "free", Kind: "free", Time: h.Add(m * time.Minute), QueueS: 50, GenS: 0.25, Tokens: 20, OK: true, Outcome: "ok", Status: 200},
-				series.Probe{Lane: "paid", Kind: "paid", Time: h.Add(m*time.Minute + time.Second), QueueS: 1, GenS: 0.125, Tokens: 20, OK: true, Outcome: "ok", Status: 200})
+				store.Probe{Lane: "free", Kind: "free", Time: h.Add(m * time.Minute), QueueS: 50, GenS: 0.25, Tokens: 20, OK: true, Outcome: "ok", Status: 200},
+				store.Probe{Lane: "paid", Kind: "paid", Time: h.Add(m*time.Minute + time.Second), QueueS: 1, GenS: 0.125, Tokens: 20, OK: true, Outcome: "ok", Status: 200})
 		}
 	}
 	r := run(t, opts, ps)
@@ -564,10 +564,10 @@ func TestTrimKeepsTheBackoffAFutureJobMeets(t *testing.T) {
 		return day0.AddDate(0, 0, 2).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
 	}
 	ps = append(ps,
-		series.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
+		store.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
 		probe("paid", "paid", at(11, 29, 40), 1, 160),
 	)
-	pad := make([]series.Probe, 4095-len(ps))
+	pad := make([]store.Probe, 4095-len(ps))
 	for i := range pad {
 		pad[i] = probe("unconfigured", "free", opts.ReadFrom(), 1, 1)
 	}
@@ -595,7 +595,7 @@ func TestRatioNeedsAPositiveQueue(t *testing.T) {
 	l := policy.Lane{Name: "free", Kind: "free", Eligible: true, Reason: policy.ReasonOK, NextQueueS: 2}
 	var c cell
 	for _, q := range []float64{0, -1, math.Inf(1), math.NaN(), 4} {
-		c.add(&l, &series.Probe{Lane: "free", OK: true, Outcome: "ok", QueueS: q})
+		c.add(&l, &store.Probe{Lane: "free", OK: true, Outcome: "ok", QueueS: q})
 	}
 	var buf []float32
 	n := c.counts(&buf)
@@ -624,11 +624,11 @@ func TestBestLookbackAtTheTarget(t *testing.T) {
 
 // scanStore streams a fixed list of probes in time order.
 type scanStore struct {
-	series.Store // nil: only ScanProbes is called
-	probes       []series.Probe
+	store.Store // nil: only ScanProbes is called
+	probes      []store.Probe
 }
 
-func (s *scanStore) ScanProbes(ctx context.Context, q series.Query, fn func(series.Probe) error) (bool, error) {
+func (s *scanStore) ScanProbes(ctx context.Context, q store.Query, fn func(store.Probe) error) (bool, error) {
 	for _, p := range s.probes {
 		if !q.Windows[0].Contains(p.Time) {
 			continue
@@ -647,10 +647,10 @@ func TestScanFeedHandsOverEveryBatch(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	st := &scanStore{}
 	for i := range 50_000 {
-		st.probes = append(st.probes, series.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Second)})
+		st.probes = append(st.probes, store.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Second)})
 	}
 	n := 0
-	err := feed(context.Background(), st, start, start.Add(24*time.Hour), func(p series.Probe) error {
+	err := feed(context.Background(), st, start, start.Add(24*time.Hour), func(p store.Probe) error {
 		if !p.Time.Equal(start.Add(time.Duration(n) * time.Second)) {
 			return fmt.Errorf("probe %d at %s", n, p.Time)
 		}
@@ -684,11 +684,11 @@ func TestFeedSpanLengths(t *testing.T) {
 			st := &spanStore{failAt: 1000} // a runaway loop of reads fails
 			if tc.every > 0 {
 				for at := start; at.Before(to); at = at.Add(tc.every) {
-					st.probes = append(st.probes, series.Probe{Lane: "free", Time: at})
+					st.probes = append(st.probes, store.Probe{Lane: "free", Time: at})
 				}
 			}
 			n := 0
-			err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil }, noRestart(t))
+			err := feed(context.Background(), st, start, to, func(store.Probe) error { n++; return nil }, noRestart(t))
 			if err != nil || n != len(st.probes) || st.reads != tc.reads {
 				t.Errorf("%v; %d probes of %d in %d reads, want all in %d", err, n, len(st.probes), st.reads, tc.reads)
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // oracleObs is a scored probe with its truth.
@@ -23,7 +23,7 @@ type oracleObs struct {
 // addOracle keeps p with its truth for the oracle's figures (a probe with
 // no earlier probe of its lane, no truth or a 429 is left out, as
 // coverage_all leaves it out).
-func (b *Backtest) addOracle(l *lane, p *series.Probe, hour time.Time) {
+func (b *Backtest) addOracle(l *lane, p *store.Probe, hour time.Time) {
 	if l.version == 0 || rateLimited(p) {
 		return
 	}

@@ -3,8 +3,8 @@ package backtest
 import (
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // warm says whether the hour starting at h is at least days days (in the
@@ -34,13 +34,13 @@ func (b *Backtest) hourOf(t time.Time) hourSpan {
 	if !t.Before(h.start) && t.Before(h.end) {
 		return *h
 	}
-	start := hours.Start(t, b.loc).UTC()
+	start := store.HourStart(t, b.loc).UTC()
 	*h = hourSpan{start: start, end: start, hod: start.In(b.loc).Hour()}
 	// An hour is an hour long but near a DST change, which moves the clock
 	// by a multiple of 15 minutes. hours.Start never goes back in time, so
 	// the hour covers [start, start+d) when start+d-1ns is still in it.
 	for _, d := range []time.Duration{time.Hour, 30 * time.Minute, 15 * time.Minute} {
-		if end := start.Add(d); hours.Start(end.Add(-1), b.loc).Equal(start) {
+		if end := start.Add(d); store.HourStart(end.Add(-1), b.loc).Equal(start) {
 			h.end = end
 			break
 		}
@@ -71,7 +71,7 @@ func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *po
 // never_sampled again once it was probed.
 func (b *Backtest) prune(now time.Time) {
 	b.nextPrune = now.Add(b.pruneEvery)
-	cutoff := hours.Start(now, b.loc).Add(-b.keep)
+	cutoff := store.HourStart(now, b.loc).Add(-b.keep)
 	b.hist.Drop(cutoff)
 	for _, l := range b.order {
 		for _, sh := range l.sites {

@@ -5,10 +5,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/lanewatch/lanewatch/budget"
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/sampler/budget"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // event is what the replay needs of one probe.
@@ -29,7 +29,7 @@ type timeline struct {
 	head int
 }
 
-func (tl *timeline) add(p series.Probe, loc *time.Location) {
+func (tl *timeline) add(p store.Probe, loc *time.Location) {
 	e := event{t: p.Time.UnixNano(), ok: p.OK, tokens: max(p.Tokens, 0)}
 	if num.Finite(p.QueueS) && p.QueueS > 0 {
 		e.queue = p.QueueS

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 func decision(t *testing.T, r Report, class, strategy string) Decision {
@@ -100,7 +100,7 @@ func TestMeet(t *testing.T) {
 		return base.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second).UnixNano()
 	}
 	var tl timeline
-	for _, p := range []series.Probe{
+	for _, p := range []store.Probe{
 		{Time: base.Add(7 * time.Minute), OK: true, Outcome: "ok", QueueS: 4, GenS: 0.5, Tokens: 20},
 		{Time: base.Add(27 * time.Minute), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
 		{Time: base.Add(47 * time.Minute), OK: true, Outcome: "ok", QueueS: 2, GenS: 0.2, Tokens: 20},
@@ -141,7 +141,7 @@ func TestMeet(t *testing.T) {
 func TestReplayLedgerCutsOverInA429Burst(t *testing.T) {
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: params(1), From: from, To: from.Add(2 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
 		if p.Lane == "free" && p.Time.Equal(from.Add(7*time.Minute)) {
 			p.OK, p.Outcome, p.Status, p.QueueS, p.GenS, p.Tokens, p.QuotaResetS = false, "rate_limited", 429, 0, 0, 0, 600
@@ -226,7 +226,7 @@ func TestReplayShortcutEqualsOneAttemptAtATime(t *testing.T) {
 			at := day0
 			for range 40 {
 				at = at.Add(time.Duration(rng.IntN(40*60)) * time.Second)
-				pr := series.Probe{Lane: l.spec.Name, Time: at, OK: true, Outcome: "ok", QueueS: float64(rng.IntN(240)) / 4, GenS: 0.25, Tokens: int64(rng.IntN(40))}
+				pr := store.Probe{Lane: l.spec.Name, Time: at, OK: true, Outcome: "ok", QueueS: float64(rng.IntN(240)) / 4, GenS: 0.25, Tokens: int64(rng.IntN(40))}
 				switch rng.IntN(5) {
 				case 0:
 					pr.OK, pr.Outcome, pr.GenS, pr.Tokens = false, "timeout", 0, 0
@@ -265,7 +265,7 @@ func TestReplayWithoutAFreeLane(t *testing.T) {
 	p.Lanes = p.Lanes[1:]
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
-	var ps []series.Probe
+	var ps []store.Probe
 	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
 		if pr.Lane == "paid" {
 			ps = append(ps, pr)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // cell accumulates the calibration of one lane and hour of day.
@@ -21,7 +21,7 @@ type cell struct {
 }
 
 // add scores probe p against the lane's policy in force just before it.
-func (c *cell) add(l *policy.Lane, p *series.Probe) {
+func (c *cell) add(l *policy.Lane, p *store.Probe) {
 	c.probes++
 	if l.Reason == policy.ReasonNeverSampled {
 		c.noPolicy++
@@ -58,8 +58,8 @@ func (c *cell) add(l *policy.Lane, p *series.Probe) {
 
 // rateLimited says whether p is a 429: no queue draw, left out of
 // coverage_all (the back-off and quota_exhausted cover it).
-func rateLimited(p *series.Probe) bool {
-	return !p.OK && (p.Outcome == series.OutcomeRateLimited || p.Status == 429)
+func rateLimited(p *store.Probe) bool {
+	return !p.OK && (p.Outcome == store.OutcomeRateLimited || p.Status == 429)
 }
 
 func (c *cell) merge(o *cell) {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // readTarget is how many probes one store read aims at: the window is
@@ -16,7 +16,7 @@ const readTarget = 75_000
 
 // Run replays the probes st holds from opts.ReadFrom() to opts.To and
 // returns the report.
-func Run(ctx context.Context, st series.Store, opts Options) (Report, error) {
+func Run(ctx context.Context, st store.Store, opts Options) (Report, error) {
 	b, err := New(opts)
 	if err != nil {
 		return Report{}, err
@@ -25,7 +25,7 @@ func Run(ctx context.Context, st series.Store, opts Options) (Report, error) {
 		b, err = New(opts)
 		return err
 	}
-	if err := feed(ctx, st, opts.ReadFrom(), opts.To, func(p series.Probe) error { return b.Add(p) }, restart); err != nil {
+	if err := feed(ctx, st, opts.ReadFrom(), opts.To, func(p store.Probe) error { return b.Add(p) }, restart); err != nil {
 		return Report{}, err
 	}
 	return b.Report(), nil
@@ -41,8 +41,8 @@ func Run(ctx context.Context, st series.Store, opts Options) (Report, error) {
 // writes it) is read in one pass instead, without holding any span; when
 // the pass finds it out of order, restart wipes what add was given and the
 // window is read in spans.
-func feed(ctx context.Context, st series.Store, from, to time.Time, add func(series.Probe) error, restart func() error) error {
-	if sc, ok := st.(series.ProbeScanner); ok {
+func feed(ctx context.Context, st store.Store, from, to time.Time, add func(store.Probe) error, restart func() error) error {
+	if sc, ok := st.(store.ProbeScanner); ok {
 		ordered, err := scanFeed(ctx, sc, from, to, add)
 		if err != nil {
 			return err
@@ -56,7 +56,7 @@ func feed(ctx context.Context, st series.Store, from, to time.Time, add func(ser
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	type span struct {
-		probes []series.Probe
+		probes []store.Probe
 		err    error
 	}
 	spans := make(chan span) // unbuffered: at most one span waits
@@ -70,7 +70,7 @@ func feed(ctx context.Context, st series.Store, from, to time.Time, add func(ser
 			if end.After(to) {
 				end = to
 			}
-			ps, err := st.Probes(ctx, series.Between(t, end))
+			ps, err := st.Probes(ctx, store.Between(t, end))
 			if err != nil {
 				err = fmt.Errorf("store: read probes: %w", err)
 			}
@@ -112,20 +112,20 @@ func feed(ctx context.Context, st series.Store, from, to time.Time, add func(ser
 // decodes in one goroutine while add replays in this one, batches between
 // them. It reports false when sc cannot stream them in time order, having
 // perhaps added the probes before the first one out of order.
-func scanFeed(ctx context.Context, sc series.ProbeScanner, from, to time.Time, add func(series.Probe) error) (bool, error) {
+func scanFeed(ctx context.Context, sc store.ProbeScanner, from, to time.Time, add func(store.Probe) error) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	const size = 4096
-	batches := make(chan []series.Probe, 2)
-	free := make(chan []series.Probe, 4) // batches added, for reuse
+	batches := make(chan []store.Probe, 2)
+	free := make(chan []store.Probe, 4) // batches added, for reuse
 	var ordered bool
 	var scanErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer close(batches)
-		b := make([]series.Probe, 0, size)
-		ordered, scanErr = sc.ScanProbes(ctx, series.Between(from, to), func(p series.Probe) error {
+		b := make([]store.Probe, 0, size)
+		ordered, scanErr = sc.ScanProbes(ctx, store.Between(from, to), func(p store.Probe) error {
 			if b = append(b, p); len(b) == size {
 				select {
 				case batches <- b:
@@ -135,7 +135,7 @@ func scanFeed(ctx context.Context, sc series.ProbeScanner, from, to time.Time, a
 				select {
 				case b = <-free:
 				default:
-					b = make([]series.Probe, 0, size)
+					b = make([]store.Probe, 0, size)
 				}
 			}
 			return nil

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/lanesim"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // feedHistory is 5 days of generated history for three lanes, ending at
@@ -28,15 +28,15 @@ var (
 
 // historyFile returns a file store holding feedHistory as the sampler
 // writes it (rounds in time order, through a Recorder).
-func historyFile(t *testing.T) *series.File {
+func historyFile(t *testing.T) *store.File {
 	t.Helper()
-	st, err := series.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), series.FileOptions{})
+	st, err := store.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), store.FileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	rec := series.NewRecorder(st, time.UTC)
-	if err := lanesim.History(feedHistory, func(day []series.Probe) error {
+	rec := store.NewRecorder(st, time.UTC)
+	if err := lanesim.History(feedHistory, func(day []store.Probe) error {
 		_, err := rec.Record(context.Background(), day)
 		return err
 	}); err != nil {
@@ -50,9 +50,9 @@ func historyFile(t *testing.T) *series.File {
 func TestFeedReadsEverySpanOnce(t *testing.T) {
 	st := historyFile(t)
 	from, to := feedHistory.Start.Add(-time.Hour), feedEnd.Add(time.Hour)
-	want, _ := st.Probes(context.Background(), series.Between(from, to))
-	var got []series.Probe
-	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
+	want, _ := st.Probes(context.Background(), store.Between(from, to))
+	var got []store.Probe
+	if err := feed(context.Background(), st, from, to, func(p store.Probe) error {
 		got = append(got, p)
 		return nil
 	}, noRestart(t)); err != nil {
@@ -76,15 +76,15 @@ func noRestart(t *testing.T) func() error {
 // every probe once, in time order, as the store holds them.
 func TestFeedRestartsOnAnOutOfOrderFile(t *testing.T) {
 	st := historyFile(t)
-	old := series.Probe{Lane: "free", Kind: "free", Time: feedHistory.Start.Add(36*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
-	if err := st.Write(context.Background(), []series.Probe{old}, nil); err != nil {
+	old := store.Probe{Lane: "free", Kind: "free", Time: feedHistory.Start.Add(36*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
+	if err := st.Write(context.Background(), []store.Probe{old}, nil); err != nil {
 		t.Fatal(err)
 	}
 	from, to := feedHistory.Start.Add(-time.Hour), feedEnd.Add(time.Hour)
-	want, _ := st.Probes(context.Background(), series.Between(from, to))
-	var got []series.Probe
+	want, _ := st.Probes(context.Background(), store.Between(from, to))
+	var got []store.Probe
 	restarts, before := 0, 0
-	if err := feed(context.Background(), st, from, to, func(p series.Probe) error {
+	if err := feed(context.Background(), st, from, to, func(p store.Probe) error {
 		got = append(got, p)
 		return nil
 	}, func() error {
@@ -97,25 +97,25 @@ func TestFeedRestartsOnAnOutOfOrderFile(t *testing.T) {
 	if restarts != 1 || before == 0 {
 		t.Fatalf("%d restarts after %d probes; want one, after some", restarts, before)
 	}
-	if !slices.ContainsFunc(got, func(p series.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.ContainsFunc(got, func(p store.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
 	}
 }
 
 // spanStore serves probes of a fixed list and fails its failAt-th read.
 type spanStore struct {
-	series.Store // nil: only Probes is called
-	probes       []series.Probe
-	reads        int
-	failAt       int
+	store.Store // nil: only Probes is called
+	probes      []store.Probe
+	reads       int
+	failAt      int
 }
 
-func (s *spanStore) Probes(_ context.Context, q series.Query) ([]series.Probe, error) {
+func (s *spanStore) Probes(_ context.Context, q store.Query) ([]store.Probe, error) {
 	s.reads++
 	if s.reads == s.failAt {
 		return nil, errors.New("disk on fire")
 	}
-	var out []series.Probe
+	var out []store.Probe
 	for _, p := range s.probes {
 		if q.Windows[0].Contains(p.Time) {
 			out = append(out, p)
@@ -126,21 +126,21 @@ func (s *spanStore) Probes(_ context.Context, q series.Query) ([]series.Probe, e
 
 func TestFeedStopsOnErrors(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var ps []series.Probe
+	var ps []store.Probe
 	for i := range 24 * 60 {
-		ps = append(ps, series.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Hour)})
+		ps = append(ps, store.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Hour)})
 	}
 	to := start.AddDate(0, 0, 60)
 	st := &spanStore{probes: ps, failAt: 2}
 	n := 0
-	err := feed(context.Background(), st, start, to, func(series.Probe) error { n++; return nil }, noRestart(t))
+	err := feed(context.Background(), st, start, to, func(store.Probe) error { n++; return nil }, noRestart(t))
 	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n != 7*24 {
 		t.Errorf("store error: %v after %d probes, want it after the first week (168)", err, n)
 	}
 	stop := errors.New("enough")
 	st = &spanStore{probes: ps}
 	n = 0
-	err = feed(context.Background(), st, start, to, func(series.Probe) error {
+	err = feed(context.Background(), st, start, to, func(store.Probe) error {
 		if n++; n == 10 {
 			return stop
 		}
@@ -151,7 +151,7 @@ func TestFeedStopsOnErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(series.Probe) error { return nil }, noRestart(t)); !errors.Is(err, context.Canceled) {
+	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(store.Probe) error { return nil }, noRestart(t)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }

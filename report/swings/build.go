@@ -5,9 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // laneAcc is one lane of a report being built: its figures so far and the
@@ -41,7 +40,7 @@ type builder struct {
 }
 
 func newBuilder(opt Options) *builder {
-	loc := hours.OrUTC(opt.Location)
+	loc := store.OrUTC(opt.Location)
 	r := &Report{Location: loc, Timezone: loc.String(), From: opt.From, To: opt.To, Days: opt.Days}
 	for _, c := range opt.Classes {
 		if num.Finite(c.DeadlineS) && c.DeadlineS > 0 {
@@ -123,7 +122,7 @@ func (b *builder) add(l *laneAcc, kind string, worstQ, worstC float64, samples, 
 	if t.After(b.r.Last) {
 		b.r.Last = t
 	}
-	if wv, ok := recordWorst(series.Hourly{WorstQueueS: worstQ, WorstCensoredS: worstC}, samples, failures); ok {
+	if wv, ok := recordWorst(store.Hourly{WorstQueueS: worstQ, WorstCensoredS: worstC}, samples, failures); ok {
 		if l.worsts[h] == nil && b.worstN > 0 {
 			l.worsts[h] = make([]worst, 0, b.worstN)
 		}
@@ -208,7 +207,7 @@ type inLane struct {
 // in one pass: the records of an hour are not all together (a store
 // returns them by time), there are more than 64 sites, or a column's name
 // is a lane of hs.
-func ComputeSites(hs []series.Hourly, opt Options, column func(lane, site string) string,
+func ComputeSites(hs []store.Hourly, opt Options, column func(lane, site string) string,
 	lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
 	s := NewSites(opt, column)
 	if !s.Add(hs) {
@@ -218,7 +217,7 @@ func ComputeSites(hs []series.Hourly, opt Options, column func(lane, site string
 }
 
 // Sites builds ComputeSites' report from records handed over in parts
-// (series.EachHourly's runs), keeping per lane only its figures, never
+// (store.EachHourly's runs), keeping per lane only its figures, never
 // the records.
 type Sites struct {
 	column   func(lane, site string) string
@@ -262,7 +261,7 @@ func (s *Sites) flush() {
 // returns false when the report cannot be built in one pass (an hour's
 // records not all together, more than 64 sites): the report must then be
 // computed from all the records at once (Compute), and s is done.
-func (s *Sites) Add(hs []series.Hourly) bool {
+func (s *Sites) Add(hs []store.Hourly) bool {
 	if s.closed {
 		return false
 	}

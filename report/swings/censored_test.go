@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // censoredReport: three days, "free" queues 5 s and "paid" 2 s every hour,
@@ -26,11 +26,11 @@ import (
 //	     worst 9, exact.
 func censoredReport() *swings.Report {
 	start := weekStart
-	var recs []series.Hourly
+	var recs []store.Hourly
 	for d := range 3 {
 		for h := range 24 {
 			t := start.Add(time.Duration(d*24+h) * time.Hour)
-			free := series.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: 5, Samples: 3}
+			free := store.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: 5, Samples: 3}
 			switch {
 			case h == 10 && d == 1:
 				free.WorstQueueS, free.WorstCensoredS, free.Failures = 6, 30, 1
@@ -41,7 +41,7 @@ func censoredReport() *swings.Report {
 			case h == 3 && d == 2:
 				free.WorstQueueS, free.WorstCensoredS, free.Failures = 9, 2, 1
 			}
-			recs = append(recs, free, series.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: 2, Samples: 3})
+			recs = append(recs, free, store.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: 2, Samples: 3})
 		}
 	}
 	return swings.Compute(recs, swings.Options{
@@ -153,9 +153,9 @@ func TestCensoredMedian(t *testing.T) {
 		{"tie at the middle", []float64{5, -5}, 5, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var recs []series.Hourly
+			var recs []store.Hourly
 			for i, v := range tc.vals {
-				r := series.Hourly{Lane: "x", Hour: weekStart.AddDate(0, 0, i), Samples: 2}
+				r := store.Hourly{Lane: "x", Hour: weekStart.AddDate(0, 0, i), Samples: 2}
 				if v > 0 {
 					r.WorstQueueS = v
 				} else {
@@ -170,7 +170,7 @@ func TestCensoredMedian(t *testing.T) {
 		})
 	}
 	t.Run("bounds of 0, NaN or without a failure are not values", func(t *testing.T) {
-		recs := []series.Hourly{
+		recs := []store.Hourly{
 			{Lane: "x", Hour: weekStart, Samples: 1, Failures: 1, WorstCensoredS: 0},
 			{Lane: "x", Hour: weekStart.Add(time.Hour), Samples: 1, Failures: 1, WorstCensoredS: -3},
 			{Lane: "x", Hour: weekStart.Add(2 * time.Hour), Samples: 2, Failures: 0, WorstQueueS: 4, WorstCensoredS: 40},

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // The report reads only the hourly fields Fields names: random records,
@@ -22,10 +22,10 @@ func TestReportReadsOnlyFields(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	opt := swings.Options{From: t0, To: t0.AddDate(0, 0, 7), Days: 7, Lanes: []swings.Lane{{Name: "a", Kind: "free"}}}
 	for n := range 200 {
-		var full, thin []series.Hourly
+		var full, thin []store.Hourly
 		for range rng.IntN(300) {
 			samples := rng.Int64N(4)
-			h := series.Hourly{
+			h := store.Hourly{
 				Lane: []string{"a", "b", "c"}[rng.IntN(3)], Kind: []string{"free", "paid"}[rng.IntN(2)],
 				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(7*24)) * time.Hour),
 				WorstQueueS: float64(rng.IntN(600)) / 10, WorstGenS: rng.Float64() * 3, MinTokPerS: rng.Float64() * 90,
@@ -35,7 +35,7 @@ func TestReportReadsOnlyFields(t *testing.T) {
 				h.WorstCensoredS = float64(rng.IntN(900)) / 10
 			}
 			full = append(full, h)
-			thin = append(thin, series.Hourly{Lane: h.Lane, Kind: h.Kind, Site: h.Site, Hour: h.Hour,
+			thin = append(thin, store.Hourly{Lane: h.Lane, Kind: h.Kind, Site: h.Site, Hour: h.Hour,
 				WorstQueueS: h.WorstQueueS, WorstCensoredS: h.WorstCensoredS, Samples: h.Samples, Failures: h.Failures})
 		}
 		a, b := swings.Compute(swings.MergeSites(full), opt), swings.Compute(swings.MergeSites(thin), opt)
@@ -47,7 +47,7 @@ func TestReportReadsOnlyFields(t *testing.T) {
 
 // mergeSitesRef is MergeSites as it was before it looked lane-hours up per
 // hour: one map of every lane-hour, one of every lane-site-hour.
-func mergeSitesRef(hs []series.Hourly) []series.Hourly {
+func mergeSitesRef(hs []store.Hourly) []store.Hourly {
 	type laneHour struct {
 		lane string
 		hour int64
@@ -58,7 +58,7 @@ func mergeSitesRef(hs []series.Hourly) []series.Hourly {
 	}
 	idx := map[laneHour]int{}
 	seen := map[laneSiteHour]bool{}
-	var recs []series.Hourly
+	var recs []store.Hourly
 	for _, h := range hs {
 		k := laneHour{h.Lane, h.Hour.UnixNano()}
 		if ks := (laneSiteHour{k, h.Site}); seen[ks] {
@@ -69,7 +69,7 @@ func mergeSitesRef(hs []series.Hourly) []series.Hourly {
 		i, ok := idx[k]
 		if !ok {
 			idx[k] = len(recs)
-			recs = append(recs, series.Hourly{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
+			recs = append(recs, store.Hourly{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
 			i = len(recs) - 1
 		}
 		r := &recs[i]
@@ -89,9 +89,9 @@ func TestMergeSitesMatchesReference(t *testing.T) {
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+1800)}
 	for n := range 500 {
-		var hs []series.Hourly
+		var hs []store.Hourly
 		for range rng.IntN(200) {
-			hs = append(hs, series.Hourly{
+			hs = append(hs, store.Hourly{
 				Lane: []string{"a", "b", "c", "a@fra1"}[rng.IntN(4)], Kind: []string{"free", "paid"}[rng.IntN(2)],
 				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(6)) * time.Hour).In(zones[rng.IntN(2)]),
 				WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
@@ -99,7 +99,7 @@ func TestMergeSitesMatchesReference(t *testing.T) {
 			})
 		}
 		if n%2 == 0 {
-			slices.SortStableFunc(hs, func(a, b series.Hourly) int { return a.Hour.Compare(b.Hour) })
+			slices.SortStableFunc(hs, func(a, b store.Hourly) int { return a.Hour.Compare(b.Hour) })
 		}
 		if got, want := swings.MergeSites(hs), mergeSitesRef(hs); !reflect.DeepEqual(got, want) {
 			t.Fatalf("case %d: MergeSites differs from the reference\n got %v\nwant %v", n, got, want)
@@ -112,11 +112,11 @@ func TestMergeSitesMatchesReference(t *testing.T) {
 func TestAppendMerged(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 9))
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	rename := func(h *series.Hourly) string { return h.Lane + "@" + h.Site }
+	rename := func(h *store.Hourly) string { return h.Lane + "@" + h.Site }
 	for n := range 300 {
-		var hs []series.Hourly
+		var hs []store.Hourly
 		for range rng.IntN(100) {
-			hs = append(hs, series.Hourly{Lane: []string{"a", "b"}[rng.IntN(2)], Kind: "free",
+			hs = append(hs, store.Hourly{Lane: []string{"a", "b"}[rng.IntN(2)], Kind: "free",
 				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(5)) * time.Hour),
 				WorstQueueS: float64(rng.IntN(100)), Samples: rng.Int64N(3), Failures: rng.Int64N(2)})
 		}

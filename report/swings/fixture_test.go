@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // weekStart is the first hour of the generated week (UTC).
@@ -19,8 +19,8 @@ var weekStart = time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 // So free's medians are 6.5 s off-peak and 26.5 s from 09 to 17 (worst 8 and
 // 28), peak 09, quietest 00, swing 20 s (26.5/6.5 = 4.077x); paid peaks at 12
 // with 3 s against 2 s (swing 1 s, 1.5x).
-func week() []series.Hourly {
-	var recs []series.Hourly
+func week() []store.Hourly {
+	var recs []store.Hourly
 	for d := range 7 {
 		for h := range 24 {
 			t := weekStart.Add(time.Duration(d*24+h) * time.Hour)
@@ -28,7 +28,7 @@ func week() []series.Hourly {
 			if h >= 9 && h <= 17 {
 				q += 20
 			}
-			free := series.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, Samples: 3}
+			free := store.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: q, Samples: 3}
 			if h == 3 && (d == 0 || d == 2) {
 				free.Failures = 1
 			}
@@ -36,7 +36,7 @@ func week() []series.Hourly {
 			if h >= 12 && h <= 14 {
 				p = 3
 			}
-			paid := series.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, Samples: 3}
+			paid := store.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: p, Samples: 3}
 			recs = append(recs, free, paid)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // Tests for the survivors of the sixth round's mutation run of build.go
@@ -49,9 +49,9 @@ func TestDaysCountsCalendarDays(t *testing.T) {
 		{"across a new year", []time.Time{at(2025, 12, 31), at(2026, 1, 1), at(2026, 12, 31)}, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var recs []series.Hourly
+			var recs []store.Hourly
 			for _, d := range c.dates {
-				recs = append(recs, series.Hourly{Lane: "a", Kind: "free", Hour: d, WorstQueueS: 1, Samples: 1})
+				recs = append(recs, store.Hourly{Lane: "a", Kind: "free", Hour: d, WorstQueueS: 1, Samples: 1})
 			}
 			r := swings.Compute(recs, swings.Options{Location: time.UTC})
 			l, ok := r.Lane("a")
@@ -73,21 +73,21 @@ func TestDaysCountsCalendarDays(t *testing.T) {
 // the records', a later configured kind does not replace the first.
 func TestLaneKind(t *testing.T) {
 	t0 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
-	rec := func(kind string, h int) series.Hourly {
-		return series.Hourly{Lane: "a", Kind: kind, Hour: t0.Add(time.Duration(h) * time.Hour), WorstQueueS: 1, Samples: 1}
+	rec := func(kind string, h int) store.Hourly {
+		return store.Hourly{Lane: "a", Kind: kind, Hour: t0.Add(time.Duration(h) * time.Hour), WorstQueueS: 1, Samples: 1}
 	}
 	for _, c := range []struct {
 		name  string
 		lanes []swings.Lane
-		recs  []series.Hourly
+		recs  []store.Hourly
 		want  string
 	}{
-		{"records only", nil, []series.Hourly{rec("paid", 0)}, "paid"},
-		{"records only, the kind changes", nil, []series.Hourly{rec("free", 0), rec("paid", 1)}, "free"},
-		{"configured without a kind", []swings.Lane{{Name: "a"}}, []series.Hourly{rec("paid", 0)}, "paid"},
-		{"configured without a kind, then with one", []swings.Lane{{Name: "a"}, {Name: "a", Kind: "free"}}, []series.Hourly{rec("paid", 0)}, "free"},
-		{"configured twice", []swings.Lane{{Name: "a", Kind: "free"}, {Name: "a", Kind: "paid"}}, []series.Hourly{rec("paid", 0)}, "free"},
-		{"configured over the records", []swings.Lane{{Name: "a", Kind: "free"}}, []series.Hourly{rec("paid", 0)}, "free"},
+		{"records only", nil, []store.Hourly{rec("paid", 0)}, "paid"},
+		{"records only, the kind changes", nil, []store.Hourly{rec("free", 0), rec("paid", 1)}, "free"},
+		{"configured without a kind", []swings.Lane{{Name: "a"}}, []store.Hourly{rec("paid", 0)}, "paid"},
+		{"configured without a kind, then with one", []swings.Lane{{Name: "a"}, {Name: "a", Kind: "free"}}, []store.Hourly{rec("paid", 0)}, "free"},
+		{"configured twice", []swings.Lane{{Name: "a", Kind: "free"}, {Name: "a", Kind: "paid"}}, []store.Hourly{rec("paid", 0)}, "free"},
+		{"configured over the records", []swings.Lane{{Name: "a", Kind: "free"}}, []store.Hourly{rec("paid", 0)}, "free"},
 		{"configured, no record", []swings.Lane{{Name: "a", Kind: "paid"}}, nil, "paid"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

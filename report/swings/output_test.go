@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 
 	"github.com/lanewatch/lanewatch/internal/missingtool"
 )
@@ -32,7 +32,7 @@ func weekReport() *swings.Report {
 	recs := week()
 	for d := range 7 {
 		for h := 0; h < 24; h += 5 {
-			recs = append(recs, series.Hourly{Lane: "dead", Kind: "free", Hour: weekStart.Add(time.Duration(d*24+h) * time.Hour), Samples: 3, Failures: 3})
+			recs = append(recs, store.Hourly{Lane: "dead", Kind: "free", Hour: weekStart.Add(time.Duration(d*24+h) * time.Hour), Samples: 3, Failures: 3})
 		}
 	}
 	o := weekOptions()
@@ -130,20 +130,20 @@ func TestTableWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 80)
-	var recs []series.Hourly
+	var recs []store.Hourly
 	var lanes []swings.Lane
 	for i := range 7 {
 		name := fmt.Sprintf("%s-%d", long, i)
 		lanes = append(lanes, swings.Lane{Name: name, Kind: "paid"})
 		for h := range 24 {
-			recs = append(recs, series.Hourly{
+			recs = append(recs, store.Hourly{
 				Lane: name, Kind: "paid", Hour: weekStart.Add(time.Duration(h) * time.Hour),
 				WorstQueueS: 123456789.5 * float64(h+1), Samples: 219600000, Failures: 12345678,
 			})
 		}
 	}
 	// The same, every worst a lower bound (">" takes a column).
-	censored := make([]series.Hourly, len(recs))
+	censored := make([]store.Hourly, len(recs))
 	for i, r := range recs {
 		r.WorstCensoredS = r.WorstQueueS * 3
 		censored[i] = r
@@ -326,7 +326,7 @@ func TestChart(t *testing.T) {
 		}
 	})
 	t.Run("log scale with zeros and no data", func(t *testing.T) {
-		zero := swings.Compute([]series.Hourly{
+		zero := swings.Compute([]store.Hourly{
 			{Lane: "free", Hour: weekStart, WorstQueueS: 0, Samples: 1},
 			{Lane: "free", Hour: weekStart.Add(time.Hour), WorstQueueS: 0.004, Samples: 1},
 			{Lane: "free", Hour: weekStart.Add(2 * time.Hour), Samples: 1, Failures: 1},

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // ComputeSites, and Sites fed the records in parts, give, in one pass,
@@ -36,10 +36,10 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 		if n%7 == 0 {
 			lanesNames = append(lanesNames, "a@fra1") // a lane named like a column
 		}
-		var hs []series.Hourly
+		var hs []store.Hourly
 		for range rng.IntN(250) {
 			samples := rng.Int64N(4) - rng.Int64N(2)
-			hs = append(hs, series.Hourly{
+			hs = append(hs, store.Hourly{
 				Lane: lanesNames[rng.IntN(len(lanesNames))], Kind: []string{"", "free", "paid"}[rng.IntN(3)],
 				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(12)) * time.Hour).In(zones[rng.IntN(len(zones))]),
 				WorstQueueS: values[rng.IntN(len(values))], WorstCensoredS: values[rng.IntN(len(values))],
@@ -48,7 +48,7 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 		}
 		sorted := n%3 != 0
 		if sorted {
-			slices.SortStableFunc(hs, func(a, b series.Hourly) int { return a.Hour.Compare(b.Hour) })
+			slices.SortStableFunc(hs, func(a, b store.Hourly) int { return a.Hour.Compare(b.Hour) })
 		}
 		opt := swings.Options{Location: loc, From: t0.Add(time.Hour), To: t0.Add(10 * time.Hour), Days: 1,
 			Classes: []swings.ClassLine{{Name: "i", DeadlineS: 60}}}

@@ -4,7 +4,7 @@
 //
 // Compute is pure (no clock, no I/O); the writers in this package render a
 // Report as a table, CSV, JSON or a chart. It reads the store's hourly
-// records (series.Hourly: the type, never a store), one per lane-hour
+// records (store.Hourly: the type, never a store), one per lane-hour
 // (MergeSites); it depends on no config, app maps the lanes and classes.
 //
 // Censored hours: a failed probe (a timeout before the first token, say)
@@ -20,14 +20,14 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // HoursPerDay is the number of rows of a report: hours of day 0..23.
 const HoursPerDay = 24
 
 // Fields returns the keys of the hourly fields MergeSites and Compute read,
-// for series.Query.Fields: a store may leave the other fields out of the
+// for store.Query.Fields: a store may leave the other fields out of the
 // records (InfluxDB then sends a third fewer bytes).
 func Fields() []string {
 	return []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
@@ -94,7 +94,7 @@ type HourStat struct {
 	// record at this hour.
 	Days int
 	// Measured is the number of records that carry a queue time: an ok
-	// probe's, or a failed probe's lower bound (series.Hourly.WorstCensoredS > 0).
+	// probe's, or a failed probe's lower bound (store.Hourly.WorstCensoredS > 0).
 	// WorstS and MedianS are meaningful when Measured > 0.
 	Measured int
 	// WorstS is the max of the hourly worst queue times, where a record's
@@ -154,14 +154,14 @@ type worst struct {
 // within the hour, identical copies per kind): the copies count once and
 // the sites merge conservatively, worst of the worsts and the sum of probes.
 // The merged records come in the order their lane-hours first appear.
-func MergeSites(hs []series.Hourly) []series.Hourly {
+func MergeSites(hs []store.Hourly) []store.Hourly {
 	return AppendMerged(nil, hs, nil)
 }
 
 // AppendMerged appends to dst the records of hs merged as MergeSites merges
 // them, each under the lane name lane gives it (nil: its own), and returns
 // the extended slice; the records already in dst take no part in the merge.
-func AppendMerged(dst, hs []series.Hourly, lane func(*series.Hourly) string) []series.Hourly {
+func AppendMerged(dst, hs []store.Hourly, lane func(*store.Hourly) string) []store.Hourly {
 	// The lane-hours are looked up per hour, in maps of the lanes of that
 	// hour: a store returns the records by time, so the maps in use are one
 	// hour's (a few thousand lanes), not a month's (millions of lane-hours).
@@ -198,7 +198,7 @@ func AppendMerged(dst, hs []series.Hourly, lane func(*series.Hourly) string) []s
 		if !ok {
 			j = len(recs)
 			cur.idx[name] = j
-			recs = append(recs, series.Hourly{Lane: name, Kind: h.Kind, Hour: h.Hour})
+			recs = append(recs, store.Hourly{Lane: name, Kind: h.Kind, Hour: h.Hour})
 		}
 		r := &recs[j]
 		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
@@ -213,7 +213,7 @@ func AppendMerged(dst, hs []series.Hourly, lane func(*series.Hourly) string) []s
 // of its ok probes' worst queue (when it has an ok probe and the value is
 // finite) and its failed probes' bound (when finite and > 0); the bound
 // wins ties, since the failed probe waited at least that long.
-func recordWorst(rec series.Hourly, samples, failures int64) (worst, bool) {
+func recordWorst(rec store.Hourly, samples, failures int64) (worst, bool) {
 	okQ := samples > failures && num.Finite(rec.WorstQueueS)
 	cens := failures > 0 && num.Finite(rec.WorstCensoredS) && rec.WorstCensoredS > 0
 	switch {
@@ -228,7 +228,7 @@ func recordWorst(rec series.Hourly, samples, failures int64) (worst, bool) {
 // Compute builds the report from hourly records, one per lane-hour (as
 // MergeSites returns them; Site is not read). Records outside the window,
 // and queue times that are not finite, are ignored.
-func Compute(recs []series.Hourly, opt Options) *Report {
+func Compute(recs []store.Hourly, opt Options) *Report {
 	b := newBuilder(opt)
 	for i := range recs {
 		rec := &recs[i]

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // hourWant is what one lane shows at one hour of day; a negative median
@@ -31,8 +31,8 @@ type swingWant struct {
 	samples, failure int64
 }
 
-func rec(lane string, t time.Time, worst float64, samples, failures int64) series.Hourly {
-	return series.Hourly{Lane: lane, Kind: "free", Hour: t, WorstQueueS: worst, Samples: samples, Failures: failures}
+func rec(lane string, t time.Time, worst float64, samples, failures int64) store.Hourly {
+	return store.Hourly{Lane: lane, Kind: "free", Hour: t, WorstQueueS: worst, Samples: samples, Failures: failures}
 }
 
 func TestCompute(t *testing.T) {
@@ -40,8 +40,8 @@ func TestCompute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onlyFailures := func() []series.Hourly {
-		var out []series.Hourly
+	onlyFailures := func() []store.Hourly {
+		var out []store.Hourly
 		for i := range 48 {
 			out = append(out, rec("dead", weekStart.Add(time.Duration(i)*time.Hour), 0, 3, 3))
 		}
@@ -49,7 +49,7 @@ func TestCompute(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		recs      []series.Hourly
+		recs      []store.Hourly
 		opt       func(*swings.Options)
 		lanes     []string
 		records   int
@@ -151,7 +151,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "hours are keyed in the report's timezone",
-			recs: []series.Hourly{
+			recs: []store.Hourly{
 				rec("free", time.Date(2026, 11, 23, 14, 0, 0, 0, time.UTC), 9, 3, 0), // 09:00 EST
 				rec("free", time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC), 2, 3, 0),  // 22:00 EST, Nov 23
 				rec("free", time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC), 4, 3, 0),  // 22:00 EST, Nov 24
@@ -169,7 +169,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "a zero quietest hour has no ratio; non-finite values are skipped",
-			recs: []series.Hourly{
+			recs: []store.Hourly{
 				rec("free", weekStart, 0, 1, 0),
 				rec("free", weekStart.Add(time.Hour), 7, 1, 0),
 				rec("free", weekStart.Add(2*time.Hour), math.NaN(), 1, 0),
@@ -262,7 +262,7 @@ func TestCompute(t *testing.T) {
 // Compute must not depend on the order of its input.
 func TestComputeOrderIndependent(t *testing.T) {
 	recs := week()
-	rev := make([]series.Hourly, len(recs))
+	rev := make([]store.Hourly, len(recs))
 	for i, r := range recs {
 		rev[len(recs)-1-i] = r
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/hours"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // TableWidth is the widest line WriteTable writes, in columns: the table fits
@@ -116,7 +116,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	return bw.Flush()
 }
 
-func (r *Report) location() *time.Location { return hours.OrUTC(r.Location) }
+func (r *Report) location() *time.Location { return store.OrUTC(r.Location) }
 
 // laneLabel is "name (kind)" when it fits in w columns, else the name, cut to w.
 func laneLabel(l LaneReport, w int) string {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/swings"
-	"github.com/lanewatch/lanewatch/series"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden and docs/status.png")
@@ -105,7 +105,7 @@ func swingsChart(t testing.TB, lanes ...string) template.HTML {
 	t.Helper()
 	to := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	from := to.AddDate(0, 0, -7)
-	var recs []series.Hourly
+	var recs []store.Hourly
 	var sl []swings.Lane
 	for li, name := range lanes {
 		kind := "free"
@@ -118,7 +118,7 @@ func swingsChart(t testing.TB, lanes ...string) template.HTML {
 			if hh := h.Hour(); hh >= 8 && hh <= 17 {
 				q *= 4 - float64(li)
 			}
-			r := series.Hourly{Lane: name, Kind: kind, Hour: h, WorstQueueS: q, Samples: 6}
+			r := store.Hourly{Lane: name, Kind: kind, Hour: h, WorstQueueS: q, Samples: 6}
 			if li == 1 && h.Hour() == 13 && h.Day()%2 == 0 {
 				r.Failures, r.WorstCensoredS = 1, 30
 			}

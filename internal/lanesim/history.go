@@ -1,0 +1,562 @@
+package lanesim
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// History generates a realistic probe history of several lanes, for demos,
+// tests and backtests (`lanesim history`), deterministic for a seed: the
+// same options give the same probes. Each lane draws from its own random
+// source (seeded from the seed and the lane's name), so adding a lane does
+// not change the others.
+//
+// The model, per lane (the figures are the harsh profile's, the default;
+// the mild profile, MildProfile, changes the free lanes' numbers):
+//
+//   - rounds at :07, :27 and :47 of every hour, the lanes of a round started
+//     a few hundred milliseconds apart (the sampler's schedule);
+//   - a free lane queues q = m × curve(hour of day, UTC) × day × exp(0.9·Z):
+//     a median m of 3 s for the first free lane, 2 s more for each next one,
+//     the time-of-day load Curve (DefaultHistoryCurve), a factor per day
+//     exp(0.25·Z), and a lognormal spread (σ 0.9: the p99 is 8× the median);
+//     its decode rate is 40 tok/s over (1 + 0.15·(curve-1)), ±10 %;
+//   - a wait beyond Timeout is a timeout: the probe fails, and its queue_s
+//     is the timeout, the lower bound the sampler stores;
+//   - outages: each hour of a free lane starts one with probability
+//     OutageRate (0.4 %), lasting 1 to 4 hours, in which every probe times
+//     out: about 1 % of a free lane's probes;
+//   - 429 bursts: outside outages, each probe of a free lane starts one with
+//     probability Burst429Rate (1 %): it is rate_limited (429) with a
+//     quota_reset_s of 10 to 60 minutes, no probe of the lane follows until
+//     the reset (the sampler backs off), and the next probe after it is
+//     rate_limited again with probability 1/2: about 2 % of a free lane's
+//     probes are 429s;
+//   - a paid lane is fast and steady: a median queue of 0.6 s (σ 0.3), no
+//     time-of-day curve, 120 tok/s, no outage and no 429. With PaidFaults it
+//     gets a small queue of its own: its median follows the curve a tenth as
+//     much as a free lane's (0.6 × (1 + 0.1·(curve-1))), each of its hours is
+//     busy (the median ×4) with probability PaidBusyRate (1 %), and a probe
+//     fails (http_error 503 after its wait) with probability PaidFailRate
+//     (0.2 %).
+//
+// Every probe asks for 16 tokens. HistoryWithTruth also hands out each
+// probe's true queue distribution (ProbeTruth), for an oracle.
+type HistoryOptions struct {
+	Start time.Time // the first round is the first :07, :27 or :47 at or after Start
+	Days  int       // the history covers [Start, Start + Days × 24 h)
+	Lanes []HistoryLane
+	Seed  uint64
+	// Profile names the free lanes' model: "" or "harsh" (HarshProfile),
+	// "mild" (MildProfile).
+	Profile string
+	// Curve is the free lanes' load multiplier by hour of day (UTC); nil:
+	// the profile's.
+	Curve Curve
+	// Timeout is the probe timeout; 0: DefaultHistoryTimeout.
+	Timeout time.Duration
+	// PaidFaults gives paid lanes a small queue of their own and rare
+	// failures (off: the paid lanes of the harsh history, byte for byte).
+	PaidFaults bool
+	// ShiftAt, when not zero, multiplies every free lane's median by
+	// ShiftFactor from that instant on (a regime shift: 2 doubles the
+	// queue); the draws are those of the history without it.
+	ShiftAt     time.Time
+	ShiftFactor float64
+	// Busy429Rate, when > 0, gives free lanes short 429s (off: the history
+	// without them, byte for byte): outside outages and 429 bursts, a probe
+	// is rate_limited with probability min(1, Busy429Rate × curve(hour of
+	// day)), busier hours more often, with a Retry-After (quota_reset_s)
+	// drawn log-uniformly from 1 s to 15 minutes, less than the time to the
+	// next round; the lane is busy, not down, and its next probe draws as
+	// any other.
+	Busy429Rate float64
+}
+
+// HistoryProfile is the free lanes' model of a generated history. A free
+// lane (the i-th, from 0) at load multiplier mult = curve(hour of day)
+// queues lognormally with median (FirstMedianS + i × NextMedianS) × mult ×
+// day and σ SigmaBase + SigmaLoad × (mult - 1), where day is a factor per
+// day, exp(DaySigma·Z); it decodes RateBase / (1 + RateLoad × (mult - 1))
+// tok/s, ±10 %.
+type HistoryProfile struct {
+	Name                      string
+	Curve                     Curve
+	FirstMedianS, NextMedianS float64
+	SigmaBase, SigmaLoad      float64
+	DaySigma                  float64
+	RateBase, RateLoad        float64
+
+	// The held-out families' knobs (HeldOutProfiles): all zero in harsh
+	// and mild, whose draws they leave as they were.
+
+	// Tail is the shape of a free lane's wait around its median: "" a
+	// lognormal; TailMixture the lognormal, and with probability SlowShare
+	// a slow mode SlowFactor times its median; TailPareto a Pareto of tail
+	// index TailAlpha with the same median (its draw is the lognormal's
+	// normal draw mapped through its quantile).
+	Tail                  string
+	SlowShare, SlowFactor float64
+	TailAlpha             float64
+	// WeekendFactor, when > 0, multiplies the free lanes' medians on
+	// Saturdays and Sundays (UTC): a weekly cycle the hour of day does not
+	// show.
+	WeekendFactor float64
+	// Shift, when > 0, is the factor HistoryOptions.ShiftFactor defaults
+	// to, from two thirds into the history when ShiftAt is not set: a level
+	// that drops or rises in the middle of a window.
+	Shift float64
+	// ProbeEvery, when > 1, probes a free lane in one round of every
+	// ProbeEvery (the i-th free lane in the rounds r with r mod ProbeEvery
+	// = i mod ProbeEvery): sparse probing under a budget.
+	ProbeEvery int
+	// Upstream, when > 0, puts every lane on one upstream: the free lanes
+	// share one day factor and one outage state, and a paid lane's median
+	// is 0.6 s × (curve × that day factor)^Upstream; while the upstream is
+	// out, a paid probe fails (http 503 after its wait) with probability
+	// 1/2.
+	Upstream float64
+}
+
+// Tails of HistoryProfile.Tail.
+const (
+	TailMixture = "mixture"
+	TailPareto  = "pareto"
+)
+
+// HarshProfile is the history lanesim generated before profiles: free lanes
+// with a median of 3-5 s, 12-20 s at the peak, an 8× swing between hours and
+// σ 0.9 (the p99 is 8× the median). Far harsher than what is published
+// (MildProfile); kept as the default, byte for byte.
+var HarshProfile = HistoryProfile{
+	Name: "harsh", Curve: DefaultHistoryCurve,
+	FirstMedianS: 3, NextMedianS: 2,
+	SigmaBase: 0.9, SigmaLoad: 0,
+	DaySigma: 0.25,
+	RateBase: 40, RateLoad: 0.15,
+}
+
+// MildProfile is calibrated to the published figures of time-of-day latency
+// on hosted LLM APIs, as quoted in issue 19 (the audit of the backtest):
+//
+//   - "off-peak 30-40 % faster": MildCurve runs from 0.8 (night) to 1.25
+//     (the early-afternoon peak, UTC), so the night median is 36 % below
+//     the peak's;
+//   - "p95 2.4× at peak": σ is 0.45 + 0.33 × (mult - 1), 0.53 at the peak,
+//     where the p95 is exp(1.645 × 0.53) = 2.4× the median (0.38 at night);
+//   - "throughput swings up to 40 % over a day": the decode rate is 60 tok/s
+//     over (1 + (mult - 1)), 75 tok/s at night and 48 at the peak, a 36 %
+//     swing;
+//   - "TTFT p50 0.44-1.6 s through a router": the first free lane's median
+//     is 0.55 s at load 1 (0.44 s at night, 0.69 at the peak), each next
+//     one 0.35 s more (the third: 1.0-1.6 s).
+//
+// The day factor is exp(0.25·Z), the harsh profile's (the sources say
+// nothing of day-to-day swings; this comment said 0.1 until issue 30, but
+// the generator has always drawn 0.25 for both, and the mild histories of
+// every figure are those). Outages, 429s,
+// the timeout and the paid lanes are the harsh profile's: the sources do not
+// measure failures.
+var MildProfile = HistoryProfile{
+	Name: "mild", Curve: MildCurve,
+	FirstMedianS: 0.55, NextMedianS: 0.35,
+	SigmaBase: 0.45, SigmaLoad: 0.33,
+	DaySigma: 0.25,
+	RateBase: 60, RateLoad: 1,
+}
+
+// MildCurve is MildProfile's time-of-day load: DefaultHistoryCurve's shape,
+// squeezed into 0.8-1.25.
+var MildCurve = Curve{{0, 0.8}, {6, 0.85}, {9, 1.1}, {13, 1.25}, {17, 1.1}, {21, 0.9}}
+
+// HeldOutProfiles are worlds lanewatch's decisions are scored on and none
+// of its constants was chosen on (issue 30; the constants come from harsh
+// and mild alone). Each changes something harsh and mild hold fixed; they
+// keep the base model's outages, 429 bursts, timeout and paid lanes:
+//
+//   - known-flat, known-peak: lognormal waits whose every parameter the
+//     truth gives (an oracle knows them), one nearly flat over the day with
+//     a fast decode rate, one with a sharp evening peak and a spread that
+//     grows with the load;
+//   - weekly: weekends three times quieter than weekdays, which the hour of
+//     day does not show;
+//   - drop, rise: the level falls to a quarter, or rises fourfold, two
+//     thirds into the history (HistoryOptions.ShiftAt moves it);
+//   - mixture: a fast mode, and one wait in eight from a slow mode ten
+//     times slower;
+//   - pareto: a Pareto tail of index 1.4 (no finite variance);
+//   - sparse: the free lane probed in one round of ten (7.2 probes a day,
+//     at hours that drift from day to day: give its config a quota of 8
+//     probes a day, so that the policy keeps its basis between probes);
+//   - upstream: free and paid lanes on one upstream: a busy day slows the
+//     paid lane too, and the upstream's outages fail half its probes.
+var HeldOutProfiles = []HistoryProfile{
+	{Name: "known-flat", Curve: Curve{{0, 0.9}, {12, 1.15}}, FirstMedianS: 1.5, NextMedianS: 1,
+		SigmaBase: 0.6, DaySigma: 0.15, RateBase: 50, RateLoad: 0.2},
+	{Name: "known-peak", Curve: Curve{{0, 0.4}, {7, 0.5}, {12, 1.5}, {18, 5}, {21, 2.5}, {23, 0.8}}, FirstMedianS: 2, NextMedianS: 1.5,
+		SigmaBase: 0.5, SigmaLoad: 0.12, DaySigma: 0.2, RateBase: 45, RateLoad: 0.25},
+	{Name: "weekly", Curve: Curve{{0, 0.7}, {8, 1}, {12, 1.6}, {18, 1.2}}, FirstMedianS: 2.5, NextMedianS: 1,
+		SigmaBase: 0.7, DaySigma: 0.15, RateBase: 45, RateLoad: 0.3, WeekendFactor: 1.0 / 3},
+	{Name: "drop", Curve: Curve{{0, 0.5}, {8, 1}, {13, 3}, {18, 1.5}}, FirstMedianS: 6, NextMedianS: 2,
+		SigmaBase: 0.8, DaySigma: 0.2, RateBase: 40, RateLoad: 0.15, Shift: 0.25},
+	{Name: "rise", Curve: Curve{{0, 0.8}, {9, 1.1}, {14, 1.4}, {20, 1}}, FirstMedianS: 1, NextMedianS: 0.5,
+		SigmaBase: 0.5, DaySigma: 0.15, RateBase: 55, RateLoad: 0.5, Shift: 4},
+	{Name: "mixture", Curve: Curve{{0, 0.8}, {10, 1.3}, {16, 1.5}, {21, 1}}, FirstMedianS: 1.2, NextMedianS: 0.6,
+		SigmaBase: 0.4, DaySigma: 0.15, RateBase: 50, RateLoad: 0.3, Tail: TailMixture, SlowShare: 0.125, SlowFactor: 10},
+	{Name: "pareto", Curve: Curve{{0, 0.6}, {9, 1.2}, {13, 2}, {19, 1}}, FirstMedianS: 2, NextMedianS: 1,
+		DaySigma: 0.2, RateBase: 40, RateLoad: 0.2, Tail: TailPareto, TailAlpha: 1.4},
+	{Name: "sparse", Curve: Curve{{0, 0.6}, {9, 1.5}, {14, 2.5}, {20, 1}}, FirstMedianS: 3, NextMedianS: 1.5,
+		SigmaBase: 0.7, DaySigma: 0.2, RateBase: 40, RateLoad: 0.2, ProbeEvery: 10},
+	{Name: "upstream", Curve: Curve{{0, 0.6}, {9, 2}, {14, 3}, {20, 1.2}}, FirstMedianS: 2.5, NextMedianS: 1.5,
+		SigmaBase: 0.7, DaySigma: 0.25, RateBase: 40, RateLoad: 0.2, Upstream: 0.6},
+}
+
+// HistoryProfiles lists the profiles by name, the default first: harsh and
+// mild (the worlds lanewatch's constants are chosen on), then the held-out
+// families.
+var HistoryProfiles = append([]HistoryProfile{HarshProfile, MildProfile}, HeldOutProfiles...)
+
+// ProfileNames returns the profiles' names, comma-separated.
+func ProfileNames() string {
+	names := make([]string, len(HistoryProfiles))
+	for i, p := range HistoryProfiles {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// ProfileNamed returns the profile of the given name ("": the default).
+func ProfileNamed(name string) (HistoryProfile, error) {
+	if name == "" {
+		return HarshProfile, nil
+	}
+	for _, p := range HistoryProfiles {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return HistoryProfile{}, fmt.Errorf("profile %q: want one of %s", name, ProfileNames())
+}
+
+// Lognormal says whether the profile's free lanes wait lognormally, so
+// that ProbeTruth's median and sigma are their whole distribution.
+func (p HistoryProfile) Lognormal() bool { return p.Tail == "" }
+
+// ProbeTruth is the queue distribution a generated probe drew from: a
+// lognormal with median MedianS and σ Sigma (of the log), before the
+// timeout cut it. Outage is true when the lane was down: the probe timed
+// out whatever it drew. Under a profile that is not lognormal
+// (HistoryProfile.Lognormal), MedianS is the median of the probe's lane at
+// that instant and Sigma the lognormal's σ its draw was mapped from: not
+// a distribution an oracle can use.
+type ProbeTruth struct {
+	Time    time.Time
+	Lane    string
+	MedianS float64
+	Sigma   float64
+	Outage  bool
+}
+
+// AppendJSON appends t as one JSON object: time (RFC 3339, UTC), lane,
+// median_s, sigma, and outage when true.
+func (t ProbeTruth) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"time":"`...)
+	dst = t.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","lane":`...)
+	dst = strconv.AppendQuote(dst, t.Lane)
+	dst = append(dst, `,"median_s":`...)
+	dst = strconv.AppendFloat(dst, t.MedianS, 'g', -1, 64)
+	dst = append(dst, `,"sigma":`...)
+	dst = strconv.AppendFloat(dst, t.Sigma, 'g', -1, 64)
+	if t.Outage {
+		dst = append(dst, `,"outage":true`...)
+	}
+	return append(dst, '}')
+}
+
+// HistoryLane is a lane of a generated history.
+type HistoryLane struct {
+	Name string
+	Kind string // free | paid
+}
+
+// The model's constants (see HistoryOptions).
+const (
+	DefaultHistoryTimeout = 120 * time.Second
+	OutageRate            = 0.004 // per free lane-hour
+	Burst429Rate          = 0.01  // per free probe
+	PaidBusyRate          = 0.01  // per paid lane-hour, with PaidFaults
+	PaidFailRate          = 0.002 // per paid probe, with PaidFaults
+	historyTokens         = 16
+	busy429MaxS           = 900 // the longest Retry-After of a short 429 (Busy429Rate)
+)
+
+// DefaultHistoryCurve is a working day on shared free lanes: quiet at
+// night, a morning rise, the peak in the early afternoon (UTC), a calmer
+// evening.
+var DefaultHistoryCurve = Curve{{0, 0.5}, {6, 0.6}, {9, 2.5}, {13, 4}, {17, 2.5}, {21, 1}}
+
+// HistoryMaxDays bounds Days (ten years).
+const HistoryMaxDays = 3660
+
+// History calls emit with the probes of each generated day, in time order
+// (lanes in the given order within a round). It stops at emit's first
+// error and returns it.
+func History(opts HistoryOptions, emit func(day []store.Probe) error) error {
+	return HistoryWithTruth(opts, func(day []store.Probe, _ []ProbeTruth) error { return emit(day) })
+}
+
+// HistoryWithTruth is History that also hands emit each probe's truth:
+// truth[i] is day[i]'s.
+func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTruth) error) error {
+	if opts.Days < 1 || opts.Days > HistoryMaxDays {
+		return fmt.Errorf("history: %d days: want 1 to %d", opts.Days, HistoryMaxDays)
+	}
+	if len(opts.Lanes) == 0 {
+		return errors.New("history: no lanes")
+	}
+	prof, err := ProfileNamed(opts.Profile)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	curve := opts.Curve
+	if curve == nil {
+		curve = prof.Curve
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultHistoryTimeout
+	}
+	start := opts.Start.UTC()
+	shiftAt, shiftFactor := opts.ShiftAt, opts.ShiftFactor
+	if prof.Shift > 0 {
+		if shiftFactor == 0 {
+			shiftFactor = prof.Shift
+		}
+		if shiftAt.IsZero() {
+			shiftAt = start.AddDate(0, 0, opts.Days*2/3)
+		}
+	}
+	var up *upstream
+	if prof.Upstream > 0 {
+		up = &upstream{rng: rand.New(rand.NewPCG(opts.Seed, 0x75707374)), sigma: prof.DaySigma}
+	}
+	lanes := make([]*histLane, len(opts.Lanes))
+	free := 0
+	for i, l := range opts.Lanes {
+		switch l.Kind {
+		case "free", "paid":
+		default:
+			return fmt.Errorf("history: lane %q: kind %q: want free or paid", l.Name, l.Kind)
+		}
+		h := fnv.New64a()
+		h.Write([]byte(l.Name))
+		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
+			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: shiftAt, shiftFactor: shiftFactor, busy429: opts.Busy429Rate, up: up}
+		if l.Kind == "free" {
+			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
+			hl.nth = free
+			free++
+		}
+		lanes[i] = hl
+	}
+	end := start.Add(time.Duration(opts.Days) * 24 * time.Hour)
+	var day []store.Probe
+	var truth []ProbeTruth
+	dayEnd := start.Add(24 * time.Hour)
+	round := 0 // rounds since the start
+	for hour := start.Truncate(time.Hour); hour.Before(end); hour = hour.Add(time.Hour) {
+		if up != nil {
+			up.startHour(hour)
+		}
+		for _, l := range lanes {
+			l.startHour(hour)
+		}
+		for _, m := range []time.Duration{7, 27, 47} {
+			at := hour.Add(m * time.Minute)
+			if at.Before(start) || !at.Before(end) {
+				continue
+			}
+			if !at.Before(dayEnd) {
+				if err := emit(day, truth); err != nil {
+					return err
+				}
+				day, truth, dayEnd = day[:0], truth[:0], dayEnd.Add(24*time.Hour)
+			}
+			for _, l := range lanes {
+				if k := prof.ProbeEvery; k > 1 && l.Kind == "free" && round%k != l.nth%k {
+					continue // sparse: not this lane's round
+				}
+				if p, tr, ok := l.probe(at.Add(l.offset), curve, timeout); ok {
+					day, truth = append(day, p), append(truth, tr)
+				}
+			}
+			round++
+		}
+	}
+	if len(day) > 0 {
+		return emit(day, truth)
+	}
+	return nil
+}
+
+// upstream is the state the lanes of an upstream profile share: a day
+// factor and outages.
+type upstream struct {
+	rng       *rand.Rand
+	sigma     float64
+	day       int64
+	dayFactor float64
+	outage    int // hours of outage left, this one included
+}
+
+func (u *upstream) startHour(hour time.Time) {
+	if d := hour.Unix() / 86400; d != u.day || u.dayFactor == 0 {
+		u.day, u.dayFactor = d, math.Exp(u.sigma*u.rng.NormFloat64())
+	}
+	if u.outage > 0 {
+		u.outage--
+	}
+	if u.outage == 0 && u.rng.Float64() < OutageRate {
+		u.outage = 1 + u.rng.IntN(4)
+	}
+}
+
+// histLane is a lane's generator state.
+type histLane struct {
+	HistoryLane
+	rng         *rand.Rand
+	prof        *HistoryProfile
+	paidFaults  bool
+	shiftAt     time.Time // free: the median × shiftFactor from then on
+	shiftFactor float64
+	busy429     float64       // free: Busy429Rate
+	offset      time.Duration // after the round's start
+	median      float64       // free: median queue at curve 1
+	nth         int           // free: the lane's place among the free lanes
+	up          *upstream     // the shared upstream, or nil
+	busy        bool          // paid with faults: this hour is busy
+	dayFactor   float64
+	day         int64
+	outage      int // hours of outage left, this one included
+	backoff     time.Time
+	burst       bool // the last probe was a 429
+}
+
+func (l *histLane) startHour(hour time.Time) {
+	if d := hour.Unix() / 86400; d != l.day || l.dayFactor == 0 {
+		l.day, l.dayFactor = d, math.Exp(l.prof.DaySigma*l.rng.NormFloat64())
+	}
+	if l.Kind != "free" {
+		if l.paidFaults {
+			l.busy = l.rng.Float64() < PaidBusyRate
+		}
+		return
+	}
+	if l.outage > 0 {
+		l.outage--
+	}
+	if l.outage == 0 && l.rng.Float64() < OutageRate {
+		l.outage = 1 + l.rng.IntN(4)
+	}
+}
+
+// probe returns the lane's probe at t and its truth, or false when the
+// lane backs off.
+func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store.Probe, ProbeTruth, bool) {
+	p := store.Probe{Lane: l.Name, Kind: l.Kind, Time: t, HeadersS: 0.05, ConnectS: 0.02}
+	tr := ProbeTruth{Time: t, Lane: l.Name}
+	if l.Kind == "paid" {
+		return l.paidProbe(p, tr, curve)
+	}
+	if t.Before(l.backoff) {
+		return p, tr, false
+	}
+	hod := float64(t.Hour()) + float64(t.Minute())/60
+	mult := curve.At(hod)
+	dayFactor, outage := l.dayFactor, l.outage
+	if l.up != nil {
+		dayFactor, outage = l.up.dayFactor, l.up.outage
+	}
+	tr.MedianS = l.median * mult * dayFactor
+	if !l.shiftAt.IsZero() && !t.Before(l.shiftAt) && l.shiftFactor > 0 {
+		tr.MedianS *= l.shiftFactor
+	}
+	if wd := t.Weekday(); l.prof.WeekendFactor > 0 && (wd == time.Saturday || wd == time.Sunday) {
+		tr.MedianS *= l.prof.WeekendFactor
+	}
+	tr.Sigma = l.prof.SigmaBase + l.prof.SigmaLoad*(mult-1)
+	tr.Outage = outage > 0
+	z := l.rng.NormFloat64()
+	q := tr.MedianS * math.Exp(tr.Sigma*z)
+	if l.prof.Tail == TailPareto {
+		// The Pareto of the same median, at the quantile of the normal draw.
+		a := l.prof.TailAlpha
+		u := 0.5 * math.Erfc(-z/math.Sqrt2)
+		q = tr.MedianS / math.Pow(2, 1/a) * math.Pow(max(1-u, 1e-300), -1/a)
+	}
+	rate := l.prof.RateBase / (1 + l.prof.RateLoad*(mult-1)) * (1 + 0.1*(2*l.rng.Float64()-1))
+	burst := l.rng.Float64() // drawn for every probe, so that outages do not shift the draws
+	if l.prof.Tail == TailMixture && l.rng.Float64() < l.prof.SlowShare {
+		q *= l.prof.SlowFactor
+	}
+	switch {
+	case outage > 0:
+		p.QueueS, p.Outcome = timeout.Seconds(), "timeout"
+		l.burst = false
+	case (l.burst && burst < 0.5) || (!l.burst && burst < Burst429Rate):
+		reset := time.Duration(10+l.rng.IntN(51)) * time.Minute
+		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, reset.Seconds()
+		p.QuotaKnown, p.QuotaRemaining = true, 0
+		l.backoff, l.burst = t.Add(reset), true
+	case l.busy429 > 0 && l.rng.Float64() < min(1, l.busy429*mult):
+		wait := time.Duration(math.Exp(math.Log(busy429MaxS)*l.rng.Float64()) * float64(time.Second)).Round(time.Second)
+		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, wait.Seconds()
+		l.backoff, l.burst = t.Add(wait), false
+	case q >= timeout.Seconds():
+		p.QueueS, p.Outcome = timeout.Seconds(), "timeout"
+		l.burst = false
+	default:
+		p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
+		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
+		l.burst = false
+	}
+	return p, tr, true
+}
+
+// paidProbe is probe for a paid lane.
+func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, curve Curve) (store.Probe, ProbeTruth, bool) {
+	tr.MedianS, tr.Sigma = 0.6, 0.3
+	hod := float64(p.Time.Hour()) + float64(p.Time.Minute())/60
+	if l.paidFaults {
+		tr.MedianS *= 1 + 0.1*(curve.At(hod)-1)
+		if l.busy {
+			tr.MedianS *= 4
+		}
+	}
+	if l.up != nil {
+		tr.MedianS *= math.Pow(curve.At(hod)*l.up.dayFactor, l.prof.Upstream)
+		tr.Outage = l.up.outage > 0
+	}
+	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())
+	rate := 120 * (1 + 0.1*(2*l.rng.Float64()-1))
+	if (l.paidFaults && l.rng.Float64() < PaidFailRate) || (tr.Outage && l.rng.Float64() < 0.5) {
+		p.QueueS, p.Outcome, p.Status = round3(q), string(probe.HTTPError), 503
+		return p, tr, true
+	}
+	p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
+	p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
+	return p, tr, true
+}
+
+// round3 rounds to a millisecond, as a probe's timings are.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -1,0 +1,198 @@
+// Package duty reads the samplers' heartbeats: of the live samplers of one
+// shard and site it picks the one that probes, and it finds the sites that
+// share account quotas but list other sites.
+//
+// Each sampler daemon writes a heartbeat every round (store.Heartbeat). A
+// heartbeat is live for two of its writer's intervals (less a quarter, see
+// Lifetime); one that no sampler could have written is ignored
+// (Plausible). Of the live instances of one shard and site, the one with
+// the earliest start probes, the instance id breaking ties; the others
+// stand by until its heartbeat goes stale. The rule is a pure function of
+// what every instance reads from the one store, so instances that read the
+// same heartbeats agree on exactly one; there is no election and no lease
+// beyond it (docs/deploy.md). The live beats of other sites say which
+// sites they share account quotas with (Decision.Disagree,
+// docs/budgets.md).
+package duty
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// Decision is what the rule says of one instance.
+type Decision struct {
+	Active bool
+	// Holder is the live instance the rule picks: self when Active.
+	Holder store.Heartbeat
+	// Live is how many live instances of the shard and site it saw, self
+	// included.
+	Live int
+	// Reason says why, in one line for the log and /healthz.
+	Reason string
+	// Ignored holds, once per instance, the beats read that no sampler
+	// could have written (Plausible), in the order read: they count for
+	// nothing.
+	Ignored []Ignored
+	// Disagree holds, when self lists the sites it shares account quotas
+	// with (Heartbeat.Sites), the newest live beat of each instance at
+	// another site that lists other sites, sorted by site and instance. A
+	// beat that lists none (a sampler older than the field) says nothing.
+	Disagree []store.Heartbeat
+}
+
+// Ignored is a heartbeat the rule left out, and why.
+type Ignored struct {
+	Beat store.Heartbeat
+	Err  error
+}
+
+// MaxInterval is the longest interval a sampler's heartbeat can name: a
+// config's schedule runs within five years of each run (config refuses a
+// longer one), plus at most an hour of jitter.
+const MaxInterval = 5*366*24*time.Hour + time.Hour
+
+// MaxUptime is how long before its heartbeat a sampler may have started.
+const MaxUptime = 10 * 366 * 24 * time.Hour
+
+// Lifetime is how long b is live after its time: two of its writer's
+// intervals (of fallback when b names none), less a quarter interval.
+// Samplers of one schedule run their rounds at the same ticks, so a
+// standby's round finds the active one's last heartbeat almost exactly a
+// whole number of intervals old; at exactly two, a few milliseconds of
+// scheduling would decide. With the quarter off, the round two intervals
+// after the active one's last takes over, every time, while a live
+// instance's newest heartbeat is never older than about one interval (its
+// interval includes the jitter).
+func Lifetime(b store.Heartbeat, fallback time.Duration) time.Duration {
+	iv := time.Duration(b.IntervalS * float64(time.Second))
+	if iv <= 0 {
+		iv = fallback
+	}
+	return 2*iv - iv/4
+}
+
+// Plausible returns why no sampler could have written b, read at now, or
+// nil: its interval_s is not 0 (none named: fallback applies) to
+// MaxInterval; it started after its time by its Lifetime or more (more
+// than a clock stepped back between its start and its round), or more
+// than MaxUptime before it; or its time is its Lifetime or more ahead of
+// now (a beat from a clock far ahead would hold the shard until that
+// clock's time came). Such a beat is forged, corrupt or from a clock far
+// off, and a single one would otherwise hold a shard for as long as it
+// says (interval_s 5e9: 277 years).
+func Plausible(b store.Heartbeat, now time.Time, fallback time.Duration) error {
+	if !(b.IntervalS >= 0 && b.IntervalS <= MaxInterval.Seconds()) {
+		return fmt.Errorf("interval_s %g is not between 0 and %g (%s, the longest a config gives)", b.IntervalS, MaxInterval.Seconds(), MaxInterval)
+	}
+	life := Lifetime(b, fallback)
+	start := b.Start()
+	switch {
+	case !start.Before(b.Time.Add(life)):
+		return fmt.Errorf("start_ns %s is %s after its time %s (its lifetime %s or more)",
+			start.Format(time.RFC3339Nano), start.Sub(b.Time), b.Time.Format(time.RFC3339Nano), life)
+	case start.Before(b.Time.Add(-MaxUptime)):
+		return fmt.Errorf("start_ns %s is more than %s before its time %s",
+			start.Format(time.RFC3339Nano), MaxUptime, b.Time.Format(time.RFC3339Nano))
+	case !b.Time.Before(now.Add(life)):
+		return fmt.Errorf("its time %s is %s ahead of this host's clock (its lifetime %s or more): keep the hosts' clocks in sync",
+			b.Time.Format(time.RFC3339Nano), b.Time.Sub(now), life)
+	}
+	return nil
+}
+
+// Live reports whether b is live at now: Plausible and younger than its
+// Lifetime.
+func Live(b store.Heartbeat, now time.Time, fallback time.Duration) bool {
+	return Plausible(b, now, fallback) == nil && b.Time.After(now.Add(-Lifetime(b, fallback)))
+}
+
+// Decide applies the rule for self at now: of self and the live beats of
+// self's shard and site (older beats of one instance give way to its
+// newest; self's own stored beats to self), the earliest start wins, the
+// instance id breaking ties. interval is self's schedule interval, the
+// lifetime of beats that name none. Every implausible beat, of any shard
+// or site, is reported in Ignored.
+func Decide(beats []store.Heartbeat, self store.Heartbeat, now time.Time, interval time.Duration) Decision {
+	var ignored []Ignored
+	reported := map[string]bool{}
+	for _, b := range beats {
+		if err := Plausible(b, now, interval); err != nil && !reported[b.Instance] {
+			reported[b.Instance] = true
+			ignored = append(ignored, Ignored{Beat: b, Err: err})
+		}
+	}
+	holder, live := self, 1
+	seen := map[string]bool{self.Instance: true}
+	for _, b := range beats {
+		if b.Shard != self.Shard || b.Site != self.Site || seen[b.Instance] || !Live(b, now, interval) {
+			continue
+		}
+		seen[b.Instance] = true
+		live++
+		if before(b, holder) {
+			holder = b
+		}
+	}
+	// The newest live beat of the holder, for its age in the reason.
+	for _, b := range beats {
+		if b.Instance == holder.Instance && b.Shard == self.Shard && b.Site == self.Site &&
+			Live(b, now, interval) && b.Time.After(holder.Time) {
+			holder = b
+		}
+	}
+	d := Decision{Active: holder.Instance == self.Instance, Holder: holder, Live: live, Ignored: ignored,
+		Disagree: disagree(beats, self, now, interval)}
+	where := "shard " + self.Shard
+	if self.Site != "" {
+		where += " at site " + self.Site
+	}
+	switch {
+	case d.Active && live == 1:
+		d.Reason = fmt.Sprintf("active: no other live instance of %s", where)
+	case d.Active:
+		d.Reason = fmt.Sprintf("active: the earliest started of %d live instances of %s", live, where)
+	default:
+		d.Reason = fmt.Sprintf("standby: instance %s on host %s (started %s, heartbeat %s ago) probes %s; this one resumes once that heartbeat is %s old",
+			holder.Instance, holder.Host, holder.Start().Format(time.RFC3339), now.Sub(holder.Time).Round(time.Millisecond), where,
+			Lifetime(holder, interval))
+	}
+	return d
+}
+
+// disagree returns the newest live beat of each instance at a site but
+// self's, when it lists sites and not self's, sorted by site and instance.
+func disagree(beats []store.Heartbeat, self store.Heartbeat, now time.Time, interval time.Duration) []store.Heartbeat {
+	if self.Sites == "" {
+		return nil
+	}
+	newest := map[string]store.Heartbeat{}
+	for _, b := range beats {
+		if b.Site == self.Site || !Live(b, now, interval) {
+			continue
+		}
+		if n, ok := newest[b.Instance]; !ok || b.Time.After(n.Time) {
+			newest[b.Instance] = b
+		}
+	}
+	var out []store.Heartbeat
+	for _, b := range newest {
+		if b.Sites != "" && b.Sites != self.Sites {
+			out = append(out, b)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Heartbeat) int {
+		return cmp.Or(cmp.Compare(a.Site, b.Site), cmp.Compare(a.Instance, b.Instance))
+	})
+	return out
+}
+
+// before reports whether a wins over b: the earlier start, then the
+// smaller instance id.
+func before(a, b store.Heartbeat) bool {
+	return cmp.Or(cmp.Compare(a.StartNS, b.StartNS), cmp.Compare(a.Instance, b.Instance)) < 0
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/lanewatch/lanewatch/store/lineproto"
+)
+
+// importBatch is how many probe points Import records at once.
+const importBatch = 5000
+
+// Imported counts what Import did.
+type Imported struct {
+	Probes   int // probe points recorded
+	Hourly   int // queue_hourly points rebuilt from them
+	Skipped  int // queue_hourly lines of the input, not imported: they are rebuilt from the probes
+	Deferred int // probe points whose hours wait for the store to be readable (they are in the spool)
+}
+
+// Import records the probe points of a line-protocol stream (an embedded
+// store file, a spool or a dead-letter file) through rec, in order,
+// importBatch points at a time, so that a switch from the file store to
+// InfluxDB keeps its history. The stream's queue_hourly lines are not
+// copied: rec rebuilds the hours of the imported probes from everything the
+// store holds, so an import never rolls an hourly record back to an older
+// or partial aggregate. Torn, corrupt and unknown lines are skipped and
+// reported to warn (nil discards). On a write error it stops and says after
+// which line.
+func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg string, args ...any)) (Imported, error) {
+	if warn == nil {
+		warn = func(string, ...any) {}
+	}
+	var res Imported
+	var ps []Probe
+	var last int64
+	flush := func() error {
+		if len(ps) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return &importError{line: last, err: err}
+		}
+		done, err := rec.Record(ctx, ps)
+		if err != nil {
+			return &importError{line: last, err: err}
+		}
+		res.Probes += len(ps)
+		res.Hourly += len(done.Hourly)
+		if done.Deferred {
+			res.Deferred += len(ps)
+		}
+		ps = ps[:0]
+		return nil
+	}
+	err := lineproto.ScanLines(ctx, r, func(n int64, line []byte, terminated bool) error {
+		last = n
+		if !terminated {
+			warn("skipped torn last line (no newline)", "line", n)
+			return nil
+		}
+		switch kindOf(line) {
+		case kindSkip:
+			return nil
+		case kindHourly:
+			res.Skipped++
+			return nil
+		case kindHeartbeat: // a sign of life of its day, not history
+			return nil
+		case kindProbe:
+			p, err := decodeProbe(line)
+			if err != nil {
+				warn("skipped corrupt line", "line", n, "err", err.Error())
+				return nil
+			}
+			ps = append(ps, p)
+		default:
+			warn("skipped corrupt line: not a probe or queue_hourly point", "line", n)
+			return nil
+		}
+		if len(ps) >= importBatch {
+			return flush()
+		}
+		return nil
+	}, func(n int64) {
+		warn("skipped corrupt line: longer than 1 MiB", "line", n)
+	})
+	if err == nil {
+		err = flush()
+	}
+	var described *importError
+	if err != nil && !errors.As(err, &described) {
+		err = fmt.Errorf("import: read: %w", err)
+	}
+	return res, err
+}
+
+// importError is a failed Record (or cancellation) during Import.
+type importError struct {
+	line int64
+	err  error
+}
+
+func (e *importError) Error() string { return fmt.Sprintf("import up to line %d: %v", e.line, e.err) }
+func (e *importError) Unwrap() error { return e.err }
