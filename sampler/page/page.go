@@ -14,7 +14,10 @@ import (
 // server (none today beyond outcomes and numbers, but a Detail may follow)
 // are escaped by html/template like every other value.
 type Page struct {
-	Now       time.Time
+	Now time.Time
+	// Location is the zone every time on the page is shown in, and says
+	// so: the config's timezone (nil: UTC).
+	Location  *time.Location
 	Site      string // "" when the sampler has no site
 	Shard     string // "2/5", or "" for all lanes
 	Schedule  string
@@ -26,10 +29,13 @@ type Page struct {
 	Lanes  []Lane
 	Groups []Group
 
-	// Policy is the live policy of the current hour, nil when it could not
-	// be computed (PolicyErr says why).
-	Policy    *policy.File
-	PolicyErr string
+	// Policy is the current hour's policy file, read from PolicyPath,
+	// which was written at PolicyWritten; nil when it could not be read
+	// (PolicyErr says why, and how to get one).
+	Policy        *policy.File
+	PolicyPath    string
+	PolicyWritten time.Time
+	PolicyErr     string
 
 	// Chart is the swings chart of the last ChartDays days as an inline
 	// SVG document, empty when there is no data. It is the one value the
@@ -56,7 +62,10 @@ type Lane struct {
 	QuotaRemaining int64
 	QuotaReset     time.Time // zero when unknown
 	BackoffUntil   time.Time // zero when the lane does not back off
-	Skip           string    // why the next round would skip it ("budget", "quota until 14:00Z"), "" when it probes
+	Skip           string    // why the next round would skip it ("budget", "quota until 14:00"), "" when it probes
+	// Why says why the newest probe failed: its outcome, HTTP status and
+	// what the probe said; "" when it did not fail.
+	Why string
 }
 
 // Probe is one stored probe of a lane.

@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/store"
 )
 
 //go:embed templates/*.html.tmpl
 var templateFS embed.FS
 
 var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
-	"rfc":   rfc3339,
+	"rfc":   func(time.Time) string { panic("rfc is the page's own (Render)") },
 	"secs":  secs,
 	"fixed": fixed,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
@@ -42,8 +44,10 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 // does).
 func Render(w io.Writer, p Page) error {
 	v := view{Page: p}
+	v.Location = store.OrUTC(p.Location)
 	v.chart, v.chartErr = checkChart(p.Chart)
-	if err := page.Execute(w, v); err != nil {
+	t := template.Must(page.Clone()).Funcs(template.FuncMap{"rfc": v.rfc})
+	if err := t.Execute(w, v); err != nil {
 		return fmt.Errorf("status page: %w", err)
 	}
 	return nil
@@ -84,22 +88,23 @@ func (v view) Rel(t time.Time) string {
 	return "now"
 }
 
-// Clock is a probe's time in a table cell: HH:MM in UTC, with the date
-// (MM-DD) in front when it is not the page's day.
+// Clock is a probe's time in a table cell: HH:MM in the page's zone, with
+// the date (MM-DD) in front when it is not the page's day.
 func (v view) Clock(t time.Time) string {
-	t, now := t.UTC(), v.Now.UTC()
+	t, now := t.In(v.Location), v.Now.In(v.Location)
 	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
 		return t.Format("15:04")
 	}
 	return t.Format("01-02 15:04")
 }
 
-// rfc3339 is t in UTC to the second, "—" for the zero time.
-func rfc3339(t time.Time) string {
+// rfc is t in the page's zone to the second, with its offset; "—" for
+// the zero time.
+func (v view) rfc(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return t.In(v.Location).Format(time.RFC3339)
 }
 
 // compact is a duration to the minute (to the second under a minute):
