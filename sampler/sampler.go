@@ -101,7 +101,7 @@ type Sampler struct {
 
 	mu     sync.Mutex
 	seen   map[string]store.Probe // newest probe of each lane this process stored
-	detail map[string]detail      // what each lane's newest failed probe of this process said (status.go)
+	detail map[string]detail      // what each lane's newest probe of this process said (status.go)
 	duty   dutyState              // heartbeats and standby (duty.go)
 }
 
@@ -283,7 +283,9 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 		default:
 			r.Samples = append(r.Samples, pr.sample)
 			points[i] = Point(pr.sample, s.site, booked[i].Time)
-			s.noteDetail(points[i], pr.sample.Detail)
+			s.mu.Lock()
+			s.detail[points[i].Lane] = detail{points[i].Time, pr.sample.Detail}
+			s.mu.Unlock()
 			if pr.cancelled {
 				points[i] = cancelledPoint(points[i], pr.sample)
 			}

@@ -110,27 +110,17 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
 			// Trusted: the Chart (package swings, through app) drew it from
 			// numbers and lane names, which the config limits to [a-z0-9_-].
-			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))
+			p.Chart = template.HTML(svg.String())
 		}
 	}
 	return p
 }
 
-// detail is what a failed probe said (probe.Sample.Detail), which the
-// store does not keep, with the time of its point.
+// detail is what a probe said (probe.Sample.Detail, which the store does
+// not keep), at its point's time.
 type detail struct {
 	at   time.Time
 	text string
-}
-
-// noteDetail keeps what the probe of point said of its failure, for the
-// page.
-func (s *Sampler) noteDetail(point store.Probe, text string) {
-	if !point.OK && text != "" {
-		s.mu.Lock()
-		s.detail[point.Lane] = detail{point.Time, text}
-		s.mu.Unlock()
-	}
 }
 
 // why says why the stored probe pr failed: its outcome, its HTTP status,
@@ -142,20 +132,8 @@ func (s *Sampler) why(pr store.Probe) string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d, ok := s.detail[pr.Lane]; ok && d.at.Equal(pr.Time) {
+	if d := s.detail[pr.Lane]; d.at.Equal(pr.Time) && d.text != "" {
 		w += ": " + d.text
 	}
 	return w
-}
-
-// stripXMLHeader drops an <?xml ...?> declaration so the SVG can sit inline
-// in an HTML document.
-func stripXMLHeader(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			b = bytes.TrimSpace(b[i+2:])
-		}
-	}
-	return string(b)
 }

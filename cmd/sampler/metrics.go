@@ -37,9 +37,7 @@ type metrics struct {
 	spool      prometheus.Gauge
 	storeErrs  prometheus.Counter
 	standby    prometheus.Gauge
-	// For the alert rules (deploy/prometheus): when a round was last
-	// stored, the longest gap between two rounds, when each quota
-	// group's day ends.
+	// For the alert rules (deploy/prometheus).
 	lastRound   prometheus.Gauge
 	interval    prometheus.Gauge
 	budgetReset *prometheus.GaugeVec
@@ -53,8 +51,7 @@ type metrics struct {
 	standbyWhy atomic.Pointer[string]
 }
 
-// newMetrics returns the metrics of a sampler of a site and shard, which
-// label lanewatch_standby.
+// newMetrics returns the metrics of a sampler of a site and shard.
 func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(), groups: groups,
@@ -158,6 +155,18 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 	m.lastStored.Store(err == nil)
 }
 
+// problem is why the daemon is unhealthy, "" when it is not: it stands
+// by, or its last round was not stored.
+func (m *metrics) problem() string {
+	if why := m.standbyWhy.Load(); why != nil {
+		return *why
+	}
+	if e := m.lastErr.Load(); !m.lastStored.Load() && e != nil {
+		return "last round was not stored: " + *e
+	}
+	return ""
+}
+
 // statusLoadTimeout bounds the status page's store reads.
 const statusLoadTimeout = 10 * time.Second
 
@@ -172,21 +181,9 @@ func (d *daemon) handler() http.Handler {
 		p := d.s.Status(ctx)
 		p.Store = d.storeName()
 		p.NextRound = d.nextRound()
-		f := d.readHourFile(p.Now)
-		p.PolicyPath, p.PolicyWritten = f.path, f.written
-		if f.err != nil {
-			p.PolicyErr = f.err.Error()
-		} else {
-			p.Policy = &f.File
-		}
-		if why := d.metrics.standbyWhy.Load(); why != nil {
-			p.Healthy, p.Problem = false, *why
-		}
-		if !d.metrics.lastStored.Load() && p.Healthy {
-			p.Healthy, p.Problem = false, "last round was not stored"
-			if e := d.metrics.lastErr.Load(); e != nil {
-				p.Problem += ": " + *e
-			}
+		d.hourFile(&p)
+		if why := d.metrics.problem(); why != "" {
+			p.Healthy, p.Problem = false, why
 		}
 		return p
 	}))
@@ -196,16 +193,8 @@ func (d *daemon) handler() http.Handler {
 		if t := d.nextRound(); !t.IsZero() {
 			next = ", next round at " + t.UTC().Format(time.RFC3339)
 		}
-		if why := d.metrics.standbyWhy.Load(); why != nil {
-			http.Error(w, *why+next, http.StatusServiceUnavailable)
-			return
-		}
-		if !d.metrics.lastStored.Load() {
-			why := "unknown error"
-			if e := d.metrics.lastErr.Load(); e != nil {
-				why = *e
-			}
-			http.Error(w, "last round was not stored: "+why+next, http.StatusServiceUnavailable)
+		if why := d.metrics.problem(); why != "" {
+			http.Error(w, why+next, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintf(w, "ok: %d rounds%s\n", d.metrics.rounds.Load(), next)

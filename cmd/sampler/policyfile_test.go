@@ -61,6 +61,17 @@ func TestRoundWritesTheHourFiles(t *testing.T) {
 	if code, body := httpGet(t, addr, "/api/v1/policy"); code != http.StatusOK || !strings.Contains(body, `"hour":"`+this+`"`) {
 		t.Errorf("/api/v1/policy after a round: %d %s", code, body)
 	}
+	// At 12:30 the day's forecasts hold 12h too: the live file of 12h is
+	// not replaced by its forecast, whatever the hour the test runs at.
+	noon := time.Date(now.Year(), now.Month(), now.Day(), 12, 30, 0, 0, d.cfg.Location)
+	if paths := d.writePolicies(context.Background(), noon); len(paths) != 2 {
+		t.Fatalf("wrote %v, want the hour's file and the next", paths)
+	}
+	for hour, basis := range map[time.Time]string{noon: policy.BasisLive, noon.Add(time.Hour): policy.BasisForecast} {
+		if f, _, err := d.folder().Read(store.HourLabel(hour, d.cfg.Location)); err != nil || f.Basis != basis {
+			t.Errorf("%s: basis %q (%v), want %s", store.HourLabel(hour, d.cfg.Location), f.Basis, err, basis)
+		}
+	}
 }
 
 // With policy.write false a round writes no policy file, and the page says
@@ -91,7 +102,7 @@ func TestPolicyWriteOff(t *testing.T) {
 		t.Errorf("policy.write false: the round wrote %v (%v):\n%s", entries, err, out.String())
 	}
 	_, page := httpGet(t, addr, "/")
-	if !strings.Contains(page, "does not exist; policy.write is false: run policygen -config F") {
+	if !strings.Contains(page, "does not exist; the sampler writes it after each round (policy.write), policygen -config F too") {
 		t.Errorf("the page does not say how to get a policy file:\n%s", page)
 	}
 	if _, metrics := httpGet(t, addr, "/metrics"); strings.Contains(metrics, "lanewatch_lane_eligible{") {

@@ -137,16 +137,5 @@ func swingsChart(t testing.TB, lanes ...string) template.HTML {
 	if err := swings.WriteChart(&b, rep, swings.ChartOptions{Format: "svg"}); err != nil {
 		t.Fatal(err)
 	}
-	return template.HTML(stripXMLHeader(b.Bytes()))
-}
-
-// stripXMLHeader drops the <?xml ...?> declaration, as the sampler does.
-func stripXMLHeader(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			b = bytes.TrimSpace(b[i+2:])
-		}
-	}
-	return string(b)
+	return template.HTML(b.String()) // with its <?xml declaration, as the sampler hands it over
 }

@@ -14,12 +14,10 @@ import (
 // server (none today beyond outcomes and numbers, but a Detail may follow)
 // are escaped by html/template like every other value.
 type Page struct {
-	Now time.Time
-	// Location is the zone every time on the page is shown in, and says
-	// so: the config's timezone (nil: UTC).
-	Location  *time.Location
-	Site      string // "" when the sampler has no site
-	Shard     string // "2/5", or "" for all lanes
+	Now       time.Time
+	Location  *time.Location // the config's zone: every time is shown in it (nil: UTC)
+	Site      string         // "" when the sampler has no site
+	Shard     string         // "2/5", or "" for all lanes
 	Schedule  string
 	NextRound time.Time // zero when not known (-once)
 	Store     string    // "file /var/lib/lanewatch/samples.lp", "influx http://… bucket …"
@@ -30,8 +28,7 @@ type Page struct {
 	Groups []Group
 
 	// Policy is the current hour's policy file, read from PolicyPath,
-	// which was written at PolicyWritten; nil when it could not be read
-	// (PolicyErr says why, and how to get one).
+	// written at PolicyWritten; nil: PolicyErr says why, how to get one.
 	Policy        *policy.File
 	PolicyPath    string
 	PolicyWritten time.Time
@@ -63,9 +60,7 @@ type Lane struct {
 	QuotaReset     time.Time // zero when unknown
 	BackoffUntil   time.Time // zero when the lane does not back off
 	Skip           string    // why the next round would skip it ("budget", "quota until 14:00"), "" when it probes
-	// Why says why the newest probe failed: its outcome, HTTP status and
-	// what the probe said; "" when it did not fail.
-	Why string
+	Why            string    // why the newest probe failed ("http_error (HTTP 401): …"), "" when it did not
 }
 
 // Probe is one stored probe of a lane.

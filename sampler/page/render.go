@@ -152,9 +152,9 @@ var unsafeChart = regexp.MustCompile(`(?i)<\s*/?\s*(script|foreignobject|iframe|
 
 // checkChart returns the chart to inline, or why it is left out. The chart
 // is trusted (Page.Chart says why); this is a second line behind that
-// trust, not a sanitizer: it accepts one <svg> element (after an optional
-// comment, as gonum/plot writes it) with nothing after it, and nothing in
-// it that scripts, embeds or links.
+// trust, not a sanitizer: it accepts one <svg> element (after an XML
+// declaration and comments, as gonum/plot writes them, which it drops)
+// with nothing after it, and nothing in it that scripts, embeds or links.
 func checkChart(c template.HTML) (template.HTML, string) {
 	s := strings.TrimSpace(string(c))
 	if s == "" {
@@ -169,23 +169,28 @@ func checkChart(c template.HTML) (template.HTML, string) {
 	case unsafeChart.MatchString(s):
 		return "", "the chart holds markup a chart never needs"
 	}
-	return template.HTML(s), ""
+	return template.HTML(s[strings.Index(lower, "<svg"):]), ""
 }
 
-// onlyComments reports whether s is whitespace and <!-- comments --> only.
+// onlyComments reports whether s is whitespace, <!-- comments --> and
+// <?xml declarations?> only.
 func onlyComments(s string) bool {
 	for {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			return true
 		}
-		if !strings.HasPrefix(s, "<!--") {
+		start, stop := "<!--", "-->"
+		if strings.HasPrefix(s, "<?xml") {
+			start, stop = "<?xml", "?>"
+		}
+		if !strings.HasPrefix(s, start) {
 			return false
 		}
-		end := strings.Index(s, "-->")
+		end := strings.Index(s, stop)
 		if end < 0 {
 			return false
 		}
-		s = s[end+3:]
+		s = s[end+len(stop):]
 	}
 }

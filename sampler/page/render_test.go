@@ -287,6 +287,8 @@ func TestChartBreakout(t *testing.T) {
 		{"empty", "", false},
 		{"blank", " \n", false},
 		{"comment first", "<!-- made by hand -->\n<svg></svg>", true},
+		{"xml declaration first", "<?xml version=\"1.0\"?>\n<!-- gonum -->\n<svg></svg>", true},
+		{"xml declaration not closed", "<?xml version=\"1.0\"\n<svg></svg>", false},
 		{"text first", "hello <svg></svg>", false},
 		{"markup first", "<b>x</b><svg></svg>", false},
 		{"after the svg", "<svg></svg><script>alert(1)</script>", false},
@@ -311,6 +313,9 @@ func TestChartBreakout(t *testing.T) {
 			}
 			if inlined := tags["svg"]; inlined != tc.inline {
 				t.Errorf("chart inlined = %v, want %v", inlined, tc.inline)
+			}
+			if strings.Contains(got, "<?xml") {
+				t.Errorf("the page has the chart's XML declaration")
 			}
 			c, problem := checkChart(tc.chart)
 			if tc.inline != (c != "") || (strings.TrimSpace(string(tc.chart)) != "" && !tc.inline && problem == "") {
