@@ -44,10 +44,12 @@ func TestRoundWritesWhatPolicygenWrites(t *testing.T) {
 	loc := time.UTC // the config's
 	now := time.Now()
 	this, next := store.HourLabel(now, loc), store.HourLabel(now.Add(time.Hour), loc)
-	out := filepath.Join(dir, "policygen")
-	run(t, invocation{bin: "policygen", args: []string{"-config", cfg, "-hour", this, "-out", out}}).want(t, 0)
-	run(t, invocation{bin: "policygen", args: []string{"-config", cfg, "-day", now.Add(time.Hour).In(loc).Format("2006-01-02"), "-out", out}}).want(t, 0)
-	for _, hour := range []string{this, next} {
+	// Two folders: -day writes 24 files, this hour's forecast among them
+	// when the next hour is the same day.
+	hourOut, dayOut := filepath.Join(dir, "policygen-hour"), filepath.Join(dir, "policygen-day")
+	run(t, invocation{bin: "policygen", args: []string{"-config", cfg, "-hour", this, "-out", hourOut}}).want(t, 0)
+	run(t, invocation{bin: "policygen", args: []string{"-config", cfg, "-day", now.Add(time.Hour).In(loc).Format("2006-01-02"), "-out", dayOut}}).want(t, 0)
+	for hour, out := range map[string]string{this: hourOut, next: dayOut} {
 		mine, err := os.ReadFile(filepath.Join(dir, "policies", hour+".yaml"))
 		if err != nil {
 			t.Fatal(err)
