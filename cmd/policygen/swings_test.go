@@ -554,8 +554,8 @@ func TestSwingsChartDeadlines(t *testing.T) {
 		want map[string]int
 	}{
 		// Free peaks at 28 s: 60 s is on the plot, 600 s is named in the legend.
-		{"linear", false, map[string]int{"interactive deadline 60 s": 1, "batch deadline 600 s": 0, "batch 600 s: above": 1, "class deadline": 1}},
-		{"log", true, map[string]int{"interactive deadline 60 s": 1, "batch deadline 600 s": 1, "batch 600 s: above": 0, "class deadline": 1}},
+		{"linear", false, map[string]int{"interactive 60 s": 1, "batch 600 s": 0, "batch 600 s: above": 1, "class deadline": 1}},
+		{"log", true, map[string]int{"interactive 60 s": 1, "batch 600 s": 1, "batch 600 s: above": 0, "class deadline": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".svg")
