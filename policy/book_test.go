@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,6 +157,12 @@ func TestBookOrderOfChecks(t *testing.T) {
 		{"ineligible paid does not stop a free retry", nil, with(func(p *BookPolicy) { p.PaidEligible = false }), RetryFree, WhyFreeFits},
 		{"neither eligible", nil, with(func(p *BookPolicy) { p.FreeEligible, p.PaidEligible = false, false }), Stop, WhyNoneEligible},
 		{"zero value policy stops", nil, BookPolicy{}, Stop, WhyNoneEligible},
+		{"an error cuts over where free fits", []Attempt{{QueueS: 1, Error: true}}, fits, CutOver, WhyErrorPaidFits},
+		{"an error of an earlier attempt too", []Attempt{{QueueS: 1, Error: true}, {QueueS: 1}}, fits, CutOver, WhyErrorPaidFits},
+		{"an error, paid does not fit", []Attempt{{QueueS: 1, Error: true}}, with(func(p *BookPolicy) { p.PaidQueueS = 95 }), Stop, WhyErrorNoneFits},
+		{"an error, paid not eligible", []Attempt{{QueueS: 1, Error: true}}, with(func(p *BookPolicy) { p.PaidEligible = false }), Stop, WhyErrorPaidIneligible},
+		{"an error with the free lane ineligible says the hour", []Attempt{{QueueS: 1, Error: true}}, with(func(p *BookPolicy) { p.FreeEligible = false }), CutOver, WhyFreeIneligiblePaidFits},
+		{"shipped beats an error", []Attempt{{QueueS: 1, Error: true}, {QueueS: 1, Shipped: true}}, fits, Stop, WhyShipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Book(tc.attempts, tc.pol)
@@ -223,12 +230,14 @@ func TestBookInvariants(t *testing.T) {
 		as := make([]Attempt, n)
 		var spent float64
 		var tokens int
-		shipped := false
+		shipped, erred := false, false
 		for j := range as {
-			as[j] = Attempt{QueueS: rng.Float64() * 60, GenS: rng.Float64() * 30, EmittedTokens: rng.IntN(1000), Shipped: rng.IntN(20) == 0}
+			as[j] = Attempt{QueueS: rng.Float64() * 60, GenS: rng.Float64() * 30, EmittedTokens: rng.IntN(1000), Shipped: rng.IntN(20) == 0,
+				Error: rng.IntN(8) == 0}
 			spent += as[j].QueueS + as[j].GenS
 			tokens += as[j].EmittedTokens
 			shipped = shipped || as[j].Shipped
+			erred = erred || as[j].Error
 		}
 		p := BookPolicy{
 			DeadlineS: rng.Float64() * 600, CeilingTokens: rng.IntN(8000),
@@ -244,20 +253,24 @@ func TestBookInvariants(t *testing.T) {
 		if d.SpentS != spent || d.RemainingS != rem || d.SpentTokens != tokens || d.ProjectedTokens != tokens+p.NextEstTokens {
 			t.Fatalf("case %d: sums: %+v", i, d)
 		}
+		free := p.FreeEligible && !erred && freeFits // an attempt that ended in an error is never retried free
 		var ok bool
 		switch d.Action {
 		case RetryFree:
-			ok = !shipped && !over && p.FreeEligible && freeFits
+			ok = !shipped && !over && free
 		case CutOver:
-			ok = !shipped && !over && !(p.FreeEligible && freeFits) && p.PaidEligible && paidFits
+			ok = !shipped && !over && !free && p.PaidEligible && paidFits
 		case Stop:
-			ok = shipped || over || (!(p.FreeEligible && freeFits) && !(p.PaidEligible && paidFits))
+			ok = shipped || over || (!free && !(p.PaidEligible && paidFits))
 		}
 		if !ok {
-			t.Fatalf("case %d: %s (%s) with shipped=%v over=%v freeFits=%v paidFits=%v policy %+v", i, d.Action, d.Why, shipped, over, freeFits, paidFits, p)
+			t.Fatalf("case %d: %s (%s) with shipped=%v over=%v erred=%v freeFits=%v paidFits=%v policy %+v", i, d.Action, d.Why, shipped, over, erred, freeFits, paidFits, p)
 		}
 		if d.Action == Stop && !shipped && !over && !p.FreeEligible && !strings.Contains(d.Why, "free lane is not eligible") && d.Why != WhyNoneEligible {
 			t.Fatalf("case %d: why %q does not say the free lane is not eligible", i, d.Why)
+		}
+		if d.Action != RetryFree && !shipped && !over && p.FreeEligible && erred && freeFits && !strings.HasPrefix(d.Why, "an attempt ended in an error") {
+			t.Fatalf("case %d: why %q does not say an attempt ended in an error", i, d.Why)
 		}
 	}
 }
@@ -383,7 +396,8 @@ func TestBookPropertyWithinBounds(t *testing.T) {
 		}
 		as := make([]Attempt, n)
 		for j := range as {
-			as[j] = Attempt{QueueS: boundedFloat(rng, MaxSeconds), GenS: boundedFloat(rng, MaxSeconds), EmittedTokens: boundedCount(rng), Shipped: rng.IntN(30) == 0}
+			as[j] = Attempt{QueueS: boundedFloat(rng, MaxSeconds), GenS: boundedFloat(rng, MaxSeconds), EmittedTokens: boundedCount(rng), Shipped: rng.IntN(30) == 0,
+				Error: rng.IntN(30) == 0}
 		}
 		p := BookPolicy{
 			DeadlineS: boundedFloat(rng, MaxSeconds), CeilingTokens: boundedCount(rng),
@@ -414,7 +428,7 @@ func TestBookPropertyOutOfBounds(t *testing.T) {
 	for i := range 20000 {
 		as := make([]Attempt, rng.IntN(4))
 		for j := range as {
-			as[j] = Attempt{QueueS: f(), GenS: f(), EmittedTokens: k(), Shipped: rng.IntN(30) == 0}
+			as[j] = Attempt{QueueS: f(), GenS: f(), EmittedTokens: k(), Shipped: rng.IntN(30) == 0, Error: rng.IntN(30) == 0}
 		}
 		p := BookPolicy{
 			DeadlineS: f(), CeilingTokens: k(), NextQueueS: f(), NextGenS: f(), NextEstTokens: k(),
@@ -428,8 +442,8 @@ func TestBookPropertyOutOfBounds(t *testing.T) {
 
 func checkBookProperties(t *testing.T, i int, as []Attempt, p BookPolicy, d Decision) {
 	t.Helper()
-	if d.Action == RetryFree && !p.FreeEligible {
-		t.Fatalf("case %d: retry_free with the free lane not eligible: %+v", i, d)
+	if d.Action == RetryFree && (!p.FreeEligible || slices.ContainsFunc(as, func(a Attempt) bool { return a.Error })) {
+		t.Fatalf("case %d: retry_free with the free lane not eligible or after an error: %+v", i, d)
 	}
 	if d.Action == CutOver && !p.PaidEligible {
 		t.Fatalf("case %d: cut_over with the paid lane not eligible: %+v", i, d)

@@ -61,6 +61,32 @@ func TestDecodeBookInputVectors(t *testing.T) {
 	}
 }
 
+// An attempt's optional error says it ended in an error; absent or null,
+// it did not (the shared vectors have no such key and keep their answers).
+func TestDecodeBookInputAttemptError(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		want  bool
+		err   string
+	}{
+		{"", false, ""},
+		{`, "error": null`, false, ""},
+		{`, "error": false`, false, ""},
+		{`, "error": true`, true, ""},
+		{`, "error": "yes"`, false, "attempts[0].error: "},
+	} {
+		in, err := DecodeBookInput([]byte(`{"attempts": [{"queue_s": 1, "gen_s": 0, "emitted_tokens": 0, "shipped": false`+tc.field+`}]}`), false)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.field, err, tc.err)
+			}
+		case err != nil || in.Attempts[0].Error != tc.want:
+			t.Errorf("%q: %+v, %v; want error %v", tc.field, in.Attempts, err, tc.want)
+		}
+	}
+}
+
 // Errors name the line and the field, in input spread over lines as in one.
 func TestDecodeBookInputErrorLines(t *testing.T) {
 	good := `{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`
@@ -97,6 +123,7 @@ func FuzzBookInput(f *testing.F) {
 	f.Add([]byte(`{"attempts": [{"queue_s": -0, "gen_s": 1e9, "emitted_tokens": 1e12, "shipped": true}], ` + goodBookPolicy + `}`))
 	f.Add([]byte(`{"attempts": [], "policy": {"deadline_s": 1, "free_eligible": false, "paid_lane": null}}`))
 	f.Add([]byte(`{"attempts": [{"queue_s": 1, "queue_s": 2}]}`))
+	f.Add([]byte(`{"attempts": [{"queue_s": 1, "gen_s": 0, "emitted_tokens": 0, "shipped": false, "error": true}], ` + goodBookPolicy + `}`))
 	f.Add([]byte(`{"a\u0000b": 1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := DecodeBookInput(data, true)
@@ -112,6 +139,7 @@ func FuzzBookInput(f *testing.F) {
 				GenS          float64 `json:"gen_s"`
 				EmittedTokens int     `json:"emitted_tokens"`
 				Shipped       bool    `json:"shipped"`
+				Error         *bool   `json:"error"`
 			} `json:"attempts"`
 			Policy struct {
 				DeadlineS     float64 `json:"deadline_s"`
@@ -140,7 +168,8 @@ func FuzzBookInput(f *testing.F) {
 				t.Fatalf("attempts: %d vs %d", len(in.Attempts), len(ref.Attempts))
 			}
 			for i, a := range ref.Attempts {
-				if b := in.Attempts[i]; a.QueueS != b.QueueS || a.GenS != b.GenS || a.EmittedTokens != b.EmittedTokens || a.Shipped != b.Shipped {
+				if b := in.Attempts[i]; a.QueueS != b.QueueS || a.GenS != b.GenS || a.EmittedTokens != b.EmittedTokens || a.Shipped != b.Shipped ||
+					b.Error != (a.Error != nil && *a.Error) {
 					t.Fatalf("attempt %d: %+v vs %+v", i, b, a)
 				}
 			}
