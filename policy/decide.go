@@ -97,6 +97,11 @@ type DecisionInput struct {
 	FreeGenS     float64
 	FreeFailP    float64
 	Free         WaitDist
+	// FreeFailed: the free lane's probe failed this hour (probe_failed,
+	// not FreeEligible). It may still be tried first, its failure priced
+	// in FreeFailP, with a cut-over after which the paid attempt fits:
+	// trying it costs time, never the deadline.
+	FreeFailed bool
 }
 
 // Plan is the decision (Cutover) with its Score, and Ships: the
@@ -172,15 +177,21 @@ func (in *DecisionInput) PaidFirst() (Plan, bool) {
 }
 
 // FreeFirst returns the best plan that starts on the free lane (see
-// Decide), and false when there is none: the lane is not eligible, has no
-// wait, or a first token at once would still not ship in time.
+// Decide), and false when there is none: the lane is neither eligible nor
+// FreeFailed with a paid attempt to cut over to, has no wait, or a first
+// token at once would still not ship in time.
 func (in *DecisionInput) FreeFirst() (Plan, bool) {
 	d := in.deadline()
 	useful := d - in.FreeGenS // the latest T a free plan may use
-	if !in.FreeEligible || in.Free.N() == 0 || !num.Finite(useful) || useful <= 0 {
+	latest, fits := in.latest()
+	if in.FreeFailed && !in.FreeEligible && fits {
+		useful = min(useful, latest) // the paid attempt must fit after the cut-over
+	} else if !in.FreeEligible {
 		return Plan{}, false
 	}
-	latest, fits := in.latest()
+	if in.Free.N() == 0 || !num.Finite(useful) || useful <= 0 {
+		return Plan{}, false
+	}
 	if !fits {
 		latest = math.Inf(-1)
 	}

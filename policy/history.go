@@ -41,7 +41,7 @@ type laneHistory struct {
 	// The calibrated rule's observations (AddProbe), in time order, and its
 	// calibrators, one per lookback; obsBase counts the observations
 	// dropped from the front of obs since the calibrators started.
-	obs     []QueueObs
+	obs     []obsEntry
 	obsBase int
 	cals    []laneCal
 }

@@ -22,37 +22,98 @@ func ProbeObs(p store.Probe) (QueueObs, bool) {
 	return QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}, true
 }
 
-// laneCal is a calibrator of one lane for one lookback, fed the lane's
-// observations up to fed (a count from the first one ever added).
-type laneCal struct {
-	days int
-	cal  *Calibrator
-	fed  int
+// probeFailed says whether p counts in a lane's failure chain (failChain)
+// and whether it failed: an ok probe, or a failure of the lane (a 429
+// that is not busy, an error, a timeout); not a busy 429 (no failure, as
+// in an hour's record), nor a reservation, a cancelled or an unsent probe
+// (not the lane's doing).
+func probeFailed(p store.Probe) (failed, counts bool) {
+	switch {
+	case p.OK:
+		return false, true
+	case p.Outcome == store.OutcomeReserved || p.Outcome == store.OutcomeCancelled || p.Outcome == store.OutcomeUnsent || store.Busy(p):
+		return false, false
+	}
+	return true, true
 }
 
-// AddProbe adds a probe as an observation of the calibrated rule (see
-// ProbeObs; probes that are not one are ignored). Probes come in time
+// obsEntry is one probe of a lane as the calibrated rule keeps it: its
+// observation of the queue (when queue) and its place in the failure
+// chain (state: 0 none, 1 ok, 2 failed).
+type obsEntry struct {
+	QueueObs
+	queue bool
+	state int8
+}
+
+// laneCal is a calibrator of one lane for one lookback and the lane's
+// failure chain over the same window, fed the lane's entries up to fed (a
+// count from the first one ever added).
+type laneCal struct {
+	days  int
+	cal   *Calibrator
+	fed   int
+	chain failChain
+}
+
+// failChain counts, over the probes of a window, how often a failure
+// followed a failure and how often one followed an ok probe:
+// n[previous failed][this failed] over consecutive probes of the chain.
+type failChain struct {
+	head  int       // the window's first entry (a count, as laneCal.fed)
+	count int       // probes of the chain in the window
+	last  int8      // the newest probe's state
+	lastT time.Time // and time: the window is the lookback before it
+	n     [2][2]int
+}
+
+// chance is the chance the decisions give the lane's next attempt of
+// failing, from its failure chain: (failures after a probe like the newest
+// + 1) / (probes after one + 2), so that a lane with few failures, or a
+// first failure, is never taken to fail never or always.
+func (c *failChain) chance() (float64, bool) {
+	if c.last == 0 {
+		return 0, false
+	}
+	row := c.n[c.last-1]
+	return (float64(row[1]) + 1) / (float64(row[0]+row[1]) + 2), true
+}
+
+// AddProbe adds a probe for the calibrated rule: its observation of the
+// queue (ProbeObs) and its place in the lane's failure chain
+// (probeFailed); a probe that is neither is ignored. Probes come in time
 // order; an earlier one is put in its place and the lane's calibrators
 // start over. The calibrated rule reads these; the worst-of rule reads the
 // hourly records alone.
 func (x *History) AddProbe(p store.Probe) {
-	o, ok := ProbeObs(p)
-	if !ok {
+	o, queue := ProbeObs(p)
+	failed, counts := probeFailed(p)
+	if !queue && !counts {
 		return
+	}
+	e := obsEntry{QueueObs: QueueObs{Time: p.Time}, queue: queue}
+	if queue {
+		e.QueueObs = o
+	}
+	if counts {
+		e.state = 1
+		if failed {
+			e.state = 2
+		}
 	}
 	lh := x.lane(p.Lane)
 	n := len(lh.obs)
-	if n == 0 || !o.Time.Before(lh.obs[n-1].Time) {
-		lh.obs = append(lh.obs, o)
+	if n == 0 || !p.Time.Before(lh.obs[n-1].Time) {
+		lh.obs = append(lh.obs, e)
 		return
 	}
-	i, _ := slices.BinarySearchFunc(lh.obs, o.Time, func(a QueueObs, t time.Time) int {
+	i, _ := slices.BinarySearchFunc(lh.obs, p.Time, func(a obsEntry, t time.Time) int {
 		if a.Time.After(t) {
 			return 1
 		}
 		return -1
 	})
-	lh.obs = slices.Insert(lh.obs, i, o)
+	lh.obs = slices.Insert(lh.obs, i, e)
 	lh.cals = lh.cals[:0]
 	lh.obsBase = 0 // the counts restart with the calibrators
 }
@@ -85,20 +146,41 @@ func (lh *laneHistory) dropObs(cut int64) {
 // the observations added, over a lookback of days (<= 0: the rule's
 // default); false when the lane has none.
 func (x *History) calibrated(lh *laneHistory, days int, t time.Time, cov float64) (CalibratedFigure, bool) {
-	c := x.calibrator(lh, days)
-	if c == nil {
+	c := x.laneCal(lh, days)
+	if c == nil || !c.cal.seen {
 		return CalibratedFigure{}, false
 	}
-	if last := lh.obs[len(lh.obs)-1].Time; t.Before(last) {
-		t = last
+	if t.Before(c.cal.last) {
+		t = c.cal.last
 	}
-	return c.Quantile(t, cov)
+	return c.cal.Quantile(t, cov)
 }
 
 // calibrator returns the lane's calibrator over a lookback of days (<= 0:
 // the rule's default), fed every observation added; nil when the lane has
 // none.
 func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
+	if c := x.laneCal(lh, days); c != nil && c.cal.seen {
+		return c.cal
+	}
+	return nil
+}
+
+// failChance returns the chance the lane's next attempt fails (failChain)
+// over the lookback of days before its newest probe that counts; false
+// when none does.
+func (x *History) failChance(lh *laneHistory, days int) (float64, bool) {
+	c := x.laneCal(lh, days)
+	if c == nil {
+		return 0, false
+	}
+	return c.chain.chance()
+}
+
+// laneCal returns the lane's calibrator and failure chain over a lookback
+// of days (<= 0: the rule's default), fed every entry added, the chain's
+// window ending at the newest; nil when the lane has none.
+func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 	if lh == nil || len(lh.obs) == 0 {
 		return nil
 	}
@@ -117,14 +199,60 @@ func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
 		if err != nil {
 			return nil // the defaults are valid
 		}
-		lh.cals = append(lh.cals, laneCal{days: days, cal: cal, fed: lh.obsBase})
+		lh.cals = append(lh.cals, laneCal{days: days, cal: cal, fed: lh.obsBase, chain: failChain{head: lh.obsBase}})
 		c = &lh.cals[len(lh.cals)-1]
 	}
+	if c.chain.head < lh.obsBase { // entries it holds were dropped: count the rest anew
+		c.chain = failChain{head: lh.obsBase}
+		for i := range min(c.fed-lh.obsBase, len(lh.obs)) {
+			c.chain.push(lh.obs[i].state, lh.obs[i].Time)
+		}
+	}
 	for i := max(c.fed-lh.obsBase, 0); i < len(lh.obs); i++ {
-		_ = c.cal.Add(lh.obs[i]) // in time order: AddProbe keeps them so
+		e := &lh.obs[i]
+		if e.queue {
+			_ = c.cal.Add(e.QueueObs) // in time order: AddProbe keeps them so
+		}
+		c.chain.push(e.state, e.Time)
 	}
 	c.fed = lh.obsBase + len(lh.obs)
-	return c.cal
+	c.chain.evict(lh.obs, lh.obsBase, c.chain.lastT.Add(-time.Duration(days)*24*time.Hour))
+	return c
+}
+
+// push adds the next entry's state (0: not in the chain) and time.
+func (c *failChain) push(s int8, t time.Time) {
+	if s == 0 {
+		return
+	}
+	if c.count > 0 {
+		c.n[c.last-1][s-1]++
+	}
+	c.last, c.lastT = s, t
+	c.count++
+}
+
+// evict drops the entries before from from the front of the window; obs
+// are the lane's entries, the first of them entry base.
+func (c *failChain) evict(obs []obsEntry, base int, from time.Time) {
+	for c.head-base < len(obs) && obs[c.head-base].Time.Before(from) {
+		i := c.head - base
+		c.head++
+		s := obs[i].state
+		if s == 0 {
+			continue
+		}
+		c.count--
+		if c.count == 0 {
+			c.last = 0
+			continue
+		}
+		j := i + 1
+		for obs[j].state == 0 { // the next probe of the chain: count > 0 says there is one
+			j++
+		}
+		c.n[s-1][obs[j].state-1]--
+	}
 }
 
 // calibratedQueue is next_queue_s under the calibrated rule: the figure at

@@ -158,3 +158,52 @@ func TestLiveFigureFlooredByTheBasisWorst(t *testing.T) {
 		t.Errorf("next_queue_s %v, want the hour's worst 30 (the rule alone: %.2f)", l.NextQueueS, f.QueueS)
 	}
 }
+
+// The failure chain a History keeps up to date, one probe at a time, with
+// old hours dropped as a replay drops them, is the chain worked out the
+// long way from the probes that count (ok, or a failure of the lane: not
+// a busy 429, a reservation, a cancelled or an unsent probe) over the
+// lookback before the newest: on random lanes that fail in runs.
+func TestFailChainOverRandomProbes(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	outcomes := []string{"ok", "timeout", store.OutcomeRateLimited, store.OutcomeCancelled, store.OutcomeReserved, store.OutcomeUnsent}
+	for world := range 20 {
+		days := 1 + rng.IntN(4)
+		x := NewHistory(time.UTC)
+		var chain []store.Probe // the probes that count, in order
+		at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		failing := false
+		for i := range 1000 {
+			at = at.Add(time.Duration(rng.IntN(40)) * time.Minute) // equal times too
+			if rng.IntN(10) == 0 {
+				failing = !failing
+			}
+			p := store.Probe{Lane: "free", Kind: KindFree, Time: at, QueueS: 1 + rng.Float64(), OK: true, Outcome: "ok"}
+			if o := outcomes[rng.IntN(len(outcomes))]; failing && o != "ok" || !failing && rng.IntN(30) == 0 {
+				p.OK, p.Outcome = false, o
+				if o == store.OutcomeRateLimited && rng.IntN(2) == 0 {
+					p.QuotaResetS = 10 // busy: no failure
+				}
+			}
+			x.AddProbe(p)
+			if _, counts := probeFailed(p); counts {
+				chain = append(chain, p)
+			}
+			if len(chain) > 0 && rng.IntN(50) == 0 {
+				x.Drop(chain[len(chain)-1].Time.AddDate(0, 0, -2*days)) // older than the lookback
+			}
+			got, ok := x.failChance(x.lanes["free"], days)
+			if len(chain) == 0 {
+				if ok {
+					t.Fatalf("world %d probe %d: a chance %v with no probe in the chain", world, i, got)
+				}
+				continue
+			}
+			if want := chainChance(chain, days); !ok || math.Abs(got-want) > 1e-12 {
+				t.Fatalf("world %d probe %d (%s %s): chance %v, %v; want %v", world, i, p.Time.Format(time.RFC3339), p.Outcome, got, ok, want)
+			}
+		}
+	}
+}

@@ -177,22 +177,26 @@ type Lane struct {
 	Until      time.Time
 
 	worst float64 // laneAt's worst-of figure, for classes at other coverages; 0 outside
-	// basisFail is the largest share of failed probes among the lane's
-	// basis records of an earlier hour, which the calibrated rule prices
-	// instead of making the lane ineligible (FailShare).
-	basisFail float64
+	// failP is the chance the lane's next attempt fails, from its failure
+	// chain (the calibrated rule's live figures; chained says there is one).
+	failP   float64
+	chained bool
 }
 
-// FailShare returns the share of the lane's probes the decisions take to
-// fail (DecisionInput.FreeFailP): failures over samples, or the share of a
-// basis record of an earlier hour when that is larger (a failure of the
-// hour before, priced rather than banned).
+// FailShare returns the chance the decisions give the lane's next attempt
+// of failing (DecisionInput.FreeFailP). Under the calibrated rule it is
+// learnt from the lane's own probes over the lookback: of the probes that
+// followed one like its newest (failed, or ok), the share that failed,
+// (failed + 1) / (followed + 2). Otherwise (a forecast, a lane without
+// probes): failures over samples.
 func (l Lane) FailShare() float64 {
-	f := l.basisFail
-	if l.Samples > 0 {
-		f = max(f, float64(max(l.Failures, 0))/float64(l.Samples))
+	if l.chained {
+		return l.failP
 	}
-	return min(f, 1)
+	if l.Samples > 0 {
+		return min(float64(max(l.Failures, 0))/float64(l.Samples), 1)
+	}
+	return 0
 }
 
 // Class is a job class for the hour: the lanes a job of it can start on,
@@ -416,6 +420,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	l := s.lane(spec)
 	l.worst = l.NextQueueS
 	if p.Calibrated() {
+		l.failP, l.chained = x.failChance(lh, p.LookbackDays)
 		l.NextQueueS = x.calibratedQueue(lh, p.LookbackDays, t, p.CoverageOr(), l.NextQueueS)
 		for _, b := range bases {
 			// The seed's rule: keep the worst sample of the hour you run
@@ -434,16 +439,12 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	default:
 		// The seed's rule: a failed probe in a basis record makes the lane
 		// ineligible; under the calibrated rule only in the hour's own
-		// record, a failure of an earlier hour's being priced (FailShare).
+		// record (or one without an ok probe), a failure of an earlier
+		// hour's being priced (FailShare).
 		l.Reason = ReasonOK
 		for _, b := range bases {
-			switch {
-			case b.Samples-b.Failures < 1:
+			if b.Samples-b.Failures < 1 || b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()) {
 				l.Reason = ReasonProbeFailed
-			case b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()):
-				l.Reason = ReasonProbeFailed
-			case b.Failures > 0:
-				l.basisFail = max(l.basisFail, float64(b.Failures)/float64(b.Samples))
 			}
 		}
 	}
