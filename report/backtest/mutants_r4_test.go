@@ -57,8 +57,8 @@ func TestBaselineSweepBounds(t *testing.T) {
 			t.Errorf("%s: error %v, want ok %v", tc.name, err, tc.ok)
 			continue
 		}
-		if err == nil && !slices.Equal(b.base.deadlines[0], tc.deadlinesOfClass) {
-			t.Errorf("%s: deadlines %v, want %v", tc.name, b.base.deadlines[0], tc.deadlinesOfClass)
+		if err == nil && !slices.Equal(b.rep.deadlines[0], tc.deadlinesOfClass) {
+			t.Errorf("%s: deadlines %v, want %v", tc.name, b.rep.deadlines[0], tc.deadlinesOfClass)
 		}
 	}
 }
@@ -151,8 +151,9 @@ func TestBaselineAttemptThatFails(t *testing.T) {
 // none at or after the deadline. cancel-retry@1 on a lane whose queue is
 // always 10^6 s: one request a second, each cancelled; over 10 s 10 of
 // them, over 200,000 s 100,000. naive on a lane that always fails at once
-// (1 s an attempt, each meeting a probe of its own) and lanewatch's free
-// attempts (free_first, no paid lane) the same.
+// (1 s an attempt, each meeting a probe of its own) the same; lanewatch
+// (free_first, no paid lane) sends one: a failed attempt is an error, and
+// the ledger answers no free retry after one.
 // (strategies.go countOne `r.attempts++` → `--`; the loops of repeat,
 // cancel-retry and lanewatch: `at < r.d` → `<=`, `r.attempts <
 // maxBaselineAttempts` → `<=`, `&&` → `||`.)
@@ -182,8 +183,7 @@ func TestBaselineAttemptsBounded(t *testing.T) {
 		{"cancel-retry@1, 10 s", baseStrategy{kind: baseCancelRetry, t: 1}, true, 10, 10},
 		{"cancel-retry@1, 200,000 s", baseStrategy{kind: baseCancelRetry, t: 1}, true, 200000, maxBaselineAttempts},
 		{"naive, 200,000 s of fast failures", baseStrategy{kind: baseNaive}, false, 200000, maxBaselineAttempts},
-		{"lanewatch free first, 10 s of fast failures", baseStrategy{kind: baseLanewatch}, false, 10, 10},
-		{"lanewatch free first, 200,000 s of fast failures", baseStrategy{kind: baseLanewatch}, false, 200000, maxBaselineAttempts},
+		{"lanewatch free first, 200,000 s of fast failures", baseStrategy{kind: baseLanewatch}, false, 200000, 1},
 	} {
 		l := long(tc.d, tc.ok)
 		b := &Backtest{naive: l, lanes: map[string]*lane{"free": l}}
@@ -197,16 +197,12 @@ func TestBaselineAttemptsBounded(t *testing.T) {
 }
 
 // lanewatch with free_first and a paid lane: a free attempt that fails by
-// itself before cutover_after_s (20 s) is retried on the free lane; one
-// that fails at 20 s, or is cancelled then, cuts over to the paid lane
-// (docs/backtest.md, "Baselines"). Free lane: a failure after 5 s, then a
-// probe that met a 3 s queue (80 tok/s: 10 s for 800 tokens): the retry at
-// 5 s ships at 5 + 3 + 10 = 18 s, free. A failure after 20 s: paid at
-// 20 s, its probe's 1 s queue and 5 s (160 tok/s): met at 26 s, 800 paid
-// tokens, one free request.
-// (strategies.go play: `st.kind == stepAbandoned || at >= cancelAt` → `!=`,
-// `&&`, `at > cancelAt`, `at < cancelAt`.)
-func TestLanewatchBaselineRetriesFreeBeforeTheCutover(t *testing.T) {
+// itself before cutover_after_s (20 s) is an error, and the job cuts over
+// to the paid lane then, as at 20 s (docs/backtest.md, "Baselines"); the
+// free lane's next probe (a 3 s queue) is never met. Paid: its probe's 1 s
+// queue and 5 s (160 tok/s): met at 5 + 6 = 11 s, or 20 + 6 = 26 s, 800
+// paid tokens, one free request.
+func TestLanewatchBaselineCutsOverAfterAFreeFailure(t *testing.T) {
 	t0 := day0.UnixNano()
 	for _, tc := range []struct {
 		name             string
@@ -214,7 +210,7 @@ func TestLanewatchBaselineRetriesFreeBeforeTheCutover(t *testing.T) {
 		timeS            float64
 		freeReq, paidTok int64
 	}{
-		{"a failure at 5 s, retried free", []event{{t: t0, queue: 5}, {t: t0 + 5e9, queue: 3, gen: 0.2, rate: 80, tokens: 16, ok: true}}, 18, 2, 0},
+		{"a failure at 5 s, cut over", []event{{t: t0, queue: 5}, {t: t0 + 5e9, queue: 3, gen: 0.2, rate: 80, tokens: 16, ok: true}}, 11, 1, 800},
 		{"a failure at 20 s, cut over", []event{{t: t0, queue: 20}, {t: t0 + 20e9, queue: 3, gen: 0.2, rate: 80, tokens: 16, ok: true}}, 26, 1, 800},
 	} {
 		free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
@@ -249,7 +245,7 @@ func TestBaselineAttemptWithoutARate(t *testing.T) {
 // (strategies.go rows: `a.jobs > 0` → `>= 0`, `<= 0`; `100*float64(a.met)
 // /float64(a.jobs)` → `/`, `*`.)
 func TestBaselineMetPct(t *testing.T) {
-	bs := &baselines{strategies: []baseStrategy{{kind: baseNaive, name: StrategyNaive}}, deadlines: [][]float64{{60, 30}},
+	bs := &replays{baselines: true, strategies: []baseStrategy{{kind: baseNaive, name: StrategyNaive}}, deadlines: [][]float64{{60, 30}},
 		acc: [][]baseAcc{{{jobs: 3, met: 2, times: []float32{10, 20}}, {}}}}
 	b := &Backtest{naive: &lane{}, opts: Options{Params: params(1)}}
 	rows := bs.rows(b)
@@ -343,7 +339,7 @@ func TestLanewatchBaselineFollowsThePolicy(t *testing.T) {
 	}
 	j := &job{t0: opts.To.Add(time.Minute)}
 	b.evaluate(j)
-	cuts := b.base.cuts[j][0]
+	cuts := j.cuts[0]
 	for di, d := range []float64{60, 12, 30, 90} {
 		q := b.params[b.decide]
 		q.Classes = []policy.ClassSpec{p.Classes[0]}
