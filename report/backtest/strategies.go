@@ -68,13 +68,13 @@ type baseStrategy struct {
 // replays is the state of the job replay.
 type replays struct {
 	strategies []baseStrategy
-	baselines  bool                // asked for: the report has them
-	deadlines  [][]float64         // per class: its deadline, then the -deadlines ones
-	horizons   [][]time.Duration   // per class and deadline
-	acc        [][]baseAcc         // [class][deadline*len(strategies)+strategy]
-	params     policy.Params       // the decisions', with a class per class and deadline
-	dropped    int                 // replays left out: their horizon passes the newest probe
-	droppedOwn int                 // of them, the decisions' (Strategies at the class's deadline)
+	baselines  bool              // asked for: the report has them
+	deadlines  [][]float64       // per class: its deadline, then the -deadlines ones
+	horizons   [][]time.Duration // per class and deadline
+	acc        [][]baseAcc       // [class][deadline*len(strategies)+strategy]
+	params     policy.Params     // the decisions', with a class per class and deadline
+	dropped    int               // replays left out: their horizon passes the newest probe
+	droppedOwn int               // of them, the decisions' (Strategies at the class's deadline)
 	// The tuned baselines: fallbacks are the indices of the fallback@T
 	// strategies in grid order; tuneFrom the earliest arrival of a
 	// tuning job (zero: no tuning); tuners per class and deadline.
