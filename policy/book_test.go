@@ -549,3 +549,89 @@ func TestBookPolicyValidate(t *testing.T) {
 		})
 	}
 }
+
+// MarshalJSON refuses a decision with any non-finite figure; AppendJSON
+// writes it as 0 (issue 22 #9: only spent_s was checked).
+func TestDecisionJSONRejectsEveryNonFiniteFigure(t *testing.T) {
+	ok := Decision{Action: Stop, Why: WhyNoneFits, SpentS: 1.234, RemainingS: 2.345, SpentTokens: 10, ProjectedTokens: 20, SunkUSD: 0.00015}
+	data, err := json.Marshal(ok)
+	// In binary 1.234 is 1.23399… → 1.23; 2.345 is 2.345000…02 → 2.35; 0.00015 is 0.000149999… → 0.0001.
+	if want := `{"action":"stop","why":"` + WhyNoneFits + `","spent_s":1.23,"remaining_s":2.35,"spent_tokens":10,"projected_tokens":20,"sunk_usd_if_those_tokens_were_paid":0.0001}`; err != nil || string(data) != want {
+		t.Fatalf("got %s, %v\nwant %s", data, err, want)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Decision)
+		want string // AppendJSON's figures
+	}{
+		{"spent_s NaN", func(d *Decision) { d.SpentS = math.NaN() }, `"spent_s":0,"remaining_s":2.35,`},
+		{"remaining_s NaN", func(d *Decision) { d.RemainingS = math.NaN() }, `"spent_s":1.23,"remaining_s":0,`},
+		{"remaining_s -Inf", func(d *Decision) { d.RemainingS = math.Inf(-1) }, `"spent_s":1.23,"remaining_s":0,`},
+		{"sunk_usd NaN", func(d *Decision) { d.SunkUSD = math.NaN() }, `"sunk_usd_if_those_tokens_were_paid":0}`},
+		{"sunk_usd +Inf", func(d *Decision) { d.SunkUSD = math.Inf(1) }, `"sunk_usd_if_those_tokens_were_paid":0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := ok
+			tc.set(&d)
+			if data, err := d.MarshalJSON(); err == nil {
+				t.Errorf("MarshalJSON: %s, want an error", data)
+			}
+			if _, err := json.Marshal(d); err == nil {
+				t.Errorf("json.Marshal: want an error")
+			}
+			if got := string(d.AppendJSON(nil)); !strings.Contains(got, tc.want) {
+				t.Errorf("AppendJSON %s, want it to hold %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A token sum that reaches math.MaxInt exactly has not overflowed: it is
+// over a ceiling below MaxInt only (book.go's `sum > MaxInt-n` → `>=`
+// stopped a job whose projection is exactly MaxInt at a MaxInt ceiling).
+func TestBookTokenSumAtExactlyMaxInt(t *testing.T) {
+	p := BookPolicy{DeadlineS: 60, NextQueueS: 1, NextGenS: 1, FreeEligible: true, PaidEligible: true}
+	for _, tc := range []struct {
+		name      string
+		tokens    []int
+		est       int
+		ceiling   int
+		action    Action
+		spent     int
+		projected int
+	}{
+		{"estimate MaxInt, ceiling MaxInt", nil, math.MaxInt, math.MaxInt, RetryFree, 0, math.MaxInt},
+		{"estimate MaxInt, ceiling one less", nil, math.MaxInt, math.MaxInt - 1, Stop, 0, math.MaxInt},
+		{"attempts sum to MaxInt", []int{math.MaxInt - 5, 5}, 0, math.MaxInt, RetryFree, math.MaxInt, math.MaxInt},
+		{"attempts at MaxInt-5, estimate 5", []int{math.MaxInt - 5}, 5, math.MaxInt, RetryFree, math.MaxInt - 5, math.MaxInt},
+		{"attempts one past MaxInt", []int{math.MaxInt - 5, 6}, 0, math.MaxInt, Stop, math.MaxInt, math.MaxInt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var as []Attempt
+			for _, n := range tc.tokens {
+				as = append(as, Attempt{EmittedTokens: n})
+			}
+			q := p
+			q.NextEstTokens, q.CeilingTokens = tc.est, tc.ceiling
+			d := Book(as, q)
+			if d.Action != tc.action || d.SpentTokens != tc.spent || d.ProjectedTokens != tc.projected {
+				t.Fatalf("%+v; want %s, spent %d, projected %d", d, tc.action, tc.spent, tc.projected)
+			}
+			if tc.action == Stop && d.Why != WhyCeiling {
+				t.Fatalf("why %q, want the ceiling", d.Why)
+			}
+		})
+	}
+}
+
+// appendRounded with no decimals keeps an integer's zeros.
+func TestAppendRoundedNoDecimals(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{{100, "100"}, {2.5, "2"}, {3.5, "4"}, {0, "0"}, {-0.4, "0"}, {1e3, "1000"}} {
+		if got := string(appendRounded(nil, tc.x, 0)); got != tc.want {
+			t.Errorf("appendRounded(%v, 0) = %s, want %s", tc.x, got, tc.want)
+		}
+	}
+}
