@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/store"
 )
 
 // Defaults of the calibrated rule.
@@ -28,46 +27,13 @@ const (
 )
 
 // QueueObs is one observation of a lane's queue: the wait Value (seconds)
-// of the attempt that started at Time, or, with N > 1, the largest of N
-// waits (an hourly record's). Censored says Value is a lower bound: the
-// probe failed before its first token after waiting Value (a timeout: the
-// wait it was cut at).
-//
-// Span is how long after Time the observation's attempts started: 0 for a
-// probe, an hour for an hourly record. The forecasts it scores were made
-// within the span, after Time, so its residual is measured against the
-// prediction as of just after Time: the window of such a forecast no longer
-// holds the observations of exactly one lookback before Time.
+// of the attempt that started at Time. Censored says Value is a lower
+// bound: the probe failed before its first token after waiting Value (a
+// timeout: the wait it was cut at).
 type QueueObs struct {
 	Time     time.Time
-	Span     time.Duration
 	Value    float64
-	N        int // waits behind Value; <= 1: one
 	Censored bool
-}
-
-// RecordObs turns an hourly record into an observation: the larger of its
-// worst ok queue and its worst censored wait, censored when the censored
-// wait is the larger, the largest of N waits: the ok probes, and the failed
-// ones when a failure left a wait (a 429 leaves none and is no queue draw;
-// a record cannot tell which failures left one, so an hour with both counts
-// them all). A record with no samples or no wait gives false.
-func RecordObs(r store.Hourly) (QueueObs, bool) {
-	if r.Samples <= 0 {
-		return QueueObs{}, false
-	}
-	failures := min(max(r.Failures, 0), r.Samples)
-	o := QueueObs{Time: r.Hour, Span: time.Hour, N: int(r.Samples - failures)}
-	if num.Finite(r.WorstQueueS) && r.WorstQueueS > 0 {
-		o.Value = r.WorstQueueS
-	}
-	if num.Finite(r.WorstCensoredS) && r.WorstCensoredS > 0 {
-		o.N += int(failures)
-		if r.WorstCensoredS >= o.Value {
-			o.Value, o.Censored = r.WorstCensoredS, true
-		}
-	}
-	return o, o.Value > 0
 }
 
 // CalibratedParams tunes the calibrated rule.
@@ -170,13 +136,6 @@ type CalibratedFigure struct {
 // The forecast is exp(P(h) + L + Q(c)): the profile of the attempt's hour
 // of day, times the level, times the margin. Everything is causal: a
 // forecast for an instant t uses the observations before t alone.
-//
-// An observation may also be an hourly record's worst (N > 1: the largest
-// of N waits, see RecordObs). P(max of N <= x) = F(x)^N, so the margin then
-// takes the k-th smallest with k = ceil((n+1)/n × Σ c^N_i), which makes the
-// forecast a single attempt's quantile again; the profile and the level are
-// in units of the hourly worst, which the margin's residuals undo. A lane
-// should be fed one kind of observation, probes or hourly records.
 type Calibrator struct {
 	p      CalibratedParams
 	window int64 // nanoseconds
@@ -184,10 +143,9 @@ type Calibrator struct {
 	hours [24]orderedWindow[profileKey] // by hour of day
 	all   orderedWindow[profileKey]
 	resid orderedWindow[float64]
-	multi int // residuals in the window with N > 1
 	// waits holds, per hour of day, the prediction residuals d of the
-	// single uncensored observations: the wait distribution decisions
-	// weigh (Waits).
+	// uncensored observations: the wait distribution decisions weigh
+	// (Waits).
 	waits [24]orderedWindow[waitResid]
 
 	level      float64 // L = max(slow, fast)
@@ -229,15 +187,10 @@ func (c *Calibrator) Add(o QueueObs) error {
 	}
 	c.last, c.seen = o.Time, true
 	t := o.Time.UnixNano()
-	at := t // the instant of the forecast the observation scores
-	if o.Span > 0 {
-		at++
-	}
 	lv := math.Log(max(o.Value, MinQueueObsS))
 	h := o.Time.In(c.p.Location).Hour()
-	c.evict(at, h)
-	n := max(o.N, 1)
-	if prof, ok := c.profile(h, at-c.window); ok {
+	c.evict(t, h)
+	if prof, ok := c.profile(h, t-c.window); ok {
 		e := lv - prof
 		d := e - c.level
 		hi, lo, med, detect := c.shiftBounds()
@@ -262,17 +215,14 @@ func (c *Calibrator) Add(o QueueObs) error {
 		if !o.Censored || isHi { // a bound below the tail says nothing of a shift
 			c.prevHi, c.prevLo, c.prevE = isHi, isLo, e
 		}
-		c.resid.add(t, d, n)
-		if n > 1 {
-			c.multi++
-		}
-		if n == 1 && !o.Censored {
-			c.waits[h].add(t, waitResid{d, math.Exp(d)}, 1)
+		c.resid.add(t, d)
+		if !o.Censored {
+			c.waits[h].add(t, waitResid{d, math.Exp(d)})
 		}
 	}
 	k := profileKey{censored: o.Censored, v: lv}
-	c.hours[h].add(t, k, n)
-	c.all.add(t, k, n)
+	c.hours[h].add(t, k)
+	c.all.add(t, k)
 	return nil
 }
 
@@ -293,31 +243,6 @@ func (c *Calibrator) Quantile(t time.Time, cov float64) (CalibratedFigure, bool)
 		Residuals: n, Warm: warm}
 	f.QueueS = math.Exp(prof + c.level + q)
 	return f, true
-}
-
-// CalibratedQuantile is the calibrated rule as a function (see Calibrator):
-// the forecast at coverage cov for an attempt at t, from the observations
-// before t (obs need not be sorted). It returns false when there are none.
-func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov float64) (CalibratedFigure, bool, error) {
-	if err := CheckCoverage(cov); err != nil {
-		return CalibratedFigure{}, false, fmt.Errorf("calibrated: %w", err)
-	}
-	c, err := NewCalibrator(p)
-	if err != nil {
-		return CalibratedFigure{}, false, err
-	}
-	sorted := slices.Clone(obs)
-	slices.SortStableFunc(sorted, func(a, b QueueObs) int { return a.Time.Compare(b.Time) })
-	for _, o := range sorted {
-		if !o.Time.Before(t) {
-			break
-		}
-		if err := c.Add(o); err != nil {
-			return CalibratedFigure{}, false, err
-		}
-	}
-	f, ok := c.Quantile(t, cov)
-	return f, ok, nil
 }
 
 // MinWaitSamples is how many ok waits a decision's distribution holds at
@@ -472,14 +397,10 @@ func (w WaitDist) Sum(s float64) float64 {
 // one hour's window, not 24.
 func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
-	c.hours[h].evict(from, nil)
-	c.waits[h].evict(from, nil)
-	c.all.evict(from, nil)
-	c.resid.evict(from, func(n int) {
-		if n > 1 {
-			c.multi--
-		}
-	})
+	c.hours[h].evict(from)
+	c.waits[h].evict(from)
+	c.all.evict(from)
+	c.resid.evict(from)
 }
 
 // profile returns P(h): the upper median of hour h's observations after
@@ -516,14 +437,7 @@ func (c *Calibrator) margin(cov float64, from int64) (float64, int, bool) {
 	if n == 0 {
 		return 0, 0, false
 	}
-	mass := cov * float64(n)
-	if c.multi > 0 {
-		mass = 0
-		for _, it := range c.resid.items[c.resid.head+len(stale):] {
-			mass += math.Pow(cov, float64(max(it.n, 1)))
-		}
-	}
-	k := int(math.Ceil(mass*float64(n+1)/float64(n) - 1e-9))
+	k := int(math.Ceil(cov*float64(n+1) - 1e-9))
 	if k > n {
 		return c.resid.kth(from, n), n, false
 	}
@@ -579,13 +493,12 @@ type orderedWindow[T any] struct {
 type windowItem[T any] struct {
 	t int64
 	v T
-	n int
 }
 
 func (w *orderedWindow[T]) len() int { return len(w.sorted) }
 
-func (w *orderedWindow[T]) add(t int64, v T, n int) {
-	w.items = append(w.items, windowItem[T]{t, v, n})
+func (w *orderedWindow[T]) add(t int64, v T) {
+	w.items = append(w.items, windowItem[T]{t, v})
 	if w.lazy {
 		return
 	}
@@ -658,18 +571,14 @@ func (w *orderedWindow[T]) kth(from int64, k int) T {
 	return w.sorted[j]
 }
 
-// evict drops the items before from, calling gone (when not nil) with each
-// one's n.
-func (w *orderedWindow[T]) evict(from int64, gone func(n int)) {
+// evict drops the items before from.
+func (w *orderedWindow[T]) evict(from int64) {
 	for w.head < len(w.items) && w.items[w.head].t < from {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++
 		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok && !w.lazy {
 			w.sorted = slices.Delete(w.sorted, i, i+1)
-		}
-		if gone != nil {
-			gone(it.n)
 		}
 	}
 	if w.head > 64 && w.head*2 > len(w.items) {

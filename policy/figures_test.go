@@ -123,7 +123,7 @@ func TestNegativeFailuresCountAsNone(t *testing.T) {
 	}
 	rs[0].Hour = mtHour.Add(-24 * time.Hour)
 	p.LookbackDays = 1
-	if l := Forecast(p, rs, nil, mtHour)[14].Lanes[0]; !l.Eligible || l.Reason != ReasonOK || l.Failures != 0 {
+	if l := ForecastProbes(p, rs, nil, nil, mtHour)[14].Lanes[0]; !l.Eligible || l.Reason != ReasonOK || l.Failures != 0 {
 		t.Errorf("forecast: %+v", l)
 	}
 }

@@ -30,7 +30,7 @@ func TestForecastQuotaExhausted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			states := []LaneState{{Lane: "a", LastSample: day.Add(-time.Hour), QuotaUntil: tc.until}}
-			files := Forecast(p, recs, states, day.Add(13*time.Hour))
+			files := ForecastProbes(p, recs, nil, states, day.Add(13*time.Hour))
 			for hr, f := range files {
 				l := mtLane(t, f, "a")
 				wantReason, wantUntil := ReasonOK, time.Time{}
@@ -47,7 +47,7 @@ func TestForecastQuotaExhausted(t *testing.T) {
 	// no_recent_sample once the quota is back.
 	states := []LaneState{{Lane: "b", QuotaUntil: day.Add(time.Hour)}, {Lane: "c", LastSample: day.Add(-time.Hour), QuotaUntil: day.Add(time.Hour)}}
 	p.Lanes = []LaneSpec{{Name: "b", Kind: KindFree}, {Name: "c", Kind: KindFree}}
-	files := Forecast(p, nil, states, day)
+	files := ForecastProbes(p, nil, nil, states, day)
 	for _, tc := range []struct {
 		hr         int
 		lane, want string
@@ -81,7 +81,7 @@ func TestForecastProbesCalibratedBelowTheWorst(t *testing.T) {
 		return 10, true
 	})
 	cal := ForecastProbes(obsParams(RuleCalibrated), hs, ps, nil, day)
-	worst := Forecast(obsParams(RuleMax), hs, nil, day)
+	worst := ForecastProbes(obsParams(RuleMax), hs, nil, nil, day)
 	for hr, want := range map[int][2]float64{13: {10, 10}, 14: {10, 50}, 15: {10, 10}} {
 		if got := [2]float64{cal[hr].Lanes[0].NextQueueS, worst[hr].Lanes[0].NextQueueS}; got != want {
 			t.Errorf("hour %d: next_queue_s calibrated, max = %v, want %v", hr, got, want)
@@ -95,7 +95,7 @@ func TestForecastProbesCalibratedBelowTheWorst(t *testing.T) {
 // (0.5) books the free lane at the day-ahead 0.5 quantile, class a (the
 // file's 0.95) at the lane's next_queue_s, and the two differ. The figures
 // are worked out by a Calibrator of the probes before the day
-// (CalibratedQuantile, DayAhead).
+// (DayAhead).
 // (forecast.go: `cov != p.CoverageOr()` → `==`, which gives a class with
 // its own coverage the file's figure.)
 func TestForecastClassReadsItsOwnCoverage(t *testing.T) {
@@ -113,9 +113,9 @@ func TestForecastClassReadsItsOwnCoverage(t *testing.T) {
 		start := day.Add(time.Duration(hr) * time.Hour)
 		want := map[float64]float64{}
 		for _, cov := range []float64{0.5, 0.95} {
-			q, ok, err := CalibratedQuantile(CalibratedParams{LookbackDays: 14, DayAhead: true}, obs, start, cov)
-			if err != nil || !ok || !q.Warm {
-				t.Fatalf("hour %d, coverage %v: %+v %v %v; want a warm figure", hr, cov, q, ok, err)
+			q, ok := calibratedQuantile(t, CalibratedParams{LookbackDays: 14, DayAhead: true}, obs, start, cov)
+			if !ok || !q.Warm {
+				t.Fatalf("hour %d, coverage %v: %+v %v; want a warm figure", hr, cov, q, ok)
 			}
 			want[cov] = min(ceil2(q.QueueS), MaxSeconds)
 		}
@@ -140,7 +140,7 @@ func TestForecastOneOKProbeIsEnough(t *testing.T) {
 		{Lane: "a", Kind: KindFree, Hour: mtHour.Add(-48 * time.Hour), WorstQueueS: 2, MinTokPerS: 40, Samples: 1},
 		{Lane: "b", Kind: KindFree, Hour: mtHour.Add(-48 * time.Hour), WorstQueueS: 2, MinTokPerS: 40, Samples: 1, Failures: 1},
 	}
-	f := Forecast(p, recs, nil, mtHour)[14]
+	f := ForecastProbes(p, recs, nil, nil, mtHour)[14]
 	if l := f.Lanes[0]; !l.Eligible || l.Reason != ReasonOK || l.Samples != 1 {
 		t.Errorf("a: %+v, want eligible from its one ok probe", l)
 	}

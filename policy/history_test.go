@@ -92,7 +92,7 @@ func TestLookbackLondonFallBack(t *testing.T) {
 	if l := x.LaneAt(p, p.Lanes[0], LaneState{Lane: "a"}, h); l.NextQueueS != 30 || l.Samples != 9 {
 		t.Errorf("LaneAt: %+v", l)
 	}
-	fc := Forecast(p, recs, nil, h)[1]
+	fc := ForecastProbes(p, recs, nil, nil, h)[1]
 	if l := mtLane(t, fc, "a"); l.NextQueueS != 30 || l.Samples != 6 || fc.Records != 2 {
 		t.Errorf("forecast 01: %+v, %d records; want queue 30 from 6 samples", l, fc.Records)
 	}

@@ -141,21 +141,6 @@ func (lh *laneHistory) dropObs(cut int64) {
 	lh.obsBase += n
 }
 
-// calibrated returns the calibrated figure of the lane at instant t (moved
-// to its newest observation when that is later) and coverage cov, from
-// the observations added, over a lookback of days (<= 0: the rule's
-// default); false when the lane has none.
-func (x *History) calibrated(lh *laneHistory, days int, t time.Time, cov float64) (CalibratedFigure, bool) {
-	c := x.laneCal(lh, days)
-	if c == nil || !c.cal.seen {
-		return CalibratedFigure{}, false
-	}
-	if t.Before(c.cal.last) {
-		t = c.cal.last
-	}
-	return c.cal.Quantile(t, cov)
-}
-
 // calibrator returns the lane's calibrator over a lookback of days (<= 0:
 // the rule's default), fed every observation added; nil when the lane has
 // none.
@@ -255,49 +240,56 @@ func (c *failChain) evict(obs []obsEntry, base int, from time.Time) {
 	}
 }
 
-// calibratedQueue is next_queue_s under the calibrated rule: the figure at
-// coverage cov, and while its margin is not warm (too few residuals for
-// the quantile) never under worst, the worst-of figure; worst alone when
-// the lane has no observation. Rounded up to 0.01 s, capped at MaxSeconds.
-func (x *History) calibratedQueue(lh *laneHistory, days int, t time.Time, cov, worst float64) float64 {
+// calibratedQueue is next_queue_s under the calibrated rule: c's figure
+// at coverage cov for an attempt at t (moved to c's newest observation
+// when that is later), never under worst, the worst-of figure, while its
+// margin is cold (too few residuals for the quantile); worst alone without
+// an observation. Rounded up to 0.01 s, capped at MaxSeconds.
+func calibratedQueue(c *Calibrator, t time.Time, cov, worst float64) float64 {
 	q := worst
-	if f, ok := x.calibrated(lh, days, t, cov); ok {
-		q = f.QueueS
-		if !f.Warm {
-			q = max(q, worst)
+	if c != nil && c.seen {
+		if f, ok := c.Quantile(later(t, c.last), cov); ok {
+			q = f.QueueS
+			if !f.Warm {
+				q = max(q, worst)
+			}
 		}
 	}
 	return min(ceil2(q), MaxSeconds)
 }
 
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
 // classesAt returns the classes of a file from its lanes' figures at
 // instant t: under the calibrated rule a class with its own coverage reads
-// each lane's next_queue_s at that coverage (worst gives a lane's worst-of
-// figure, the floor while the rule is cold), and each class gets its
-// decision from the free lanes' wait distributions at t (Waits,
-// classesWith).
-func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i int) float64) []Class {
+// each lane's next_queue_s from its calibrator (cal(i); worst(i) is the
+// lane's worst-of figure, the floor while the rule is cold), and each
+// class gets its decision from the free lanes' wait distributions at t
+// (Waits, classesWith); otherwise Classes.
+func classesAt(p Params, lanes []Lane, t time.Time, cal func(i int) *Calibrator, worst func(i int) float64, scratch *[]WaitDist) []Class {
 	if !p.Calibrated() {
 		return Classes(p, lanes)
 	}
 	queues := make([][]float64, len(p.Classes))
 	for ci, cs := range p.Classes {
-		cov := p.ClassCoverage(cs)
-		if cov == p.CoverageOr() {
-			continue
-		}
-		queues[ci] = make([]float64, len(lanes))
-		for li, l := range lanes {
-			queues[ci][li] = x.calibratedQueue(x.lanes[l.Name], p.LookbackDays, t, cov, worst(li))
+		if cov := p.ClassCoverage(cs); cov != p.CoverageOr() {
+			queues[ci] = make([]float64, len(lanes))
+			for li := range lanes {
+				queues[ci][li] = calibratedQueue(cal(li), t, cov, worst(li))
+			}
 		}
 	}
 	cs := classesWith(p, lanes, queues, func(i int) (WaitDist, bool) {
-		c := x.calibrator(x.lanes[lanes[i].Name], p.LookbackDays)
-		if c == nil {
-			return WaitDist{}, false
+		if c := cal(i); c != nil {
+			return c.Waits(t)
 		}
-		return c.Waits(t)
-	}, &x.waitBuf)
+		return WaitDist{}, false
+	}, scratch)
 	for i := range cs {
 		cs[i].Coverage = p.ClassCoverage(p.Classes[i])
 		cs[i].Objective = ObjectiveOr(p.Classes[i].Objective)
@@ -312,10 +304,15 @@ func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i in
 // Classes.
 func (x *History) ClassesAt(p Params, lanes []Lane, t time.Time) []Class {
 	h := store.HourStart(t, x.loc)
-	return x.classesAt(p, lanes, t, func(i int) float64 {
+	return classesAt(p, lanes, t, x.calOf(p, lanes), func(i int) float64 {
 		q := p
 		q.Rule = RuleMax
 		l, _ := x.laneAt(q, p.Lanes[i], LaneState{}, t, h, t, nil)
 		return l.NextQueueS
-	})
+	}, &x.waitBuf)
+}
+
+// calOf returns the calibrator of each of lanes under p's lookback.
+func (x *History) calOf(p Params, lanes []Lane) func(i int) *Calibrator {
+	return func(i int) *Calibrator { return x.calibrator(x.lanes[lanes[i].Name], p.LookbackDays) }
 }

@@ -151,7 +151,7 @@ func TestLiveFigureFlooredByTheBasisWorst(t *testing.T) {
 	for _, p := range ps {
 		x.AddProbe(p)
 	}
-	f, _ := x.calibrated(x.lanes["free"], 14, h, DefaultCoverage)
+	f, _ := calibratedFigure(x, x.lanes["free"], 14, h, DefaultCoverage)
 	if f.QueueS >= 29 {
 		t.Fatalf("the rule alone reads %v s: the test needs it under the basis worst", f.QueueS)
 	}
@@ -455,8 +455,8 @@ func TestAddProbeOutOfOrderIsPutInItsPlace(t *testing.T) {
 				t.Errorf("seed %d, %d late probes, at %s: next_queue_s %v, in order %v", seed, late, at, got.NextQueueS, want.NextQueueS)
 			}
 			for _, cov := range []float64{0.5, 0.95} {
-				w, _ := inOrder.calibrated(inOrder.lanes["free"], 14, at, cov)
-				if g, _ := x.calibrated(x.lanes["free"], 14, at, cov); g != w {
+				w, _ := calibratedFigure(inOrder, inOrder.lanes["free"], 14, at, cov)
+				if g, _ := calibratedFigure(x, x.lanes["free"], 14, at, cov); g != w {
 					t.Errorf("seed %d at %s, coverage %v: calibrated %+v, in order %+v", seed, at, cov, g, w)
 				}
 			}
@@ -526,8 +526,8 @@ func TestDropIsAsIfTheProbesWereNeverAdded(t *testing.T) {
 	dropped.Drop(before)
 	for _, at := range []time.Time{end, end.Add(3 * time.Hour)} {
 		for _, cov := range []float64{0.5, 0.95} {
-			w, okW := fresh.calibrated(fresh.lanes["free"], 14, at, cov)
-			g, okG := dropped.calibrated(dropped.lanes["free"], 14, at, cov)
+			w, okW := calibratedFigure(fresh, fresh.lanes["free"], 14, at, cov)
+			g, okG := calibratedFigure(dropped, dropped.lanes["free"], 14, at, cov)
 			if g != w || okG != okW {
 				t.Errorf("at %s, coverage %v: calibrated %+v after Drop, %+v never added", at, cov, g, w)
 			}
@@ -565,10 +565,21 @@ func TestLookbackZeroIsTheCalibratedDefault(t *testing.T) {
 		t.Errorf("next_queue_s after the Drop under 0 days %v, under 14 %v (before it, under 14: %v); want one figure", zero, again, first)
 	}
 	for _, cov := range []float64{0.5, 0.95} {
-		z, _ := x.calibrated(x.lanes["free"], 0, end, cov)
-		f, _ := x.calibrated(x.lanes["free"], 14, end, cov)
+		z, _ := x.calibrator(x.lanes["free"], 0).Quantile(end, cov)
+		f, _ := x.calibrator(x.lanes["free"], 14).Quantile(end, cov)
 		if z != f {
 			t.Errorf("coverage %v: calibrated %+v under 0 days, %+v under 14", cov, z, f)
 		}
 	}
+}
+
+// calibratedFigure is the lane's calibrated figure at instant t (moved to
+// its newest observation when that is later) and coverage cov, over a
+// lookback of days; false when the lane has no observation.
+func calibratedFigure(x *History, lh *laneHistory, days int, t time.Time, cov float64) (CalibratedFigure, bool) {
+	c := x.calibrator(lh, days)
+	if c == nil {
+		return CalibratedFigure{}, false
+	}
+	return c.Quantile(later(t, c.last), cov)
 }

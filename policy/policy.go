@@ -231,15 +231,6 @@ func (f File) Class(name string) (Class, bool) {
 	return Class{}, false
 }
 
-// ClassNames returns the names of the file's classes, in file order.
-func (f File) ClassNames() []string {
-	names := make([]string, len(f.Classes))
-	for i, c := range f.Classes {
-		names[i] = c.Name
-	}
-	return names
-}
-
 // NamedClass returns the class with the given name, or an error that names
 // the classes the file has.
 func (f File) NamedClass(name string) (Class, error) {
@@ -250,7 +241,11 @@ func (f File) NamedClass(name string) (Class, error) {
 	case len(f.Classes) == 0:
 		return Class{}, fmt.Errorf("class %q: not in the policy file for %s (it has no classes)", name, f.Hour)
 	}
-	return Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(f.ClassNames(), ", "))
+	names := make([]string, len(f.Classes))
+	for i, c := range f.Classes {
+		names[i] = c.Name
+	}
+	return Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(names, ", "))
 }
 
 // Book returns the ledger policy of the named class, ready for the package
@@ -323,7 +318,7 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 		worst = append(worst, l.worst)
 	}
 	f.Sites = siteList(sites)
-	f.Classes = x.classesAt(p, f.Lanes, h, func(i int) float64 { return worst[i] })
+	f.Classes = classesAt(p, f.Lanes, h, x.calOf(p, f.Lanes), func(i int) float64 { return worst[i] }, &x.waitBuf)
 	for i := range f.Lanes {
 		f.Lanes[i].worst = 0
 	}
@@ -421,7 +416,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	l.worst = l.NextQueueS
 	if p.Calibrated() {
 		l.failP, l.chained = x.failChance(lh, p.LookbackDays)
-		l.NextQueueS = x.calibratedQueue(lh, p.LookbackDays, t, p.CoverageOr(), l.NextQueueS)
+		l.NextQueueS = calibratedQueue(x.calibrator(lh, p.LookbackDays), t, p.CoverageOr(), l.NextQueueS)
 		for _, b := range bases {
 			// The seed's rule: keep the worst sample of the hour you run
 			// (issue 28): never under a queue the basis already holds.

@@ -74,7 +74,7 @@ func forHour(p Params, recs []store.Hourly, hour time.Time) File {
 
 // forecast is Forecast with the lane states the records imply.
 func forecast(p Params, recs []store.Hourly, day time.Time) []File {
-	return Forecast(p, recs, statesBefore(recs, store.DayStart(day, p.Location)), day)
+	return ForecastProbes(p, recs, nil, statesBefore(recs, store.DayStart(day, p.Location)), day)
 }
 
 var classes = []ClassSpec{
@@ -877,7 +877,7 @@ func TestFileSites(t *testing.T) {
 			if got := ForHour(p, tc.recs, nil, h).Sites; !slices.Equal(got, tc.live) || (got == nil) != (tc.live == nil) {
 				t.Errorf("live sites %q, want %q", got, tc.live)
 			}
-			if got := Forecast(p, tc.recs, nil, h.Add(24*time.Hour))[14].Sites; !slices.Equal(got, tc.fc) || (got == nil) != (tc.fc == nil) {
+			if got := ForecastProbes(p, tc.recs, nil, nil, h.Add(24*time.Hour))[14].Sites; !slices.Equal(got, tc.fc) || (got == nil) != (tc.fc == nil) {
 				t.Errorf("forecast sites %q, want %q", got, tc.fc)
 			}
 		})
