@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"cmp"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -23,11 +25,7 @@ func rounds(start time.Time, days int) []time.Time {
 
 func newCal(t *testing.T, p CalibratedParams) *Calibrator {
 	t.Helper()
-	c, err := NewCalibrator(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return NewCalibrator(p)
 }
 
 func mustAdd(t *testing.T, c *Calibrator, o QueueObs) {
@@ -371,13 +369,39 @@ func TestCalibratedInvariants(t *testing.T) {
 	}
 }
 
+func TestCalibratedErrors(t *testing.T) {
+	for _, cov := range []float64{0, 1, -0.5, 1.5, math.NaN()} {
+		if err := CheckCoverage(cov); err == nil {
+			t.Errorf("coverage %v: no error", cov)
+		}
+		if _, ok := newCal(t, CalibratedParams{}).Quantile(calStart, cov); ok {
+			t.Errorf("Quantile at coverage %v: a forecast", cov)
+		}
+	}
+	c := newCal(t, CalibratedParams{})
+	mustAdd(t, c, QueueObs{Time: calStart.Add(time.Hour), Value: 1})
+	if err := c.Add(QueueObs{Time: calStart, Value: 1}); !errors.Is(err, ErrObsOrder) {
+		t.Errorf("an observation out of order: %v, want ErrObsOrder", err)
+	}
+	if _, ok := c.Quantile(calStart, 0.9); ok {
+		t.Error("a forecast for an instant before the last observation")
+	}
+	// Non-finite and negative waits are left out.
+	for _, v := range []float64{math.NaN(), math.Inf(1), -1} {
+		mustAdd(t, c, QueueObs{Time: calStart.Add(2 * time.Hour), Value: v})
+	}
+	if f, ok := c.Quantile(calStart.Add(3*time.Hour), 0.9); !ok || f.QueueS != 1 || f.Residuals != 0 {
+		t.Errorf("after bad waits: %+v, %v; want the one good observation, 1 s", f, ok)
+	}
+}
+
 // BenchmarkCalibrator is the rule's cost per probe in a backtest: a
 // forecast, then the probe added, over a year of a lane.
 func BenchmarkCalibrator(b *testing.B) {
 	ps := harshLike.probes(rand.New(rand.NewPCG(1, 1)), calStart, 365, time.Time{}, 1)
 	b.ResetTimer()
 	for range b.N {
-		c, _ := NewCalibrator(CalibratedParams{})
+		c := NewCalibrator(CalibratedParams{})
 		for _, p := range ps {
 			c.Quantile(p.at, 0.95)
 			_ = c.Add(QueueObs{Time: p.at, Value: p.v, Censored: p.censored})
@@ -392,7 +416,7 @@ func BenchmarkCalibrator(b *testing.B) {
 func TestOrderedWindowKth(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := range 200 {
-		w := orderedWindow[float64]{cmp: cmpFloat}
+		w := orderedWindow[float64]{cmp: cmp.Compare[float64]}
 		for i := range 1 + r.IntN(60) {
 			w.add(int64(i), float64(r.IntN(5))) // few values: many ties
 		}
@@ -467,26 +491,6 @@ func TestCalibratedDayAhead(t *testing.T) {
 			if math.Abs(ahead-cov) > 0.02 {
 				t.Errorf("%s @%v: DayAhead covers %.4f a day ahead, want within 0.02", w.name, cov, ahead)
 			}
-		}
-	}
-}
-
-// An EWMA weight of 1 is allowed (0 < alpha <= 1: the level is then the
-// last residual); just above 1 is not.
-// (calibrated.go withDefaults: `a <= 1` → `a < 1`.)
-func TestCalibratedAlphaOfOne(t *testing.T) {
-	for _, tc := range []struct {
-		p  CalibratedParams
-		ok bool
-	}{
-		{CalibratedParams{Alpha: 1}, true},
-		{CalibratedParams{FastAlpha: 1}, true},
-		{CalibratedParams{Alpha: 1, FastAlpha: 1}, true},
-		{CalibratedParams{Alpha: 1.0000001}, false},
-		{CalibratedParams{FastAlpha: 1.0000001}, false},
-	} {
-		if _, err := NewCalibrator(tc.p); (err == nil) != tc.ok {
-			t.Errorf("%+v: error %v, want ok %v", tc.p, err, tc.ok)
 		}
 	}
 }

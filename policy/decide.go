@@ -230,11 +230,12 @@ func (in *DecisionInput) freePlan(t, d, latest float64) Plan {
 	if !num.Finite(ok) {
 		ok = 0
 	}
-	k := float64(in.Free.Count(t))
+	kn, sum := in.Free.Within(t)
+	k := float64(kn)
 	ships := ok * k / (n + 1)
 	shipTime := 0.0
 	if k > 0 {
-		shipTime = ok * (in.Free.Sum(t) + k*in.FreeGenS) / (n + 1)
+		shipTime = ok * (sum + k*in.FreeGenS) / (n + 1)
 	}
 	cut := 1 - ships
 	p := Plan{Cutover: Cutover{AfterS: t, FreeFirst: true}, Score: Score{Met: ships, TimeS: shipTime + cut*d}, Ships: ships}

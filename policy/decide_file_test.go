@@ -29,7 +29,7 @@ func TestCalibratorWaits(t *testing.T) {
 		if !ok || w.N() < 40 || w.N() > 42 || w.hours != hoursSet(14) {
 			t.Fatalf("%d waits over hours %v, want the 14h's own ~42", w.N(), w.hours)
 		}
-		if k := w.Count(10); k < w.N()/3 || k > 2*w.N()/3 {
+		if k := w.count(10); k < w.N()/3 || k > 2*w.N()/3 {
 			t.Errorf("%d of %d waits at most the median 10 s", k, w.N())
 		}
 	})
@@ -59,10 +59,10 @@ func TestCalibratorWaits(t *testing.T) {
 			}
 		}
 		w, _ := c.Waits(at.Add(time.Hour))
-		if k := w.Count(25); k > w.N()/10 {
+		if k := w.count(25); k > w.N()/10 {
 			t.Errorf("after the lane turned four times slower, %d of %d waits still at most 25 s", k, w.N())
 		}
-		if k := w.Count(60); k < w.N()*9/10 {
+		if k := w.count(60); k < w.N()*9/10 {
 			t.Errorf("after the lane turned four times slower, only %d of %d waits at most 60 s", k, w.N())
 		}
 	})
@@ -333,4 +333,10 @@ func TestObjectiveTimeInFile(t *testing.T) {
 	if _, err := ParseFile(bytes.Replace(data, []byte("objective: time"), []byte("objective: speed"), 1)); err == nil || !strings.Contains(err.Error(), "objective") {
 		t.Errorf("an unknown objective: %v", err)
 	}
+}
+
+// count returns how many of its waits are at most s seconds.
+func (w WaitDist) count(s float64) int {
+	k, _ := w.Within(s)
+	return k
 }

@@ -38,7 +38,7 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 				continue
 			}
 			if cals[pr.Lane] == nil {
-				cals[pr.Lane], _ = NewCalibrator(CalibratedParams{LookbackDays: p.LookbackDays, Location: loc, DayAhead: true})
+				cals[pr.Lane] = NewCalibrator(CalibratedParams{LookbackDays: p.LookbackDays, Location: loc, DayAhead: true})
 			}
 			_ = cals[pr.Lane].Add(o) // in time order
 		}

@@ -180,10 +180,7 @@ func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 		}
 	}
 	if c == nil {
-		cal, err := NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc})
-		if err != nil {
-			return nil // the defaults are valid
-		}
+		cal := NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc})
 		lh.cals = append(lh.cals, laneCal{days: days, cal: cal, fed: lh.obsBase, chain: failChain{head: lh.obsBase}})
 		c = &lh.cals[len(lh.cals)-1]
 	}
