@@ -122,7 +122,7 @@ func (x *History) AddProbe(p store.Probe) {
 func (x *History) lane(name string) *laneHistory {
 	lh := x.lanes[name]
 	if lh == nil {
-		lh = &laneHistory{byHour: map[int64][]rec{}}
+		lh = &laneHistory{byHour: map[int64][]rec{}, looks: map[memoKey]*lookMemo{}}
 		x.lanes[name] = lh
 	}
 	return lh
