@@ -32,6 +32,8 @@ type laneHistory struct {
 	byHour map[int64][]rec       // hour start (Unix s) → one record per site
 	ever   int                   // records with samples
 	looks  map[memoKey]*lookMemo // LaneAt's lookback figures
+	// lastMemo is at least the latest hour of looks (Unix s)
+	lastMemo int64
 	// The hour of the newest Add and its records, where a replay reads
 	// its basis from.
 	lastKey  int64
@@ -106,9 +108,11 @@ func (x *History) Add(r store.Hourly) {
 	k := r.Hour.Unix()
 	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
 		Samples: int(r.Samples), Failures: int(r.Failures)}
-	for m := range lh.looks {
-		if k < m.hour {
-			delete(lh.looks, m)
+	if k < lh.lastMemo {
+		for m := range lh.looks {
+			if k < m.hour {
+				delete(lh.looks, m)
+			}
 		}
 	}
 	rs := lh.hour(k)
@@ -186,6 +190,7 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 		clear(lh.looks)
 	}
 	lh.looks[k] = m
+	lh.lastMemo = max(lh.lastMemo, k.hour)
 	return m
 }
 
