@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -38,45 +39,23 @@ func probeFailed(p store.Probe) (failed, counts bool) {
 }
 
 // obsEntry is one probe of a lane as the calibrated rule keeps it: its
-// observation of the queue (when queue) and its place in the failure
-// chain (state: 0 none, 1 ok, 2 failed).
+// observation of the queue (when queue), its place in the failure chain
+// (state: 0 none, 1 ok, 2 failed) and the chain's pairs of consecutive
+// probes up to it, cum[previous failed][this failed], counted from the
+// first entry kept.
 type obsEntry struct {
 	QueueObs
 	queue bool
 	state int8
+	cum   [2][2]int32
 }
 
-// laneCal is a calibrator of one lane for one lookback and the lane's
-// failure chain over the same window, fed the lane's entries up to fed (a
-// count from the first one ever added).
+// laneCal is a calibrator of one lane for one lookback, fed the lane's
+// entries up to fed (a count from the first one ever added).
 type laneCal struct {
-	days  int
-	cal   *Calibrator
-	fed   int
-	chain failChain
-}
-
-// failChain counts, over the probes of a window, how often a failure
-// followed a failure and how often one followed an ok probe:
-// n[previous failed][this failed] over consecutive probes of the chain.
-type failChain struct {
-	head  int       // the window's first entry (a count, as laneCal.fed)
-	count int       // probes of the chain in the window
-	last  int8      // the newest probe's state
-	lastT time.Time // and time: the window is the lookback before it
-	n     [2][2]int
-}
-
-// chance is the chance the decisions give the lane's next attempt of
-// failing, from its failure chain: (failures after a probe like the newest
-// + 1) / (probes after one + 2), so that a lane with few failures, or a
-// first failure, is never taken to fail never or always.
-func (c *failChain) chance() (float64, bool) {
-	if c.last == 0 {
-		return 0, false
-	}
-	row := c.n[c.last-1]
-	return (float64(row[1]) + 1) / (float64(row[0]+row[1]) + 2), true
+	days int
+	cal  *Calibrator
+	fed  int
 }
 
 // AddProbe adds a probe for the calibrated rule: its observation of the
@@ -102,20 +81,64 @@ func (x *History) AddProbe(p store.Probe) {
 		}
 	}
 	lh := x.lane(p.Lane)
-	n := len(lh.obs)
-	if n == 0 || !p.Time.Before(lh.obs[n-1].Time) {
-		lh.obs = append(lh.obs, e)
-		return
+	i := len(lh.obs)
+	if i > 0 && p.Time.Before(lh.obs[i-1].Time) {
+		i, _ = slices.BinarySearchFunc(lh.obs, p.Time, func(a obsEntry, t time.Time) int {
+			if a.Time.After(t) {
+				return 1
+			}
+			return -1
+		})
+		lh.cals = lh.cals[:0]
+		lh.obsBase = 0 // the counts restart with the calibrators
 	}
-	i, _ := slices.BinarySearchFunc(lh.obs, p.Time, func(a obsEntry, t time.Time) int {
-		if a.Time.After(t) {
-			return 1
-		}
-		return -1
-	})
 	lh.obs = slices.Insert(lh.obs, i, e)
-	lh.cals = lh.cals[:0]
-	lh.obsBase = 0 // the counts restart with the calibrators
+	for ; i < len(lh.obs); i++ { // the chain's counts from the new entry on
+		c := &lh.obs[i]
+		c.cum = [2][2]int32{}
+		prev := i - 1
+		for prev >= 0 && lh.obs[prev].state == 0 {
+			prev--
+		}
+		if prev >= 0 {
+			c.cum = lh.obs[i-1].cum
+			if c.state != 0 {
+				c.cum[lh.obs[prev].state-1][c.state-1]++
+			}
+		}
+	}
+}
+
+// failChance returns the chance the decisions give the lane's next attempt
+// of failing, from its failure chain over the lookback of days (<= 0: the
+// calibrated rule's default) before its newest probe that counts: of the
+// probes that followed one like it (failed, or ok), the share that failed,
+// (failed + 1) / (followed + 2), so that a lane with few failures, or a
+// first failure, is never taken to fail never or always. False when no
+// probe counts.
+func (x *History) failChance(lh *laneHistory, days int) (float64, bool) {
+	if lh == nil {
+		return 0, false
+	}
+	if days <= 0 {
+		days = DefaultCalibratedLookbackDays
+	}
+	last := len(lh.obs) - 1
+	for last >= 0 && lh.obs[last].state == 0 {
+		last--
+	}
+	if last < 0 {
+		return 0, false
+	}
+	from := lh.obs[last].Time.AddDate(0, 0, -days)
+	first := sort.Search(last, func(i int) bool { return !lh.obs[i].Time.Before(from) })
+	for lh.obs[first].state == 0 {
+		first++ // the window's first probe of the chain: its pair began before the window
+	}
+	s := lh.obs[last].state - 1
+	ok := lh.obs[last].cum[s][0] - lh.obs[first].cum[s][0]
+	failed := lh.obs[last].cum[s][1] - lh.obs[first].cum[s][1]
+	return (float64(failed) + 1) / (float64(ok+failed) + 2), true
 }
 
 // lane returns the lane's history, created when it has none.
@@ -151,20 +174,8 @@ func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
 	return nil
 }
 
-// failChance returns the chance the lane's next attempt fails (failChain)
-// over the lookback of days before its newest probe that counts; false
-// when none does.
-func (x *History) failChance(lh *laneHistory, days int) (float64, bool) {
-	c := x.laneCal(lh, days)
-	if c == nil {
-		return 0, false
-	}
-	return c.chain.chance()
-}
-
-// laneCal returns the lane's calibrator and failure chain over a lookback
-// of days (<= 0: the rule's default), fed every entry added, the chain's
-// window ending at the newest; nil when the lane has none.
+// laneCal returns the lane's calibrator over a lookback of days (<= 0: the
+// rule's default), fed every entry added; nil when the lane has none.
 func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 	if lh == nil || len(lh.obs) == 0 {
 		return nil
@@ -180,61 +191,16 @@ func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 		}
 	}
 	if c == nil {
-		cal := NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc})
-		lh.cals = append(lh.cals, laneCal{days: days, cal: cal, fed: lh.obsBase, chain: failChain{head: lh.obsBase}})
+		lh.cals = append(lh.cals, laneCal{days: days, cal: NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc}), fed: lh.obsBase})
 		c = &lh.cals[len(lh.cals)-1]
 	}
-	if c.chain.head < lh.obsBase { // entries it holds were dropped: count the rest anew
-		c.chain = failChain{head: lh.obsBase}
-		for i := range min(c.fed-lh.obsBase, len(lh.obs)) {
-			c.chain.push(lh.obs[i].state, lh.obs[i].Time)
-		}
-	}
 	for i := max(c.fed-lh.obsBase, 0); i < len(lh.obs); i++ {
-		e := &lh.obs[i]
-		if e.queue {
+		if e := &lh.obs[i]; e.queue {
 			_ = c.cal.Add(e.QueueObs) // in time order: AddProbe keeps them so
 		}
-		c.chain.push(e.state, e.Time)
 	}
 	c.fed = lh.obsBase + len(lh.obs)
-	c.chain.evict(lh.obs, lh.obsBase, c.chain.lastT.Add(-time.Duration(days)*24*time.Hour))
 	return c
-}
-
-// push adds the next entry's state (0: not in the chain) and time.
-func (c *failChain) push(s int8, t time.Time) {
-	if s == 0 {
-		return
-	}
-	if c.count > 0 {
-		c.n[c.last-1][s-1]++
-	}
-	c.last, c.lastT = s, t
-	c.count++
-}
-
-// evict drops the entries before from from the front of the window; obs
-// are the lane's entries, the first of them entry base.
-func (c *failChain) evict(obs []obsEntry, base int, from time.Time) {
-	for c.head-base < len(obs) && obs[c.head-base].Time.Before(from) {
-		i := c.head - base
-		c.head++
-		s := obs[i].state
-		if s == 0 {
-			continue
-		}
-		c.count--
-		if c.count == 0 {
-			c.last = 0
-			continue
-		}
-		j := i + 1
-		for obs[j].state == 0 { // the next probe of the chain: count > 0 says there is one
-			j++
-		}
-		c.n[s-1][obs[j].state-1]--
-	}
 }
 
 // calibratedQueue is next_queue_s under the calibrated rule: c's figure
