@@ -70,8 +70,9 @@ type laneCand struct {
 //
 // With decisions each class gets the plan its objective prefers
 // (Cutover: cutover_after_s and free_first) over every eligible or
-// probe_failed free lane (each with the book's paid lane as its fallback;
-// DecisionInput.FreeFailed), straight to the paid lane, or nothing; the book's free lane is the free lane of the
+// probe_failed free lane (each with the book's paid lane as its
+// fallback; DecisionInput.FreeFailed), straight to the paid lane, or
+// nothing; the book's free lane is the free lane of the
 // best free-first plan (ties: next_queue_s + next_gen_s, then name); the
 // class lists the eligible lanes with samples that fit the deadline alone
 // in the order of their plans' scores (the chosen plan's first lane first;
