@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -37,6 +38,24 @@ func (e *NoFileError) Error() string {
 
 // Path is the file of the hour labelled hour.
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
+
+// Write writes f as the file of its hour, atomically (internal/atomicfile:
+// a reader sees the old file or the new one, never a part), creating Dir,
+// and returns its path: <hour>.yaml, or with a site <hour>.<site>.yaml,
+// one site's view, which never replaces the merged file Read reads. It is
+// how policygen and the sampler daemon both write, so that a file is the
+// same bytes whoever wrote it. opts add to those options (a test's Hook).
+func (d Folder) Write(f policy.File, site string, opts ...atomicfile.Option) (string, error) {
+	data, err := policy.Marshal(f)
+	if err != nil {
+		return "", fmt.Errorf("policy %s: %w", f.Hour, err)
+	}
+	path := d.Path(f.Hour)
+	if site != "" {
+		path = filepath.Join(d.Dir, f.Hour+"."+site+".yaml")
+	}
+	return path, atomicfile.Write(path, data, append([]atomicfile.Option{atomicfile.MakeDir()}, opts...)...)
+}
 
 // Read reads and checks the policy file of the hour labelled hour
 // (hours.Label) and returns it with its bytes. A missing file is a

@@ -3,14 +3,12 @@ package app
 // This file builds what the sampler needs from a configuration.
 
 import (
-	"context"
 	"io"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/sampler"
@@ -20,7 +18,7 @@ import (
 
 // SamplerOptions returns the options of a sampler of cfg writing to st: the
 // lanes its shard owns with their keys, the quota groups, the status page's
-// policy and chart. sh overrides the config's shard when sh.Count > 0 (the
+// chart. sh overrides the config's shard when sh.Count > 0 (the
 // -shard flag). lookupEnv resolves the API keys of the owned lanes (and of
 // no other lane); nil means os.LookupEnv. It fails when an owned lane's key
 // variable is unset or empty.
@@ -56,10 +54,7 @@ func SamplerOptions(cfg *config.Config, st store.Store, lookupEnv func(string) (
 		Targets:     targets,
 		Groups:      Groups(cfg),
 		Shard:       sampler.Shard{Index: sh.Index, Count: sh.Count},
-		Policy: func(ctx context.Context, now time.Time) (policy.File, error) {
-			return ForHour(ctx, st, cfg, now, nil)
-		},
-		Chart: SwingsChart{Config: cfg},
+		Chart:       SwingsChart{Config: cfg},
 	}, nil
 }
 

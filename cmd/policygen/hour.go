@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/store"
@@ -100,35 +101,23 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	// Temp files that killed runs left in the folder go, whatever hour
 	// they were for.
 	atomicfile.RemoveStaleTemps(out, staleTemp)
+	folder := api.Folder{Dir: out, Location: loc}
 	for i, f := range files {
-		data, err := policy.Marshal(f)
+		path, err := folder.Write(f, *siteFlag, atomicfile.Hook(e.writeHook))
 		if err != nil {
-			return fmt.Errorf("policy %s: %w", f.Hour, err)
-		}
-		path := filepath.Join(out, policyFileName(f.Hour, *siteFlag))
-		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
 		if *printFlag {
 			if i > 0 {
 				fmt.Fprintln(e.stdout, "---")
 			}
+			data, _ := policy.Marshal(f) // as written: Write marshalled it
 			fmt.Fprintf(e.stdout, "# wrote %s\n%s", path, data)
 		} else {
 			fmt.Fprintln(e.stdout, path)
 		}
 	}
 	return nil
-}
-
-// policyFileName is the file of the policy for hour: <hour>.yaml for every
-// site merged, <hour>.<site>.yaml for one site's view, so that a view never
-// replaces the merged file that policygen lane reads.
-func policyFileName(hour, site string) string {
-	if site == "" {
-		return hour + ".yaml"
-	}
-	return hour + "." + site + ".yaml"
 }
 
 // endOfRecords bounds the store reads of checkSite: any record there is.
