@@ -320,6 +320,23 @@ func TestTunedBaselines(t *testing.T) {
 	}
 }
 
+// The tuned baselines may pick the grid's first T: on a lane that always
+// answers in 5 s every fallback@T meets every job for nothing, and the
+// shortest, 10 s, wins; each tuned row replays the window's jobs as
+// fallback@10.
+func TestTunedBaselinesPickTheFirstT(t *testing.T) {
+	from := day0.AddDate(0, 0, 8)
+	opts := Options{Params: params(1), From: from, To: from.AddDate(0, 0, 1), Fallbacks: []float64{10, 30}, TuneDays: 7}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To.Add(2*time.Hour), func(time.Time) (float64, bool) { return 5, true }))
+	fb := baseline(t, r, "interactive", 60, "fallback@10")
+	for _, s := range []string{StrategyTuned, StrategyTunedWeekly, StrategyTunedHourly} {
+		b := baseline(t, r, "interactive", 60, s)
+		if b.Jobs != fb.Jobs || b.Met != fb.Met || b.TunedS[0] != 10 {
+			t.Errorf("%s: %+v; want fallback@10's %d jobs, its T", s, b, fb.Jobs)
+		}
+	}
+}
+
 // Without tuning jobs (the history starts at the window) the tuned
 // baselines have nothing to pick from and are left out; -tune without
 // -fallback asks for nothing.
