@@ -53,6 +53,7 @@ type attemptDoc struct {
 	GenS          float64 `yaml:"gen_s" decode:"required"`
 	EmittedTokens float64 `yaml:"emitted_tokens" decode:"required"`
 	Shipped       bool    `yaml:"shipped" decode:"required"`
+	Error         *bool   `yaml:"error"` // absent or null: false
 }
 
 type bookPolicyDoc struct {
@@ -119,6 +120,7 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 			GenS:          c.number(decode.Key(at, "gen_s"), a.GenS, MaxSeconds),
 			EmittedTokens: c.count(decode.Key(at, "emitted_tokens"), a.EmittedTokens),
 			Shipped:       a.Shipped,
+			Error:         a.Error != nil && *a.Error,
 		}
 	}
 	if withPolicy {

@@ -11,7 +11,7 @@
 # classes, and its whole backtest. Then the decisions against the
 # baselines people write (scripts/heldout.sh): on the worlds lanewatch's
 # constants are chosen on (harsh and mild, seeds 1-3), and on the held-out
-# families (seeds 101-103). BIN names the folder holding lanesim and
+# families (seeds 201-203). BIN names the folder holding lanesim and
 # policygen (default bin); jq is needed. Deterministic: the same tree
 # prints the same bytes.
 set -euo pipefail
