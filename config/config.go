@@ -1,8 +1,9 @@
 // Package config loads a lanewatch configuration file into a validated
 // Config.
 //
-// Defaults come first and the YAML file goes on top, decoded by
-// internal/decode (unknown and repeated keys rejected); validation then
+// Defaults come first and the YAML file goes on top, decoded by yaml.v3
+// once internal/decode has checked it (unknown and repeated keys rejected,
+// with a did-you-mean); validation then
 // checks every value and fills in the effective ones. Every error is one
 // line naming the file, line and field ("c.yaml:12: lanes[2].base_url:
 // ..."). docs/config.md lists the keys.
