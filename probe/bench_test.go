@@ -219,7 +219,7 @@ func BenchmarkReadPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := &run{t: Target{}.withDefaults()}
-		if err := r.stream(context.Background(), strings.NewReader(stream), openaiDecoder{}); err != nil || r.tl.deltas != 16 {
+		if err := r.stream(context.Background(), strings.NewReader(stream), openaiEvent); err != nil || r.tl.deltas != 16 {
 			b.Fatalf("stream: %v, %d deltas", err, r.tl.deltas)
 		}
 	}

@@ -19,45 +19,45 @@ func TestDecoders(t *testing.T) {
 		wantErr  error
 		firstTok int // index of the event that brings the first token, -1 none
 	}{
-		{"openai role, empty, content", openaiDecoder{}, []in{
+		{"openai role, empty, content", openaiEvent, []in{
 			msg(`{"choices":[{"delta":{"role":"assistant"}}]}`),
 			msg(`{"choices":[{"delta":{"content":null}}],"usage":null}`),
 			msg(`{"choices":[{"delta":{"content":"a"}}]}`),
 			msg(`{"choices":[{"delta":{},"finish_reason":"length"}]}`),
 			msg(` [DONE] `),
 		}, tally{deltas: 1, done: true, finished: true}, nil, 2},
-		{"openai usage chunk", openaiDecoder{}, []in{
+		{"openai usage chunk", openaiEvent, []in{
 			msg(`{"choices":[{"delta":{"reasoning_content":"r"}}]}`),
 			msg(`{"choices":[],"usage":{"completion_tokens":12}}`),
 		}, tally{deltas: 1, usage: 12, hasUsage: true}, nil, 0},
-		{"openai usage without completion tokens ignored", openaiDecoder{}, []in{
+		{"openai usage without completion tokens ignored", openaiEvent, []in{
 			msg(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":3}}`),
 		}, tally{deltas: 1}, nil, 0},
-		{"openai empty data line skipped", openaiDecoder{}, []in{msg("")}, tally{}, nil, -1},
-		{"openai error null is no error", openaiDecoder{}, []in{
+		{"openai empty data line skipped", openaiEvent, []in{msg("")}, tally{}, nil, -1},
+		{"openai error null is no error", openaiEvent, []in{
 			msg(`{"choices":[{"delta":{"content":"a"}}],"error":null}`)}, tally{deltas: 1}, nil, 0},
-		{"openai error string", openaiDecoder{}, []in{msg(`{"error":"boom"}`)}, tally{}, ErrErrorEvent, -1},
-		{"openai content of the wrong type", openaiDecoder{}, []in{
+		{"openai error string", openaiEvent, []in{msg(`{"error":"boom"}`)}, tally{}, ErrErrorEvent, -1},
+		{"openai content of the wrong type", openaiEvent, []in{
 			msg(`{"choices":[{"delta":{"content":[1]}}]}`)}, tally{}, ErrMalformed, -1},
-		{"anthropic start, ping, block start", anthropicDecoder{}, []in{
+		{"anthropic start, ping, block start", anthropicEvent, []in{
 			{"message_start", `{"type":"message_start","message":{"usage":{"output_tokens":1}}}`},
 			{"ping", `{"type":"ping"}`},
 			{"content_block_start", `{"type":"content_block_start","content_block":{"type":"text","text":""}}`},
 			{"content_block_delta", `{"type":"content_block_delta","delta":{"type":"signature_delta","signature":"x"}}`},
 		}, tally{}, nil, -1},
-		{"anthropic tool input counts", anthropicDecoder{}, []in{
+		{"anthropic tool input counts", anthropicEvent, []in{
 			{"content_block_delta", `{"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{"}}`},
 			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":4}}`},
 			{"message_stop", `{"type":"message_stop"}`},
 		}, tally{deltas: 1, usage: 4, hasUsage: true, done: true, finished: true}, nil, 0},
-		{"anthropic type from the event name", anthropicDecoder{}, []in{
+		{"anthropic type from the event name", anthropicEvent, []in{
 			{"content_block_delta", `{"delta":{"type":"text_delta","text":"a"}}`},
 		}, tally{deltas: 1}, nil, 0},
-		{"anthropic unknown event ignored", anthropicDecoder{}, []in{
+		{"anthropic unknown event ignored", anthropicEvent, []in{
 			{"future_event", `{"type":"future_event"}`}}, tally{}, nil, -1},
-		{"anthropic error in data only", anthropicDecoder{}, []in{
+		{"anthropic error in data only", anthropicEvent, []in{
 			msg(`{"type":"error","error":{"type":"api_error"}}`)}, tally{}, ErrErrorEvent, -1},
-		{"anthropic invalid utf-8", anthropicDecoder{}, []in{
+		{"anthropic invalid utf-8", anthropicEvent, []in{
 			msg("{\"type\":\"ping\",\"x\":\"\xff\"}")}, tally{}, ErrInvalidUTF8, -1},
 	}
 	for _, tt := range tests {
@@ -67,7 +67,7 @@ func TestDecoders(t *testing.T) {
 			first := -1
 			for i, e := range tt.events {
 				before := tl.deltas
-				if err = tt.dec.event(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil {
+				if err = tt.dec(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil {
 					break
 				}
 				if before == 0 && tl.deltas > 0 {

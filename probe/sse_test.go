@@ -140,10 +140,10 @@ func FuzzSSE(f *testing.F) {
 			t.Fatalf("unexpected error %v", errA)
 		}
 		for _, e := range a {
-			for _, d := range []decoder{openaiDecoder{}, anthropicDecoder{}} {
+			for _, d := range []decoder{openaiEvent, anthropicEvent} {
 				var tl tally
 				var f *failure
-				if err := d.event(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil && !errors.As(err, &f) {
+				if err := d(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil && !errors.As(err, &f) {
 					t.Fatalf("decoder error %v is not a classified failure", err)
 				}
 			}
