@@ -226,9 +226,6 @@ func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
 	return err
 }
 
-// MarshalYAML writes "I/N".
-func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
-
 // Policy configures policygen.
 type Policy struct {
 	Out string `yaml:"out"`

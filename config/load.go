@@ -78,9 +78,6 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// MarshalYAML writes the duration as a Go duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
-
 // unquotedStar is a schedule whose cron spec starts with *: YAML reads a
 // leading * as an alias, so the spec must be quoted.
 var unquotedStar = regexp.MustCompile(`(?m)^(\s*schedule:\s*)(\*[^"'#\n]*?)\s*$`)
