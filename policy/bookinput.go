@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
 
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -49,9 +50,9 @@ type BookInput struct {
 // bookDoc is the JSON of a BookInput, once bookinput.schema.json has
 // checked it.
 type bookDoc struct {
-	Attempts []attemptDoc  `yaml:"attempts"`
-	Policy   bookPolicyDoc `yaml:"policy"`
-	RunningS *float64      `yaml:"running_s"` // absent or null: the ledger's question
+	Attempts []attemptDoc   `yaml:"attempts"`
+	Policy   *bookPolicyDoc `yaml:"policy"`    // nil: absent
+	RunningS *float64       `yaml:"running_s"` // absent or null: the ledger's question
 }
 
 type attemptDoc struct {
@@ -118,20 +119,18 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 		return BookInput{}, err
 	}
 	var doc bookDoc
-	lines, err := decode.Decode(root, &doc)
-	if err != nil {
+	if err := root.Decode(&doc); err != nil { // the schema has checked every key and type
 		return BookInput{}, err
 	}
-	c := checker{lines: lines}
-	_, hasPolicy := lines["policy"]
+	c := checker{root: root}
 	switch {
-	case withPolicy && !hasPolicy:
+	case withPolicy && doc.Policy == nil:
 		return BookInput{}, decode.Errorf(root.Line, "policy", "missing")
-	case !withPolicy && hasPolicy:
-		return BookInput{}, decode.Errorf(lines.Line("policy"), "policy", "not allowed: the book comes from the hour's policy file (-policy, -config or the API)")
+	case !withPolicy && doc.Policy != nil:
+		return BookInput{}, decode.Errorf(decode.Line(root, "policy"), "policy", "not allowed: the book comes from the hour's policy file (-policy, -config or the API)")
 	case len(doc.Attempts) > MaxAttempts:
 		at := decode.Index("attempts", MaxAttempts)
-		return BookInput{}, decode.Errorf(lines.Line(at), at, "more than %d attempts", MaxAttempts)
+		return BookInput{}, decode.Errorf(decode.Line(root, at), at, "more than %d attempts", MaxAttempts)
 	}
 	in := BookInput{Attempts: make([]Attempt, len(doc.Attempts))}
 	for i, a := range doc.Attempts {
@@ -144,7 +143,7 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 		}
 	}
 	if withPolicy {
-		p := doc.Policy
+		p := *doc.Policy
 		in.Policy = BookPolicy{
 			DeadlineS:     c.number("policy.deadline_s", p.DeadlineS, MaxSeconds),
 			CeilingTokens: c.count("policy.ceiling_tokens", p.CeilingTokens),
@@ -186,14 +185,14 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 // checker holds decoded numbers to their bounds and keeps the first error,
 // with the field's line.
 type checker struct {
-	lines decode.Lines
-	err   error
+	root *yaml.Node
+	err  error
 }
 
 func (c *checker) fail(err error) {
 	var fe *FieldError
 	if c.err == nil && errors.As(err, &fe) {
-		c.err = decode.Errorf(c.lines.Line(fe.Field), fe.Field, "%s", fe.Msg)
+		c.err = decode.Errorf(decode.Line(c.root, fe.Field), fe.Field, "%s", fe.Msg)
 	}
 }
 

@@ -252,6 +252,9 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) error
 	case n.Kind != yaml.ScalarNode && !custom:
 		return Errorf(at, path, "want %s, got %s", want(t), Describe(n))
 	}
+	if fits(n, t) && !custom {
+		return nil
+	}
 	var te *yaml.TypeError
 	switch err := n.Decode(reflect.New(t).Interface()); {
 	case errors.As(err, &te) || err == nil && !custom && t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64 && n.ShortTag() != "!!int":
@@ -260,6 +263,29 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) error
 		return &Error{Line: at, Field: path, Err: err}
 	}
 	return nil
+}
+
+// fits reports whether scalar n surely decodes into a value of type t, for
+// the common cases (JSON's among them): no yaml.v3 decoder is made for each.
+func fits(n *yaml.Node, t reflect.Type) bool {
+	tag, v := n.ShortTag(), n.Value
+	digits := len(v) <= 18 && strings.Trim(strings.TrimPrefix(v, "-"), "0123456789") == "" && v != "" && v != "-"
+	switch t.Kind() {
+	case reflect.String:
+		return tag == "!!str"
+	case reflect.Bool:
+		return tag == "!!bool" && (v == "true" || v == "false")
+	case reflect.Int, reflect.Int64:
+		_, err := strconv.ParseInt(v, 10, t.Bits())
+		return tag == "!!int" && digits && err == nil
+	case reflect.Float64:
+		if tag == "!!int" {
+			return digits
+		}
+		_, err := strconv.ParseFloat(v, 64)
+		return tag == "!!float" && strings.Trim(v, "0123456789.eE+-") == "" && err == nil
+	}
+	return false
 }
 
 // mapping checks mapping n as struct type t. Keys in set are set already,

@@ -183,3 +183,36 @@ func TestSchemaInstance(t *testing.T) {
 		})
 	}
 }
+
+// fits, the shortcut past a yaml.v3 decoder for each scalar, never says a
+// scalar decodes into a type that yaml.v3 refuses it for, plain or tagged
+// as JSON tags it.
+func TestFitsAgreesWithYAML(t *testing.T) {
+	types := []reflect.Type{reflect.TypeFor[string](), reflect.TypeFor[bool](), reflect.TypeFor[int](), reflect.TypeFor[int64](), reflect.TypeFor[float64]()}
+	values := []string{"", "-", "0", "-12", "007", "1_000", "0x1F", "0o17", "123456789012345678", "1234567890123456789", "99999999999999999999",
+		"1.5", "-0.25", "1e3", "1E+2", "1e400", ".inf", "-.Inf", ".nan", "inf", "NaN", "true", "false", "True", "yes", "t", "1", "abc", "2026-01-01"}
+	for _, v := range values {
+		for _, tag := range []string{"", "!!str", "!!int", "!!float", "!!bool"} {
+			n := &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v}
+			for _, typ := range types {
+				if fits(n, typ) && n.Decode(reflect.New(typ).Interface()) != nil {
+					t.Errorf("fits(%q tagged %q, %s), which yaml.v3 refuses", v, tag, typ)
+				}
+			}
+		}
+	}
+}
+
+// Line finds a field by its path of keys and indices, or its nearest
+// enclosing field.
+func TestLine(t *testing.T) {
+	doc, err := JSON([]byte("{\"a\": [\n{\"b\": 1},\n{\"b\": 2,\n\"c\": 3}]}"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string]int{"a": 1, "a[0].b": 2, "a[1].c": 4, "a[1].nope": 3, "a[7]": 1, "": 1} {
+		if got := Line(doc, field); got != want {
+			t.Errorf("Line(%q) = %d, want %d", field, got, want)
+		}
+	}
+}

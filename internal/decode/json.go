@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -64,8 +64,8 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 				n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
 			case json.Number:
 				n.Tag, n.Value = "!!int", string(v)
-				if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
-					n.Tag = "!!float" // a fraction, an exponent or beyond int64
+				if strings.ContainsAny(string(v), ".eE") || len(strings.TrimPrefix(string(v), "-")) > 18 {
+					n.Tag = "!!float" // a fraction, an exponent, or maybe beyond int64
 				}
 			case bool:
 				n.Tag, n.Value = "!!bool", fmt.Sprint(v)

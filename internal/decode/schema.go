@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,13 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 		return nil, nil
 	case "!!bool", "!!int", "!!float":
 		var v any
+		if fits(n, reflect.TypeFor[float64]()) { // the common cases, without a yaml.v3 decoder each
+			if i, err := strconv.ParseInt(n.Value, 10, 64); err == nil && n.ShortTag() == "!!int" {
+				return int(i), nil
+			} else if f, _ := strconv.ParseFloat(n.Value, 64); n.ShortTag() == "!!float" && !math.IsInf(f, 0) {
+				return f, nil
+			}
+		}
 		if err := n.Decode(&v); err != nil {
 			// As written, out of range too (1e400 is +Inf, refused below).
 			x, rerr := strconv.ParseFloat(n.Value, 64)
@@ -281,6 +289,16 @@ func onlyType(ve *jsonschema.ValidationError) bool {
 		}
 	}
 	return true
+}
+
+// Line returns the line of field in doc, a path of plain keys and indices
+// ("attempts[3].queue_s"), or of the nearest enclosing field there.
+func Line(doc *yaml.Node, field string) int {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	_, n, _ := locate(doc, strings.FieldsFunc(field, func(r rune) bool { return r == '.' || r == '[' || r == ']' }))
+	return n.Line
 }
 
 // locate follows an instance location through the YAML tree: the field
