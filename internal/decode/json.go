@@ -15,13 +15,13 @@ import (
 const maxDepth = 1000
 
 // JSON parses data, one strict JSON value, into a yaml.Node tree for
-// Schema (with SchemaOptions.JSON) and Decode: objects become mappings (a
-// repeated key kept, for Schema to refuse), arrays sequences, and scalars
-// carry the tag of their JSON type (!!str, !!int for an integer literal
-// that fits an int64, else !!float, !!bool, !!null), each node the line it
-// is on. At most maxNodes values are
-// read (the tree of a small input cannot outgrow it) and nesting is at most
-// 1000 deep. Errors are *Error with the line and the path reached.
+// Schema (with SchemaOptions.JSON): objects become mappings (a repeated key
+// kept, for Schema to refuse), arrays sequences, and scalars carry the tag
+// of their JSON type (!!str, !!int for an integer literal of at most 18
+// digits, else !!float, !!bool, !!null), each node the line it is on. At
+// most maxNodes values are read (the tree of a small input cannot outgrow
+// it) and nesting is at most 1000 deep. Errors are *Error with the line and
+// the path reached.
 func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
