@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -176,20 +175,6 @@ const (
 	ScopeAccount = "account" // the lanes share one key: all sites spend one budget
 	ScopeSite    = "site"    // each site has a budget of its own
 )
-
-// QuotaOf returns the quota of the named lane; false when the lane has none
-// or there is no such lane.
-func (c *Config) QuotaOf(lane string) (Quota, bool) {
-	i := slices.IndexFunc(c.Lanes, func(l Lane) bool { return l.Name == lane })
-	if i < 0 || c.Lanes[i].Quota == "" {
-		return Quota{}, false
-	}
-	j := slices.IndexFunc(c.Quotas, func(q Quota) bool { return q.Name == c.Lanes[i].Quota })
-	if j < 0 {
-		return Quota{}, false
-	}
-	return c.Quotas[j], true
-}
 
 // Shard is the part of the lanes one sampler probes when several share
 // them: shard Index of Count (0 <= Index < Count). Default() has 0/1, all

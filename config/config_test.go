@@ -392,14 +392,11 @@ lanes:
 	if q := cfg.Quotas[0]; q.Timezone != "UTC" || q.Location != time.UTC {
 		t.Errorf("quota timezone defaults to %q %v, want UTC", q.Timezone, q.Location)
 	}
-	q, ok := cfg.QuotaOf("a")
-	if !ok || q.Name != "groq" || q.ProbesPerDay != 100000 || q.Location.String() != "America/Los_Angeles" {
-		t.Errorf("QuotaOf(a) = %+v, %v", q, ok)
+	if q := cfg.Quotas[1]; cfg.Lanes[0].Quota != q.Name || q.Name != "groq" || q.ProbesPerDay != 100000 || q.Location.String() != "America/Los_Angeles" {
+		t.Errorf("lane a's quota %q, quotas[1] %+v", cfg.Lanes[0].Quota, q)
 	}
-	for _, lane := range []string{"b", "nope"} {
-		if q, ok := cfg.QuotaOf(lane); ok {
-			t.Errorf("QuotaOf(%s) = %+v, want none", lane, q)
-		}
+	if cfg.Lanes[1].Quota != "" {
+		t.Errorf("lane b has quota %q, want none", cfg.Lanes[1].Quota)
 	}
 }
 
