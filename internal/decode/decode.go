@@ -276,14 +276,17 @@ func fits(n *yaml.Node, t reflect.Type) bool {
 	case reflect.Bool:
 		return tag == "!!bool" && (v == "true" || v == "false")
 	case reflect.Int, reflect.Int64:
+		if tag != "!!int" || !digits {
+			return false
+		}
 		_, err := strconv.ParseInt(v, 10, t.Bits())
-		return tag == "!!int" && digits && err == nil
+		return err == nil
 	case reflect.Float64:
-		if tag == "!!int" {
-			return digits
+		if tag != "!!float" || strings.Trim(v, "0123456789.eE+-") != "" {
+			return tag == "!!int" && digits
 		}
 		_, err := strconv.ParseFloat(v, 64)
-		return tag == "!!float" && strings.Trim(v, "0123456789.eE+-") == "" && err == nil
+		return err == nil
 	}
 	return false
 }
