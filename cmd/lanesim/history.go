@@ -24,12 +24,10 @@ import (
 const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile NAME] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH] [-shift F] [-force]
        lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile NAME] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH] [-shift F] [-force]
 
-Generates a realistic probe history and stores it, probes and hourly records
-(written through the store's recorder, so every hourly record is the
-aggregate of its probes): into a new embedded store file (-out), or into the
-store a lanewatch config names (-config: its lanes and timezone too; with -out
-as well, only its lanes and timezone). The same flags and seed give the
-same history, byte for byte in a file.
+Generates a realistic probe history and records it, probes and hourly records,
+into a new embedded store file (-out) or the store a lanewatch config names
+(-config: its lanes and timezone too; with -out, only those). The same flags
+and seed give the same history, byte for byte in a file.
 
 The model (package lanesim, HistoryOptions): three rounds an hour; free
 lanes queue lognormally along a time-of-day curve (UTC), time out, go down
@@ -41,11 +39,10 @@ constants are chosen on; the held-out families (lanesim.HeldOutProfiles)
 score it on others: known-flat, known-peak, weekly, drop, rise (at
 -shift-at), mixture, pareto, sparse and upstream.
 
--truth FILE writes each probe's true queue distribution, one JSON object a
-line in probe order: {"time":RFC 3339,"lane":NAME,"median_s":X,"sigma":S},
-with "outage":true when the lane was down (the probe timed out whatever it
-drew): the lognormal the probe's queue was drawn from, for an oracle. The
-mixture and pareto profiles have no such truth: -truth is refused there.
+-truth FILE writes the lognormal each probe's queue was drawn from, for an
+oracle, one JSON line a probe: {"time":RFC 3339,"lane":NAME,"median_s":X,
+"sigma":S}, with "outage":true when the lane was down. The mixture and pareto
+profiles have none: -truth is refused there.
 
 A file that exists is not replaced without -force (also when -config names
 a file store, and for -truth). InfluxDB gets the points added; a point with

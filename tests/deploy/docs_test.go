@@ -403,7 +403,7 @@ func TestOneSetOfBinaryNames(t *testing.T) {
 				t.Errorf("%s:%d: %q: the binaries are sampler and policygen", rel, i+1, tok)
 			}
 			for _, m := range binRE.FindAllStringSubmatch(line, -1) {
-				if _, ok := commandOf(m[1]); !ok && m[1] != "lanesim" && m[1] != "delaylane" {
+				if _, ok := commandOf(m[1]); !ok && m[1] != "lanesim" {
 					t.Errorf("%s:%d: /usr/local/bin/%s: the binaries are sampler and policygen", rel, i+1, m[1])
 				}
 			}
