@@ -17,7 +17,7 @@ import (
 // Options configure Handler.
 type Options struct {
 	Folder Folder
-	Lanes  []Endpoint       // the configured lanes, for the endpoints of the answers
+	Lanes  []Lane           // the configured lanes, for the endpoints of the answers
 	Now    func() time.Time // nil: time.Now
 }
 
@@ -306,7 +306,7 @@ func answer(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover) ([]by
 // "base_url", "model", "api_key_env"}: the name of the key's variable,
 // never a key) or null with it. A lane the book names that lanes lack is
 // an *UnknownLaneError (its Class left for the caller).
-func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover, lanes []Endpoint) ([]byte, error) {
+func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover, lanes []Lane) ([]byte, error) {
 	out, action, err := answer(in, p, cut)
 	if err != nil {
 		return nil, err

@@ -4,35 +4,27 @@
 // as a read-only JSON API over HTTP (Handler, docs/api.md).
 //
 // It reads policy files and never writes, probes or reads a key: a lane's
-// endpoint comes from the caller (package app maps the config to Endpoint)
+// endpoint comes from the caller (config.APIOptions)
 // and names the variable that holds its key, never the key.
 package api
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// Endpoint is where a configured lane is reached: what a client needs to
-// call it, with the name of the environment variable that holds its key.
-type Endpoint struct {
-	Name      string
-	Kind      string // policy.KindFree or policy.KindPaid
-	API       string // "openai" or "anthropic"
-	BaseURL   string
-	Model     string
-	APIKeyEnv string // "" for a lane without a key
-}
-
-// Lane is a lane with its endpoint, as the answers write it.
+// Lane is a configured lane with its endpoint, as the answers write it:
+// what a client needs to call it, with the name of the environment
+// variable that holds its key ("" for a lane without one), never a key.
 type Lane struct {
 	Lane      string `json:"lane"`
-	Kind      string `json:"kind"`
-	API       string `json:"api"`
+	Kind      string `json:"kind"` // policy.KindFree or policy.KindPaid
+	API       string `json:"api"`  // "openai" or "anthropic"
 	BaseURL   string `json:"base_url"`
 	Model     string `json:"model"`
 	APIKeyEnv string `json:"api_key_env"`
@@ -95,7 +87,7 @@ func (e *classError) Unwrap() []error {
 // cut_over before the first try), with no cut-over time.
 // The errors: the class is not in f (wrapping ErrNoClass), *NoLaneError,
 // and *UnknownLaneError when lanes lack the chosen lane.
-func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
+func Choose(f policy.File, class string, lanes []Lane) (Choice, error) {
 	c, err := f.NamedClass(class)
 	if err != nil {
 		return Choice{}, &classError{err}
@@ -122,13 +114,12 @@ func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 	return ch, nil
 }
 
-func find(lanes []Endpoint, name string) (Lane, bool) {
-	for _, e := range lanes {
-		if e.Name == name {
-			return Lane{Lane: e.Name, Kind: e.Kind, API: e.API, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv}, true
-		}
+func find(lanes []Lane, name string) (Lane, bool) {
+	i := slices.IndexFunc(lanes, func(l Lane) bool { return l.Lane == name })
+	if i < 0 {
+		return Lane{}, false
 	}
-	return Lane{}, false
+	return lanes[i], true
 }
 
 // WhyNoLane says, per lane of the file, why it is not in the class's lanes:

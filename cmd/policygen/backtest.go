@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -179,26 +179,20 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		to = e.now()
 	}
 	to = to.In(cfg.Location)
-	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
+	opts := backtest.Options{Params: cfg.PolicyParams(), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
 		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth,
 		Fallbacks: fallbacks, Deadlines: deadlines, TuneDays: *tuneFlag, Busy429S: busy}
-	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
+	st, err := e.openStore(ctx, cfg, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
-	defer st.Close()
-	rep, err := backtest.Run(ctx, st, opts)
+	defer closeStore(st)
+	rep, first, err := load.Backtest(ctx, st, opts)
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
-	if _, fresh := st.(emptyStore); !fresh { // a fresh install said so already
-		note, err := thinNote(ctx, st, &rep)
-		if err != nil {
-			return fmt.Errorf("backtest: %w", err)
-		}
-		if note != "" {
-			fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
-		}
+	if note := thinNote(&rep, first); note != "" && st != nil { // a fresh install said so already
+		fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
 	}
 	var out bytes.Buffer
 	if err := write(&out, &rep, *hoursFlag); err != nil {

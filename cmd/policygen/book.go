@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/policy"
@@ -67,8 +65,8 @@ free_first of a calibrated policy file, or of the stdin policy.
 		return usagef("book: -policy and -class go together")
 	}
 	var fromFile *policy.BookPolicy
-	var cut *policy.Cutover  // the class's cut-over in the policy file
-	var lanes []api.Endpoint // with -config: the configured lanes
+	var cut *policy.Cutover // the class's cut-over in the policy file
+	var lanes []api.Lane    // with -config: the configured lanes
 	if *configPath != "" {
 		f, eps, err := e.bookFile(ctx, *configPath, *hourFlag, *dirFlag)
 		if err != nil {
@@ -133,52 +131,42 @@ free_first of a calibrated policy file, or of the stdin policy.
 // current hour, in the config's timezone) from policy.out of the config at
 // configPath or from dirFlag, as policygen lane does, and returns it with
 // the config's lanes.
-func (e *env) bookFile(ctx context.Context, configPath, hourFlag, dirFlag string) (policy.File, []api.Endpoint, error) {
+func (e *env) bookFile(ctx context.Context, configPath, hourFlag, dirFlag string) (policy.File, []api.Lane, error) {
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return policy.File{}, nil, err
 	}
-	h, err := e.hourArg(hourFlag, cfg.Location)
-	if err != nil {
-		return policy.File{}, nil, usagef("book: -hour: %w", err)
-	}
-	label := store.HourLabel(h, cfg.Location)
-	dir := cfg.Policy.Out
-	if dirFlag != "" {
-		if dir, err = filepath.Abs(dirFlag); err != nil {
-			return policy.File{}, nil, usagef("book: -dir: %w", err)
-		}
-	}
-	f, _, err := readHourFile(ctx, "book", configPath, dir, label, hourFlag != "")
-	if err != nil {
-		return policy.File{}, nil, err
-	}
-	return f, app.Endpoints(cfg), nil
+	f, _, err := e.hourFile("book", cfg, configPath, hourFlag, dirFlag)
+	return f, cfg.APIOptions().Lanes, err
 }
 
-// readHourFile reads and checks the policy file of the hour labelled label
-// in dir, for the subcommand cmd (lane, book) of the config at configPath;
-// hourGiven says whether -hour named the hour (the missing file's hint
-// then names it too). It returns the file and its path.
-func readHourFile(ctx context.Context, cmd, configPath, dir, label string, hourGiven bool) (policy.File, string, error) {
-	path := filepath.Join(dir, label+".yaml")
-	data, err := readFileCapped(ctx, "policy file "+path, path, maxPolicyFile)
-	if errors.Is(err, fs.ErrNotExist) {
+// hourFile reads and checks the policy file of the hour (hourFlag, default
+// the current one) in policy.out of the config at configPath, or in dir,
+// for the subcommand cmd (lane, book), and returns it with its path. A
+// missing file's error says how to write it.
+func (e *env) hourFile(cmd string, cfg *config.Config, configPath, hourFlag, dir string) (policy.File, string, error) {
+	h, err := e.hourArg(hourFlag, cfg.Location)
+	if err != nil {
+		return policy.File{}, "", usagef("%s: -hour: %w", cmd, err)
+	}
+	folder := cfg.APIOptions().Folder
+	if dir != "" {
+		if folder.Dir, err = filepath.Abs(dir); err != nil {
+			return policy.File{}, "", usagef("%s: -dir: %w", cmd, err)
+		}
+	}
+	label := store.HourLabel(h, cfg.Location)
+	f, _, err := folder.Read(label)
+	var missing *api.NoFileError
+	if errors.As(err, &missing) {
 		how := "policygen -config " + configPath
-		if hourGiven {
+		if hourFlag != "" {
 			how += " -hour " + label
 		}
-		return policy.File{}, path, fmt.Errorf("%s: no policy file for %s: %s does not exist (%s writes it)", cmd, label, path, how)
+		return f, folder.Path(label), fmt.Errorf("%s: %v (%s writes it)", cmd, missing, how)
 	}
 	if err != nil {
-		return policy.File{}, path, fmt.Errorf("%s: %w", cmd, err)
+		return f, folder.Path(label), fmt.Errorf("%s: %w", cmd, err)
 	}
-	f, err := policy.ParseFile(data)
-	if err != nil {
-		return policy.File{}, path, fmt.Errorf("%s: %s: %w", cmd, path, err)
-	}
-	if f.Hour != label {
-		return policy.File{}, path, fmt.Errorf("%s: %s: holds hour %q, want %q", cmd, path, f.Hour, label)
-	}
-	return f, path, nil
+	return f, folder.Path(label), nil
 }

@@ -11,10 +11,8 @@ import (
 	"strings"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/store"
 )
 
 const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env|dotenv] [-dir DIR]
@@ -85,39 +83,31 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if *next && *hourFlag != "" {
 		return fset.usagef("-next and -hour exclude each other")
 	}
-	configPath := fset.config
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fset.config)
 	if err != nil {
 		return err
 	}
-	loc := cfg.Location
-	h, err := e.hourArg(*hourFlag, loc)
-	if err != nil {
-		return fset.usagef("-hour: %w", err)
-	}
-	label := store.HourLabel(h, loc)
-	dir := cfg.Policy.Out
-	if *dirFlag != "" {
-		if dir, err = filepath.Abs(*dirFlag); err != nil {
-			return fset.usagef("-dir: %w", err)
-		}
-	}
-
 	if *next {
-		return e.laneNext(api.Folder{Dir: dir, Location: loc}, *className, *format)
+		folder := cfg.APIOptions().Folder
+		if *dirFlag != "" {
+			if folder.Dir, err = filepath.Abs(*dirFlag); err != nil {
+				return fset.usagef("-dir: %w", err)
+			}
+		}
+		return e.laneNext(folder, *className, *format)
 	}
-	f, path, err := readHourFile(ctx, "lane", *configPath, dir, label, *hourFlag != "")
+	f, path, err := e.hourFile("lane", cfg, *fset.config, *hourFlag, *dirFlag)
 	if err != nil {
 		return err
 	}
-	ch, err := api.Choose(f, *className, app.Endpoints(cfg))
+	ch, err := api.Choose(f, *className, cfg.APIOptions().Lanes)
 	var noLane *api.NoLaneError
 	var unknown *api.UnknownLaneError
 	switch {
 	case errors.As(err, &noLane):
 		return cli.NoLanef("lane: %v", noLane)
 	case errors.As(err, &unknown):
-		return fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, *configPath)
+		return fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, *fset.config)
 	case err != nil:
 		return fmt.Errorf("lane: %s: %w", path, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
 )
@@ -42,7 +41,7 @@ func (e *env) runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := app.APIOptions(cfg)
+	opts := cfg.APIOptions()
 	opts.Now = e.now
 	if *dirFlag != "" {
 		if opts.Folder.Dir, err = filepath.Abs(*dirFlag); err != nil {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -140,15 +140,15 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 // store reads them. A samples file that does not exist yet is an empty
 // store (no sampler round has run): a warning, no error.
 func (e *env) swings(ctx context.Context, cfg *config.Config, from, to time.Time, days int, sites []string) (*swings.Report, error) {
-	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "reporting no data")
+	st, err := e.openStore(ctx, cfg, "reporting no data")
 	if err != nil {
 		return nil, fmt.Errorf("swings: %w", err)
 	}
-	defer st.Close()
+	defer closeStore(st)
 	q := store.Between(from, to)
 	q.Sites = sites
 	q.Fields = swings.Fields() // the report reads 4 of the 7 fields
-	rep, err := app.SwingsOf(ctx, cfg, st, q, from, to, days, len(sites) == 0)
+	rep, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, days), len(sites) == 0)
 	if err != nil {
 		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)
 	}

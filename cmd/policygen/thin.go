@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/backtest"
-	"github.com/lanewatch/lanewatch/store"
 )
 
 // thinNote says in one line why a backtest's figures stand on thin
@@ -18,7 +16,8 @@ import (
 // lookback_days and the figures differ from a longer history's (the
 // README's and BENCHMARKS.md's come from 28 days after a 14-day warm-up).
 // The report on stdout is the same either way; the note goes to stderr.
-func thinNote(ctx context.Context, st store.Store, rep *backtest.Report) (string, error) {
+// first is the time of the first probe read (zero: none).
+func thinNote(rep *backtest.Report, first time.Time) string {
 	const day = "2006-01-02T15"
 	scored := 0
 	if len(rep.Calibration) > 0 {
@@ -26,7 +25,7 @@ func thinNote(ctx context.Context, st store.Store, rep *backtest.Report) (string
 	}
 	if scored == 0 {
 		return fmt.Sprintf("no probe of the config's lanes from %s to %s: the tables are empty; sample first, or move the window (-end, -days)",
-			rep.From.Format(day), rep.To.Format(day)), nil
+			rep.From.Format(day), rep.To.Format(day))
 	}
 	jobs := 0
 	for _, d := range rep.Decisions {
@@ -34,20 +33,16 @@ func thinNote(ctx context.Context, st store.Store, rep *backtest.Report) (string
 	}
 	if len(rep.Decisions) > 0 && jobs == 0 {
 		return fmt.Sprintf("no job was replayed: jobs arrive a minute before each probe of lane %s, which has none in the window; the decision table is empty",
-			rep.ArrivalLane), nil
+			rep.ArrivalLane)
 	}
 	if !rep.ReadFrom.Before(rep.From) {
-		return "", nil
+		return ""
 	}
-	first, err := st.Probes(ctx, store.Between(rep.ReadFrom, rep.ReadFrom.Add(24*time.Hour)))
-	if err != nil {
-		return "", fmt.Errorf("store: read probes: %w", err)
-	}
-	if len(first) > 0 {
-		return "", nil
+	if !first.IsZero() && first.Before(rep.ReadFrom.Add(24*time.Hour)) {
+		return ""
 	}
 	warm := int(math.Round(rep.From.Sub(rep.ReadFrom).Hours() / 24))
 	window := int(math.Round(rep.To.Sub(rep.From).Hours() / 24))
 	return fmt.Sprintf("thin history: no probe on the first day of the %d-day warm-up (from %s), so the window's first policies had less history than lookback_days; figures from a longer history differ: sample for %d days or more, or shorten -days or -lookback",
-		warm, rep.ReadFrom.Format(day), warm+window), nil
+		warm, rep.ReadFrom.Format(day), warm+window)
 }

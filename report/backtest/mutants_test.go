@@ -7,9 +7,7 @@ package backtest
 // 0.2 s), the paid lane queues 1 s and decodes 160 tok/s.
 
 import (
-	"context"
 	"encoding/csv"
-	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -163,28 +161,6 @@ func TestReadFrom(t *testing.T) {
 				t.Errorf("ReadFrom %s, want %s", got.UTC(), tc.want)
 			}
 		})
-	}
-}
-
-// Run reads the warm-up before From: with lookback 0, the first probe of
-// the window (10:07) is scored against the policy built from 09:00's
-// probes, not as never sampled.
-func TestRunReadsTheBasisBeforeFrom(t *testing.T) {
-	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
-	opts := Options{Params: params(0), From: from, To: from.Add(time.Hour)}
-	st := &spanStore{probes: rounds(day0, opts.To, func(time.Time) (float64, bool) { return 5, true })}
-	r, err := Run(context.Background(), st, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := laneCal(t, r, 0, "free")
-	if c.Probes != 3 || c.NoPolicy != 0 || c.OK != 3 || c.Covered != 3 || c.FalseIneligible != 0 {
-		t.Errorf("free: %+v; want 3 probes, all with an eligible policy covering them", c.Counts)
-	}
-	// From 08:00 on: the rounds of 08:00 and 09:00 (free and paid) fed the
-	// history, those of 10:00 were scored.
-	if r.ProbesRead != 18 || !r.ReadFrom.Equal(from.Add(-2*time.Hour)) {
-		t.Errorf("read %d probes from %s, want 18 from %s", r.ProbesRead, r.ReadFrom, from.Add(-2*time.Hour))
 	}
 }
 
@@ -619,80 +595,6 @@ func TestBestLookbackAtTheTarget(t *testing.T) {
 	}
 	if got := bestLookback([]Calibration{cal(1, 0.9499, 2), cal(7, 0.97, 3)}); got != 1 {
 		t.Errorf("best %d, want 1 (0.9499 does not reach the target)", got)
-	}
-}
-
-// scanStore streams a fixed list of probes in time order.
-type scanStore struct {
-	store.Store // nil: only ScanProbes is called
-	probes      []store.Probe
-}
-
-func (s *scanStore) ScanProbes(ctx context.Context, q store.Query, fn func(store.Probe) error) (bool, error) {
-	for _, p := range s.probes {
-		if !q.Windows[0].Contains(p.Time) {
-			continue
-		}
-		if err := fn(p); err != nil {
-			return true, err
-		}
-	}
-	return true, ctx.Err()
-}
-
-// A streaming store hands over every probe, in order, in batches, however
-// many batches it takes (run.go's `if addErr != nil { cancel() }` →
-// `== nil` stopped the scan after the first batch).
-func TestScanFeedHandsOverEveryBatch(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := &scanStore{}
-	for i := range 50_000 {
-		st.probes = append(st.probes, store.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Second)})
-	}
-	n := 0
-	err := feed(context.Background(), st, start, start.Add(24*time.Hour), func(p store.Probe) error {
-		if !p.Time.Equal(start.Add(time.Duration(n) * time.Second)) {
-			return fmt.Errorf("probe %d at %s", n, p.Time)
-		}
-		n++
-		return nil
-	}, noRestart(t))
-	if err != nil || n != 50_000 {
-		t.Errorf("%v after %d probes, want all 50000", err, n)
-	}
-}
-
-// The window is read a week first, then in spans as long as the probe
-// rate seen so far allows readTarget probes (at most 92 days, at least
-// one), or four times longer after an empty span. Over 60 days: hourly
-// probes (24 a day: 75000/24 days, held to 92) take 2 reads; a probe every
-// 20 s (4320 a day: 17.4 days, whole days: 17) takes 1 + 4 reads (53 days
-// left); an empty store 7, 28 and 92 days: 3 reads.
-func TestFeedSpanLengths(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	to := start.AddDate(0, 0, 60)
-	for _, tc := range []struct {
-		name  string
-		every time.Duration // 0: no probes
-		reads int
-	}{
-		{"hourly", time.Hour, 2},
-		{"every 20 s", 20 * time.Second, 5},
-		{"empty", 0, 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := &spanStore{failAt: 1000} // a runaway loop of reads fails
-			if tc.every > 0 {
-				for at := start; at.Before(to); at = at.Add(tc.every) {
-					st.probes = append(st.probes, store.Probe{Lane: "free", Time: at})
-				}
-			}
-			n := 0
-			err := feed(context.Background(), st, start, to, func(store.Probe) error { n++; return nil }, noRestart(t))
-			if err != nil || n != len(st.probes) || st.reads != tc.reads {
-				t.Errorf("%v; %d probes of %d in %d reads, want all in %d", err, n, len(st.probes), st.reads, tc.reads)
-			}
-		})
 	}
 }
 
