@@ -101,58 +101,33 @@ func (pl plan) span() store.Window {
 }
 
 // read streams pl's span once. The hourly records of pl.hours go to
-// record: those keyed in the policy's zone as stored, and the others
-// (sampled under a zone whose offset differs by a fraction of an hour)
-// rebuilt from the probes, as the sampler would have stored them. The
-// calibrated rule's probes of the lanes go to probe in time order. It
-// returns the newest probe of each lane and site before pl.end and the
-// sites of the records seen.
+// record (see zone), the calibrated rule's probes of the lanes to probe,
+// in time order. It returns the newest probe of each lane and site before
+// pl.end and the sites of the records read. When pl.sites have no record
+// there, the sites of every record of the span are looked up instead (a
+// second read, on the way to a usage error: a -site typo).
 func read(ctx context.Context, st store.Store, pl plan, record func(store.Hourly), probe func(store.Probe)) ([]store.Probe, []string, error) {
-	loc := store.OrUTC(pl.p.Location)
 	lanes := map[string]bool{}
 	for _, l := range pl.p.Lanes {
 		lanes[l.Name] = true
 	}
-	in := func(ws []store.Window, t time.Time, margin time.Duration) bool {
-		return slices.ContainsFunc(ws, func(w store.Window) bool { return !t.Before(w.From.Add(-margin)) && t.Before(w.To.Add(margin)) })
-	}
-	site := func(s string) bool { return pl.sites == nil || slices.Contains(pl.sites, s) }
 	calFrom := pl.calibratedFrom()
+	z := newZone(pl.p.Location, pl.hours)
 	var seen []string
-	var foreign []store.Hourly // keyed in another zone
-	type laneHour struct {
-		lane, site string
-		hour       int64
-	}
-	var kept map[laneHour]bool
-	var sent []store.Probe // the probes of foreign's hours
 	var nw newestOf
+	q := store.Query{Windows: []store.Window{pl.span()}, Sites: pl.sites}
 	r := store.Reader{
 		Hourly: func(h store.Hourly) error {
 			if !slices.Contains(seen, h.Site) {
 				seen = append(seen, h.Site)
 			}
-			switch {
-			case !site(h.Site) || !in(pl.hours, h.Hour, 0):
-			case store.HourStart(h.Hour, loc).Equal(h.Hour):
-				if kept == nil {
-					kept = map[laneHour]bool{}
-				}
-				kept[laneHour{h.Lane, h.Site, h.Hour.Unix()}] = true
+			if z.keep(h) {
 				record(h)
-			default:
-				foreign = append(foreign, h)
 			}
 			return nil
 		},
-		// Read hands over every hourly record before the first probe.
 		Probe: func(pr store.Probe) error {
-			switch {
-			case !site(pr.Site):
-				return nil
-			case foreign != nil && in(pl.hours, pr.Time, time.Hour):
-				sent = append(sent, pr)
-			}
+			z.probe(pr)
 			if lanes[pr.Lane] && pr.Time.Before(pl.end) {
 				nw.add(pr)
 				if pl.p.Calibrated() && !pr.Time.Before(calFrom) {
@@ -162,19 +137,29 @@ func read(ctx context.Context, st store.Store, pl plan, record func(store.Hourly
 			return nil
 		},
 	}
-	if st != nil {
-		if err := store.Read(ctx, st, store.Query{Windows: []store.Window{pl.span()}}, r); err != nil {
-			return nil, nil, fmt.Errorf("store: read: %w", err)
-		}
+	if st == nil {
+		return nil, nil, nil
 	}
-	if foreign != nil {
-		if err := rebuild(foreign, sent, loc); err != nil {
-			return nil, nil, err
-		}
-		for _, h := range store.Rollup(sent, loc) {
-			if in(pl.hours, h.Hour, 0) && !kept[laneHour{h.Lane, h.Site, h.Hour.Unix()}] {
-				record(h)
+	if err := store.Read(ctx, st, q, r); err != nil {
+		return nil, nil, fmt.Errorf("store: read: %w", err)
+	}
+	rebuilt, err := z.rebuilt()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, h := range rebuilt {
+		record(h)
+	}
+	if len(seen) == 0 && q.Sites != nil {
+		q.Sites = nil
+		err := store.Read(ctx, st, q, store.Reader{Hourly: func(h store.Hourly) error {
+			if !slices.Contains(seen, h.Site) {
+				seen = append(seen, h.Site)
 			}
+			return nil
+		}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: read: %w", err)
 		}
 	}
 	return nw.out, seen, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,6 +371,18 @@ policy:
 		}
 		if c.hourly != 1 || c.probes != 1 {
 			t.Errorf("%s: Forecast read the hourly records %d times and the probes %d times; want once each", rule, c.hourly, c.probes)
+		}
+		// A site's view reads it alone; a site without a record in the
+		// span (a -site typo) then looks up the sites there.
+		for _, tc := range []struct {
+			site   string
+			hourly int
+		}{{"", 1}, {"fra1", 2}} {
+			c = &counted{File: st}
+			_, seen, err := load.ForHour(context.Background(), c, cfg.PolicyParams(), h, []string{tc.site})
+			if err != nil || c.hourly != tc.hourly || c.probes != 1 || !slices.Equal(seen, []string{""}) {
+				t.Errorf("%s: site %q: %v; %d hourly and %d probe reads, sites %q; want %d and 1, the untagged site", rule, tc.site, err, c.hourly, c.probes, seen, tc.hourly)
+			}
 		}
 	}
 }

@@ -8,26 +8,90 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// rebuild refuses to rebuild the hours of loc from the probes sent when a
-// record keyed in another zone has fewer probes left than it counted
-// (store.retention_days pruned them): the error says so in one line,
-// rather than a policy quieter than the probes that were sent.
-func rebuild(foreign []store.Hourly, sent []store.Probe, loc *time.Location) error {
+// zone sorts the hourly records of a policy's hours as a read hands them
+// over: a record keyed in the policy's zone is kept as stored; one keyed in
+// a zone whose offset differs by a fraction of an hour (the lanes were
+// sampled under UTC, the config now says Asia/Kathmandu) starts no hour of
+// the policy's zone, and the policy would find no basis in it. Such hours
+// are rebuilt from the probes (store.Rollup), as the sampler would have
+// stored them; a zone a whole number of hours away keys the same instants.
+// It relies on Read handing over every hourly record before the probes.
+type zone struct {
+	loc     *time.Location
+	hours   []store.Window
+	kept    map[laneHour]bool
+	foreign []store.Hourly // keyed in another zone
+	sent    []store.Probe  // the probes of the hours, once foreign ones came
+}
+
+type laneHour struct {
+	lane, site string
+	hour       int64
+}
+
+func newZone(loc *time.Location, hours []store.Window) *zone {
+	return &zone{loc: store.OrUTC(loc), hours: hours, kept: map[laneHour]bool{}}
+}
+
+// in reports whether t lies in one of z's hours, widened by margin on
+// each side.
+func (z *zone) in(t time.Time, margin time.Duration) bool {
+	return slices.ContainsFunc(z.hours, func(w store.Window) bool { return !t.Before(w.From.Add(-margin)) && t.Before(w.To.Add(margin)) })
+}
+
+// keep reports whether h is a record of z's hours keyed in its zone; it
+// sets aside one keyed in another.
+func (z *zone) keep(h store.Hourly) bool {
+	switch {
+	case !z.in(h.Hour, 0):
+		return false
+	case store.HourStart(h.Hour, z.loc).Equal(h.Hour):
+		z.kept[laneHour{h.Lane, h.Site, h.Hour.Unix()}] = true
+		return true
+	}
+	z.foreign = append(z.foreign, h)
+	return false
+}
+
+// probe keeps p when records keyed in another zone came and p lies in the
+// hours they cover (each starts inside an hour of z, so it ends within an
+// hour after it).
+func (z *zone) probe(p store.Probe) {
+	if z.foreign != nil && z.in(p.Time, time.Hour) {
+		z.sent = append(z.sent, p)
+	}
+}
+
+// rebuilt returns the records of z's hours rebuilt from the probes that
+// none kept covers. When a record keyed in another zone has fewer probes
+// left than it counted (store.retention_days pruned them), its hour
+// cannot be rebuilt: the error says so in one line, rather than a policy
+// quieter than the probes that were sent.
+func (z *zone) rebuilt() ([]store.Hourly, error) {
+	if z.foreign == nil {
+		return nil, nil
+	}
 	times := map[[2]string][]time.Time{} // per lane and site, in time order
-	for _, p := range sent {
+	for _, p := range z.sent {
 		if store.Sent(p) {
 			k := [2]string{p.Lane, p.Site}
 			times[k] = append(times[k], p.Time)
 		}
 	}
-	for _, r := range foreign {
+	for _, r := range z.foreign {
 		ts := times[[2]string{r.Lane, r.Site}]
 		from, _ := slices.BinarySearchFunc(ts, r.Hour, time.Time.Compare)
 		to, _ := slices.BinarySearchFunc(ts, r.Hour.Add(time.Hour), time.Time.Compare)
 		if n := int64(to - from); n < r.Samples {
-			return fmt.Errorf("timezone %s: the hourly record of lane %s at %s was keyed in another zone and %d of its %d probes are no longer stored (store.retention_days), so its hour cannot be rebuilt: set timezone back to the zone the lanes were sampled in",
-				loc, r.Lane, r.Hour.UTC().Format(time.RFC3339), r.Samples-n, r.Samples)
+			return nil, fmt.Errorf("timezone %s: the hourly record of lane %s at %s was keyed in another zone and %d of its %d probes are no longer stored (store.retention_days), so its hour cannot be rebuilt: set timezone back to the zone the lanes were sampled in",
+				z.loc, r.Lane, r.Hour.UTC().Format(time.RFC3339), r.Samples-n, r.Samples)
 		}
 	}
-	return nil
+	var out []store.Hourly
+	for _, h := range store.Rollup(z.sent, z.loc) {
+		if z.in(h.Hour, 0) && !z.kept[laneHour{h.Lane, h.Site, h.Hour.Unix()}] {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
