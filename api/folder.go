@@ -39,54 +39,61 @@ func (e *NoFileError) Error() string {
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
 
 // Read reads and checks the policy file of the hour labelled hour
-// (hours.Label) and returns it with its bytes. A missing file is a
+// (store.HourLabel) and returns it with its bytes. A missing file is a
 // *NoFileError; other errors name the path.
 func (d Folder) Read(hour string) (policy.File, []byte, error) {
 	path := d.Path(hour)
-	data, err := readCapped(path, MaxPolicyFile)
+	f, data, err := ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return policy.File{}, nil, &NoFileError{Hour: hour, Path: path}
 	}
+	if err == nil && f.Hour != hour {
+		err = fmt.Errorf("%s: holds hour %q, want %q", path, f.Hour, hour)
+	}
+	return f, data, err
+}
+
+// ReadFile reads and checks the policy file at path, at most MaxPolicyFile
+// bytes, and returns it with its bytes. Anything but a regular file (a
+// link is followed) is refused: the open does not wait for a named pipe's
+// writer (O_NONBLOCK, which a regular file ignores), and the opened file is
+// checked before a byte is read, so a pipe, a device such as /dev/zero or
+// a directory is one error line, not a read that blocks for good or never
+// ends.
+func ReadFile(path string) (policy.File, []byte, error) {
+	data, err := readRegular(path)
 	if err != nil {
-		return policy.File{}, nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return policy.File{}, nil, fmt.Errorf("policy file %s: %w", path, err)
 	}
 	f, err := policy.ParseFile(data)
 	if err != nil {
 		return policy.File{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if f.Hour != hour {
-		return policy.File{}, nil, fmt.Errorf("%s: holds hour %q, want %q", path, f.Hour, hour)
-	}
 	return f, data, nil
 }
 
-// readCapped reads path, at most limit bytes. Anything but a regular file
-// (a link is followed) is refused: the open does not wait for a named
-// pipe's writer (O_NONBLOCK, which a regular file ignores), and the opened
-// file is checked before a byte is read, so a pipe, a device such as
-// /dev/zero or a directory is one error line, not a request that blocks
-// for good or reads without end.
-func readCapped(path string, limit int64) ([]byte, error) {
+func readRegular(path string) ([]byte, error) {
 	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("not a regular file (%s)", modeName(fi.Mode()))
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("policy file %s: not a regular file (%s)", path, modeName(fi.Mode()))
+	data, err := io.ReadAll(io.LimitReader(fh, MaxPolicyFile+1))
+	if err == nil && len(data) > MaxPolicyFile {
+		err = fmt.Errorf("larger than %d bytes", MaxPolicyFile)
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("policy file %s: larger than %d bytes", path, limit)
-	}
-	return data, nil
+	return data, err
 }
 
 // modeName names what a file that is not a regular one is, as the stores'

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 )
@@ -83,33 +81,15 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 		if err := n.Decode(&v); err != nil {
 			return fmt.Errorf("line %d: %w", n.Line, err)
 		}
-		switch x := v.(type) {
-		case bool:
-			b.WriteString(strconv.FormatBool(x))
-		case int:
-			b.WriteString(strconv.Itoa(x))
-		case int64:
-			b.WriteString(strconv.FormatInt(x, 10))
-		case uint64:
-			b.WriteString(strconv.FormatUint(x, 10))
-		case float64:
-			if math.IsInf(x, 0) || math.IsNaN(x) {
-				return fmt.Errorf("line %d: not a finite number", n.Line)
-			}
-			out, _ := json.Marshal(x) // finite: cannot fail
-			b.Write(out)
-		default:
-			return fmt.Errorf("line %d: unexpected %T", n.Line, v)
+		out, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("line %d: not a finite number", n.Line)
 		}
+		b.Write(out)
 		return nil
 	}
 	writeString(b, n.Value)
 	return nil
 }
 
-func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
-}
+func writeString(b *bytes.Buffer, s string) { b.Write(bytes.TrimSuffix(encode(s), []byte("\n"))) }

@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/backtest"
@@ -113,44 +112,34 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		return err
 	}
 	type writer = func(io.Writer, *backtest.Report, bool) error
-	write, err := choose(fs, "format", *format,
+	write, errFormat := choose(fs, "format", *format,
 		option[writer]{"table", backtest.WriteTable}, option[writer]{"csv", backtest.WriteCSV}, option[writer]{"json", backtest.WriteJSON})
+	lookbacks, errLookback := list("lookback", *lookbackFlag, fmt.Sprintf("days 0..%d", backtest.MaxLookbackDays), backtest.MaxLookbacks,
+		func(s string) (int, bool) {
+			k, err := strconv.Atoi(s)
+			return k, err == nil && k >= 0 && k <= backtest.MaxLookbackDays
+		})
+	rules, errRule := list("rule", *ruleFlag, "calibrated or max", 0,
+		func(s string) (string, bool) { return s, s == policy.RuleCalibrated || s == policy.RuleMax })
+	coverages, errCoverage := list("coverage", *coverageFlag, "numbers above 0 and below 1", backtest.MaxCoverages,
+		func(s string) (float64, bool) {
+			c, err := strconv.ParseFloat(s, 64)
+			return c, err == nil && policy.CheckCoverage(c) == nil
+		})
+	err := cmp.Or(errFormat, fs.inRange("days", *days, 1, maxBacktestDays), errLookback, errRule, errCoverage,
+		fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays))
 	if err != nil {
-		return err
-	}
-	if err := fs.inRange("days", *days, 1, maxBacktestDays); err != nil {
-		return err
-	}
-	lookbacks, err := parseLookbacks(*lookbackFlag)
-	if err != nil {
-		return err
-	}
-	rules, err := parseRules(*ruleFlag)
-	if err != nil {
-		return err
-	}
-	coverages, err := parseCoverages(*coverageFlag)
-	if err != nil {
-		return err
-	}
-	if err := fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays); err != nil {
 		return err
 	}
 	var truth func(*store.Probe) (float64, float64, bool)
 	if *truthFlag != "" {
-		if truth, err = readTruth(*truthFlag); err != nil {
+		if truth, err = lanesim.ReadTruth(*truthFlag); err != nil {
 			return fmt.Errorf("backtest: -truth: %w", err)
 		}
 	}
-	fallbacks, err := parseSeconds("fallback", *fallbackFlag, backtest.MinFallbackS, backtest.MaxFallbacks)
-	if err != nil {
-		return err
-	}
-	deadlines, err := parseSeconds("deadlines", *deadlinesFlag, backtest.MinAttemptS, backtest.MaxDeadlines)
-	if err != nil {
-		return err
-	}
-	if err := fs.inRange("tune", *tuneFlag, 0, backtest.MaxLookbackDays); err != nil {
+	fallbacks, errFallback := list("fallback", *fallbackFlag, seconds(backtest.MinFallbackS), backtest.MaxFallbacks, second(backtest.MinFallbackS))
+	deadlines, errDeadlines := list("deadlines", *deadlinesFlag, seconds(backtest.MinAttemptS), backtest.MaxDeadlines, second(backtest.MinAttemptS))
+	if err := cmp.Or(errFallback, errDeadlines, fs.inRange("tune", *tuneFlag, 0, backtest.MaxLookbackDays)); err != nil {
 		return err
 	}
 	if *tuneFlag > 0 && len(fallbacks) == 0 {
@@ -204,125 +193,35 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	return nil
 }
 
-// parseLookbacks reads -lookback: comma-separated days 0..366 (nil when
-// empty: the config's).
-func parseLookbacks(s string) ([]int, error) {
+// list reads the comma-separated values of the backtest's -name (nil when
+// empty), each one that parse accepts, at most most of them (0: any).
+func list[T any](name, s, want string, most int, parse func(string) (T, bool)) ([]T, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	var out []int
+	var out []T
 	for part := range strings.SplitSeq(s, ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || k < 0 || k > backtest.MaxLookbackDays {
-			return nil, usagef("backtest: -lookback: want comma-separated days 0..%d, got %q", backtest.MaxLookbackDays, clip(s))
+		v, ok := parse(strings.TrimSpace(part))
+		if !ok {
+			return nil, usagef("backtest: -%s: want comma-separated %s, got %q", name, want, clip(s))
 		}
-		out = append(out, k)
+		out = append(out, v)
 	}
-	if len(out) > backtest.MaxLookbacks {
-		return nil, usagef("backtest: -lookback: want at most %d values, got %d", backtest.MaxLookbacks, len(out))
-	}
-	return out, nil
-}
-
-// parseSeconds reads a comma-separated list of seconds in [least, 1e9],
-// at most most of them (nil when empty).
-func parseSeconds(name, s string, least float64, most int) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []float64
-	for part := range strings.SplitSeq(s, ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-		if err != nil || !(x >= least && x <= policy.MaxSeconds) {
-			return nil, usagef("backtest: -%s: want comma-separated seconds %g..%g, got %q", name, least, policy.MaxSeconds, clip(s))
-		}
-		out = append(out, x)
-	}
-	if len(out) > most {
+	if most > 0 && len(out) > most {
 		return nil, usagef("backtest: -%s: want at most %d values, got %d", name, most, len(out))
 	}
 	return out, nil
 }
 
-// parseRules reads -rule: comma-separated calibrated or max (nil when
-// empty: the config's).
-func parseRules(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		r := strings.TrimSpace(part)
-		if r != policy.RuleCalibrated && r != policy.RuleMax {
-			return nil, usagef("backtest: -rule: want comma-separated calibrated or max, got %q", clip(s))
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
+// seconds and second are list's want and parse for seconds in [least,
+// policy.MaxSeconds].
+func seconds(least float64) string { return fmt.Sprintf("seconds %g..%g", least, policy.MaxSeconds) }
 
-// parseCoverages reads -coverage: comma-separated numbers above 0 and below
-// 1 (nil when empty: the config's).
-func parseCoverages(s string) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+func second(least float64) func(string) (float64, bool) {
+	return func(s string) (float64, bool) {
+		x, err := strconv.ParseFloat(s, 64)
+		return x, err == nil && x >= least && x <= policy.MaxSeconds
 	}
-	var out []float64
-	for part := range strings.SplitSeq(s, ",") {
-		c, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-		if err != nil || policy.CheckCoverage(c) != nil {
-			return nil, usagef("backtest: -coverage: want comma-separated numbers above 0 and below 1, got %q", clip(s))
-		}
-		out = append(out, c)
-	}
-	if len(out) > backtest.MaxCoverages {
-		return nil, usagef("backtest: -coverage: want at most %d values, got %d", backtest.MaxCoverages, len(out))
-	}
-	return out, nil
-}
-
-// readTruth reads the JSON lines of lanesim history -truth (time, lane,
-// median_s, sigma, outage) and returns the lookup of a probe's truth, by
-// lane and instant.
-func readTruth(path string) (func(*store.Probe) (float64, float64, bool), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	type key struct {
-		lane string
-		ns   int64
-	}
-	type val struct{ m, sigma float64 }
-	byKey := map[key]val{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var t struct {
-			Time    time.Time `json:"time"`
-			Lane    string    `json:"lane"`
-			MedianS float64   `json:"median_s"`
-			Sigma   float64   `json:"sigma"`
-			Outage  bool      `json:"outage"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		byKey[key{t.Lane, t.Time.UnixNano()}] = val{t.MedianS, t.Sigma}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return func(p *store.Probe) (float64, float64, bool) {
-		v, ok := byKey[key{p.Lane, p.Time.UnixNano()}]
-		return v.m, v.sigma, ok
-	}, nil
 }
 
 // clip shortens a flag value quoted in an error.

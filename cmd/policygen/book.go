@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/lanewatch/lanewatch/api"
@@ -16,9 +15,9 @@ import (
 )
 
 // runBook is `policygen book [-policy FILE -class NAME | -config F -class
-// NAME [-hour H] [-dir DIR]] < attempts.json`. Reads are capped (stdin
-// policy.MaxBookInput, the file maxPolicyFile) and end when ctx is done
-// (SIGINT, SIGTERM), even while stdin blocks.
+// NAME [-hour H] [-dir DIR]] < attempts.json`. stdin is capped
+// (policy.MaxBookInput) and its read ends when ctx is done (SIGINT,
+// SIGTERM), even while it blocks.
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
@@ -81,13 +80,9 @@ free_first of a calibrated policy file, or of the stdin policy.
 		cut = c.Cutover
 	}
 	if *policyPath != "" {
-		data, err := readFileCapped(ctx, "policy file "+*policyPath, *policyPath, maxPolicyFile)
+		f, _, err := api.ReadFile(*policyPath)
 		if err != nil {
 			return err
-		}
-		f, err := policy.ParseFile(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", *policyPath, err)
 		}
 		// ParseFile holds the book to the same bounds as stdin's.
 		b, err := f.Book(*className)
@@ -98,7 +93,7 @@ free_first of a calibrated policy file, or of the stdin policy.
 		c, _ := f.Class(*className) // f.Book found it
 		cut = c.Cutover
 	}
-	data, err := readCapped(ctx, "input", policy.MaxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
+	data, err := readInput(ctx, e.stdin, policy.MaxBookInput)
 	if err != nil {
 		return err
 	}

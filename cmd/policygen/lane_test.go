@@ -290,7 +290,7 @@ func TestLaneFileTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = append(data, "#"+strings.Repeat("x", maxPolicyFile)+"\n"...)
+	data = append(data, "#"+strings.Repeat("x", api.MaxPolicyFile)+"\n"...)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
