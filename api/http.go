@@ -91,15 +91,15 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(e.status)
-	_, _ = w.Write(encode(struct {
+	_, _ = w.Write(JSON(struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
 	}{e.msg, e.code}))
 }
 
-// encode writes v as one line of JSON, without HTML escapes (& < > as they
-// are: a URL's query).
-func encode(v any) []byte {
+// JSON is v as the API answers it: one line of JSON, without HTML escapes
+// (& < > as they are: a URL's query).
+func JSON(v any) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -177,7 +177,7 @@ func (s *server) lane(r *http.Request) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	}
-	return encode(ch), nil
+	return JSON(ch), nil
 }
 
 func (s *server) next(r *http.Request) ([]byte, error) {
@@ -193,7 +193,7 @@ func (s *server) next(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encode(n), nil
+	return JSON(n), nil
 }
 
 func (s *server) book(r *http.Request) ([]byte, error) {
@@ -302,7 +302,7 @@ func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutove
 		if !ok {
 			return nil, &UnknownLaneError{Lane: name}
 		}
-		lane, endpoint = encode(name), encode(l)
+		lane, endpoint = JSON(name), JSON(l)
 	}
 	// out is one JSON object and a newline: the keys go before its brace.
 	out = append(out[:len(out)-2], `,"lane":`...)

@@ -92,4 +92,4 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	return nil
 }
 
-func writeString(b *bytes.Buffer, s string) { b.Write(bytes.TrimSuffix(encode(s), []byte("\n"))) }
+func writeString(b *bytes.Buffer, s string) { b.Write(bytes.TrimSuffix(JSON(s), []byte("\n"))) }

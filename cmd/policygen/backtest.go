@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,67 +25,13 @@ const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-
 
 Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
--hour would have written from the probes before it), after a warm-up of the
-lookback's days before the window, and reports:
-
-  -rule calibrated,max and -coverage 0.9,0.95,0.99 sweep like -lookback
-  (default: the config's). Scoring the calibrated rule, a coverage, a
-  -warmup or a -truth gives issue 19's shape: per calibration its rule,
-  target coverage and warm-up; coverage_all (every probe but 429s, a
-  timeout a miss unless next_queue_s reached its wait) beside coverage;
-  the free and paid lanes as kinds, never mixed in a headline; with
-  -truth FILE (lanesim history -truth), the oracle's median ratio at the
-  achieved coverage and the rule's ratio to it (docs/backtest.md).
-
-  calibration  per lane (per hour of day with -hours) and for all lanes:
-               probes, ok, covered (ok and queue_s <= next_queue_s),
-               coverage, the median and p90 of next_queue_s / queue_s,
-               false_eligible (eligible, and the probe failed),
-               false_ineligible (ineligible, and the probe was ok),
-               no_policy (no earlier probe of the lane) and censored_uncovered
-               (the probe failed after a wait longer than next_queue_s);
-               once per -lookback value; marked best: the lowest median
-               ratio among the values whose coverage reaches 0.95 (else the
-               highest coverage)
-  decisions    per class: jobs arriving a minute before each probe of the
-               first free lane (the first lane if none is free), replayed
-               with naive (that free lane, retried at once until the
-               deadline), paid (the first paid lane, the same way) and
-               lanewatch (the class's lanes, then policy.Book):
-               jobs, deadlines met, median time to result, free tokens
-               burned on attempts that did not ship, paid USD
-  baselines    with -fallback or -deadlines: per class, deadline (the
-               class's, then each of -deadlines) and strategy (naive, paid,
-               lanewatch following the cut-over rule, fallback@T and
-               cancel-retry@T for each T of -fallback): jobs, met_pct,
-               paid_usd, median and p90 time to result, free_requests,
-               abandoned_free_requests, burned_free_tokens (docs/backtest.md);
-               with -tune N too, the tuned baselines: the fallback@T that met
-               the most deadlines, then paid the least, on the N days before
-               the window (tuned), picked again every 7 days on the N days
-               before (tuned-weekly), and per hour of day (tuned-hourly)
-
-The replay's world: an attempt started at t on a lane meets the lane's next
-probe within the hour after t (its outcome, queue_s and tokens/gen_s), or
-fails fast without one or during a 429's back-off; an ok attempt takes
-queue_s + est_tokens/rate and is cut at the deadline with the tokens it
-emitted by then; a failed one takes the probe's known wait (at least 1 s).
-
-  table  fits 100 columns; "-" where there is no value
-  csv    the calibration: lookback_days,lane,hour,probes,ok,covered,coverage,
-         median_ratio,p90_ratio,false_eligible,false_ineligible,no_policy,
-         censored_uncovered,best (hour "all" and 00..23; lane "all" too);
-         with baselines, an empty line and their table
-  json   {timezone, from, to, read_from, probes_read, ignored,
-          best_lookback_days, calibration: [{lookback_days, best, lanes:
-          [{lane, probes, ok, covered, coverage, median_ratio, p90_ratio,
-          false_eligible, false_ineligible, no_policy, censored_uncovered,
-          hours (with -hours)}], all: {...}}], naive_lane, paid_lane,
-          arrival_lane, arrival_lead_s, decision_lookback_days,
-          dropped_replays, decisions: [{class, strategy, jobs, met, met_pct,
-          median_time_s, burned_free_tokens, paid_usd, attempts}],
-          baselines and dropped_baselines (with baselines only)};
-         null where there is no value
+-hour would have written from the probes before it), after a warm-up of
+the lookback's days, and reports the calibration of next_queue_s per lane
+(once per -lookback, -rule and -coverage value; -truth compares with the
+oracle of lanesim history -truth), the decisions of naive, paid and
+lanewatch retries per class, and with -fallback or -deadlines the
+baselines (-tune: the tuned ones). docs/backtest.md defines every figure,
+the replay's world, and the table, csv and json layouts.
 
 `
 
@@ -159,13 +105,9 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	to := time.Time{}
-	if *endFlag != "" {
-		if to, err = store.ParseHour(*endFlag, cfg.Location); err != nil {
-			return fs.usagef("-end: %w", err)
-		}
-	} else {
-		to = e.now()
+	to, err := e.hourArg(*endFlag, cfg.Location)
+	if err != nil {
+		return fs.usagef("-end: %w", err)
 	}
 	to = to.In(cfg.Location)
 	opts := backtest.Options{Params: cfg.PolicyParams(), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
@@ -183,14 +125,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if note := thinNote(&rep, first); note != "" && st != nil { // a fresh install said so already
 		fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
 	}
-	var out bytes.Buffer
-	if err := write(&out, &rep, *hoursFlag); err != nil {
-		return fmt.Errorf("backtest: %w", err)
-	}
-	if _, err := e.stdout.Write(out.Bytes()); err != nil {
-		return fmt.Errorf("backtest: write report: %w", err)
-	}
-	return nil
+	return e.report("backtest", func(w io.Writer) error { return write(w, &rep, *hoursFlag) })
 }
 
 // list reads the comma-separated values of the backtest's -name (nil when
@@ -213,10 +148,8 @@ func list[T any](name, s, want string, most int, parse func(string) (T, bool)) (
 	return out, nil
 }
 
-// seconds and second are list's want and parse for seconds in [least,
-// policy.MaxSeconds].
+// seconds and second are list's want and parse of seconds in [least, policy.MaxSeconds].
 func seconds(least float64) string { return fmt.Sprintf("seconds %g..%g", least, policy.MaxSeconds) }
-
 func second(least float64) func(string) (float64, bool) {
 	return func(s string) (float64, bool) {
 		x, err := strconv.ParseFloat(s, 64)
@@ -230,4 +163,36 @@ func clip(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// thinNote says in one line why a backtest's figures stand on thin
+// history, or "" when they do not: no probe of the config's lanes in the
+// window (every table is zeros), no job replayed, or no probe on the
+// first day of the warm-up (first: the first probe read, zero if none), so
+// that the window's first policies had less history than lookback_days.
+func thinNote(rep *backtest.Report, first time.Time) string {
+	const day = "2006-01-02T15"
+	scored := 0
+	if len(rep.Calibration) > 0 {
+		scored = rep.Calibration[0].All.Probes
+	}
+	if scored == 0 {
+		return fmt.Sprintf("no probe of the config's lanes from %s to %s: the tables are empty; sample first, or move the window (-end, -days)",
+			rep.From.Format(day), rep.To.Format(day))
+	}
+	jobs := 0
+	for _, d := range rep.Decisions {
+		jobs += d.Jobs
+	}
+	if len(rep.Decisions) > 0 && jobs == 0 {
+		return fmt.Sprintf("no job was replayed: jobs arrive a minute before each probe of lane %s, which has none in the window; the decision table is empty",
+			rep.ArrivalLane)
+	}
+	if !rep.ReadFrom.Before(rep.From) || !first.IsZero() && first.Before(rep.ReadFrom.Add(24*time.Hour)) {
+		return ""
+	}
+	warm := int(math.Round(rep.From.Sub(rep.ReadFrom).Hours() / 24))
+	window := int(math.Round(rep.To.Sub(rep.From).Hours() / 24))
+	return fmt.Sprintf("thin history: no probe on the first day of the %d-day warm-up (from %s), so the window's first policies had less history than lookback_days; figures from a longer history differ: sample for %d days or more, or shorten -days or -lookback",
+		warm, rep.ReadFrom.Format(day), warm+window)
 }

@@ -31,20 +31,12 @@ func (e *env) runBook(ctx context.Context, args []string) error {
 
 Reads {"attempts": [...], "policy": {...}} on stdin, or with -policy and
 -class {"attempts": [...]} and the class's book from the policy file, and
-prints the retry ledger's answer as one line of JSON.
-
+prints the retry ledger's answer as one line of JSON (docs/ledger.md).
 With -config the book is the class's in the hour's policy file (as
-policygen lane reads it: policy.out of the config, or -dir), and the answer
-ends with "lane", the lane the action runs on (the book's free lane for
-retry_free and wait, its paid lane for cut_over, null for stop), and
-"endpoint", that lane's {"lane", "kind", "api", "base_url", "model",
-"api_key_env"} from the config (the name of the key's variable, never a
-key) or null: what POST /api/v1/book answers.
-
-With "running_s": S beside the attempts (an attempt is running and has no
-first token after S seconds), it answers {"action": "wait" | "cut_over",
-"why", "elapsed_s"} from the class's cut-over: cutover_after_s and
-free_first of a calibrated policy file, or of the stdin policy.
+policygen lane reads it), and the answer ends with "lane" and "endpoint",
+the lane the action runs on: what POST /api/v1/book answers. With
+"running_s": S beside the attempts it answers {"action": "wait" |
+"cut_over", "why", "elapsed_s"} from the class's cut-over.
 `)
 		fs.PrintDefaults()
 	}
@@ -63,35 +55,37 @@ free_first of a calibrated policy file, or of the stdin policy.
 	case *configPath == "" && (*policyPath == "") != (*className == ""):
 		return usagef("book: -policy and -class go together")
 	}
-	var fromFile *policy.BookPolicy
-	var cut *policy.Cutover // the class's cut-over in the policy file
-	var lanes []api.Lane    // with -config: the configured lanes
-	if *configPath != "" {
-		f, eps, err := e.bookFile(ctx, *configPath, *hourFlag, *dirFlag)
+	var file *policy.File // the file the book comes from, if any
+	var where string      // what its errors start with
+	var lanes []api.Lane  // with -config: the configured lanes
+	switch {
+	case *configPath != "":
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return err
 		}
-		b, err := f.Book(*className)
+		f, _, err := e.hourFile("book", cfg, *configPath, *hourFlag, *dirFlag)
 		if err != nil {
-			return fmt.Errorf("book: %w", err)
+			return err
 		}
-		fromFile, lanes = &b, eps
-		c, _ := f.Class(*className) // f.Book found it
-		cut = c.Cutover
-	}
-	if *policyPath != "" {
+		file, where, lanes = &f, "book", cfg.APIOptions().Lanes
+	case *policyPath != "":
 		f, _, err := api.ReadFile(*policyPath)
 		if err != nil {
 			return err
 		}
+		file, where = &f, *policyPath
+	}
+	var fromFile *policy.BookPolicy
+	var cut *policy.Cutover // the class's cut-over in the file
+	if file != nil {
 		// ParseFile holds the book to the same bounds as stdin's.
-		b, err := f.Book(*className)
+		b, err := file.Book(*className)
 		if err != nil {
-			return fmt.Errorf("%s: %w", *policyPath, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		fromFile = &b
-		c, _ := f.Class(*className) // f.Book found it
-		cut = c.Cutover
+		c, _ := file.Class(*className) // file.Book found it
+		fromFile, cut = &b, c.Cutover
 	}
 	data, err := readInput(ctx, e.stdin, policy.MaxBookInput)
 	if err != nil {
@@ -122,33 +116,31 @@ free_first of a calibrated policy file, or of the stdin policy.
 	return err
 }
 
-// bookFile reads the policy file of the hour (hourFlag, default the
-// current hour, in the config's timezone) from policy.out of the config at
-// configPath or from dirFlag, as policygen lane does, and returns it with
-// the config's lanes.
-func (e *env) bookFile(ctx context.Context, configPath, hourFlag, dirFlag string) (policy.File, []api.Lane, error) {
-	cfg, err := config.Load(configPath)
-	if err != nil {
-		return policy.File{}, nil, err
+// folderOf is the folder of the policy files: policy.out of cfg, or dir
+// (-dir) when set, for the subcommand cmd.
+func folderOf(cfg *config.Config, cmd, dir string) (api.Folder, error) {
+	folder := cfg.APIOptions().Folder
+	if dir != "" {
+		var err error
+		if folder.Dir, err = filepath.Abs(dir); err != nil {
+			return folder, usagef("%s: -dir: %w", cmd, err)
+		}
 	}
-	f, _, err := e.hourFile("book", cfg, configPath, hourFlag, dirFlag)
-	return f, cfg.APIOptions().Lanes, err
+	return folder, nil
 }
 
 // hourFile reads and checks the policy file of the hour (hourFlag, default
-// the current one) in policy.out of the config at configPath, or in dir,
-// for the subcommand cmd (lane, book), and returns it with its path. A
+// the current one) in the folder (folderOf) for the subcommand cmd (lane,
+// book) of the config at configPath, and returns it with its path. A
 // missing file's error says how to write it.
 func (e *env) hourFile(cmd string, cfg *config.Config, configPath, hourFlag, dir string) (policy.File, string, error) {
 	h, err := e.hourArg(hourFlag, cfg.Location)
 	if err != nil {
 		return policy.File{}, "", usagef("%s: -hour: %w", cmd, err)
 	}
-	folder := cfg.APIOptions().Folder
-	if dir != "" {
-		if folder.Dir, err = filepath.Abs(dir); err != nil {
-			return policy.File{}, "", usagef("%s: -dir: %w", cmd, err)
-		}
+	folder, err := folderOf(cfg, cmd, dir)
+	if err != nil {
+		return policy.File{}, "", err
 	}
 	label := store.HourLabel(h, cfg.Location)
 	f, _, err := folder.Read(label)
@@ -158,10 +150,10 @@ func (e *env) hourFile(cmd string, cfg *config.Config, configPath, hourFlag, dir
 		if hourFlag != "" {
 			how += " -hour " + label
 		}
-		return f, folder.Path(label), fmt.Errorf("%s: %v (%s writes it)", cmd, missing, how)
+		err = fmt.Errorf("%v (%s writes it)", missing, how)
 	}
 	if err != nil {
-		return f, folder.Path(label), fmt.Errorf("%s: %w", cmd, err)
+		return f, "", fmt.Errorf("%s: %w", cmd, err)
 	}
 	return f, folder.Path(label), nil
 }

@@ -15,9 +15,8 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// staleTemp is how old a temp file left by a killed run must be before a
-// later run removes it (younger ones may belong to a run still in
-// progress). Files are written with internal/atomicfile.
+// staleTemp is how old a temp file a killed run left must be before a run
+// removes it (a younger one may be a running run's).
 const staleTemp = time.Hour
 
 // hourArg is the hour an -hour flag names in loc (its start), or now when
@@ -29,8 +28,7 @@ func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 	return store.ParseHour(flag, loc)
 }
 
-// runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
-// D is YYYY-MM-DD, today or tomorrow.
+// runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print] [-site S]`.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
 	fs := newFlags("", usageText)
 	hourFlag := fs.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
@@ -48,8 +46,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	loc := cfg.Location
-	out := cfg.Policy.Out
+	loc, out := cfg.Location, cfg.Policy.Out
 	if *outFlag != "" {
 		if out, err = filepath.Abs(*outFlag); err != nil {
 			return usagef("-out: %w", err)
@@ -92,14 +89,19 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	}
 
 	// Temp files that killed runs left in the folder go, whatever hour
-	// they were for.
+	// they were for. A site's view is <hour>.<site>.yaml: it never
+	// replaces the merged file that policygen lane reads.
 	atomicfile.RemoveStaleTemps(out, staleTemp)
+	name := ".yaml"
+	if *siteFlag != "" {
+		name = "." + *siteFlag + name
+	}
 	for i, f := range files {
 		data, err := policy.Marshal(f)
 		if err != nil {
 			return fmt.Errorf("policy %s: %w", f.Hour, err)
 		}
-		path := filepath.Join(out, policyFileName(f.Hour, *siteFlag))
+		path := filepath.Join(out, f.Hour+name)
 		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
@@ -115,16 +117,6 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// policyFileName is the file of the policy for hour: <hour>.yaml for every
-// site merged, <hour>.<site>.yaml for one site's view, so that a view never
-// replaces the merged file that policygen lane reads.
-func policyFileName(hour, site string) string {
-	if site == "" {
-		return hour + ".yaml"
-	}
-	return hour + "." + site + ".yaml"
-}
-
 // unknownSite is the usage error (exit 2) of a -site that neither the
 // config nor a record read names, listing the sites known: a typo writes
 // nothing rather than a policy of never_sampled lanes.
@@ -137,9 +129,8 @@ func unknownSite(site, own string, seen []string) error {
 	return usagef("-site: unknown site %q (sites: %s)", site, strings.Join(slices.Compact(known), ", "))
 }
 
-// parseDay reads -day: YYYY-MM-DD, or today or tomorrow, the day in loc that
-// holds now() or the one after it (now is read only for those two). Like
-// hours.ParseDay it returns noon of the day, a time every day has.
+// parseDay reads -day: YYYY-MM-DD, today or tomorrow (in loc), as noon of
+// the day, as store.ParseDay: a time every day has.
 func parseDay(s string, now func() time.Time, loc *time.Location) (time.Time, error) {
 	next := 0
 	switch s {

@@ -6,36 +6,32 @@ import (
 	"io"
 )
 
-// readInput reads r (stdin) to its end, at most limit bytes: more is an
-// error, "input: larger than N bytes". It returns as soon as ctx is done
-// (SIGINT, SIGTERM), even while a read blocks (stdin that never closes):
-// the reading goroutine is then left behind until its read returns, which
-// is fine for a command that is about to exit.
+// readInput reads r (stdin) to its end, at most limit bytes. It returns as
+// soon as ctx is done (SIGINT, SIGTERM), even while a read blocks (stdin
+// that never closes): the reading goroutine is then left behind until its
+// read returns, which is fine for a command that is about to exit.
 func readInput(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
-	type result struct {
-		data []byte
-		err  error
-	}
-	done := make(chan result, 1)
+	var data []byte
+	var err error
+	done := make(chan struct{})
 	go func() {
-		data, err := io.ReadAll(io.LimitReader(r, limit+1))
-		done <- result{data, err}
+		data, err = io.ReadAll(io.LimitReader(r, limit+1))
+		close(done)
 	}()
-	var res result
 	select {
-	case res = <-done:
+	case <-done:
 	case <-ctx.Done():
 		select {
-		case res = <-done: // finished at the same moment: take it
+		case <-done: // finished at the same moment: take it
 		default:
 			return nil, fmt.Errorf("input: interrupted while reading (%w)", context.Cause(ctx))
 		}
 	}
 	switch {
-	case res.err != nil:
-		return nil, fmt.Errorf("input: %w", res.err)
-	case int64(len(res.data)) > limit:
+	case err != nil:
+		return nil, fmt.Errorf("input: %w", err)
+	case int64(len(data)) > limit:
 		return nil, fmt.Errorf("input: larger than %d bytes", limit)
 	}
-	return res.data, nil
+	return data, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/lanewatch/lanewatch/api"
@@ -43,10 +42,8 @@ func (e *env) runServe(ctx context.Context, args []string) error {
 	}
 	opts := cfg.APIOptions()
 	opts.Now = e.now
-	if *dirFlag != "" {
-		if opts.Folder.Dir, err = filepath.Abs(*dirFlag); err != nil {
-			return fset.usagef("-dir: %w", err)
-		}
+	if opts.Folder, err = folderOf(cfg, "serve", *dirFlag); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
