@@ -38,9 +38,8 @@ func (e *NoFileError) Error() string {
 // Path is the file of the hour labelled hour.
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
 
-// Read reads and checks the policy file of the hour labelled hour
-// (store.HourLabel) and returns it with its bytes. A missing file is a
-// *NoFileError; other errors name the path.
+// Read is ReadFile of the hour labelled hour (store.HourLabel), checked to
+// hold that hour; a missing file is a *NoFileError.
 func (d Folder) Read(hour string) (policy.File, []byte, error) {
 	path := d.Path(hour)
 	f, data, err := ReadFile(path)
@@ -55,11 +54,9 @@ func (d Folder) Read(hour string) (policy.File, []byte, error) {
 
 // ReadFile reads and checks the policy file at path, at most MaxPolicyFile
 // bytes, and returns it with its bytes. Anything but a regular file (a
-// link is followed) is refused: the open does not wait for a named pipe's
-// writer (O_NONBLOCK, which a regular file ignores), and the opened file is
-// checked before a byte is read, so a pipe, a device such as /dev/zero or
-// a directory is one error line, not a read that blocks for good or never
-// ends.
+// link is followed) is refused before a byte is read, and the open does not
+// wait for a named pipe's writer (O_NONBLOCK): a pipe, /dev/zero or a
+// directory is one error line, not a read that blocks or never ends.
 func ReadFile(path string) (policy.File, []byte, error) {
 	data, err := readRegular(path)
 	if err != nil {
@@ -96,20 +93,16 @@ func readRegular(path string) ([]byte, error) {
 	return data, err
 }
 
-// modeName names what a file that is not a regular one is, as the stores'
-// refusals do (store.ErrNotRegular).
+// modeName names what a file that is not a regular one is, as
+// store.ErrNotRegular's errors do.
 func modeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeDir != 0:
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
+	for _, k := range []struct {
+		bit  fs.FileMode
+		name string
+	}{{fs.ModeDir, "a directory"}, {fs.ModeCharDevice, "a character device"}, {fs.ModeDevice, "a device"}, {fs.ModeNamedPipe, "a named pipe"}, {fs.ModeSocket, "a socket"}} {
+		if m&k.bit != 0 {
+			return k.name
+		}
 	}
 	return "mode " + m.String()
 }
@@ -123,8 +116,8 @@ type Next struct {
 	Lanes []string `json:"lanes"` // the class's lanes that hour; the first is the choice
 }
 
-// NoNextError says that no policy file from the hour on lets the class
-// fit; Files is how many there were (0: none, run policygen -day).
+// NoNextError says that no policy file from the hour on (Files of them)
+// lets the class fit.
 type NoNextError struct {
 	Class, From string
 	Files       int
@@ -140,11 +133,9 @@ func (e *NoNextError) Error() string {
 var hourFileRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}\.yaml$`)
 
 // Next returns the first hour from the one holding from on whose policy
-// file (live or forecast, as policygen -day writes them) starts a job of
-// class on a lane (policy.Class.Start: it lists a lane, or its decision
-// starts free). Files are read in hour order until one fits; a file that does not
-// have the class does not fit, a bad file is an error. None is a
-// *NoNextError.
+// file (live or forecast) starts a job of class on a lane
+// (policy.Class.Start), reading the files in hour order; a file without
+// the class does not fit, a bad file is an error, none a *NoNextError.
 func (d Folder) Next(from time.Time, class string) (Next, error) {
 	loc := store.OrUTC(d.Location)
 	fromLabel := store.HourLabel(store.HourStart(from, loc), loc)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -23,15 +22,10 @@ type Options struct {
 }
 
 // Handler serves the read-only JSON API (docs/api.md, docs/openapi.yaml):
-//
-//	GET  /api/v1/policy[?hour=H]           the hour's policy file as JSON
-//	GET  /api/v1/lane?class=NAME[&hour=H]   the lane to run on, with the fallback
-//	GET  /api/v1/next?class=NAME            the first hour from now on the class fits
-//	POST /api/v1/book?class=NAME[&hour=H]   the retry ledger on the hour's book
-//
-// H is YYYY-MM-DDTHH in the folder's zone, by default the current hour.
-// Errors are {"error": "...", "code": "..."} with status 400, 404, 405, 413
-// or 503. It reads policy files only: nothing it serves probes or writes.
+// GET /api/v1/policy[?hour=H], GET /api/v1/lane?class=NAME[&hour=H], GET
+// /api/v1/next?class=NAME and POST /api/v1/book?class=NAME[&hour=H], H
+// YYYY-MM-DDTHH in the folder's zone (default: the current hour). Errors
+// are {"error", "code"} with status 400, 404, 405, 413 or 503.
 func Handler(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -108,8 +102,8 @@ func JSON(v any) []byte {
 }
 
 // params returns r's parameters, refusing unknown and repeated ones and a
-// missing class when allowed holds "class"; the hour parameter becomes its
-// label, by default the current hour's.
+// missing class (when allowed); "hour" is the hour's label, by default the
+// current hour's.
 func (s *server) params(r *http.Request, allowed ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for k, vs := range r.URL.Query() {
@@ -174,10 +168,8 @@ func (s *server) lane(r *http.Request) ([]byte, error) {
 		return nil, fail(http.StatusNotFound, "no_class", "%v", err)
 	case errors.As(err, &nl):
 		return nil, fail(http.StatusNotFound, "no_lane", "%v", err)
-	case err != nil:
-		return nil, err
 	}
-	return JSON(ch), nil
+	return JSON(ch), err
 }
 
 func (s *server) next(r *http.Request) ([]byte, error) {
@@ -190,10 +182,7 @@ func (s *server) next(r *http.Request) ([]byte, error) {
 	if errors.As(err, &nn) {
 		return nil, fail(http.StatusNotFound, "no_next", "%v", err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return JSON(n), nil
+	return JSON(n), err
 }
 
 func (s *server) book(r *http.Request) ([]byte, error) {
@@ -235,57 +224,13 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 	return out, nil
 }
 
-// ErrNoCutover is the running question asked of a class whose policy has no
-// cut-over (a rule: max file, or an input policy without cutover_after_s).
-var ErrNoCutover = errors.New("running_s: the class has no cutover_after_s this hour (a policy file of rule: calibrated has one; on stdin give policy.cutover_after_s and policy.free_first)")
-
-// Answer is the ledger's answer to in, as policygen book prints it, one
-// line of JSON: policy.Book's decision, or with in.RunningS the running
-// answer ({"action", "why", "elapsed_s"}, rounded to 0.01 s as the
-// ledger's spent_s is) from the class's cut-over cut (in.Cutover, when the
-// input gave one, wins).
-func Answer(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover) ([]byte, error) {
-	out, _, err := answer(in, p, cut)
-	return out, err
-}
-
-// answer is Answer with the answer's action.
-func answer(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover) ([]byte, policy.Action, error) {
-	if in.RunningS == nil {
-		d := policy.Book(in.Attempts, p)
-		out, err := json.Marshal(d)
-		if err != nil {
-			return nil, "", fmt.Errorf("book: %w", err)
-		}
-		return append(out, '\n'), d.Action, nil
-	}
-	if in.Cutover != nil {
-		cut = in.Cutover
-	}
-	if cut == nil {
-		return nil, "", ErrNoCutover
-	}
-	d := policy.Running(in.Attempts, *in.RunningS, p, *cut)
-	e := policy.Round(d.ElapsedS, 2)
-	if !(e >= 0) || math.IsInf(e, 0) {
-		return nil, "", fmt.Errorf("book: elapsed %v is not a number of seconds", d.ElapsedS)
-	}
-	out, _ := json.Marshal(struct { // a finite number and two strings: cannot fail
-		Action   policy.Action `json:"action"`
-		Why      string        `json:"why"`
-		ElapsedS float64       `json:"elapsed_s"`
-	}{d.Action, d.Why, e})
-	return append(out, '\n'), d.Action, nil
-}
-
-// AnswerWithLane is Answer followed by the lane the action runs on, as
-// POST /api/v1/book and policygen book -config answer: "lane", the name
+// AnswerWithLane is policy.Answer followed by "lane", the lane the action runs on
 // (the book's free lane for retry_free and wait, its paid lane for
-// cut_over; null for stop, or when the book names no such lane), and
-// "endpoint", that lane from lanes or null with it. A lane the book names
-// that lanes lack is an *UnknownLaneError (its Class left for the caller).
+// cut_over; null for stop or none), and "endpoint", that lane from lanes or
+// null, as POST /api/v1/book and policygen book -config answer. A lane
+// lanes lack is an *UnknownLaneError (its Class left for the caller).
 func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover, lanes []Lane) ([]byte, error) {
-	out, action, err := answer(in, p, cut)
+	out, action, err := policy.Answer(in, p, cut)
 	if err != nil {
 		return nil, err
 	}
@@ -296,16 +241,15 @@ func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutove
 	case policy.CutOver:
 		name = p.PaidLane
 	}
-	lane, endpoint := []byte("null\n"), []byte("null\n")
+	var lane, endpoint any // null
 	if name != "" {
 		l, ok := find(lanes, name)
 		if !ok {
 			return nil, &UnknownLaneError{Lane: name}
 		}
-		lane, endpoint = JSON(name), JSON(l)
+		lane, endpoint = name, l
 	}
 	// out is one JSON object and a newline: the keys go before its brace.
-	out = append(out[:len(out)-2], `,"lane":`...)
-	out = append(append(out, bytes.TrimSuffix(lane, []byte("\n"))...), `,"endpoint":`...)
-	return append(append(out, bytes.TrimSuffix(endpoint, []byte("\n"))...), "}\n"...), nil
+	out = fmt.Appendf(out[:len(out)-2], `,"lane":%s,"endpoint":%s}`, bytes.TrimSpace(JSON(lane)), bytes.TrimSpace(JSON(endpoint)))
+	return append(out, '\n'), nil
 }

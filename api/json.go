@@ -41,42 +41,32 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	switch n.Kind {
 	case yaml.AliasNode:
 		return writeJSON(b, n.Alias, depth+1)
-	case yaml.MappingNode:
-		b.WriteByte('{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
+	case yaml.MappingNode, yaml.SequenceNode:
+		open, end, step := byte('['), byte(']'), 1
+		if n.Kind == yaml.MappingNode {
+			open, end, step = '{', '}', 2
+		}
+		b.WriteByte(open)
+		for i := 0; i+step <= len(n.Content); i += step {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			k := n.Content[i]
-			if k.Kind == yaml.AliasNode {
-				k = k.Alias
+			if k := n.Content[i]; step == 2 {
+				if k.Kind == yaml.AliasNode {
+					k = k.Alias
+				}
+				writeString(b, k.Value)
+				b.WriteByte(':')
 			}
-			writeString(b, k.Value)
-			b.WriteByte(':')
-			if err := writeJSON(b, n.Content[i+1], depth+1); err != nil {
+			if err := writeJSON(b, n.Content[i+step-1], depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteByte('}')
-		return nil
-	case yaml.SequenceNode:
-		b.WriteByte('[')
-		for i, e := range n.Content {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeJSON(b, e, depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
+		b.WriteByte(end)
 		return nil
 	}
 	switch n.ShortTag() {
-	case "!!null":
-		b.WriteString("null")
-		return nil
-	case "!!bool", "!!int", "!!float":
+	case "!!null", "!!bool", "!!int", "!!float":
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return fmt.Errorf("line %d: %w", n.Line, err)

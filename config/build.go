@@ -1,14 +1,12 @@
 package config
 
-// This file turns a Config into the values of the packages it configures,
-// so that every command builds the store, the policy, the sampler and the
-// API the same way.
+// This file turns a Config into the values of the packages it configures:
+// every command builds them the same way.
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -24,7 +22,7 @@ import (
 )
 
 // Groups returns the quota groups with their lanes, in config order; the
-// config's sites share an account-scope group.
+// sites share an account-scope group.
 func (c *Config) Groups() []budget.Group {
 	var gs []budget.Group
 	for _, q := range c.Quotas {
@@ -62,9 +60,8 @@ func (c *Config) PolicyParams() policy.Params {
 	return p
 }
 
-// APIOptions returns the options of the JSON API over the policy files of
-// policy.out: the lanes' endpoints, with the name of each key's variable,
-// never a key.
+// APIOptions returns the options of the JSON API over policy.out: the
+// lanes' endpoints, with the name of each key's variable, never a key.
 func (c *Config) APIOptions() api.Options {
 	lanes := make([]api.Lane, len(c.Lanes))
 	for i, l := range c.Lanes {
@@ -73,8 +70,8 @@ func (c *Config) APIOptions() api.Options {
 	return api.Options{Folder: api.Folder{Dir: c.Policy.Out, Location: c.Location}, Lanes: lanes}
 }
 
-// SwingsOptions returns the options of a time-of-day report of [from, to),
-// days long: the lanes listed even without data, the classes' deadlines.
+// SwingsOptions returns the options of a time-of-day report of [from, to):
+// the lanes listed even without data, the classes' deadlines.
 func (c *Config) SwingsOptions(from, to time.Time, days int) swings.Options {
 	opt := swings.Options{Location: c.Location, From: from, To: to, Days: days}
 	for _, l := range c.Lanes {
@@ -92,30 +89,23 @@ func (l Lane) Target(key string) probe.Target {
 		Prompt: l.Prompt, MaxTokens: l.MaxTokens, Timeout: l.Timeout.D(), IncludeUsage: l.IncludeUsage == nil || *l.IncludeUsage}
 }
 
-// Access is how a process opens the store.
+// Access is how a process opens the store: as its Writer (the sampler;
+// InfluxDB behind its spool, starting during an outage), as a Reader
+// beside it (the file without the writer lock, InfluxDB with the spool
+// merged into reads), or to write Beside it (sampler probe: the file
+// without its lock, a write InfluxDB fails left for the writer to replay).
 type Access int
 
 const (
-	// Writer is the sampler: InfluxDB behind its spool, whose replays
-	// rebuild the hours they touch; it starts during an outage and spools.
 	Writer Access = iota
-	// Reader reads beside a writer, as another user too: the file without
-	// the writer lock, InfluxDB with its spool merged into reads.
 	Reader
-	// Beside writes beside the writer (sampler probe): the file without
-	// its lock, InfluxDB written directly, a failed write left in the
-	// spool's inbox for the writer to replay.
 	Beside
 )
 
-// OpenStore opens the configured store. warn receives non-fatal warnings
-// (a torn line in the file, a spool past its cap); lookupEnv (nil:
-// os.LookupEnv) resolves store.token_env. Write through
+// OpenStore opens the configured store; warn receives non-fatal warnings,
+// lookupEnv (nil: os.LookupEnv) resolves store.token_env. Write through
 // store.NewRecorder(st, cfg.Location) to keep the hourly invariant.
 func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
-	}
 	s := cfg.Store
 	if s.Kind == StoreFile {
 		var st store.Store
@@ -154,15 +144,11 @@ func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string,
 
 // SamplerOptions returns the options of a sampler writing to st: the lanes
 // its shard owns (sh, or the config's when sh.Count is 0) with their keys
-// (lookupEnv, nil: os.LookupEnv; an owned lane's unset or empty key is an
-// error, another shard's is never read), the quota groups, the status
-// page's live policy and chart.
+// (lookupEnv, nil: os.LookupEnv; another shard's are never read), the quota
+// groups, the status page's live policy and chart.
 func (c *Config) SamplerOptions(st store.Store, lookupEnv func(string) (string, bool), sh Shard) (sampler.Options, error) {
 	if sh.Count <= 0 {
 		sh = c.Shard
-	}
-	if lookupEnv == nil {
-		lookupEnv = os.LookupEnv
 	}
 	lanes := make([]shard.Lane, len(c.Lanes))
 	for i, l := range c.Lanes {

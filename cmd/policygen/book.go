@@ -107,7 +107,7 @@ the lane the action runs on: what POST /api/v1/book answers. With
 			return fmt.Errorf("book: lane %q of class %q is not in the config %s", unknown.Lane, *className, *configPath)
 		}
 	} else {
-		out, err = api.Answer(in, in.Policy, cut)
+		out, _, err = policy.Answer(in, in.Policy, cut)
 	}
 	if err != nil {
 		return err

@@ -18,8 +18,7 @@ import (
 
 // ForHour returns the live policy of the hour holding at, as of the
 // instant at (a back-off that ended by then does not count), from the
-// points of the sites given (nil: every site), and the sites of the hourly
-// records the read saw.
+// points of sites (nil: all), and the sites of the records read.
 func ForHour(ctx context.Context, st store.Store, p policy.Params, at time.Time, sites []string) (policy.File, []string, error) {
 	loc := store.OrUTC(p.Location)
 	h := store.HourStart(at, loc)
@@ -28,9 +27,7 @@ func ForHour(ctx context.Context, st store.Store, p policy.Params, at time.Time,
 	for _, c := range lookback {
 		windows = append(windows, store.Window{From: c, To: c.Add(time.Hour)})
 	}
-	// The calibrated rule's probes go into the History as they are read,
-	// with no slice of them all (on a year of 50 lanes, 100 k probes).
-	x := policy.NewHistory(loc)
+	x := policy.NewHistory(loc) // the probes go in as they are read, never all in a slice
 	latest, seen, err := read(ctx, st, plan{p: p, end: h.Add(time.Hour), hours: windows, sites: sites}, x.Add, x.AddProbe)
 	if err != nil {
 		return policy.File{}, nil, err
@@ -39,8 +36,7 @@ func ForHour(ctx context.Context, st store.Store, p policy.Params, at time.Time,
 }
 
 // Forecast returns the 24 forecast policies of the day holding day, from
-// the points of the sites given (nil: every site), and the sites of the
-// hourly records the read saw.
+// the points of sites (nil: all), and the sites of the records read.
 func Forecast(ctx context.Context, st store.Store, p policy.Params, day time.Time, sites []string) ([]policy.File, []string, error) {
 	loc := store.OrUTC(p.Location)
 	start := store.DayStart(day, loc)
@@ -69,12 +65,10 @@ type plan struct {
 }
 
 // calibratedFrom is where the calibrated rule's probes start: twice its
-// window before end. The rule's margin is made of the window's residuals,
-// each measured against the profile of the window before it: with the
-// lookback alone, the older residuals would come from young profiles, and
-// on the benchmark's year of 50 lanes the figures differed from a replay
-// of the whole history by 4.6 % (median; 9.7 % at p90); with twice the
-// lookback by 0.03 % (0.9 % at p90).
+// window before end, as the rule's margin measures each residual of its
+// window against the profile of the window before it (with the lookback
+// alone, a year of 50 lanes differed from a replay of the whole history
+// by 4.6 % at the median; with twice it by 0.03 %).
 func (pl plan) calibratedFrom() time.Time {
 	days := pl.p.LookbackDays
 	if days <= 0 {
@@ -114,13 +108,17 @@ func read(ctx context.Context, st store.Store, pl plan, record func(store.Hourly
 	calFrom := pl.calibratedFrom()
 	z := newZone(pl.p.Location, pl.hours)
 	var seen []string
+	site := func(h store.Hourly) error {
+		if !slices.Contains(seen, h.Site) {
+			seen = append(seen, h.Site)
+		}
+		return nil
+	}
 	var nw newestOf
 	q := store.Query{Windows: []store.Window{pl.span()}, Sites: pl.sites}
 	r := store.Reader{
 		Hourly: func(h store.Hourly) error {
-			if !slices.Contains(seen, h.Site) {
-				seen = append(seen, h.Site)
-			}
+			_ = site(h)
 			if z.keep(h) {
 				record(h)
 			}
@@ -143,22 +141,12 @@ func read(ctx context.Context, st store.Store, pl plan, record func(store.Hourly
 	if err := store.Read(ctx, st, q, r); err != nil {
 		return nil, nil, fmt.Errorf("store: read: %w", err)
 	}
-	rebuilt, err := z.rebuilt()
-	if err != nil {
+	if err := z.rebuild(record); err != nil {
 		return nil, nil, err
-	}
-	for _, h := range rebuilt {
-		record(h)
 	}
 	if len(seen) == 0 && q.Sites != nil {
 		q.Sites = nil
-		err := store.Read(ctx, st, q, store.Reader{Hourly: func(h store.Hourly) error {
-			if !slices.Contains(seen, h.Site) {
-				seen = append(seen, h.Site)
-			}
-			return nil
-		}})
-		if err != nil {
+		if err := store.Read(ctx, st, q, store.Reader{Hourly: site}); err != nil {
 			return nil, nil, fmt.Errorf("store: read: %w", err)
 		}
 	}

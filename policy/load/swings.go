@@ -8,8 +8,7 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// errTwoPasses stops Swings' streamed read: the report needs the records
-// whole.
+// errTwoPasses stops Swings' streamed read: the report needs the records whole.
 var errTwoPasses = errors.New("swings: the report needs the records whole")
 
 // Swings returns swings.Build's report of the hourly records q selects,

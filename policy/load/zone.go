@@ -9,13 +9,11 @@ import (
 )
 
 // zone sorts the hourly records of a policy's hours as a read hands them
-// over: a record keyed in the policy's zone is kept as stored; one keyed in
-// a zone whose offset differs by a fraction of an hour (the lanes were
-// sampled under UTC, the config now says Asia/Kathmandu) starts no hour of
-// the policy's zone, and the policy would find no basis in it. Such hours
-// are rebuilt from the probes (store.Rollup), as the sampler would have
-// stored them; a zone a whole number of hours away keys the same instants.
-// It relies on Read handing over every hourly record before the probes.
+// over: one keyed in the policy's zone is kept as stored; one keyed in a
+// zone a fraction of an hour away (sampled under UTC, the config now says
+// Asia/Kathmandu) starts no hour of the policy's, which would find no
+// basis: such hours are rebuilt from the probes (store.Rollup), as the
+// sampler would have stored them. Read hands the records over first.
 type zone struct {
 	loc     *time.Location
 	hours   []store.Window
@@ -54,22 +52,21 @@ func (z *zone) keep(h store.Hourly) bool {
 }
 
 // probe keeps p when records keyed in another zone came and p lies in the
-// hours they cover (each starts inside an hour of z, so it ends within an
-// hour after it).
+// hours they cover (within an hour of z's).
 func (z *zone) probe(p store.Probe) {
 	if z.foreign != nil && z.in(p.Time, time.Hour) {
 		z.sent = append(z.sent, p)
 	}
 }
 
-// rebuilt returns the records of z's hours rebuilt from the probes that
-// none kept covers. When a record keyed in another zone has fewer probes
+// rebuild hands record the records of z's hours rebuilt from the probes
+// that none kept covers. When a record keyed in another zone has fewer probes
 // left than it counted (store.retention_days pruned them), its hour
 // cannot be rebuilt: the error says so in one line, rather than a policy
 // quieter than the probes that were sent.
-func (z *zone) rebuilt() ([]store.Hourly, error) {
+func (z *zone) rebuild(record func(store.Hourly)) error {
 	if z.foreign == nil {
-		return nil, nil
+		return nil
 	}
 	times := map[[2]string][]time.Time{} // per lane and site, in time order
 	for _, p := range z.sent {
@@ -83,15 +80,14 @@ func (z *zone) rebuilt() ([]store.Hourly, error) {
 		from, _ := slices.BinarySearchFunc(ts, r.Hour, time.Time.Compare)
 		to, _ := slices.BinarySearchFunc(ts, r.Hour.Add(time.Hour), time.Time.Compare)
 		if n := int64(to - from); n < r.Samples {
-			return nil, fmt.Errorf("timezone %s: the hourly record of lane %s at %s was keyed in another zone and %d of its %d probes are no longer stored (store.retention_days), so its hour cannot be rebuilt: set timezone back to the zone the lanes were sampled in",
+			return fmt.Errorf("timezone %s: the hourly record of lane %s at %s was keyed in another zone and %d of its %d probes are no longer stored (store.retention_days), so its hour cannot be rebuilt: set timezone back to the zone the lanes were sampled in",
 				z.loc, r.Lane, r.Hour.UTC().Format(time.RFC3339), r.Samples-n, r.Samples)
 		}
 	}
-	var out []store.Hourly
 	for _, h := range store.Rollup(z.sent, z.loc) {
 		if z.in(h.Hour, 0) && !z.kept[laneHour{h.Lane, h.Site, h.Hour.Unix()}] {
-			out = append(out, h)
+			record(h)
 		}
 	}
-	return out, nil
+	return nil
 }
