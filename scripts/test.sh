@@ -60,7 +60,7 @@ fi
 # The npm packages of the interop servers and of the TypeScript client
 # example, from their committed lockfiles: installed when missing or older
 # than the lockfile (npm ci writes node_modules/.package-lock.json).
-for dir in interop examples/typescript; do
+for dir in tests/interop examples/typescript; do
 	if [[ ! -e "$dir/node_modules/.package-lock.json" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
 		if command -v npm >/dev/null; then
 			npm ci --prefix "$dir" --no-audit --no-fund
