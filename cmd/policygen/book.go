@@ -116,8 +116,7 @@ the lane the action runs on: what POST /api/v1/book answers. With
 	return err
 }
 
-// folderOf is the folder of the policy files: policy.out of cfg, or dir
-// (-dir) when set, for the subcommand cmd.
+// folderOf is the folder of the policy files: policy.out of cfg, or -dir.
 func folderOf(cfg *config.Config, cmd, dir string) (api.Folder, error) {
 	folder := cfg.APIOptions().Folder
 	if dir != "" {
@@ -129,10 +128,9 @@ func folderOf(cfg *config.Config, cmd, dir string) (api.Folder, error) {
 	return folder, nil
 }
 
-// hourFile reads and checks the policy file of the hour (hourFlag, default
-// the current one) in the folder (folderOf) for the subcommand cmd (lane,
-// book) of the config at configPath, and returns it with its path. A
-// missing file's error says how to write it.
+// hourFile reads the policy file of the hour (-hour, default the current
+// one) in folderOf for cmd, and its path; a missing one's error says how
+// to write it.
 func (e *env) hourFile(cmd string, cfg *config.Config, configPath, hourFlag, dir string) (policy.File, string, error) {
 	h, err := e.hourArg(hourFlag, cfg.Location)
 	if err != nil {

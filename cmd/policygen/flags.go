@@ -11,8 +11,7 @@ import (
 )
 
 // cmdFlags is the flag set of one policygen command with what they share:
-// -config, the usage text, the checks after parsing and one wording for a
-// bad value ("-format: want table, csv or json, got \"xml\"").
+// -config, the usage text, the checks after parsing, one wording of errors.
 type cmdFlags struct {
 	*flag.FlagSet
 	name   string // the subcommand ("swings"); "" for the policy command

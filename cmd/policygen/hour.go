@@ -19,11 +19,10 @@ import (
 // removes it (a younger one may be a running run's).
 const staleTemp = time.Hour
 
-// hourArg is the hour an -hour flag names in loc (its start), or now when
-// it is empty: the live file of the current hour, as of now.
+// hourArg is the start of the hour an -hour flag names in loc, or now.
 func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 	if flag == "" {
-		return e.now(), nil // the live answer as of now (a back-off that ended no longer counts)
+		return e.now(), nil
 	}
 	return store.ParseHour(flag, loc)
 }
@@ -117,9 +116,8 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// unknownSite is the usage error (exit 2) of a -site that neither the
-// config nor a record read names, listing the sites known: a typo writes
-// nothing rather than a policy of never_sampled lanes.
+// unknownSite is the usage error of a -site that neither the config nor a
+// record read names: a typo writes nothing.
 func unknownSite(site, own string, seen []string) error {
 	known := slices.DeleteFunc(append(slices.Clone(seen), own), func(s string) bool { return s == "" })
 	if len(known) == 0 {

@@ -63,64 +63,73 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	}
 	var out []byte
 	if *next {
-		folder, err := folderOf(cfg, "lane", *dirFlag)
-		if err != nil {
-			return err
-		}
-		n, err := folder.Next(e.now(), *className)
-		var none *api.NoNextError
-		switch {
-		case errors.As(err, &none) && none.Files > 0:
-			return cli.NoLanef("lane: %v", none)
-		case err != nil:
-			return fmt.Errorf("lane: %s: %w", folder.Dir, err)
-		}
-		out, err = output(*format, n, n.Hour, "the next hour", [][2]string{
-			{"LANEWATCH_NEXT_HOUR", n.Hour}, {"LANEWATCH_NEXT_START", n.Start}, {"LANEWATCH_CLASS", n.Class}})
+		out, err = e.laneNext(cfg, *className, *format, *dirFlag)
 	} else {
-		f, path, err := e.hourFile("lane", cfg, *fset.config, *hourFlag, *dirFlag)
-		if err != nil {
-			return err
-		}
-		ch, err := api.Choose(f, *className, cfg.APIOptions().Lanes)
-		var noLane *api.NoLaneError
-		var unknown *api.UnknownLaneError
-		switch {
-		case errors.As(err, &noLane):
-			return cli.NoLanef("lane: %v", noLane)
-		case errors.As(err, &unknown):
-			return fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, *fset.config)
-		case err != nil:
-			return fmt.Errorf("lane: %s: %w", path, err)
-		}
-		var cut string
-		if ch.CutoverAfterS != nil {
-			cut = strconv.FormatFloat(*ch.CutoverAfterS, 'f', -1, 64)
-		}
-		l, fb := ch.Lane, api.Lane{}
-		if ch.Fallback != nil {
-			fb = *ch.Fallback
-		}
-		out, err = output(*format, ch, l.Lane, "lane "+strconv.Quote(l.Lane), [][2]string{
-			{"LANEWATCH_LANE", l.Lane}, {"LANEWATCH_KIND", l.Kind}, {"LANEWATCH_API", l.API},
-			{"LANEWATCH_BASE_URL", l.BaseURL}, {"LANEWATCH_MODEL", l.Model},
-			{"LANEWATCH_API_KEY_ENV", l.APIKeyEnv}, {"LANEWATCH_HOUR", ch.Hour}, {"LANEWATCH_CLASS", ch.Class},
-			{"LANEWATCH_CUTOVER_AFTER_S", cut},
-			{"LANEWATCH_FALLBACK_LANE", fb.Lane}, {"LANEWATCH_FALLBACK_API", fb.API},
-			{"LANEWATCH_FALLBACK_BASE_URL", fb.BaseURL}, {"LANEWATCH_FALLBACK_MODEL", fb.Model},
-			{"LANEWATCH_FALLBACK_API_KEY_ENV", fb.APIKeyEnv}})
+		out, err = e.laneChoice(cfg, *fset.config, *className, *format, *hourFlag, *dirFlag)
 	}
 	if err != nil {
-		return fmt.Errorf("lane: %w", err)
+		return err
 	}
 	_, err = e.stdout.Write(out)
 	return err
 }
 
-// output renders an answer in format: json is v as the API answers it
-// (api.JSON), name the name and a newline, env and dotenv the NAME=VALUE
-// lines of vars (see shellValue), each after "export " for env. what
-// names the answer in an error.
+// laneNext is `policygen lane -next`.
+func (e *env) laneNext(cfg *config.Config, class, format, dir string) ([]byte, error) {
+	folder, err := folderOf(cfg, "lane", dir)
+	if err != nil {
+		return nil, err
+	}
+	n, err := folder.Next(e.now(), class)
+	var none *api.NoNextError
+	switch {
+	case errors.As(err, &none) && none.Files > 0:
+		return nil, cli.NoLanef("lane: %v", none)
+	case err != nil:
+		return nil, fmt.Errorf("lane: %s: %w", folder.Dir, err)
+	}
+	return output(format, n, n.Hour, "the next hour", [][2]string{
+		{"LANEWATCH_NEXT_HOUR", n.Hour}, {"LANEWATCH_NEXT_START", n.Start}, {"LANEWATCH_CLASS", n.Class}})
+}
+
+// laneChoice is `policygen lane` without -next.
+func (e *env) laneChoice(cfg *config.Config, configPath, class, format, hourFlag, dir string) ([]byte, error) {
+	f, path, err := e.hourFile("lane", cfg, configPath, hourFlag, dir)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := api.Choose(f, class, cfg.APIOptions().Lanes)
+	var noLane *api.NoLaneError
+	var unknown *api.UnknownLaneError
+	switch {
+	case errors.As(err, &noLane):
+		return nil, cli.NoLanef("lane: %v", noLane)
+	case errors.As(err, &unknown):
+		return nil, fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, configPath)
+	case err != nil:
+		return nil, fmt.Errorf("lane: %s: %w", path, err)
+	}
+	var cut string
+	if ch.CutoverAfterS != nil {
+		cut = strconv.FormatFloat(*ch.CutoverAfterS, 'f', -1, 64)
+	}
+	l, fb := ch.Lane, api.Lane{}
+	if ch.Fallback != nil {
+		fb = *ch.Fallback
+	}
+	return output(format, ch, l.Lane, "lane "+strconv.Quote(l.Lane), [][2]string{
+		{"LANEWATCH_LANE", l.Lane}, {"LANEWATCH_KIND", l.Kind}, {"LANEWATCH_API", l.API},
+		{"LANEWATCH_BASE_URL", l.BaseURL}, {"LANEWATCH_MODEL", l.Model},
+		{"LANEWATCH_API_KEY_ENV", l.APIKeyEnv}, {"LANEWATCH_HOUR", ch.Hour}, {"LANEWATCH_CLASS", ch.Class},
+		{"LANEWATCH_CUTOVER_AFTER_S", cut},
+		{"LANEWATCH_FALLBACK_LANE", fb.Lane}, {"LANEWATCH_FALLBACK_API", fb.API},
+		{"LANEWATCH_FALLBACK_BASE_URL", fb.BaseURL}, {"LANEWATCH_FALLBACK_MODEL", fb.Model},
+		{"LANEWATCH_FALLBACK_API_KEY_ENV", fb.APIKeyEnv}})
+}
+
+// output renders an answer in format: json as the API answers (api.JSON),
+// name a line, env and dotenv the NAME=VALUE lines of vars ("export " first
+// for env); what names the answer in an error.
 func output(format string, v any, name, what string, vars [][2]string) ([]byte, error) {
 	switch format {
 	case "json":
@@ -130,7 +139,7 @@ func output(format string, v any, name, what string, vars [][2]string) ([]byte, 
 		for _, kv := range vars {
 			q, err := shellValue(kv[1])
 			if err != nil {
-				return nil, fmt.Errorf("%s of %s: %w (use -format json)", kv[0], what, err)
+				return nil, fmt.Errorf("lane: %s of %s: %w (use -format json)", kv[0], what, err)
 			}
 			if format == "env" {
 				b.WriteString("export ")

@@ -82,9 +82,8 @@ Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage,
 `
 
 // openStore opens the configured store to read beside a sampler. A store
-// file that does not exist yet is a fresh install: a note on stderr, with
-// what it means for the output (so), and a nil store (policy/load: empty),
-// so that policies say never_sampled and CI fails safe rather than red.
+// file that does not exist yet is a fresh install: a note on stderr saying
+// so, and a nil store (policy/load: empty), so CI fails safe, not red.
 func (e *env) openStore(ctx context.Context, cfg *config.Config, so string) (store.Store, error) {
 	st, err := config.OpenStore(ctx, cfg, config.Reader, cli.Warner("policygen", e.stderr), e.lookupEnv)
 	switch {

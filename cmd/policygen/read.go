@@ -6,10 +6,9 @@ import (
 	"io"
 )
 
-// readInput reads r (stdin) to its end, at most limit bytes. It returns as
-// soon as ctx is done (SIGINT, SIGTERM), even while a read blocks (stdin
-// that never closes): the reading goroutine is then left behind until its
-// read returns, which is fine for a command that is about to exit.
+// readInput reads r (stdin) to its end, at most limit bytes, and returns
+// as soon as ctx is done (SIGINT, SIGTERM) even while a read blocks: the
+// reading goroutine is left behind, as the command is about to exit.
 func readInput(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
 	var data []byte
 	var err error

@@ -24,8 +24,7 @@ runs until SIGINT or SIGTERM.
 
 `
 
-// defaultServeAddr is loopback: the API is for the host's own jobs unless
-// -listen says otherwise.
+// defaultServeAddr is loopback: the API is for the host's own jobs.
 const defaultServeAddr = "127.0.0.1:9465"
 
 // runServe is `policygen serve`.

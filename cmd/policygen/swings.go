@@ -32,8 +32,7 @@ has their keys). -svg FILE draws the chart instead (PNG when FILE ends in
 // maxSwingsDays bounds -days (ten years of hourly records).
 const maxSwingsDays = 3660
 
-// runSwings is `policygen swings`: the report is built while the store
-// reads the hourly records (policy/load.Swings).
+// runSwings is `policygen swings`.
 func (e *env) runSwings(ctx context.Context, args []string) error {
 	fset := newFlags("swings", swingsUsage)
 	days := fset.Int("days", 7, "report the last `N` days")
