@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -37,6 +38,22 @@ func (e *NoFileError) Error() string {
 
 // Path is the file of the hour labelled hour.
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
+
+// Write writes f as the file of its hour, atomically, creating Dir, and
+// returns its path: <hour>.yaml, or one site's view <hour>.<site>.yaml,
+// which never replaces the merged file. policygen and the sampler both
+// write through it. opts add to its atomicfile options (a test's Hook).
+func (d Folder) Write(f policy.File, site string, opts ...atomicfile.Option) (string, error) {
+	data, err := policy.Marshal(f)
+	if err != nil {
+		return "", fmt.Errorf("policy %s: %w", f.Hour, err)
+	}
+	path := d.Path(f.Hour)
+	if site != "" {
+		path = filepath.Join(d.Dir, f.Hour+"."+site+".yaml")
+	}
+	return path, atomicfile.Write(path, data, append([]atomicfile.Option{atomicfile.MakeDir()}, opts...)...)
+}
 
 // Read is ReadFile of the hour labelled hour (store.HourLabel), checked to
 // hold that hour; a missing file is a *NoFileError.

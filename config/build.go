@@ -12,7 +12,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/sampler"
@@ -145,7 +144,7 @@ func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string,
 // SamplerOptions returns the options of a sampler writing to st: the lanes
 // its shard owns (sh, or the config's when sh.Count is 0) with their keys
 // (lookupEnv, nil: os.LookupEnv; another shard's are never read), the quota
-// groups, the status page's live policy and chart.
+// groups and the status page's chart.
 func (c *Config) SamplerOptions(st store.Store, lookupEnv func(string) (string, bool), sh Shard) (sampler.Options, error) {
 	if sh.Count <= 0 {
 		sh = c.Shard
@@ -166,11 +165,7 @@ func (c *Config) SamplerOptions(st store.Store, lookupEnv func(string) (string, 
 		}
 	}
 	return sampler.Options{Store: st, Site: c.Site, Schedule: c.Schedule, Location: c.Location, Concurrency: c.Concurrency,
-		Targets: targets, Groups: c.Groups(), Shard: sampler.Shard{Index: sh.Index, Count: sh.Count}, Chart: chart{c},
-		Policy: func(ctx context.Context, now time.Time) (policy.File, error) {
-			f, _, err := load.ForHour(ctx, st, c.PolicyParams(), now, nil)
-			return f, err
-		}}, nil
+		Targets: targets, Groups: c.Groups(), Shard: sampler.Shard{Index: sh.Index, Count: sh.Count}, Chart: chart{c}}, nil
 }
 
 // chart draws the status page's swings chart (a sampler.Chart).

@@ -76,7 +76,7 @@ func Default() *Config {
 			MaxTokens: probe.DefaultMaxTokens,
 			Timeout:   Duration(probe.DefaultTimeout),
 		},
-		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
+		Policy: Policy{Out: DefaultPolicyOut, Write: true, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
 	}
 }
 
@@ -228,9 +228,14 @@ func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes "I/N".
 func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
 
-// Policy configures policygen.
+// Policy configures the policy files: where they go, whether the sampler
+// daemon writes them, and how policygen and the daemon compute them.
 type Policy struct {
 	Out string `yaml:"out"`
+	// Write makes the sampler daemon write the hour's file (and the next
+	// hour's forecast) to Out after each round; false leaves them to
+	// policygen.
+	Write bool `yaml:"write"`
 	// LookbackDays is LookbackUnset until validation gives it the rule's
 	// default (14 calibrated, 7 max) when the file leaves it out.
 	LookbackDays int     `yaml:"lookback_days"`

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # figures.sh — every backtest figure the README quotes, from one command:
-# `make figures` runs it, `make demo` ends with it, and scripts' figures
-# test holds the README's quotes to its output (they cannot drift).
+# `make figures` runs it, and scripts' figures test holds the README's
+# quotes to its output (they cannot drift).
 #
 #   scripts/figures.sh [DIR]    # DIR keeps the histories (default .demo/figures)
 #

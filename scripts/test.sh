@@ -5,9 +5,10 @@
 #
 # Nothing is skipped silently: what this script leaves out (staticcheck,
 # npm) and every test that skips for a missing tool (internal/missingtool:
-# Chromium, rsvg-convert, influxd, node, systemd-analyze...) is listed in one
-# summary at the end. With CI=true such a skip fails the run (the Go tests
-# fail at once; this script fails at the end for its own).
+# Chromium, rsvg-convert, influxd, node, systemd-analyze, promtool and
+# prometheus of Debian's prometheus package...) is listed in one summary at
+# the end. With CI=true such a skip fails the run (the Go tests fail at
+# once; this script fails at the end for its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/policy"
@@ -88,26 +89,19 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	}
 
 	// Temp files that killed runs left in the folder go, whatever hour
-	// they were for. A site's view is <hour>.<site>.yaml: it never
-	// replaces the merged file that policygen lane reads.
+	// they were for.
 	atomicfile.RemoveStaleTemps(out, staleTemp)
-	name := ".yaml"
-	if *siteFlag != "" {
-		name = "." + *siteFlag + name
-	}
+	folder := api.Folder{Dir: out, Location: loc}
 	for i, f := range files {
-		data, err := policy.Marshal(f)
+		path, err := folder.Write(f, *siteFlag, atomicfile.Hook(e.writeHook))
 		if err != nil {
-			return fmt.Errorf("policy %s: %w", f.Hour, err)
-		}
-		path := filepath.Join(out, f.Hour+name)
-		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
 		if *printFlag {
 			if i > 0 {
 				fmt.Fprintln(e.stdout, "---")
 			}
+			data, _ := policy.Marshal(f) // as written: Write marshalled it
 			fmt.Fprintf(e.stdout, "# wrote %s\n%s", path, data)
 		} else {
 			fmt.Fprintln(e.stdout, path)

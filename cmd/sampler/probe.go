@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -30,26 +29,16 @@ const exitSkipped = 4
 // is used or whose cap is reached, or a lane backing off, is refused
 // (exit 4) unless -force.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	fs := flag.NewFlagSet("sampler probe", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newSubcommand("probe", "sampler probe -config F -lane NAME [-force]", "path to the lanewatch YAML config (required)")
 	laneName := fs.String("lane", "", "the lane to probe (required)")
 	force := fs.Bool("force", false, "probe even when the lane's budget is spent or it backs off (the probe counts)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler probe -config F -lane NAME [-force]\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.parse(args, stderr, false); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return cli.Usagef("probe: unexpected argument %q", fs.Arg(0))
-	case *configPath == "":
-		return cli.Usagef("probe: -config is required")
-	case *laneName == "":
+	if *laneName == "" {
 		return cli.Usagef("probe: -lane is required")
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
@@ -59,7 +48,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		for i, l := range cfg.Lanes {
 			names[i] = l.Name
 		}
-		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *configPath, strings.Join(names, ", "))
+		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *fs.config, strings.Join(names, ", "))
 	}
 	key, err := lane.APIKey(lookupEnv)
 	if err != nil {

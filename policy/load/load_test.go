@@ -372,6 +372,27 @@ policy:
 		if c.hourly != 1 || c.probes != 1 {
 			t.Errorf("%s: Forecast read the hourly records %d times and the probes %d times; want once each", rule, c.hourly, c.probes)
 		}
+		// The sampler's files after a round, the live one and the next
+		// hour's forecast, come from one read and are ForHour's and
+		// Forecast's, the next hour in the same day or the next.
+		for _, at := range []time.Time{h.Add(30 * time.Minute), h.Add(9*time.Hour + 30*time.Minute)} {
+			c = &counted{File: st}
+			got, err := load.LiveAndNext(context.Background(), c, cfg.PolicyParams(), at)
+			if err != nil || c.hourly != 1 || c.probes != 1 || len(got) != 2 {
+				t.Fatalf("%s: LiveAndNext at %s: %v; %d hourly and %d probe reads, %d files; want once each, 2", rule, at, err, c.hourly, c.probes, len(got))
+			}
+			next := at.Add(time.Hour).Truncate(time.Hour)
+			day, _, err := load.Forecast(context.Background(), st, cfg.PolicyParams(), next, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []policy.File{forHour(t, st, cfg, at), day[next.Hour()]}
+			for i := range want {
+				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
+					t.Errorf("%s: LiveAndNext at %s, file %d:\n%s\nwant\n%s", rule, at, i, g, w)
+				}
+			}
+		}
 		// A site's view reads it alone; a site without a record in the
 		// span (a -site typo) then looks up the sites there.
 		for _, tc := range []struct {

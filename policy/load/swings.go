@@ -12,10 +12,9 @@ import (
 var errTwoPasses = errors.New("swings: the report needs the records whole")
 
 // Swings returns swings.Build's report of the hourly records q selects,
-// built while the store hands them over: the records are never held whole
-// (a month of 1,000 lanes at 3 sites: 2.16 M). When it cannot be built so
-// (more than 64 sites, a lane named like a lane@site column, an InfluxQL
-// answer out of time order), the records are read again whole.
+// built while the store hands them over, never held whole. When it cannot
+// be (more than 64 sites, a lane named like a lane@site column, an
+// InfluxQL answer out of time order), they are read again whole.
 func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Options, perSite bool) (*swings.Report, error) {
 	if st == nil {
 		return swings.Build(nil, opt, perSite), nil

@@ -8,12 +8,11 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// zone sorts the hourly records of a policy's hours as a read hands them
-// over: one keyed in the policy's zone is kept as stored; one keyed in a
-// zone a fraction of an hour away (sampled under UTC, the config now says
-// Asia/Kathmandu) starts no hour of the policy's, which would find no
-// basis: such hours are rebuilt from the probes (store.Rollup), as the
-// sampler would have stored them. Read hands the records over first.
+// zone sorts the records of a policy's hours as a read hands them over:
+// one keyed in the policy's zone is kept; one keyed in a zone a fraction
+// of an hour away (sampled under UTC, read in Asia/Kathmandu) starts no
+// hour of the policy's, whose hours are rebuilt from the probes
+// (store.Rollup). Read hands the records over before the probes.
 type zone struct {
 	loc     *time.Location
 	hours   []store.Window
@@ -31,14 +30,12 @@ func newZone(loc *time.Location, hours []store.Window) *zone {
 	return &zone{loc: store.OrUTC(loc), hours: hours, kept: map[laneHour]bool{}}
 }
 
-// in reports whether t lies in one of z's hours, widened by margin on
-// each side.
+// in reports whether t lies in one of z's hours, widened by margin.
 func (z *zone) in(t time.Time, margin time.Duration) bool {
 	return slices.ContainsFunc(z.hours, func(w store.Window) bool { return !t.Before(w.From.Add(-margin)) && t.Before(w.To.Add(margin)) })
 }
 
-// keep reports whether h is a record of z's hours keyed in its zone; it
-// sets aside one keyed in another.
+// keep reports whether h is a record of z's hours keyed in z's zone.
 func (z *zone) keep(h store.Hourly) bool {
 	switch {
 	case !z.in(h.Hour, 0):
@@ -51,19 +48,18 @@ func (z *zone) keep(h store.Hourly) bool {
 	return false
 }
 
-// probe keeps p when records keyed in another zone came and p lies in the
-// hours they cover (within an hour of z's).
+// probe keeps p for a rebuild: records keyed in another zone came, and p
+// lies within an hour of z's hours.
 func (z *zone) probe(p store.Probe) {
 	if z.foreign != nil && z.in(p.Time, time.Hour) {
 		z.sent = append(z.sent, p)
 	}
 }
 
-// rebuild hands record the records of z's hours rebuilt from the probes
-// that none kept covers. When a record keyed in another zone has fewer probes
-// left than it counted (store.retention_days pruned them), its hour
-// cannot be rebuilt: the error says so in one line, rather than a policy
-// quieter than the probes that were sent.
+// rebuild hands record the records of z's hours that none kept covers,
+// rebuilt from the probes; a record keyed in another zone with fewer
+// probes left than it counted (store.retention_days pruned them) is an
+// error, not a policy quieter than the probes that were sent.
 func (z *zone) rebuild(record func(store.Hourly)) error {
 	if z.foreign == nil {
 		return nil

@@ -10,10 +10,9 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// Tests for the survivors of the sixth round's mutation run of build.go
-// (TESTING.md, "report/swings"). Compute and ComputeSites share the
-// builder, so TestComputeSitesMatchesCompute cannot see a builder's
-// mistake: these check Compute's report itself.
+// The builder (build.go) itself: Compute and ComputeSites share it, so
+// TestComputeSitesMatchesCompute cannot see its mistakes; these check
+// Compute's report.
 
 // A report keeps the classes with a finite deadline > 0, in order, and
 // leaves out the others (a zero, negative, NaN or infinite deadline is no
