@@ -31,9 +31,9 @@ const (
 	paidSecret = "sk-ant-SECRET-456"
 )
 
-var testLanes = []Endpoint{
-	{Name: "free", Kind: "free", API: "openai", BaseURL: "http://127.0.0.1:1/v1", Model: "m-free", APIKeyEnv: "LW_TEST_FREE_KEY"},
-	{Name: "paid", Kind: "paid", API: "anthropic", BaseURL: "https://paid.example/v1", Model: "claude", APIKeyEnv: "LW_TEST_PAID_KEY"},
+var testLanes = []Lane{
+	{Lane: "free", Kind: "free", API: "openai", BaseURL: "http://127.0.0.1:1/v1", Model: "m-free", APIKeyEnv: "LW_TEST_FREE_KEY"},
+	{Lane: "paid", Kind: "paid", API: "anthropic", BaseURL: "https://paid.example/v1", Model: "claude", APIKeyEnv: "LW_TEST_PAID_KEY"},
 }
 
 // testFile is a policy file of hour whose interactive class runs on lanes

@@ -402,14 +402,15 @@ func (c *Config) validatePolicy() error {
 }
 
 // APIKey returns the lane's key from the environment through lookup
-// (os.LookupEnv's shape); "" when the lane names no variable. A named
+// (nil: os.LookupEnv); "" when the lane names no variable. A named
 // variable that is unset or empty is an error naming the variable, never a
 // value.
 func (l Lane) APIKey(lookup func(string) (string, bool)) (string, error) {
 	return secret(lookup, l.APIKeyEnv, "lane "+l.Name)
 }
 
-// Token returns the store token from the environment through lookup; ""
+// Token returns the store token from the environment through lookup (nil:
+// os.LookupEnv); ""
 // when store.token_env names no variable (a server without auth). A named
 // variable that is unset or empty is an error: a token that was meant to be
 // sent and is missing would otherwise show up only as refused writes.
@@ -420,6 +421,9 @@ func (s Store) Token(lookup func(string) (string, bool)) (string, error) {
 func secret(lookup func(string) (string, bool), name, who string) (string, error) {
 	if name == "" {
 		return "", nil
+	}
+	if lookup == nil {
+		lookup = os.LookupEnv
 	}
 	v, ok := lookup(name)
 	switch {

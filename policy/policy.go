@@ -4,7 +4,7 @@
 // It is pure: no I/O and no clock. The hour comes in as an argument and the
 // records as values (store.Hourly: the store's type, never a store), and
 // the same input always gives the same File and the same bytes. Its other
-// inputs (LaneState, LaneSpec, ClassSpec, Params) are its own; app maps a
+// inputs (LaneState, LaneSpec, ClassSpec, Params) are its own; config maps a
 // config to them. The rules and the rounding are in docs/policy.md.
 package policy
 

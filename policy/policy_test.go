@@ -928,7 +928,7 @@ func short429Params() Params {
 // liveAt is the pipeline's live answer for the lane at instant now: the
 // probes known by then rolled up into hours (store.Rollup, as the sampler
 // stores them), the lane's state from its newest probe (States), the file
-// of the hour holding now as of now (app.ForHour, the status page).
+// of the hour holding now as of now (load.ForHour, the status page).
 func liveAt(p Params, probes []store.Probe, now time.Time) Lane {
 	var known []store.Probe
 	var newest []store.Probe

@@ -54,7 +54,7 @@ var ErrNotBooked = errors.New("reservations not written: no lane probed this rou
 // and for back-offs.
 const FutureReach = 366 * 24 * time.Hour
 
-// Options wire a Sampler: the domain values app.SamplerOptions builds from
+// Options wire a Sampler: the domain values config.SamplerOptions builds from
 // a configuration.
 type Options struct {
 	Store    store.Store

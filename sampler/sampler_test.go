@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
@@ -24,7 +23,7 @@ import (
 // newSampler returns the Sampler of cfg's shard sh (the config's when
 // sh.Count is 0) on st, as cmd/sampler wires it.
 func newSampler(cfg *config.Config, st store.Store, lookupEnv func(string) (string, bool), sh config.Shard) (*sampler.Sampler, error) {
-	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
+	o, err := cfg.SamplerOptions(st, lookupEnv, sh)
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	if hs, err := s.store.Hourly(ctx, store.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
 		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
-			// Trusted: the Chart (package swings, through app) drew it from
+			// Trusted: the Chart (package swings, through config) drew it from
 			// numbers and lane names, which the config limits to [a-z0-9_-].
 			p.Chart = template.HTML(svg.String())
 		}

@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/store"
 )
 
@@ -630,7 +630,7 @@ func TestFindingKindChangeThroughPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pf, err := app.ForHour(ctx, f, cfg, hour0.Add(40*time.Minute), nil)
+	pf, _, err := load.ForHour(ctx, f, cfg.PolicyParams(), hour0.Add(40*time.Minute), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	lwconfig "github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
@@ -326,7 +325,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.
 func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer, truth truthSink) (historyCount, error) {
-	st, err := app.OpenStore(ctx, cfg, cli.Warner("lanesim history", stderr), os.LookupEnv)
+	st, err := lwconfig.OpenStore(ctx, cfg, lwconfig.Writer, cli.Warner("lanesim history", stderr), os.LookupEnv)
 	if err != nil {
 		return historyCount{}, err
 	}

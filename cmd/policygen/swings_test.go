@@ -433,7 +433,7 @@ func TestSwingsDispatch(t *testing.T) {
 	}
 }
 
-// The report reads an InfluxDB store through the same seam (app.OpenStoreReadOnly).
+// The report reads an InfluxDB store through the same seam (config.OpenStore).
 func TestSwingsInflux(t *testing.T) {
 	srv := influxtest.Start(t)
 	db := srv.CreateDB(t, "lanewatch")

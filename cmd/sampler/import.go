@@ -8,7 +8,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/cli"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -40,7 +39,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	dst, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	dst, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/internal/redact"
@@ -174,7 +173,7 @@ const statusLoadTimeout = 10 * time.Second
 // JSON API under /api/ (package api, over the config's policy files).
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.Handler(app.APIOptions(d.cfg)))
+	mux.Handle("/api/", api.Handler(d.cfg.APIOptions()))
 	mux.Handle("/", page.Handler(func(ctx context.Context) page.Page {
 		ctx, cancel := context.WithTimeout(ctx, statusLoadTimeout) // a stuck store must not hold requests
 		defer cancel()

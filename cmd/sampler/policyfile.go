@@ -4,21 +4,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/sampler/page"
 	"github.com/lanewatch/lanewatch/store"
 )
 
 // writePolicies writes, after a round at now, the policy file of the hour
 // holding now (as of now) and the next hour's forecast as policygen does
-// (app.ForHour, app.Forecast, api.Folder.Write), unless policy.write is
+// (policy/load.LiveAndNext, api.Folder.Write), unless policy.write is
 // false, and returns their paths; a failure is logged, the round stands.
 func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []string) {
 	if !d.cfg.Policy.Write || ctx.Err() != nil {
@@ -26,14 +24,7 @@ func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	next := store.HourLabel(store.HourStart(now, d.cfg.Location).Add(time.Hour), d.cfg.Location)
-	live, err := app.ForHour(ctx, d.store, d.cfg, now, nil)
-	files := []policy.File{live}
-	if err == nil {
-		var day []policy.File
-		day, err = app.Forecast(ctx, d.store, d.cfg, now.Add(time.Hour), nil)
-		files = append(files, slices.DeleteFunc(day, func(f policy.File) bool { return f.Hour != next })...)
-	}
+	files, err := load.LiveAndNext(ctx, d.store, d.cfg.PolicyParams(), now)
 	for _, f := range files {
 		if err != nil {
 			break
@@ -49,7 +40,7 @@ func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []stri
 	return paths
 }
 
-func (d *daemon) folder() api.Folder { return app.APIOptions(d.cfg).Folder }
+func (d *daemon) folder() api.Folder { return d.cfg.APIOptions().Folder }
 
 // hourFile puts the policy file of the hour holding p.Now in policy.out on
 // the page, whoever wrote it: the file, where it is and when it was

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/probe"
@@ -21,7 +20,7 @@ const exitSkipped = 4
 
 // runProbe is `sampler probe -config F -lane NAME [-force]`: one probe of
 // one lane now, printed as `sampler -once` prints its rows. It runs beside
-// the daemon (app.OpenStoreBeside): on the embedded file it appends
+// the daemon (config.Beside): on the embedded file it appends
 // without the daemon's writer lock, on InfluxDB it writes to the server,
 // reads the daemon's spool, and leaves what the server fails to take in
 // the spool's inbox, which the daemon replays; either way the reservation
@@ -55,7 +54,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if err != nil {
 		return err
 	}
-	st, err := app.OpenStoreBeside(ctx, cfg, cli.Warner("sampler", stderr), lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Beside, cli.Warner("sampler", stderr), lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -94,9 +93,9 @@ func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key stri
 	for _, l := range cfg.Lanes {
 		switch {
 		case l.Name == lane.Name:
-			targets = append(targets, app.Target(l, key))
+			targets = append(targets, l.Target(key))
 		case lane.Quota != "" && l.Quota == lane.Quota:
-			targets = append(targets, app.Target(l, "")) // counted, never probed
+			targets = append(targets, l.Target("")) // counted, never probed
 		}
 	}
 	return sampler.Options{
@@ -106,7 +105,7 @@ func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key stri
 		Location:    cfg.Location,
 		Concurrency: 1,
 		Targets:     targets,
-		Groups:      app.Groups(cfg),
+		Groups:      cfg.Groups(),
 		Shard:       sampler.Shard{Index: 0, Count: 1},
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -33,7 +32,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

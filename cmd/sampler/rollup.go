@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/store"
@@ -52,11 +51,11 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	open := app.OpenStore
+	access := config.Writer
 	if *check {
-		open = app.OpenStoreReadOnly
+		access = config.Reader
 	}
-	st, err := open(ctx, cfg, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, access, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

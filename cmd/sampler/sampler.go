@@ -16,7 +16,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
@@ -64,11 +63,11 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
+	o, err := cfg.SamplerOptions(st, lookupEnv, sh)
 	if err != nil {
 		_ = st.Close()
 		return nil, err

@@ -53,7 +53,7 @@ var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
 
 // Options configure a backtest.
 type Options struct {
-	// Params are the policy parameters (app.Params maps a config). The
+	// Params are the policy parameters (config.PolicyParams maps a config). The
 	// decision replay uses them as given; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params

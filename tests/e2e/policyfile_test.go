@@ -33,7 +33,7 @@ func fourLanes(t *testing.T, dir string) string {
 
 // sampler -once writes the hour's policy file and the next hour's
 // forecast, byte for byte what policygen -hour and -day write from the
-// same store (one code path: app.ForHour, app.Forecast, api.Folder.Write).
+// same store (one code path: policy/load, api.Folder.Write).
 func TestRoundWritesWhatPolicygenWrites(t *testing.T) {
 	awayHourEdge(t, 20*time.Second)
 	dir := t.TempDir()

@@ -132,9 +132,9 @@ func (w *world) hit(i int) func() {
 func newWorld(t *testing.T, tc jobCase) *world {
 	t.Helper()
 	w := &world{flood: make(chan struct{})}
-	lanes := []api.Endpoint{
-		{Name: "free", Kind: "free", API: tc.free.api, BaseURL: tc.free.start(t, freeKey, w.hit(0)), Model: "free-model", APIKeyEnv: freeKeyEnv},
-		{Name: "paid", Kind: "paid", API: tc.paid.api, BaseURL: tc.paid.start(t, paidKey, w.hit(1)), Model: "paid-model", APIKeyEnv: paidKeyEnv},
+	lanes := []api.Lane{
+		{Lane: "free", Kind: "free", API: tc.free.api, BaseURL: tc.free.start(t, freeKey, w.hit(0)), Model: "free-model", APIKeyEnv: freeKeyEnv},
+		{Lane: "paid", Kind: "paid", API: tc.paid.api, BaseURL: tc.paid.start(t, paidKey, w.hit(1)), Model: "paid-model", APIKeyEnv: paidKeyEnv},
 	}
 	nextQueueS := 58.0 // a free retry does not fit after a failed attempt
 	if tc.retryFits {

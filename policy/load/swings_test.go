@@ -1,4 +1,4 @@
-package app_test
+package load_test
 
 import (
 	"context"
@@ -8,15 +8,14 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -36,92 +35,13 @@ func swingsConfig(t *testing.T, zone string, lanes [][2]string) *config.Config {
 	return cfg
 }
 
-// swingsRef is app.Swings as it was before the per-site records were merged
-// apart from the others: every record, then every record under its
-// lane@site name, merged in one slice.
-func swingsRef(cfg *config.Config, recs []store.Hourly, from, to time.Time, days int, perSite bool) *swings.Report {
-	siteLane := func(lane, site string) string {
-		if site == "" {
-			site = "-"
-		}
-		return lane + "@" + site
-	}
-	sitesOf := map[string][]string{}
-	for _, h := range recs {
-		if !slices.Contains(sitesOf[h.Lane], h.Site) {
-			sitesOf[h.Lane] = append(sitesOf[h.Lane], h.Site)
-		}
-	}
-	multi := false
-	for _, ss := range sitesOf {
-		multi = multi || len(ss) > 1
-	}
-	var lanes []swings.Lane
-	for _, l := range cfg.Lanes {
-		lanes = append(lanes, swings.Lane{Name: l.Name, Kind: l.Kind})
-		if perSite && multi {
-			ss := slices.Clone(sitesOf[l.Name])
-			slices.Sort(ss)
-			for _, site := range ss {
-				lanes = append(lanes, swings.Lane{Name: siteLane(l.Name, site), Kind: l.Kind})
-			}
-		}
-	}
-	if perSite && multi {
-		var split []store.Hourly
-		for _, h := range recs {
-			h.Lane = siteLane(h.Lane, h.Site)
-			split = append(split, h)
-		}
-		recs = append(slices.Clone(recs), split...)
-	}
-	classes := make([]swings.ClassLine, len(cfg.Policy.Classes))
-	for i, c := range cfg.Policy.Classes {
-		classes[i] = swings.ClassLine{Name: c.Name, DeadlineS: c.DeadlineS}
-	}
-	return swings.Compute(swings.MergeSites(recs), swings.Options{Location: cfg.Location, From: from, To: to, Days: days, Lanes: lanes, Classes: classes})
-}
-
-// app.Swings gives the report it gave, for random records of several sites,
-// including records of a lane whose name is another lane's lane@site
-// column (the case where the two cannot be merged apart).
-func TestSwingsMatchesReference(t *testing.T) {
-	cfg := swingsConfig(t, "Europe/Berlin", [][2]string{{"a", "free"}, {"b", "paid"}})
-	rng := rand.New(rand.NewPCG(21, 8))
-	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	from, to := t0, t0.Add(3*24*time.Hour)
-	for n := range 400 {
-		names := []string{"a", "b", "c"}
-		if n%4 == 0 {
-			names = append(names, "a@fra1", "c@-")
-		}
-		var recs []store.Hourly
-		for range rng.IntN(150) {
-			samples := rng.Int64N(4)
-			recs = append(recs, store.Hourly{
-				Lane: names[rng.IntN(len(names))], Kind: []string{"free", "paid"}[rng.IntN(2)],
-				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(72)) * time.Hour),
-				WorstQueueS: float64(rng.IntN(600)) / 10, WorstCensoredS: float64(rng.IntN(3)) * 15,
-				Samples: samples, Failures: rng.Int64N(samples + 1),
-			})
-		}
-		slices.SortStableFunc(recs, func(a, b store.Hourly) int { return a.Hour.Compare(b.Hour) })
-		for _, perSite := range []bool{true, false} {
-			got, want := app.Swings(cfg, recs, from, to, 3, perSite), swingsRef(cfg, recs, from, to, 3, perSite)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("case %d (perSite %v): app.Swings differs from the reference", n, perSite)
-			}
-		}
-	}
-}
-
-// app.SwingsOf, which builds the report while a store hands its records
-// over an hour at a time, gives what app.Swings gives for the records the
+// Swings, which builds the report while the store hands its records
+// over, gives what swings.Build gives for the records the
 // store returns whole: for random records of several sites, of more sites
 // than one pass takes (64), and of lanes named like a lane@site column
 // (both read whole again), on the embedded file store and on InfluxDB
 // (through the spool, a span read in pieces, each streamed).
-func TestSwingsOfMatchesSwings(t *testing.T) {
+func TestSwingsIsBuildOfTheRecords(t *testing.T) {
 	cfg := swingsConfig(t, "Asia/Kathmandu", [][2]string{{"a", "free"}, {"b", "paid"}})
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -193,12 +113,12 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, perSite := range []bool{true, false} {
-					got, err := app.SwingsOf(ctx, cfg, st, q, from, to, 3, perSite)
+					got, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, 3), perSite)
 					if err != nil {
-						t.Fatalf("case %d: SwingsOf: %v", n, err)
+						t.Fatalf("case %d: Swings: %v", n, err)
 					}
-					if want := app.Swings(cfg, whole, from, to, 3, perSite); !reflect.DeepEqual(got, want) {
-						t.Fatalf("case %d (perSite %v, %d sites): SwingsOf differs from Swings of the records read whole", n, perSite, len(sites))
+					if want := swings.Build(whole, cfg.SwingsOptions(from, to, 3), perSite); !reflect.DeepEqual(got, want) {
+						t.Fatalf("case %d (perSite %v, %d sites): Swings differs from Swings of the records read whole", n, perSite, len(sites))
 					}
 				}
 				if err := st.Close(); err != nil {
@@ -210,9 +130,9 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 }
 
 // An InfluxQL answer that goes back in time (InfluxDB's raw selects never
-// do) cannot be streamed: app.SwingsOf reads it again whole, which sorts
+// do) cannot be streamed: Swings reads it again whole, which sorts
 // it, and gives Swings' report of the sorted records, not an error.
-func TestSwingsOfRereadsAnAnswerOutOfOrder(t *testing.T) {
+func TestSwingsRereadsAnAnswerOutOfOrder(t *testing.T) {
 	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
 	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	var queries atomic.Int64
@@ -242,14 +162,96 @@ func TestSwingsOfRereadsAnAnswerOutOfOrder(t *testing.T) {
 		t.Fatalf("Hourly = %d records, %v; want 2", len(whole), err)
 	}
 	queries.Store(0)
-	got, err := app.SwingsOf(context.Background(), cfg, st, q, from, to, 1, true)
+	got, err := load.Swings(context.Background(), st, q, cfg.SwingsOptions(from, to, 1), true)
 	if err != nil {
-		t.Fatalf("SwingsOf: %v; want the report of a whole read", err)
+		t.Fatalf("Swings: %v; want the report of a whole read", err)
 	}
-	if want := app.Swings(cfg, whole, from, to, 1, true); !reflect.DeepEqual(got, want) {
-		t.Errorf("SwingsOf = %+v; want Swings of the sorted records %+v", got, want)
+	if want := swings.Build(whole, cfg.SwingsOptions(from, to, 1), true); !reflect.DeepEqual(got, want) {
+		t.Errorf("Swings = %+v; want Swings of the sorted records %+v", got, want)
 	}
 	if n := queries.Load(); n != 2 {
-		t.Errorf("SwingsOf sent %d reads of queue_hourly; want 2 (the stream, then the whole read)", n)
+		t.Errorf("Swings sent %d reads of queue_hourly; want 2 (the stream, then the whole read)", n)
+	}
+}
+
+// Swings reads a store that streams an answer in time order once, and
+// builds swings.Build's report from it; when a read fails (the streamed one, or
+// the whole one that follows an answer out of time order) it returns the
+// store's error, not a report of nothing (TestSwingsRereadsAnAnswerOutOfOrder
+// has the whole read that succeeds). answers says how the fake
+// InfluxDB answers each read of queue_hourly in turn: "ok" (in time
+// order), "back" (going back in time), "fail" (a 500).
+func TestSwingsReadsOnceAndFails(t *testing.T) {
+	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
+	ctx := context.Background()
+	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	from, to := h0, h0.Add(2*time.Hour) // one piece
+	for _, c := range []struct {
+		name    string
+		answers []string
+		reads   int  // reads of queue_hourly Swings sends
+		fails   bool // Swings returns the store's error
+	}{
+		{"in time order: one read", []string{"ok"}, 1, false},
+		{"the streamed read fails", []string{"fail"}, 1, true},
+		{"back in time, and the whole read fails", []string{"back", "fail"}, 2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var reads atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/query" || !strings.Contains(r.FormValue("q"), "queue_hourly") {
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				n := int(reads.Add(1)) - 1
+				answer := "fail"
+				if n < len(c.answers) {
+					answer = c.answers[n]
+				}
+				w.Header().Set("Content-Type", "application/json")
+				first, second := h0, h0.Add(time.Hour)
+				switch answer {
+				case "fail":
+					w.WriteHeader(http.StatusInternalServerError)
+					fmt.Fprint(w, `{"error":"engine on fire"}`)
+					return
+				case "back":
+					first, second = second, first
+				}
+				fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","worst_censored_s","samples","failures","lane","kind","site"],"values":[[%d,40,0,3,0,"a","free",""],[%d,2,0,3,0,"a","free",""]]}]}]}`,
+					first.UnixNano(), second.UnixNano())
+			}))
+			defer srv.Close()
+			st, err := store.OpenInflux(ctx, store.InfluxOptions{URL: srv.URL, Bucket: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			q := store.Between(from, to)
+			q.Fields = swings.Fields()
+			got, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, 1), true)
+			if n := reads.Load(); n != int64(c.reads) {
+				t.Errorf("Swings sent %d reads of queue_hourly; want %d", n, c.reads)
+			}
+			if c.fails {
+				if err == nil || !strings.Contains(err.Error(), "engine on fire") || got != nil {
+					t.Errorf("Swings = %v, %v; want no report and the store's error", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Swings: %v", err)
+			}
+			recs := []store.Hourly{
+				{Lane: "a", Kind: "free", Hour: h0, WorstQueueS: 40, Samples: 3},
+				{Lane: "a", Kind: "free", Hour: h0.Add(time.Hour), WorstQueueS: 2, Samples: 3},
+			}
+			if want := swings.Build(recs, cfg.SwingsOptions(from, to, 1), true); !reflect.DeepEqual(got, want) {
+				t.Errorf("Swings = %+v; want Build of the records %+v", got, want)
+			}
+			if got.Records != 2 {
+				t.Errorf("Swings' report counts %d records; want 2", got.Records)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package app_test
+package load_test
 
 import (
 	"bytes"
@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/store"
 )
 
@@ -58,7 +58,7 @@ func record(t *testing.T, st store.Store, loc *time.Location, days [][]store.Pro
 
 func zoneConfig(t *testing.T, dir, zone, rule string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse(strings.NewReader(`timezone: `+zone+`
+	return parse(t, dir, `timezone: `+zone+`
 store: {kind: file, path: x.lp}
 lanes:
   - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
@@ -68,11 +68,7 @@ policy:
   rule: `+rule+`
   lookback_days: 3
   classes: [{name: c, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}]
-`), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+`)
 }
 
 // Changing timezone after sampling: the lanes were sampled with hours
@@ -133,14 +129,7 @@ func zoneChanged(t *testing.T, dir string, utc store.Store, native func(*testing
 					time.Date(2026, 11, 29, 23, 0, 0, 0, cfg.Location),
 					time.Date(2026, 11, 29, 14, 31, 0, 0, cfg.Location), // an instant inside the hour
 				} {
-					got, err := app.ForHour(context.Background(), utc, cfg, h, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					want, err := app.ForHour(context.Background(), native, cfg, h, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
+					got, want := forHour(t, utc, cfg, h), forHour(t, native, cfg, h)
 					for _, l := range got.Lanes {
 						if l.Reason == policy.ReasonNoRecentSample {
 							t.Errorf("%s: lane %s no_recent_sample after the zone changed", h, l.Name)
@@ -150,11 +139,11 @@ func zoneChanged(t *testing.T, dir string, utc store.Store, native func(*testing
 						t.Errorf("%s: the file from hours keyed in UTC\n%s\nwant the file of a store sampled in %s\n%s", h, g, zone, w)
 					}
 				}
-				got, err := app.Forecast(context.Background(), utc, cfg, time.Date(2026, 11, 29, 0, 0, 0, 0, cfg.Location), nil)
+				got, _, err := load.Forecast(context.Background(), utc, cfg.PolicyParams(), time.Date(2026, 11, 29, 0, 0, 0, 0, cfg.Location), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := app.Forecast(context.Background(), native, cfg, time.Date(2026, 11, 29, 0, 0, 0, 0, cfg.Location), nil)
+				want, _, err := load.Forecast(context.Background(), native, cfg.PolicyParams(), time.Date(2026, 11, 29, 0, 0, 0, 0, cfg.Location), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -180,7 +169,7 @@ func TestTimezoneChangedProbesPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
-	_, err := app.ForHour(context.Background(), st, cfg, time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil)
+	_, _, err := load.ForHour(context.Background(), st, cfg.PolicyParams(), time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil)
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "timezone Asia/Kathmandu") || !strings.Contains(err.Error(), "set timezone back") {
 		t.Fatalf("ForHour over pruned probes of hours keyed in UTC: %v; want one line naming timezone and the fix", err)
 	}
@@ -188,16 +177,7 @@ func TestTimezoneChangedProbesPruned(t *testing.T) {
 	// longer reaches the pruned days).
 	cfg1 := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
 	cfg1.Policy.LookbackDays = 1
-	if _, err := app.ForHour(context.Background(), st, cfg1, time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil); err != nil {
+	if _, _, err := load.ForHour(context.Background(), st, cfg1.PolicyParams(), time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil); err != nil {
 		t.Fatalf("lookback 1 within the probes kept: %v", err)
 	}
-}
-
-func marshal(t *testing.T, f policy.File) []byte {
-	t.Helper()
-	b, err := policy.Marshal(f)
-	if err != nil {
-		t.Fatal(fmt.Errorf("%s: %w", f.Hour, err))
-	}
-	return b
 }
