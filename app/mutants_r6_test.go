@@ -17,7 +17,7 @@ import (
 )
 
 // Tests for the survivors of the sixth round's hand-made mutants of
-// SwingsOf (TESTING.md, "app: SwingsOf").
+// SwingsOf (TESTING.md's history in git, "The streamed reads").
 
 // SwingsOf reads a store that streams an answer in time order once, and
 // builds Swings' report from it; when a read fails (the streamed one, or
