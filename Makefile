@@ -40,7 +40,8 @@ bench:
 
 # Mutation testing of the core (gremlins, pinned and installed by the
 # script): each package's efficacy and survivors. Minutes, not seconds; not
-# part of `test`. TESTING.md records the scores and the equivalent survivors.
+# part of `test`. TESTING.md records the scores (the equivalent survivors:
+# git log -p TESTING.md).
 mutate:
 	./scripts/mutate.sh
 

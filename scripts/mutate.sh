@@ -3,7 +3,8 @@
 # gremlins, pinned and installed here if missing, one package after the
 # other, printing each package's efficacy (killed / (killed + lived)) and
 # its survivors. It takes minutes per package, so it is not part of
-# `make test`. TESTING.md has the scores and the survivors judged equivalent.
+# `make test`. TESTING.md has the scores; the survivors judged equivalent,
+# each with its reason, are in its history (git log -p TESTING.md).
 #
 # Scope: sampler/budget, policy, probe and report/backtest whole; of store
 # only aggregate.go, recorder.go and reserve.go. gremlins cannot select
@@ -71,5 +72,5 @@ for pkg in "${pkgs[@]}"; do
 	summary+=("$(printf '%-16s %s' "$pkg" "$(grep -E '^Test efficacy:' "$log" | awk '{print $3}')")")
 done
 
-echo "== efficacy (equivalent survivors, listed in TESTING.md, still count here)"
+echo "== efficacy (equivalent survivors, listed in TESTING.md's git history, still count here)"
 printf '%s\n' "${summary[@]}"

@@ -119,7 +119,7 @@ func (w *world) record(ps []store.Probe) {
 	}
 }
 
-// importDead moves the dead-letter file aside and imports it, as the README
+// importDead moves the dead-letter file aside and imports it, as docs/schema.md
 // tells an operator to once the cause is fixed.
 func (w *world) importDead() {
 	if w.dead == "" {

@@ -20,7 +20,7 @@ import (
 )
 
 // Tests for the survivors of the sixth round's mutation run of each.go and
-// spoolread.go's HourlyEach (TESTING.md, "series: the streamed reads").
+// spoolread.go's HourlyEach (TESTING.md's history in git, "The streamed reads").
 
 // qlRow is one row of a fake InfluxQL answer of queue_hourly.
 type qlRow struct {

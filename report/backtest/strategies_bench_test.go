@@ -12,7 +12,8 @@ import (
 )
 
 // BenchmarkReplayYearBaselines is BenchmarkReplayYear with the baselines
-// of BENCHMARKS.md (-fallback 5,10,20,30,45 -deadlines 30,60,120): what
+// of issue 23's measurement (-fallback 5,10,20,30,45 -deadlines 30,60,120,
+// in BENCHMARKS.md's git history): what
 // they add to the replay.
 func BenchmarkReplayYearBaselines(b *testing.B) {
 	p := policy.Params{Location: time.UTC, LookbackDays: 7, Classes: []policy.ClassSpec{

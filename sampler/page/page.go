@@ -1,6 +1,7 @@
 // Package page renders the sampler's status page.
 //
-// What the page shows is in README.md ("Status page").
+// What the page shows is in docs/deploy.md ("The status page and the
+// swings report").
 package page
 
 import (

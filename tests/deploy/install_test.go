@@ -11,10 +11,10 @@ import (
 	"testing"
 )
 
-// modulePath is the module the README's install line names.
+// modulePath is the module go.mod declares, which `go install` names.
 const modulePath = "github.com/lanewatch/lanewatch"
 
-// The README's install line, `go install
+// The install line for once the module is published, `go install
 // github.com/lanewatch/lanewatch/cmd/...@latest`, run as written into an
 // empty module cache and an empty GOBIN, from outside any module. The
 // module proxy is a folder: it serves this tree (its tracked and new files,
