@@ -90,7 +90,7 @@ func readCapped(path string, limit int64) ([]byte, error) {
 }
 
 // modeName names what a file that is not a regular one is, as the stores'
-// refusals do (store.ErrNotRegular).
+// refusals do (file.ErrNotRegular).
 func modeName(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeDir != 0:

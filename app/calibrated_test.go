@@ -13,6 +13,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // The calibrated rule's live file from a store: the same whether the
@@ -30,7 +31,7 @@ func TestForHourCalibratedReadsTheProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	write := func(path string, order []int) {
-		st, err := store.OpenFile(path, store.FileOptions{})
+		st, err := file.Open(path, file.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,9 +88,9 @@ policy:
 		if name == "a.lp" {
 			p := app.Params(cfg)
 			end := h.Add(time.Hour)
-			ps, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
-			hs, _ := st.Hourly(context.Background(), store.Query{Windows: app.HourWindows(p, h)})
-			latest, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
+			ps, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
+			hs, _ := store.ReadHourly(context.Background(), st, store.Query{Windows: app.HourWindows(p, h)})
+			latest, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
 			want, _ := policy.Marshal(policy.ForHourProbes(p, hs, ps, policy.States(latest, cfg.Location), h))
 			if !bytes.Equal(data, want) {
 				t.Errorf("app.ForHour:\n%s\npolicy.ForHourProbes of the store's probes:\n%s", data, want)

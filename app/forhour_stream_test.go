@@ -14,6 +14,7 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // plainStore hides a store's ProbeScanner: ForHour then reads the probes
@@ -32,7 +33,7 @@ func TestForHourStreamedIsForHourRead(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 40))
 			dir := t.TempDir()
 			path := filepath.Join(dir, "s.lp")
-			w, err := store.OpenFile(path, store.FileOptions{})
+			w, err := file.Open(path, file.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,3 +123,40 @@ policy:
 		})
 	}
 }
+
+// A lane whose kind changed mid-hour has one record per kind, each the
+// aggregate of the hour's probes (store.Rollup): through the policy a
+// stale record of the old kind (paid, one ok probe), sorted after the new
+// one (free, the timeout), would win and read eligible. It reads
+// probe_failed.
+func TestKindChangeMidHourThroughThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse(strings.NewReader("timezone: UTC\nstore: {kind: file, path: s.lp}\nlanes:\n"+
+		"  - {name: x, kind: free, api: openai, base_url: \"http://127.0.0.1:1/v1\", model: m}\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := file.Open(cfg.Store.Path, file.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := store.NewRecorder(f, cfg.Location)
+	for _, p := range []store.Probe{
+		{Lane: "x", Kind: policy.KindPaid, Time: kindHour0.Add(7 * time.Minute), QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200},
+		{Lane: "x", Kind: policy.KindFree, Time: kindHour0.Add(27 * time.Minute), QueueS: 30, Outcome: "timeout"},
+	} {
+		if _, err := rec.Record(context.Background(), []store.Probe{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pf, err := app.ForHour(context.Background(), f, cfg, kindHour0.Add(40*time.Minute), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pf.Lanes) != 1 || pf.Lanes[0].Eligible || pf.Lanes[0].Reason != policy.ReasonProbeFailed {
+		t.Fatalf("policy lanes %+v; want x probe_failed (the timeout after the kind change)", pf.Lanes)
+	}
+}
+
+var kindHour0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)

@@ -14,6 +14,7 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler/page"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // The status page's policy table (the sampler's Policy: app.ForHour at
@@ -50,7 +51,7 @@ policy:
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+			st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

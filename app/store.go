@@ -11,6 +11,9 @@ import (
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
+	"github.com/lanewatch/lanewatch/store/spool"
 )
 
 // OpenStore opens the configured store for writing. An InfluxDB store is wrapped
@@ -32,10 +35,10 @@ func OpenStoreReadOnly(ctx context.Context, cfg *config.Config, warn func(msg st
 
 // OpenStoreBeside opens the configured store to write beside the sampler
 // that holds it (sampler probe next to the daemon): the embedded file
-// without its writer lock (store.SharedFile), or InfluxDB written
+// without its writer lock (file.Options.Beside), or InfluxDB written
 // directly, its spool and dead-letter file merged into reads, and a write
 // the server fails left in the spool's inbox for the daemon to replay
-// (store.SpoolOptions.Beside). Unlike the daemon it needs the server at
+// (spool.Options.Beside). Unlike the daemon it needs the server at
 // start: without it, it writes nothing.
 func OpenStoreBeside(ctx context.Context, cfg *config.Config, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	return openStore(ctx, cfg, beside, warn, lookupEnv)
@@ -57,14 +60,7 @@ func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg 
 	}
 	switch cfg.Store.Kind {
 	case config.StoreFile:
-		if a == beside {
-			st, err := store.OpenFileShared(cfg.Store.Path, store.FileOptions{Warn: warn})
-			if err != nil {
-				return nil, fmt.Errorf("store: %w", err)
-			}
-			return st, nil
-		}
-		st, err := store.OpenFile(cfg.Store.Path, store.FileOptions{ReadOnly: a == reader, Warn: warn})
+		st, err := file.Open(cfg.Store.Path, file.Options{ReadOnly: a == reader, Beside: a == beside, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
@@ -74,7 +70,7 @@ func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg 
 		if err != nil {
 			return nil, err
 		}
-		db, err := store.OpenInflux(ctx, store.InfluxOptions{
+		db, err := influx.Open(ctx, influx.Options{
 			URL:    cfg.Store.URL,
 			Org:    cfg.Store.Org,
 			Bucket: cfg.Store.Bucket,
@@ -83,37 +79,27 @@ func openStore(ctx context.Context, cfg *config.Config, a access, warn func(msg 
 			// A month of hourly records is one read: a slow server needs
 			// a longer store.timeout than the default.
 			RequestTimeout: cfg.Store.Timeout.D(),
-			Query:          influxQuery(cfg.Store.QueryLanguage),
 			// The writer starts during an outage and spools; the others need the server.
 			StartUnreachable: a == writer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		sp, err := store.OpenSpool(db, store.SpoolOptions{
-			Path:        cfg.Store.Spool,
-			DeadLetter:  cfg.Store.DeadLetter,
-			MaxBytes:    cfg.Store.SpoolMaxBytes,
-			ReadOnly:    a == reader,
-			Beside:      a == beside,
-			Warn:        warn,
-			AfterReplay: store.RebuildAfterReplay(cfg.Location),
+		sp, err := spool.Open(db, spool.Options{
+			Path:       cfg.Store.Spool,
+			DeadLetter: cfg.Store.DeadLetter,
+			MaxBytes:   cfg.Store.SpoolMaxBytes,
+			ReadOnly:   a == reader,
+			Beside:     a == beside,
+			Warn:       warn,
+			Hours:      cfg.Location,
 		})
 		if err != nil {
 			_ = db.Close()
-			return nil, fmt.Errorf("store: %s: %w", db.Where(), err)
+			return nil, fmt.Errorf("store: %s: %w", db.Status().Where, err)
 		}
 		return sp, nil
 	default:
 		return nil, fmt.Errorf("store: unknown kind %q", cfg.Store.Kind)
 	}
-}
-
-// influxQuery maps store.query_language to store.InfluxOptions.Query:
-// "auto" is "", the store's own choice (InfluxQL without an org).
-func influxQuery(lang string) string {
-	if lang == config.QueryAuto {
-		return ""
-	}
-	return lang
 }

@@ -13,9 +13,8 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 )
 
-// store.query_language picks the endpoint of InfluxDB reads (auto:
-// InfluxQL's /query without an org, Flux's /api/v2/query with one), and
-// store.timeout bounds each request: a server slower than it fails the
+// InfluxDB reads go to /query (InfluxQL; on 2.x the v1-compatibility API)
+// with an org too, and store.timeout bounds each request: a server slower than it fails the
 // open's read check with a timeout.
 func TestOpenStoreInfluxKnobs(t *testing.T) {
 	var mu sync.Mutex
@@ -42,10 +41,9 @@ func TestOpenStoreInfluxKnobs(t *testing.T) {
 		want        string
 	}{
 		{"auto without org", "", "/query"},
-		{"auto with org", "org: o\n  ", "/api/v2/query"},
+		{"auto with org", "org: o\n  ", "/query"},
 		{"influxql", "query_language: influxql\n  ", "/query"},
 		{"influxql with org", "org: o\n  query_language: influxql\n  ", "/query"},
-		{"flux", "query_language: flux\n  ", "/api/v2/query"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mu.Lock()

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +16,9 @@ import (
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
+	"github.com/lanewatch/lanewatch/store/spool"
 )
 
 // swingsConfig is a config in zone with the lanes given as name and kind
@@ -134,7 +134,7 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 	}{
 		{"file", 60, func(t *testing.T) func() store.Store {
 			return func() store.Store {
-				st, err := store.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), store.FileOptions{})
+				st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -146,11 +146,11 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 			n := 0
 			return func() store.Store {
 				n++
-				db, err := store.OpenInflux(ctx, store.InfluxOptions{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
+				db, err := influx.Open(ctx, influx.Options{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				sp, err := store.OpenSpool(db, store.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
+				sp, err := spool.Open(db, spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,12 +183,12 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 					})
 				}
 				st := open()
-				if err := st.Write(ctx, nil, recs); err != nil {
+				if err := st.Write(ctx, store.Batch{Hourly: recs}); err != nil {
 					t.Fatal(err)
 				}
 				q := store.Between(from, to)
 				q.Fields = swings.Fields()
-				whole, err := st.Hourly(ctx, q)
+				whole, err := store.ReadHourly(ctx, st, q)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -206,50 +206,5 @@ func TestSwingsOfMatchesSwings(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// An InfluxQL answer that goes back in time (InfluxDB's raw selects never
-// do) cannot be streamed: app.SwingsOf reads it again whole, which sorts
-// it, and gives Swings' report of the sorted records, not an error.
-func TestSwingsOfRereadsAnAnswerOutOfOrder(t *testing.T) {
-	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
-	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	var queries atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/query" {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		if strings.Contains(r.FormValue("q"), "queue_hourly") {
-			queries.Add(1)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","worst_censored_s","samples","failures","lane","kind","site"],"values":[[%d,40,0,3,0,"a","free",""],[%d,2,0,3,0,"a","free",""]]}]}]}`,
-			h0.Add(time.Hour).UnixNano(), h0.UnixNano())
-	}))
-	defer srv.Close()
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	from, to := h0, h0.Add(2*time.Hour)
-	q := store.Between(from, to)
-	q.Fields = swings.Fields()
-	whole, err := st.Hourly(context.Background(), q)
-	if err != nil || len(whole) != 2 {
-		t.Fatalf("Hourly = %d records, %v; want 2", len(whole), err)
-	}
-	queries.Store(0)
-	got, err := app.SwingsOf(context.Background(), cfg, st, q, from, to, 1, true)
-	if err != nil {
-		t.Fatalf("SwingsOf: %v; want the report of a whole read", err)
-	}
-	if want := app.Swings(cfg, whole, from, to, 1, true); !reflect.DeepEqual(got, want) {
-		t.Errorf("SwingsOf = %+v; want Swings of the sorted records %+v", got, want)
-	}
-	if n := queries.Load(); n != 2 {
-		t.Errorf("SwingsOf sent %d reads of queue_hourly; want 2 (the stream, then the whole read)", n)
 	}
 }

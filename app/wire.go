@@ -96,7 +96,7 @@ func ForHour(ctx context.Context, st store.Store, cfg *config.Config, h time.Tim
 	if err != nil {
 		return policy.File{}, err
 	}
-	x, have, tried, err := streamCalibrated(ctx, st, p, hourly, h, sites)
+	x, have, err := streamCalibrated(ctx, st, p, hourly, h, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
@@ -107,13 +107,9 @@ func ForHour(ctx context.Context, st store.Store, cfg *config.Config, h time.Tim
 		}
 		return x.ForHour(p, policy.States(latest, cfg.Location), h), nil
 	}
-	whole := st
-	if tried { // the store cannot stream them in order: no second try
-		whole = wholeReads{st}
-	}
 	// The calibrated rule's probes hold the newest ones of every lane
 	// probed in its window: the probes are read once.
-	probes, err := calibratedProbes(ctx, whole, p, end, sites)
+	probes, err := calibratedProbes(ctx, st, p, end, sites)
 	if err != nil {
 		return policy.File{}, err
 	}
@@ -141,40 +137,21 @@ func calibratedProbes(ctx context.Context, st store.Store, p policy.Params, end 
 		lanes[i] = l.Name
 	}
 	q := store.Query{Windows: []store.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
-	// A store that streams in time order (the embedded file) is read
-	// without the per-point map a Probes read keeps.
-	if sc, ok := st.(store.ProbeScanner); ok {
-		var probes []store.Probe
-		ordered, err := sc.ScanProbes(ctx, q, func(pr store.Probe) error {
-			probes = append(probes, pr)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("store: read probes: %w", err)
-		}
-		if ordered {
-			return probes, nil
-		}
-	}
-	probes, err := st.Probes(ctx, q)
+	probes, err := store.ReadProbes(ctx, st, q)
 	if err != nil {
 		return nil, fmt.Errorf("store: read probes: %w", err)
 	}
 	return probes, nil
 }
 
-// streamCalibrated is ForHour's read of the calibrated rule's probes from
-// a store that streams them in time order (File.ScanProbes): each goes
-// into the rule's History as it is read, with no slice of them all (on a
-// year of 50 lanes, 100 k probes: 17 MB and a fifth of -hour's CPU). It
+// streamCalibrated is ForHour's read of the calibrated rule's probes: each
+// goes into the rule's History as it is read, with no slice of them all (on
+// a year of 50 lanes, 100 k probes: 17 MB and a fifth of -hour's CPU). It
 // returns the History and the newest probe of each lane and site; a nil
-// History when it did not stream them: the rule is not calibrated or the
-// store does not stream (tried false), or it found them out of order
-// (tried true). Read them whole then.
-func streamCalibrated(ctx context.Context, st store.Store, p policy.Params, hourly []store.Hourly, h time.Time, sites []string) (x *policy.History, newestOnes []store.Probe, tried bool, err error) {
-	sc, ok := st.(store.ProbeScanner)
-	if !ok || !p.Calibrated() {
-		return nil, nil, false, nil
+// History when the rule is not calibrated.
+func streamCalibrated(ctx context.Context, st store.Store, p policy.Params, hourly []store.Hourly, h time.Time, sites []string) (x *policy.History, newestOnes []store.Probe, err error) {
+	if !p.Calibrated() {
+		return nil, nil, nil
 	}
 	end := h.Add(time.Hour)
 	lanes := make([]string, len(p.Lanes))
@@ -184,24 +161,18 @@ func streamCalibrated(ctx context.Context, st store.Store, p policy.Params, hour
 	q := store.Query{Windows: []store.Window{{From: calibratedFrom(p, end), To: end}}, Sites: sites, Lanes: lanes}
 	x = policy.HourHistory(p, hourly, h)
 	var nw newestOf
-	ordered, err := sc.ScanProbes(ctx, q, func(pr store.Probe) error {
+	err = st.Read(ctx, q, store.Reader{Probe: func(pr store.Probe) error {
 		nw.add(pr)
 		if pr.Time.Before(end) {
 			x.AddProbe(pr)
 		}
 		return nil
-	})
+	}})
 	if err != nil {
-		return nil, nil, true, fmt.Errorf("store: read probes: %w", err)
+		return nil, nil, fmt.Errorf("store: read probes: %w", err)
 	}
-	if !ordered {
-		return nil, nil, true, nil
-	}
-	return x, nw.out, true, nil // nil when none: newest then looks further back, as for ForHourProbes
+	return x, nw.out, nil // nil when none: newest then looks further back, as for ForHourProbes
 }
-
-// wholeReads is a store read without its ProbeScanner.
-type wholeReads struct{ store.Store }
 
 // calibratedFrom is where the calibrated rule's read for a policy as of
 // end starts: twice its window before end.
@@ -270,7 +241,7 @@ func newest(ctx context.Context, st store.Store, p policy.Params, from, end time
 		if !start.Before(to) {
 			continue
 		}
-		got, err := store.Latest(ctx, st, store.Query{Windows: []store.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
+		got, err := store.Newest(ctx, st, store.Query{Windows: []store.Window{{From: start, To: to}}, Sites: sites, Lanes: lanes})
 		if err != nil {
 			return nil, fmt.Errorf("store: read the newest probes: %w", err)
 		}
@@ -354,24 +325,35 @@ func Swings(cfg *config.Config, recs []store.Hourly, from, to time.Time, days in
 var errTwoPasses = errors.New("swings: the report needs the records whole")
 
 // SwingsOf returns Swings' report of the hourly records of st that q
-// selects, built while st hands them over an hour at a time
-// (store.EachHourly): from a store that streams them (InfluxDB through
-// InfluxQL) the records are never held whole (a month of 1,000 lanes at 3
-// sites: 2.16 M), and the report is built while the store still reads;
-// the file store and a Flux read hand them over from a whole read. When
-// it cannot be built so (more than 64 sites, a lane named like a lane@site
-// column, an InfluxQL answer out of time order), the records are read
-// again whole and go through Swings.
+// selects, built an hour at a time while st hands them over: the records
+// are never held whole (a month of 1,000 lanes at 3 sites: 2.16 M), and
+// the report is built while the store still reads. When it cannot be
+// built so (more than 64 sites, a lane named like a lane@site column),
+// the records are read again whole and go through Swings.
 func SwingsOf(ctx context.Context, cfg *config.Config, st store.Store, q store.Query, from, to time.Time, days int, perSite bool) (*swings.Report, error) {
 	opt, column, lanesOf := swingsOptions(cfg, from, to, days, perSite)
 	sb := swings.NewSites(opt, column)
-	err := store.EachHourly(ctx, st, q, func(hs []store.Hourly) error {
-		if !sb.Add(hs) {
+	var hour []store.Hourly
+	add := func() error {
+		if len(hour) > 0 && !sb.Add(hour) {
 			return errTwoPasses
 		}
+		hour = hour[:0]
 		return nil
-	})
-	if err != nil && !errors.Is(err, errTwoPasses) && !errors.Is(err, store.ErrNotInTimeOrder) {
+	}
+	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
+		if len(hour) > 0 && !h.Hour.Equal(hour[0].Hour) {
+			if err := add(); err != nil {
+				return err
+			}
+		}
+		hour = append(hour, h)
+		return nil
+	}})
+	if err == nil {
+		err = add()
+	}
+	if err != nil && !errors.Is(err, errTwoPasses) {
 		return nil, err
 	}
 	if err == nil {
@@ -379,7 +361,7 @@ func SwingsOf(ctx context.Context, cfg *config.Config, st store.Store, q store.Q
 			return rep, nil
 		}
 	}
-	recs, err := st.Hourly(ctx, q)
+	recs, err := store.ReadHourly(ctx, st, q)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 // rebuilt: the error says so in one line, rather than a policy quieter
 // than the probes that were sent.
 func hourlyIn(ctx context.Context, st store.Store, loc *time.Location, q store.Query) ([]store.Hourly, error) {
-	recs, err := st.Hourly(ctx, q)
+	recs, err := store.ReadHourly(ctx, st, q)
 	if err != nil {
 		return nil, fmt.Errorf("store: read hourly records: %w", err)
 	}
@@ -53,7 +53,7 @@ func hourlyIn(ctx context.Context, st store.Store, loc *time.Location, q store.Q
 	for i, w := range q.Windows {
 		wide.Windows[i] = store.Window{From: w.From.Add(-time.Hour), To: w.To.Add(time.Hour)}
 	}
-	probes, err := st.Probes(ctx, wide)
+	probes, err := store.ReadProbes(ctx, st, wide)
 	if err != nil {
 		return nil, fmt.Errorf("store: read probes to rebuild the hours of timezone %s: %w", loc, err)
 	}

@@ -142,14 +142,14 @@ func checkSite(ctx context.Context, st store.Store, cfg *config.Config, site str
 		return nil
 	}
 	all := store.Between(time.Unix(0, 0), endOfRecords)
-	recs, err := st.Hourly(ctx, all.Site(site))
+	recs, err := store.ReadHourly(ctx, st, all.Site(site))
 	if err != nil {
 		return fmt.Errorf("store: read hourly records: %w", err)
 	}
 	if len(recs) > 0 {
 		return nil
 	}
-	if recs, err = st.Hourly(ctx, all); err != nil {
+	if recs, err = store.ReadHourly(ctx, st, all); err != nil {
 		return fmt.Errorf("store: read hourly records: %w", err)
 	}
 	known := map[string]bool{}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
@@ -44,13 +45,12 @@ func openStoreOrFresh(ctx context.Context, cfg *config.Config, stderr io.Writer,
 // emptyStore is the store of a fresh install: nothing in it.
 type emptyStore struct{}
 
-func (emptyStore) Write(context.Context, []store.Probe, []store.Hourly) error {
+func (emptyStore) Write(context.Context, store.Batch) error {
 	return errors.New("empty store is read-only")
 }
-func (emptyStore) Probes(context.Context, store.Query) ([]store.Probe, error) {
-	return []store.Probe{}, nil
+func (emptyStore) Read(context.Context, store.Query, store.Reader) error { return nil }
+func (emptyStore) Prune(context.Context, time.Time) (store.Pruned, error) {
+	return store.Pruned{}, errors.New("empty store is read-only")
 }
-func (emptyStore) Hourly(context.Context, store.Query) ([]store.Hourly, error) {
-	return []store.Hourly{}, nil
-}
-func (emptyStore) Close() error { return nil }
+func (emptyStore) Status() store.Status { return store.Status{Where: "nothing sampled yet"} }
+func (emptyStore) Close() error         { return nil }

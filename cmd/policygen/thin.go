@@ -39,7 +39,7 @@ func thinNote(ctx context.Context, st store.Store, rep *backtest.Report) (string
 	if !rep.ReadFrom.Before(rep.From) {
 		return "", nil
 	}
-	first, err := st.Probes(ctx, store.Between(rep.ReadFrom, rep.ReadFrom.Add(24*time.Hour)))
+	first, err := store.ReadProbes(ctx, st, store.Between(rep.ReadFrom, rep.ReadFrom.Add(24*time.Hour)))
 	if err != nil {
 		return "", fmt.Errorf("store: read probes: %w", err)
 	}

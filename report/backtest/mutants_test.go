@@ -172,7 +172,7 @@ func TestReadFrom(t *testing.T) {
 func TestRunReadsTheBasisBeforeFrom(t *testing.T) {
 	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
 	opts := Options{Params: params(0), From: from, To: from.Add(time.Hour)}
-	st := &spanStore{probes: rounds(day0, opts.To, func(time.Time) (float64, bool) { return 5, true })}
+	st := &listStore{probes: rounds(day0, opts.To, func(time.Time) (float64, bool) { return 5, true })}
 	r, err := Run(context.Background(), st, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -622,30 +622,12 @@ func TestBestLookbackAtTheTarget(t *testing.T) {
 	}
 }
 
-// scanStore streams a fixed list of probes in time order.
-type scanStore struct {
-	store.Store // nil: only ScanProbes is called
-	probes      []store.Probe
-}
-
-func (s *scanStore) ScanProbes(ctx context.Context, q store.Query, fn func(store.Probe) error) (bool, error) {
-	for _, p := range s.probes {
-		if !q.Windows[0].Contains(p.Time) {
-			continue
-		}
-		if err := fn(p); err != nil {
-			return true, err
-		}
-	}
-	return true, ctx.Err()
-}
-
 // A streaming store hands over every probe, in order, in batches, however
 // many batches it takes (run.go's `if addErr != nil { cancel() }` →
 // `== nil` stopped the scan after the first batch).
 func TestScanFeedHandsOverEveryBatch(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	st := &scanStore{}
+	st := &listStore{}
 	for i := range 50_000 {
 		st.probes = append(st.probes, store.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Second)})
 	}
@@ -656,43 +638,9 @@ func TestScanFeedHandsOverEveryBatch(t *testing.T) {
 		}
 		n++
 		return nil
-	}, noRestart(t))
+	})
 	if err != nil || n != 50_000 {
 		t.Errorf("%v after %d probes, want all 50000", err, n)
-	}
-}
-
-// The window is read a week first, then in spans as long as the probe
-// rate seen so far allows readTarget probes (at most 92 days, at least
-// one), or four times longer after an empty span. Over 60 days: hourly
-// probes (24 a day: 75000/24 days, held to 92) take 2 reads; a probe every
-// 20 s (4320 a day: 17.4 days, whole days: 17) takes 1 + 4 reads (53 days
-// left); an empty store 7, 28 and 92 days: 3 reads.
-func TestFeedSpanLengths(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	to := start.AddDate(0, 0, 60)
-	for _, tc := range []struct {
-		name  string
-		every time.Duration // 0: no probes
-		reads int
-	}{
-		{"hourly", time.Hour, 2},
-		{"every 20 s", 20 * time.Second, 5},
-		{"empty", 0, 3},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := &spanStore{failAt: 1000} // a runaway loop of reads fails
-			if tc.every > 0 {
-				for at := start; at.Before(to); at = at.Add(tc.every) {
-					st.probes = append(st.probes, store.Probe{Lane: "free", Time: at})
-				}
-			}
-			n := 0
-			err := feed(context.Background(), st, start, to, func(store.Probe) error { n++; return nil }, noRestart(t))
-			if err != nil || n != len(st.probes) || st.reads != tc.reads {
-				t.Errorf("%v; %d probes of %d in %d reads, want all in %d", err, n, len(st.probes), st.reads, tc.reads)
-			}
-		})
 	}
 }
 

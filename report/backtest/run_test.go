@@ -12,6 +12,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // feedHistory is 5 days of generated history for three lanes, ending at
@@ -28,9 +29,9 @@ var (
 
 // historyFile returns a file store holding feedHistory as the sampler
 // writes it (rounds in time order, through a Recorder).
-func historyFile(t *testing.T) *store.File {
+func historyFile(t *testing.T) *file.Store {
 	t.Helper()
-	st, err := store.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +46,17 @@ func historyFile(t *testing.T) *store.File {
 	return st
 }
 
-// TestFeedReadsEverySpanOnce: the window is read in spans, every probe once,
-// in time order.
-func TestFeedReadsEverySpanOnce(t *testing.T) {
+// TestFeedReadsEveryProbeOnce: every probe of the window once, in time
+// order.
+func TestFeedReadsEveryProbeOnce(t *testing.T) {
 	st := historyFile(t)
 	from, to := feedHistory.Start.Add(-time.Hour), feedEnd.Add(time.Hour)
-	want, _ := st.Probes(context.Background(), store.Between(from, to))
+	want, _ := store.ReadProbes(context.Background(), st, store.Between(from, to))
 	var got []store.Probe
 	if err := feed(context.Background(), st, from, to, func(p store.Probe) error {
 		got = append(got, p)
 		return nil
-	}, noRestart(t)); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if len(want) < 1000 || fmt.Sprint(got) != fmt.Sprint(want) {
@@ -63,65 +64,51 @@ func TestFeedReadsEverySpanOnce(t *testing.T) {
 	}
 }
 
-func noRestart(t *testing.T) func() error {
-	return func() error {
-		t.Error("feed restarted over a store in time order")
-		return nil
-	}
-}
-
-// TestFeedRestartsOnAnOutOfOrderFile: an import appends older history
-// after a month of sampler rounds; the one pass has handed out probes when
-// it meets the old line, so feed restarts the replay and reads in spans:
-// every probe once, in time order, as the store holds them.
-func TestFeedRestartsOnAnOutOfOrderFile(t *testing.T) {
+// TestFeedOfAnOutOfOrderFile: an import appends older history after a
+// month of sampler rounds; feed still hands over every probe once, in
+// time order, as the store holds them.
+func TestFeedOfAnOutOfOrderFile(t *testing.T) {
 	st := historyFile(t)
 	old := store.Probe{Lane: "free", Kind: "free", Time: feedHistory.Start.Add(36*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
-	if err := st.Write(context.Background(), []store.Probe{old}, nil); err != nil {
+	if err := st.Write(context.Background(), store.Batch{Probes: []store.Probe{old}}); err != nil {
 		t.Fatal(err)
 	}
 	from, to := feedHistory.Start.Add(-time.Hour), feedEnd.Add(time.Hour)
-	want, _ := st.Probes(context.Background(), store.Between(from, to))
+	want, _ := store.ReadProbes(context.Background(), st, store.Between(from, to))
 	var got []store.Probe
-	restarts, before := 0, 0
 	if err := feed(context.Background(), st, from, to, func(p store.Probe) error {
 		got = append(got, p)
-		return nil
-	}, func() error {
-		restarts++
-		before, got = len(got), nil
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if restarts != 1 || before == 0 {
-		t.Fatalf("%d restarts after %d probes; want one, after some", restarts, before)
-	}
-	if !slices.ContainsFunc(got, func(p store.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) {
+	if !slices.ContainsFunc(got, func(p store.Probe) bool { return p.Time.Equal(old.Time) }) || fmt.Sprint(got) != fmt.Sprint(want) ||
+		!slices.IsSortedFunc(got, func(a, b store.Probe) int { return a.Time.Compare(b.Time) }) {
 		t.Errorf("feed gave %d probes, the store holds %d", len(got), len(want))
 	}
 }
 
-// spanStore serves probes of a fixed list and fails its failAt-th read.
-type spanStore struct {
-	store.Store // nil: only Probes is called
+// listStore streams a fixed list of probes in time order, failing after
+// failAfter of them (0: never).
+type listStore struct {
+	store.Store // nil: only Read is called
 	probes      []store.Probe
-	reads       int
-	failAt      int
+	failAfter   int
 }
 
-func (s *spanStore) Probes(_ context.Context, q store.Query) ([]store.Probe, error) {
-	s.reads++
-	if s.reads == s.failAt {
-		return nil, errors.New("disk on fire")
-	}
-	var out []store.Probe
-	for _, p := range s.probes {
-		if q.Windows[0].Contains(p.Time) {
-			out = append(out, p)
+func (s *listStore) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	for i, p := range s.probes {
+		if i > 0 && i == s.failAfter {
+			return errors.New("disk on fire")
+		}
+		if !q.Windows[0].Contains(p.Time) || r.Probe == nil {
+			continue
+		}
+		if err := r.Probe(p); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return ctx.Err()
 }
 
 func TestFeedStopsOnErrors(t *testing.T) {
@@ -131,27 +118,27 @@ func TestFeedStopsOnErrors(t *testing.T) {
 		ps = append(ps, store.Probe{Lane: "free", Time: start.Add(time.Duration(i) * time.Hour)})
 	}
 	to := start.AddDate(0, 0, 60)
-	st := &spanStore{probes: ps, failAt: 2}
+	st := &listStore{probes: ps, failAfter: 7 * 24}
 	n := 0
-	err := feed(context.Background(), st, start, to, func(store.Probe) error { n++; return nil }, noRestart(t))
-	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n != 7*24 {
-		t.Errorf("store error: %v after %d probes, want it after the first week (168)", err, n)
+	err := feed(context.Background(), st, start, to, func(store.Probe) error { n++; return nil })
+	if err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") || n > 7*24 {
+		t.Errorf("store error: %v after %d probes, want it, and none of the probes after the failure", err, n)
 	}
 	stop := errors.New("enough")
-	st = &spanStore{probes: ps}
+	st = &listStore{probes: ps}
 	n = 0
 	err = feed(context.Background(), st, start, to, func(store.Probe) error {
 		if n++; n == 10 {
 			return stop
 		}
 		return nil
-	}, noRestart(t))
+	})
 	if !errors.Is(err, stop) || n != 10 {
 		t.Errorf("add error: %v after %d probes", err, n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := feed(ctx, &spanStore{probes: ps}, start, to, func(store.Probe) error { return nil }, noRestart(t)); !errors.Is(err, context.Canceled) {
+	if err := feed(ctx, &listStore{probes: ps}, start, to, func(store.Probe) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
