@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	lp "github.com/influxdata/line-protocol/v2/lineprotocol"
 )
@@ -72,14 +72,6 @@ func encode[T any](e *lp.Encoder, s *schema[T], p *T) error {
 	case at.Before(minTime) || at.After(maxTime):
 		return fmt.Errorf("time %s is outside the range InfluxDB stores", at.Format(time.RFC3339Nano))
 	}
-	for _, f := range s.fields {
-		if f.s != nil && !utf8.ValidString(*f.s(p)) {
-			return fmt.Errorf("%s is not valid UTF-8", f.key)
-		}
-		if f.f != nil && (math.IsNaN(*f.f(p)) || math.IsInf(*f.f(p), 0)) {
-			return fmt.Errorf("%s is %v, want a finite number", f.key, *f.f(p))
-		}
-	}
 	e.StartLine(s.measurement)
 	if s.tags[0] < s.tags[1] { // tags in lexical order, as InfluxDB sorts them
 		e.AddTag(s.tags[0], *a)
@@ -102,16 +94,20 @@ func encode[T any](e *lp.Encoder, s *schema[T], p *T) error {
 		if f.alone || (f.has != nil && !f.has(p)) {
 			continue
 		}
-		var v lp.Value
+		v, ok := lp.Value{}, true
 		switch f.kind {
 		case lp.Float:
-			v, _ = lp.FloatValue(*f.f(p))
+			if v, ok = lp.FloatValue(*f.f(p)); !ok {
+				return fmt.Errorf("%s is %v, want a finite number", f.key, *f.f(p))
+			}
 		case lp.Int:
 			v = lp.IntValue(*f.i(p))
 		case lp.Bool:
 			v = lp.BoolValue(*f.b(p))
 		case lp.String:
-			v, _ = lp.StringValue(*f.s(p))
+			if v, ok = lp.StringValue(*f.s(p)); !ok {
+				return fmt.Errorf("%s is not valid UTF-8", f.key)
+			}
 		}
 		e.AddField(f.key, v)
 	}
@@ -273,7 +269,7 @@ func library(line []byte, want string, tag func(k, v []byte), field func(k []byt
 		return 0, errors.New("empty line")
 	}
 	if m, err := d.Measurement(); err != nil || string(m) != want {
-		return 0, cmpErr(err, fmt.Errorf("measurement %q, want %q", m, want))
+		return 0, cmp.Or(err, fmt.Errorf("measurement %q, want %q", m, want))
 	}
 	for {
 		k, v, err := d.NextTag()
@@ -313,13 +309,6 @@ func library(line []byte, want string, tag func(k, v []byte), field func(k []byt
 		return noTime, err
 	}
 	return t.UnixNano(), nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // plain reads a line of the shape the stores write, a quarter of the

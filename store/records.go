@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -151,7 +152,7 @@ var (
 			// Last, so that a row's outcome is read before it.
 			{key: "booked", kind: lp.Bool, alone: true,
 				has:  func(p *Probe) bool { return p.Outcome == OutcomeReserved },
-				seen: func(p *Probe) { p.Outcome = cmpOr(p.Outcome, OutcomeReserved) }},
+				seen: func(p *Probe) { p.Outcome = cmp.Or(p.Outcome, OutcomeReserved) }},
 		},
 	}
 	hourlySchema = schema[Hourly]{
@@ -184,13 +185,6 @@ var (
 		},
 	}
 )
-
-func cmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
-}
 
 // schema is one measurement bound to the type T of its points.
 type schema[T any] struct {

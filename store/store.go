@@ -33,7 +33,8 @@ type Store interface {
 	// each measurement in time order and within a time by series (lane,
 	// kind, site; a heartbeat's instance, shard, site), replacements
 	// applied. An error of a callback stops the read and is returned as it
-	// is.
+	// is. The callbacks must not call the store (a read may hold a lock a
+	// write waits for).
 	Read(ctx context.Context, q Query, r Reader) error
 	// Prune removes the probes and heartbeats older than cut: the file
 	// store; InfluxDB says to use its retention instead.

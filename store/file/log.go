@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,7 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 			b, _ := io.ReadAll(io.LimitReader(lock, 200))
 			holder := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
 			return nil, fmt.Errorf("%s is in use by another sampler (%s; lock %s): sampler probe -config F -lane NAME probes beside it",
-				path, cmpOr(holder, "holder unknown"), path+".lock")
+				path, cmp.Or(holder, "holder unknown"), path+".lock")
 		}
 		return nil, fmt.Errorf("lock %s: %w", path+".lock", err)
 	}
@@ -171,13 +172,6 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 		return nil, fmt.Errorf("%s: %w", path, unpath(err))
 	}
 	return l, nil
-}
-
-func cmpOr(s, or string) string {
-	if s == "" {
-		return or
-	}
-	return s
 }
 
 // Path is the file's resolved path.

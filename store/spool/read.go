@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,16 +46,16 @@ func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
 			inner.Hourly = hm.next
 		}
 		if r.Probe != nil {
-			inner.Probe = func(p store.Probe) error { return cmpErr(hm.rest(), pm.next(p)) }
+			inner.Probe = func(p store.Probe) error { return cmp.Or(hm.rest(), pm.next(p)) }
 		}
 		if r.Heartbeat != nil {
-			inner.Heartbeat = func(b store.Heartbeat) error { return cmpErr(cmpErr(hm.rest(), pm.rest()), r.Heartbeat(b)) }
+			inner.Heartbeat = func(b store.Heartbeat) error { return cmp.Or(cmp.Or(hm.rest(), pm.rest()), r.Heartbeat(b)) }
 		}
 		if err := s.inner.Read(ctx, q, inner); err != nil {
 			return err
 		}
 	}
-	return cmpErr(hm.rest(), pm.rest())
+	return cmp.Or(hm.rest(), pm.rest())
 }
 
 // merger hands over a stream of points in Read's order with local ones,

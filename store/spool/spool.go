@@ -5,6 +5,7 @@ package spool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -429,7 +430,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		firstCause = cmpErr(firstCause, cause)
+		firstCause = cmp.Or(firstCause, cause)
 		if dead, err = store.AppendLines(dead, refused); err != nil {
 			return err
 		}
@@ -507,13 +508,6 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 		err = fmt.Errorf("replaying spool: %d points refused (%w), %d lines not lanewatch points", refusedN, firstCause, foreign)
 	}
 	return &store.RefusedError{Points: refusedN + foreign, Status: refusedStatus(firstCause), DeadLetter: s.o.DeadLetter, Err: err}
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // refusal is the cause of a store's refusal as deliver returns it: the
