@@ -11,12 +11,13 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 # The whole job on this machine: lanesim stand-in lanes, sampler rounds into
-# the embedded store, what was stored, and the policy for the current hour.
+# the embedded store, the policy file they wrote for the current hour, the
+# lane a CI job takes, and the next steps to your own config.
 demo: build
 	./scripts/demo.sh
 
-# Every backtest figure the README quotes (make demo ends with them; a test
-# in scripts/ holds the README to them).
+# Every backtest figure the README quotes (a test in tests/figures holds the
+# README to them; docs/backtest.md explains the columns).
 figures: build
 	./scripts/figures.sh
 

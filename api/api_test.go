@@ -31,9 +31,9 @@ const (
 	paidSecret = "sk-ant-SECRET-456"
 )
 
-var testLanes = []Endpoint{
-	{Name: "free", Kind: "free", API: "openai", BaseURL: "http://127.0.0.1:1/v1", Model: "m-free", APIKeyEnv: "LW_TEST_FREE_KEY"},
-	{Name: "paid", Kind: "paid", API: "anthropic", BaseURL: "https://paid.example/v1", Model: "claude", APIKeyEnv: "LW_TEST_PAID_KEY"},
+var testLanes = []Lane{
+	{Lane: "free", Kind: "free", API: "openai", BaseURL: "http://127.0.0.1:1/v1", Model: "m-free", APIKeyEnv: "LW_TEST_FREE_KEY"},
+	{Lane: "paid", Kind: "paid", API: "anthropic", BaseURL: "https://paid.example/v1", Model: "claude", APIKeyEnv: "LW_TEST_PAID_KEY"},
 }
 
 // testFile is a policy file of hour whose interactive class runs on lanes
@@ -233,6 +233,8 @@ func TestHandler(t *testing.T) {
 			`{"action":"retry_free","why":"remaining clock covers one more free attempt","spent_s":0,"remaining_s":60,"spent_tokens":0,"projected_tokens":800,"sunk_usd_if_those_tokens_were_paid":0,"lane":"free","endpoint":{` + free + `}}` + "\n"},
 		{"book, shipped: stop, no lane", "POST", "/api/v1/book?class=interactive", `{"attempts":[{"queue_s":2,"gen_s":3,"emitted_tokens":10,"shipped":true}]}`, 200, "",
 			`{"action":"stop","why":"a previous attempt already shipped","spent_s":5,"remaining_s":55,"spent_tokens":10,"projected_tokens":810,"sunk_usd_if_those_tokens_were_paid":0,"lane":null,"endpoint":null}` + "\n"},
+		{"book, an attempt ended in an error: no free retry, cut over", "POST", "/api/v1/book?class=interactive", `{"attempts":[{"queue_s":1,"gen_s":0,"emitted_tokens":0,"shipped":false,"error":true}]}`, 200, "",
+			`{"action":"cut_over","why":"an attempt ended in an error: no free retry; one paid attempt fits","spent_s":1,"remaining_s":59,"spent_tokens":0,"projected_tokens":800,"sunk_usd_if_those_tokens_were_paid":0,"lane":"paid","endpoint":{` + paid + `}}` + "\n"},
 		{"book, paid lane not configured", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T21", attempt, 503, "unavailable", ""},
 		{"book, running inside the cut-over", "POST", "/api/v1/book?class=interactive&hour=2026-11-30T19", `{"attempts":[],"running_s":12.5}`, 200, "",
 			`{"action":"wait","why":"` + policy.WhyRunningWait + `","elapsed_s":12.5,"lane":"free","endpoint":{` + free + `}}` + "\n"},

@@ -18,9 +18,9 @@ func TestChooseCutoverRule(t *testing.T) {
 	var straight, cut int // classes sent straight to the fallback; with a cut-over time
 	for i := range 500 {
 		f := randomFile(r)
-		var eps []Endpoint
+		var eps []Lane
 		for _, l := range f.Lanes {
-			eps = append(eps, Endpoint{Name: l.Name, Kind: l.Kind, API: "openai", BaseURL: "http://" + l.Name + "/v1", Model: "m"})
+			eps = append(eps, Lane{Lane: l.Name, Kind: l.Kind, API: "openai", BaseURL: "http://" + l.Name + "/v1", Model: "m"})
 		}
 		for ci := range f.Classes {
 			if r.IntN(4) > 0 {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -38,71 +39,87 @@ func (e *NoFileError) Error() string {
 // Path is the file of the hour labelled hour.
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
 
-// Read reads and checks the policy file of the hour labelled hour
-// (hours.Label) and returns it with its bytes. A missing file is a
-// *NoFileError; other errors name the path.
+// Write writes f as the file of its hour, atomically, creating Dir, and
+// returns its path: <hour>.yaml, or one site's view <hour>.<site>.yaml,
+// which never replaces the merged file. policygen and the sampler both
+// write through it. opts add to its atomicfile options (a test's Hook).
+func (d Folder) Write(f policy.File, site string, opts ...atomicfile.Option) (string, error) {
+	data, err := policy.Marshal(f)
+	if err != nil {
+		return "", fmt.Errorf("policy %s: %w", f.Hour, err)
+	}
+	path := d.Path(f.Hour)
+	if site != "" {
+		path = filepath.Join(d.Dir, f.Hour+"."+site+".yaml")
+	}
+	return path, atomicfile.Write(path, data, append([]atomicfile.Option{atomicfile.MakeDir()}, opts...)...)
+}
+
+// Read is ReadFile of the hour labelled hour (store.HourLabel), checked to
+// hold that hour; a missing file is a *NoFileError.
 func (d Folder) Read(hour string) (policy.File, []byte, error) {
 	path := d.Path(hour)
-	data, err := readCapped(path, MaxPolicyFile)
+	f, data, err := ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return policy.File{}, nil, &NoFileError{Hour: hour, Path: path}
 	}
+	if err == nil && f.Hour != hour {
+		err = fmt.Errorf("%s: holds hour %q, want %q", path, f.Hour, hour)
+	}
+	return f, data, err
+}
+
+// ReadFile reads and checks the policy file at path, at most MaxPolicyFile
+// bytes, and returns it with its bytes. Anything but a regular file (a
+// link is followed) is refused before a byte is read, and the open does not
+// wait for a named pipe's writer (O_NONBLOCK): a pipe, /dev/zero or a
+// directory is one error line, not a read that blocks or never ends.
+func ReadFile(path string) (policy.File, []byte, error) {
+	data, err := readRegular(path)
 	if err != nil {
-		return policy.File{}, nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return policy.File{}, nil, fmt.Errorf("policy file %s: %w", path, err)
 	}
 	f, err := policy.ParseFile(data)
 	if err != nil {
 		return policy.File{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if f.Hour != hour {
-		return policy.File{}, nil, fmt.Errorf("%s: holds hour %q, want %q", path, f.Hour, hour)
-	}
 	return f, data, nil
 }
 
-// readCapped reads path, at most limit bytes. Anything but a regular file
-// (a link is followed) is refused: the open does not wait for a named
-// pipe's writer (O_NONBLOCK, which a regular file ignores), and the opened
-// file is checked before a byte is read, so a pipe, a device such as
-// /dev/zero or a directory is one error line, not a request that blocks
-// for good or reads without end.
-func readCapped(path string, limit int64) ([]byte, error) {
+func readRegular(path string) ([]byte, error) {
 	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("not a regular file (%s)", modeName(fi.Mode()))
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("policy file %s: not a regular file (%s)", path, modeName(fi.Mode()))
+	data, err := io.ReadAll(io.LimitReader(fh, MaxPolicyFile+1))
+	if err == nil && len(data) > MaxPolicyFile {
+		err = fmt.Errorf("larger than %d bytes", MaxPolicyFile)
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("policy file %s: larger than %d bytes", path, limit)
-	}
-	return data, nil
+	return data, err
 }
 
 // modeName names what a file that is not a regular one is, as the stores'
 // refusals do (file.ErrNotRegular).
 func modeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeDir != 0:
-		return "a directory"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
+	for _, k := range []struct {
+		bit  fs.FileMode
+		name string
+	}{{fs.ModeDir, "a directory"}, {fs.ModeCharDevice, "a character device"}, {fs.ModeDevice, "a device"}, {fs.ModeNamedPipe, "a named pipe"}, {fs.ModeSocket, "a socket"}} {
+		if m&k.bit != 0 {
+			return k.name
+		}
 	}
 	return "mode " + m.String()
 }
@@ -116,8 +133,8 @@ type Next struct {
 	Lanes []string `json:"lanes"` // the class's lanes that hour; the first is the choice
 }
 
-// NoNextError says that no policy file from the hour on lets the class
-// fit; Files is how many there were (0: none, run policygen -day).
+// NoNextError says that no policy file from the hour on (Files of them)
+// lets the class fit.
 type NoNextError struct {
 	Class, From string
 	Files       int
@@ -133,11 +150,9 @@ func (e *NoNextError) Error() string {
 var hourFileRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}\.yaml$`)
 
 // Next returns the first hour from the one holding from on whose policy
-// file (live or forecast, as policygen -day writes them) starts a job of
-// class on a lane (policy.Class.Start: it lists a lane, or its decision
-// starts free). Files are read in hour order until one fits; a file that does not
-// have the class does not fit, a bad file is an error. None is a
-// *NoNextError.
+// file (live or forecast) starts a job of class on a lane
+// (policy.Class.Start), reading the files in hour order; a file without
+// the class does not fit, a bad file is an error, none a *NoNextError.
 func (d Folder) Next(from time.Time, class string) (Next, error) {
 	loc := store.OrUTC(d.Location)
 	fromLabel := store.HourLabel(store.HourStart(from, loc), loc)

@@ -68,6 +68,11 @@ func costlyBodies() map[string]func() io.Reader {
 			bodies[fmt.Sprintf("%s, %d bytes", name, n)] = func() io.Reader { b := b; b.n = n; return &b }
 		}
 	}
+	// The most attempts an input may hold, with long decimals: accepted.
+	long := `{"queue_s": 0.012345678901234567, "gen_s": 0.0012345678901234567, "emitted_tokens": 1, "shipped": false}, `
+	most := bookBody{head: `{"attempts": [`, unit: long, tail: strings.TrimSuffix(long, ", ") + "]}"}
+	most.n = len(most.head) + policy.MaxAttempts*len(long)
+	bodies["the most attempts"] = func() io.Reader { b := most; return &b }
 	return bodies
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
 	"gopkg.in/yaml.v3"
 )
@@ -43,73 +41,45 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, depth int) error {
 	switch n.Kind {
 	case yaml.AliasNode:
 		return writeJSON(b, n.Alias, depth+1)
-	case yaml.MappingNode:
-		b.WriteByte('{')
-		for i := 0; i+1 < len(n.Content); i += 2 {
+	case yaml.MappingNode, yaml.SequenceNode:
+		open, end, step := byte('['), byte(']'), 1
+		if n.Kind == yaml.MappingNode {
+			open, end, step = '{', '}', 2
+		}
+		b.WriteByte(open)
+		for i := 0; i+step <= len(n.Content); i += step {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			k := n.Content[i]
-			if k.Kind == yaml.AliasNode {
-				k = k.Alias
+			if k := n.Content[i]; step == 2 {
+				if k.Kind == yaml.AliasNode {
+					k = k.Alias
+				}
+				writeString(b, k.Value)
+				b.WriteByte(':')
 			}
-			writeString(b, k.Value)
-			b.WriteByte(':')
-			if err := writeJSON(b, n.Content[i+1], depth+1); err != nil {
+			if err := writeJSON(b, n.Content[i+step-1], depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteByte('}')
-		return nil
-	case yaml.SequenceNode:
-		b.WriteByte('[')
-		for i, e := range n.Content {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeJSON(b, e, depth+1); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
+		b.WriteByte(end)
 		return nil
 	}
 	switch n.ShortTag() {
-	case "!!null":
-		b.WriteString("null")
-		return nil
-	case "!!bool", "!!int", "!!float":
+	case "!!null", "!!bool", "!!int", "!!float":
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return fmt.Errorf("line %d: %w", n.Line, err)
 		}
-		switch x := v.(type) {
-		case bool:
-			b.WriteString(strconv.FormatBool(x))
-		case int:
-			b.WriteString(strconv.Itoa(x))
-		case int64:
-			b.WriteString(strconv.FormatInt(x, 10))
-		case uint64:
-			b.WriteString(strconv.FormatUint(x, 10))
-		case float64:
-			if math.IsInf(x, 0) || math.IsNaN(x) {
-				return fmt.Errorf("line %d: not a finite number", n.Line)
-			}
-			out, _ := json.Marshal(x) // finite: cannot fail
-			b.Write(out)
-		default:
-			return fmt.Errorf("line %d: unexpected %T", n.Line, v)
+		out, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("line %d: not a finite number", n.Line)
 		}
+		b.Write(out)
 		return nil
 	}
 	writeString(b, n.Value)
 	return nil
 }
 
-func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
-}
+func writeString(b *bytes.Buffer, s string) { b.Write(bytes.TrimSuffix(JSON(s), []byte("\n"))) }

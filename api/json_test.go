@@ -154,9 +154,9 @@ func TestChooseRule(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	for i := range 500 {
 		f := randomFile(r)
-		var eps []Endpoint
+		var eps []Lane
 		for _, l := range f.Lanes {
-			eps = append(eps, Endpoint{Name: l.Name, Kind: l.Kind, API: "openai", BaseURL: "http://" + l.Name + "/v1", Model: "m", APIKeyEnv: "K_" + l.Name})
+			eps = append(eps, Lane{Lane: l.Name, Kind: l.Kind, API: "openai", BaseURL: "http://" + l.Name + "/v1", Model: "m", APIKeyEnv: "K_" + l.Name})
 		}
 		for _, c := range f.Classes {
 			ch, err := Choose(f, c.Name, eps)

@@ -1,63 +1,44 @@
 // Package api answers what retry code and CI jobs ask of the policy files:
 // the hour's policy, the lane a class should run on with its fallback, the
 // next hour a class fits and the retry ledger, in Go (Folder, Choose) and
-// as a read-only JSON API over HTTP (Handler, docs/api.md).
-//
-// It reads policy files and never writes, probes or reads a key: a lane's
-// endpoint comes from the caller (package app maps the config to Endpoint)
-// and names the variable that holds its key, never the key.
+// as a read-only JSON API over HTTP (Handler, docs/api.md). It reads
+// policy files and never writes, probes or reads a key.
 package api
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// Endpoint is where a configured lane is reached: what a client needs to
-// call it, with the name of the environment variable that holds its key.
-type Endpoint struct {
-	Name      string
-	Kind      string // policy.KindFree or policy.KindPaid
-	API       string // "openai" or "anthropic"
-	BaseURL   string
-	Model     string
-	APIKeyEnv string // "" for a lane without a key
-}
-
-// Lane is a lane with its endpoint, as the answers write it.
+// Lane is a configured lane with its endpoint, as the answers write it, and
+// the name of the variable that holds its key ("" for none), never a key.
 type Lane struct {
 	Lane      string `json:"lane"`
-	Kind      string `json:"kind"`
-	API       string `json:"api"`
+	Kind      string `json:"kind"` // policy.KindFree or policy.KindPaid
+	API       string `json:"api"`  // "openai" or "anthropic"
 	BaseURL   string `json:"base_url"`
 	Model     string `json:"model"`
 	APIKeyEnv string `json:"api_key_env"`
 }
 
 // Choice is the lane a job of a class runs on in an hour (Choose), with
-// its endpoint, its fallback and when to cut over to it.
+// its endpoint, the first-token wait after which a free attempt is
+// abandoned (the class's cutover_after_s, when there is a fallback) and
+// the fallback: the book's eligible paid lane, where cut_over goes.
 type Choice struct {
 	Lane
-	Hour  string `json:"hour"`
-	Class string `json:"class"`
-	// CutoverAfterS is the first-token wait (seconds since the job's
-	// start) after which the running free attempt is abandoned for the
-	// fallback: the class's cutover_after_s when the file has one (a
-	// calibrated file), the lane is the book's free lane and there is a
-	// fallback to cut over to; nil otherwise.
+	Hour          string   `json:"hour"`
+	Class         string   `json:"class"`
 	CutoverAfterS *float64 `json:"cutover_after_s"`
-	// Fallback is the class's paid lane in the hour's book, when the book
-	// has one and it is eligible: where the ledger's cut_over goes. nil
-	// otherwise.
-	Fallback *Lane `json:"fallback"`
+	Fallback      *Lane    `json:"fallback"`
 }
 
-// NoLaneError says that no lane fits the class in the hour, and why per
-// lane of the file.
+// NoLaneError says that no lane fits the class in the hour, and why.
 type NoLaneError struct {
 	Class, Hour, Why string
 }
@@ -66,8 +47,7 @@ func (e *NoLaneError) Error() string {
 	return fmt.Sprintf("no lane fits class %q in %s: %s", e.Class, e.Hour, e.Why)
 }
 
-// UnknownLaneError says that the policy file names a lane that the
-// endpoints given do not have (the file and the config disagree).
+// UnknownLaneError says that the file names a lane the config lacks.
 type UnknownLaneError struct {
 	Lane, Class string
 }
@@ -79,26 +59,20 @@ func (e *UnknownLaneError) Error() string {
 // ErrNoClass is wrapped by the error of a class the file does not have.
 var ErrNoClass = errors.New("no such class")
 
-type classError struct{ err error }
+type classError struct{ error }
 
-func (e *classError) Error() string { return e.err.Error() }
-func (e *classError) Unwrap() []error {
-	return []error{e.err, ErrNoClass}
-}
+func (e classError) Unwrap() []error { return []error{e.error, ErrNoClass} }
 
 // Choose returns the lane a job of class runs on in f (policy.Class.Start:
-// the class's decision, else the first of its lanes), with its endpoint
-// from lanes, the fallback lane and the cut-over time: a decision that is
-// free first starts on the book's free lane and cuts over at its
-// cutover_after_s when there is a fallback; one that is not goes straight
-// to the fallback in place of the book's free lane (policy.Running's
-// cut_over before the first try), with no cut-over time.
-// The errors: the class is not in f (wrapping ErrNoClass), *NoLaneError,
-// and *UnknownLaneError when lanes lack the chosen lane.
-func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
+// the class's decision, else its first lane) with its endpoint from lanes:
+// a decision that is free first starts on the book's free lane and cuts
+// over at cutover_after_s when there is a fallback; one that is not starts
+// on the fallback, with no cut-over time. The errors: the class is not in
+// f (wrapping ErrNoClass), *NoLaneError, *UnknownLaneError.
+func Choose(f policy.File, class string, lanes []Lane) (Choice, error) {
 	c, err := f.NamedClass(class)
 	if err != nil {
-		return Choice{}, &classError{err}
+		return Choice{}, classError{err}
 	}
 	name, cut := c.Start()
 	if name == "" {
@@ -109,11 +83,8 @@ func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 		return Choice{}, &UnknownLaneError{Lane: name, Class: c.Name}
 	}
 	ch := Choice{Lane: l, Hour: f.Hour, Class: c.Name}
-	b := c.Book
-	if b.PaidLane != "" && b.PaidEligible {
-		if fb, ok := find(lanes, b.PaidLane); ok {
-			ch.Fallback = &fb
-		}
+	if fb, ok := find(lanes, c.Book.PaidLane); ok && c.Book.PaidEligible {
+		ch.Fallback = &fb
 	}
 	if cut && ch.Fallback != nil {
 		after := c.Cutover.AfterS
@@ -122,13 +93,12 @@ func Choose(f policy.File, class string, lanes []Endpoint) (Choice, error) {
 	return ch, nil
 }
 
-func find(lanes []Endpoint, name string) (Lane, bool) {
-	for _, e := range lanes {
-		if e.Name == name {
-			return Lane{Lane: e.Name, Kind: e.Kind, API: e.API, BaseURL: e.BaseURL, Model: e.Model, APIKeyEnv: e.APIKeyEnv}, true
-		}
+func find(lanes []Lane, name string) (Lane, bool) {
+	i := slices.IndexFunc(lanes, func(l Lane) bool { return l.Lane == name })
+	if i < 0 {
+		return Lane{}, false
 	}
-	return Lane{}, false
+	return lanes[i], true
 }
 
 // WhyNoLane says, per lane of the file, why it is not in the class's lanes:

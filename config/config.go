@@ -1,8 +1,9 @@
 // Package config loads a lanewatch configuration file into a validated
 // Config.
 //
-// Defaults come first and the YAML file goes on top, decoded by
-// internal/decode (unknown and repeated keys rejected); validation then
+// Defaults come first and the YAML file goes on top, decoded by yaml.v3
+// once internal/decode has checked it (unknown and repeated keys rejected,
+// with a did-you-mean); validation then
 // checks every value and fills in the effective ones. Every error is one
 // line naming the file, line and field ("c.yaml:12: lanes[2].base_url:
 // ..."). docs/config.md lists the keys.
@@ -12,7 +13,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -76,7 +76,7 @@ func Default() *Config {
 			MaxTokens: probe.DefaultMaxTokens,
 			Timeout:   Duration(probe.DefaultTimeout),
 		},
-		Policy: Policy{Out: DefaultPolicyOut, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
+		Policy: Policy{Out: DefaultPolicyOut, Write: true, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
 	}
 }
 
@@ -177,20 +177,6 @@ const (
 	ScopeSite    = "site"    // each site has a budget of its own
 )
 
-// QuotaOf returns the quota of the named lane; false when the lane has none
-// or there is no such lane.
-func (c *Config) QuotaOf(lane string) (Quota, bool) {
-	i := slices.IndexFunc(c.Lanes, func(l Lane) bool { return l.Name == lane })
-	if i < 0 || c.Lanes[i].Quota == "" {
-		return Quota{}, false
-	}
-	j := slices.IndexFunc(c.Quotas, func(q Quota) bool { return q.Name == c.Lanes[i].Quota })
-	if j < 0 {
-		return Quota{}, false
-	}
-	return c.Quotas[j], true
-}
-
 // Shard is the part of the lanes one sampler probes when several share
 // them: shard Index of Count (0 <= Index < Count). Default() has 0/1, all
 // lanes.
@@ -226,12 +212,14 @@ func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
 	return err
 }
 
-// MarshalYAML writes "I/N".
-func (s Shard) MarshalYAML() (any, error) { return s.String(), nil }
-
-// Policy configures policygen.
+// Policy configures the policy files: where they go, whether the sampler
+// daemon writes them, and how policygen and the daemon compute them.
 type Policy struct {
 	Out string `yaml:"out"`
+	// Write makes the sampler daemon write the hour's file (and the next
+	// hour's forecast) to Out after each round; false leaves them to
+	// policygen.
+	Write bool `yaml:"write"`
 	// LookbackDays is LookbackUnset until validation gives it the rule's
 	// default (14 calibrated, 7 max) when the file leaves it out.
 	LookbackDays int     `yaml:"lookback_days"`

@@ -78,7 +78,7 @@ func TestDocsMatchCode(t *testing.T) {
 				n.Tag = "!!str"
 			}
 			got := reflect.New(fv.Type())
-			if err := decode.New(decode.Options{}).Decode(n, got.Interface()); err != nil || !reflect.DeepEqual(got.Elem().Interface(), fv.Interface()) {
+			if _, err := decode.Decode(n, got.Interface()); err != nil || !reflect.DeepEqual(got.Elem().Interface(), fv.Interface()) {
 				t.Errorf("%s: documented default %s, code has %v (%v)", key, def[0][1], fv.Interface(), err)
 			}
 		}

@@ -37,9 +37,9 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse reads a configuration from r; dir is the folder relative paths
-// resolve against. The document is read as a yaml.Node tree and walked into
-// the Config field by field (internal/decode), so an error names the field
-// and its line.
+// resolve against. The document is read as a yaml.Node tree, checked against
+// the Config's fields and decoded by yaml.v3 (internal/decode), so an error
+// names the field and its line.
 func Parse(r io.Reader, dir string) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -50,15 +50,15 @@ func Parse(r io.Reader, dir string) (*Config, error) {
 		return nil, quoteHint(data, err)
 	}
 	cfg := Default()
-	d := decode.New(decode.Options{})
-	if err := d.Decode(doc, cfg); err != nil {
+	lines, err := decode.Decode(doc, cfg)
+	if err != nil {
 		return nil, err
 	}
 	cfg.Dir = dir
 	if err := cfg.validate(); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) && ce.Line == 0 {
-			ce.Line = d.Line(ce.Field)
+			ce.Line = lines.Line(ce.Field)
 		}
 		return nil, err
 	}
@@ -77,9 +77,6 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	*d = Duration(v)
 	return nil
 }
-
-// MarshalYAML writes the duration as a Go duration string.
-func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
 // unquotedStar is a schedule whose cron spec starts with *: YAML reads a
 // leading * as an alias, so the spec must be quoted.

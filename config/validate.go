@@ -29,6 +29,19 @@ func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
 }
 
+// newName checks name, at field, of item i of list: a valid name, not the
+// name of an item before it (in seen, where it goes next).
+func newName(field, name, list string, i int, seen map[string]int) error {
+	if !laneName.MatchString(name) {
+		return fieldErr(field, "want [a-z0-9_-]+, got %q", name)
+	}
+	if j, dup := seen[name]; dup {
+		return fieldErr(field, "%q is already the name of %s[%d]", name, list, j)
+	}
+	seen[name] = i
+	return nil
+}
+
 func (c *Config) validate() error {
 	loc, err := zone("timezone", c.Timezone)
 	if err != nil {
@@ -223,13 +236,9 @@ func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, ti
 func (c *Config) validateLane(i int, seen map[string]int) error {
 	l := &c.Lanes[i]
 	f := fmt.Sprintf("lanes[%d]", i)
-	if !laneName.MatchString(l.Name) {
-		return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", l.Name)
+	if err := newName(f+".name", l.Name, "lanes", i, seen); err != nil {
+		return err
 	}
-	if j, dup := seen[l.Name]; dup {
-		return fieldErr(f+".name", "%q is already the name of lanes[%d]", l.Name, j)
-	}
-	seen[l.Name] = i
 	if l.Kind != policy.KindFree && l.Kind != policy.KindPaid {
 		return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
 	}
@@ -281,13 +290,9 @@ func (c *Config) validateQuotas() error {
 	seen := map[string]int{}
 	for i := range c.Quotas {
 		q, f := &c.Quotas[i], fmt.Sprintf("quotas[%d]", i)
-		if !laneName.MatchString(q.Name) {
-			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", q.Name)
+		if err := newName(f+".name", q.Name, "quotas", i, seen); err != nil {
+			return err
 		}
-		if j, dup := seen[q.Name]; dup {
-			return fieldErr(f+".name", "%q is already the name of quotas[%d]", q.Name, j)
-		}
-		seen[q.Name] = i
 		if q.ProbesPerDay < 1 || q.ProbesPerDay > 100000 {
 			return fieldErr(f+".probes_per_day", "must be between 1 and 100000, got %d", q.ProbesPerDay)
 		}
@@ -399,14 +404,15 @@ func (c *Config) validatePolicy() error {
 }
 
 // APIKey returns the lane's key from the environment through lookup
-// (os.LookupEnv's shape); "" when the lane names no variable. A named
+// (nil: os.LookupEnv); "" when the lane names no variable. A named
 // variable that is unset or empty is an error naming the variable, never a
 // value.
 func (l Lane) APIKey(lookup func(string) (string, bool)) (string, error) {
 	return secret(lookup, l.APIKeyEnv, "lane "+l.Name)
 }
 
-// Token returns the store token from the environment through lookup; ""
+// Token returns the store token from the environment through lookup (nil:
+// os.LookupEnv); ""
 // when store.token_env names no variable (a server without auth). A named
 // variable that is unset or empty is an error: a token that was meant to be
 // sent and is missing would otherwise show up only as refused writes.
@@ -417,6 +423,9 @@ func (s Store) Token(lookup func(string) (string, bool)) (string, error) {
 func secret(lookup func(string) (string, bool), name, who string) (string, error) {
 	if name == "" {
 		return "", nil
+	}
+	if lookup == nil {
+		lookup = os.LookupEnv
 	}
 	v, ok := lookup(name)
 	switch {

@@ -42,15 +42,22 @@ const (
 	WhyFreeIneligibleNoneFits = "the free lane is not eligible this hour and no paid attempt fits"
 	WhyPaidIneligible         = "free retry does not fit and no paid lane is eligible this hour"
 	WhyNoneEligible           = "neither a free lane nor a paid lane is eligible this hour"
+
+	WhyErrorPaidFits       = "an attempt ended in an error: no free retry; one paid attempt fits"
+	WhyErrorNoneFits       = "an attempt ended in an error: no free retry, and no paid attempt fits"
+	WhyErrorPaidIneligible = "an attempt ended in an error: no free retry, and no paid lane is eligible this hour"
 )
 
 // Attempt is one attempt made so far: the time it queued and generated, the
-// tokens it emitted (paid for or not) and whether its answer was shipped.
+// tokens it emitted (paid for or not), whether its answer was shipped, and
+// whether it ended in an error (an HTTP error, a 429, a refused connection,
+// a broken stream) rather than finishing or being abandoned.
 type Attempt struct {
 	QueueS        float64
 	GenS          float64
 	EmittedTokens int
 	Shipped       bool
+	Error         bool
 }
 
 // BookPolicy is the ledger policy of a job class for one hour: the `book` of a
@@ -154,11 +161,13 @@ type Decision struct {
 //
 //  1. an attempt already shipped → stop
 //  2. spent_tokens + next_est_tokens > ceiling_tokens → stop
-//  3. the free lane is eligible and next_queue_s + next_gen_s <= remaining_s → retry_free
+//  3. the free lane is eligible, no attempt ended in an error, and
+//     next_queue_s + next_gen_s <= remaining_s → retry_free
 //  4. the paid lane is eligible and paid_queue_s + next_gen_s <= remaining_s → cut_over
 //  5. otherwise → stop
 //
-// When a lane is not eligible this hour, Why says so. Book does not allocate.
+// When a lane is not eligible this hour, or an attempt ended in an error,
+// Why says so. Book does not allocate.
 //
 // Book is safe for any input, in bounds or not. Token sums saturate: a sum
 // that would pass math.MaxInt is math.MaxInt in the Decision and counts as
@@ -172,12 +181,13 @@ func Book(attempts []Attempt, pol BookPolicy) Decision {
 	var spentS float64
 	var spentTokens int
 	saturated := false
-	shipped := false
+	shipped, erred := false, false
 	for i := range attempts {
 		a := &attempts[i]
 		spentS += a.QueueS + a.GenS
 		spentTokens, saturated = addTokens(spentTokens, a.EmittedTokens, saturated)
 		shipped = shipped || a.Shipped
+		erred = erred || a.Error
 	}
 	projected, over := addTokens(spentTokens, pol.NextEstTokens, saturated)
 	remaining := pol.DeadlineS - spentS
@@ -193,24 +203,31 @@ func Book(attempts []Attempt, pol BookPolicy) Decision {
 		d.Action, d.Why = Stop, WhyShipped
 	case over || projected > pol.CeilingTokens:
 		d.Action, d.Why = Stop, WhyCeiling
-	case pol.FreeEligible && pol.NextQueueS+pol.NextGenS <= remaining:
+	case pol.FreeEligible && !erred && pol.NextQueueS+pol.NextGenS <= remaining:
 		d.Action, d.Why = RetryFree, WhyFreeFits
 	case pol.PaidEligible && pol.PaidQueueS+pol.NextGenS <= remaining:
 		d.Action, d.Why = CutOver, WhyPaidFits
-		if !pol.FreeEligible {
+		switch {
+		case !pol.FreeEligible:
 			d.Why = WhyFreeIneligiblePaidFits
+		case erred:
+			d.Why = WhyErrorPaidFits
 		}
 	default:
 		d.Action = Stop
 		switch {
-		case pol.FreeEligible && pol.PaidEligible:
-			d.Why = WhyNoneFits
-		case pol.PaidEligible:
+		case !pol.FreeEligible && pol.PaidEligible:
 			d.Why = WhyFreeIneligibleNoneFits
-		case pol.FreeEligible:
-			d.Why = WhyPaidIneligible
-		default:
+		case !pol.FreeEligible:
 			d.Why = WhyNoneEligible
+		case erred && pol.PaidEligible:
+			d.Why = WhyErrorNoneFits
+		case erred:
+			d.Why = WhyErrorPaidIneligible
+		case pol.PaidEligible:
+			d.Why = WhyNoneFits
+		default:
+			d.Why = WhyPaidIneligible
 		}
 	}
 	return d

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,6 +157,12 @@ func TestBookOrderOfChecks(t *testing.T) {
 		{"ineligible paid does not stop a free retry", nil, with(func(p *BookPolicy) { p.PaidEligible = false }), RetryFree, WhyFreeFits},
 		{"neither eligible", nil, with(func(p *BookPolicy) { p.FreeEligible, p.PaidEligible = false, false }), Stop, WhyNoneEligible},
 		{"zero value policy stops", nil, BookPolicy{}, Stop, WhyNoneEligible},
+		{"an error cuts over where free fits", []Attempt{{QueueS: 1, Error: true}}, fits, CutOver, WhyErrorPaidFits},
+		{"an error of an earlier attempt too", []Attempt{{QueueS: 1, Error: true}, {QueueS: 1}}, fits, CutOver, WhyErrorPaidFits},
+		{"an error, paid does not fit", []Attempt{{QueueS: 1, Error: true}}, with(func(p *BookPolicy) { p.PaidQueueS = 95 }), Stop, WhyErrorNoneFits},
+		{"an error, paid not eligible", []Attempt{{QueueS: 1, Error: true}}, with(func(p *BookPolicy) { p.PaidEligible = false }), Stop, WhyErrorPaidIneligible},
+		{"an error with the free lane ineligible says the hour", []Attempt{{QueueS: 1, Error: true}}, with(func(p *BookPolicy) { p.FreeEligible = false }), CutOver, WhyFreeIneligiblePaidFits},
+		{"shipped beats an error", []Attempt{{QueueS: 1, Error: true}, {QueueS: 1, Shipped: true}}, fits, Stop, WhyShipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Book(tc.attempts, tc.pol)
@@ -223,12 +230,14 @@ func TestBookInvariants(t *testing.T) {
 		as := make([]Attempt, n)
 		var spent float64
 		var tokens int
-		shipped := false
+		shipped, erred := false, false
 		for j := range as {
-			as[j] = Attempt{QueueS: rng.Float64() * 60, GenS: rng.Float64() * 30, EmittedTokens: rng.IntN(1000), Shipped: rng.IntN(20) == 0}
+			as[j] = Attempt{QueueS: rng.Float64() * 60, GenS: rng.Float64() * 30, EmittedTokens: rng.IntN(1000), Shipped: rng.IntN(20) == 0,
+				Error: rng.IntN(8) == 0}
 			spent += as[j].QueueS + as[j].GenS
 			tokens += as[j].EmittedTokens
 			shipped = shipped || as[j].Shipped
+			erred = erred || as[j].Error
 		}
 		p := BookPolicy{
 			DeadlineS: rng.Float64() * 600, CeilingTokens: rng.IntN(8000),
@@ -244,20 +253,24 @@ func TestBookInvariants(t *testing.T) {
 		if d.SpentS != spent || d.RemainingS != rem || d.SpentTokens != tokens || d.ProjectedTokens != tokens+p.NextEstTokens {
 			t.Fatalf("case %d: sums: %+v", i, d)
 		}
+		free := p.FreeEligible && !erred && freeFits // an attempt that ended in an error is never retried free
 		var ok bool
 		switch d.Action {
 		case RetryFree:
-			ok = !shipped && !over && p.FreeEligible && freeFits
+			ok = !shipped && !over && free
 		case CutOver:
-			ok = !shipped && !over && !(p.FreeEligible && freeFits) && p.PaidEligible && paidFits
+			ok = !shipped && !over && !free && p.PaidEligible && paidFits
 		case Stop:
-			ok = shipped || over || (!(p.FreeEligible && freeFits) && !(p.PaidEligible && paidFits))
+			ok = shipped || over || (!free && !(p.PaidEligible && paidFits))
 		}
 		if !ok {
-			t.Fatalf("case %d: %s (%s) with shipped=%v over=%v freeFits=%v paidFits=%v policy %+v", i, d.Action, d.Why, shipped, over, freeFits, paidFits, p)
+			t.Fatalf("case %d: %s (%s) with shipped=%v over=%v erred=%v freeFits=%v paidFits=%v policy %+v", i, d.Action, d.Why, shipped, over, erred, freeFits, paidFits, p)
 		}
 		if d.Action == Stop && !shipped && !over && !p.FreeEligible && !strings.Contains(d.Why, "free lane is not eligible") && d.Why != WhyNoneEligible {
 			t.Fatalf("case %d: why %q does not say the free lane is not eligible", i, d.Why)
+		}
+		if d.Action != RetryFree && !shipped && !over && p.FreeEligible && erred && freeFits && !strings.HasPrefix(d.Why, "an attempt ended in an error") {
+			t.Fatalf("case %d: why %q does not say an attempt ended in an error", i, d.Why)
 		}
 	}
 }
@@ -383,7 +396,8 @@ func TestBookPropertyWithinBounds(t *testing.T) {
 		}
 		as := make([]Attempt, n)
 		for j := range as {
-			as[j] = Attempt{QueueS: boundedFloat(rng, MaxSeconds), GenS: boundedFloat(rng, MaxSeconds), EmittedTokens: boundedCount(rng), Shipped: rng.IntN(30) == 0}
+			as[j] = Attempt{QueueS: boundedFloat(rng, MaxSeconds), GenS: boundedFloat(rng, MaxSeconds), EmittedTokens: boundedCount(rng), Shipped: rng.IntN(30) == 0,
+				Error: rng.IntN(30) == 0}
 		}
 		p := BookPolicy{
 			DeadlineS: boundedFloat(rng, MaxSeconds), CeilingTokens: boundedCount(rng),
@@ -414,7 +428,7 @@ func TestBookPropertyOutOfBounds(t *testing.T) {
 	for i := range 20000 {
 		as := make([]Attempt, rng.IntN(4))
 		for j := range as {
-			as[j] = Attempt{QueueS: f(), GenS: f(), EmittedTokens: k(), Shipped: rng.IntN(30) == 0}
+			as[j] = Attempt{QueueS: f(), GenS: f(), EmittedTokens: k(), Shipped: rng.IntN(30) == 0, Error: rng.IntN(30) == 0}
 		}
 		p := BookPolicy{
 			DeadlineS: f(), CeilingTokens: k(), NextQueueS: f(), NextGenS: f(), NextEstTokens: k(),
@@ -428,8 +442,8 @@ func TestBookPropertyOutOfBounds(t *testing.T) {
 
 func checkBookProperties(t *testing.T, i int, as []Attempt, p BookPolicy, d Decision) {
 	t.Helper()
-	if d.Action == RetryFree && !p.FreeEligible {
-		t.Fatalf("case %d: retry_free with the free lane not eligible: %+v", i, d)
+	if d.Action == RetryFree && (!p.FreeEligible || slices.ContainsFunc(as, func(a Attempt) bool { return a.Error })) {
+		t.Fatalf("case %d: retry_free with the free lane not eligible or after an error: %+v", i, d)
 	}
 	if d.Action == CutOver && !p.PaidEligible {
 		t.Fatalf("case %d: cut_over with the paid lane not eligible: %+v", i, d)
@@ -533,5 +547,91 @@ func TestBookPolicyValidate(t *testing.T) {
 				t.Errorf("with a path: %q", got)
 			}
 		})
+	}
+}
+
+// MarshalJSON refuses a decision with any non-finite figure; AppendJSON
+// writes it as 0 (issue 22 #9: only spent_s was checked).
+func TestDecisionJSONRejectsEveryNonFiniteFigure(t *testing.T) {
+	ok := Decision{Action: Stop, Why: WhyNoneFits, SpentS: 1.234, RemainingS: 2.345, SpentTokens: 10, ProjectedTokens: 20, SunkUSD: 0.00015}
+	data, err := json.Marshal(ok)
+	// In binary 1.234 is 1.23399… → 1.23; 2.345 is 2.345000…02 → 2.35; 0.00015 is 0.000149999… → 0.0001.
+	if want := `{"action":"stop","why":"` + WhyNoneFits + `","spent_s":1.23,"remaining_s":2.35,"spent_tokens":10,"projected_tokens":20,"sunk_usd_if_those_tokens_were_paid":0.0001}`; err != nil || string(data) != want {
+		t.Fatalf("got %s, %v\nwant %s", data, err, want)
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Decision)
+		want string // AppendJSON's figures
+	}{
+		{"spent_s NaN", func(d *Decision) { d.SpentS = math.NaN() }, `"spent_s":0,"remaining_s":2.35,`},
+		{"remaining_s NaN", func(d *Decision) { d.RemainingS = math.NaN() }, `"spent_s":1.23,"remaining_s":0,`},
+		{"remaining_s -Inf", func(d *Decision) { d.RemainingS = math.Inf(-1) }, `"spent_s":1.23,"remaining_s":0,`},
+		{"sunk_usd NaN", func(d *Decision) { d.SunkUSD = math.NaN() }, `"sunk_usd_if_those_tokens_were_paid":0}`},
+		{"sunk_usd +Inf", func(d *Decision) { d.SunkUSD = math.Inf(1) }, `"sunk_usd_if_those_tokens_were_paid":0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := ok
+			tc.set(&d)
+			if data, err := d.MarshalJSON(); err == nil {
+				t.Errorf("MarshalJSON: %s, want an error", data)
+			}
+			if _, err := json.Marshal(d); err == nil {
+				t.Errorf("json.Marshal: want an error")
+			}
+			if got := string(d.AppendJSON(nil)); !strings.Contains(got, tc.want) {
+				t.Errorf("AppendJSON %s, want it to hold %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A token sum that reaches math.MaxInt exactly has not overflowed: it is
+// over a ceiling below MaxInt only (book.go's `sum > MaxInt-n` → `>=`
+// stopped a job whose projection is exactly MaxInt at a MaxInt ceiling).
+func TestBookTokenSumAtExactlyMaxInt(t *testing.T) {
+	p := BookPolicy{DeadlineS: 60, NextQueueS: 1, NextGenS: 1, FreeEligible: true, PaidEligible: true}
+	for _, tc := range []struct {
+		name      string
+		tokens    []int
+		est       int
+		ceiling   int
+		action    Action
+		spent     int
+		projected int
+	}{
+		{"estimate MaxInt, ceiling MaxInt", nil, math.MaxInt, math.MaxInt, RetryFree, 0, math.MaxInt},
+		{"estimate MaxInt, ceiling one less", nil, math.MaxInt, math.MaxInt - 1, Stop, 0, math.MaxInt},
+		{"attempts sum to MaxInt", []int{math.MaxInt - 5, 5}, 0, math.MaxInt, RetryFree, math.MaxInt, math.MaxInt},
+		{"attempts at MaxInt-5, estimate 5", []int{math.MaxInt - 5}, 5, math.MaxInt, RetryFree, math.MaxInt - 5, math.MaxInt},
+		{"attempts one past MaxInt", []int{math.MaxInt - 5, 6}, 0, math.MaxInt, Stop, math.MaxInt, math.MaxInt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var as []Attempt
+			for _, n := range tc.tokens {
+				as = append(as, Attempt{EmittedTokens: n})
+			}
+			q := p
+			q.NextEstTokens, q.CeilingTokens = tc.est, tc.ceiling
+			d := Book(as, q)
+			if d.Action != tc.action || d.SpentTokens != tc.spent || d.ProjectedTokens != tc.projected {
+				t.Fatalf("%+v; want %s, spent %d, projected %d", d, tc.action, tc.spent, tc.projected)
+			}
+			if tc.action == Stop && d.Why != WhyCeiling {
+				t.Fatalf("why %q, want the ceiling", d.Why)
+			}
+		})
+	}
+}
+
+// appendRounded with no decimals keeps an integer's zeros.
+func TestAppendRoundedNoDecimals(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{{100, "100"}, {2.5, "2"}, {3.5, "4"}, {0, "0"}, {-0.4, "0"}, {1e3, "1000"}} {
+		if got := string(appendRounded(nil, tc.x, 0)); got != tc.want {
+			t.Errorf("appendRounded(%v, 0) = %s, want %s", tc.x, got, tc.want)
+		}
 	}
 }

@@ -2,8 +2,14 @@ package policy
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
+	"fmt"
 	"math"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
 
 	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -24,10 +30,10 @@ const (
 )
 
 // maxBookValues bounds the JSON values of one ledger input, keys counted:
-// MaxAttempts attempts of nine values each (the object, four keys, four
+// MaxAttempts attempts of eleven values each (the object, five keys, five
 // values), a policy of about 30 and the rest, with room to spare. The
 // decoder stops at the first value past it.
-const maxBookValues = 10*MaxAttempts + 100
+const maxBookValues = 12*MaxAttempts + 100
 
 // BookInput is the ledger's input: the attempts so far and the policy of
 // the class for the hour. RunningS, when set, asks the running question
@@ -41,28 +47,30 @@ type BookInput struct {
 	Cutover  *Cutover
 }
 
-// bookDoc is the JSON of a BookInput, as the decoder reads it.
+// bookDoc is the JSON of a BookInput, once bookinput.schema.json has
+// checked it.
 type bookDoc struct {
-	Attempts []attemptDoc  `yaml:"attempts" decode:"required"`
-	Policy   bookPolicyDoc `yaml:"policy"`
-	RunningS *float64      `yaml:"running_s"` // absent or null: the ledger's question
+	Attempts []attemptDoc   `yaml:"attempts"`
+	Policy   *bookPolicyDoc `yaml:"policy"`    // nil: absent
+	RunningS *float64       `yaml:"running_s"` // absent or null: the ledger's question
 }
 
 type attemptDoc struct {
-	QueueS        float64 `yaml:"queue_s" decode:"required"`
-	GenS          float64 `yaml:"gen_s" decode:"required"`
-	EmittedTokens float64 `yaml:"emitted_tokens" decode:"required"`
-	Shipped       bool    `yaml:"shipped" decode:"required"`
+	QueueS        float64 `yaml:"queue_s"`
+	GenS          float64 `yaml:"gen_s"`
+	EmittedTokens float64 `yaml:"emitted_tokens"`
+	Shipped       bool    `yaml:"shipped"`
+	Error         *bool   `yaml:"error"` // absent or null: false
 }
 
 type bookPolicyDoc struct {
-	DeadlineS     float64 `yaml:"deadline_s" decode:"required"`
-	CeilingTokens float64 `yaml:"ceiling_tokens" decode:"required"`
-	NextQueueS    float64 `yaml:"next_queue_s" decode:"required"`
-	NextGenS      float64 `yaml:"next_gen_s" decode:"required"`
-	NextEstTokens float64 `yaml:"next_est_tokens" decode:"required"`
-	PaidQueueS    float64 `yaml:"paid_queue_s" decode:"required"`
-	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k" decode:"required"`
+	DeadlineS     float64 `yaml:"deadline_s"`
+	CeilingTokens float64 `yaml:"ceiling_tokens"`
+	NextQueueS    float64 `yaml:"next_queue_s"`
+	NextGenS      float64 `yaml:"next_gen_s"`
+	NextEstTokens float64 `yaml:"next_est_tokens"`
+	PaidQueueS    float64 `yaml:"paid_queue_s"`
+	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
 	FreeEligible  *bool   `yaml:"free_eligible"` // absent or null: true
 	PaidEligible  *bool   `yaml:"paid_eligible"` // absent or null: true
 	FreeLane      *string `yaml:"free_lane"`     // absent or null: ""
@@ -73,8 +81,16 @@ type bookPolicyDoc struct {
 	FreeFirst     *bool    `yaml:"free_first"`
 }
 
+// bookSchemaJSON is the JSON Schema of the ledger's input: its keys and
+// their types (the bounds are CheckNumber's and CheckCount's).
+//
+//go:embed bookinput.schema.json
+var bookSchemaJSON []byte
+
+var bookSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return decode.CompileSchema(bookSchemaJSON) })
+
 // DecodeBookInput decodes the ledger's JSON input, {"attempts": [...],
-// "policy": {...}}, strictly (internal/decode): every field of the test
+// "policy": {...}}, strictly (bookinput.schema.json): every field of the test
 // vectors is required, unknown or repeated fields are rejected, numbers must
 // be finite, >= 0 and in range (MaxSeconds, MaxTokens, MaxUSDPer1k), counts
 // whole (1e3 and 800.0 are). The optional policy fields free_eligible and
@@ -96,20 +112,26 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 		}
 		return BookInput{}, err
 	}
-	var doc bookDoc
-	d := decode.New(decode.Options{JSON: true, Root: "input"})
-	if err := d.Decode(root, &doc); err != nil {
+	sch, err := bookSchema()
+	if err != nil {
+		return BookInput{}, fmt.Errorf("schema: %w", err)
+	}
+	if err := decode.Schema(sch, root, decode.SchemaOptions{JSON: true, Root: "input"}); err != nil {
 		return BookInput{}, err
 	}
-	c := checker{d: d}
+	var doc bookDoc
+	if err := root.Decode(&doc); err != nil { // the schema has checked every key and type
+		return BookInput{}, err
+	}
+	c := checker{root: root}
 	switch {
-	case withPolicy && !d.Set("policy"):
+	case withPolicy && doc.Policy == nil:
 		return BookInput{}, decode.Errorf(root.Line, "policy", "missing")
-	case !withPolicy && d.Set("policy"):
-		return BookInput{}, decode.Errorf(d.Line("policy"), "policy", "not allowed: the book comes from the hour's policy file (-policy, -config or the API)")
+	case !withPolicy && doc.Policy != nil:
+		return BookInput{}, decode.Errorf(decode.Line(root, "policy"), "policy", "not allowed: the book comes from the hour's policy file (-policy, -config or the API)")
 	case len(doc.Attempts) > MaxAttempts:
 		at := decode.Index("attempts", MaxAttempts)
-		return BookInput{}, decode.Errorf(d.Line(at), at, "more than %d attempts", MaxAttempts)
+		return BookInput{}, decode.Errorf(decode.Line(root, at), at, "more than %d attempts", MaxAttempts)
 	}
 	in := BookInput{Attempts: make([]Attempt, len(doc.Attempts))}
 	for i, a := range doc.Attempts {
@@ -119,10 +141,11 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 			GenS:          c.number(decode.Key(at, "gen_s"), a.GenS, MaxSeconds),
 			EmittedTokens: c.count(decode.Key(at, "emitted_tokens"), a.EmittedTokens),
 			Shipped:       a.Shipped,
+			Error:         a.Error != nil && *a.Error,
 		}
 	}
 	if withPolicy {
-		p := doc.Policy
+		p := *doc.Policy
 		in.Policy = BookPolicy{
 			DeadlineS:     c.number("policy.deadline_s", p.DeadlineS, MaxSeconds),
 			CeilingTokens: c.count("policy.ceiling_tokens", p.CeilingTokens),
@@ -164,14 +187,14 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 // checker holds decoded numbers to their bounds and keeps the first error,
 // with the field's line.
 type checker struct {
-	d   *decode.Decoder
-	err error
+	root *yaml.Node
+	err  error
 }
 
 func (c *checker) fail(err error) {
 	var fe *FieldError
 	if c.err == nil && errors.As(err, &fe) {
-		c.err = decode.Errorf(c.d.Line(fe.Field), fe.Field, "%s", fe.Msg)
+		c.err = decode.Errorf(decode.Line(c.root, fe.Field), fe.Field, "%s", fe.Msg)
 	}
 }
 

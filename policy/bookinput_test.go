@@ -61,6 +61,32 @@ func TestDecodeBookInputVectors(t *testing.T) {
 	}
 }
 
+// An attempt's optional error says it ended in an error; absent or null,
+// it did not (the shared vectors have no such key and keep their answers).
+func TestDecodeBookInputAttemptError(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		want  bool
+		err   string
+	}{
+		{"", false, ""},
+		{`, "error": null`, false, ""},
+		{`, "error": false`, false, ""},
+		{`, "error": true`, true, ""},
+		{`, "error": "yes"`, false, "attempts[0].error: "},
+	} {
+		in, err := DecodeBookInput([]byte(`{"attempts": [{"queue_s": 1, "gen_s": 0, "emitted_tokens": 0, "shipped": false`+tc.field+`}]}`), false)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.field, err, tc.err)
+			}
+		case err != nil || in.Attempts[0].Error != tc.want:
+			t.Errorf("%q: %+v, %v; want error %v", tc.field, in.Attempts, err, tc.want)
+		}
+	}
+}
+
 // Errors name the line and the field, in input spread over lines as in one.
 func TestDecodeBookInputErrorLines(t *testing.T) {
 	good := `{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`
@@ -97,6 +123,7 @@ func FuzzBookInput(f *testing.F) {
 	f.Add([]byte(`{"attempts": [{"queue_s": -0, "gen_s": 1e9, "emitted_tokens": 1e12, "shipped": true}], ` + goodBookPolicy + `}`))
 	f.Add([]byte(`{"attempts": [], "policy": {"deadline_s": 1, "free_eligible": false, "paid_lane": null}}`))
 	f.Add([]byte(`{"attempts": [{"queue_s": 1, "queue_s": 2}]}`))
+	f.Add([]byte(`{"attempts": [{"queue_s": 1, "gen_s": 0, "emitted_tokens": 0, "shipped": false, "error": true}], ` + goodBookPolicy + `}`))
 	f.Add([]byte(`{"a\u0000b": 1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := DecodeBookInput(data, true)
@@ -112,6 +139,7 @@ func FuzzBookInput(f *testing.F) {
 				GenS          float64 `json:"gen_s"`
 				EmittedTokens int     `json:"emitted_tokens"`
 				Shipped       bool    `json:"shipped"`
+				Error         *bool   `json:"error"`
 			} `json:"attempts"`
 			Policy struct {
 				DeadlineS     float64 `json:"deadline_s"`
@@ -140,7 +168,8 @@ func FuzzBookInput(f *testing.F) {
 				t.Fatalf("attempts: %d vs %d", len(in.Attempts), len(ref.Attempts))
 			}
 			for i, a := range ref.Attempts {
-				if b := in.Attempts[i]; a.QueueS != b.QueueS || a.GenS != b.GenS || a.EmittedTokens != b.EmittedTokens || a.Shipped != b.Shipped {
+				if b := in.Attempts[i]; a.QueueS != b.QueueS || a.GenS != b.GenS || a.EmittedTokens != b.EmittedTokens || a.Shipped != b.Shipped ||
+					b.Error != (a.Error != nil && *a.Error) {
 					t.Fatalf("attempt %d: %+v vs %+v", i, b, a)
 				}
 			}
@@ -161,4 +190,73 @@ func FuzzBookInput(f *testing.F) {
 			t.Fatalf("non-finite answer %+v", d)
 		}
 	})
+}
+
+// Counts in the ledger's input are whole numbers in [0, MaxTokens]
+// (docs/ledger.md, "Input is read strictly"): `800.0` and `1e3` are whole
+// and read as 800 and 1000, MaxTokens itself is read as MaxTokens; a
+// fractional count (2.5) is an error naming it even though it is finite
+// and in bounds, and MaxTokens + 1 is out of bounds.
+// (bookinput.go count: `!num.Finite(x) || x != math.Trunc(x)` → `&&`,
+// which reads 2.5 as 2; the clamp's `MaxTokens+1` → `MaxTokens-1`, which
+// reads MaxTokens as MaxTokens - 1 and MaxTokens + 1 as MaxTokens - 1.)
+func TestDecodeBookInputCounts(t *testing.T) {
+	in := func(tokens string) []byte {
+		return []byte(`{"attempts": [{"queue_s": 1, "gen_s": 1, "emitted_tokens": ` + tokens + `, "shipped": false}]}`)
+	}
+	for _, tc := range []struct {
+		tokens string
+		want   int
+		err    string
+	}{
+		{"800", 800, ""},
+		{"800.0", 800, ""},
+		{"1e3", 1000, ""},
+		{"1000000000000", MaxTokens, ""},
+		{"2.5", 0, "attempts[0].emitted_tokens: must be a whole number"},
+		{"1000000000001", 0, "attempts[0].emitted_tokens: must be at most 1000000000000"},
+		{"1e300", 0, "attempts[0].emitted_tokens: must be at most 1000000000000"},
+	} {
+		got, err := DecodeBookInput(in(tc.tokens), false)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.tokens, err, tc.err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.tokens, err)
+		case len(got.Attempts) != 1 || got.Attempts[0].EmittedTokens != tc.want:
+			t.Errorf("%s: attempts %+v, want emitted_tokens %d", tc.tokens, got.Attempts, tc.want)
+		}
+	}
+}
+
+// The ledger reads at most MaxAttempts attempts (docs/ledger.md, the
+// bounds table: "at most 1,000"): exactly 1,000 are read, 1,001 are an
+// error (TestDecodeBookInputErrorLines).
+// (bookinput.go: `case len(doc.Attempts) > MaxAttempts` → `>=`.)
+func TestDecodeBookInputAtMostMaxAttempts(t *testing.T) {
+	good := `{"queue_s": 1, "gen_s": 1, "emitted_tokens": 1, "shipped": false}`
+	in := `{"attempts": [` + strings.Repeat(good+",", MaxAttempts-1) + good + `]}`
+	got, err := DecodeBookInput([]byte(in), false)
+	if err != nil || len(got.Attempts) != MaxAttempts {
+		t.Fatalf("%d attempts, %v; want %d", len(got.Attempts), err, MaxAttempts)
+	}
+}
+
+// cutover_after_s and free_first go together (docs/ledger.md); when one is
+// given without the other, the error names the one that is missing.
+// (bookinput.go: `if p.CutoverAfterS == nil` → `!=`, which names the one
+// given.)
+func TestDecodeBookInputCutoverNamesTheMissingKey(t *testing.T) {
+	pol := strings.TrimSuffix(goodBookPolicy, "}")
+	for _, tc := range []struct{ extra, want string }{
+		{`, "free_first": true}`, "policy.cutover_after_s: missing: cutover_after_s and free_first go together"},
+		{`, "cutover_after_s": 20}`, "policy.free_first: missing: cutover_after_s and free_first go together"},
+	} {
+		_, err := DecodeBookInput([]byte(`{"attempts": [], `+pol+tc.extra+`}`), true)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.extra, err, tc.want)
+		}
+	}
 }

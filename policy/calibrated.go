@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -9,100 +10,46 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
-	"github.com/lanewatch/lanewatch/store"
 )
 
-// Defaults of the calibrated rule.
+// Constants of the calibrated rule.
 const (
 	DefaultCalibratedLookbackDays = 14
-	DefaultCalibratedAlpha        = 0.1
-	DefaultCalibratedFastAlpha    = 0.3
+	// The weights of the level's slow and fast EWMAs.
+	calibratedAlpha, calibratedFastAlpha = 0.1, 0.3
 	// CalibratedShiftTail is the tail beyond which two observations in a
-	// row signal a shift of the lane's level.
+	// row signal a shift of the lane's level; calibratedShiftMin is how
+	// many residuals the shift rule needs.
 	CalibratedShiftTail = 0.05
-	// calibratedShiftMin is how many residuals the shift rule needs.
-	calibratedShiftMin = 20
+	calibratedShiftMin  = 20
 	// MinQueueObsS is the least wait an observation counts as (1 ms, a
 	// probe's resolution), so that a wait of 0 has a logarithm.
 	MinQueueObsS = 0.001
+	// MinWaitSamples is how many ok waits a decision's distribution holds
+	// at least (Waits): the hour of day's, with the neighbouring hours'
+	// added, nearest first, while it holds fewer.
+	MinWaitSamples = 30
 )
 
 // QueueObs is one observation of a lane's queue: the wait Value (seconds)
-// of the attempt that started at Time, or, with N > 1, the largest of N
-// waits (an hourly record's). Censored says Value is a lower bound: the
-// probe failed before its first token after waiting Value (a timeout: the
-// wait it was cut at).
-//
-// Span is how long after Time the observation's attempts started: 0 for a
-// probe, an hour for an hourly record. The forecasts it scores were made
-// within the span, after Time, so its residual is measured against the
-// prediction as of just after Time: the window of such a forecast no longer
-// holds the observations of exactly one lookback before Time.
+// of the attempt that started at Time. Censored says Value is a lower
+// bound: the probe failed before its first token after waiting Value (a
+// timeout: the wait it was cut at).
 type QueueObs struct {
 	Time     time.Time
-	Span     time.Duration
 	Value    float64
-	N        int // waits behind Value; <= 1: one
 	Censored bool
-}
-
-// RecordObs turns an hourly record into an observation: the larger of its
-// worst ok queue and its worst censored wait, censored when the censored
-// wait is the larger, the largest of N waits: the ok probes, and the failed
-// ones when a failure left a wait (a 429 leaves none and is no queue draw;
-// a record cannot tell which failures left one, so an hour with both counts
-// them all). A record with no samples or no wait gives false.
-func RecordObs(r store.Hourly) (QueueObs, bool) {
-	if r.Samples <= 0 {
-		return QueueObs{}, false
-	}
-	failures := min(max(r.Failures, 0), r.Samples)
-	o := QueueObs{Time: r.Hour, Span: time.Hour, N: int(r.Samples - failures)}
-	if num.Finite(r.WorstQueueS) && r.WorstQueueS > 0 {
-		o.Value = r.WorstQueueS
-	}
-	if num.Finite(r.WorstCensoredS) && r.WorstCensoredS > 0 {
-		o.N += int(failures)
-		if r.WorstCensoredS >= o.Value {
-			o.Value, o.Censored = r.WorstCensoredS, true
-		}
-	}
-	return o, o.Value > 0
 }
 
 // CalibratedParams tunes the calibrated rule.
 type CalibratedParams struct {
 	LookbackDays int            // window of the profile and the margin; <= 0: 14
-	Alpha        float64        // weight of the level's slow EWMA, 0 < alpha <= 1; 0: 0.1
-	FastAlpha    float64        // weight of its fast EWMA, 0 < alpha <= 1; 0: 0.3
 	Location     *time.Location // hours of day are this zone's; nil: UTC
 	// DayAhead drops the level (it stays 1): the margin is then the
 	// quantile of the residuals against the profile alone, the error of a
-	// forecast made before the day it is for (policy.Forecast). The level's
-	// one-probe-ahead residuals would under-state it: the level a forecast
-	// made at midnight reads is up to a day old by the hour it is for.
+	// forecast made before the day it is for (ForecastProbes): the level
+	// a forecast made at midnight reads is up to a day old by its hour.
 	DayAhead bool
-}
-
-func (p CalibratedParams) withDefaults() (CalibratedParams, error) {
-	if p.LookbackDays <= 0 {
-		p.LookbackDays = DefaultCalibratedLookbackDays
-	}
-	if p.Alpha == 0 {
-		p.Alpha = DefaultCalibratedAlpha
-	}
-	if p.FastAlpha == 0 {
-		p.FastAlpha = DefaultCalibratedFastAlpha
-	}
-	for _, a := range []float64{p.Alpha, p.FastAlpha} {
-		if !(a > 0 && a <= 1) {
-			return p, fmt.Errorf("calibrated: alpha %v: want 0 < alpha <= 1", a)
-		}
-	}
-	if p.Location == nil {
-		p.Location = time.UTC
-	}
-	return p, nil
 }
 
 // CheckCoverage says whether c is a coverage the rule takes: 0 < c < 1.
@@ -126,57 +73,29 @@ type CalibratedFigure struct {
 	Warm      bool
 }
 
-// Calibrator is the calibrated rule's state for one lane, fed one
-// observation at a time (Add) and asked for a forecast at any instant t not
-// before the last observation (Quantile, which changes nothing), from the
-// observations of the lookback before t. Add costs binary searches and
-// shifting the window's sorted values (a few thousand floats at most),
-// Quantile a few binary searches; the zero value is not usable: use
-// NewCalibrator.
+// Calibrator is the calibrated rule's state for one lane (docs/policy.md,
+// "The calibrated rule"), fed one observation at a time (Add) and asked
+// for a forecast at any instant t not before the last observation
+// (Quantile, which changes nothing) from the observations of the lookback
+// before t. It forecasts the wait q the next attempt stays under with
+// probability c, exp(P(h) + L + Q(c)), all in log seconds:
 //
-// The calibrated rule (issue 19) forecasts the wait of a lane's next attempt
-// at a chosen coverage c: the figure q such that the next attempt waits at
-// most q with probability c. It learns from a lane's observations in time
-// order, each a wait or a lower bound of one (QueueObs), and keeps three
-// parts, all in log seconds:
+//   - the profile P(h): the upper median of the observations at hour of
+//     day h over the window, a censored one ranked above every uncensored
+//     one; with none at h, the median over all hours;
+//   - the level L: the larger of two EWMAs (weights 0.1 and 0.3) of the
+//     residuals e = log v - P(h); a censored residual only raises it (e is
+//     taken as max(e, L)). Two observations in a row above the 0.95
+//     quantile of the prediction residuals (a censored one by its bound)
+//     move both EWMAs at once to the smaller of their residuals minus the
+//     residuals' median; two uncensored ones below the 0.05 quantile, to
+//     the larger of theirs minus the median;
+//   - the margin Q(c): the conformal c-quantile of the prediction
+//     residuals d = e - L (L before the observation) over the window, the
+//     k-th smallest of n, k = ceil(c (n+1)); a censored one counts at its
+//     bound, as coverage scores a timeout.
 //
-//   - the profile P(h): the median of the lane's observations at hour of day
-//     h over the lookback window (14 days), a censored observation ranked
-//     above every uncensored one (it is at least its bound, so it can only
-//     raise the median); with no observation at h, the median over all
-//     hours;
-//   - the level L: the larger of two EWMAs (weights alpha, 0.1, and
-//     fast_alpha, 0.3) of the residuals e = log v - P(h) of the
-//     observations, so that it follows the lane's day-to-day swings and
-//     rises within a few probes; a censored residual only raises it (e is
-//     taken as max(e, L)). The larger of the two: the margin's residuals
-//     are measured against it, so the coverage holds whichever leads, and
-//     the fast one catches a rise the slow one would be late for (on the
-//     generated lanes of the tests it also narrows the margin).
-//     A shift moves it at once: when two observations in a row both lie
-//     above the 0.95 quantile of the prediction residuals (a censored one by
-//     its bound), both EWMAs jump to the smaller of their residuals minus the
-//     residuals' median; when two uncensored ones in a row lie below the
-//     0.05 quantile, to the larger of theirs minus the median (a censored
-//     observation under the upper tail is skipped: its bound says nothing
-//     of a shift);
-//   - the margin Q(c): the conformal c-quantile of the prediction residuals
-//     d = e - L (L before the observation) over the lookback window: the
-//     k-th smallest of the n residuals, k = ceil(c (n+1)). A censored
-//     residual counts at its bound, which is how coverage scores a probe that
-//     timed out: covered exactly when the figure reaches the wait it was cut
-//     at.
-//
-// The forecast is exp(P(h) + L + Q(c)): the profile of the attempt's hour
-// of day, times the level, times the margin. Everything is causal: a
-// forecast for an instant t uses the observations before t alone.
-//
-// An observation may also be an hourly record's worst (N > 1: the largest
-// of N waits, see RecordObs). P(max of N <= x) = F(x)^N, so the margin then
-// takes the k-th smallest with k = ceil((n+1)/n × Σ c^N_i), which makes the
-// forecast a single attempt's quantile again; the profile and the level are
-// in units of the hourly worst, which the margin's residuals undo. A lane
-// should be fed one kind of observation, probes or hourly records.
+// Use NewCalibrator; the zero value is not usable.
 type Calibrator struct {
 	p      CalibratedParams
 	window int64 // nanoseconds
@@ -184,10 +103,8 @@ type Calibrator struct {
 	hours [24]orderedWindow[profileKey] // by hour of day
 	all   orderedWindow[profileKey]
 	resid orderedWindow[float64]
-	multi int // residuals in the window with N > 1
 	// waits holds, per hour of day, the prediction residuals d of the
-	// single uncensored observations: the wait distribution decisions
-	// weigh (Waits).
+	// uncensored observations: the wait distribution decisions weigh.
 	waits [24]orderedWindow[waitResid]
 
 	level      float64 // L = max(slow, fast)
@@ -200,19 +117,21 @@ type Calibrator struct {
 }
 
 // NewCalibrator returns an empty calibrator.
-func NewCalibrator(p CalibratedParams) (*Calibrator, error) {
-	p, err := p.withDefaults()
-	if err != nil {
-		return nil, err
+func NewCalibrator(p CalibratedParams) *Calibrator {
+	if p.LookbackDays <= 0 {
+		p.LookbackDays = DefaultCalibratedLookbackDays
+	}
+	if p.Location == nil {
+		p.Location = time.UTC
 	}
 	c := &Calibrator{p: p, window: int64(p.LookbackDays) * 24 * int64(time.Hour)}
 	for i := range c.hours {
 		c.hours[i].cmp = cmpProfileKey
-		c.waits[i].cmp = cmpWaitResid
+		c.waits[i].cmp = func(a, b waitResid) int { return cmp.Compare(a.d, b.d) }
 	}
 	c.all.cmp, c.all.lazy = cmpProfileKey, true // read only for an hour without observations
-	c.resid.cmp = cmpFloat
-	return c, nil
+	c.resid.cmp = cmp.Compare[float64]
+	return c
 }
 
 // ErrObsOrder is Add's answer to an observation older than the last one.
@@ -229,15 +148,10 @@ func (c *Calibrator) Add(o QueueObs) error {
 	}
 	c.last, c.seen = o.Time, true
 	t := o.Time.UnixNano()
-	at := t // the instant of the forecast the observation scores
-	if o.Span > 0 {
-		at++
-	}
 	lv := math.Log(max(o.Value, MinQueueObsS))
 	h := o.Time.In(c.p.Location).Hour()
-	c.evict(at, h)
-	n := max(o.N, 1)
-	if prof, ok := c.profile(h, at-c.window); ok {
+	c.evict(t, h)
+	if prof, ok := c.profile(h, t-c.window); ok {
 		e := lv - prof
 		d := e - c.level
 		hi, lo, med, detect := c.shiftBounds()
@@ -246,8 +160,8 @@ func (c *Calibrator) Add(o QueueObs) error {
 		if o.Censored {
 			upd = max(e, c.level)
 		}
-		c.slow = (1-c.p.Alpha)*c.slow + c.p.Alpha*upd
-		c.fast = (1-c.p.FastAlpha)*c.fast + c.p.FastAlpha*upd
+		c.slow = (1-calibratedAlpha)*c.slow + calibratedAlpha*upd
+		c.fast = (1-calibratedFastAlpha)*c.fast + calibratedFastAlpha*upd
 		switch {
 		case isHi && c.prevHi:
 			c.slow = min(e, c.prevE) - med
@@ -262,17 +176,14 @@ func (c *Calibrator) Add(o QueueObs) error {
 		if !o.Censored || isHi { // a bound below the tail says nothing of a shift
 			c.prevHi, c.prevLo, c.prevE = isHi, isLo, e
 		}
-		c.resid.add(t, d, n)
-		if n > 1 {
-			c.multi++
-		}
-		if n == 1 && !o.Censored {
-			c.waits[h].add(t, waitResid{d, math.Exp(d)}, 1)
+		c.resid.add(t, d)
+		if !o.Censored {
+			c.waits[h].add(t, waitResid{d, math.Exp(d)})
 		}
 	}
 	k := profileKey{censored: o.Censored, v: lv}
-	c.hours[h].add(t, k, n)
-	c.all.add(t, k, n)
+	c.hours[h].add(t, k)
+	c.all.add(t, k)
 	return nil
 }
 
@@ -289,50 +200,17 @@ func (c *Calibrator) Quantile(t time.Time, cov float64) (CalibratedFigure, bool)
 		return CalibratedFigure{}, false
 	}
 	q, n, warm := c.margin(cov, from)
-	f := CalibratedFigure{ProfileS: math.Exp(prof), Level: math.Exp(c.level), Margin: math.Exp(q),
-		Residuals: n, Warm: warm}
-	f.QueueS = math.Exp(prof + c.level + q)
-	return f, true
+	return CalibratedFigure{QueueS: math.Exp(prof + c.level + q), ProfileS: math.Exp(prof), Level: math.Exp(c.level),
+		Margin: math.Exp(q), Residuals: n, Warm: warm}, true
 }
-
-// CalibratedQuantile is the calibrated rule as a function (see Calibrator):
-// the forecast at coverage cov for an attempt at t, from the observations
-// before t (obs need not be sorted). It returns false when there are none.
-func CalibratedQuantile(p CalibratedParams, obs []QueueObs, t time.Time, cov float64) (CalibratedFigure, bool, error) {
-	if err := CheckCoverage(cov); err != nil {
-		return CalibratedFigure{}, false, fmt.Errorf("calibrated: %w", err)
-	}
-	c, err := NewCalibrator(p)
-	if err != nil {
-		return CalibratedFigure{}, false, err
-	}
-	sorted := slices.Clone(obs)
-	slices.SortStableFunc(sorted, func(a, b QueueObs) int { return a.Time.Compare(b.Time) })
-	for _, o := range sorted {
-		if !o.Time.Before(t) {
-			break
-		}
-		if err := c.Add(o); err != nil {
-			return CalibratedFigure{}, false, err
-		}
-	}
-	f, ok := c.Quantile(t, cov)
-	return f, ok, nil
-}
-
-// MinWaitSamples is how many ok waits a decision's distribution holds at
-// least (Waits): the hour of day's, with the neighbouring hours' added,
-// nearest first, while it holds fewer.
-const MinWaitSamples = 30
 
 // WaitDist is a lane's first-token wait distribution at an instant, for
-// the decisions (Decide): the observed ok waits of the hour of day over the
-// window (with neighbouring hours while there are fewer than
-// MinWaitSamples), each moved to the lane's level now: exp(P(h) + L + d)
-// for each of their prediction residuals d (the residual of a wait
-// against the profile and the level just before it). So the spread is
-// the hour's own, and a lane that runs twice as slow as its profile today
-// has its samples doubled. A zero WaitDist holds no wait.
+// the decisions (Decide): the ok waits of the hour of day over the window
+// (with neighbouring hours while there are fewer than MinWaitSamples),
+// each moved to the lane's level now: exp(P(h) + L + d) for each of their
+// prediction residuals d. So the spread is the hour's own, and a lane that
+// runs twice as slow as its profile today has its samples doubled. A zero
+// WaitDist holds no wait.
 type WaitDist struct {
 	c     *Calibrator
 	from  int64
@@ -342,14 +220,12 @@ type WaitDist struct {
 	// top is at least every residual held and total the sum of the live
 	// ones' exp: a wait past exp(base + top) counts them all.
 	top, total float64
-	waits      []float64 // Waits' sorted waits, without a calibrator
+	waits      []float64 // WaitsOf's sorted waits, without a calibrator
 }
 
 // waitResid is a residual d of a wait and exp(d), so that summing waits
 // takes no logarithm.
 type waitResid struct{ d, e float64 }
-
-func cmpWaitResid(a, b waitResid) int { return cmpFloat(a.d, b.d) }
 
 // WaitsOf returns the distribution of the waits given (seconds): for a
 // lane the rule has no observation of, its next_queue_s alone.
@@ -362,9 +238,7 @@ func WaitsOf(s ...float64) WaitDist {
 // Waits returns the wait distribution of an attempt at t (WaitDist), and
 // false when the calibrator has no observation to make it from.
 func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
-	if c.seen && t.Before(c.last) {
-		t = c.last
-	}
+	t = later(t, c.last)
 	from := t.UnixNano() - c.window
 	h := t.In(c.p.Location).Hour()
 	prof, ok := c.profile(h, from)
@@ -399,87 +273,55 @@ func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
 // N returns how many waits the distribution holds.
 func (w WaitDist) N() int { return w.n }
 
-// Count returns how many of its waits are at most s seconds.
-func (w WaitDist) Count(s float64) int {
+// Within returns how many of its waits are at most s seconds, and their
+// sum.
+func (w WaitDist) Within(s float64) (int, float64) {
 	if w.c == nil {
-		return sort.Search(len(w.waits), func(i int) bool { return w.waits[i] > s })
-	}
-	if !(s > 0) {
-		return 0
-	}
-	x := math.Log(s) - w.base
-	if x >= w.top {
-		return w.n
-	}
-	n := 0
-	for j := range 24 {
-		if w.hours&(1<<j) == 0 {
-			continue
-		}
-		ws := &w.c.waits[j]
-		n += sort.Search(len(ws.sorted), func(i int) bool { return ws.sorted[i].d > x })
-		for _, it := range ws.stale(w.from) {
-			if it.v.d <= x {
-				n--
-			}
-		}
-	}
-	return n
-}
-
-// Sum returns the sum of its waits that are at most s seconds.
-func (w WaitDist) Sum(s float64) float64 {
-	if w.c == nil {
+		k := sort.Search(len(w.waits), func(i int) bool { return w.waits[i] > s })
 		sum := 0.0
-		for _, v := range w.waits[:w.Count(s)] {
+		for _, v := range w.waits[:k] {
 			sum += v
 		}
-		return sum
+		return k, sum
 	}
 	if !(s > 0) {
-		return 0
+		return 0, 0
 	}
 	x := math.Log(s) - w.base
 	if x >= w.top {
-		return math.Exp(w.base) * w.total
+		return w.n, math.Exp(w.base) * w.total
 	}
-	sum := 0.0
+	n, sum := 0, 0.0
 	for j := range 24 {
 		if w.hours&(1<<j) == 0 {
 			continue
 		}
 		ws := &w.c.waits[j]
-		for _, r := range ws.sorted {
-			if r.d > x {
-				break
-			}
+		k := sort.Search(len(ws.sorted), func(i int) bool { return ws.sorted[i].d > x })
+		n += k
+		for _, r := range ws.sorted[:k] {
 			sum += r.e
 		}
 		for _, it := range ws.stale(w.from) {
 			if it.v.d <= x {
+				n--
 				sum -= it.v.e
 			}
 		}
 	}
-	return math.Exp(w.base) * sum
+	return n, math.Exp(w.base) * sum
 }
 
-// evict drops what is older than the window [t - lookback, t).
-//
-// Of the hours of day only h, the observation's, is evicted: the others
-// drop theirs when an observation of their own comes (within a day), and
-// until then their readers skip them (view, kth), so that an Add touches
-// one hour's window, not 24.
+// evict drops what is older than the window [t - lookback, t). Of the
+// hours of day only h, the observation's, is evicted: the others drop
+// theirs when an observation of their own comes, and until then their
+// readers skip them, so that an Add touches one hour's window, not 24.
 func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
-	c.hours[h].evict(from, nil)
-	c.waits[h].evict(from, nil)
-	c.all.evict(from, nil)
-	c.resid.evict(from, func(n int) {
-		if n > 1 {
-			c.multi--
-		}
-	})
+	c.hours[h].evict(from)
+	c.waits[h].evict(from)
+	c.all.evict(from)
+	c.resid.evict(from)
 }
 
 // profile returns P(h): the upper median of hour h's observations after
@@ -511,19 +353,11 @@ func (c *Calibrator) shiftBounds() (hi, lo, med float64, ok bool) {
 // margin returns Q(cov): the conformal quantile of the residuals from from
 // on, how many there are, and whether there are enough of them.
 func (c *Calibrator) margin(cov float64, from int64) (float64, int, bool) {
-	stale := c.resid.stale(from)
-	n := c.resid.len() - len(stale)
+	n := c.resid.len() - len(c.resid.stale(from))
 	if n == 0 {
 		return 0, 0, false
 	}
-	mass := cov * float64(n)
-	if c.multi > 0 {
-		mass = 0
-		for _, it := range c.resid.items[c.resid.head+len(stale):] {
-			mass += math.Pow(cov, float64(max(it.n, 1)))
-		}
-	}
-	k := int(math.Ceil(mass*float64(n+1)/float64(n) - 1e-9))
+	k := int(math.Ceil(cov*float64(n+1) - 1e-9))
 	if k > n {
 		return c.resid.kth(from, n), n, false
 	}
@@ -538,36 +372,20 @@ type profileKey struct {
 }
 
 func cmpProfileKey(a, b profileKey) int {
-	switch {
-	case a.censored != b.censored:
+	if a.censored != b.censored {
 		if a.censored {
 			return 1
 		}
 		return -1
-	case a.v < b.v:
-		return -1
-	case a.v > b.v:
-		return 1
 	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.v, b.v)
 }
 
 // orderedWindow holds the values of a time window twice: in arrival order
-// (to drop the oldest) and sorted by cmp (for order statistics).
-//
-// A lazy window keeps the arrival order alone and sorts a copy when asked
-// (view): for a window read rarely, so that adding and dropping cost no
-// shifting of the sorted values.
+// (to drop the oldest) and sorted by cmp (for order statistics). A lazy
+// window keeps the arrival order alone and sorts a copy when asked (view):
+// for a window read rarely, so that adding and dropping shift no sorted
+// values.
 type orderedWindow[T any] struct {
 	cmp    func(a, b T) int
 	lazy   bool
@@ -579,43 +397,26 @@ type orderedWindow[T any] struct {
 type windowItem[T any] struct {
 	t int64
 	v T
-	n int
 }
 
 func (w *orderedWindow[T]) len() int { return len(w.sorted) }
 
-func (w *orderedWindow[T]) add(t int64, v T, n int) {
-	w.items = append(w.items, windowItem[T]{t, v, n})
-	if w.lazy {
-		return
+func (w *orderedWindow[T]) add(t int64, v T) {
+	w.items = append(w.items, windowItem[T]{t, v})
+	if !w.lazy {
+		i, _ := slices.BinarySearchFunc(w.sorted, v, w.cmp)
+		w.sorted = slices.Insert(w.sorted, i, v)
 	}
-	i, _ := slices.BinarySearchFunc(w.sorted, v, w.cmp)
-	w.sorted = slices.Insert(w.sorted, i, v)
 }
 
-// view returns the sorted values of the items from from on, without
-// changing w: w's own slice when none is older, else a sorted copy without
-// the older ones. It is for small windows; kth does without the copy.
+// view returns the sorted values of a lazy window's items from from on.
 func (w *orderedWindow[T]) view(from int64) []T {
-	if w.lazy {
-		live := w.items[w.head+len(w.stale(from)):]
-		s := make([]T, len(live))
-		for i, it := range live {
-			s[i] = it.v
-		}
-		slices.SortFunc(s, w.cmp)
-		return s
+	live := w.items[w.head+len(w.stale(from)):]
+	s := make([]T, len(live))
+	for i, it := range live {
+		s[i] = it.v
 	}
-	stale := w.stale(from)
-	if len(stale) == 0 {
-		return w.sorted
-	}
-	s := slices.Clone(w.sorted)
-	for _, it := range stale {
-		if i, ok := slices.BinarySearchFunc(s, it.v, w.cmp); ok {
-			s = slices.Delete(s, i, i+1)
-		}
-	}
+	slices.SortFunc(s, w.cmp)
 	return s
 }
 
@@ -658,18 +459,14 @@ func (w *orderedWindow[T]) kth(from int64, k int) T {
 	return w.sorted[j]
 }
 
-// evict drops the items before from, calling gone (when not nil) with each
-// one's n.
-func (w *orderedWindow[T]) evict(from int64, gone func(n int)) {
+// evict drops the items before from.
+func (w *orderedWindow[T]) evict(from int64) {
 	for w.head < len(w.items) && w.items[w.head].t < from {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++
 		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok && !w.lazy {
 			w.sorted = slices.Delete(w.sorted, i, i+1)
-		}
-		if gone != nil {
-			gone(it.n)
 		}
 	}
 	if w.head > 64 && w.head*2 > len(w.items) {

@@ -69,9 +69,10 @@ type laneCand struct {
 // *scratch when that is not nil (a replay asks for a policy per job).
 //
 // With decisions each class gets the plan its objective prefers
-// (Cutover: cutover_after_s and free_first) over every eligible free
-// lane (each with the book's paid lane as its fallback), straight to the
-// paid lane, or nothing; the book's free lane is the free lane of the
+// (Cutover: cutover_after_s and free_first) over every eligible or
+// probe_failed free lane (each with the book's paid lane as its
+// fallback; DecisionInput.FreeFailed), straight to the paid lane, or
+// nothing; the book's free lane is the free lane of the
 // best free-first plan (ties: next_queue_s + next_gen_s, then name); the
 // class lists the eligible lanes with samples that fit the deadline alone
 // in the order of their plans' scores (the chosen plan's first lane first;
@@ -87,7 +88,7 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 		*scratch = dists
 		for i := range lanes {
 			dists[i] = WaitDist{}
-			if l := &lanes[i]; l.Kind == KindFree && l.Eligible {
+			if l := &lanes[i]; l.Kind == KindFree && (l.Eligible || l.Reason == ReasonProbeFailed) {
 				d, ok := waits(i)
 				if !ok {
 					d = WaitsOf(l.NextQueueS)
@@ -165,14 +166,15 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 			var bestFree *laneCand
 			for i := range cands {
 				x := &cands[i]
-				if !x.ok || !x.eligible {
+				failed := x.kind == KindFree && lanes[x.i].Reason == ReasonProbeFailed
+				if !x.ok || !x.eligible && !failed {
 					continue
 				}
 				if x.kind == KindPaid {
 					x.plan, x.has = Plan{Score: Score{Met: 1, USD: in.PaidUSD, TimeS: x.q + x.g}}, x.q+x.g <= cs.DeadlineS
 					continue
 				}
-				in.FreeEligible, in.FreeGenS, in.Free, in.FreeFailP = true, x.g, dists[x.i], lanes[x.i].FailShare()
+				in.FreeEligible, in.FreeFailed, in.FreeGenS, in.Free, in.FreeFailP = x.eligible, failed, x.g, dists[x.i], lanes[x.i].FailShare()
 				x.plan, x.has = in.FreeFirst()
 				if x.has && (bestFree == nil || Better(cs.Objective, x.plan.Score, bestFree.plan.Score) ||
 					(!Better(cs.Objective, bestFree.plan.Score, x.plan.Score) &&

@@ -6,15 +6,12 @@ import (
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// Objectives of a class (ClassSpec.Objective): what its decisions
-// optimise, in order (docs/policy.md, "The decision").
+// Objectives of a class (ClassSpec.Objective), what its decisions
+// optimise in order: meet the deadline at the class's coverage, then pay
+// the least, then wait the least (ObjectiveCost, the default); or the
+// deadline, then the least wait, then the least paid (ObjectiveTime).
 const (
-	// ObjectiveCost, the default: meet the deadline at the class's
-	// coverage, then pay the least, then wait the least.
 	ObjectiveCost = "cost"
-	// ObjectiveTime: meet the deadline at the class's coverage, then wait
-	// the least, then pay the least (a class whose time is worth more than
-	// its paid tokens).
 	ObjectiveTime = "time"
 )
 
@@ -97,6 +94,11 @@ type DecisionInput struct {
 	FreeGenS     float64
 	FreeFailP    float64
 	Free         WaitDist
+	// FreeFailed: the free lane's probe failed this hour (probe_failed,
+	// not FreeEligible). It may still be tried first, its failure priced
+	// in FreeFailP, with a cut-over after which the paid attempt fits:
+	// trying it costs time, never the deadline.
+	FreeFailed bool
 }
 
 // Plan is the decision (Cutover) with its Score, and Ships: the
@@ -108,30 +110,17 @@ type Plan struct {
 }
 
 // Decide returns the best plan for the job under the class's objective
-// (Better), among:
-//
-//   - free first with a cut-over at T, for T in CutoverGridS, the latest
-//     moment a paid attempt still fits (deadline_s − paid_queue_s −
-//     paid_gen_s) and the latest a free first token can still ship
-//     (deadline_s − free_gen_s), and no T past the latter;
-//   - paid first (free_first false), when the paid attempt fits;
-//   - nothing (free_first false, cutover_after_s 0), when nothing else
-//     meets the deadline at the class's coverage.
-//
-// A free plan is scored on its waits: of n ok waits, k at most T, it
-// ships with probability (1 − fail) k / (n+1) (the next attempt may be
-// slower than any seen), and otherwise cuts over at T. The cut-over's
-// paid attempt counts as met when T + paid_queue_s + paid_gen_s fits the
-// deadline, and costs PaidUSD; a free plan without that paid attempt
-// meets the deadline only when it ships.
-//
-// Under ObjectiveCost a T that leaves the paid attempt room meets the
-// deadline as surely as any other, and a later one pays no more (a first
-// token may come between two waits seen, where the observed count is
-// flat): the free lane is held until the latest candidate that fits
-// both bounds, whose Met and USD no other candidate beats. Under
-// ObjectiveTime (and when a paid attempt costs nothing) every candidate
-// is scored and the best taken. A figure that is not finite counts as no
+// (Better; docs/policy.md, "The decision"): free first with a cut-over at
+// T (every T of CutoverGridS, the latest moment the paid attempt still
+// fits, deadline_s − paid_queue_s − paid_gen_s, and the latest a free
+// first token can ship, deadline_s − free_gen_s, no T past the latter),
+// paid first when the paid attempt fits, or nothing. A free plan ships
+// with probability (1 − fail) k / (n+1), k of its n waits at most T, and
+// otherwise cuts over at T, its paid attempt met when T + paid_queue_s +
+// paid_gen_s fits the deadline. Under ObjectiveCost the latest T that
+// fits both bounds meets the deadline as surely as any and pays no more:
+// it alone is scored. Under ObjectiveTime (and when a paid attempt costs
+// nothing) every candidate is. A figure that is not finite counts as no
 // time left.
 func Decide(in DecisionInput) Plan {
 	best := Plan{Score: Score{TimeS: in.deadline()}} // nothing
@@ -172,15 +161,21 @@ func (in *DecisionInput) PaidFirst() (Plan, bool) {
 }
 
 // FreeFirst returns the best plan that starts on the free lane (see
-// Decide), and false when there is none: the lane is not eligible, has no
-// wait, or a first token at once would still not ship in time.
+// Decide), and false when there is none: the lane is neither eligible nor
+// FreeFailed with a paid attempt to cut over to, has no wait, or a first
+// token at once would still not ship in time.
 func (in *DecisionInput) FreeFirst() (Plan, bool) {
 	d := in.deadline()
 	useful := d - in.FreeGenS // the latest T a free plan may use
-	if !in.FreeEligible || in.Free.N() == 0 || !num.Finite(useful) || useful <= 0 {
+	latest, fits := in.latest()
+	if in.FreeFailed && !in.FreeEligible && fits {
+		useful = min(useful, latest) // the paid attempt must fit after the cut-over
+	} else if !in.FreeEligible {
 		return Plan{}, false
 	}
-	latest, fits := in.latest()
+	if in.Free.N() == 0 || !num.Finite(useful) || useful <= 0 {
+		return Plan{}, false
+	}
 	if !fits {
 		latest = math.Inf(-1)
 	}
@@ -219,11 +214,12 @@ func (in *DecisionInput) freePlan(t, d, latest float64) Plan {
 	if !num.Finite(ok) {
 		ok = 0
 	}
-	k := float64(in.Free.Count(t))
+	kn, sum := in.Free.Within(t)
+	k := float64(kn)
 	ships := ok * k / (n + 1)
 	shipTime := 0.0
 	if k > 0 {
-		shipTime = ok * (in.Free.Sum(t) + k*in.FreeGenS) / (n + 1)
+		shipTime = ok * (sum + k*in.FreeGenS) / (n + 1)
 	}
 	cut := 1 - ships
 	p := Plan{Cutover: Cutover{AfterS: t, FreeFirst: true}, Score: Score{Met: ships, TimeS: shipTime + cut*d}, Ships: ships}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestCalibratorWaits(t *testing.T) {
 		if !ok || w.N() < 40 || w.N() > 42 || w.hours != hoursSet(14) {
 			t.Fatalf("%d waits over hours %v, want the 14h's own ~42", w.N(), w.hours)
 		}
-		if k := w.Count(10); k < w.N()/3 || k > 2*w.N()/3 {
+		if k := w.count(10); k < w.N()/3 || k > 2*w.N()/3 {
 			t.Errorf("%d of %d waits at most the median 10 s", k, w.N())
 		}
 	})
@@ -58,10 +59,10 @@ func TestCalibratorWaits(t *testing.T) {
 			}
 		}
 		w, _ := c.Waits(at.Add(time.Hour))
-		if k := w.Count(25); k > w.N()/10 {
+		if k := w.count(25); k > w.N()/10 {
 			t.Errorf("after the lane turned four times slower, %d of %d waits still at most 25 s", k, w.N())
 		}
-		if k := w.Count(60); k < w.N()*9/10 {
+		if k := w.count(60); k < w.N()*9/10 {
 			t.Errorf("after the lane turned four times slower, only %d of %d waits at most 60 s", k, w.N())
 		}
 	})
@@ -112,33 +113,132 @@ func TestClassLanesInTheDecisionsOrder(t *testing.T) {
 	}
 }
 
+// chainChance is the failure chain worked out the long way: over the
+// probes of the lookback (days) before the newest, of those that followed
+// a probe like the newest (failed, or ok), (failed + 1) / (all + 2).
+func chainChance(ps []store.Probe, days int) float64 {
+	newest := &ps[len(ps)-1]
+	from := newest.Time.AddDate(0, 0, -days)
+	first := sort.Search(len(ps), func(i int) bool { return !ps[i].Time.Before(from) })
+	var after, failed float64
+	for i := first + 1; i < len(ps); i++ {
+		if ps[i-1].OK == newest.OK {
+			after++
+			if !ps[i].OK {
+				failed++
+			}
+		}
+	}
+	return (failed + 1) / (after + 2)
+}
+
+// upTo returns the probes before at and their hourly records: what a
+// store holds at that instant.
+func upTo(ps []store.Probe, at time.Time) ([]store.Probe, []store.Hourly) {
+	var out []store.Probe
+	byHour := map[[2]string][]store.Probe{}
+	var keys [][2]string
+	for _, p := range ps {
+		if !p.Time.Before(at) {
+			continue
+		}
+		out = append(out, p)
+		k := [2]string{p.Lane, p.Time.Truncate(time.Hour).Format(time.RFC3339)}
+		if byHour[k] == nil {
+			keys = append(keys, k)
+		}
+		byHour[k] = append(byHour[k], p)
+	}
+	var hs []store.Hourly
+	for _, k := range keys {
+		h := byHour[k][0]
+		hs = append(hs, store.Aggregate(h.Lane, h.Kind, "", h.Time.Truncate(time.Hour), byHour[k]))
+	}
+	return out, hs
+}
+
+// failingWorld: cutoverWorld with a free lane whose first two probes of
+// every sixth hour fail (2, 8, 14 and 20h, at :07 and :27): after a
+// failure the next fails one time in two.
+func failingWorld(rule string) (Params, []store.Probe, []store.Hourly) {
+	p, _, _ := cutoverWorld(rule)
+	end := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+	ps, hs := obsHistory(end, 20, func(t time.Time) (float64, bool) { return 10, !(t.Hour()%6 == 2 && t.Minute() < 30) })
+	pp, ph := constantLane("paid", KindPaid, 2, end, 20)
+	return p, append(ps, pp...), append(hs, ph...)
+}
+
 // A probe that failed this hour makes the lane ineligible this hour (the
-// seed's rule, under either rule); under the calibrated rule a failure of
-// the hour before, still the basis while this hour has no probe, is
-// priced instead: the lane is eligible and its decisions take a third of
-// its attempts to fail (FailShare). The worst-of rule keeps the ban.
-func TestFailureOfTheHourBeforeIsPriced(t *testing.T) {
-	end := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
-	failed := end.Add(-time.Hour + 27*time.Minute) // 13:27
-	ps, hs := obsHistory(end, 20, func(t time.Time) (float64, bool) { return 10, !t.Equal(failed) })
+// seed's rule, under either rule: probe_failed in the file, never in a
+// class's lanes nor the book's free_eligible). Under the calibrated rule
+// the class's decision may still start a job on it, its failure priced by
+// the lane's chance of a failure after a failure (or after an ok probe,
+// by its newest probe), the cut-over leaving the paid attempt room (60 s:
+// 57 s); a failure of the hour before, still the basis while this hour has
+// no probe, is priced and the lane eligible. The worst-of rule keeps the
+// ban: its jobs start on the paid lane.
+func TestFailureOfTheHourIsPriced(t *testing.T) {
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		rule   string
 		at     time.Time
 		reason string
-		share  float64
+		start  string
 	}{
-		{RuleCalibrated, end.Add(-10 * time.Minute), ReasonProbeFailed, -1}, // 13:50: this hour's failure
-		{RuleMax, end.Add(-10 * time.Minute), ReasonProbeFailed, -1},
-		{RuleCalibrated, end, ReasonOK, 1.0 / 3}, // 14:00: the basis is 13h
-		{RuleMax, end, ReasonProbeFailed, -1},
+		{RuleCalibrated, h.Add(30 * time.Minute), ReasonProbeFailed, "free"}, // the newest probe (14:27) failed
+		{RuleCalibrated, h.Add(50 * time.Minute), ReasonProbeFailed, "free"}, // the newest (14:47) was ok
+		{RuleMax, h.Add(50 * time.Minute), ReasonProbeFailed, "paid"},
+		{RuleCalibrated, h.Add(time.Hour), ReasonOK, "free"}, // 15:00: the basis is 14h
+		{RuleMax, h.Add(time.Hour), ReasonProbeFailed, "paid"},
 	} {
-		f := ForHourProbes(obsParams(tc.rule), hs, ps, nil, tc.at)
-		l := f.Lanes[0]
-		if l.Reason != tc.reason || (tc.share >= 0 && math.Abs(l.FailShare()-tc.share) > 1e-9) {
-			t.Errorf("%s at %s: %s, fail share %v; want %s, %v", tc.rule, tc.at.Format("15:04"), l.Reason, l.FailShare(), tc.reason, tc.share)
+		p, all, _ := failingWorld(tc.rule)
+		ps, hs := upTo(all, tc.at)
+		before := slices.DeleteFunc(slices.Clone(ps), func(p store.Probe) bool { return p.Lane != "free" })
+		f := ForHourProbes(p, hs, ps, nil, tc.at)
+		l, c := f.Lanes[0], f.Classes[0]
+		lane, cut := c.Start()
+		if l.Reason != tc.reason || lane != tc.start || c.Book.FreeEligible != (tc.reason == ReasonOK) || slices.Contains(c.Lanes, "free") != (tc.reason == ReasonOK) {
+			t.Errorf("%s at %s: %s, start %s, book free_eligible %v, lanes %v; want %s, start %s", tc.rule, tc.at.Format("15:04"), l.Reason, lane, c.Book.FreeEligible, c.Lanes, tc.reason, tc.start)
 		}
-		if tc.reason == ReasonOK && !f.Classes[0].Book.FreeEligible {
-			t.Errorf("%s at %s: the book's free lane is not eligible", tc.rule, tc.at.Format("15:04"))
+		if tc.rule == RuleMax {
+			continue
+		}
+		if want := chainChance(before, 14); math.Abs(l.FailShare()-want) > 1e-12 {
+			t.Errorf("%s: fail share %v, want %v", tc.at.Format("15:04"), l.FailShare(), want)
+		}
+		if c.Cutover == nil || *c.Cutover != (Cutover{AfterS: 57, FreeFirst: true}) || !cut {
+			t.Errorf("%s: decision %+v (cut %v), want free first until 57 s", tc.at.Format("15:04"), c.Cutover, cut)
+		}
+	}
+	// The chance after a failure is about one in two, after an ok probe
+	// about one in seventeen.
+	_, ps, _ := failingWorld(RuleCalibrated)
+	at27 := slices.IndexFunc(ps, func(p store.Probe) bool { return p.Time.Equal(h.Add(27 * time.Minute)) })
+	if a, b := chainChance(ps[:at27+1], 14), chainChance(ps[:at27+2], 14); math.Abs(a-0.5) > 0.02 || math.Abs(b-1.0/17) > 0.01 {
+		t.Errorf("the world's chances: %v after a failure, %v after an ok probe", a, b)
+	}
+}
+
+// A lane whose probe failed this hour is tried first only where the paid
+// attempt fits after the cut-over: with a paid lane too slow for the
+// deadline (70 s), the same lane eligible would be held to the last
+// moment its own answer can ship, but failed it is not tried: nothing is
+// sent.
+func TestFailedLaneNeedsThePaidAttempt(t *testing.T) {
+	p, _, _ := cutoverWorld(RuleCalibrated)
+	p.Classes = p.Classes[:1]
+	end := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+	pp, ph := constantLane("paid", KindPaid, 70, end, 20)
+	for _, tc := range []struct {
+		failing bool
+		want    Cutover
+	}{{false, Cutover{AfterS: 59, FreeFirst: true}}, {true, Cutover{}}} {
+		ps, hs := obsHistory(end, 20, func(t time.Time) (float64, bool) {
+			return 10, !(tc.failing && t.Hour() == 14 && t.Day() == 30 && t.Minute() < 30)
+		})
+		c := ForHourProbes(p, append(hs, ph...), append(ps, pp...), nil, end.Add(-30*time.Minute)).Classes[0]
+		if c.Cutover == nil || *c.Cutover != tc.want {
+			t.Errorf("failing %v: decision %+v, want %+v", tc.failing, c.Cutover, tc.want)
 		}
 	}
 }
@@ -233,4 +333,10 @@ func TestObjectiveTimeInFile(t *testing.T) {
 	if _, err := ParseFile(bytes.Replace(data, []byte("objective: time"), []byte("objective: speed"), 1)); err == nil || !strings.Contains(err.Error(), "objective") {
 		t.Errorf("an unknown objective: %v", err)
 	}
+}
+
+// count returns how many of its waits are at most s seconds.
+func (w WaitDist) count(s float64) int {
+	k, _ := w.Within(s)
+	return k
 }

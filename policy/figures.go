@@ -114,34 +114,22 @@ func (s *stat) lane(spec LaneSpec) Lane {
 	}
 }
 
-// ceil2 rounds a wait up to the next 0.01 (clock noise under 10 ns does not
-// count), so that a policy file never under-states it. Non-finite or negative
-// values give 0.
-func ceil2(x float64) float64 {
+// ceil2 rounds a wait up to the next 0.01 (clock noise under 10 ns does
+// not count), so that a policy file never under-states it; floor2 rounds
+// a rate down, its safe side. Non-finite or negative values give 0.
+func ceil2(x float64) float64 { return round2(x, math.Ceil, -1e-6) }
+
+func floor2(x float64) float64 { return round2(x, math.Floor, 1e-6) }
+
+func round2(x float64, to func(float64) float64, noise float64) float64 {
 	if !num.Finite(x) || x <= 0 {
 		return 0
 	}
 	if x >= 1e15 { // no hundredths left to round
-		return math.Ceil(x)
+		return to(x)
 	}
-	v := math.Ceil(x*100-1e-6) / 100
-	if !num.Finite(v) || v <= 0 {
-		return 0
+	if v := to(x*100+noise) / 100; num.Finite(v) && v > 0 {
+		return v
 	}
-	return v
-}
-
-// floor2 rounds a rate down to 0.01, the safe side for a rate.
-func floor2(x float64) float64 {
-	if !num.Finite(x) || x <= 0 {
-		return 0
-	}
-	if x >= 1e15 {
-		return math.Floor(x)
-	}
-	v := math.Floor(x*100+1e-6) / 100
-	if !num.Finite(v) || v <= 0 {
-		return 0
-	}
-	return v
+	return 0
 }

@@ -7,28 +7,20 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// Forecast returns 24 forecast policies for the day holding `day` (in
-// p.Location), one per wall-clock hour 00..23, from the same hour of day on each
-// of the previous p.LookbackDays days alone (basis: forecast), at every
-// site. A lane is eligible when that history holds at least one ok probe and
-// no failed probe (the calibrated rule: at least one ok probe, see
-// ForecastProbes); with no history at that hour its reason is
+// ForecastProbes returns 24 forecast policies for the day holding `day`
+// (in p.Location), one per wall-clock hour 00..23, from the same hour of
+// day on each of the previous p.LookbackDays days alone (basis: forecast),
+// at every site; records and probes of the day itself or later are
+// ignored. A lane is eligible when that history holds an ok probe and no
+// failed one (the calibrated rule: an ok probe, its failures priced in the
+// decisions); with no history at that hour its reason is
 // no_recent_sample; while its quota is spent (state.QuotaUntil after the
-// hour's start) it is quota_exhausted. Records from the day itself or later
-// are ignored.
-func Forecast(p Params, recs []store.Hourly, states []LaneState, day time.Time) []File {
-	return ForecastProbes(p, recs, nil, states, day)
-}
-
-// ForecastProbes is Forecast with the lanes' probes, which the calibrated
-// rule (p.Rule) learns from: those before the day count. Its next_queue_s
-// a day ahead is the day-ahead form of the rule (CalibratedParams.DayAhead:
-// the hour of day's profile times a margin of the residuals against the
-// profile alone, so that it covers a forecast made before the day), never
-// under the worst-of figure while the margin is cold. Each class's
-// decision (Decide) reads the free lanes' day-ahead waits of the hour
-// (Calibrator.Waits), and a lane whose lookback holds an ok probe is
-// eligible, its failures priced there rather than banning the hour.
+// hour's start) it is quota_exhausted.
+//
+// Under the calibrated rule next_queue_s is the rule's day-ahead form
+// (CalibratedParams.DayAhead), never under the worst-of figure while its
+// margin is cold, and each class's decision reads the free lanes'
+// day-ahead waits of the hour.
 func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, day time.Time) []File {
 	loc := store.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
@@ -38,65 +30,38 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			x.Add(r)
 		}
 	}
-	// The calibrated rule's state at the day's start, one per lane.
-	cals := map[string]*Calibrator{}
+	cals := map[string]*Calibrator{} // the rule's state at the day's start
 	if p.Calibrated() {
 		for _, pr := range sortedProbes(probes) {
 			o, ok := ProbeObs(pr)
 			if !ok || civilOf(pr.Time.In(loc)) >= d {
 				continue
 			}
-			c := cals[pr.Lane]
-			if c == nil {
-				var err error
-				if c, err = NewCalibrator(CalibratedParams{LookbackDays: p.LookbackDays, Location: loc, DayAhead: true}); err != nil {
-					continue // the defaults are valid
-				}
-				cals[pr.Lane] = c
+			if cals[pr.Lane] == nil {
+				cals[pr.Lane] = NewCalibrator(CalibratedParams{LookbackDays: p.LookbackDays, Location: loc, DayAhead: true})
 			}
-			_ = c.Add(o) // in time order
+			_ = cals[pr.Lane].Add(o) // in time order
 		}
-	}
-	queue := func(lane string, at time.Time, cov, worst float64) float64 {
-		c := cals[lane]
-		if c == nil {
-			return worst
-		}
-		f, ok := c.Quantile(at, cov)
-		if !ok {
-			return worst
-		}
-		q := f.QueueS
-		if !f.Warm {
-			q = max(q, worst)
-		}
-		return min(ceil2(q), MaxSeconds)
 	}
 	files := make([]File, 24)
 	for hr := range files {
-		f := File{
-			Hour:     fmt.Sprintf("%04d-%02d-%02dT%02d", d/10000, d/100%100, d%100, hr),
-			Timezone: loc.String(),
-			Basis:    BasisForecast,
-		}
+		f := File{Hour: fmt.Sprintf("%04d-%02d-%02dT%02d", d/10000, d/100%100, d%100, hr), Timezone: loc.String(), Basis: BasisForecast}
 		if p.Calibrated() {
 			f.Rule, f.Coverage = RuleCalibrated, p.CoverageOr()
 		}
 		start := time.Date(int(d/10000), time.Month(d/100%100), int(d%100), hr, 0, 0, 0, loc)
 		worst := make([]float64, 0, len(p.Lanes))
 		sites := map[string]bool{}
-		f.Lanes = make([]Lane, 0, len(p.Lanes))
 		for _, spec := range p.Lanes {
 			lh := x.lanes[spec.Name]
 			state := stateOf(states, spec.Name)
 			var s stat
 			if lh != nil {
 				for _, u := range x.lookbackHours(d, hr, p.LookbackDays) {
-					rs := lh.byHour[u]
-					for i := range rs {
-						if rs[i].Samples > 0 {
-							s.add(&rs[i])
-							sites[rs[i].Site] = true
+					for i := range lh.byHour[u] {
+						if r := &lh.byHour[u][i]; r.Samples > 0 {
+							s.add(r)
+							sites[r.Site] = true
 						}
 					}
 				}
@@ -104,7 +69,7 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			l := s.lane(spec)
 			worst = append(worst, l.NextQueueS)
 			if p.Calibrated() {
-				l.NextQueueS = queue(spec.Name, start, p.CoverageOr(), l.NextQueueS)
+				l.NextQueueS = calibratedQueue(cals[spec.Name], start, p.CoverageOr(), l.NextQueueS)
 			}
 			switch {
 			case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
@@ -114,8 +79,6 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			case s.records == 0:
 				l.Reason = ReasonNoRecentSample
 			case s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()):
-				// The calibrated rule prices the failures in its
-				// decisions instead (failures / samples).
 				l.Reason = ReasonProbeFailed
 			default:
 				l.Reason = ReasonOK
@@ -126,29 +89,8 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			f.Lanes = append(f.Lanes, l)
 		}
 		f.Sites = siteList(sites)
-		f.Classes = Classes(p, f.Lanes)
-		if p.Calibrated() {
-			qs := make([][]float64, len(p.Classes))
-			for ci, cs := range p.Classes {
-				if cov := p.ClassCoverage(cs); cov != p.CoverageOr() {
-					qs[ci] = make([]float64, len(f.Lanes))
-					for li, l := range f.Lanes {
-						qs[ci][li] = queue(l.Name, start, cov, worst[li])
-					}
-				}
-			}
-			f.Classes = classesWith(p, f.Lanes, qs, func(i int) (WaitDist, bool) {
-				c := cals[f.Lanes[i].Name]
-				if c == nil {
-					return WaitDist{}, false
-				}
-				return c.Waits(start)
-			}, nil)
-			for ci := range f.Classes {
-				f.Classes[ci].Coverage = p.ClassCoverage(p.Classes[ci])
-				f.Classes[ci].Objective = ObjectiveOr(p.Classes[ci].Objective)
-			}
-		}
+		f.Classes = classesAt(p, f.Lanes, start, func(i int) *Calibrator { return cals[f.Lanes[i].Name] },
+			func(i int) float64 { return worst[i] }, nil)
 		files[hr] = f
 	}
 	return files

@@ -16,24 +16,24 @@ import (
 type History struct {
 	loc     *time.Location
 	lanes   map[string]*laneHistory
-	keys    []lookKeys // the hours a lookback reads, shared by every lane
-	waitBuf []WaitDist // ClassesAt's lanes' wait distributions, reused
+	keys    map[lookKey][]int64 // the hours a lookback reads, shared by every lane
+	waitBuf []WaitDist          // ClassesAt's lanes' wait distributions, reused
 }
 
-// lookKeys are the hour starts (Unix s) of wall-clock hour hh on each of
-// the days days before date d.
-type lookKeys struct {
-	d    civil
-	hh   int
-	days int
-	keys []int64
+// lookKey names the hour starts of wall-clock hour hh on each of the days
+// days before date d.
+type lookKey struct {
+	d        civil
+	hh, days int
 }
 
 // laneHistory is one lane's records and what its figures keep of them.
 type laneHistory struct {
-	byHour map[int64][]rec // hour start (Unix s) → one record per site
-	ever   int             // records with samples
-	looks  []lookMemo      // LaneAt's lookback figures, per lookback
+	byHour map[int64][]rec       // hour start (Unix s) → one record per site
+	ever   int                   // records with samples
+	looks  map[memoKey]*lookMemo // LaneAt's lookback figures
+	// lastMemo is at least the latest hour of looks (Unix s)
+	lastMemo int64
 	// The hour of the newest Add and its records, where a replay reads
 	// its basis from.
 	lastKey  int64
@@ -41,7 +41,7 @@ type laneHistory struct {
 	// The calibrated rule's observations (AddProbe), in time order, and its
 	// calibrators, one per lookback; obsBase counts the observations
 	// dropped from the front of obs since the calibrators started.
-	obs     []QueueObs
+	obs     []obsEntry
 	obsBase int
 	cals    []laneCal
 }
@@ -63,22 +63,25 @@ func (lh *laneHistory) hour(k int64) []rec {
 	return lh.byHour[k]
 }
 
-// lookMemo is the lookback part of a lane's figures for one hour: the same
-// wall-clock hour on each of the previous days records with samples. Add
-// drops it when a record of an earlier hour changes; records of the hour
-// itself and later are not part of it. A replay asks for the same lane
-// and hour after every probe of that hour, and the lookback records are
-// the bulk of the work.
+// lookMemo is the lookback part of a lane's figures for one hour and
+// lookback (memoKey): the same wall-clock hour on each of the previous
+// days' records with samples, and the newest of them (Unix s; MinInt64:
+// none). Add drops it when a record of an earlier hour changes. A replay
+// asks for the same lane and hour after every probe of that hour, and the
+// lookback records are the bulk of the work.
 type lookMemo struct {
-	hour   int64 // the policy's hour (Unix s)
-	days   int   // LookbackDays
 	stat   stat
-	newest int64 // the newest record in stat (Unix s); MinInt64: none
+	newest int64
+}
+
+type memoKey struct {
+	hour int64 // the policy's hour, Unix s
+	days int
 }
 
 // NewHistory returns an empty History keying hours in loc (nil: UTC).
 func NewHistory(loc *time.Location) *History {
-	return &History{loc: store.OrUTC(loc), lanes: map[string]*laneHistory{}}
+	return &History{loc: store.OrUTC(loc), lanes: map[string]*laneHistory{}, keys: map[lookKey][]int64{}}
 }
 
 // HourHistory is the History that ForHourProbes makes for the live policy
@@ -105,7 +108,13 @@ func (x *History) Add(r store.Hourly) {
 	k := r.Hour.Unix()
 	n := rec{Site: r.Site, At: k, WorstQueueS: r.WorstQueueS, WorstCensoredS: r.WorstCensoredS, MinTokPerS: r.MinTokPerS,
 		Samples: int(r.Samples), Failures: int(r.Failures)}
-	lh.looks = slices.DeleteFunc(lh.looks, func(m lookMemo) bool { return k < m.hour })
+	if k < lh.lastMemo {
+		for m := range lh.looks {
+			if k < m.hour {
+				delete(lh.looks, m)
+			}
+		}
+	}
 	rs := lh.hour(k)
 	for i := range rs {
 		if rs[i].Site == r.Site {
@@ -152,75 +161,52 @@ func (x *History) Drop(before time.Time) {
 			dropped = true
 		}
 		if dropped {
-			lh.looks = lh.looks[:0]
+			clear(lh.looks)
 			lh.lastKey, lh.lastRecs = 0, nil
 		}
 	}
 }
 
 // lookback returns the lane's lookback figures for hour h over days days,
-// from the memo when it holds them.
+// from the memo when it holds them (a few hours: a replay asks for two in
+// turn, under each lookback it sweeps).
 func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
-	u := h.Unix()
-	for i := range lh.looks {
-		if m := &lh.looks[i]; m.hour == u && m.days == days {
-			return m
-		}
+	k := memoKey{h.Unix(), days}
+	if m := lh.looks[k]; m != nil {
+		return m
 	}
-	m := lookMemo{hour: u, days: days, newest: math.MinInt64}
+	m := &lookMemo{newest: math.MinInt64}
 	lt := h.In(x.loc)
-	for _, k := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
-		rs := lh.byHour[k]
+	for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
+		rs := lh.byHour[u]
 		for i := range rs {
 			if rs[i].Samples > 0 {
 				m.stat.add(&rs[i])
-				m.newest = max(m.newest, k)
+				m.newest = max(m.newest, u)
 			}
 		}
 	}
-	// A few memos per lane (a replay asks for two hours in turn, under
-	// each lookback it sweeps); the oldest hour makes room.
-	if len(lh.looks) < maxLookMemos {
-		lh.looks = append(lh.looks, m)
-		return &lh.looks[len(lh.looks)-1]
+	if len(lh.looks) >= 32 {
+		clear(lh.looks)
 	}
-	old := 0
-	for i := range lh.looks {
-		if lh.looks[i].hour < lh.looks[old].hour {
-			old = i
-		}
-	}
-	lh.looks[old] = m
-	return &lh.looks[old]
+	lh.looks[k] = m
+	lh.lastMemo = max(lh.lastMemo, k.hour)
+	return m
 }
 
-// maxLookMemos is how many lookback memos a lane keeps.
-const maxLookMemos = 8
-
 // lookbackHours returns the starts (Unix s) of wall-clock hour hh on each
-// of the days days before date d: one a day, two on a day that repeats
-// the hour, none on a day that skips it. The last few answers are kept:
-// every lane of a policy asks the same.
+// of the days days before date d (see the package function), from the
+// cache every lane of a policy shares.
 func (x *History) lookbackHours(d civil, hh, days int) []int64 {
-	for i := range x.keys {
-		if k := &x.keys[i]; k.d == d && k.hh == hh && k.days == days {
-			return k.keys
-		}
+	k := lookKey{d, hh, days}
+	if ks, ok := x.keys[k]; ok {
+		return ks
 	}
-	k := lookKeys{d: d, hh: hh, days: days}
-	k.keys = lookbackHours(nil, x.loc, d, hh, days)
-	if len(x.keys) < maxLookMemos {
-		x.keys = append(x.keys, k)
-	} else {
-		old := 0
-		for i := range x.keys {
-			if x.keys[i].d < x.keys[old].d || x.keys[i].d == x.keys[old].d && x.keys[i].hh < x.keys[old].hh {
-				old = i
-			}
-		}
-		x.keys[old] = k
+	if len(x.keys) >= 64 {
+		clear(x.keys)
 	}
-	return k.keys
+	x.keys[k] = lookbackHours(nil, x.loc, d, hh, days)
+	return x.keys[k]
 }
 
 // lookbackHours appends to keys the starts (Unix s) of wall-clock hour hh

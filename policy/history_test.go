@@ -60,3 +60,73 @@ func TestHourHistoryIsForHourProbes(t *testing.T) {
 		}
 	}
 }
+
+// At the October fall-back in Europe/London, Go resolves 01:00 to the
+// second occurrence (GMT); both 01:00 hours are the same hour of day and
+// both count in a lookback (issue 22 #8: t.Add(-time.Hour) → t.Add(time.Hour)
+// dropped the first, BST one).
+func TestLookbackLondonFallBack(t *testing.T) {
+	lon := mustLoc(t, "Europe/London")
+	bst := time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC) // 01:00 BST
+	gmt := time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC) // 01:00 GMT
+	if got := time.Date(2026, 10, 25, 1, 0, 0, 0, lon); !got.Equal(gmt) {
+		t.Fatalf("Go resolves 01:00 to %v; the test assumes the second 01:00", got.UTC())
+	}
+	h := time.Date(2026, 10, 26, 1, 0, 0, 0, time.UTC) // 01:00 GMT the day after
+	recs := []store.Hourly{
+		mtRec("a", KindFree, "", bst, 30, 40, 0),
+		mtRec("a", KindFree, "", gmt, 10, 20, 0),
+		mtRec("a", KindFree, "", h, 5, 50, 0),
+		mtRec("a", KindFree, "", time.Date(2026, 10, 25, 2, 0, 0, 0, time.UTC), 99, 1, 0),  // 02:00 GMT: another hour
+		mtRec("a", KindFree, "", time.Date(2026, 10, 24, 23, 0, 0, 0, time.UTC), 98, 1, 0), // 00:00 BST
+	}
+	p := Params{Location: lon, LookbackDays: 1, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
+	f := ForHour(p, recs, nil, h)
+	if l := mtLane(t, f, "a"); l.NextQueueS != 30 || l.TokPerS != 20 || l.Samples != 9 || f.Records != 3 || f.Hour != "2026-10-26T01" {
+		t.Errorf("live: %+v, %d records, hour %s; want queue 30, 20 tok/s, 9 samples, 3 records", l, f.Records, f.Hour)
+	}
+	x := NewHistory(lon)
+	for _, r := range recs {
+		x.Add(r)
+	}
+	if l := x.LaneAt(p, p.Lanes[0], LaneState{Lane: "a"}, h); l.NextQueueS != 30 || l.Samples != 9 {
+		t.Errorf("LaneAt: %+v", l)
+	}
+	fc := ForecastProbes(p, recs, nil, nil, h)[1]
+	if l := mtLane(t, fc, "a"); l.NextQueueS != 30 || l.Samples != 6 || fc.Records != 2 {
+		t.Errorf("forecast 01: %+v, %d records; want queue 30 from 6 samples", l, fc.Records)
+	}
+	_, look := p.ReadHours(h)
+	if len(look) != 2 || !look[0].Equal(bst) || !look[1].Equal(gmt) {
+		t.Errorf("lookback hours %v, want %v and %v", look, bst, gmt)
+	}
+	// The day of the change itself: 01:00 GMT's basis is 01:00 BST, the
+	// hour before it.
+	f = ForHour(Params{Location: lon, Lanes: p.Lanes}, recs[:1], nil, gmt)
+	if l := mtLane(t, f, "a"); l.Reason != ReasonOK || l.NextQueueS != 30 || f.Hour != "2026-10-25T01" {
+		t.Errorf("the second 01:00: %+v, hour %s", l, f.Hour)
+	}
+}
+
+// The History keeps the records of the newest hour added at hand; after a
+// Drop that hand is empty, and an hour that starts at Unix second 0 (the
+// key the emptied hand holds) is read from the index like any other.
+func TestHistoryHourZeroAfterDrop(t *testing.T) {
+	epoch := time.Unix(0, 0).UTC()
+	x := NewHistory(time.UTC)
+	x.Add(store.Hourly{Lane: "a", Kind: KindFree, Hour: epoch.Add(-time.Hour), WorstQueueS: 9, MinTokPerS: 40, Samples: 1})
+	x.Add(store.Hourly{Lane: "a", Kind: KindFree, Hour: epoch, WorstQueueS: 3, MinTokPerS: 40, Samples: 2})
+	x.Drop(epoch)
+	p := Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
+	if l := x.LaneAt(p, p.Lanes[0], LaneState{Lane: "a"}, epoch); l.Reason != ReasonOK || l.NextQueueS != 3 || l.Samples != 2 {
+		t.Errorf("after the drop: %+v; want the 00:00 record alone (queue 3, 2 samples)", l)
+	}
+	// Adding to the hour after the drop replaces its record in place.
+	x.Add(store.Hourly{Lane: "a", Kind: KindFree, Hour: epoch, WorstQueueS: 4, MinTokPerS: 40, Samples: 5})
+	if l := x.LaneAt(p, p.Lanes[0], LaneState{Lane: "a"}, epoch); l.NextQueueS != 4 || l.Samples != 5 {
+		t.Errorf("after the replace: %+v", l)
+	}
+	if f := x.ForHour(p, nil, epoch); !slices.Equal([]int{f.Lanes[0].Samples, f.Records}, []int{5, 1}) {
+		t.Errorf("ForHour: %+v", f)
+	}
+}

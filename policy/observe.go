@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -22,46 +23,129 @@ func ProbeObs(p store.Probe) (QueueObs, bool) {
 	return QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}, true
 }
 
+// probeFailed says whether p counts in a lane's failure chain (failChain)
+// and whether it failed: an ok probe, or a failure of the lane (a 429
+// that is not busy, an error, a timeout); not a busy 429 (no failure, as
+// in an hour's record), nor a reservation, a cancelled or an unsent probe
+// (not the lane's doing).
+func probeFailed(p store.Probe) (failed, counts bool) {
+	switch {
+	case p.OK:
+		return false, true
+	case p.Outcome == store.OutcomeReserved || p.Outcome == store.OutcomeCancelled || p.Outcome == store.OutcomeUnsent || store.Busy(p):
+		return false, false
+	}
+	return true, true
+}
+
+// obsEntry is one probe of a lane as the calibrated rule keeps it: its
+// observation of the queue (when queue), its place in the failure chain
+// (state: 0 none, 1 ok, 2 failed) and the chain's pairs of consecutive
+// probes up to it, cum[previous failed][this failed], counted from the
+// first entry kept.
+type obsEntry struct {
+	QueueObs
+	queue bool
+	state int8
+	cum   [2][2]int32
+}
+
 // laneCal is a calibrator of one lane for one lookback, fed the lane's
-// observations up to fed (a count from the first one ever added).
+// entries up to fed (a count from the first one ever added).
 type laneCal struct {
 	days int
 	cal  *Calibrator
 	fed  int
 }
 
-// AddProbe adds a probe as an observation of the calibrated rule (see
-// ProbeObs; probes that are not one are ignored). Probes come in time
+// AddProbe adds a probe for the calibrated rule: its observation of the
+// queue (ProbeObs) and its place in the lane's failure chain
+// (probeFailed); a probe that is neither is ignored. Probes come in time
 // order; an earlier one is put in its place and the lane's calibrators
 // start over. The calibrated rule reads these; the worst-of rule reads the
 // hourly records alone.
 func (x *History) AddProbe(p store.Probe) {
-	o, ok := ProbeObs(p)
-	if !ok {
+	o, queue := ProbeObs(p)
+	failed, counts := probeFailed(p)
+	if !queue && !counts {
 		return
+	}
+	e := obsEntry{QueueObs: QueueObs{Time: p.Time}, queue: queue}
+	if queue {
+		e.QueueObs = o
+	}
+	if counts {
+		e.state = 1
+		if failed {
+			e.state = 2
+		}
 	}
 	lh := x.lane(p.Lane)
-	n := len(lh.obs)
-	if n == 0 || !o.Time.Before(lh.obs[n-1].Time) {
-		lh.obs = append(lh.obs, o)
-		return
+	i := len(lh.obs)
+	if i > 0 && p.Time.Before(lh.obs[i-1].Time) {
+		i, _ = slices.BinarySearchFunc(lh.obs, p.Time, func(a obsEntry, t time.Time) int {
+			if a.Time.After(t) {
+				return 1
+			}
+			return -1
+		})
+		lh.cals = lh.cals[:0]
+		lh.obsBase = 0 // the counts restart with the calibrators
 	}
-	i, _ := slices.BinarySearchFunc(lh.obs, o.Time, func(a QueueObs, t time.Time) int {
-		if a.Time.After(t) {
-			return 1
+	lh.obs = slices.Insert(lh.obs, i, e)
+	for ; i < len(lh.obs); i++ { // the chain's counts from the new entry on
+		c := &lh.obs[i]
+		c.cum = [2][2]int32{}
+		prev := i - 1
+		for prev >= 0 && lh.obs[prev].state == 0 {
+			prev--
 		}
-		return -1
-	})
-	lh.obs = slices.Insert(lh.obs, i, o)
-	lh.cals = lh.cals[:0]
-	lh.obsBase = 0 // the counts restart with the calibrators
+		if prev >= 0 {
+			c.cum = lh.obs[i-1].cum
+			if c.state != 0 {
+				c.cum[lh.obs[prev].state-1][c.state-1]++
+			}
+		}
+	}
+}
+
+// failChance returns the chance the decisions give the lane's next attempt
+// of failing, from its failure chain over the lookback of days (<= 0: the
+// calibrated rule's default) before its newest probe that counts: of the
+// probes that followed one like it (failed, or ok), the share that failed,
+// (failed + 1) / (followed + 2), so that a lane with few failures, or a
+// first failure, is never taken to fail never or always. False when no
+// probe counts.
+func (x *History) failChance(lh *laneHistory, days int) (float64, bool) {
+	if lh == nil {
+		return 0, false
+	}
+	if days <= 0 {
+		days = DefaultCalibratedLookbackDays
+	}
+	last := len(lh.obs) - 1
+	for last >= 0 && lh.obs[last].state == 0 {
+		last--
+	}
+	if last < 0 {
+		return 0, false
+	}
+	from := lh.obs[last].Time.AddDate(0, 0, -days)
+	first := sort.Search(last, func(i int) bool { return !lh.obs[i].Time.Before(from) })
+	for lh.obs[first].state == 0 {
+		first++ // the window's first probe of the chain: its pair began before the window
+	}
+	s := lh.obs[last].state - 1
+	ok := lh.obs[last].cum[s][0] - lh.obs[first].cum[s][0]
+	failed := lh.obs[last].cum[s][1] - lh.obs[first].cum[s][1]
+	return (float64(failed) + 1) / (float64(ok+failed) + 2), true
 }
 
 // lane returns the lane's history, created when it has none.
 func (x *History) lane(name string) *laneHistory {
 	lh := x.lanes[name]
 	if lh == nil {
-		lh = &laneHistory{byHour: map[int64][]rec{}}
+		lh = &laneHistory{byHour: map[int64][]rec{}, looks: map[memoKey]*lookMemo{}}
 		x.lanes[name] = lh
 	}
 	return lh
@@ -80,25 +164,19 @@ func (lh *laneHistory) dropObs(cut int64) {
 	lh.obsBase += n
 }
 
-// calibrated returns the calibrated figure of the lane at instant t (moved
-// to its newest observation when that is later) and coverage cov, from
-// the observations added, over a lookback of days (<= 0: the rule's
-// default); false when the lane has none.
-func (x *History) calibrated(lh *laneHistory, days int, t time.Time, cov float64) (CalibratedFigure, bool) {
-	c := x.calibrator(lh, days)
-	if c == nil {
-		return CalibratedFigure{}, false
-	}
-	if last := lh.obs[len(lh.obs)-1].Time; t.Before(last) {
-		t = last
-	}
-	return c.Quantile(t, cov)
-}
-
 // calibrator returns the lane's calibrator over a lookback of days (<= 0:
 // the rule's default), fed every observation added; nil when the lane has
 // none.
 func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
+	if c := x.laneCal(lh, days); c != nil && c.cal.seen {
+		return c.cal
+	}
+	return nil
+}
+
+// laneCal returns the lane's calibrator over a lookback of days (<= 0: the
+// rule's default), fed every entry added; nil when the lane has none.
+func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 	if lh == nil || len(lh.obs) == 0 {
 		return nil
 	}
@@ -113,63 +191,68 @@ func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
 		}
 	}
 	if c == nil {
-		cal, err := NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc})
-		if err != nil {
-			return nil // the defaults are valid
-		}
-		lh.cals = append(lh.cals, laneCal{days: days, cal: cal, fed: lh.obsBase})
+		lh.cals = append(lh.cals, laneCal{days: days, cal: NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc}), fed: lh.obsBase})
 		c = &lh.cals[len(lh.cals)-1]
 	}
 	for i := max(c.fed-lh.obsBase, 0); i < len(lh.obs); i++ {
-		_ = c.cal.Add(lh.obs[i]) // in time order: AddProbe keeps them so
+		if e := &lh.obs[i]; e.queue {
+			_ = c.cal.Add(e.QueueObs) // in time order: AddProbe keeps them so
+		}
 	}
 	c.fed = lh.obsBase + len(lh.obs)
-	return c.cal
+	return c
 }
 
-// calibratedQueue is next_queue_s under the calibrated rule: the figure at
-// coverage cov, and while its margin is not warm (too few residuals for
-// the quantile) never under worst, the worst-of figure; worst alone when
-// the lane has no observation. Rounded up to 0.01 s, capped at MaxSeconds.
-func (x *History) calibratedQueue(lh *laneHistory, days int, t time.Time, cov, worst float64) float64 {
+// calibratedQueue is next_queue_s under the calibrated rule: c's figure
+// at coverage cov for an attempt at t (moved to c's newest observation
+// when that is later), never under worst, the worst-of figure, while its
+// margin is cold (too few residuals for the quantile); worst alone without
+// an observation. Rounded up to 0.01 s, capped at MaxSeconds.
+func calibratedQueue(c *Calibrator, t time.Time, cov, worst float64) float64 {
 	q := worst
-	if f, ok := x.calibrated(lh, days, t, cov); ok {
-		q = f.QueueS
-		if !f.Warm {
-			q = max(q, worst)
+	if c != nil && c.seen {
+		if f, ok := c.Quantile(later(t, c.last), cov); ok {
+			q = f.QueueS
+			if !f.Warm {
+				q = max(q, worst)
+			}
 		}
 	}
 	return min(ceil2(q), MaxSeconds)
 }
 
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
 // classesAt returns the classes of a file from its lanes' figures at
 // instant t: under the calibrated rule a class with its own coverage reads
-// each lane's next_queue_s at that coverage (worst gives a lane's worst-of
-// figure, the floor while the rule is cold), and each class gets its
-// decision from the free lanes' wait distributions at t (Waits,
-// classesWith).
-func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i int) float64) []Class {
+// each lane's next_queue_s from its calibrator (cal(i); worst(i) is the
+// lane's worst-of figure, the floor while the rule is cold), and each
+// class gets its decision from the free lanes' wait distributions at t
+// (Waits, classesWith); otherwise Classes.
+func classesAt(p Params, lanes []Lane, t time.Time, cal func(i int) *Calibrator, worst func(i int) float64, scratch *[]WaitDist) []Class {
 	if !p.Calibrated() {
 		return Classes(p, lanes)
 	}
 	queues := make([][]float64, len(p.Classes))
 	for ci, cs := range p.Classes {
-		cov := p.ClassCoverage(cs)
-		if cov == p.CoverageOr() {
-			continue
-		}
-		queues[ci] = make([]float64, len(lanes))
-		for li, l := range lanes {
-			queues[ci][li] = x.calibratedQueue(x.lanes[l.Name], p.LookbackDays, t, cov, worst(li))
+		if cov := p.ClassCoverage(cs); cov != p.CoverageOr() {
+			queues[ci] = make([]float64, len(lanes))
+			for li := range lanes {
+				queues[ci][li] = calibratedQueue(cal(li), t, cov, worst(li))
+			}
 		}
 	}
 	cs := classesWith(p, lanes, queues, func(i int) (WaitDist, bool) {
-		c := x.calibrator(x.lanes[lanes[i].Name], p.LookbackDays)
-		if c == nil {
-			return WaitDist{}, false
+		if c := cal(i); c != nil {
+			return c.Waits(t)
 		}
-		return c.Waits(t)
-	}, &x.waitBuf)
+		return WaitDist{}, false
+	}, scratch)
 	for i := range cs {
 		cs[i].Coverage = p.ClassCoverage(p.Classes[i])
 		cs[i].Objective = ObjectiveOr(p.Classes[i].Objective)
@@ -184,10 +267,15 @@ func (x *History) classesAt(p Params, lanes []Lane, t time.Time, worst func(i in
 // Classes.
 func (x *History) ClassesAt(p Params, lanes []Lane, t time.Time) []Class {
 	h := store.HourStart(t, x.loc)
-	return x.classesAt(p, lanes, t, func(i int) float64 {
+	return classesAt(p, lanes, t, x.calOf(p, lanes), func(i int) float64 {
 		q := p
 		q.Rule = RuleMax
 		l, _ := x.laneAt(q, p.Lanes[i], LaneState{}, t, h, t, nil)
 		return l.NextQueueS
-	})
+	}, &x.waitBuf)
+}
+
+// calOf returns the calibrator of each of lanes under p's lookback.
+func (x *History) calOf(p Params, lanes []Lane) func(i int) *Calibrator {
+	return func(i int) *Calibrator { return x.calibrator(x.lanes[lanes[i].Name], p.LookbackDays) }
 }

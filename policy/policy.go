@@ -4,7 +4,7 @@
 // It is pure: no I/O and no clock. The hour comes in as an argument and the
 // records as values (store.Hourly: the store's type, never a store), and
 // the same input always gives the same File and the same bytes. Its other
-// inputs (LaneState, LaneSpec, ClassSpec, Params) are its own; app maps a
+// inputs (LaneState, LaneSpec, ClassSpec, Params) are its own; config maps a
 // config to them. The rules and the rounding are in docs/policy.md.
 package policy
 
@@ -20,7 +20,7 @@ import (
 // Basis of a policy file.
 const (
 	BasisLive     = "live"     // ForHour: the hour's own (or previous hour's) record plus history
-	BasisForecast = "forecast" // Forecast: same-hour-of-day history alone
+	BasisForecast = "forecast" // ForecastProbes: same-hour-of-day history alone
 )
 
 // Reasons a lane is or is not eligible.
@@ -35,17 +35,14 @@ const (
 // Reasons lists every reason in a stable order.
 var Reasons = []string{ReasonOK, ReasonProbeFailed, ReasonNoRecentSample, ReasonNeverSampled, ReasonQuotaExhausted}
 
-// Rules of next_queue_s (Params.Rule).
+// Rules of next_queue_s (Params.Rule): the worst queue over the records
+// of the lookback (RuleMax, "" too), or the wait the next attempt stays
+// under with probability Params.Coverage, learnt from the lane's probes
+// (RuleCalibrated, Calibrator).
 const (
-	// RuleMax is the worst queue over the records of the lookback (the
-	// rule before issue 19; Params.Rule "" means it too).
-	RuleMax = "max"
-	// RuleCalibrated is the calibrated rule (Calibrator): the wait the next
-	// attempt stays under with probability Params.Coverage, learnt from the
-	// lane's probes.
-	RuleCalibrated = "calibrated"
-	// DefaultCoverage is the calibrated rule's coverage when none is set.
-	DefaultCoverage = 0.95
+	RuleMax         = "max"
+	RuleCalibrated  = "calibrated"
+	DefaultCoverage = 0.95 // the calibrated rule's coverage when none is set
 )
 
 // Rules lists the rules in a stable order.
@@ -57,26 +54,22 @@ const (
 	KindPaid = "paid"
 )
 
-// LaneState is what a lane's newest probes say, as of the policy's hour.
+// LaneState is what a lane's newest probes say, as of the policy's hour:
+// the start of the newest probe known before the end of the hour
+// (forecast: before the day), and when its quota comes back after a 429 or
+// a response that said no requests remain (zero: none, not exhausted).
 type LaneState struct {
-	Lane string
-	// LastSample is the start of the newest probe of the lane known before
-	// the end of the hour (forecast: before the day); zero if none.
-	LastSample time.Time
-	// QuotaUntil is when the lane's quota comes back after a 429 or a
-	// response that said no requests remain (zero: not exhausted).
-	QuotaUntil time.Time
+	Lane                   string
+	LastSample, QuotaUntil time.Time
 }
 
-// LaneSpec is a configured lane.
+// LaneSpec is a configured lane. BasisHours is how many hours before the
+// policy's hour a basis record may be: 1 (the default, also for values < 1)
+// means the hour itself or the hour before; a lane probed less than hourly
+// (a probe budget) gets its probe interval plus an hour.
 type LaneSpec struct {
-	Name string
-	Kind string // free | paid
-	// BasisHours is how many hours before the policy's hour a basis record
-	// may be: 1 (the default, also for values < 1) means the hour itself or
-	// the hour before; a lane probed less than hourly (a probe budget) gets
-	// its own probe interval plus an hour, so that it keeps a basis between
-	// its probes.
+	Name       string
+	Kind       string // free | paid
 	BasisHours int
 }
 
@@ -87,13 +80,8 @@ type ClassSpec struct {
 	CeilingTokens int
 	EstTokens     int
 	PaidUSDPer1k  float64
-	// Coverage is the class's own coverage under the calibrated rule: its
-	// lanes and its book read the lanes' next_queue_s at it (0: the
-	// policy's Params.Coverage).
-	Coverage float64
-	// Objective is what the class's decisions optimise under the
-	// calibrated rule: ObjectiveCost ("" too) or ObjectiveTime.
-	Objective string
+	Coverage      float64 // its own under the calibrated rule; 0: Params.Coverage
+	Objective     string  // ObjectiveCost ("" too) or ObjectiveTime
 }
 
 // Params is the part of the config a policy depends on.
@@ -103,9 +91,8 @@ type Params struct {
 	Lanes        []LaneSpec     // lanes in the file, in this order
 	Classes      []ClassSpec    // classes in the file, in this order
 	// Rule is RuleMax ("" too) or RuleCalibrated; Coverage is the
-	// calibrated rule's (0 < c < 1; anything else: DefaultCoverage). The
-	// calibrated rule reads the probes given with AddProbe (or
-	// ForHourProbes); it ignores LookbackDays <= 0 (its default, 14).
+	// calibrated rule's (0 < c < 1; anything else: DefaultCoverage), which
+	// reads LookbackDays <= 0 as its default, 14.
 	Rule     string
 	Coverage float64
 }
@@ -136,34 +123,20 @@ type File struct {
 	Hour     string // "2026-11-30T14", wall clock in Timezone
 	Timezone string
 	Basis    string // live | forecast
-	// Rule is the rule of next_queue_s, RuleCalibrated with the Coverage
-	// it aims at; "" for RuleMax, whose files carry neither key (they are
-	// as before the keys existed).
+	// Rule is RuleCalibrated with the Coverage it aims at, or "" for
+	// RuleMax, whose files carry neither key.
 	Rule     string
 	Coverage float64
-	// Sites are the sites whose records the figures come from, when any
-	// record carries a site (empty otherwise, and not written).
-	Sites   []string
-	Lanes   []Lane
-	Classes []Class
-	// Records is how many hourly records (with samples) the figures come from;
-	// it is written in the header comment only.
-	Records int
+	Sites    []string // of the records the figures come from; none when untagged
+	Lanes    []Lane
+	Classes  []Class
+	Records  int // hourly records the figures come from (the header comment)
 }
 
-// Lane is a lane's figures for the hour.
-//
-// NextQueueS is the worst queue over the set of records: the basis records
-// (one per site) and the same hour of day on each of the previous lookback
-// days (forecast: those days alone), rounded up to 0.01 s. A record's queue
-// is the larger of its worst ok queue and its worst censored wait, so a
-// probe that timed out before its first token makes the figure at least
-// its timeout. TokPerS is the lowest decode rate over the same set, rounded
-// down to 0.01; 0 means no decode data. Samples and Failures are summed over
-// the same set: the probes behind NextQueueS. LastSample is the newest
-// probe of the lane known before the end of the hour (forecast: before the
-// day); zero if none is known. Until is when the quota of a
-// quota_exhausted lane comes back (zero otherwise).
+// Lane is a lane's figures for the hour (docs/policy.md): NextQueueS at
+// the rule's, TokPerS the lowest decode rate (0: none), Samples and
+// Failures summed over the records behind them, LastSample the newest
+// probe known, Until when a quota_exhausted lane's quota comes back.
 type Lane struct {
 	Name       string
 	Kind       string
@@ -177,44 +150,41 @@ type Lane struct {
 	Until      time.Time
 
 	worst float64 // laneAt's worst-of figure, for classes at other coverages; 0 outside
-	// basisFail is the largest share of failed probes among the lane's
-	// basis records of an earlier hour, which the calibrated rule prices
-	// instead of making the lane ineligible (FailShare).
-	basisFail float64
+	// failP is the chance the lane's next attempt fails, from its failure
+	// chain (the calibrated rule's live figures; chained says there is one).
+	failP   float64
+	chained bool
 }
 
-// FailShare returns the share of the lane's probes the decisions take to
-// fail (DecisionInput.FreeFailP): failures over samples, or the share of a
-// basis record of an earlier hour when that is larger (a failure of the
-// hour before, priced rather than banned).
+// FailShare returns the chance the decisions give the lane's next attempt
+// of failing (DecisionInput.FreeFailP): under the calibrated rule its
+// failure chain's, (failed + 1) / (followed + 2) over the probes that
+// followed one like its newest; otherwise (a forecast, a lane without
+// probes) failures over samples.
 func (l Lane) FailShare() float64 {
-	f := l.basisFail
-	if l.Samples > 0 {
-		f = max(f, float64(max(l.Failures, 0))/float64(l.Samples))
+	if l.chained {
+		return l.failP
 	}
-	return min(f, 1)
+	if l.Samples > 0 {
+		return min(float64(max(l.Failures, 0))/float64(l.Samples), 1)
+	}
+	return 0
 }
 
 // Class is a job class for the hour: the lanes a job of it can start on,
 // in the order to try them (classesWith), and the ledger policy the class
-// gets.
+// gets. Coverage, Objective and Cutover (its decision, Decide) are the
+// calibrated rule's: 0, "" and nil otherwise.
 type Class struct {
 	Name          string
 	DeadlineS     float64
 	CeilingTokens int
 	EstTokens     int
-	// Coverage is the coverage the class's lanes and book read next_queue_s
-	// at (calibrated files only; 0 otherwise).
-	Coverage float64
-	// Objective is the class's objective (calibrated files only; ""
-	// otherwise).
-	Objective string
-	Lanes     []string
-	Book      BookPolicy
-	// Cutover is the class's decision for the hour (Decide, written as
-	// cutover_after_s and free_first): calibrated files only, nil
-	// otherwise.
-	Cutover *Cutover
+	Coverage      float64
+	Objective     string
+	Lanes         []string
+	Book          BookPolicy
+	Cutover       *Cutover
 }
 
 // Class returns the class with the given name.
@@ -227,15 +197,6 @@ func (f File) Class(name string) (Class, bool) {
 	return Class{}, false
 }
 
-// ClassNames returns the names of the file's classes, in file order.
-func (f File) ClassNames() []string {
-	names := make([]string, len(f.Classes))
-	for i, c := range f.Classes {
-		names[i] = c.Name
-	}
-	return names
-}
-
 // NamedClass returns the class with the given name, or an error that names
 // the classes the file has.
 func (f File) NamedClass(name string) (Class, error) {
@@ -246,7 +207,11 @@ func (f File) NamedClass(name string) (Class, error) {
 	case len(f.Classes) == 0:
 		return Class{}, fmt.Errorf("class %q: not in the policy file for %s (it has no classes)", name, f.Hour)
 	}
-	return Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(f.ClassNames(), ", "))
+	names := make([]string, len(f.Classes))
+	for i, c := range f.Classes {
+		names[i] = c.Name
+	}
+	return Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(names, ", "))
 }
 
 // Book returns the ledger policy of the named class, ready for the package
@@ -270,15 +235,8 @@ func ForHour(p Params, recs []store.Hourly, states []LaneState, hour time.Time) 
 // are ignored; the worst-of rule ignores them all. The lane figures of the
 // calibrated rule are as of the newest probe of the hour (or its start).
 func ForHourProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, hour time.Time) File {
-	loc := store.OrUTC(p.Location)
-	h := store.HourStart(hour, loc)
-	end := h.Add(time.Hour)
-	x := NewHistory(loc)
-	for _, r := range recs {
-		if r.Hour.Before(end) {
-			x.Add(r)
-		}
-	}
+	x := HourHistory(p, recs, hour)
+	end := store.HourStart(hour, x.loc).Add(time.Hour)
 	if p.Calibrated() {
 		for _, pr := range sortedProbes(probes) {
 			if pr.Time.Before(end) {
@@ -319,7 +277,7 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 		worst = append(worst, l.worst)
 	}
 	f.Sites = siteList(sites)
-	f.Classes = x.classesAt(p, f.Lanes, h, func(i int) float64 { return worst[i] })
+	f.Classes = classesAt(p, f.Lanes, h, x.calOf(p, f.Lanes), func(i int) float64 { return worst[i] }, &x.waitBuf)
 	for i := range f.Lanes {
 		f.Lanes[i].worst = 0
 	}
@@ -340,14 +298,13 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 //   - probe_failed when any site's basis holds a failed probe or no ok one;
 //   - eligible (ok) otherwise.
 //
-// Its figures (see Lane) come from every site's basis record and the records
-// of the same wall-clock hour on each of the previous p.LookbackDays days,
-// at every site. A day on which a DST change skips that hour adds nothing; a
-// day on which it repeats adds both records.
-//
-// Under the calibrated rule next_queue_s is the rule's figure at the instant
-// `hour` (or the lane's newest probe added, when that is later), from the
-// probes added (AddProbe) before it; the rest is as above.
+// Its figures come from every site's basis record and the records of the
+// same wall-clock hour on each of the previous p.LookbackDays days (a day
+// a DST change skipped adds none, one that repeated it both). Under the
+// calibrated rule next_queue_s is the rule's figure at the instant `hour`
+// (or the lane's newest probe, when later), never under the worst queue
+// of its basis records (the seed's rule: keep the worst sample of the hour
+// you run).
 func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
 	l, _ := x.laneAt(p, spec, state, hour, store.HourStart(hour, x.loc), hour, nil)
 	l.worst = 0
@@ -416,10 +373,9 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	l := s.lane(spec)
 	l.worst = l.NextQueueS
 	if p.Calibrated() {
-		l.NextQueueS = x.calibratedQueue(lh, p.LookbackDays, t, p.CoverageOr(), l.NextQueueS)
+		l.failP, l.chained = x.failChance(lh, p.LookbackDays)
+		l.NextQueueS = calibratedQueue(x.calibrator(lh, p.LookbackDays), t, p.CoverageOr(), l.NextQueueS)
 		for _, b := range bases {
-			// The seed's rule: keep the worst sample of the hour you run
-			// (issue 28): never under a queue the basis already holds.
 			l.NextQueueS = max(l.NextQueueS, min(ceil2(b.WorstQueueS), MaxSeconds))
 		}
 	}
@@ -432,18 +388,13 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	case len(bases) == 0:
 		l.Reason = ReasonNoRecentSample
 	default:
-		// The seed's rule: a failed probe in a basis record makes the lane
-		// ineligible; under the calibrated rule only in the hour's own
-		// record, a failure of an earlier hour's being priced (FailShare).
+		// The seed's rule: a failed probe in a basis record bans the lane;
+		// under the calibrated rule only in the hour's own record (or one
+		// without an ok probe), an earlier hour's failure being priced.
 		l.Reason = ReasonOK
 		for _, b := range bases {
-			switch {
-			case b.Samples-b.Failures < 1:
+			if b.Samples-b.Failures < 1 || b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()) {
 				l.Reason = ReasonProbeFailed
-			case b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()):
-				l.Reason = ReasonProbeFailed
-			case b.Failures > 0:
-				l.basisFail = max(l.basisFail, float64(b.Failures)/float64(b.Samples))
 			}
 		}
 	}

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"fmt"
+
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/store"
 )
 
@@ -70,7 +74,7 @@ func forHour(p Params, recs []store.Hourly, hour time.Time) File {
 
 // forecast is Forecast with the lane states the records imply.
 func forecast(p Params, recs []store.Hourly, day time.Time) []File {
-	return Forecast(p, recs, statesBefore(recs, store.DayStart(day, p.Location)), day)
+	return ForecastProbes(p, recs, nil, statesBefore(recs, store.DayStart(day, p.Location)), day)
 }
 
 var classes = []ClassSpec{
@@ -678,5 +682,462 @@ func TestReadHoursIsWhatAPolicyReads(t *testing.T) {
 	basis, _ := p.ReadHours(h.Add(10 * time.Minute))
 	if l := lane(t, ForHour(p, lone, nil, h), "c"); !l.Eligible || !basis[0].Equal(lone[0].Hour) || !basis[len(basis)-1].Equal(h) {
 		t.Errorf("basis hours %s..%s, lane c %+v; want 30 hours back to the hour itself, c eligible", basis[0], basis[len(basis)-1], l)
+	}
+}
+
+// mtHour is the policy hour of the tests below that need no timezone.
+var mtHour = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+
+// mtRec is a record of three probes at site, queue seconds, tok tok/s.
+func mtRec(lane, kind, site string, hour time.Time, queue, tok float64, failures int) store.Hourly {
+	return store.Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour, WorstQueueS: queue, WorstGenS: 1,
+		MinTokPerS: tok, Samples: 3, Failures: int64(failures)}
+}
+
+func mtLane(t *testing.T, f File, name string) Lane {
+	t.Helper()
+	i := slices.IndexFunc(f.Lanes, func(l Lane) bool { return l.Name == name })
+	if i < 0 {
+		t.Fatalf("no lane %s in %+v", name, f.Lanes)
+	}
+	return f.Lanes[i]
+}
+
+// The basis is one record per site: the newest one of that site. An older
+// hour of the same site is not a second basis record (issue 22 #4:
+// `b.Site == r.Site` → `!=` made H-1's failure decide hour H), while
+// another site's older hour is that site's basis.
+func TestBasisIsTheNewestRecordPerSite(t *testing.T) {
+	h := mtHour
+	for _, tc := range []struct {
+		name     string
+		recs     []store.Hourly
+		spec     LaneSpec
+		days     int
+		reason   string
+		queue    float64
+		samples  int
+		failures int
+		records  int
+		sites    []string
+	}{
+		{
+			name: "H-1 failed, H fine: H alone is the basis",
+			recs: []store.Hourly{mtRec("a", KindFree, "", h, 3, 40, 0), mtRec("a", KindFree, "", h.Add(-time.Hour), 9, 40, 1)},
+			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonOK, queue: 3, samples: 3, records: 1,
+		},
+		{
+			name: "H fine at s1, H-1 failed at s2: both sites are the basis",
+			recs: []store.Hourly{mtRec("a", KindFree, "s1", h, 3, 40, 0), mtRec("a", KindFree, "s2", h.Add(-time.Hour), 9, 40, 1)},
+			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonProbeFailed, queue: 9, samples: 6, failures: 1, records: 2,
+			sites: []string{"s1", "s2"},
+		},
+		{
+			name: "H-1 at two sites, H at one: H-1 is the other site's basis only",
+			recs: []store.Hourly{
+				mtRec("a", KindFree, "s1", h, 3, 40, 0),
+				mtRec("a", KindFree, "s1", h.Add(-time.Hour), 20, 40, 1),
+				mtRec("a", KindFree, "s2", h.Add(-time.Hour), 7, 40, 0),
+			},
+			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonOK, queue: 7, samples: 6, records: 2,
+			sites: []string{"s1", "s2"},
+		},
+		{
+			// BasisHours 30 reaches H-24, which the lookback reads too:
+			// the record counts once (samples 3 + 3, not 9).
+			name: "a basis record that is also a lookback record counts once",
+			recs: []store.Hourly{mtRec("a", KindFree, "", h.Add(-24*time.Hour), 4, 40, 0), mtRec("a", KindFree, "", h.Add(-48*time.Hour), 6, 40, 0)},
+			spec: LaneSpec{Name: "a", Kind: KindFree, BasisHours: 30}, days: 2, reason: ReasonOK, queue: 6, samples: 6, records: 2,
+		},
+		{
+			name: "a record with no samples is no basis: H-1 is",
+			recs: []store.Hourly{{Lane: "a", Kind: KindFree, Hour: h, WorstQueueS: 50}, mtRec("a", KindFree, "", h.Add(-time.Hour), 2, 40, 0)},
+			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonOK, queue: 2, samples: 3, records: 1,
+		},
+		{
+			name: "H-2 is outside the default basis",
+			recs: []store.Hourly{mtRec("a", KindFree, "", h.Add(-2*time.Hour), 2, 40, 0)},
+			spec: LaneSpec{Name: "a", Kind: KindFree}, reason: ReasonNoRecentSample, queue: 0, samples: 0, records: 0,
+		},
+		{
+			name: "H-2 is inside a basis of 2 hours",
+			recs: []store.Hourly{mtRec("a", KindFree, "", h.Add(-2*time.Hour), 2, 40, 0)},
+			spec: LaneSpec{Name: "a", Kind: KindFree, BasisHours: 2}, reason: ReasonOK, queue: 2, samples: 3, records: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Params{LookbackDays: tc.days, Lanes: []LaneSpec{tc.spec}}
+			f := ForHour(p, tc.recs, nil, h.Add(5*time.Minute))
+			l := mtLane(t, f, "a")
+			got := []any{l.Reason, l.Eligible, l.NextQueueS, l.Samples, l.Failures, f.Records, f.Sites}
+			want := []any{tc.reason, tc.reason == ReasonOK, tc.queue, tc.samples, tc.failures, tc.records, tc.sites}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("reason, eligible, queue, samples, failures, records, sites:\n got %v\nwant %v", got, want)
+			}
+			// History.LaneAt (the replay's path, with its lookback memo) agrees.
+			x := NewHistory(nil)
+			for _, r := range tc.recs {
+				x.Add(r)
+			}
+			for range 2 { // the second call reads the memo
+				if got := x.LaneAt(p, tc.spec, LaneState{Lane: "a"}, h); !reflect.DeepEqual(got, l) {
+					t.Fatalf("LaneAt\n got %+v\nwant %+v", got, l)
+				}
+			}
+		})
+	}
+}
+
+// A lane whose quota is spent past the start of the hour is
+// quota_exhausted, with Until in whole UTC seconds; at or before the start
+// it is not (issue 22 #5: the case, and its After boundary, were only
+// guarded by an integration test elsewhere).
+func TestLiveQuotaExhausted(t *testing.T) {
+	h := mtHour
+	kolkata := mustLoc(t, "Asia/Kolkata")
+	ok := mtRec("a", KindFree, "", h, 3, 40, 0)
+	failed := mtRec("a", KindFree, "", h, 3, 40, 1)
+	old := mtRec("a", KindFree, "", h.Add(-24*time.Hour), 5, 40, 0)
+	for _, tc := range []struct {
+		name   string
+		recs   []store.Hourly
+		state  LaneState
+		reason string
+		until  time.Time
+		queue  float64
+	}{
+		{"no quota state", []store.Hourly{ok}, LaneState{}, ReasonOK, time.Time{}, 3},
+		{"spent for 30 more minutes", []store.Hourly{ok}, LaneState{QuotaUntil: h.Add(30*time.Minute + 700*time.Millisecond).In(kolkata)},
+			ReasonQuotaExhausted, h.Add(30 * time.Minute), 3},
+		{"back a nanosecond after the hour starts", []store.Hourly{ok}, LaneState{QuotaUntil: h.Add(time.Nanosecond)}, ReasonQuotaExhausted, h, 3},
+		{"back exactly at the hour's start", []store.Hourly{ok}, LaneState{QuotaUntil: h}, ReasonOK, time.Time{}, 3},
+		{"back before the hour", []store.Hourly{ok}, LaneState{QuotaUntil: h.Add(-time.Nanosecond)}, ReasonOK, time.Time{}, 3},
+		{"quota outranks a failed basis", []store.Hourly{failed}, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonQuotaExhausted, h.Add(time.Hour), 3},
+		{"quota outranks no basis", []store.Hourly{old}, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonQuotaExhausted, h.Add(time.Hour), 5},
+		{"never sampled outranks quota", nil, LaneState{QuotaUntil: h.Add(time.Hour)}, ReasonNeverSampled, time.Time{}, 0},
+		{"a probe known but no record: quota", nil, LaneState{LastSample: h.Add(-time.Minute), QuotaUntil: h.Add(time.Hour)},
+			ReasonQuotaExhausted, h.Add(time.Hour), 0},
+		{"a probe known but no record, no quota", nil, LaneState{LastSample: h.Add(-time.Minute)}, ReasonNoRecentSample, time.Time{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.state.Lane = "a"
+			p := Params{LookbackDays: 1, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}},
+				Classes: []ClassSpec{{Name: "c", DeadlineS: 600, CeilingTokens: 4000, EstTokens: 400}}}
+			f := ForHour(p, tc.recs, []LaneState{{Lane: "other", QuotaUntil: h.Add(time.Hour)}, tc.state}, h)
+			l := mtLane(t, f, "a")
+			if l.Reason != tc.reason || l.Eligible != (tc.reason == ReasonOK) || !l.Until.Equal(tc.until) || l.NextQueueS != tc.queue {
+				t.Fatalf("got %s eligible %v until %v queue %v; want %s until %v queue %v",
+					l.Reason, l.Eligible, l.Until, l.NextQueueS, tc.reason, tc.until, tc.queue)
+			}
+			if !tc.until.IsZero() && l.Until.Location() != time.UTC {
+				t.Errorf("until in %s, want UTC", l.Until.Location())
+			}
+			c := f.Classes[0]
+			if listed := len(c.Lanes) == 1; listed != l.Eligible || c.Book.FreeEligible != l.Eligible {
+				t.Errorf("class lanes %v, free_eligible %v; lane eligible %v", c.Lanes, c.Book.FreeEligible, l.Eligible)
+			}
+		})
+	}
+}
+
+// A file names the sites its figures come from, sorted, unless every one
+// of them is the untagged site (issue 22 #6: `sites` was never checked).
+// Records the figures do not read (another hour of day, an older basis
+// hour of the same site) add no site.
+func TestFileSites(t *testing.T) {
+	h := mtHour
+	for _, tc := range []struct {
+		name string
+		recs []store.Hourly
+		live []string
+		fc   []string // the forecast of the next day, hour 14
+	}{
+		{"none", nil, nil, nil},
+		{"untagged only", []store.Hourly{mtRec("a", KindFree, "", h, 1, 40, 0)}, nil, nil},
+		{"one site", []store.Hourly{mtRec("a", KindFree, "s1", h, 1, 40, 0)}, []string{"s1"}, []string{"s1"}},
+		{"untagged and a site", []store.Hourly{mtRec("a", KindFree, "zz", h, 1, 40, 0), mtRec("b", KindPaid, "", h, 1, 40, 0)},
+			[]string{"", "zz"}, []string{"", "zz"}},
+		{"sorted, from the lookback too", []store.Hourly{
+			mtRec("a", KindFree, "s3", h, 1, 40, 0),
+			mtRec("a", KindFree, "s1", h.Add(-24*time.Hour), 1, 40, 0),
+			mtRec("b", KindPaid, "s2", h.Add(-time.Hour), 1, 40, 0),
+		}, []string{"s1", "s2", "s3"}, []string{"s3"}},
+		{"records not read add no site", []store.Hourly{
+			mtRec("a", KindFree, "s1", h, 1, 40, 0),
+			mtRec("a", KindFree, "s1", h.Add(-time.Hour), 1, 40, 0),
+			mtRec("a", KindFree, "old", h.Add(-3*time.Hour), 1, 40, 0),
+			mtRec("b", KindPaid, "other-hour", h.Add(-25*time.Hour), 1, 40, 0),
+			mtRec("b", KindPaid, "b-site", h, 1, 40, 0),
+			{Lane: "b", Kind: KindPaid, Site: "no-samples", Hour: h, WorstQueueS: 1},
+			mtRec("ghost", KindPaid, "unconfigured", h, 1, 40, 0),
+		}, []string{"b-site", "s1"}, []string{"b-site", "s1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Params{LookbackDays: 1, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}, {Name: "b", Kind: KindPaid}}}
+			if got := ForHour(p, tc.recs, nil, h).Sites; !slices.Equal(got, tc.live) || (got == nil) != (tc.live == nil) {
+				t.Errorf("live sites %q, want %q", got, tc.live)
+			}
+			if got := ForecastProbes(p, tc.recs, nil, nil, h.Add(24*time.Hour))[14].Sites; !slices.Equal(got, tc.fc) || (got == nil) != (tc.fc == nil) {
+				t.Errorf("forecast sites %q, want %q", got, tc.fc)
+			}
+		})
+	}
+	// An empty site list is not written; a site list is, as a flow sequence.
+	f := ForHour(Params{Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}, []store.Hourly{mtRec("a", KindFree, "s1", h, 1, 40, 0)}, nil, h)
+	data, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "\nsites: [s1]\n") {
+		t.Errorf("no sites line in\n%s", data)
+	}
+	f.Sites = nil
+	if data, _ := Marshal(f); strings.Contains(string(data), "sites") {
+		t.Errorf("sites written for an untagged file:\n%s", data)
+	}
+}
+
+// NamedClass names the classes a file has, or says it has none.
+func TestNamedClassErrors(t *testing.T) {
+	f := File{Hour: "2026-11-30T14", Classes: []Class{{Name: "interactive"}, {Name: "batch"}}}
+	if c, err := f.NamedClass("batch"); err != nil || c.Name != "batch" {
+		t.Errorf("batch: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		f    File
+		want string
+	}{
+		{f, `class "bulk": not in the policy file for 2026-11-30T14 (classes: interactive, batch)`},
+		{File{Hour: "2026-11-30T15"}, `class "bulk": not in the policy file for 2026-11-30T15 (it has no classes)`},
+	} {
+		if _, err := tc.f.NamedClass("bulk"); err == nil || err.Error() != tc.want {
+			t.Errorf("err %v, want %q", err, tc.want)
+		}
+		if _, err := tc.f.Book("bulk"); err == nil || err.Error() != tc.want {
+			t.Errorf("Book: err %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// short429Params is one free lane on a budget of 12 probes a day: one probe
+// every 2 hours, so its basis may be 3 hours old (budget.BasisHours).
+func short429Params() Params {
+	return Params{Location: time.UTC, LookbackDays: 1, Lanes: []LaneSpec{{Name: "free", Kind: KindFree, BasisHours: 3}}}
+}
+
+// liveAt is the pipeline's live answer for the lane at instant now: the
+// probes known by then rolled up into hours (store.Rollup, as the sampler
+// stores them), the lane's state from its newest probe (States), the file
+// of the hour holding now as of now (load.ForHour, the status page).
+func liveAt(p Params, probes []store.Probe, now time.Time) Lane {
+	var known []store.Probe
+	var newest []store.Probe
+	for _, pr := range probes {
+		if !pr.Time.After(now) {
+			known = append(known, pr)
+			newest = []store.Probe{pr}
+		}
+	}
+	f := ForHour(p, store.Rollup(known, time.UTC), States(newest, time.UTC), now)
+	return f.Lanes[0]
+}
+
+func limited429(at time.Time, waitS float64) store.Probe {
+	return store.Probe{Lane: "free", Kind: KindFree, Time: at, Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: waitS}
+}
+
+func okProbe(at time.Time, queueS float64) store.Probe {
+	return store.Probe{Lane: "free", Kind: KindFree, Time: at, OK: true, Outcome: string(probe.OK), Status: 200, QueueS: queueS, GenS: 0.4, Tokens: 16}
+}
+
+// The issue's case, worked by hand: a lane on 12 probes a day is ok at
+// 05:17; at 07:17 it answers 429 with Retry-After: 7. The back-off ends at
+// 07:17:07, and with it the lane's quota_exhausted: at 07:24 and at 07:28
+// (when the status page showed "until 07:24" beside eligible "no") it is
+// eligible on its other evidence, and in the next hour it is not
+// probe_failed (its basis, hour 07, holds a busy 429, no failure). Before
+// issue 18 it stayed quota_exhausted for the rest of hour 07 and was
+// probe_failed in hour 08.
+//
+// Beside it, the 429s that do say the quota is spent: a wait past
+// store.BusyMaxS (Retry-After 7 but the request window resets in 7
+// minutes), two 429s in one hour, and a wait to midnight.
+func TestShort429HandWorked(t *testing.T) {
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(h, m, s int) time.Time {
+		return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+	}
+	midnight := day.Add(24 * time.Hour)
+	type want struct {
+		now    time.Time
+		reason string
+		until  time.Time
+	}
+	cases := []struct {
+		name   string
+		probes []store.Probe
+		wants  []want
+	}{
+		{"Retry-After 7 at 07:17", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), 7), okProbe(at(9, 17, 0), 3)},
+			[]want{
+				{at(7, 16, 0), ReasonOK, time.Time{}},
+				{at(7, 17, 3), ReasonQuotaExhausted, at(7, 17, 7)},
+				{at(7, 17, 7), ReasonOK, time.Time{}},
+				{at(7, 24, 0), ReasonOK, time.Time{}},
+				{at(7, 28, 0), ReasonOK, time.Time{}},
+				{at(8, 0, 0), ReasonOK, time.Time{}},
+				{at(8, 30, 0), ReasonOK, time.Time{}},
+				{at(9, 30, 0), ReasonOK, time.Time{}},
+			}},
+		{"Retry-After 7, the request window resets in 7 minutes (until 07:24)", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), 420), okProbe(at(9, 17, 0), 3)},
+			[]want{
+				{at(7, 20, 0), ReasonQuotaExhausted, at(7, 24, 0)},
+				// Past until the page never shows it: the lane is judged on
+				// its records, and a wait past BusyMaxS is a failure.
+				{at(7, 28, 0), ReasonProbeFailed, time.Time{}},
+				{at(8, 30, 0), ReasonProbeFailed, time.Time{}},
+				{at(9, 30, 0), ReasonOK, time.Time{}},
+			}},
+		{"two 429s in one hour: the quota is spent", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 7, 0), 7), limited429(at(7, 27, 0), 7)},
+			[]want{
+				{at(7, 20, 0), ReasonOK, time.Time{}}, // one busy 429 so far
+				{at(7, 27, 5), ReasonQuotaExhausted, at(7, 27, 7)},
+				{at(7, 28, 0), ReasonProbeFailed, time.Time{}},
+				{at(8, 30, 0), ReasonProbeFailed, time.Time{}},
+			}},
+		{"a wait to midnight", []store.Probe{okProbe(at(5, 17, 0), 2), limited429(at(7, 17, 0), midnight.Sub(at(7, 17, 0)).Seconds())},
+			[]want{
+				{at(7, 28, 0), ReasonQuotaExhausted, midnight},
+				{at(15, 0, 0), ReasonQuotaExhausted, midnight},
+				{at(23, 59, 59), ReasonQuotaExhausted, midnight},
+				{midnight.Add(time.Second), ReasonNoRecentSample, time.Time{}},
+			}},
+	}
+	p := short429Params()
+	for _, c := range cases {
+		for _, w := range c.wants {
+			t.Run(fmt.Sprintf("%s/%s", c.name, w.now.Format("15:04:05")), func(t *testing.T) {
+				l := liveAt(p, c.probes, w.now)
+				if l.Reason != w.reason || !l.Until.Equal(w.until) || l.Eligible != (w.reason == ReasonOK) {
+					t.Errorf("at %s: reason %s until %s eligible %v, want %s until %s",
+						w.now.Format(time.TimeOnly), l.Reason, l.Until.Format(time.TimeOnly), l.Eligible, w.reason, w.until.Format(time.TimeOnly))
+				}
+			})
+		}
+	}
+}
+
+// TestShort429Evidence drives random probe sequences of one budgeted lane
+// (ok probes, timeouts, 429s with no wait, busy waits and long ones up to
+// budget.MaxBackoff) and asks for the live answer at random instants. The
+// rule's invariants hold at every instant:
+//
+//   - a back-off lasts what the server said: budget.Backoff of a 429 with
+//     a wait is the probe's time plus the wait (at most MaxBackoff);
+//   - ineligibility never outlasts the evidence: quota_exhausted only
+//     while the newest probe's back-off runs (until > now), and
+//     probe_failed only when the basis record holds a failure other than a
+//     lone busy 429 (an oracle that reads the probes);
+//   - a real exhaustion keeps the lane out for as long as it lasts: while
+//     the newest probe's back-off runs the lane is quota_exhausted (or
+//     never eligible), and an hour with two 429s fails its basis.
+func TestShort429Evidence(t *testing.T) {
+	p := short429Params()
+	basisHours := p.Lanes[0].BasisHours
+	for seed := uint64(1); seed <= 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 18))
+		start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.IntN(24)) * time.Hour)
+		var probes []store.Probe
+		at := start
+		for range 2 + rng.IntN(12) {
+			at = at.Add(time.Duration(1+rng.IntN(150)) * time.Minute)
+			var pr store.Probe
+			switch k := rng.IntN(6); k {
+			case 0, 1:
+				pr = okProbe(at, float64(rng.IntN(30)))
+			case 2:
+				pr = store.Probe{Lane: "free", Kind: KindFree, Time: at, Outcome: string(probe.Timeout), QueueS: 120}
+			case 3:
+				pr = limited429(at, float64(1+rng.IntN(int(store.BusyMaxS))))
+			case 4:
+				pr = limited429(at, store.BusyMaxS+float64(rng.IntN(int(budget.MaxBackoff.Seconds()))))
+			default:
+				pr = limited429(at, 0)
+			}
+			probes = append(probes, pr)
+		}
+		for _, pr := range probes {
+			if u, ok := budget.Backoff(pr, time.UTC); ok && pr.QuotaResetS > 0 {
+				if want := pr.Time.Add(time.Duration(min(pr.QuotaResetS, budget.MaxBackoff.Seconds()) * float64(time.Second))); !u.Equal(want) {
+					t.Fatalf("seed %d: back-off of %+v until %s, want %s (what the server said)", seed, pr, u, want)
+				}
+			}
+		}
+		for range 40 {
+			now := start.Add(time.Duration(rng.Int64N(int64(at.Sub(start) + 30*time.Hour))))
+			l := liveAt(p, probes, now)
+			var newest *store.Probe
+			for i := range probes {
+				if !probes[i].Time.After(now) {
+					newest = &probes[i]
+				}
+			}
+			var backoff time.Time
+			if newest != nil {
+				backoff, _ = budget.Backoff(*newest, time.UTC)
+			}
+			fail := func(format string, args ...any) {
+				t.Helper()
+				t.Fatalf("seed %d at %s: %s; lane %+v; probes %+v", seed, now.Format(time.DateTime), fmt.Sprintf(format, args...), l, probes)
+			}
+			running := backoff.After(now)
+			switch {
+			case l.Reason == ReasonQuotaExhausted && !running:
+				fail("quota_exhausted after the back-off (%s) ended", backoff.Format(time.DateTime))
+			case l.Reason == ReasonQuotaExhausted && !l.Until.Equal(backoff.UTC().Truncate(time.Second)):
+				fail("until %s, want the back-off's %s", l.Until, backoff)
+			case running && l.Eligible:
+				fail("eligible while the back-off (%s) runs", backoff.Format(time.DateTime))
+			case running && l.Reason != ReasonQuotaExhausted:
+				fail("%s while the back-off runs, want quota_exhausted", l.Reason)
+			}
+			if running {
+				continue
+			}
+			// The oracle: the basis is the newest hour of the last
+			// basisHours+1 with a probe; it fails on a probe that is not
+			// ok and not the hour's only 429 with a busy wait.
+			h := now.Truncate(time.Hour)
+			basis, real := false, false
+			for back := 0; back <= basisHours && !basis; back++ {
+				from := h.Add(-time.Duration(back) * time.Hour)
+				var in []store.Probe
+				for _, pr := range probes {
+					if !pr.Time.Before(from) && pr.Time.Before(from.Add(time.Hour)) && !pr.Time.After(now) {
+						in = append(in, pr)
+					}
+				}
+				basis = len(in) > 0
+				limited := 0
+				for _, pr := range in {
+					if pr.Outcome == string(probe.RateLimited) {
+						limited++
+					}
+				}
+				for _, pr := range in {
+					if !pr.OK && !(limited == 1 && store.Busy(pr)) {
+						real = true
+					}
+				}
+			}
+			switch {
+			case l.Reason == ReasonProbeFailed && !real:
+				fail("probe_failed on a basis with no failure but a busy 429")
+			case basis && real && l.Reason != ReasonProbeFailed:
+				fail("%s on a basis with a failure, want probe_failed", l.Reason)
+			case basis && !real && l.Reason != ReasonOK:
+				fail("%s on a sound basis, want ok", l.Reason)
+			}
+		}
 	}
 }

@@ -254,17 +254,7 @@ type classBookDoc struct {
 }
 
 // schema is policy/policy.schema.json, compiled once.
-var schema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("policy.schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("policy.schema.json")
-})
+var schema = sync.OnceValues(func() (*jsonschema.Schema, error) { return decode.CompileSchema(SchemaJSON) })
 
 // patternHints say what a string failing a pattern of the schema should be.
 var patternHints = map[string]string{
@@ -288,7 +278,7 @@ func patternHint(field string) string {
 // ParseFile reads a policy file written by Marshal (or by hand in the same
 // shape). It is checked against its JSON Schema (policy/policy.schema.json,
 // the one place its rules live: required and unknown keys, types, bounds,
-// names, reasons) and then decoded (internal/decode); errors name the line
+// names, reasons) and then decoded by yaml.v3; errors name the line
 // and field, e.g. "line 40: classes[0].book.next_gen_s: missing". Optional
 // keys: sites, until, free_lane, paid_lane (absent or null: unknown),
 // rule and coverage (absent: the max rule; classes[].coverage and
@@ -320,8 +310,8 @@ func parseFile(data []byte) (File, error) {
 		return File{}, err
 	}
 	var doc fileDoc
-	d := decode.New(decode.Options{})
-	if err := d.Decode(root, &doc); err != nil {
+	lines, err := decode.Decode(root, &doc)
+	if err != nil {
 		return File{}, err
 	}
 	f := File{
@@ -346,7 +336,7 @@ func parseFile(data []byte) (File, error) {
 	}
 	// What the schema's patterns cannot say: that the hour and times exist.
 	if _, err := time.Parse(store.HourLayout, f.Hour); err != nil {
-		return File{}, decode.Errorf(d.Line("hour"), "hour", "want YYYY-MM-DDTHH, got %q", f.Hour)
+		return File{}, decode.Errorf(lines.Line("hour"), "hour", "want YYYY-MM-DDTHH, got %q", f.Hour)
 	}
 	for i, l := range doc.Lanes {
 		at := decode.Index("lanes", i)
@@ -365,7 +355,7 @@ func parseFile(data []byte) (File, error) {
 			tm, err := time.Parse(time.RFC3339, *t.v)
 			if err != nil {
 				field := decode.Key(at, t.key)
-				return File{}, decode.Errorf(d.Line(field), field, "want an RFC 3339 time, got %q", *t.v)
+				return File{}, decode.Errorf(lines.Line(field), field, "want an RFC 3339 time, got %q", *t.v)
 			}
 			*t.to = tm.UTC()
 		}

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"math"
+	"time"
+
+	"github.com/lanewatch/lanewatch/store"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
@@ -209,6 +213,97 @@ func TestSchema(t *testing.T) {
 			}
 			if err := sch.Validate(yamlToJSON(t, []byte(bad))); err == nil {
 				t.Fatal("a broken file validates")
+			}
+		})
+	}
+}
+
+// A policy file's sites read back as written (docs/policy.md: `sites`,
+// the sites whose records the figures come from): a file of two sites
+// parses to those two, and ParseFile(Marshal(f)) is f. A file with no
+// sites (the key absent, or an empty list) has none: nil, as ForHour
+// gives for untagged records.
+// (yaml.go parseFile: `len(doc.Sites) > 0` → `<= 0`, which drops the
+// sites, and → `>= 0`, which reads `sites: []` as an empty non-nil list.)
+func TestParseFileSites(t *testing.T) {
+	h := mtHour
+	p := Params{LookbackDays: 1, Lanes: []LaneSpec{{Name: "a", Kind: KindFree}}}
+	f := ForHour(p, []store.Hourly{mtRec("a", KindFree, "iad1", h, 1, 40, 0), mtRec("a", KindFree, "fra1", h.Add(-24*time.Hour), 2, 40, 0)}, nil, h)
+	data, err := Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "\nsites: [fra1, iad1]\n") {
+		t.Fatalf("no sites line in\n%s", data)
+	}
+	got, err := ParseFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Sites, []string{"fra1", "iad1"}) || !reflect.DeepEqual(got, f) {
+		t.Errorf("sites %q; ParseFile(Marshal(f)) = %+v, want %+v", got.Sites, got, f)
+	}
+	empty := strings.Replace(string(data), "\nsites: [fra1, iad1]\n", "\nsites: []\n", 1)
+	if got, err := ParseFile([]byte(empty)); err != nil || got.Sites != nil {
+		t.Errorf("sites: []: %q (nil: %v), %v; want nil", got.Sites, got.Sites == nil, err)
+	}
+}
+
+// Marshal refuses a non-finite figure, naming the first one.
+func TestMarshalRejectsNonFinite(t *testing.T) {
+	f := File{Hour: "2026-11-30T14", Timezone: "UTC", Basis: BasisLive,
+		Lanes:   []Lane{{Name: "a", Kind: KindFree, Reason: ReasonOK, NextQueueS: math.NaN(), TokPerS: math.Inf(1)}},
+		Classes: []Class{{Name: "c", DeadlineS: 60, Book: BookPolicy{NextGenS: math.Inf(-1)}}}}
+	if data, err := Marshal(f); err == nil || err.Error() != "lanes[0].next_queue_s: NaN is not a finite number" {
+		t.Errorf("err %v, want the first non-finite figure named\n%s", err, data)
+	}
+	f.Lanes[0].NextQueueS, f.Lanes[0].TokPerS = 1, 2
+	if _, err := Marshal(f); err == nil || err.Error() != "classes[0].book.next_gen_s: -Inf is not a finite number" {
+		t.Errorf("err %v, want classes[0].book.next_gen_s", err)
+	}
+}
+
+// A count out of bounds is an error naming its field and line (the edited
+// line of utc_live.yaml), and the first error
+// of a file is the one reported (yaml.go's `p.err == nil` → `!= nil` let a
+// negative count through, and let a later error replace the first).
+func TestParseFileCountErrors(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "golden", "utc_live.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(string) string
+		want string
+	}{
+		{"negative samples", func(s string) string { return strings.Replace(s, "samples: 24\n", "samples: -1\n", 1) },
+			"policy file: line 12: lanes[0].samples: must be >= 0"},
+		{"failures past MaxTokens", func(s string) string { return strings.Replace(s, "failures: 1\n", "failures: 1000000000001\n", 1) },
+			"policy file: line 22: lanes[1].failures: must be at most 1000000000000"},
+		{"negative ceiling", func(s string) string {
+			return strings.Replace(s, "    ceiling_tokens: 4000\n", "    ceiling_tokens: -4000\n", 1)
+		},
+			"policy file: line 72: classes[0].ceiling_tokens: must be >= 0"},
+		{"negative next_est_tokens", func(s string) string {
+			return strings.Replace(s, "      next_est_tokens: 800\n", "      next_est_tokens: -1\n", 1)
+		}, "policy file: line 80: classes[0].book.next_est_tokens: must be >= 0"},
+		{"the first of two count errors", func(s string) string {
+			s = strings.Replace(s, "samples: 24\n", "samples: -1\n", 1)
+			return strings.Replace(s, "failures: 1\n", "failures: -1\n", 1)
+		}, "policy file: line 12: lanes[0].samples: must be >= 0"},
+		{"a missing key before a count error", func(s string) string {
+			s = strings.Replace(s, "basis: live\n", "", 1)
+			return strings.Replace(s, "samples: 24\n", "samples: -1\n", 1)
+		}, "policy file: line 2: basis: missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := tc.edit(string(good))
+			if bad == string(good) {
+				t.Fatal("fixture unchanged")
+			}
+			if _, err := ParseFile([]byte(bad)); err == nil || err.Error() != tc.want {
+				t.Fatalf("err %v, want %q", err, tc.want)
 			}
 		})
 	}

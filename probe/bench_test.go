@@ -21,8 +21,8 @@ import (
 // benchDelay is the exact delay of the benchmark's lane.
 const benchDelay = 200 * time.Millisecond
 
-// BenchmarkQueueError probes N lanes in one round against cmd/delaylane,
-// an exact-delay server built and started here as its own process: it sends
+// BenchmarkQueueError probes N lanes in one round against `lanesim -exact`,
+// an exact-delay lane built and started here as its own process: it sends
 // headers and a role-only chunk at once and the first token exactly 200 ms
 // after it read each request. It reports, in ms over every probe of every
 // round:
@@ -144,21 +144,21 @@ func probeLanes(b *testing.B, url, round string, lanes, bound int, spread time.D
 // errParts are the per-probe errors of a round and their parts, in ms.
 type errParts struct{ err, late, in, out []float64 }
 
-// startDelayLane builds cmd/delaylane, starts it with the given delay
+// startDelayLane builds cmd/lanesim, starts it as `lanesim -exact delay`
 // and returns its base URL for the OpenAI dialect. The process is killed at
 // the end of the benchmark.
 func startDelayLane(b *testing.B, delay time.Duration) string {
 	b.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		b.Skip("no go command to build cmd/delaylane")
+		b.Skip("no go command to build cmd/lanesim")
 	}
-	bin := filepath.Join(b.TempDir(), "delaylane")
-	build := exec.Command(goBin, "build", "-o", bin, "github.com/lanewatch/lanewatch/cmd/delaylane")
+	bin := filepath.Join(b.TempDir(), "lanesim")
+	build := exec.Command(goBin, "build", "-o", bin, "github.com/lanewatch/lanewatch/cmd/lanesim")
 	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build cmd/delaylane: %v\n%s", err, out)
+		b.Fatalf("go build cmd/lanesim: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-delay", delay.String())
+	cmd := exec.Command(bin, "-exact", delay.String(), "-log-level", "warn")
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -172,14 +172,15 @@ func startDelayLane(b *testing.B, delay time.Duration) string {
 		_ = cmd.Wait()
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "delaylane listening on ")
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "lanesim listening on ")
 	if err != nil || !ok {
-		b.Fatalf("delaylane did not start: %q %v", line, err)
+		b.Fatalf("lanesim -exact did not start: %q %v", line, err)
 	}
 	return url + "/v1"
 }
 
-// delayRecord is cmd/delaylane's record of one request, in ns.
+// delayRecord is `lanesim -exact`'s record of one request, in ns
+// (lanesim.ExactRecord, which this package's tests cannot import).
 type delayRecord struct {
 	Read  int64 `json:"read_ns"`  // request read, CLOCK_MONOTONIC
 	Wrote int64 `json:"wrote_ns"` // token write began, CLOCK_MONOTONIC
@@ -219,7 +220,7 @@ func BenchmarkReadPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := &run{t: Target{}.withDefaults()}
-		if err := r.stream(context.Background(), strings.NewReader(stream), openaiDecoder{}); err != nil || r.tl.deltas != 16 {
+		if err := r.stream(context.Background(), strings.NewReader(stream), openaiEvent); err != nil || r.tl.deltas != 16 {
 			b.Fatalf("stream: %v, %d deltas", err, r.tl.deltas)
 		}
 	}

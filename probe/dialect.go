@@ -32,46 +32,80 @@ func (tl tally) tokens(maxTokens int) (int, TokensSource) {
 
 // decoder applies one SSE event of a dialect to the tally. Its errors are
 // *failure values whose details never quote the event's data.
-type decoder interface {
-	event(ev Event, tl *tally) error
+type decoder func(ev Event, tl *tally) error
+
+// chatRequest is the body both APIs take: stream_options (OpenAI's) only
+// with include_usage.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	MaxTokens     int           `json:"max_tokens"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options,omitempty"`
 }
 
-// dialect is the wire format of one API.
-type dialect struct {
-	newRequest func(ctx context.Context, t Target) (*http.Request, error)
-	decoder    decoder
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
-func dialectFor(api API) (dialect, bool) {
-	switch api {
+// newRequest builds the lane's streaming POST and picks the decoder of its
+// stream: POST {base_url}/chat/completions (OpenAI), {base_url}/v1/messages
+// (Anthropic; /messages after a base_url that ends in /v1, as an
+// OpenAI-compatible one does: https://api.anthropic.com and
+// https://api.anthropic.com/v1 both post to .../v1/messages).
+func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
+	body := chatRequest{Model: t.Model, Messages: []chatMessage{{Role: "user", Content: t.Prompt}}, MaxTokens: t.MaxTokens, Stream: true}
+	var path string
+	var dec decoder
+	switch t.API {
 	case OpenAI:
-		return dialect{newOpenAIRequest, openaiDecoder{}}, true
+		path, dec = "/chat/completions", openaiEvent
+		if t.IncludeUsage {
+			body.StreamOptions = &struct {
+				IncludeUsage bool `json:"include_usage"`
+			}{true}
+		}
 	case Anthropic:
-		return dialect{newAnthropicRequest, anthropicDecoder{}}, true
+		path, dec = "/v1/messages", anthropicEvent
+		if u, err := url.Parse(t.BaseURL); err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
+			path = "/messages"
+		}
+	default:
+		return nil, nil, fail(ConnError, ErrInvalidTarget, "unknown api %q", safeToken(string(t.API)))
 	}
-	return dialect{}, false
-}
-
-// newJSONRequest builds a streaming POST of body to base_url + path.
-func newJSONRequest(ctx context.Context, base, path string, body any) (*http.Request, error) {
-	u, err := url.Parse(base)
+	if !validHeaderValue(t.APIKey) {
+		return nil, nil, fail(ConnError, ErrInvalidTarget, "api key holds control characters")
+	}
+	u, err := url.Parse(t.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fail(ConnError, ErrInvalidTarget, "base_url is not an http(s) URL")
+		return nil, nil, fail(ConnError, ErrInvalidTarget, "base_url is not an http(s) URL")
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawPath = ""
 	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, fail(ConnError, ErrInvalidTarget, "encode request body")
+		return nil, nil, fail(ConnError, ErrInvalidTarget, "encode request body")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(b))
 	if err != nil {
-		return nil, fail(ConnError, ErrInvalidTarget, "build request")
+		return nil, nil, fail(ConnError, ErrInvalidTarget, "build request")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("User-Agent", "lanewatch-probe")
-	return req, nil
+	switch {
+	case t.API == Anthropic:
+		req.Header.Set("anthropic-version", AnthropicVersion)
+		if t.APIKey != "" {
+			req.Header.Set("x-api-key", t.APIKey)
+		}
+	case t.APIKey != "":
+		req.Header.Set("Authorization", "Bearer "+t.APIKey)
+	}
+	return req, dec, nil
 }
 
 // decodeJSON decodes one data line. Invalid UTF-8, which encoding/json would

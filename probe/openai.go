@@ -2,48 +2,8 @@ package probe
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net/http"
 )
-
-type openaiMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type openaiStreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type openaiRequest struct {
-	Model         string               `json:"model"`
-	Messages      []openaiMessage      `json:"messages"`
-	MaxTokens     int                  `json:"max_tokens"`
-	Stream        bool                 `json:"stream"`
-	StreamOptions *openaiStreamOptions `json:"stream_options,omitempty"`
-}
-
-// newOpenAIRequest builds POST {base_url}/chat/completions.
-func newOpenAIRequest(ctx context.Context, t Target) (*http.Request, error) {
-	body := openaiRequest{
-		Model:     t.Model,
-		Messages:  []openaiMessage{{Role: "user", Content: t.Prompt}},
-		MaxTokens: t.MaxTokens,
-		Stream:    true,
-	}
-	if t.IncludeUsage {
-		body.StreamOptions = &openaiStreamOptions{IncludeUsage: true}
-	}
-	req, err := newJSONRequest(ctx, t.BaseURL, "/chat/completions", body)
-	if err != nil {
-		return nil, err
-	}
-	if t.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.APIKey)
-	}
-	return req, nil
-}
 
 // openaiChunk is the part of a chat.completion.chunk the probe reads.
 type openaiChunk struct {
@@ -61,11 +21,9 @@ type openaiChunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// openaiDecoder reads chat completion chunks. "[DONE]" ends the stream; a
+// openaiEvent reads a chat completion chunk. "[DONE]" ends the stream; a
 // chunk with a finish_reason lets a clean close count as an end too.
-type openaiDecoder struct{}
-
-func (openaiDecoder) event(ev Event, tl *tally) error {
+func openaiEvent(ev Event, tl *tally) error {
 	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, []byte("[DONE]")) {
 		tl.done = true

@@ -21,24 +21,22 @@ const (
 	DefaultPrompt    = "Reply with the single word: ok"
 )
 
-// withDefaults fills zero fields with the defaults.
+// withDefaults gives zero and negative fields the defaults.
 func (t Target) withDefaults() Target {
-	if t.Timeout <= 0 {
-		t.Timeout = DefaultTimeout
-	}
-	if t.MaxBytes <= 0 {
-		t.MaxBytes = DefaultMaxBytes
-	}
-	if t.MaxLine <= 0 {
-		t.MaxLine = DefaultMaxLine
-	}
-	if t.MaxTokens <= 0 {
-		t.MaxTokens = DefaultMaxTokens
-	}
+	orDefault(&t.Timeout, DefaultTimeout)
+	orDefault(&t.MaxBytes, DefaultMaxBytes)
+	orDefault(&t.MaxLine, DefaultMaxLine)
+	orDefault(&t.MaxTokens, DefaultMaxTokens)
 	if t.Prompt == "" {
 		t.Prompt = DefaultPrompt
 	}
 	return t
+}
+
+func orDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Run sends one streamed request to the lane and measures it. It never
@@ -78,14 +76,7 @@ type connTrace struct {
 }
 
 func (r *run) probe(ctx context.Context) error {
-	d, ok := dialectFor(r.t.API)
-	if !ok {
-		return fail(ConnError, ErrInvalidTarget, "unknown api %q", safeToken(string(r.t.API)))
-	}
-	if !validHeaderValue(r.t.APIKey) {
-		return fail(ConnError, ErrInvalidTarget, "api key holds control characters")
-	}
-	req, err := d.newRequest(httptrace.WithClientTrace(ctx, r.trace()), r.t)
+	req, dec, err := newRequest(httptrace.WithClientTrace(ctx, r.trace()), r.t)
 	if err != nil {
 		return err
 	}
@@ -107,7 +98,7 @@ func (r *run) probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.stream(ctx, body, d.decoder)
+	return r.stream(ctx, body, dec)
 }
 
 // markWrite is called by the connection just before each write.
@@ -120,67 +111,53 @@ func (r *run) markWrite(now time.Time) {
 // trace records the connection's phases. Only the first DNS lookup, dial
 // and handshake count (a dual-stack dial may try a second address).
 func (r *run) trace() *httptrace.ClientTrace {
-	set := func(f func(ct *connTrace)) {
+	stamp := func(at func(ct *connTrace) *time.Time) {
+		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		f(&r.ct)
-	}
-	first := func(at *time.Time, now time.Time) {
-		if at.IsZero() {
-			*at = now
+		if t := at(&r.ct); t.IsZero() {
+			*t = now
 		}
 	}
 	return &httptrace.ClientTrace{
-		DNSStart: func(httptrace.DNSStartInfo) {
-			now := time.Now()
-			set(func(ct *connTrace) { first(&ct.dnsStart, now) })
-		},
-		DNSDone: func(httptrace.DNSDoneInfo) {
-			now := time.Now()
-			set(func(ct *connTrace) { first(&ct.dnsDone, now) })
-		},
+		DNSStart: func(httptrace.DNSStartInfo) { stamp(func(ct *connTrace) *time.Time { return &ct.dnsStart }) },
+		DNSDone:  func(httptrace.DNSDoneInfo) { stamp(func(ct *connTrace) *time.Time { return &ct.dnsDone }) },
 		ConnectStart: func(_, _ string) {
-			now := time.Now()
-			set(func(ct *connTrace) { first(&ct.connectStart, now) })
+			stamp(func(ct *connTrace) *time.Time { return &ct.connectStart })
 		},
 		ConnectDone: func(_, _ string, err error) {
-			now := time.Now()
 			if err == nil {
-				set(func(ct *connTrace) { first(&ct.connected, now) })
+				stamp(func(ct *connTrace) *time.Time { return &ct.connected })
 			}
 		},
-		TLSHandshakeStart: func() {
-			now := time.Now()
-			set(func(ct *connTrace) { first(&ct.tlsStart, now) })
-		},
+		TLSHandshakeStart: func() { stamp(func(ct *connTrace) *time.Time { return &ct.tlsStart }) },
 		TLSHandshakeDone: func(tls.ConnectionState, error) {
-			now := time.Now()
-			set(func(ct *connTrace) { first(&ct.tlsDone, now) })
+			stamp(func(ct *connTrace) *time.Time { return &ct.tlsDone })
 		},
 		GotConn: func(info httptrace.GotConnInfo) {
-			set(func(ct *connTrace) {
-				if !ct.gotConn { // did this probe dial at all?
-					ct.gotConn, ct.reused = true, info.Reused
-				}
-			})
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if !r.ct.gotConn { // did this probe dial at all?
+				r.ct.gotConn, r.ct.reused = true, info.Reused
+			}
 		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			now := time.Now()
-			set(func(ct *connTrace) {
-				if info.Err != nil {
-					return
-				}
-				// The server can read the request only once its last
-				// write began: stamping the start of that write, not this
-				// callback, keeps a callback delayed after the write from
-				// starting the queue after the server already began it.
-				// (Over HTTP/2 a control frame written in between moves
-				// the stamp later, but never past this callback.)
-				ct.sent = now
-				if !ct.writeStart.IsZero() {
-					ct.sent = ct.writeStart
-				}
-			})
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if info.Err != nil {
+				return
+			}
+			// The server can read the request only once its last write
+			// began: stamping the start of that write, not this callback,
+			// keeps a callback delayed after the write from starting the
+			// queue after the server already began it. (Over HTTP/2 a
+			// control frame written in between moves the stamp later, but
+			// never past this callback.)
+			r.ct.sent = now
+			if !r.ct.writeStart.IsZero() {
+				r.ct.sent = r.ct.writeStart
+			}
 		},
 	}
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"testing"
@@ -225,4 +226,114 @@ func FuzzQuota(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A remaining count without its reset header is still a count, and a reset
+// without a count still a reset.
+func TestQuotaHalfADialect(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   quota
+	}{
+		{"remaining only", map[string]string{"x-ratelimit-remaining-requests": "5"}, quota{remaining: 5, known: true}},
+		{"reset only", map[string]string{"x-ratelimit-reset-requests": "6m0s"}, quota{reset: 6 * time.Minute, resetKnown: true}},
+		{"anthropic remaining only", map[string]string{"anthropic-ratelimit-requests-remaining": "0"}, quota{remaining: 0, known: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			for k, v := range c.header {
+				h.Set(k, v)
+			}
+			if got := parseQuota(h, wall); got != c.want {
+				t.Fatalf("parseQuota = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// The first dialect with a valid count or reset supplies both: a count is
+// never paired with another window's reset.
+func TestQuotaDialectsNotMixed(t *testing.T) {
+	h := http.Header{}
+	h.Set("anthropic-ratelimit-requests-remaining", "3")
+	h.Set("x-ratelimit-reset-requests", "6m0s")
+	if got, want := parseQuota(h, wall), (quota{remaining: 3, known: true}); got != want {
+		t.Fatalf("parseQuota = %+v, want %+v (the anthropic count alone)", got, want)
+	}
+}
+
+// parseCount takes 1 to 18 digits, nothing else.
+func TestParseCount(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		n     int64
+		known bool
+	}{
+		{"", 0, false}, {" 7 ", 7, true}, {"0", 0, true},
+		{"123456789012345678", 123456789012345678, true}, // 18 digits
+		{"1234567890123456789", 0, false},                // 19
+		{"-1", 0, false}, {"+1", 0, false}, {"1e3", 0, false}, {"0x1f", 0, false},
+	} {
+		if n, ok := parseCount(c.in); n != c.n || ok != c.known {
+			t.Errorf("parseCount(%q) = %d, %v; want %d, %v", c.in, n, ok, c.n, c.known)
+		}
+	}
+}
+
+// decimal takes 1 to 20 digits with an optional fraction of 1 to 9 digits:
+// no sign, exponent, hex, inf or nan, which strconv.ParseFloat would take.
+func TestDecimal(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		f  float64
+		ok bool
+	}{
+		{"12", 12, true}, {"1.5", 1.5, true}, {"0.000000001", 1e-9, true},
+		{"12345678901234567890", 12345678901234567890, true}, // 20 digits
+		{"123456789012345678901", 0, false},                  // 21
+		{"1.123456789", 1.123456789, true},                   // 9 fraction digits
+		{"1.1234567890", 0, false},                           // 10
+		{"", 0, false}, {".5", 0, false}, {"5.", 0, false},
+		{"1e5", 0, false}, {"1.5e3", 0, false}, {"0x10", 0, false}, {"inf", 0, false}, {"NaN", 0, false},
+		{"-1", 0, false}, {"+1", 0, false}, {"1.-5", 0, false},
+	} {
+		if f, ok := decimal(c.in); f != c.f || ok != c.ok {
+			t.Errorf("decimal(%q) = %v, %v; want %v, %v", c.in, f, ok, c.f, c.ok)
+		}
+	}
+}
+
+// ahead accepts [0, maxAhead] nanoseconds.
+func TestAhead(t *testing.T) {
+	for _, c := range []struct {
+		ns float64
+		ok bool
+	}{{0, true}, {1, true}, {float64(maxAhead), true}, {float64(maxAhead) + 1e6, false}, {-1, false}, {math.NaN(), false}} {
+		if d, ok := ahead(c.ns); ok != c.ok || ok && d != time.Duration(c.ns) {
+			t.Errorf("ahead(%v) = %v, %v; want ok %v", c.ns, d, ok, c.ok)
+		}
+	}
+}
+
+// A Unix reset up to dateSlack (1 s) in the past means now; further back
+// it is stale. wall is on a whole second.
+func TestParseUnixSlack(t *testing.T) {
+	unix := func(d time.Duration) string { return strconv.FormatInt(wall.Add(d).Unix(), 10) }
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{unix(0), 0, true},
+		{unix(-time.Second), 0, true},
+		{unix(-2 * time.Second), 0, false},
+		{unix(90 * time.Second), 90 * time.Second, true},
+		{strconv.FormatInt(wall.Add(-time.Second).UnixMilli(), 10), 0, true},
+		{strconv.FormatInt(wall.Add(-1001*time.Millisecond).UnixMilli(), 10), 0, false},
+	} {
+		if d, ok := parseUnix(c.in, wall); d != c.want || ok != c.ok {
+			t.Errorf("parseUnix(%s) = %v, %v; want %v, %v", c.in, d, ok, c.want, c.ok)
+		}
+	}
 }

@@ -140,13 +140,47 @@ func FuzzSSE(f *testing.F) {
 			t.Fatalf("unexpected error %v", errA)
 		}
 		for _, e := range a {
-			for _, d := range []decoder{openaiDecoder{}, anthropicDecoder{}} {
+			for _, d := range []decoder{openaiEvent, anthropicEvent} {
 				var tl tally
 				var f *failure
-				if err := d.event(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil && !errors.As(err, &f) {
+				if err := d(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil && !errors.As(err, &f) {
 					t.Fatalf("decoder error %v is not a classified failure", err)
 				}
 			}
 		}
 	})
+}
+
+// An event's data (its data lines joined with "\n") may be exactly the cap,
+// not a byte more, however its lines split it. With a cap of 12 a line
+// "data:" + 7 bytes is 12 bytes, so each line is within the cap. Kills
+// sse.go field's `len(r.data)+len(value)+1 > r.max+1` moved by 1 or 2 bytes.
+func TestSSEDataCapIsExact(t *testing.T) {
+	const limit = 12
+	for _, c := range []struct {
+		name  string
+		lines string
+		data  string // "" with tooLong
+		over  bool
+	}{
+		{"one line at the cap", "data:abcdefg\n", "abcdefg", false},
+		{"7 + 1 + 4 = 12", "data:abcdefg\ndata:hijk\n", "abcdefg\nhijk", false},
+		{"7 + 1 + 5 = 13", "data:abcdefg\ndata:hijkl\n", "", true},
+		{"7 + 1 + 6 = 14", "data:abcdefg\ndata:hijklm\n", "", true},
+		{"5 + 1 + 5 + 1 = 12 (an empty last line)", "data:abcde\ndata:fghij\ndata:\n", "abcde\nfghij\n", false},
+		{"5 + 1 + 5 + 1 + 0 + 1 = 13", "data:abcde\ndata:fghij\ndata:\ndata:\n", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev, err := NewSSEReader(strings.NewReader(c.lines+"\n"), limit).Next()
+			if c.over {
+				if !errors.Is(err, ErrLineTooLong) {
+					t.Fatalf("Next = %q, %v; want ErrLineTooLong", ev.Data, err)
+				}
+				return
+			}
+			if err != nil || string(ev.Data) != c.data {
+				t.Fatalf("Next = %q, %v; want %q", ev.Data, err, c.data)
+			}
+		})
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/probe"
@@ -84,7 +83,7 @@ func pair(t *testing.T, interval time.Duration) (a, b *sampler.Sampler, st *race
 	// ahead (on one clock the two would book their probes at one time,
 	// the later replacing the other).
 	mk := func(id string, start time.Time, skew time.Duration) *sampler.Sampler {
-		o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+		o, err := cfg.SamplerOptions(st, nil, config.Shard{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,7 +273,7 @@ func TestForgedHeartbeatIgnored(t *testing.T) {
 	var clock atomic.Int64
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	clock.Store(t0.UnixNano())
-	o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+	o, err := cfg.SamplerOptions(st, nil, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}

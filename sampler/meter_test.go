@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
@@ -199,7 +198,7 @@ func (r *rig) open() {
 	if sp, ok := st.(*spool.Spool); ok {
 		r.sp, r.st = sp, spoolFault{r.kill, sp}
 	}
-	o, err := app.SamplerOptions(r.cfg, r.st, nil, config.Shard{})
+	o, err := r.cfg.SamplerOptions(r.st, nil, config.Shard{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

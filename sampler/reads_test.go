@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
@@ -79,7 +78,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	}
 	defer file.Close()
 	st := &countingStore{Store: file}
-	o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+	o, err := cfg.SamplerOptions(st, nil, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/sampler"
@@ -235,7 +234,7 @@ func newActors(t *testing.T, perDay, probers int, influxURL string) *actors {
 	a.read = daemonStore
 	mk := func(st store.Store) *sampler.Sampler {
 		t.Cleanup(func() { _ = st.Close() })
-		o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+		o, err := cfg.SamplerOptions(st, nil, config.Shard{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +283,7 @@ func driveConcurrent(t *testing.T, seed uint64, perDay int, influxURL string) {
 	rnd := rand.New(rand.NewPCG(seed, 28))
 	const maxProbers = 7
 	a := newActors(t, perDay, maxProbers, influxURL)
-	groups := app.Groups(a.cfg)
+	groups := a.cfg.Groups()
 	var steps []string
 	fail := func(format string, args ...any) {
 		t.Helper()

@@ -54,7 +54,7 @@ var ErrNotBooked = errors.New("reservations not written: no lane probed this rou
 // and for back-offs.
 const FutureReach = 366 * 24 * time.Hour
 
-// Options wire a Sampler: the domain values app.SamplerOptions builds from
+// Options wire a Sampler: the domain values config.SamplerOptions builds from
 // a configuration.
 type Options struct {
 	Store    store.Store
@@ -70,8 +70,6 @@ type Options struct {
 	// config, owned or not).
 	Groups []budget.Group
 	Shard  Shard
-	// Policy computes the status page's live policy; nil shows none.
-	Policy PolicyFunc
 	// Chart draws the status page's chart; nil draws none.
 	Chart Chart
 	// Now is the clock the rounds' points are stamped with; nil is
@@ -98,13 +96,13 @@ type Sampler struct {
 	owned       []string // config order
 	shard       Shard
 	groups      []budget.Group
-	policy      PolicyFunc
 	chart       Chart
 	now         func() time.Time
 
-	mu   sync.Mutex
-	seen map[string]store.Probe // newest probe of each lane this process stored
-	duty dutyState              // heartbeats and standby (duty.go)
+	mu     sync.Mutex
+	seen   map[string]store.Probe // newest probe of each lane this process stored
+	detail map[string]detail      // what each lane's newest probe of this process said (status.go)
+	duty   dutyState              // heartbeats and standby (duty.go)
 }
 
 // New returns a Sampler of the targets.
@@ -119,10 +117,10 @@ func New(o Options) *Sampler {
 		targets:     map[string]probe.Target{},
 		shard:       o.Shard,
 		groups:      o.Groups,
-		policy:      o.Policy,
 		chart:       o.Chart,
 		now:         o.Now,
 		seen:        map[string]store.Probe{},
+		detail:      map[string]detail{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -285,6 +283,9 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 		default:
 			r.Samples = append(r.Samples, pr.sample)
 			points[i] = Point(pr.sample, s.site, booked[i].Time)
+			s.mu.Lock()
+			s.detail[points[i].Lane] = detail{points[i].Time, pr.sample.Detail}
+			s.mu.Unlock()
 			if pr.cancelled {
 				points[i] = cancelledPoint(points[i], pr.sample)
 			}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/shard"
 	"github.com/lanewatch/lanewatch/store"
@@ -24,7 +24,7 @@ import (
 // newSampler returns the Sampler of cfg's shard sh (the config's when
 // sh.Count is 0) on st, as cmd/sampler wires it.
 func newSampler(cfg *config.Config, st store.Store, lookupEnv func(string) (string, bool), sh config.Shard) (*sampler.Sampler, error) {
-	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
+	o, err := cfg.SamplerOptions(st, lookupEnv, sh)
 	if err != nil {
 		return nil, err
 	}
@@ -405,6 +405,70 @@ func TestStatusShowsOwnGroups(t *testing.T) {
 	}
 	if len(seen) != 6 {
 		t.Errorf("groups across both shards' pages: %v, want each of 6 once", seen)
+	}
+}
+
+// The status page says why a failing lane fails: its newest probe's
+// outcome and HTTP status from the store, and what the probe said while
+// this process remembers it (issue 31: it said "failing" only). A lane
+// whose newest probe is ok says nothing.
+func TestStatusSaysWhyALaneFails(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/bad/") {
+			http.Error(w, `{"error":{"message":"invalid key"}}`, http.StatusUnauthorized)
+			return
+		}
+		(&lane{}).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg, err := config.Parse(strings.NewReader(fmt.Sprintf(`store: {kind: file, path: samples.lp}
+lanes:
+  - {name: good, kind: free, api: openai, base_url: %q, model: m}
+  - {name: bad, kind: free, api: openai, base_url: %q, model: m}
+`, srv.URL+"/good/v1", srv.URL+"/bad/v1")), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := newSampler(cfg, st, nil, config.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(context.Background(), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad probe.Sample
+	for _, sm := range r.Samples {
+		if sm.Lane == "bad" {
+			bad = sm
+		}
+	}
+	if bad.OK() || bad.Detail == "" {
+		t.Fatalf("lane bad's probe: %+v, want a failure with a detail", bad)
+	}
+	stored := string(bad.Outcome) + " (HTTP 401)"
+	restarted, err := newSampler(cfg, st, nil, config.Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    *sampler.Sampler
+		want string
+	}{{"this process", s, stored + ": " + bad.Detail}, {"after a restart", restarted, stored}} {
+		why := map[string]string{}
+		for _, l := range tc.s.Status(context.Background()).Lanes {
+			why[l.Name] = l.Why
+		}
+		if why["bad"] != tc.want || why["good"] != "" {
+			t.Errorf("%s: why bad %q, good %q; want %q and nothing", tc.name, why["bad"], why["good"], tc.want)
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/budget"
@@ -37,7 +36,7 @@ func TestPropertyProbeLaneBesideTheDaemon(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer shared.Close()
-			o, err := app.SamplerOptions(r.cfg, shared, nil, config.Shard{})
+			o, err := r.cfg.SamplerOptions(shared, nil, config.Shard{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/sampler"
@@ -87,7 +86,7 @@ func TestSitesShareAccountQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	group := app.Groups(cfg)[0]
+	group := cfg.Groups()[0]
 	if len(group.Sites) != len(sites) {
 		t.Fatalf("group %+v: want the config's sites", group)
 	}
@@ -195,7 +194,7 @@ func siteSampler(t *testing.T, url, db, root, site string, sites []string, perDa
 	if wrap != nil {
 		st = wrap(in)
 	}
-	o, err := app.SamplerOptions(cfg, st, nil, config.Shard{})
+	o, err := cfg.SamplerOptions(st, nil, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +252,7 @@ func TestSitesInAnyOrderShareTheSlots(t *testing.T) {
 			return st
 		})
 		samplers = append(samplers, s)
-		groups = append(groups, app.Groups(cfg)[0])
+		groups = append(groups, cfg.Groups()[0])
 	}
 	sched, err := cron.ParseStandard("7,27,47 * * * *")
 	if err != nil {
@@ -395,10 +394,10 @@ func TestSitesThatDisagreeProbeNoSharedSlot(t *testing.T) {
 	// is live, fra1 refuses and the new instance stands by; then both
 	// probe, one request a slot.
 	iad1 = start("iad1", "iad1-b", []string{"iad1", "fra1"})
-	group := app.Groups(func() *config.Config {
+	group := func() *config.Config {
 		_, cfg := siteSampler(t, url, db, srv.URL, "fra1", []string{"fra1", "iad1"}, perDay, now, nil)
 		return cfg
-	}())[0]
+	}().Groups()[0]
 	slots := map[time.Time]int{}
 	before = requests()
 	for i := range 9 {

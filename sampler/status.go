@@ -3,12 +3,12 @@ package sampler
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"html/template"
 	"io"
 	"slices"
 	"time"
 
-	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/sampler/page"
@@ -23,10 +23,6 @@ type Chart interface {
 	WriteChart(w io.Writer, hourly []store.Hourly, from, to time.Time, days int) error
 }
 
-// PolicyFunc computes the live policy of the hour holding now, for the
-// status page.
-type PolicyFunc func(ctx context.Context, now time.Time) (policy.File, error)
-
 // Status page figures.
 const (
 	statusProbes    = 6 // last probes shown per lane
@@ -35,13 +31,13 @@ const (
 
 // Status reads from the store what the status page shows: per owned lane
 // its last probes, quota and back-off, whether the next round skips it; the
-// budget of each quota group today; the live policy of the current hour
-// (over every site); the swings chart of the last 7 days. A part that cannot
+// budget of each quota group today; the swings chart of the last 7 days
+// (the caller adds the hour's policy file). A part that cannot
 // be read is left out and said in the page (a status page must render when
 // the store is down, too).
 func (s *Sampler) Status(ctx context.Context) page.Page {
 	now := s.now()
-	p := page.Page{Now: now, Site: s.site, Schedule: s.schedule, ChartDays: statusChartDays, Healthy: true}
+	p := page.Page{Now: now, Location: s.loc, Site: s.site, Schedule: s.schedule, ChartDays: statusChartDays, Healthy: true}
 	if s.shard.Count > 1 {
 		p.Shard = s.shard.String()
 	}
@@ -87,7 +83,13 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 			}
 		}
 		if sk, ok := skips[name]; ok {
-			l.Skip = sk.String()
+			l.Skip = sk.Reason
+			if sk.Reason == budget.SkipQuota {
+				l.Skip = "quota until " + sk.Until.In(store.OrUTC(s.loc)).Format("15:04")
+			}
+		}
+		if len(ps) > 0 && !ps[0].OK {
+			l.Why = s.why(ps[0])
 		}
 		p.Lanes = append(p.Lanes, l)
 	}
@@ -99,13 +101,6 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 				Left: max(g.ProbesPerDay-sent, 0), Timezone: g.Location.String()})
 		}
 	}
-	if s.policy != nil {
-		if f, err := s.policy(ctx, now); err != nil {
-			p.PolicyErr = err.Error()
-		} else {
-			p.Policy = &f
-		}
-	}
 	from := now.AddDate(0, 0, -statusChartDays)
 	if s.chart == nil {
 		return p
@@ -113,22 +108,32 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	if hs, err := store.ReadHourly(ctx, s.store, store.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
 		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
-			// Trusted: the Chart (package swings, through app) drew it from
+			// Trusted: the Chart (package swings, through config) drew it from
 			// numbers and lane names, which the config limits to [a-z0-9_-].
-			p.Chart = template.HTML(stripXMLHeader(svg.Bytes()))
+			p.Chart = template.HTML(svg.String())
 		}
 	}
 	return p
 }
 
-// stripXMLHeader drops an <?xml ...?> declaration so the SVG can sit inline
-// in an HTML document.
-func stripXMLHeader(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			b = bytes.TrimSpace(b[i+2:])
-		}
+// detail is what a probe said (probe.Sample.Detail, which the store does
+// not keep), at its point's time.
+type detail struct {
+	at   time.Time
+	text string
+}
+
+// why says why the stored probe pr failed: its outcome, its HTTP status,
+// and what the probe said when this process made it.
+func (s *Sampler) why(pr store.Probe) string {
+	w := pr.Outcome
+	if pr.Status != 0 {
+		w += fmt.Sprintf(" (HTTP %d)", pr.Status)
 	}
-	return string(b)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.detail[pr.Lane]; d.at.Equal(pr.Time) && d.text != "" {
+		w += ": " + d.text
+	}
+	return w
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh — what `make demo` runs: two stand-in lanes (cmd/lanesim) on free
-# loopback ports, three sampler rounds into the embedded store, what was
-# stored, the policy for the current hour, and the README's backtest
-# figures (scripts/figures.sh). Everything stays in .demo/.
+# loopback ports, three sampler rounds into the embedded store, the policy
+# file they wrote for the current hour, the lane a CI job would take, and
+# the next steps. Everything stays in .demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,21 +45,27 @@ export LANEWATCH_DEMO_KEY=demo-key-not-a-secret
 
 for round in 1 2 3; do
 	echo
-	echo "== sampler round $round"
+	echo "== sampler round $round: probe each lane, store the probes, write this hour's policy file (and the next hour's forecast)"
 	bin/sampler -config "$demo/demo.yaml" -once
 	sleep 1
 done
 
+hour_file=$(ls "$demo"/policies/*.yaml | head -n 1)
 echo
-echo "== stored in $demo/samples.lp (line protocol; later lines replace earlier ones)"
-cat "$demo/samples.lp"
+echo "== $hour_file: this hour's policy, as the rounds wrote it (docs/policy.md explains each key)"
+cat "$hour_file"
 
 echo
-echo "== policy for the current hour"
-bin/policygen -config "$demo/demo.yaml" -print
+echo "== the lane a job of class interactive starts on now, as a CI step asks for it"
+bin/policygen lane -config "$demo/demo.yaml" -class interactive -format env
 
-# The backtest figures the README quotes, from the one command that makes
-# them (make figures): six generated histories, the first one's whole
-# backtest, then the grid against the fallback@T baselines.
-echo
-scripts/figures.sh "$demo/figures"
+cat <<EOF
+
+== next: your own lanes
+  mkdir -p my && cp examples/lanewatch.yaml my/   # set its lanes and keys (docs/config.md); it stores in data/, writes policies/
+  bin/sampler -config my/lanewatch.yaml -once      # one round now: is every lane ok?
+  bin/sampler -config my/lanewatch.yaml -listen 127.0.0.1:9464   # the daemon: a round at each tick of its schedule
+  open http://127.0.0.1:9464/                      # its status page; /metrics and /api/v1/policy beside it
+  bin/policygen lane -config my/lanewatch.yaml -class interactive   # in CI (docs/deploy.md, docs/ci/)
+The stored probes are in $demo/samples.lp; the README's backtest figures: make figures (docs/backtest.md).
+EOF

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # figures.sh — every backtest figure the README quotes, from one command:
-# `make figures` runs it, `make demo` ends with it, and scripts' figures
-# test holds the README's quotes to its output (they cannot drift).
+# `make figures` runs it, and scripts' figures test holds the README's
+# quotes to its output (they cannot drift).
 #
 #   scripts/figures.sh [DIR]    # DIR keeps the histories (default .demo/figures)
 #
@@ -11,7 +11,7 @@
 # classes, and its whole backtest. Then the decisions against the
 # baselines people write (scripts/heldout.sh): on the worlds lanewatch's
 # constants are chosen on (harsh and mild, seeds 1-3), and on the held-out
-# families (seeds 101-103). BIN names the folder holding lanesim and
+# families (seeds 201-203). BIN names the folder holding lanesim and
 # policygen (default bin); jq is needed. Deterministic: the same tree
 # prints the same bytes.
 set -euo pipefail

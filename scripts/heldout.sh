@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # heldout.sh — lanewatch's decisions on worlds none of its constants was
 # chosen on (issue 30): every held-out family of `lanesim history`
-# (lanesim.HeldOutProfiles), seeds 101-103, one free lane and a paid lane,
+# (lanesim.HeldOutProfiles), seeds 201-203, one free lane and a paid lane,
 # the interactive class (800 tokens, 0.002 USD/1k) replayed at 30, 60 and
 # 120 s against fallback@T (T 1-105 s) and the tuned baselines, 42 days
 # scored after 28 of history. `make heldout` runs it; BENCHMARKS.md
@@ -10,8 +10,8 @@
 #
 #   scripts/heldout.sh [DIR]    # DIR keeps the histories (default .demo/heldout)
 #
-# PROFILES (default: every held-out family) and SEEDS (default 101 102
-# 103) narrow it; BIN names the folder holding lanesim and policygen
+# PROFILES (default: every held-out family) and SEEDS (default 201 202
+# 203) narrow it; BIN names the folder holding lanesim and policygen
 # (default bin); jq is needed. Deterministic: the same tree prints the
 # same bytes.
 set -euo pipefail
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 bin=${BIN:-bin}
 dir=${1:-.demo/heldout}
 profiles=${PROFILES:-known-flat known-peak weekly drop rise mixture pareto sparse upstream}
-seeds=${SEEDS:-101 102 103}
+seeds=${SEEDS:-201 202 203}
 command -v jq >/dev/null || { echo "heldout: missing tool: jq (install: apt-get install jq)" >&2; exit 1; }
 mkdir -p "$dir"
 

@@ -5,10 +5,10 @@
 # its survivors. It takes minutes per package, so it is not part of
 # `make test`. TESTING.md has the scores and the survivors judged equivalent.
 #
-# Scope: budget, policy, probe and report/backtest whole; of series only
-# aggregate.go, recorder.go and reserve.go. gremlins cannot select files,
-# only exclude them (--exclude-files, a regexp over the path inside the
-# package), so every other file of series, and series/storetest and
+# Scope: sampler/budget, policy, probe and report/backtest whole; of store
+# only aggregate.go, recorder.go and reserve.go. gremlins cannot select
+# files, only exclude them (--exclude-files, a regexp over the path inside
+# the package), so every other file of store, and store/storetest and
 # store/lineproto, is excluded by name.
 #
 # Environment: MUTATE_PKGS (space-separated, default all five),
@@ -17,7 +17,7 @@
 # many time out, and a timed-out mutant counts neither way, so raise it or
 # lower the workers when the run says so), MUTATE_LOGS (directory for one
 # log per package, default a temporary one, kept), INFLUXD_BIN (as for
-# `make test`: set, the InfluxDB tests of series run against every mutant
+# `make test`: set, the InfluxDB tests of store run against every mutant
 # too; unset, they skip and a run is faster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +30,7 @@ if [[ "$installed" != "$version" ]]; then
 	go install "github.com/go-gremlins/gremlins/cmd/gremlins@$version"
 fi
 
-pkgs=(${MUTATE_PKGS:-budget policy probe series report/backtest})
+pkgs=(${MUTATE_PKGS:-sampler/budget policy probe store report/backtest})
 workers="${MUTATE_WORKERS:-2}"
 coefficient="${MUTATE_TIMEOUT_COEFFICIENT:-5}"
 logs="${MUTATE_LOGS:-$(mktemp -d -t lanewatch-mutate.XXXXXX)}"
@@ -40,7 +40,7 @@ mkdir -p "$logs"
 # package $1 that mutation testing covers.
 excludes() {
 	case "$1" in
-	series)
+	store)
 		local f name
 		for f in store/*.go; do
 			name="$(basename "$f")"

@@ -5,9 +5,10 @@
 #
 # Nothing is skipped silently: what this script leaves out (staticcheck,
 # npm) and every test that skips for a missing tool (internal/missingtool:
-# Chromium, rsvg-convert, influxd, node, systemd-analyze...) is listed in one
-# summary at the end. With CI=true such a skip fails the run (the Go tests
-# fail at once; this script fails at the end for its own).
+# Chromium, rsvg-convert, influxd, node, systemd-analyze, promtool and
+# prometheus of Debian's prometheus package...) is listed in one summary at
+# the end. With CI=true such a skip fails the run (the Go tests fail at
+# once; this script fails at the end for its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,7 +61,7 @@ fi
 # The npm packages of the interop servers and of the TypeScript client
 # example, from their committed lockfiles: installed when missing or older
 # than the lockfile (npm ci writes node_modules/.package-lock.json).
-for dir in interop examples/typescript; do
+for dir in tests/interop examples/typescript; do
 	if [[ ! -e "$dir/node_modules/.package-lock.json" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
 		if command -v npm >/dev/null; then
 			npm ci --prefix "$dir" --no-audit --no-fund

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	lwconfig "github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/internal/cli"
@@ -25,36 +24,25 @@ import (
 const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile NAME] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH] [-shift F] [-force]
        lanesim history -days N -config F [-seed N] [-start YYYY-MM-DD[THH]] [-profile NAME] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH] [-shift F] [-force]
 
-Generates a realistic probe history and stores it, probes and hourly records
-(written through the store's recorder, so every hourly record is the
-aggregate of its probes): into a new embedded store file (-out), or into the
-store a lanewatch config names (-config: its lanes and timezone too; with -out
-as well, only its lanes and timezone). The same flags and seed give the
-same history, byte for byte in a file.
+Generates a realistic probe history and records it, probes and hourly records,
+into a new embedded store file (-out) or the store a lanewatch config names
+(-config: its lanes and timezone too; with -out, only those). The same flags
+and seed give the same history, byte for byte in a file.
 
-The model: three rounds an hour (:07, :27, :47); free lanes queue along a
-time-of-day curve (UTC) with lognormal spread (heavy-tailed), time out past
-the probe timeout, fail for 1 to 4 hours at a time (about 1 % of their
-probes) and answer 429 in bursts (about 2 %), backing off until the announced
-reset; paid lanes are fast and steady (with -paid-faults: a small queue of
-their own and rare failures). -profile harsh (the default) gives free lanes
-a median of 3-5 s, 12-20 s at the peak and a heavy tail (σ 0.9); -profile
-mild is calibrated to published time-of-day figures of hosted APIs (medians
-0.44-1.6 s, off-peak 30-40 % faster, the peak's p95 2.4× its median).
-lanewatch's constants are chosen on these two. The held-out families, for
-scoring lanewatch on worlds it was not tuned on: known-flat and known-peak
-(lognormal waits the truth gives whole), weekly (quiet weekends), drop and
-rise (the level falls to a quarter or rises fourfold two thirds into the
-history, or at -shift-at), mixture (one wait in eight from a slow mode),
-pareto (a Pareto tail), sparse (free lanes probed in one round of ten) and
-upstream (free and paid lanes on one upstream). Details: package lanesim,
-History, MildProfile and HeldOutProfiles.
+The model (package lanesim, HistoryOptions): three rounds an hour; free
+lanes queue lognormally along a time-of-day curve (UTC), time out, go down
+for hours (about 1 % of probes) and answer 429 in bursts (about 2 %); paid
+lanes are fast and steady (-paid-faults: a small queue, rare failures).
+-profile harsh (the default: medians 3-5 s, 12-20 s at the peak) and mild
+(published figures of hosted APIs: 0.44-1.6 s) are the worlds lanewatch's
+constants are chosen on; the held-out families (lanesim.HeldOutProfiles)
+score it on others: known-flat, known-peak, weekly, drop, rise (at
+-shift-at), mixture, pareto, sparse and upstream.
 
--truth FILE writes each probe's true queue distribution, one JSON object a
-line in probe order: {"time":RFC 3339,"lane":NAME,"median_s":X,"sigma":S},
-with "outage":true when the lane was down (the probe timed out whatever it
-drew): the lognormal the probe's queue was drawn from, for an oracle. The
-mixture and pareto profiles have no such truth: -truth is refused there.
+-truth FILE writes the lognormal each probe's queue was drawn from, for an
+oracle, one JSON line a probe: {"time":RFC 3339,"lane":NAME,"median_s":X,
+"sigma":S}, with "outage":true when the lane was down. The mixture and pareto
+profiles have none: -truth is refused there.
 
 A file that exists is not replaced without -force (also when -config names
 a file store, and for -truth). InfluxDB gets the points added; a point with
@@ -338,7 +326,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 
 // historyToConfigStore adds the history to the config's (InfluxDB) store.
 func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer, truth truthSink) (historyCount, error) {
-	st, err := app.OpenStore(ctx, cfg, cli.Warner("lanesim history", stderr), os.LookupEnv)
+	st, err := lwconfig.OpenStore(ctx, cfg, lwconfig.Writer, cli.Warner("lanesim history", stderr), os.LookupEnv)
 	if err != nil {
 		return historyCount{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
@@ -19,7 +20,7 @@ import (
 func history(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = exitCode(run(context.Background(), append([]string{"history"}, args...), &out, &errb), &errb)
+	code = cli.Exit("lanesim", run(context.Background(), append([]string{"history"}, args...), &out, &errb), &errb)
 	return code, out.String(), errb.String()
 }
 

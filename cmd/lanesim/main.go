@@ -11,6 +11,11 @@
 // and with -addr-file writes the URL to that file (removed again on exit). It
 // stops on SIGINT or SIGTERM.
 //
+// With -exact D it is an exact-delay lane instead, for the probe's accuracy
+// benchmark (probe.BenchmarkQueueError): every request gets its first token
+// exactly D after the lane read it, and GET /stats tells when it read and
+// wrote (lanesim.Exact); the queue flags are then ignored.
+//
 // `lanesim history` generates a realistic probe history into a store
 // instead, for demos, tests and backtests (lanesim history -h).
 package main
@@ -38,16 +43,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(cli.Exit("lanesim", err, os.Stderr)) // err as one line, and the exit status
 }
-
-// exitCode prints err as one line and maps it to the exit status.
-func exitCode(err error, stderr io.Writer) int { return cli.Exit("lanesim", err, stderr) }
 
 // config is what the flags say.
 type config struct {
 	listen   string
 	addrFile string
+	exact    time.Duration
 	level    slog.Level
 	opts     lanesim.Options
 }
@@ -59,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
 	fs.StringVar(&c.addrFile, "addr-file", "", "write the server URL to this file once listening (atomically; removed on exit)")
 	fs.TextVar(&c.level, "log-level", slog.LevelInfo, "log level: debug logs every request")
+	fs.DurationVar(&c.exact, "exact", 0, "serve every request with exactly this wait to its first token, and its timing at GET /stats (the probe's accuracy benchmark; the queue flags are ignored)")
 
 	fs.IntVar(&o.Slots, "slots", o.Slots, "generation slots; requests beyond them wait in a FIFO queue")
 	fs.DurationVar(&o.Prefill, "prefill", o.Prefill, "time to first token once a request holds a slot")
@@ -80,12 +84,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := cli.Parse(fs, args, stderr); err != nil {
 		return c, err
 	}
-	bad := func(format string, a ...any) (config, error) {
-		return c, cli.Usagef(format, a...)
-	}
+	bad := func(format string, a ...any) (config, error) { return c, cli.Usagef(format, a...) }
 	switch {
 	case fs.NArg() > 0:
 		return bad("unexpected argument %q", fs.Arg(0))
+	case c.exact < 0:
+		return bad("-exact %s: want 0 or more", c.exact)
 	case o.Slots < 1:
 		return bad("-slots %d: want at least 1", o.Slots)
 	case o.Tokens < 0:
@@ -132,6 +136,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer sim.Close()
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	srv.RegisterOnShutdown(sim.Close) // ends open streams so Shutdown can finish
+	if c.exact > 0 {
+		srv.Handler = lanesim.Exact(c.exact)
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -145,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "lanesim listening on %s\n", url)
 	o := c.opts
-	log.Info("lanesim started", "url", url, "slots", o.Slots, "prefill", o.Prefill,
+	log.Info("lanesim started", "url", url, "exact", c.exact, "slots", o.Slots, "prefill", o.Prefill,
 		"token_interval", o.TokenInterval, "tokens", o.Tokens, "background_per_min", o.Background,
 		"background_hold", o.BackgroundHold, "curve", o.Curve.String(), "hour_length", o.HourLength,
 		"fail_429", o.Fail429, "fail_midstream", o.FailMidstream)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/internal/syncbuf"
 )
 
@@ -161,6 +164,7 @@ func TestRunUsage(t *testing.T) {
 		{"negative probability", []string{"-fail-midstream", "-0.1"}, 2, "-fail-midstream -0.1"},
 		{"negative duration", []string{"-prefill", "-1s"}, 2, "must not be negative"},
 		{"bad curve", []string{"-curve", "25:1"}, 2, "-curve"},
+		{"negative exact", []string{"-exact", "-1s"}, 2, "-exact -1s"},
 		{"negative hour-seconds", []string{"-hour-seconds", "-2"}, 2, "-hour-seconds"},
 		{"bad listen address", []string{"-listen", "127.0.0.1:99999"}, 1, "listen"},
 		{"addr file in a missing folder", []string{"-addr-file", filepath.Join(t.TempDir(), "no", "such", "f")}, 1, "addr file"},
@@ -173,7 +177,7 @@ func TestRunUsage(t *testing.T) {
 				t.Fatalf("err = %v, want flag.ErrHelp", err)
 			}
 			var printed bytes.Buffer
-			if code := exitCode(err, &printed); code != tt.wantCode {
+			if code := cli.Exit("lanesim", err, &printed); code != tt.wantCode {
 				t.Errorf("exit code %d, want %d (err %v)", code, tt.wantCode, err)
 			}
 			if tt.wantErr != "" && !strings.Contains(printed.String(), tt.wantErr) {
@@ -183,5 +187,41 @@ func TestRunUsage(t *testing.T) {
 				t.Errorf("-h printed no usage: %q", stderr.String())
 			}
 		})
+	}
+}
+
+// -exact serves the exact-delay lane (lanesim.Exact) instead of the queue.
+func TestRunExact(t *testing.T) {
+	addrFile := filepath.Join(t.TempDir(), "lanesim.addr")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-exact", "20ms", "-addr-file", addrFile}, io.Discard, io.Discard) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	var url []byte
+	for deadline := time.Now().Add(10 * time.Second); len(url) == 0; time.Sleep(5 * time.Millisecond) {
+		if url, _ = os.ReadFile(addrFile); time.Now().After(deadline) {
+			t.Fatal("no addr file")
+		}
+	}
+	resp, err := http.Post(string(url)+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body) // the whole stream: the token is written after its record
+	resp.Body.Close()
+	resp, err = http.Get(string(url) + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs map[string]lanesim.ExactRecord
+	err = json.NewDecoder(resp.Body).Decode(&recs)
+	resp.Body.Close()
+	if err != nil || recs["m"].Held < int64(20*time.Millisecond) {
+		t.Fatalf("stats %v (%v), want m held 20ms", recs, err)
 	}
 }

@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -26,67 +25,13 @@ const backtestUsage = `usage: policygen backtest -config F [-days N] [-end YYYY-
 
 Replays the stored probes of [end - N days, end) (end: now by default)
 against the live policy in force just before each of them (what policygen
--hour would have written from the probes before it), after a warm-up of the
-lookback's days before the window, and reports:
-
-  -rule calibrated,max and -coverage 0.9,0.95,0.99 sweep like -lookback
-  (default: the config's). Scoring the calibrated rule, a coverage, a
-  -warmup or a -truth gives issue 19's shape: per calibration its rule,
-  target coverage and warm-up; coverage_all (every probe but 429s, a
-  timeout a miss unless next_queue_s reached its wait) beside coverage;
-  the free and paid lanes as kinds, never mixed in a headline; with
-  -truth FILE (lanesim history -truth), the oracle's median ratio at the
-  achieved coverage and the rule's ratio to it (docs/backtest.md).
-
-  calibration  per lane (per hour of day with -hours) and for all lanes:
-               probes, ok, covered (ok and queue_s <= next_queue_s),
-               coverage, the median and p90 of next_queue_s / queue_s,
-               false_eligible (eligible, and the probe failed),
-               false_ineligible (ineligible, and the probe was ok),
-               no_policy (no earlier probe of the lane) and censored_uncovered
-               (the probe failed after a wait longer than next_queue_s);
-               once per -lookback value; marked best: the lowest median
-               ratio among the values whose coverage reaches 0.95 (else the
-               highest coverage)
-  decisions    per class: jobs arriving a minute before each probe of the
-               first free lane (the first lane if none is free), replayed
-               with naive (that free lane, retried at once until the
-               deadline), paid (the first paid lane, the same way) and
-               lanewatch (the class's lanes, then policy.Book):
-               jobs, deadlines met, median time to result, free tokens
-               burned on attempts that did not ship, paid USD
-  baselines    with -fallback or -deadlines: per class, deadline (the
-               class's, then each of -deadlines) and strategy (naive, paid,
-               lanewatch following the cut-over rule, fallback@T and
-               cancel-retry@T for each T of -fallback): jobs, met_pct,
-               paid_usd, median and p90 time to result, free_requests,
-               abandoned_free_requests, burned_free_tokens (docs/backtest.md);
-               with -tune N too, the tuned baselines: the fallback@T that met
-               the most deadlines, then paid the least, on the N days before
-               the window (tuned), picked again every 7 days on the N days
-               before (tuned-weekly), and per hour of day (tuned-hourly)
-
-The replay's world: an attempt started at t on a lane meets the lane's next
-probe within the hour after t (its outcome, queue_s and tokens/gen_s), or
-fails fast without one or during a 429's back-off; an ok attempt takes
-queue_s + est_tokens/rate and is cut at the deadline with the tokens it
-emitted by then; a failed one takes the probe's known wait (at least 1 s).
-
-  table  fits 100 columns; "-" where there is no value
-  csv    the calibration: lookback_days,lane,hour,probes,ok,covered,coverage,
-         median_ratio,p90_ratio,false_eligible,false_ineligible,no_policy,
-         censored_uncovered,best (hour "all" and 00..23; lane "all" too);
-         with baselines, an empty line and their table
-  json   {timezone, from, to, read_from, probes_read, ignored,
-          best_lookback_days, calibration: [{lookback_days, best, lanes:
-          [{lane, probes, ok, covered, coverage, median_ratio, p90_ratio,
-          false_eligible, false_ineligible, no_policy, censored_uncovered,
-          hours (with -hours)}], all: {...}}], naive_lane, paid_lane,
-          arrival_lane, arrival_lead_s, decision_lookback_days,
-          dropped_replays, decisions: [{class, strategy, jobs, met, met_pct,
-          median_time_s, burned_free_tokens, paid_usd, attempts}],
-          baselines and dropped_baselines (with baselines only)};
-         null where there is no value
+-hour would have written from the probes before it), after a warm-up of
+the lookback's days, and reports the calibration of next_queue_s per lane
+(once per -lookback, -rule and -coverage value; -truth compares with the
+oracle of lanesim history -truth), the decisions of naive, paid and
+lanewatch retries per class, and with -fallback or -deadlines the
+baselines (-tune: the tuned ones). docs/backtest.md defines every figure,
+the replay's world, and the table, csv and json layouts.
 
 `
 
@@ -113,44 +58,34 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		return err
 	}
 	type writer = func(io.Writer, *backtest.Report, bool) error
-	write, err := choose(fs, "format", *format,
+	write, errFormat := choose(fs, "format", *format,
 		option[writer]{"table", backtest.WriteTable}, option[writer]{"csv", backtest.WriteCSV}, option[writer]{"json", backtest.WriteJSON})
+	lookbacks, errLookback := list("lookback", *lookbackFlag, fmt.Sprintf("days 0..%d", backtest.MaxLookbackDays), backtest.MaxLookbacks,
+		func(s string) (int, bool) {
+			k, err := strconv.Atoi(s)
+			return k, err == nil && k >= 0 && k <= backtest.MaxLookbackDays
+		})
+	rules, errRule := list("rule", *ruleFlag, "calibrated or max", 0,
+		func(s string) (string, bool) { return s, s == policy.RuleCalibrated || s == policy.RuleMax })
+	coverages, errCoverage := list("coverage", *coverageFlag, "numbers above 0 and below 1", backtest.MaxCoverages,
+		func(s string) (float64, bool) {
+			c, err := strconv.ParseFloat(s, 64)
+			return c, err == nil && policy.CheckCoverage(c) == nil
+		})
+	err := cmp.Or(errFormat, fs.inRange("days", *days, 1, maxBacktestDays), errLookback, errRule, errCoverage,
+		fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays))
 	if err != nil {
-		return err
-	}
-	if err := fs.inRange("days", *days, 1, maxBacktestDays); err != nil {
-		return err
-	}
-	lookbacks, err := parseLookbacks(*lookbackFlag)
-	if err != nil {
-		return err
-	}
-	rules, err := parseRules(*ruleFlag)
-	if err != nil {
-		return err
-	}
-	coverages, err := parseCoverages(*coverageFlag)
-	if err != nil {
-		return err
-	}
-	if err := fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays); err != nil {
 		return err
 	}
 	var truth func(*store.Probe) (float64, float64, bool)
 	if *truthFlag != "" {
-		if truth, err = readTruth(*truthFlag); err != nil {
+		if truth, err = lanesim.ReadTruth(*truthFlag); err != nil {
 			return fmt.Errorf("backtest: -truth: %w", err)
 		}
 	}
-	fallbacks, err := parseSeconds("fallback", *fallbackFlag, backtest.MinFallbackS, backtest.MaxFallbacks)
-	if err != nil {
-		return err
-	}
-	deadlines, err := parseSeconds("deadlines", *deadlinesFlag, backtest.MinAttemptS, backtest.MaxDeadlines)
-	if err != nil {
-		return err
-	}
-	if err := fs.inRange("tune", *tuneFlag, 0, backtest.MaxLookbackDays); err != nil {
+	fallbacks, errFallback := list("fallback", *fallbackFlag, seconds(backtest.MinFallbackS), backtest.MaxFallbacks, second(backtest.MinFallbackS))
+	deadlines, errDeadlines := list("deadlines", *deadlinesFlag, seconds(backtest.MinAttemptS), backtest.MaxDeadlines, second(backtest.MinAttemptS))
+	if err := cmp.Or(errFallback, errDeadlines, fs.inRange("tune", *tuneFlag, 0, backtest.MaxLookbackDays)); err != nil {
 		return err
 	}
 	if *tuneFlag > 0 && len(fallbacks) == 0 {
@@ -170,165 +105,56 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	to := time.Time{}
-	if *endFlag != "" {
-		if to, err = store.ParseHour(*endFlag, cfg.Location); err != nil {
-			return fs.usagef("-end: %w", err)
-		}
-	} else {
-		to = e.now()
+	to, err := e.hourArg(*endFlag, cfg.Location)
+	if err != nil {
+		return fs.usagef("-end: %w", err)
 	}
 	to = to.In(cfg.Location)
-	opts := backtest.Options{Params: app.Params(cfg), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
+	opts := backtest.Options{Params: cfg.PolicyParams(), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,
 		Rules: rules, Coverages: coverages, WarmupDays: *warmupFlag, Truth: truth,
 		Fallbacks: fallbacks, Deadlines: deadlines, TuneDays: *tuneFlag, Busy429S: busy}
-	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "backtest of zero probes")
+	st, err := e.openStore(ctx, cfg, "backtest of zero probes")
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
-	defer st.Close()
-	rep, err := backtest.Run(ctx, st, opts)
+	defer closeStore(st)
+	rep, first, err := load.Backtest(ctx, st, opts)
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}
-	if _, fresh := st.(emptyStore); !fresh { // a fresh install said so already
-		note, err := thinNote(ctx, st, &rep)
-		if err != nil {
-			return fmt.Errorf("backtest: %w", err)
-		}
-		if note != "" {
-			fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
-		}
+	if note := thinNote(&rep, first); note != "" && st != nil { // a fresh install said so already
+		fmt.Fprintf(e.stderr, "policygen: backtest: note: %s\n", note)
 	}
-	var out bytes.Buffer
-	if err := write(&out, &rep, *hoursFlag); err != nil {
-		return fmt.Errorf("backtest: %w", err)
-	}
-	if _, err := e.stdout.Write(out.Bytes()); err != nil {
-		return fmt.Errorf("backtest: write report: %w", err)
-	}
-	return nil
+	return e.report("backtest", func(w io.Writer) error { return write(w, &rep, *hoursFlag) })
 }
 
-// parseLookbacks reads -lookback: comma-separated days 0..366 (nil when
-// empty: the config's).
-func parseLookbacks(s string) ([]int, error) {
+// list reads the comma-separated values of the backtest's -name (nil when
+// empty), each one that parse accepts, at most most of them (0: any).
+func list[T any](name, s, want string, most int, parse func(string) (T, bool)) ([]T, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	var out []int
+	var out []T
 	for part := range strings.SplitSeq(s, ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || k < 0 || k > backtest.MaxLookbackDays {
-			return nil, usagef("backtest: -lookback: want comma-separated days 0..%d, got %q", backtest.MaxLookbackDays, clip(s))
+		v, ok := parse(strings.TrimSpace(part))
+		if !ok {
+			return nil, usagef("backtest: -%s: want comma-separated %s, got %q", name, want, clip(s))
 		}
-		out = append(out, k)
+		out = append(out, v)
 	}
-	if len(out) > backtest.MaxLookbacks {
-		return nil, usagef("backtest: -lookback: want at most %d values, got %d", backtest.MaxLookbacks, len(out))
-	}
-	return out, nil
-}
-
-// parseSeconds reads a comma-separated list of seconds in [least, 1e9],
-// at most most of them (nil when empty).
-func parseSeconds(name, s string, least float64, most int) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []float64
-	for part := range strings.SplitSeq(s, ",") {
-		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-		if err != nil || !(x >= least && x <= policy.MaxSeconds) {
-			return nil, usagef("backtest: -%s: want comma-separated seconds %g..%g, got %q", name, least, policy.MaxSeconds, clip(s))
-		}
-		out = append(out, x)
-	}
-	if len(out) > most {
+	if most > 0 && len(out) > most {
 		return nil, usagef("backtest: -%s: want at most %d values, got %d", name, most, len(out))
 	}
 	return out, nil
 }
 
-// parseRules reads -rule: comma-separated calibrated or max (nil when
-// empty: the config's).
-func parseRules(s string) ([]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+// seconds and second are list's want and parse of seconds in [least, policy.MaxSeconds].
+func seconds(least float64) string { return fmt.Sprintf("seconds %g..%g", least, policy.MaxSeconds) }
+func second(least float64) func(string) (float64, bool) {
+	return func(s string) (float64, bool) {
+		x, err := strconv.ParseFloat(s, 64)
+		return x, err == nil && x >= least && x <= policy.MaxSeconds
 	}
-	var out []string
-	for part := range strings.SplitSeq(s, ",") {
-		r := strings.TrimSpace(part)
-		if r != policy.RuleCalibrated && r != policy.RuleMax {
-			return nil, usagef("backtest: -rule: want comma-separated calibrated or max, got %q", clip(s))
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// parseCoverages reads -coverage: comma-separated numbers above 0 and below
-// 1 (nil when empty: the config's).
-func parseCoverages(s string) ([]float64, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []float64
-	for part := range strings.SplitSeq(s, ",") {
-		c, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
-		if err != nil || policy.CheckCoverage(c) != nil {
-			return nil, usagef("backtest: -coverage: want comma-separated numbers above 0 and below 1, got %q", clip(s))
-		}
-		out = append(out, c)
-	}
-	if len(out) > backtest.MaxCoverages {
-		return nil, usagef("backtest: -coverage: want at most %d values, got %d", backtest.MaxCoverages, len(out))
-	}
-	return out, nil
-}
-
-// readTruth reads the JSON lines of lanesim history -truth (time, lane,
-// median_s, sigma, outage) and returns the lookup of a probe's truth, by
-// lane and instant.
-func readTruth(path string) (func(*store.Probe) (float64, float64, bool), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	type key struct {
-		lane string
-		ns   int64
-	}
-	type val struct{ m, sigma float64 }
-	byKey := map[key]val{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var t struct {
-			Time    time.Time `json:"time"`
-			Lane    string    `json:"lane"`
-			MedianS float64   `json:"median_s"`
-			Sigma   float64   `json:"sigma"`
-			Outage  bool      `json:"outage"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		byKey[key{t.Lane, t.Time.UnixNano()}] = val{t.MedianS, t.Sigma}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return func(p *store.Probe) (float64, float64, bool) {
-		v, ok := byKey[key{p.Lane, p.Time.UnixNano()}]
-		return v.m, v.sigma, ok
-	}, nil
 }
 
 // clip shortens a flag value quoted in an error.
@@ -337,4 +163,36 @@ func clip(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// thinNote says in one line why a backtest's figures stand on thin
+// history, or "" when they do not: no probe of the config's lanes in the
+// window (every table is zeros), no job replayed, or no probe on the
+// first day of the warm-up (first: the first probe read, zero if none), so
+// that the window's first policies had less history than lookback_days.
+func thinNote(rep *backtest.Report, first time.Time) string {
+	const day = "2006-01-02T15"
+	scored := 0
+	if len(rep.Calibration) > 0 {
+		scored = rep.Calibration[0].All.Probes
+	}
+	if scored == 0 {
+		return fmt.Sprintf("no probe of the config's lanes from %s to %s: the tables are empty; sample first, or move the window (-end, -days)",
+			rep.From.Format(day), rep.To.Format(day))
+	}
+	jobs := 0
+	for _, d := range rep.Decisions {
+		jobs += d.Jobs
+	}
+	if len(rep.Decisions) > 0 && jobs == 0 {
+		return fmt.Sprintf("no job was replayed: jobs arrive a minute before each probe of lane %s, which has none in the window; the decision table is empty",
+			rep.ArrivalLane)
+	}
+	if !rep.ReadFrom.Before(rep.From) || !first.IsZero() && first.Before(rep.ReadFrom.Add(24*time.Hour)) {
+		return ""
+	}
+	warm := int(math.Round(rep.From.Sub(rep.ReadFrom).Hours() / 24))
+	window := int(math.Round(rep.To.Sub(rep.From).Hours() / 24))
+	return fmt.Sprintf("thin history: no probe on the first day of the %d-day warm-up (from %s), so the window's first policies had less history than lookback_days; figures from a longer history differ: sample for %d days or more, or shorten -days or -lookback",
+		warm, rep.ReadFrom.Format(day), warm+window)
 }

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"io/fs"
 	"path/filepath"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/policy"
@@ -18,9 +15,9 @@ import (
 )
 
 // runBook is `policygen book [-policy FILE -class NAME | -config F -class
-// NAME [-hour H] [-dir DIR]] < attempts.json`. Reads are capped (stdin
-// policy.MaxBookInput, the file maxPolicyFile) and end when ctx is done
-// (SIGINT, SIGTERM), even while stdin blocks.
+// NAME [-hour H] [-dir DIR]] < attempts.json`. stdin is capped
+// (policy.MaxBookInput) and its read ends when ctx is done (SIGINT,
+// SIGTERM), even while it blocks.
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
@@ -34,20 +31,12 @@ func (e *env) runBook(ctx context.Context, args []string) error {
 
 Reads {"attempts": [...], "policy": {...}} on stdin, or with -policy and
 -class {"attempts": [...]} and the class's book from the policy file, and
-prints the retry ledger's answer as one line of JSON.
-
+prints the retry ledger's answer as one line of JSON (docs/ledger.md).
 With -config the book is the class's in the hour's policy file (as
-policygen lane reads it: policy.out of the config, or -dir), and the answer
-ends with "lane", the lane the action runs on (the book's free lane for
-retry_free and wait, its paid lane for cut_over, null for stop), and
-"endpoint", that lane's {"lane", "kind", "api", "base_url", "model",
-"api_key_env"} from the config (the name of the key's variable, never a
-key) or null: what POST /api/v1/book answers.
-
-With "running_s": S beside the attempts (an attempt is running and has no
-first token after S seconds), it answers {"action": "wait" | "cut_over",
-"why", "elapsed_s"} from the class's cut-over: cutover_after_s and
-free_first of a calibrated policy file, or of the stdin policy.
+policygen lane reads it), and the answer ends with "lane" and "endpoint",
+the lane the action runs on: what POST /api/v1/book answers. With
+"running_s": S beside the attempts it answers {"action": "wait" |
+"cut_over", "why", "elapsed_s"} from the class's cut-over.
 `)
 		fs.PrintDefaults()
 	}
@@ -66,41 +55,39 @@ free_first of a calibrated policy file, or of the stdin policy.
 	case *configPath == "" && (*policyPath == "") != (*className == ""):
 		return usagef("book: -policy and -class go together")
 	}
+	var file *policy.File // the file the book comes from, if any
+	var where string      // what its errors start with
+	var lanes []api.Lane  // with -config: the configured lanes
+	switch {
+	case *configPath != "":
+		cfg, err := config.Load(*configPath)
+		if err != nil {
+			return err
+		}
+		f, _, err := e.hourFile("book", cfg, *configPath, *hourFlag, *dirFlag)
+		if err != nil {
+			return err
+		}
+		file, where, lanes = &f, "book", cfg.APIOptions().Lanes
+	case *policyPath != "":
+		f, _, err := api.ReadFile(*policyPath)
+		if err != nil {
+			return err
+		}
+		file, where = &f, *policyPath
+	}
 	var fromFile *policy.BookPolicy
-	var cut *policy.Cutover  // the class's cut-over in the policy file
-	var lanes []api.Endpoint // with -config: the configured lanes
-	if *configPath != "" {
-		f, eps, err := e.bookFile(ctx, *configPath, *hourFlag, *dirFlag)
-		if err != nil {
-			return err
-		}
-		b, err := f.Book(*className)
-		if err != nil {
-			return fmt.Errorf("book: %w", err)
-		}
-		fromFile, lanes = &b, eps
-		c, _ := f.Class(*className) // f.Book found it
-		cut = c.Cutover
-	}
-	if *policyPath != "" {
-		data, err := readFileCapped(ctx, "policy file "+*policyPath, *policyPath, maxPolicyFile)
-		if err != nil {
-			return err
-		}
-		f, err := policy.ParseFile(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", *policyPath, err)
-		}
+	var cut *policy.Cutover // the class's cut-over in the file
+	if file != nil {
 		// ParseFile holds the book to the same bounds as stdin's.
-		b, err := f.Book(*className)
+		b, err := file.Book(*className)
 		if err != nil {
-			return fmt.Errorf("%s: %w", *policyPath, err)
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		fromFile = &b
-		c, _ := f.Class(*className) // f.Book found it
-		cut = c.Cutover
+		c, _ := file.Class(*className) // file.Book found it
+		fromFile, cut = &b, c.Cutover
 	}
-	data, err := readCapped(ctx, "input", policy.MaxBookInput, func() (io.ReadCloser, error) { return io.NopCloser(e.stdin), nil })
+	data, err := readInput(ctx, e.stdin, policy.MaxBookInput)
 	if err != nil {
 		return err
 	}
@@ -120,7 +107,7 @@ free_first of a calibrated policy file, or of the stdin policy.
 			return fmt.Errorf("book: lane %q of class %q is not in the config %s", unknown.Lane, *className, *configPath)
 		}
 	} else {
-		out, err = api.Answer(in, in.Policy, cut)
+		out, _, err = policy.Answer(in, in.Policy, cut)
 	}
 	if err != nil {
 		return err
@@ -129,56 +116,42 @@ free_first of a calibrated policy file, or of the stdin policy.
 	return err
 }
 
-// bookFile reads the policy file of the hour (hourFlag, default the
-// current hour, in the config's timezone) from policy.out of the config at
-// configPath or from dirFlag, as policygen lane does, and returns it with
-// the config's lanes.
-func (e *env) bookFile(ctx context.Context, configPath, hourFlag, dirFlag string) (policy.File, []api.Endpoint, error) {
-	cfg, err := config.Load(configPath)
-	if err != nil {
-		return policy.File{}, nil, err
-	}
-	h, err := e.hourArg(hourFlag, cfg.Location)
-	if err != nil {
-		return policy.File{}, nil, usagef("book: -hour: %w", err)
-	}
-	label := store.HourLabel(h, cfg.Location)
-	dir := cfg.Policy.Out
-	if dirFlag != "" {
-		if dir, err = filepath.Abs(dirFlag); err != nil {
-			return policy.File{}, nil, usagef("book: -dir: %w", err)
+// folderOf is the folder of the policy files: policy.out of cfg, or -dir.
+func folderOf(cfg *config.Config, cmd, dir string) (api.Folder, error) {
+	folder := cfg.APIOptions().Folder
+	if dir != "" {
+		var err error
+		if folder.Dir, err = filepath.Abs(dir); err != nil {
+			return folder, usagef("%s: -dir: %w", cmd, err)
 		}
 	}
-	f, _, err := readHourFile(ctx, "book", configPath, dir, label, hourFlag != "")
-	if err != nil {
-		return policy.File{}, nil, err
-	}
-	return f, app.Endpoints(cfg), nil
+	return folder, nil
 }
 
-// readHourFile reads and checks the policy file of the hour labelled label
-// in dir, for the subcommand cmd (lane, book) of the config at configPath;
-// hourGiven says whether -hour named the hour (the missing file's hint
-// then names it too). It returns the file and its path.
-func readHourFile(ctx context.Context, cmd, configPath, dir, label string, hourGiven bool) (policy.File, string, error) {
-	path := filepath.Join(dir, label+".yaml")
-	data, err := readFileCapped(ctx, "policy file "+path, path, maxPolicyFile)
-	if errors.Is(err, fs.ErrNotExist) {
+// hourFile reads the policy file of the hour (-hour, default the current
+// one) in folderOf for cmd, and its path; a missing one's error says how
+// to write it.
+func (e *env) hourFile(cmd string, cfg *config.Config, configPath, hourFlag, dir string) (policy.File, string, error) {
+	h, err := e.hourArg(hourFlag, cfg.Location)
+	if err != nil {
+		return policy.File{}, "", usagef("%s: -hour: %w", cmd, err)
+	}
+	folder, err := folderOf(cfg, cmd, dir)
+	if err != nil {
+		return policy.File{}, "", err
+	}
+	label := store.HourLabel(h, cfg.Location)
+	f, _, err := folder.Read(label)
+	var missing *api.NoFileError
+	if errors.As(err, &missing) {
 		how := "policygen -config " + configPath
-		if hourGiven {
+		if hourFlag != "" {
 			how += " -hour " + label
 		}
-		return policy.File{}, path, fmt.Errorf("%s: no policy file for %s: %s does not exist (%s writes it)", cmd, label, path, how)
+		err = fmt.Errorf("%v (%s writes it)", missing, how)
 	}
 	if err != nil {
-		return policy.File{}, path, fmt.Errorf("%s: %w", cmd, err)
+		return f, "", fmt.Errorf("%s: %w", cmd, err)
 	}
-	f, err := policy.ParseFile(data)
-	if err != nil {
-		return policy.File{}, path, fmt.Errorf("%s: %s: %w", cmd, path, err)
-	}
-	if f.Hour != label {
-		return policy.File{}, path, fmt.Errorf("%s: %s: holds hour %q, want %q", cmd, path, f.Hour, label)
-	}
-	return f, path, nil
+	return f, folder.Path(label), nil
 }

@@ -88,17 +88,27 @@ func TestFreshInstall(t *testing.T) {
 	}
 }
 
-// A lane with history, asked about an hour far past it, has no recent
-// sample: it is not never_sampled.
+// A lane with history, asked about an hour past it, has no recent sample,
+// with its last sample: it is not never_sampled. An hour further past than
+// the window a policy reads (docs/policy.md#eligibility; here 8 days)
+// knows no probe of it: never_sampled, last_sample null.
 func TestFarHourIsNoRecentSample(t *testing.T) {
 	fx := newFixture(t, "UTC")
 	fx.seed(t, history(time.UTC, time.Date(2026, 11, 30, 14, 30, 0, 0, time.UTC), 1))
-	r := runOK(t, &env{}, "", "-config", fx.config, "-hour", "2027-06-01T09", "-print")
-	f, err := policy.ParseFile([]byte(r.stdout[strings.Index(r.stdout, "\n")+1:]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := f.Lanes[0]; l.Reason != policy.ReasonNoRecentSample || l.LastSample.IsZero() {
-		t.Fatalf("free %+v; want no_recent_sample with its last sample", l)
+	for _, tc := range []struct {
+		hour   string
+		reason string
+	}{
+		{"2026-12-07T09", policy.ReasonNoRecentSample},
+		{"2027-06-01T09", policy.ReasonNeverSampled},
+	} {
+		r := runOK(t, &env{}, "", "-config", fx.config, "-hour", tc.hour, "-print")
+		f, err := policy.ParseFile([]byte(r.stdout[strings.Index(r.stdout, "\n")+1:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := f.Lanes[0]; l.Reason != tc.reason || l.LastSample.IsZero() != (tc.reason == policy.ReasonNeverSampled) {
+			t.Fatalf("%s: free %+v; want %s", tc.hour, l, tc.reason)
+		}
 	}
 }

@@ -10,17 +10,15 @@ import (
 	"github.com/lanewatch/lanewatch/internal/cli"
 )
 
-// cmdFlags is the flag set of one policygen command with what they all
-// share: -config, the usage text, the checks after parsing and one wording
-// for a bad value ("-format: want table, csv or json, got \"xml\"").
+// cmdFlags is the flag set of one policygen command with what they share:
+// -config, the usage text, the checks after parsing, one wording of errors.
 type cmdFlags struct {
 	*flag.FlagSet
 	name   string // the subcommand ("swings"); "" for the policy command
 	config *string
 }
 
-// newFlags starts the flags of `policygen name`; usage is printed by -h,
-// before the flags' defaults.
+// newFlags starts the flags of `policygen name`; -h prints usage, then the flags.
 func newFlags(name, usage string) *cmdFlags {
 	full := strings.TrimSpace("policygen " + name)
 	f := &cmdFlags{FlagSet: flag.NewFlagSet(full, flag.ContinueOnError), name: name}
@@ -40,8 +38,7 @@ func (f *cmdFlags) usagef(format string, args ...any) error {
 	return usagef(format, args...)
 }
 
-// parse parses args (-h prints the usage to stderr) and refuses arguments
-// (argHint follows the message) and a missing -config.
+// parse parses args and refuses arguments (argHint follows the message) and a missing -config.
 func (f *cmdFlags) parse(args []string, stderr io.Writer, argHint string) error {
 	if err := cli.Parse(f.FlagSet, args, stderr); err != nil {
 		if f.name == "" || errors.Is(err, flag.ErrHelp) {
@@ -64,8 +61,7 @@ type option[T any] struct {
 	v    T
 }
 
-// choose returns what got selects among opts, or the usage error
-// "-flag: want a, b or c, got \"x\"".
+// choose returns what got selects among opts, or "-flag: want a, b or c, got \"x\"".
 func choose[T any](f *cmdFlags, flagName, got string, opts ...option[T]) (T, error) {
 	names := make([]string, len(opts))
 	for i, o := range opts {
@@ -79,8 +75,7 @@ func choose[T any](f *cmdFlags, flagName, got string, opts ...option[T]) (T, err
 	return zero, f.usagef("-%s: want %s, got %q", flagName, want, clip(got))
 }
 
-// inRange refuses an integer flag outside [lo, hi]:
-// "-days: want 1 to 3660, got 0".
+// inRange refuses an integer flag outside [lo, hi]: "-days: want 1 to 3660, got 0".
 func (f *cmdFlags) inRange(flagName string, v, lo, hi int) error {
 	if v < lo || v > hi {
 		return f.usagef("-%s: want %d to %d, got %d", flagName, lo, hi, v)

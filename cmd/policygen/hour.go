@@ -3,36 +3,32 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
-	"github.com/lanewatch/lanewatch/internal/atomicfile"
-	"github.com/lanewatch/lanewatch/store"
-
+	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
+	"github.com/lanewatch/lanewatch/store"
 )
 
-// staleTemp is how old a temp file left by a killed run must be before a
-// later run removes it (younger ones may belong to a run still in
-// progress). Files are written with internal/atomicfile.
+// staleTemp is how old a temp file a killed run left must be before a run
+// removes it (a younger one may be a running run's).
 const staleTemp = time.Hour
 
-// hourArg is the hour an -hour flag names in loc (its start), or now when
-// it is empty: the live file of the current hour, as of now.
+// hourArg is the start of the hour an -hour flag names in loc, or now.
 func (e *env) hourArg(flag string, loc *time.Location) (time.Time, error) {
 	if flag == "" {
-		return e.now(), nil // the live answer as of now (a back-off that ended no longer counts)
+		return e.now(), nil
 	}
 	return store.ParseHour(flag, loc)
 }
 
-// runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print]`;
-// D is YYYY-MM-DD, today or tomorrow.
+// runPolicy is `policygen -config F [-hour H | -day D] [-out DIR] [-print] [-site S]`.
 func (e *env) runPolicy(ctx context.Context, args []string) error {
 	fs := newFlags("", usageText)
 	hourFlag := fs.String("hour", "", "hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
@@ -50,8 +46,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	loc := cfg.Location
-	out := cfg.Policy.Out
+	loc, out := cfg.Location, cfg.Policy.Out
 	if *outFlag != "" {
 		if out, err = filepath.Abs(*outFlag); err != nil {
 			return usagef("-out: %w", err)
@@ -72,47 +67,41 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	} else if h, err = e.hourArg(*hourFlag, loc); err != nil {
 		return usagef("-hour: %w", err)
 	}
-	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "every lane is never_sampled")
+	st, err := e.openStore(ctx, cfg, "every lane is never_sampled")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-
+	defer closeStore(st)
 	var files []policy.File
+	var seen []string // the sites of the records read
 	if *dayFlag != "" {
-		if files, err = app.Forecast(ctx, st, cfg, day, sites); err != nil {
-			return err
-		}
+		files, seen, err = load.Forecast(ctx, st, cfg.PolicyParams(), day, sites)
 	} else {
-		f, err := app.ForHour(ctx, st, cfg, h, sites)
-		if err != nil {
-			return err
-		}
+		var f policy.File
+		f, seen, err = load.ForHour(ctx, st, cfg.PolicyParams(), h, sites)
 		files = []policy.File{f}
 	}
-	// A site the figures came from is known; else the store is asked.
-	if *siteFlag != "" && !slices.ContainsFunc(files, func(f policy.File) bool { return slices.Contains(f.Sites, *siteFlag) }) {
-		if err := checkSite(ctx, st, cfg, *siteFlag); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if *siteFlag != "" && *siteFlag != cfg.Site && !slices.Contains(seen, *siteFlag) {
+		return unknownSite(*siteFlag, cfg.Site, seen)
 	}
 
 	// Temp files that killed runs left in the folder go, whatever hour
 	// they were for.
 	atomicfile.RemoveStaleTemps(out, staleTemp)
+	folder := api.Folder{Dir: out, Location: loc}
 	for i, f := range files {
-		data, err := policy.Marshal(f)
+		path, err := folder.Write(f, *siteFlag, atomicfile.Hook(e.writeHook))
 		if err != nil {
-			return fmt.Errorf("policy %s: %w", f.Hour, err)
-		}
-		path := filepath.Join(out, policyFileName(f.Hour, *siteFlag))
-		if err := atomicfile.Write(path, data, atomicfile.MakeDir(), atomicfile.Hook(e.writeHook)); err != nil {
 			return err
 		}
 		if *printFlag {
 			if i > 0 {
 				fmt.Fprintln(e.stdout, "---")
 			}
+			data, _ := policy.Marshal(f) // as written: Write marshalled it
 			fmt.Fprintf(e.stdout, "# wrote %s\n%s", path, data)
 		} else {
 			fmt.Fprintln(e.stdout, path)
@@ -121,55 +110,19 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// policyFileName is the file of the policy for hour: <hour>.yaml for every
-// site merged, <hour>.<site>.yaml for one site's view, so that a view never
-// replaces the merged file that policygen lane reads.
-func policyFileName(hour, site string) string {
-	if site == "" {
-		return hour + ".yaml"
-	}
-	return hour + "." + site + ".yaml"
-}
-
-// endOfRecords bounds the store reads of checkSite: any record there is.
-var endOfRecords = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC) // int64 nanoseconds end in 2262
-
-// checkSite refuses a -site that neither the config's site nor a stored
-// hourly record names: a usage error (exit 2) that lists the sites known, so
-// that a typo writes nothing rather than a policy of never_sampled lanes.
-func checkSite(ctx context.Context, st store.Store, cfg *config.Config, site string) error {
-	if site == cfg.Site {
-		return nil
-	}
-	all := store.Between(time.Unix(0, 0), endOfRecords)
-	recs, err := store.ReadHourly(ctx, st, all.Site(site))
-	if err != nil {
-		return fmt.Errorf("store: read hourly records: %w", err)
-	}
-	if len(recs) > 0 {
-		return nil
-	}
-	if recs, err = store.ReadHourly(ctx, st, all); err != nil {
-		return fmt.Errorf("store: read hourly records: %w", err)
-	}
-	known := map[string]bool{}
-	if cfg.Site != "" {
-		known[cfg.Site] = true
-	}
-	for _, r := range recs {
-		if r.Site != "" {
-			known[r.Site] = true
-		}
-	}
+// unknownSite is the usage error of a -site that neither the config nor a
+// record read names: a typo writes nothing.
+func unknownSite(site, own string, seen []string) error {
+	known := slices.DeleteFunc(append(slices.Clone(seen), own), func(s string) bool { return s == "" })
 	if len(known) == 0 {
 		return usagef("-site: unknown site %q (no stored record carries a site, and the config sets none)", site)
 	}
-	return usagef("-site: unknown site %q (sites: %s)", site, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+	slices.Sort(known)
+	return usagef("-site: unknown site %q (sites: %s)", site, strings.Join(slices.Compact(known), ", "))
 }
 
-// parseDay reads -day: YYYY-MM-DD, or today or tomorrow, the day in loc that
-// holds now() or the one after it (now is read only for those two). Like
-// hours.ParseDay it returns noon of the day, a time every day has.
+// parseDay reads -day: YYYY-MM-DD, today or tomorrow (in loc), as noon of
+// the day, as store.ParseDay: a time every day has.
 func parseDay(s string, now func() time.Time, loc *time.Location) (time.Time, error) {
 	next := 0
 	switch s {

@@ -1,67 +1,39 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
-	"github.com/lanewatch/lanewatch/store"
 )
 
 const laneUsage = `usage: policygen lane -config F -class NAME [-hour YYYY-MM-DDTHH] [-format name|json|env|dotenv] [-dir DIR]
        policygen lane -config F -class NAME -next [-format name|json|env|dotenv] [-dir DIR]
 
-Prints the lane a job of class NAME should run on: where the class's
-decision starts it (a calibrated file: the book's free lane when
-free_first, else the first of the class's lanes), in the policy file of
-the hour (default: the current hour in the config's timezone), read from
-policy.out of the config (or -dir). The endpoint comes from the config; no
-API key is ever read or printed, only the name of the variable that holds
-it.
+Prints the lane a job of class NAME should run on (where the class's
+decision starts it, else its first lane) in the policy file of the hour
+(default: the current one) in policy.out of the config (or -dir), with its
+endpoint from the config: the name of the key's variable, never a key.
+-format json is what /api/v1/lane answers (docs/api.md); env prints export
+NAME=VALUE lines for eval or source (LANEWATCH_LANE, ..., docs/deploy.md),
+dotenv the same without "export", for >> $GITHUB_ENV; a value outside
+A-Z a-z 0-9 and _ - . / : @ % + , = is single-quoted for sh (use json
+where that would be kept), a control character refused.
 
-  name    the lane's name and a newline
-  json    one line: {"lane", "kind", "api", "base_url", "model", "api_key_env",
-          "hour", "class", "cutover_after_s", "fallback"} ("" for a lane
-          without api_key_env), what /api/v1/lane answers: cutover_after_s
-          the first-token wait (seconds since the job's start) after which
-          the free attempt is abandoned for the fallback, null when there is
-          none (a policy of rule max, a paid lane, no fallback); fallback
-          the class's eligible paid lane {"lane", "kind", "api", "base_url",
-          "model", "api_key_env"} or null. When the class's free_first is
-          false this hour the lane is the fallback itself.
-  env     lines export NAME=VALUE for eval or source (a child process sees
-          them): LANEWATCH_LANE, LANEWATCH_KIND, LANEWATCH_API,
-          LANEWATCH_BASE_URL, LANEWATCH_MODEL, LANEWATCH_API_KEY_ENV,
-          LANEWATCH_HOUR, LANEWATCH_CLASS, LANEWATCH_CUTOVER_AFTER_S,
-          LANEWATCH_FALLBACK_LANE, LANEWATCH_FALLBACK_API,
-          LANEWATCH_FALLBACK_BASE_URL, LANEWATCH_FALLBACK_MODEL,
-          LANEWATCH_FALLBACK_API_KEY_ENV (each "" when there is none).
-  dotenv  the same lines without "export", for >> $GITHUB_ENV or a GitLab
-          dotenv report.
-        A value made only of A-Z a-z 0-9 and _ - . / : @ % + , = is written
-        bare (so $GITHUB_ENV reads it as is); any other value is single-quoted
-        for sh ('\'' for a quote), which eval and source undo but $GITHUB_ENV
-        would keep: use -format json there. Control characters are refused.
+With -next it prints the first hour from the current one whose policy file
+(live or forecast: policygen -day writes them) starts a job of the class
+on a lane: name the hour; json {"class", "hour", "start", "basis",
+"lanes"}; env and dotenv LANEWATCH_NEXT_HOUR, LANEWATCH_NEXT_START,
+LANEWATCH_CLASS.
 
-With -next it prints the first hour from the current one whose policy
-file (live or forecast: policygen -day writes them) starts a job of the
-class on a lane (it lists one, or its decision starts free): name prints the hour YYYY-MM-DDTHH; json one line {"class", "hour",
-"start", "basis", "lanes"}; env and dotenv LANEWATCH_NEXT_HOUR,
-LANEWATCH_NEXT_START, LANEWATCH_CLASS. Exit 3 when no file from this hour on
-lets it fit, 1 when there are none.
-
-Exit status: 0 a lane printed; 3 no lane fits the class this hour (nothing
-on stdout, one line on stderr saying why per lane); 1 no policy file for the
-hour, a class or lane that is not there, or a bad file; 2 bad usage.
+Exit status: 0 printed; 3 no lane fits the class this hour (why per lane
+on stderr), or with -next in no file from this hour on; 1 no policy file,
+a class or lane that is not there, a bad file; 2 bad usage.
 
 `
 
@@ -85,111 +57,105 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if *next && *hourFlag != "" {
 		return fset.usagef("-next and -hour exclude each other")
 	}
-	configPath := fset.config
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fset.config)
 	if err != nil {
 		return err
 	}
-	loc := cfg.Location
-	h, err := e.hourArg(*hourFlag, loc)
-	if err != nil {
-		return fset.usagef("-hour: %w", err)
-	}
-	label := store.HourLabel(h, loc)
-	dir := cfg.Policy.Out
-	if *dirFlag != "" {
-		if dir, err = filepath.Abs(*dirFlag); err != nil {
-			return fset.usagef("-dir: %w", err)
-		}
-	}
-
+	var out []byte
 	if *next {
-		return e.laneNext(api.Folder{Dir: dir, Location: loc}, *className, *format)
+		out, err = e.laneNext(cfg, *className, *format, *dirFlag)
+	} else {
+		out, err = e.laneChoice(cfg, *fset.config, *className, *format, *hourFlag, *dirFlag)
 	}
-	f, path, err := readHourFile(ctx, "lane", *configPath, dir, label, *hourFlag != "")
 	if err != nil {
 		return err
-	}
-	ch, err := api.Choose(f, *className, app.Endpoints(cfg))
-	var noLane *api.NoLaneError
-	var unknown *api.UnknownLaneError
-	switch {
-	case errors.As(err, &noLane):
-		return cli.NoLanef("lane: %v", noLane)
-	case errors.As(err, &unknown):
-		return fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, *configPath)
-	case err != nil:
-		return fmt.Errorf("lane: %s: %w", path, err)
-	}
-	out, err := laneOutput(*format, ch)
-	if err != nil {
-		return fmt.Errorf("lane: %w", err)
 	}
 	_, err = e.stdout.Write(out)
 	return err
 }
 
-// laneOutput renders the chosen lane in format: json is api.Choice, the
-// /api/v1/lane answer, key for key. It sees the lanes' endpoints, which
-// hold the names of the keys' variables and never a key.
-func laneOutput(format string, ch api.Choice) ([]byte, error) {
-	l := ch.Lane
-	switch format {
-	case "json":
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(ch); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
-	case "env", "dotenv":
-		var cut string
-		if ch.CutoverAfterS != nil {
-			cut = strconv.FormatFloat(*ch.CutoverAfterS, 'f', -1, 64)
-		}
-		var fb api.Lane
-		if ch.Fallback != nil {
-			fb = *ch.Fallback
-		}
-		return envLines(format == "env", "lane "+strconv.Quote(l.Lane), [][2]string{
-			{"LANEWATCH_LANE", l.Lane}, {"LANEWATCH_KIND", l.Kind}, {"LANEWATCH_API", l.API},
-			{"LANEWATCH_BASE_URL", l.BaseURL}, {"LANEWATCH_MODEL", l.Model},
-			{"LANEWATCH_API_KEY_ENV", l.APIKeyEnv}, {"LANEWATCH_HOUR", ch.Hour}, {"LANEWATCH_CLASS", ch.Class},
-			{"LANEWATCH_CUTOVER_AFTER_S", cut},
-			{"LANEWATCH_FALLBACK_LANE", fb.Lane}, {"LANEWATCH_FALLBACK_API", fb.API},
-			{"LANEWATCH_FALLBACK_BASE_URL", fb.BaseURL}, {"LANEWATCH_FALLBACK_MODEL", fb.Model},
-			{"LANEWATCH_FALLBACK_API_KEY_ENV", fb.APIKeyEnv},
-		})
+// laneNext is `policygen lane -next`.
+func (e *env) laneNext(cfg *config.Config, class, format, dir string) ([]byte, error) {
+	folder, err := folderOf(cfg, "lane", dir)
+	if err != nil {
+		return nil, err
 	}
-	return []byte(l.Lane + "\n"), nil
+	n, err := folder.Next(e.now(), class)
+	var none *api.NoNextError
+	switch {
+	case errors.As(err, &none) && none.Files > 0:
+		return nil, cli.NoLanef("lane: %v", none)
+	case err != nil:
+		return nil, fmt.Errorf("lane: %s: %w", folder.Dir, err)
+	}
+	return output(format, n, n.Hour, "the next hour", [][2]string{
+		{"LANEWATCH_NEXT_HOUR", n.Hour}, {"LANEWATCH_NEXT_START", n.Start}, {"LANEWATCH_CLASS", n.Class}})
 }
 
-// envLines writes NAME=VALUE lines, each after "export " when export is
-// set (-format env, for eval and source: a child process sees them), bare
-// for -format dotenv ($GITHUB_ENV, GitLab's dotenv reports). what names
-// the answer in an error.
-func envLines(export bool, what string, kvs [][2]string) ([]byte, error) {
-	var b bytes.Buffer
-	for _, kv := range kvs {
-		q, err := shellValue(kv[1])
-		if err != nil {
-			return nil, fmt.Errorf("%s of %s: %w (use -format json)", kv[0], what, err)
-		}
-		if export {
-			b.WriteString("export ")
-		}
-		b.WriteString(kv[0] + "=" + q + "\n")
+// laneChoice is `policygen lane` without -next.
+func (e *env) laneChoice(cfg *config.Config, configPath, class, format, hourFlag, dir string) ([]byte, error) {
+	f, path, err := e.hourFile("lane", cfg, configPath, hourFlag, dir)
+	if err != nil {
+		return nil, err
 	}
-	return b.Bytes(), nil
+	ch, err := api.Choose(f, class, cfg.APIOptions().Lanes)
+	var noLane *api.NoLaneError
+	var unknown *api.UnknownLaneError
+	switch {
+	case errors.As(err, &noLane):
+		return nil, cli.NoLanef("lane: %v", noLane)
+	case errors.As(err, &unknown):
+		return nil, fmt.Errorf("lane: %s: lane %q of class %q is not in the config %s", path, unknown.Lane, unknown.Class, configPath)
+	case err != nil:
+		return nil, fmt.Errorf("lane: %s: %w", path, err)
+	}
+	var cut string
+	if ch.CutoverAfterS != nil {
+		cut = strconv.FormatFloat(*ch.CutoverAfterS, 'f', -1, 64)
+	}
+	l, fb := ch.Lane, api.Lane{}
+	if ch.Fallback != nil {
+		fb = *ch.Fallback
+	}
+	return output(format, ch, l.Lane, "lane "+strconv.Quote(l.Lane), [][2]string{
+		{"LANEWATCH_LANE", l.Lane}, {"LANEWATCH_KIND", l.Kind}, {"LANEWATCH_API", l.API},
+		{"LANEWATCH_BASE_URL", l.BaseURL}, {"LANEWATCH_MODEL", l.Model},
+		{"LANEWATCH_API_KEY_ENV", l.APIKeyEnv}, {"LANEWATCH_HOUR", ch.Hour}, {"LANEWATCH_CLASS", ch.Class},
+		{"LANEWATCH_CUTOVER_AFTER_S", cut},
+		{"LANEWATCH_FALLBACK_LANE", fb.Lane}, {"LANEWATCH_FALLBACK_API", fb.API},
+		{"LANEWATCH_FALLBACK_BASE_URL", fb.BaseURL}, {"LANEWATCH_FALLBACK_MODEL", fb.Model},
+		{"LANEWATCH_FALLBACK_API_KEY_ENV", fb.APIKeyEnv}})
+}
+
+// output renders an answer in format: json as the API answers (api.JSON),
+// name a line, env and dotenv the NAME=VALUE lines of vars ("export " first
+// for env); what names the answer in an error.
+func output(format string, v any, name, what string, vars [][2]string) ([]byte, error) {
+	switch format {
+	case "json":
+		return api.JSON(v), nil
+	case "env", "dotenv":
+		var b strings.Builder
+		for _, kv := range vars {
+			q, err := shellValue(kv[1])
+			if err != nil {
+				return nil, fmt.Errorf("lane: %s of %s: %w (use -format json)", kv[0], what, err)
+			}
+			if format == "env" {
+				b.WriteString("export ")
+			}
+			b.WriteString(kv[0] + "=" + q + "\n")
+		}
+		return []byte(b.String()), nil
+	}
+	return []byte(name + "\n"), nil
 }
 
 // shellValue returns s as the value of a sh assignment: bare when every
 // byte is in [A-Za-z0-9_./:@%+,=-] (nothing sh expands, and what $GITHUB_ENV
 // reads as is), else single-quoted, each quote in s closing the quotes,
-// escaped with a backslash and reopening them. A control
-// character (a newline would start a new variable in $GITHUB_ENV) is an
-// error.
+// escaped and reopening them. A control character (a newline would start
+// a new variable in $GITHUB_ENV) is an error.
 func shellValue(s string) (string, error) {
 	bare := true
 	for _, r := range s {
@@ -205,37 +171,4 @@ func shellValue(s string) (string, error) {
 		return s, nil
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'", nil
-}
-
-// laneNext is `policygen lane -next`: api.Folder.Next from the current hour.
-func (e *env) laneNext(d api.Folder, class, format string) error {
-	n, err := d.Next(e.now(), class)
-	var none *api.NoNextError
-	switch {
-	case errors.As(err, &none) && none.Files > 0:
-		return cli.NoLanef("lane: %v", none)
-	case err != nil:
-		return fmt.Errorf("lane: %s: %w", d.Dir, err)
-	}
-	var out []byte
-	switch format {
-	case "json":
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(n); err != nil {
-			return fmt.Errorf("lane: %w", err)
-		}
-		out = b.Bytes()
-	case "env", "dotenv":
-		if out, err = envLines(format == "env", "the next hour", [][2]string{
-			{"LANEWATCH_NEXT_HOUR", n.Hour}, {"LANEWATCH_NEXT_START", n.Start}, {"LANEWATCH_CLASS", n.Class},
-		}); err != nil {
-			return fmt.Errorf("lane: %w", err)
-		}
-	default:
-		out = []byte(n.Hour + "\n")
-	}
-	_, err = e.stdout.Write(out)
-	return err
 }

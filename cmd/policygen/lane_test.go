@@ -290,7 +290,7 @@ func TestLaneFileTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data = append(data, "#"+strings.Repeat("x", maxPolicyFile)+"\n"...)
+	data = append(data, "#"+strings.Repeat("x", api.MaxPolicyFile)+"\n"...)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -389,5 +389,32 @@ func TestLaneEnvExported(t *testing.T) {
 	out, err := exec.Command(sh, "-c", r.stdout+`sh -c 'printf "%s|%s" "$LANEWATCH_LANE" "$LANEWATCH_MODEL"'`).Output()
 	if err != nil || string(out) != "paid|claude x $(reboot)" {
 		t.Errorf("child saw %q (%v)", out, err)
+	}
+}
+
+// A value that env or dotenv lines cannot carry (a control character: a
+// newline would start a variable of its own in $GITHUB_ENV) is refused in
+// one line naming the variable, with nothing on stdout; json carries it.
+func TestLaneEnvRefusesAControlCharacter(t *testing.T) {
+	now := time.Date(2026, 11, 30, 14, 25, 0, 0, time.UTC)
+	fx := newLaneFixture(t, "UTC")
+	data, err := os.ReadFile(fx.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), `model: "claude x $(reboot)"`, `model: "claude\tx"`, 1))
+	if err := os.WriteFile(fx.config, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx.write(t, fx.out, "2026-11-30T14", []string{"free"}, []string{"paid"})
+	for _, format := range []string{"env", "dotenv"} {
+		r := laneEnv(t, now).exec(t, "", "lane", "-config", fx.config, "-class", "batch", "-format", format)
+		want := `policygen: lane: LANEWATCH_MODEL of lane "paid": holds a control character (use -format json)` + "\n"
+		if r.code != 1 || r.stdout != "" || r.stderr != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1, nothing, %q", format, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	if r := laneEnv(t, now).exec(t, "", "lane", "-config", fx.config, "-class", "batch", "-format", "json"); r.code != 0 || !strings.Contains(r.stdout, `"model":"claude\tx"`) {
+		t.Errorf("json: exit %d, stdout %q", r.code, r.stdout)
 	}
 }

@@ -1,27 +1,23 @@
 // Command policygen turns the stored hourly queue records into policy files
-// and answers the retry ledger.
-//
-//	policygen -config F [-hour YYYY-MM-DDTHH] [-out DIR] [-print] [-site NAME]  # policy for an hour (default: now)
-//	policygen -config F -day YYYY-MM-DD [-out DIR] [-print]        # 24 forecast files
-//	policygen swings -config F [-days N] [-lane NAME] [-format table|csv|json] [-svg FILE [-log]]  # time-of-day report
-//	policygen book [-policy FILE -class NAME] < attempts.json      # the retry ledger
-//	policygen lane -config F -class NAME [-hour H | -next] [-format name|json|env|dotenv] [-dir DIR]  # the lane to run on
-//	policygen serve -config F [-listen ADDR] [-dir DIR]            # the read-only JSON API
-//	policygen backtest -config F [-days N] [-end H] [-lookback 1,3,7,14] [-format table|csv|json]  # how well it predicts
-//
-// Exit status: 0 done; 1 bad config, bad input or a store error, with one line
-// on stderr; 2 bad usage; 3 (lane only) no lane fits the class this hour.
+// and answers from them: the lane to run on, the retry ledger, the JSON
+// API, the time-of-day report and the backtest (policygen -h: usageText).
 package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 func main() {
@@ -42,10 +38,8 @@ type env struct {
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
 	now            func() time.Time
-	// writeHook, when set, is called while a policy file is being written:
-	// with stage "partial" after half of the bytes are in the temp file and
-	// "synced" after all of them are written and synced, before the rename.
-	// An error aborts the write. Tests inject faults and kills here.
+	// writeHook, when set, is atomicfile.Hook of a policy file's write:
+	// tests inject faults and kills there.
 	writeHook func(stage, tmpPath string) error
 }
 
@@ -55,19 +49,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func (e *env) run(ctx context.Context, args []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "swings":
-			return e.runSwings(ctx, args[1:])
-		case "book":
-			return e.runBook(ctx, args[1:])
-		case "lane":
-			return e.runLane(ctx, args[1:])
-		case "backtest":
-			return e.runBacktest(ctx, args[1:])
-		case "serve":
-			return e.runServe(ctx, args[1:])
-		}
+	cmds := map[string]func(context.Context, []string) error{
+		"swings": e.runSwings, "book": e.runBook, "lane": e.runLane, "backtest": e.runBacktest, "serve": e.runServe}
+	if len(args) > 0 && cmds[args[0]] != nil {
+		return cmds[args[0]](ctx, args[1:])
 	}
 	return e.runPolicy(ctx, args)
 }
@@ -85,20 +70,37 @@ Writes <out>/<hour>.yaml for the hour (default: the current hour in the
 config's timezone) or, with -day, the 24 forecast files of that day, each
 atomically, and prints the paths written. -print prints the YAML instead,
 each file after a "# wrote PATH" comment. -site NAME writes that site's view
-as <out>/<hour>.<NAME>.yaml instead; a site that no stored record or the
-config names is a usage error, and nothing is written.
+as <out>/<hour>.<NAME>.yaml instead; a site that neither a record read nor
+the config names is a usage error, and nothing is written.
 
-book reads {"attempts": [...], "policy": {...}} on stdin (with -policy and
--class: {"attempts": [...]} and the class's book from the policy file; with
--config and -class: the class's book from the hour's file in policy.out) and
-prints the ledger's answer as JSON (with -config: and the lane to use).
-
-lane prints the first lane of the class in the policy file of the hour
-(default: the current hour in the config's timezone); policygen lane -h
-has the formats.
-
-serve serves the read-only JSON API over the policy files (docs/api.md).
+swings (the time-of-day report), book (the retry ledger), lane (the lane
+to run on), serve (the JSON API) and backtest (how well the policy
+predicts): policygen COMMAND -h says more.
 
 Exit status: 0 done, 1 bad config, bad input or store error, 2 bad usage,
 3 (lane) no lane fits the class this hour.
 `
+
+// openStore opens the configured store to read beside a sampler. A store
+// file that does not exist yet is a fresh install: a note on stderr saying
+// so, and a nil store (policy/load: empty), so CI fails safe, not red.
+func (e *env) openStore(ctx context.Context, cfg *config.Config, so string) (store.Store, error) {
+	st, err := config.OpenStore(ctx, cfg, config.Reader, cli.Warner("policygen", e.stderr), e.lookupEnv)
+	switch {
+	case err == nil || cfg.Store.Kind != config.StoreFile:
+		return st, err
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(e.stderr, "policygen: nothing sampled yet: %s does not exist (run the sampler); %s\n", cfg.Store.Path, so)
+		return nil, nil
+	case !strings.Contains(err.Error(), cfg.Store.Path):
+		return nil, fmt.Errorf("%w (store.path %s)", err, cfg.Store.Path)
+	}
+	return nil, err
+}
+
+// closeStore closes st, if any: a reader has nothing to lose.
+func closeStore(st store.Store) {
+	if st != nil {
+		_ = st.Close()
+	}
+}

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
 )
@@ -26,8 +24,7 @@ runs until SIGINT or SIGTERM.
 
 `
 
-// defaultServeAddr is loopback: the API is for the host's own jobs unless
-// -listen says otherwise.
+// defaultServeAddr is loopback: the API is for the host's own jobs.
 const defaultServeAddr = "127.0.0.1:9465"
 
 // runServe is `policygen serve`.
@@ -42,12 +39,10 @@ func (e *env) runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := app.APIOptions(cfg)
+	opts := cfg.APIOptions()
 	opts.Now = e.now
-	if *dirFlag != "" {
-		if opts.Folder.Dir, err = filepath.Abs(*dirFlag); err != nil {
-			return fset.usagef("-dir: %w", err)
-		}
+	if opts.Folder, err = folderOf(cfg, "serve", *dirFlag); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

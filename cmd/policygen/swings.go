@@ -7,51 +7,32 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
 )
 
 const swingsUsage = `usage: policygen swings -config F [-days N] [-lane NAME] [-site NAME] [-format table|csv|json] [-svg FILE [-log]]
 
-Time-of-day report: for each lane and hour of day (in the config's timezone),
-the median and the max of the hourly worst queue times over the hourly
-records of [now - N days, now), the probes and failed probes behind them, and
-per lane the peak hour, the quietest hour and the swing between them. An
-hour's worst is a lower bound (">30.0", censored) when a failed probe is
-known to have waited at least as long as every ok probe (a timeout before the first
-token, say).
-
-  table  fits 100 columns; "-" where there is no value, ">x" for at least x
-  csv    lane,kind,hour,median_s,worst_s,measured,days,samples,failures,
-         censored,median_censored (24 rows per lane; median_s and worst_s
-         empty without a value; censored: worst_s is a lower bound)
-  json   {timezone, from, to, days, first_record, last_record, records,
-          lanes: [{name, kind, records, samples, failures, peak_hour,
-          peak_median_s, quiet_hour, quiet_median_s, swing_s, swing_ratio,
-          peak_censored, quiet_censored, swing_censored,
-          hours: [{hour, median_s, worst_s, measured, days, samples,
-          failures, censored, median_censored}]}]}; null where there is no value
-
--svg FILE draws the chart instead (a PNG when FILE ends in .png), written
-atomically, with each class's deadline as a line, and prints where it went;
-add -format to print the report too (the "wrote chart" line then goes to
-stderr). -log puts the seconds axis of the chart on a log scale.
+Time-of-day report: for each lane and hour of day (in the config's
+timezone), the median and the max of the hourly worst queue times over the
+records of [now - N days, now), the probes and failed probes behind them,
+and per lane the peak hour, the quietest hour and the swing between them;
+">30.0" is a lower bound (censored). -format table fits 100 columns; csv
+has 24 rows per lane, json the same figures (docs/deploy.md#the-time-of-day-report
+has their keys). -svg FILE draws the chart instead (PNG when FILE ends in
+.png), with each class's deadline; add -format to print the report too.
 
 `
-
-// reportWriter writes the swings report in one -format.
-type reportWriter = func(io.Writer, *swings.Report) error
 
 // maxSwingsDays bounds -days (ten years of hourly records).
 const maxSwingsDays = 3660
 
-// runSwings is the `policygen swings` subcommand.
+// runSwings is `policygen swings`.
 func (e *env) runSwings(ctx context.Context, args []string) error {
 	fset := newFlags("swings", swingsUsage)
 	days := fset.Int("days", 7, "report the last `N` days")
@@ -65,8 +46,9 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	}
 	formatSet := false
 	fset.Visit(func(f *flag.Flag) { formatSet = formatSet || f.Name == "format" })
+	type writer = func(io.Writer, *swings.Report) error
 	write, err := choose(fset, "format", *format,
-		option[reportWriter]{"table", swings.WriteTable}, option[reportWriter]{"csv", swings.WriteCSV}, option[reportWriter]{"json", swings.WriteJSON})
+		option[writer]{"table", swings.WriteTable}, option[writer]{"csv", swings.WriteCSV}, option[writer]{"json", swings.WriteJSON})
 	if err != nil {
 		return err
 	}
@@ -76,20 +58,25 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	if *logY && *svg == "" {
 		return fset.usagef("-log goes with -svg (it scales the chart)")
 	}
-
 	cfg, err := config.Load(*fset.config)
 	if err != nil {
 		return err
 	}
 	to := e.now().In(cfg.Location)
 	from := to.AddDate(0, 0, -*days)
-	var sites []string
+	q := store.Between(from, to)
+	q.Fields = swings.Fields() // the report reads 4 of the 7 fields
 	if *site != "" {
-		sites = []string{*site}
+		q.Sites = []string{*site}
 	}
-	rep, err := e.swings(ctx, cfg, from, to, *days, sites)
+	st, err := e.openStore(ctx, cfg, "reporting no data")
 	if err != nil {
-		return err
+		return fmt.Errorf("swings: %w", err)
+	}
+	defer closeStore(st)
+	rep, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, *days), *site == "")
+	if err != nil {
+		return fmt.Errorf("swings: store: read hourly records: %w", err)
 	}
 	if *lane != "" {
 		l, ok := rep.Lane(*lane)
@@ -102,7 +89,6 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 		}
 		rep.Lanes = []swings.LaneReport{l}
 	}
-
 	// The chart goes first: a report on stdout means everything was written.
 	if *svg != "" {
 		var buf bytes.Buffer
@@ -126,31 +112,17 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 		// stdout carries the report: keep it clean for csv and json.
 		_, _ = io.WriteString(e.stderr, "policygen: swings: "+msg)
 	}
-	var out bytes.Buffer
-	if err := write(&out, rep); err != nil {
-		return fmt.Errorf("swings: %w", err)
-	}
-	if _, err := e.stdout.Write(out.Bytes()); err != nil {
-		return fmt.Errorf("swings: write report: %w", err)
-	}
-	return nil
+	return e.report("swings", func(w io.Writer) error { return write(w, rep) })
 }
 
-// swings builds the report of the hourly records of [from, to) while the
-// store reads them. A samples file that does not exist yet is an empty
-// store (no sampler round has run): a warning, no error.
-func (e *env) swings(ctx context.Context, cfg *config.Config, from, to time.Time, days int, sites []string) (*swings.Report, error) {
-	st, err := openStoreOrFresh(ctx, cfg, e.stderr, e.lookupEnv, "reporting no data")
-	if err != nil {
-		return nil, fmt.Errorf("swings: %w", err)
+// report writes a report whole to stdout, or nothing when write fails.
+func (e *env) report(cmd string, write func(io.Writer) error) error {
+	var out bytes.Buffer
+	if err := write(&out); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	defer st.Close()
-	q := store.Between(from, to)
-	q.Sites = sites
-	q.Fields = swings.Fields() // the report reads 4 of the 7 fields
-	rep, err := app.SwingsOf(ctx, cfg, st, q, from, to, days, len(sites) == 0)
-	if err != nil {
-		return nil, fmt.Errorf("swings: store: read hourly records: %w", err)
+	if _, err := e.stdout.Write(out.Bytes()); err != nil {
+		return fmt.Errorf("%s: write report: %w", cmd, err)
 	}
-	return rep, nil
+	return nil
 }

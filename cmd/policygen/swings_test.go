@@ -435,7 +435,7 @@ func TestSwingsDispatch(t *testing.T) {
 	}
 }
 
-// The report reads an InfluxDB store through the same seam (app.OpenStoreReadOnly).
+// The report reads an InfluxDB store through the same seam (config.OpenStore).
 func TestSwingsInflux(t *testing.T) {
 	srv := influxtest.Start(t)
 	db := srv.CreateDB(t, "lanewatch")
@@ -556,8 +556,8 @@ func TestSwingsChartDeadlines(t *testing.T) {
 		want map[string]int
 	}{
 		// Free peaks at 28 s: 60 s is on the plot, 600 s is named in the legend.
-		{"linear", false, map[string]int{"interactive deadline 60 s": 1, "batch deadline 600 s": 0, "batch 600 s: above": 1, "class deadline": 1}},
-		{"log", true, map[string]int{"interactive deadline 60 s": 1, "batch deadline 600 s": 1, "batch 600 s: above": 0, "class deadline": 1}},
+		{"linear", false, map[string]int{"interactive 60 s": 1, "batch 600 s": 0, "batch 600 s: above": 1, "class deadline": 1}},
+		{"log", true, map[string]int{"interactive 60 s": 1, "batch 600 s": 1, "batch 600 s: above": 0, "class deadline": 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".svg")

@@ -22,7 +22,7 @@ import (
 // BenchmarkShards1000 measures what sharding does to timing accuracy: a
 // 1,000-lane config split over 4 sampler processes on this machine, each
 // running one -once round of its 250 lanes at the same time, against one
-// exact-delay server (cmd/delaylane) in its own process — beside a
+// exact-delay lane (lanesim -exact) in its own process — beside a
 // single process probing 250 lanes alone. Error = stored queue_s − the time
 // the server held the request (read → first token written), per probe. It
 // reports each process's median, p99 and max error and peak RSS.
@@ -31,8 +31,8 @@ import (
 func BenchmarkShards1000(b *testing.B) {
 	dir := b.TempDir()
 	samplerBin := filepath.Join(dir, "sampler")
-	delayBin := filepath.Join(dir, "delaylane")
-	for pkg, out := range map[string]string{"github.com/lanewatch/lanewatch/cmd/sampler": samplerBin, "github.com/lanewatch/lanewatch/cmd/delaylane": delayBin} {
+	delayBin := filepath.Join(dir, "lanesim")
+	for pkg, out := range map[string]string{"github.com/lanewatch/lanewatch/cmd/sampler": samplerBin, "github.com/lanewatch/lanewatch/cmd/lanesim": delayBin} {
 		if o, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			b.Fatalf("build %s: %v\n%s", pkg, err, o)
 		}
@@ -123,7 +123,7 @@ func q(sorted []float64, p float64) float64 {
 }
 
 func startDelay(b *testing.B, bin string) string {
-	cmd := exec.Command(bin, "-delay", "200ms")
+	cmd := exec.Command(bin, "-exact", "200ms", "-log-level", "warn")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -133,9 +133,9 @@ func startDelay(b *testing.B, bin string) string {
 	}
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	line, _ := bufio.NewReader(out).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "delaylane listening on ")
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "lanesim listening on ")
 	if !ok {
-		b.Fatalf("delaylane: %q", line)
+		b.Fatalf("lanesim -exact: %q", line)
 	}
 	return url + "/v1"
 }

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/syncbuf"
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/store/file"
 )
 
@@ -238,7 +238,7 @@ func TestBackoffAfterQuotaSpent(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			f, err := app.ForHour(context.Background(), st, loaded, time.Now(), nil)
+			f, _, err := load.ForHour(context.Background(), st, loaded.PolicyParams(), time.Now(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

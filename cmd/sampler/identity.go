@@ -119,6 +119,7 @@ func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 func (d *daemon) startHeartbeat(start time.Time) {
 	id := newIdentity(d.cfg, start)
 	d.s.SetIdentity(id)
+	d.metrics.interval.Set(id.Interval.Seconds())
 	d.log.Info("heartbeat", "instance", id.Instance, "host", id.Host, "version", id.Version,
 		"live_for", duty.Lifetime(store.Heartbeat{}, id.Interval).String(), "measurement", store.MeasurementHeartbeat)
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
@@ -20,23 +18,15 @@ import (
 // InfluxDB without losing history. Points keep their timestamps, so running
 // it twice rewrites instead of double counting.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	fs := flag.NewFlagSet("sampler import", flag.ContinueOnError)
-	configPath := fs.String("config", "", "config naming the destination store (required)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler import -config F FILE...\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	fs := newSubcommand("import", "sampler import -config F FILE...", "config naming the destination store (required)")
+	if err := fs.parse(args, stderr, true); err != nil {
 		return err
-	}
-	if *configPath == "" {
-		return cli.Usagef("import: -config is required")
 	}
 	if fs.NArg() == 0 {
 		return cli.Usagef("import: name at least one line-protocol file")
 	}
 	log, _ := newLogger(stderr, "text", "info")
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
@@ -50,7 +40,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	dst, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	dst, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

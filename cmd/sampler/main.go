@@ -28,6 +28,38 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
+// subcommand is the flag set of `sampler NAME`, with its usage line and
+// -config, which parse requires.
+type subcommand struct {
+	*flag.FlagSet
+	name   string
+	config *string
+}
+
+func newSubcommand(name, usage, configHelp string) subcommand {
+	fs := flag.NewFlagSet("sampler "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n", usage)
+		fs.PrintDefaults()
+	}
+	return subcommand{fs, name, fs.String("config", "", configHelp)}
+}
+
+// parse parses args: -config is required, and arguments after the flags
+// only where takesArgs.
+func (c subcommand) parse(args []string, stderr io.Writer, takesArgs bool) error {
+	if err := cli.Parse(c.FlagSet, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case !takesArgs && c.NArg() > 0:
+		return cli.Usagef("%s: unexpected argument %q", c.name, c.Arg(0))
+	case *c.config == "":
+		return cli.Usagef("%s: -config is required", c.name)
+	}
+	return nil
+}
+
 // exitCode prints err as one line and maps it to the exit status.
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("sampler", err, stderr) }
 

@@ -14,12 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lanewatch/lanewatch/api"
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
 	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/sampler"
+	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/sampler/page"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
@@ -35,6 +36,11 @@ type metrics struct {
 	spool      prometheus.Gauge
 	storeErrs  prometheus.Counter
 	standby    prometheus.Gauge
+	// For the alert rules (deploy/prometheus).
+	lastRound   prometheus.Gauge
+	interval    prometheus.Gauge
+	budgetReset *prometheus.GaugeVec
+	groups      []budget.Group
 
 	lastStored atomic.Bool // last round's write succeeded (for /healthz)
 	lastErr    atomic.Pointer[string]
@@ -44,9 +50,10 @@ type metrics struct {
 	standbyWhy atomic.Pointer[string]
 }
 
-func newMetrics() *metrics {
+// newMetrics returns the metrics of a sampler of a site and shard.
+func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		reg: prometheus.NewRegistry(), groups: groups,
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lanewatch_probes_total", Help: "Probes by lane and outcome.",
 		}, []string{"lane", "outcome"}),
@@ -75,12 +82,22 @@ func newMetrics() *metrics {
 		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "lanewatch_store_errors_total", Help: "Rounds whose write the store refused.",
 		}),
-		standby: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "lanewatch_standby", Help: "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
+		lastRound: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lanewatch_last_round_timestamp_seconds", Help: "When the last round that was stored started (none before the first).",
 		}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lanewatch_round_interval_seconds", Help: "The longest gap between two rounds of the schedule, plus the jitter.",
+		}),
+		budgetReset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "lanewatch_budget_reset_timestamp_seconds", Help: "When the quota group's day ends and its budget is whole again.",
+		}, []string{"quota"}),
 	}
-	m.reg.MustRegister(m.probes, m.skipped, m.notStarted, m.lastQueue, m.quotaLeft, m.budgetLeft, m.roundDur, m.spool, m.storeErrs, m.standby,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	standby := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "lanewatch_standby", Help: "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
+	}, []string{"site", "shard"})
+	m.standby = standby.WithLabelValues(site, shard)
+	m.reg.MustRegister(m.probes, m.skipped, m.notStarted, m.lastQueue, m.quotaLeft, m.budgetLeft, m.roundDur, m.spool, m.storeErrs, standby,
+		m.lastRound, m.interval, m.budgetReset, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.lastStored.Store(true)
 	return m
 }
@@ -117,8 +134,12 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 	for _, l := range r.NotStarted {
 		m.notStarted.WithLabelValues(l).Inc()
 	}
-	for g, left := range r.Plan.Left {
-		m.budgetLeft.WithLabelValues(g).Set(float64(left))
+	for _, g := range m.groups {
+		if left, ok := r.Plan.Left[g.Name]; ok {
+			m.budgetLeft.WithLabelValues(g.Name).Set(float64(left))
+			next := store.DayStart(g.DayStart(r.Start).Add(26*time.Hour), g.Location)
+			m.budgetReset.WithLabelValues(g.Name).Set(float64(next.Unix()))
+		}
 	}
 	m.roundDur.Observe(r.Duration.Seconds())
 	m.spool.Set(float64(spooled))
@@ -127,8 +148,22 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 		m.storeErrs.Inc()
 		msg := err.Error()
 		m.lastErr.Store(&msg)
+	} else {
+		m.lastRound.Set(float64(r.Start.UnixMilli()) / 1e3)
 	}
 	m.lastStored.Store(err == nil)
+}
+
+// problem is why the daemon is unhealthy, "" when it is not: it stands
+// by, or its last round was not stored.
+func (m *metrics) problem() string {
+	if why := m.standbyWhy.Load(); why != nil {
+		return *why
+	}
+	if e := m.lastErr.Load(); !m.lastStored.Load() && e != nil {
+		return "last round was not stored: " + *e
+	}
+	return ""
 }
 
 // statusLoadTimeout bounds the status page's store reads.
@@ -138,21 +173,16 @@ const statusLoadTimeout = 10 * time.Second
 // JSON API under /api/ (package api, over the config's policy files).
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/api/", api.Handler(app.APIOptions(d.cfg)))
+	mux.Handle("/api/", api.Handler(d.cfg.APIOptions()))
 	mux.Handle("/", page.Handler(func(ctx context.Context) page.Page {
 		ctx, cancel := context.WithTimeout(ctx, statusLoadTimeout) // a stuck store must not hold requests
 		defer cancel()
 		p := d.s.Status(ctx)
 		p.Store = d.storeName()
 		p.NextRound = d.nextRound()
-		if why := d.metrics.standbyWhy.Load(); why != nil {
-			p.Healthy, p.Problem = false, *why
-		}
-		if !d.metrics.lastStored.Load() && p.Healthy {
-			p.Healthy, p.Problem = false, "last round was not stored"
-			if e := d.metrics.lastErr.Load(); e != nil {
-				p.Problem += ": " + *e
-			}
+		d.hourFile(&p)
+		if why := d.metrics.problem(); why != "" {
+			p.Healthy, p.Problem = false, why
 		}
 		return p
 	}))
@@ -162,16 +192,8 @@ func (d *daemon) handler() http.Handler {
 		if t := d.nextRound(); !t.IsZero() {
 			next = ", next round at " + t.UTC().Format(time.RFC3339)
 		}
-		if why := d.metrics.standbyWhy.Load(); why != nil {
-			http.Error(w, *why+next, http.StatusServiceUnavailable)
-			return
-		}
-		if !d.metrics.lastStored.Load() {
-			why := "unknown error"
-			if e := d.metrics.lastErr.Load(); e != nil {
-				why = *e
-			}
-			http.Error(w, "last round was not stored: "+why+next, http.StatusServiceUnavailable)
+		if why := d.metrics.problem(); why != "" {
+			http.Error(w, why+next, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintf(w, "ok: %d rounds%s\n", d.metrics.rounds.Load(), next)

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/probe"
@@ -22,7 +20,7 @@ const exitSkipped = 4
 
 // runProbe is `sampler probe -config F -lane NAME [-force]`: one probe of
 // one lane now, printed as `sampler -once` prints its rows. It runs beside
-// the daemon (app.OpenStoreBeside): on the embedded file it appends
+// the daemon (config.Beside): on the embedded file it appends
 // without the daemon's writer lock, on InfluxDB it writes to the server,
 // reads the daemon's spool, and leaves what the server fails to take in
 // the spool's inbox, which the daemon replays; either way the reservation
@@ -31,26 +29,16 @@ const exitSkipped = 4
 // is used or whose cap is reached, or a lane backing off, is refused
 // (exit 4) unless -force.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	fs := flag.NewFlagSet("sampler probe", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newSubcommand("probe", "sampler probe -config F -lane NAME [-force]", "path to the lanewatch YAML config (required)")
 	laneName := fs.String("lane", "", "the lane to probe (required)")
 	force := fs.Bool("force", false, "probe even when the lane's budget is spent or it backs off (the probe counts)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler probe -config F -lane NAME [-force]\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.parse(args, stderr, false); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return cli.Usagef("probe: unexpected argument %q", fs.Arg(0))
-	case *configPath == "":
-		return cli.Usagef("probe: -config is required")
-	case *laneName == "":
+	if *laneName == "" {
 		return cli.Usagef("probe: -lane is required")
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
@@ -60,13 +48,13 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		for i, l := range cfg.Lanes {
 			names[i] = l.Name
 		}
-		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *configPath, strings.Join(names, ", "))
+		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *fs.config, strings.Join(names, ", "))
 	}
 	key, err := lane.APIKey(lookupEnv)
 	if err != nil {
 		return err
 	}
-	st, err := app.OpenStoreBeside(ctx, cfg, cli.Warner("sampler", stderr), lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Beside, cli.Warner("sampler", stderr), lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -105,9 +93,9 @@ func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key stri
 	for _, l := range cfg.Lanes {
 		switch {
 		case l.Name == lane.Name:
-			targets = append(targets, app.Target(l, key))
+			targets = append(targets, l.Target(key))
 		case lane.Quota != "" && l.Quota == lane.Quota:
-			targets = append(targets, app.Target(l, "")) // counted, never probed
+			targets = append(targets, l.Target("")) // counted, never probed
 		}
 	}
 	return sampler.Options{
@@ -117,7 +105,7 @@ func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key stri
 		Location:    cfg.Location,
 		Concurrency: 1,
 		Targets:     targets,
-		Groups:      app.Groups(cfg),
+		Groups:      cfg.Groups(),
 		Shard:       sampler.Shard{Index: 0, Count: 1},
 	}
 }

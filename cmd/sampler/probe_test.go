@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
@@ -72,7 +71,7 @@ func TestProbeBesideTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := app.SamplerOptions(cfg, held, env, config.Shard{})
+	o, err := cfg.SamplerOptions(held, env, config.Shard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func TestProbeBesideTheDaemonOnInflux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := app.OpenStore(context.Background(), cfg, nil, influxEnv) // the daemon's store: it locks the spool
+	held, err := config.OpenStore(context.Background(), cfg, config.Writer, nil, influxEnv) // the daemon's store: it locks the spool
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +245,7 @@ func TestProbeKeepsWhatTheStoreFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := app.OpenStore(context.Background(), cfg, nil, influxEnv) // the daemon's store: it locks the spool
+	held, err := config.OpenStore(context.Background(), cfg, config.Writer, nil, influxEnv) // the daemon's store: it locks the spool
 	if err != nil {
 		t.Fatal(err)
 	}

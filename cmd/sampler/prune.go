@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/store"
 )
 
@@ -18,22 +15,11 @@ import (
 // prunes by itself at its first round of each day). It takes the store's
 // writer lock, so it fails while a sampler runs on the same file.
 func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	fs := flag.NewFlagSet("sampler prune", flag.ContinueOnError)
-	configPath := fs.String("config", "", "config naming the store and store.retention_days (required)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler prune -config F\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	fs := newSubcommand("prune", "sampler prune -config F", "config naming the store and store.retention_days (required)")
+	if err := fs.parse(args, stderr, false); err != nil {
 		return err
 	}
-	switch {
-	case *configPath == "":
-		return cli.Usagef("prune: -config is required")
-	case fs.NArg() > 0:
-		return cli.Usagef("prune: unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
@@ -41,12 +27,12 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return fmt.Errorf("prune: store.kind is %s: old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)", cfg.Store.Kind)
 	}
 	if cfg.Store.RetentionDays == 0 {
-		fmt.Fprintf(stdout, "store.retention_days is 0 in %s: every probe is kept, nothing pruned\n", *configPath)
+		fmt.Fprintf(stdout, "store.retention_days is 0 in %s: every probe is kept, nothing pruned\n", *fs.config)
 		return nil
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/store"
@@ -38,36 +36,26 @@ func reservedHours(ctx context.Context, st store.Store, loc *time.Location, w st
 // site over the last N days from their probes (idempotent), or with -check
 // reports the records that disagree with their probes and exits 1.
 func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	fs := flag.NewFlagSet("sampler rollup", flag.ContinueOnError)
-	configPath := fs.String("config", "", "config naming the store (required)")
+	fs := newSubcommand("rollup", "sampler rollup -config F [-days N] [-check]", "config naming the store (required)")
 	days := fs.Int("days", 7, "the last `N` days")
 	check := fs.Bool("check", false, "report hourly records that are not the aggregate of their probes and exit 1; write nothing")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler rollup -config F [-days N] [-check]\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.parse(args, stderr, false); err != nil {
 		return err
 	}
-	switch {
-	case *configPath == "":
-		return cli.Usagef("rollup: -config is required")
-	case fs.NArg() > 0:
-		return cli.Usagef("rollup: unexpected argument %q", fs.Arg(0))
-	case *days < 1 || *days > 3660:
+	if *days < 1 || *days > 3660 {
 		return cli.Usagef("rollup: -days %d: want 1 to 3660", *days)
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
 	log, _ := newLogger(stderr, "text", "info")
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	open := app.OpenStore
+	access := config.Writer
 	if *check {
-		open = app.OpenStoreReadOnly
+		access = config.Reader
 	}
-	st, err := open(ctx, cfg, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, access, warn, lookupEnv)
 	if err != nil {
 		return err
 	}

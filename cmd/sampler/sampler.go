@@ -16,7 +16,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/lanewatch/lanewatch/app"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
@@ -64,18 +63,19 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 		}
 	}
 	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := app.OpenStore(ctx, cfg, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	o, err := app.SamplerOptions(cfg, st, lookupEnv, sh)
+	o, err := cfg.SamplerOptions(st, lookupEnv, sh)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
 	s := sampler.New(o)
-	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(), httpLimits: httpserve.DefaultLimits(),
-		backedOff: map[string]time.Time{}, told: map[string]bool{}, interval: cfg.Interval()}
+	d := &daemon{cfg: cfg, store: st, s: s, log: log, metrics: newMetrics(cfg.Site, s.Shard().String(), o.Groups),
+		httpLimits: httpserve.DefaultLimits(), backedOff: map[string]time.Time{}, told: map[string]bool{}, interval: cfg.Interval()}
+	d.metrics.reg.MustRegister(decisions{d})
 	if w := s.RoundWarning(d.interval); w != "" {
 		log.Warn("config: " + w)
 	}
@@ -106,6 +106,9 @@ func (d *daemon) once(ctx context.Context, stdout io.Writer, force bool) error {
 	r, err := d.round(ctx, force, true)
 	if r != nil {
 		printRound(stdout, d.cfg, r)
+		for _, p := range d.writePolicies(ctx, time.Now()) {
+			fmt.Fprintf(stdout, "policy file %s\n", p)
+		}
 	}
 	if n := d.store.Status().Spooled; n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, d.cfg.Store.Spool)
@@ -252,6 +255,7 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 	if r.MeterErr != nil {
 		d.log.Warn("budgets unknown: the store could not be read; budgeted lanes skipped", "err", r.MeterErr)
 	}
+	d.writePolicies(ctx, time.Now())
 	if d.interval > 0 && r.Duration > d.interval {
 		d.log.Warn(fmt.Sprintf("round took %s, longer than the schedule's %s interval: the next round was skipped; %s",
 			r.Duration.Round(time.Second), d.interval, d.s.RoundRemedy()))

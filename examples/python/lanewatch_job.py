@@ -12,8 +12,8 @@ time (cutover_after_s from the API, seconds since the job started) is
 cancelled and the ledger asked about it as running (POST /api/v1/book with
 running_s), which cuts over to the lane its answer names; any other failed
 attempt (no first token by --timeout, an error) is booked and the answer
-followed: retry_free, cut_over, or stop. The key of a lane
-is read from the variable its api_key_env names; the API never sends a key.
+followed: retry_free, cut_over, or stop (one that ended in an error is
+booked with "error": true: no retry_free then). The key of a lane is read from the variable its api_key_env names; the API never sends a key.
 Prints one line of JSON on stdout: {"lane", "text", "attempts", "actions"}.
 Exit 0 done, 1 the ledger said stop or an error, 3 no lane fits the class
 this hour.
@@ -173,12 +173,14 @@ def attempt(lane, prompt, first_token_s):
     if not shipped:
         why = "no first token after %g s: abandoned" % first_token_s if abandoned else str(state["err"] or "the stream ended early")
         print("attempt on %s: %s" % (lane["lane"], why), file=sys.stderr)
+    errored = not shipped and not abandoned
     return {
         "queue_s": (first or end) - start,
         "gen_s": end - first if first else 0,
         "emitted_tokens": state["tokens"],
         "shipped": shipped,
-    }, state["text"] if shipped else "", not shipped and not abandoned
+        "error": errored,  # the ledger then answers no retry_free
+    }, state["text"] if shipped else "", errored
 
 
 def main():
@@ -225,9 +227,10 @@ def main():
             print("ledger said %s but named no lane" % ans["action"], file=sys.stderr)
             return 1
         lane = ans["endpoint"]
-        # The ledger counts time: an attempt that fails at once (a refused
-        # key, a lane down) costs none, and the same answer would come again
-        # and again. Such a lane is not tried twice.
+        # An attempt that ended in an error is sent with "error": true, and
+        # the ledger answers no retry_free after it; a paid lane that failed
+        # at once (a refused key, a lane down) costs no time, and its cut_over
+        # would come again and again. A lane is not tried twice after an error.
         if lane["lane"] in errored:
             print("lane %s failed with an error before: not trying it again" % lane["lane"], file=sys.stderr)
             return 1

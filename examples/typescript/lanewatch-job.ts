@@ -44,6 +44,7 @@ interface Attempt {
   gen_s: number;
   emitted_tokens: number;
   shipped: boolean;
+  error: boolean; // it ended in an error: the ledger then answers no retry_free
 }
 
 interface Answer {
@@ -166,7 +167,13 @@ async function attempt(
   const errored = !!why && !ac.signal.aborted;
   if (ac.signal.aborted) why = `no first token after ${+firstTokenS.toFixed(2)} s: abandoned`;
   const end = performance.now();
-  const a = { queue_s: ((first || end) - start) / 1000, gen_s: first ? (end - first) / 1000 : 0, emitted_tokens: tokens, shipped: !why };
+  const a = {
+    queue_s: ((first || end) - start) / 1000,
+    gen_s: first ? (end - first) / 1000 : 0,
+    emitted_tokens: tokens,
+    shipped: !why,
+    error: errored,
+  };
   if (why) process.stderr.write(`attempt on ${lane.lane}: ${why}\n`);
   return { a, text: why ? "" : text, errored };
 }
@@ -216,9 +223,10 @@ async function main(): Promise<number> {
       return 1;
     }
     lane = ans.endpoint;
-    // The ledger counts time: an attempt that fails at once (a refused key,
-    // a lane down) costs none, and the same answer would come again and
-    // again. Such a lane is not tried twice.
+    // An attempt that ended in an error is sent with error: true, and the
+    // ledger answers no retry_free after it; a paid lane that failed at
+    // once (a refused key, a lane down) costs no time, and its cut_over
+    // would come again and again. A lane is not tried twice after an error.
     if (errored.has(lane.lane)) {
       process.stderr.write(`lane ${lane.lane} failed with an error before: not trying it again\n`);
       return 1;

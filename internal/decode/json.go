@@ -14,13 +14,14 @@ import (
 // maxDepth bounds how deep JSON may nest.
 const maxDepth = 1000
 
-// JSON parses data, one strict JSON value, into the yaml.Node tree that a
-// Decoder with Options.JSON walks: objects become mappings (a repeated key
-// kept, for the Decoder to refuse), arrays sequences, and scalars carry the
-// tag of their JSON type (!!str, !!int for an integer literal, !!float,
-// !!bool, !!null), each node the line it is on. At most maxNodes values are
-// read (the tree of a small input cannot outgrow it) and nesting is at most
-// 1000 deep. Errors are *Error with the line and the path reached.
+// JSON parses data, one strict JSON value, into a yaml.Node tree for
+// Schema (with SchemaOptions.JSON): objects become mappings (a repeated key
+// kept, for Schema to refuse), arrays sequences, and scalars carry the tag
+// of their JSON type (!!str, !!int for an integer literal of at most 18
+// digits, else !!float, !!bool, !!null), each node the line it is on. At
+// most maxNodes values are read (the tree of a small input cannot outgrow
+// it) and nesting is at most 1000 deep. Errors are *Error with the line and
+// the path reached.
 func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -63,8 +64,8 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 				n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
 			case json.Number:
 				n.Tag, n.Value = "!!int", string(v)
-				if strings.ContainsAny(string(v), ".eE") {
-					n.Tag = "!!float"
+				if strings.ContainsAny(string(v), ".eE") || len(strings.TrimPrefix(string(v), "-")) > 18 {
+					n.Tag = "!!float" // a fraction, an exponent, or maybe beyond int64
 				}
 			case bool:
 				n.Tag, n.Value = "!!bool", fmt.Sprint(v)

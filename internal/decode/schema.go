@@ -1,11 +1,13 @@
 package decode
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +26,26 @@ type SchemaOptions struct {
 	// been, by field path ("want YYYY-MM-DDTHH"); nil or "" for a message
 	// that quotes the pattern.
 	Pattern func(field string) string
+	// JSON speaks JSON: "must be an object", "unknown field", "repeated
+	// field", where YAML has "want a mapping, got ...", "unknown key", "key
+	// repeated".
+	JSON bool
+	// Root names the whole document in an error about it ("input"); ""
+	// leaves the field out.
+	Root string
+}
+
+// CompileSchema compiles the JSON Schema in data.
+func CompileSchema(data []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("schema.json")
 }
 
 // Schema checks the YAML document doc against sch and returns the first
@@ -41,7 +63,7 @@ func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 		}
 		doc = doc.Content[0]
 	}
-	c := converter{budget: opts.MaxValues, max: opts.MaxValues, active: map[*yaml.Node]bool{}}
+	c := converter{budget: opts.MaxValues, max: opts.MaxValues, json: opts.JSON, active: map[*yaml.Node]bool{}}
 	inst, err := c.value(doc, "", 0)
 	if err != nil {
 		return err
@@ -56,12 +78,17 @@ func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 	if len(leaves) == 0 {
 		return &Error{Err: errors.New("does not match the schema")}
 	}
-	return slices.MinFunc(leaves, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
+	e := slices.MinFunc(leaves, func(a, b *Error) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.col, b.col)) })
+	if e.Field == "" {
+		e.Field = opts.Root
+	}
+	return e
 }
 
 // converter turns a YAML tree into the values jsonschema validates.
 type converter struct {
 	budget, max int
+	json        bool
 	active      map[*yaml.Node]bool // the mappings and lists being converted
 }
 
@@ -98,7 +125,9 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 				return nil, Errorf(n.Content[i].Line, path, "want a plain key, got %s", Describe(k))
 			}
 			field := Key(path, k.Value)
-			if l, dup := first[k.Value]; dup {
+			if l, dup := first[k.Value]; dup && c.json {
+				return nil, Errorf(n.Content[i].Line, field, "repeated field")
+			} else if dup {
 				return nil, Errorf(n.Content[i].Line, field, "key repeated (first set on line %d)", l)
 			}
 			first[k.Value] = n.Content[i].Line
@@ -125,8 +154,20 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 		return nil, nil
 	case "!!bool", "!!int", "!!float":
 		var v any
+		if fits(n, reflect.TypeFor[float64]()) { // the common cases, without a yaml.v3 decoder each
+			if i, err := strconv.ParseInt(n.Value, 10, 64); err == nil && n.ShortTag() == "!!int" {
+				return int(i), nil
+			} else if f, _ := strconv.ParseFloat(n.Value, 64); n.ShortTag() == "!!float" && !math.IsInf(f, 0) {
+				return f, nil
+			}
+		}
 		if err := n.Decode(&v); err != nil {
-			return nil, Errorf(at, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			// As written, out of range too (1e400 is +Inf, refused below).
+			x, rerr := strconv.ParseFloat(n.Value, 64)
+			if !errors.Is(rerr, strconv.ErrRange) {
+				return nil, Errorf(at, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			}
+			v = x
 		}
 		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
 			return nil, Errorf(at, path, "must be a finite number")
@@ -160,31 +201,45 @@ func collect(doc *yaml.Node, ve *jsonschema.ValidationError, opts SchemaOptions,
 		}
 		return
 	}
-	field, line, node := locate(doc, ve.InstanceLocation)
-	e := &Error{Line: line, Field: field}
+	field, at, found := locate(doc, ve.InstanceLocation)
+	e := &Error{Line: at.Line, Field: field, col: at.Column}
 	switch k := ve.ErrorKind.(type) {
 	case *kind.Required:
-		e.Field, e.Err = Key(field, k.Missing[0]), errors.New("missing")
+		// After what is wrong inside the mapping on its first line.
+		e.Field, e.Err, e.col = Key(field, k.Missing[0]), errors.New("missing"), math.MaxInt
 	case *kind.AdditionalProperties:
-		e.Field, e.Err = Key(field, k.Properties[0]), errors.New("unknown key")
-		if node != nil {
-			for i := 0; i+1 < len(node.Content); i += 2 {
-				if node.Content[i].Value == k.Properties[0] {
-					e.Line = node.Content[i].Line
-				}
+		e.Err = errors.New("unknown key")
+		if opts.JSON {
+			e.Err = errors.New("unknown field")
+		}
+		e.Field = Key(field, k.Properties[0])
+		for i := 0; found && i+1 < len(at.Content); i += 2 { // the first in the document
+			if c := at.Content[i]; slices.Contains(k.Properties, c.Value) {
+				e.Line, e.col, e.Field = c.Line, c.Column, Key(field, c.Value)
+				break
 			}
 		}
 	case *kind.Type:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = map[string]string{"number": "a number", "integer": "an integer", "string": "a string",
-				"boolean": "true or false", "array": "a list", "object": "a mapping", "null": "null"}[w]
+		names := map[string]string{"number": "a number", "integer": "an integer", "string": "a string",
+			"boolean": "true or false", "array": "a list", "object": "a mapping", "null": "null"}
+		if opts.JSON {
+			names["array"], names["object"] = "an array", "an object"
+		}
+		var want []string
+		for _, w := range k.Want {
+			want = append(want, names[w])
+		}
+		if i := slices.Index(want, "null"); i >= 0 { // "a string or null"
+			want = append(slices.Delete(want, i, i+1), "null")
 		}
 		got := k.Got
-		if node != nil {
-			got = Describe(node)
+		if found {
+			got = Describe(at)
 		}
 		e.Err = fmt.Errorf("want %s, got %s", strings.Join(want, " or "), got)
+		if opts.JSON {
+			e.Err = fmt.Errorf("must be %s", strings.Join(want, " or "))
+		}
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
@@ -236,14 +291,24 @@ func onlyType(ve *jsonschema.ValidationError) bool {
 	return true
 }
 
+// Line returns the line of field in doc, a path of plain keys and indices
+// ("attempts[3].queue_s"), or of the nearest enclosing field there.
+func Line(doc *yaml.Node, field string) int {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	_, n, _ := locate(doc, strings.FieldsFunc(field, func(r rune) bool { return r == '.' || r == '[' || r == ']' }))
+	return n.Line
+}
+
 // locate follows an instance location through the YAML tree: the field
-// path, the line and the node it names (nil if not found).
-func locate(n *yaml.Node, loc []string) (string, int, *yaml.Node) {
+// path, the deepest node on it and whether that is the node named.
+func locate(n *yaml.Node, loc []string) (string, *yaml.Node, bool) {
 	field := ""
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
 	for _, tok := range loc {
-		for n.Kind == yaml.AliasNode {
-			n = n.Alias
-		}
 		var next *yaml.Node
 		switch n.Kind {
 		case yaml.MappingNode:
@@ -261,14 +326,13 @@ func locate(n *yaml.Node, loc []string) (string, int, *yaml.Node) {
 			}
 		}
 		if next == nil {
-			return field, n.Line, nil
+			return field, n, false
 		}
-		n = next
+		for n = next; n.Kind == yaml.AliasNode; {
+			n = n.Alias
+		}
 	}
-	for n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	return field, n.Line, n
+	return field, n, true
 }
 
 // ratString writes r as its shortest decimal.

@@ -9,6 +9,7 @@
 package influxtest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -31,49 +32,28 @@ import (
 
 // Options tune StartWith.
 type Options struct {
-	// Auth turns on HTTP authentication with an admin user User:Password
-	// (defaults admin / lanewatch-test-pw). The token for the stores is then
-	// "user:password".
-	Auth     bool
-	User     string
-	Password string
-	// Bin is the influxd binary to run instead of Binary(), e.g. a newer
-	// release built by scripts/influxd.sh build VERSION. A missing one
-	// skips the test (fails it when CI=true), as a missing Binary() does.
-	Bin string
-	// Env adds INFLUXDB_* settings to the server's environment (e.g.
-	// "INFLUXDB_COORDINATOR_MAX_SELECT_POINT=500"); they override the
-	// defaults.
-	Env []string
+	Auth     bool     // HTTP authentication on, with the user admin: the stores' token is "admin:PASSWORD"
+	Password string   // admin's password; "": lanewatch-test-pw
+	Bin      string   // influxd to run instead of the default (scripts/influxd.sh build VERSION); missing, the test skips
+	Env      []string // INFLUXDB_* settings over the defaults, e.g. "INFLUXDB_COORDINATOR_MAX_SELECT_POINT=500"
 }
+
+// MaxRowLimit is the servers' max-row-limit for non-chunked queries, as a
+// production server may have: a read that is not chunked comes back cut
+// short ("partial": true).
+const MaxRowLimit = 1000
 
 // Server is one influxd process with its own data folder and ports.
 type Server struct {
-	URL      string // http://127.0.0.1:PORT
-	User     string // admin user when started with Auth
-	Password string
+	URL string // http://127.0.0.1:PORT
 
-	bin     string
-	dir     string
-	env     []string
-	logPath string
+	password     string // admin's, when started with Auth
+	bin, logPath string
+	env          []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
-}
-
-// Binary returns the path of the influxd binary tests use.
-func Binary() string {
-	if b := os.Getenv("INFLUXD_BIN"); b != "" {
-		return b
-	}
-	cache := os.Getenv("LANEWATCH_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "lanewatch")
-	}
-	return filepath.Join(cache, "bin", "influxd")
 }
 
 // Start starts an influxd on free loopback ports with data in tb.TempDir and
@@ -84,13 +64,7 @@ func Start(tb testing.TB) *Server { return StartWith(tb, Options{}) }
 // StartWith is Start with options.
 func StartWith(tb testing.TB, o Options) *Server {
 	tb.Helper()
-	bin := o.Bin
-	if bin == "" {
-		bin = needBinary(tb)
-	} else {
-		needFile(tb, bin)
-	}
-	s, err := start(bin, tb.TempDir(), o)
+	s, err := start(binary(tb, o.Bin), tb.TempDir(), o)
 	if err != nil {
 		tb.Fatalf("influxtest: %v", err)
 	}
@@ -102,78 +76,49 @@ func StartWith(tb testing.TB, o Options) *Server {
 	return s
 }
 
-func needBinary(tb testing.TB) string {
+// binary returns bin, or the default binary when bin is "", and skips tb
+// (fails it when CI=true) when it is not there.
+func binary(tb testing.TB, bin string) string {
 	tb.Helper()
-	bin := Binary()
-	needFile(tb, bin)
-	return bin
-}
-
-// needFile skips tb (fails it when CI=true) when bin does not exist.
-func needFile(tb testing.TB, bin string) {
-	tb.Helper()
+	if bin = cmp.Or(bin, os.Getenv("INFLUXD_BIN")); bin == "" {
+		home, _ := os.UserHomeDir()
+		bin = filepath.Join(cmp.Or(os.Getenv("LANEWATCH_CACHE"), filepath.Join(home, ".cache", "lanewatch")), "bin", "influxd")
+	}
 	if _, err := os.Stat(bin); err != nil {
 		missingtool.Skip(tb, "influxd", "scripts/influxd.sh build, or set INFLUXD_BIN", fmt.Sprintf("%s is not there; no InfluxDB 1.8 server to test against", bin))
 	}
+	return bin
 }
 
 func start(bin, dir string, o Options) (*Server, error) {
-	httpPort, err := freePort()
+	l, err := net.Listen("tcp", "127.0.0.1:0") // a port nobody listens on right now
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("find a free port: %w", err)
 	}
-	rpcPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{
-		URL:     "http://" + httpPort,
-		bin:     bin,
-		dir:     dir,
-		logPath: filepath.Join(dir, "influxd.log"),
-	}
-	s.env = append(os.Environ(),
-		"INFLUXDB_HTTP_BIND_ADDRESS="+httpPort,
-		"INFLUXDB_BIND_ADDRESS="+rpcPort,
-		"INFLUXDB_HTTP_FLUX_ENABLED=true",
-		fmt.Sprintf("INFLUXDB_HTTP_AUTH_ENABLED=%t", o.Auth),
-		"INFLUXDB_HTTP_LOG_ENABLED=false",
-		// A row limit as a production server may have: a read that is not
-		// chunked comes back cut short ("partial": true).
-		"INFLUXDB_HTTP_MAX_ROW_LIMIT="+fmt.Sprint(MaxRowLimit),
-		"INFLUXDB_META_DIR="+filepath.Join(dir, "meta"),
-		"INFLUXDB_DATA_DIR="+filepath.Join(dir, "data"),
-		"INFLUXDB_DATA_WAL_DIR="+filepath.Join(dir, "wal"),
-		"INFLUXDB_DATA_QUERY_LOG_ENABLED=false",
-		"INFLUXDB_MONITOR_STORE_ENABLED=false",
-		"INFLUXDB_REPORTING_DISABLED=true",
-		"INFLUXDB_LOGGING_LEVEL=warn",
-		"INFLUXDB_LOGGING_SUPPRESS_LOGO=true",
-	)
+	addr := l.Addr().String()
+	_ = l.Close()
+	s := &Server{URL: "http://" + addr, bin: bin, logPath: filepath.Join(dir, "influxd.log")}
+	s.env = append(os.Environ(), "INFLUXDB_HTTP_BIND_ADDRESS="+addr, "INFLUXDB_BIND_ADDRESS=127.0.0.1:0",
+		"INFLUXDB_HTTP_FLUX_ENABLED=true", fmt.Sprintf("INFLUXDB_HTTP_AUTH_ENABLED=%t", o.Auth),
+		"INFLUXDB_HTTP_MAX_ROW_LIMIT="+fmt.Sprint(MaxRowLimit), "INFLUXDB_HTTP_LOG_ENABLED=false",
+		"INFLUXDB_META_DIR="+filepath.Join(dir, "meta"), "INFLUXDB_DATA_DIR="+filepath.Join(dir, "data"),
+		"INFLUXDB_DATA_WAL_DIR="+filepath.Join(dir, "wal"), "INFLUXDB_DATA_QUERY_LOG_ENABLED=false",
+		"INFLUXDB_MONITOR_STORE_ENABLED=false", "INFLUXDB_REPORTING_DISABLED=true",
+		"INFLUXDB_LOGGING_LEVEL=warn", "INFLUXDB_LOGGING_SUPPRESS_LOGO=true")
 	s.env = append(s.env, o.Env...) // the last of a repeated name wins
 	if err := s.run(); err != nil {
 		return nil, err
 	}
 	if o.Auth {
-		s.User, s.Password = o.User, o.Password
-		if s.User == "" {
-			s.User = "admin"
-		}
-		if s.Password == "" {
-			s.Password = "lanewatch-test-pw"
-		}
+		s.password = cmp.Or(o.Password, "lanewatch-test-pw")
 		// With auth on and no user yet, 1.8 lets anyone create the first admin.
-		q := fmt.Sprintf("CREATE USER %s WITH PASSWORD '%s' WITH ALL PRIVILEGES", quoteIdent(s.User), strings.ReplaceAll(s.Password, "'", `\'`))
-		if err := s.Query(q); err != nil {
+		if err := s.Query(fmt.Sprintf("CREATE USER admin WITH PASSWORD '%s' WITH ALL PRIVILEGES", strings.ReplaceAll(s.password, "'", `\'`))); err != nil {
 			_ = s.Stop()
 			return nil, err
 		}
 	}
 	return s, nil
 }
-
-// MaxRowLimit is the servers' max-row-limit for non-chunked queries.
-const MaxRowLimit = 1000
 
 // run starts the process and waits for /ping.
 func (s *Server) run() error {
@@ -182,8 +127,7 @@ func (s *Server) run() error {
 		return err
 	}
 	cmd := exec.Command(s.bin, "run", "-config", "/dev/null")
-	cmd.Env = s.env
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env, cmd.Stdout, cmd.Stderr = s.env, logf, logf
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -198,9 +142,7 @@ func (s *Server) run() error {
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
-
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		select {
 		case <-done:
 			return fmt.Errorf("influxd exited during start: %s", s.logTail())
@@ -209,15 +151,13 @@ func (s *Server) run() error {
 		if ping(s.URL) == nil {
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	_ = s.Stop()
 	return fmt.Errorf("influxd at %s did not answer /ping within 60s: %s", s.URL, s.logTail())
 }
 
 func ping(base string) error {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(base + "/ping")
+	resp, err := (&http.Client{Timeout: time.Second}).Get(base + "/ping")
 	if err != nil {
 		return err
 	}
@@ -271,18 +211,14 @@ func (s *Server) CreateDB(tb testing.TB, name string) string {
 }
 
 // Query runs one InfluxQL statement through POST /query.
-func (s *Server) Query(q string) error { return postQuery(s.URL, s.User, s.Password, q) }
+func (s *Server) Query(q string) error { return postQuery(s.URL, s.password, q) }
 
 func (s *Server) logTail() string {
 	b, _ := os.ReadFile(s.logPath)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(string(b[max(0, len(b)-2000):]))
 }
 
-// --- a server shared by one test binary -------------------------------------
-
+// shared is the server URL starts, for the whole test binary.
 var shared struct {
 	once sync.Once
 	srv  *Server
@@ -301,10 +237,9 @@ func URL(tb testing.TB) string {
 	if u := os.Getenv("INFLUX_URL"); u != "" {
 		return strings.TrimSuffix(u, "/")
 	}
-	bin := needBinary(tb)
+	bin := binary(tb, "")
 	shared.once.Do(func() {
-		shared.dir, shared.err = os.MkdirTemp("", "lanewatch-influxtest-")
-		if shared.err == nil {
+		if shared.dir, shared.err = os.MkdirTemp("", "lanewatch-influxtest-"); shared.err == nil {
 			shared.srv, shared.err = start(bin, shared.dir, Options{})
 		}
 	})
@@ -336,48 +271,40 @@ func StopShared() {
 
 var dbSeq atomic.Int64
 
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
 // NewDB creates a fresh database on the server at base (no auth) with a name
 // derived from the test's, drops it at cleanup, and returns its name.
 func NewDB(tb testing.TB, base string) string {
 	tb.Helper()
-	name := fmt.Sprintf("t_%s_%d_%d", sanitize(tb.Name()), os.Getpid(), dbSeq.Add(1))
-	if err := postQuery(base, "", "", "CREATE DATABASE "+quoteIdent(name)); err != nil {
+	name := unsafeChars.ReplaceAllString(tb.Name(), "_")
+	name = fmt.Sprintf("t_%s_%d_%d", name[max(0, len(name)-40):], os.Getpid(), dbSeq.Add(1))
+	if err := postQuery(base, "", "CREATE DATABASE "+quoteIdent(name)); err != nil {
 		tb.Fatalf("influxtest: %v", err)
 	}
 	tb.Cleanup(func() {
-		if err := postQuery(base, "", "", "DROP DATABASE "+quoteIdent(name)); err != nil && ping(base) == nil {
+		if err := postQuery(base, "", "DROP DATABASE "+quoteIdent(name)); err != nil && ping(base) == nil {
 			tb.Errorf("influxtest: %v", err)
 		}
 	})
 	return name
 }
 
-var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_]+`)
-
-func sanitize(s string) string {
-	s = unsafeChars.ReplaceAllString(s, "_")
-	if len(s) > 40 {
-		s = s[len(s)-40:]
-	}
-	return s
-}
-
 func quoteIdent(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-func postQuery(base, user, password, q string) error {
-	form := url.Values{"q": {q}}
-	req, err := http.NewRequest(http.MethodPost, base+"/query", strings.NewReader(form.Encode()))
+// postQuery posts q, as admin when password is not "".
+func postQuery(base, password, q string) error {
+	req, err := http.NewRequest(http.MethodPost, base+"/query", strings.NewReader(url.Values{"q": {q}}.Encode()))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if user != "" {
-		req.SetBasicAuth(user, password)
+	if password != "" {
+		req.SetBasicAuth("admin", password)
 	}
-	c := http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Do(req)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
 		return fmt.Errorf("query %q: %w", q, err)
 	}
@@ -387,15 +314,4 @@ func postQuery(base, user, password, q string) error {
 		return fmt.Errorf("query %q: %s: %s", q, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
-}
-
-// freePort returns a loopback address nobody listens on right now.
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr, nil
 }

@@ -14,71 +14,41 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// History generates a realistic probe history of several lanes, for demos,
-// tests and backtests (`lanesim history`), deterministic for a seed: the
-// same options give the same probes. Each lane draws from its own random
-// source (seeded from the seed and the lane's name), so adding a lane does
-// not change the others.
-//
-// The model, per lane (the figures are the harsh profile's, the default;
-// the mild profile, MildProfile, changes the free lanes' numbers):
-//
-//   - rounds at :07, :27 and :47 of every hour, the lanes of a round started
-//     a few hundred milliseconds apart (the sampler's schedule);
-//   - a free lane queues q = m × curve(hour of day, UTC) × day × exp(0.9·Z):
-//     a median m of 3 s for the first free lane, 2 s more for each next one,
-//     the time-of-day load Curve (DefaultHistoryCurve), a factor per day
-//     exp(0.25·Z), and a lognormal spread (σ 0.9: the p99 is 8× the median);
-//     its decode rate is 40 tok/s over (1 + 0.15·(curve-1)), ±10 %;
-//   - a wait beyond Timeout is a timeout: the probe fails, and its queue_s
-//     is the timeout, the lower bound the sampler stores;
-//   - outages: each hour of a free lane starts one with probability
-//     OutageRate (0.4 %), lasting 1 to 4 hours, in which every probe times
-//     out: about 1 % of a free lane's probes;
-//   - 429 bursts: outside outages, each probe of a free lane starts one with
-//     probability Burst429Rate (1 %): it is rate_limited (429) with a
-//     quota_reset_s of 10 to 60 minutes, no probe of the lane follows until
-//     the reset (the sampler backs off), and the next probe after it is
-//     rate_limited again with probability 1/2: about 2 % of a free lane's
-//     probes are 429s;
-//   - a paid lane is fast and steady: a median queue of 0.6 s (σ 0.3), no
-//     time-of-day curve, 120 tok/s, no outage and no 429. With PaidFaults it
-//     gets a small queue of its own: its median follows the curve a tenth as
-//     much as a free lane's (0.6 × (1 + 0.1·(curve-1))), each of its hours is
-//     busy (the median ×4) with probability PaidBusyRate (1 %), and a probe
-//     fails (http_error 503 after its wait) with probability PaidFailRate
-//     (0.2 %).
-//
-// Every probe asks for 16 tokens. HistoryWithTruth also hands out each
-// probe's true queue distribution (ProbeTruth), for an oracle.
+// HistoryOptions configure History, which generates a realistic probe
+// history of several lanes for demos, tests and backtests (`lanesim
+// history`; the model is its usage text's). The same options give the same
+// probes; each lane draws from its own source (seeded from the seed and its
+// name), so adding a lane does not change the others. Rounds run at :07,
+// :27 and :47, the lanes of a round a few hundred milliseconds apart; every
+// probe asks for 16 tokens. A free lane queues lognormally along the
+// profile's time-of-day curve (HistoryProfile) with a factor per day;
+// a wait past Timeout is a timeout (queue_s the timeout); each of its
+// hours starts an outage (every probe times out) with probability
+// OutageRate, lasting 1 to 4 hours; outside outages a probe starts a 429
+// burst with probability Burst429Rate (quota_reset_s 10 to 60 minutes, no
+// probe until the reset, the next one a 429 again with probability 1/2). A
+// paid lane queues 0.6 s (σ 0.3) at 120 tok/s; with PaidFaults its median
+// follows the curve a tenth as much, an hour is busy (×4) with probability
+// PaidBusyRate and a probe fails (503) with probability PaidFailRate.
 type HistoryOptions struct {
 	Start time.Time // the first round is the first :07, :27 or :47 at or after Start
 	Days  int       // the history covers [Start, Start + Days × 24 h)
 	Lanes []HistoryLane
 	Seed  uint64
-	// Profile names the free lanes' model: "" or "harsh" (HarshProfile),
-	// "mild" (MildProfile).
+	// Profile names the free lanes' model (ProfileNamed; "": harsh).
 	Profile string
-	// Curve is the free lanes' load multiplier by hour of day (UTC); nil:
-	// the profile's.
-	Curve Curve
-	// Timeout is the probe timeout; 0: DefaultHistoryTimeout.
-	Timeout time.Duration
-	// PaidFaults gives paid lanes a small queue of their own and rare
-	// failures (off: the paid lanes of the harsh history, byte for byte).
+	// Curve is the free lanes' load by hour of day (UTC); nil: the profile's.
+	Curve      Curve
+	Timeout    time.Duration // 0: DefaultHistoryTimeout
 	PaidFaults bool
 	// ShiftAt, when not zero, multiplies every free lane's median by
-	// ShiftFactor from that instant on (a regime shift: 2 doubles the
-	// queue); the draws are those of the history without it.
+	// ShiftFactor from that instant on; the draws are those without it.
 	ShiftAt     time.Time
 	ShiftFactor float64
-	// Busy429Rate, when > 0, gives free lanes short 429s (off: the history
-	// without them, byte for byte): outside outages and 429 bursts, a probe
-	// is rate_limited with probability min(1, Busy429Rate × curve(hour of
-	// day)), busier hours more often, with a Retry-After (quota_reset_s)
-	// drawn log-uniformly from 1 s to 15 minutes, less than the time to the
-	// next round; the lane is busy, not down, and its next probe draws as
-	// any other.
+	// Busy429Rate, when > 0, gives free lanes short 429s: outside outages
+	// and bursts a probe is rate_limited with probability min(1,
+	// Busy429Rate × curve(hour)), its Retry-After log-uniform from 1 s to
+	// 15 minutes; the lane is busy, not down.
 	Busy429Rate float64
 }
 
@@ -96,35 +66,24 @@ type HistoryProfile struct {
 	DaySigma                  float64
 	RateBase, RateLoad        float64
 
-	// The held-out families' knobs (HeldOutProfiles): all zero in harsh
-	// and mild, whose draws they leave as they were.
-
-	// Tail is the shape of a free lane's wait around its median: "" a
-	// lognormal; TailMixture the lognormal, and with probability SlowShare
-	// a slow mode SlowFactor times its median; TailPareto a Pareto of tail
-	// index TailAlpha with the same median (its draw is the lognormal's
-	// normal draw mapped through its quantile).
+	// The held-out families' knobs (HeldOutProfiles), zero in harsh and
+	// mild. Tail: "" a lognormal; TailMixture with probability SlowShare a
+	// slow mode SlowFactor times the median; TailPareto a Pareto of index
+	// TailAlpha, same median (the normal draw through its quantile).
+	// WeekendFactor multiplies the medians on Saturdays and Sundays (UTC).
+	// Shift is HistoryOptions.ShiftFactor's default, from two thirds into
+	// the history. ProbeEvery > 1 probes the i-th free lane in the rounds r
+	// with r mod ProbeEvery = i mod ProbeEvery. Upstream > 0 puts every lane
+	// on one upstream: the free lanes share a day factor and outages, a paid
+	// lane's median is 0.6 s × (curve × day factor)^Upstream, and while the
+	// upstream is out half its probes fail (503).
 	Tail                  string
 	SlowShare, SlowFactor float64
 	TailAlpha             float64
-	// WeekendFactor, when > 0, multiplies the free lanes' medians on
-	// Saturdays and Sundays (UTC): a weekly cycle the hour of day does not
-	// show.
-	WeekendFactor float64
-	// Shift, when > 0, is the factor HistoryOptions.ShiftFactor defaults
-	// to, from two thirds into the history when ShiftAt is not set: a level
-	// that drops or rises in the middle of a window.
-	Shift float64
-	// ProbeEvery, when > 1, probes a free lane in one round of every
-	// ProbeEvery (the i-th free lane in the rounds r with r mod ProbeEvery
-	// = i mod ProbeEvery): sparse probing under a budget.
-	ProbeEvery int
-	// Upstream, when > 0, puts every lane on one upstream: the free lanes
-	// share one day factor and one outage state, and a paid lane's median
-	// is 0.6 s × (curve × that day factor)^Upstream; while the upstream is
-	// out, a paid probe fails (http 503 after its wait) with probability
-	// 1/2.
-	Upstream float64
+	WeekendFactor         float64
+	Shift                 float64
+	ProbeEvery            int
+	Upstream              float64
 }
 
 // Tails of HistoryProfile.Tail.
@@ -145,27 +104,12 @@ var HarshProfile = HistoryProfile{
 	RateBase: 40, RateLoad: 0.15,
 }
 
-// MildProfile is calibrated to the published figures of time-of-day latency
-// on hosted LLM APIs, as quoted in issue 19 (the audit of the backtest):
-//
-//   - "off-peak 30-40 % faster": MildCurve runs from 0.8 (night) to 1.25
-//     (the early-afternoon peak, UTC), so the night median is 36 % below
-//     the peak's;
-//   - "p95 2.4× at peak": σ is 0.45 + 0.33 × (mult - 1), 0.53 at the peak,
-//     where the p95 is exp(1.645 × 0.53) = 2.4× the median (0.38 at night);
-//   - "throughput swings up to 40 % over a day": the decode rate is 60 tok/s
-//     over (1 + (mult - 1)), 75 tok/s at night and 48 at the peak, a 36 %
-//     swing;
-//   - "TTFT p50 0.44-1.6 s through a router": the first free lane's median
-//     is 0.55 s at load 1 (0.44 s at night, 0.69 at the peak), each next
-//     one 0.35 s more (the third: 1.0-1.6 s).
-//
-// The day factor is exp(0.25·Z), the harsh profile's (the sources say
-// nothing of day-to-day swings; this comment said 0.1 until issue 30, but
-// the generator has always drawn 0.25 for both, and the mild histories of
-// every figure are those). Outages, 429s,
-// the timeout and the paid lanes are the harsh profile's: the sources do not
-// measure failures.
+// MildProfile is calibrated to published time-of-day figures of hosted
+// LLM APIs (issue 19): off-peak 30-40 % faster (MildCurve, 0.8 to 1.25),
+// the peak's p95 2.4× its median (σ 0.45 + 0.33 × (mult - 1)), throughput
+// swinging 36 % over a day (60 tok/s over mult), a first free lane's median
+// of 0.44-0.69 s and 0.35 s more for each next one. The day factor,
+// outages, 429s, timeout and paid lanes are the harsh profile's.
 var MildProfile = HistoryProfile{
 	Name: "mild", Curve: MildCurve,
 	FirstMedianS: 0.55, NextMedianS: 0.35,
@@ -179,26 +123,13 @@ var MildProfile = HistoryProfile{
 var MildCurve = Curve{{0, 0.8}, {6, 0.85}, {9, 1.1}, {13, 1.25}, {17, 1.1}, {21, 0.9}}
 
 // HeldOutProfiles are worlds lanewatch's decisions are scored on and none
-// of its constants was chosen on (issue 30; the constants come from harsh
-// and mild alone). Each changes something harsh and mild hold fixed; they
-// keep the base model's outages, 429 bursts, timeout and paid lanes:
-//
-//   - known-flat, known-peak: lognormal waits whose every parameter the
-//     truth gives (an oracle knows them), one nearly flat over the day with
-//     a fast decode rate, one with a sharp evening peak and a spread that
-//     grows with the load;
-//   - weekly: weekends three times quieter than weekdays, which the hour of
-//     day does not show;
-//   - drop, rise: the level falls to a quarter, or rises fourfold, two
-//     thirds into the history (HistoryOptions.ShiftAt moves it);
-//   - mixture: a fast mode, and one wait in eight from a slow mode ten
-//     times slower;
-//   - pareto: a Pareto tail of index 1.4 (no finite variance);
-//   - sparse: the free lane probed in one round of ten (7.2 probes a day,
-//     at hours that drift from day to day: give its config a quota of 8
-//     probes a day, so that the policy keeps its basis between probes);
-//   - upstream: free and paid lanes on one upstream: a busy day slows the
-//     paid lane too, and the upstream's outages fail half its probes.
+// of its constants was chosen on (issue 30): known-flat and known-peak
+// (lognormal waits the truth gives whole), weekly (quiet weekends), drop
+// and rise (the level falls to a quarter or rises fourfold two thirds into
+// the history), mixture (one wait in eight ten times slower), pareto
+// (index 1.4), sparse (one round in ten: give its config a quota of 8
+// probes a day) and upstream (free and paid lanes on one upstream). They
+// keep the base model's outages, 429 bursts, timeout and paid lanes.
 var HeldOutProfiles = []HistoryProfile{
 	{Name: "known-flat", Curve: Curve{{0, 0.9}, {12, 1.15}}, FirstMedianS: 1.5, NextMedianS: 1,
 		SigmaBase: 0.6, DaySigma: 0.15, RateBase: 50, RateLoad: 0.2},

@@ -34,3 +34,9 @@ func clockMonotonic() int64 {
 	}
 	return ts.Nano()
 }
+
+// fineSleep blocks the thread in nanosleep: microsecond wake-ups.
+func fineSleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	_ = syscall.Nanosleep(&ts, nil)
+}

@@ -53,7 +53,7 @@ var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
 
 // Options configure a backtest.
 type Options struct {
-	// Params are the policy parameters (app.Params maps a config). The
+	// Params are the policy parameters (config.PolicyParams maps a config). The
 	// decision replay uses them as given; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params
@@ -198,9 +198,8 @@ type Backtest struct {
 	order    []*lane // config order
 	naive    *lane
 	paid     *lane
-	clock    *lane           // jobs arrive before its probes: naive, else the first lane
-	horizons []time.Duration // per class: deadline + Lookahead
-	horizon  time.Duration   // the largest
+	clock    *lane         // jobs arrive before its probes: naive, else the first lane
+	horizon  time.Duration // the largest deadline + Lookahead
 
 	pending fifo[store.Probe] // added, not yet applied
 	created fifo[*job]        // arrived, policy not yet taken
@@ -212,16 +211,14 @@ type Backtest struct {
 	nextPrune time.Time
 
 	cells    [][]cell // [entry][lane*24 + hour of day]
-	dec      []decAcc // [class*len(Strategies) + strategy]
 	read     int      // probes added
 	ignored  int      // probes of lanes not in the config, or from To on
-	dropped  int      // job replays left out: their horizon passes the newest probe
 	finished bool
 
 	hourNow hourSpan      // the hour of the last instant asked about
 	figs    []policy.Lane // evaluate's scratch: every lane's figures
 
-	base *baselines // nil: no baselines asked for
+	rep *replays
 
 	scratch []store.Probe // records' copy of an hour's probes
 
@@ -264,20 +261,6 @@ type siteHour struct {
 	hour    time.Time
 	probes  []store.Probe
 	backoff time.Time
-}
-
-// job is one arrival, replayed per class and strategy.
-type job struct {
-	t0  time.Time
-	pol []classPolicy // per class, from the policy in force at t0
-	// tune marks a job before From, replayed only under the fixed
-	// fallback@T strategies that tune the tuned baselines.
-	tune bool
-}
-
-type classPolicy struct {
-	first string // first lane of the class's lanes ("" when none fits)
-	book  policy.BookPolicy
 }
 
 // New validates the options and returns an empty backtest.
@@ -394,14 +377,6 @@ func New(opts Options) (*Backtest, error) {
 	if b.clock == nil {
 		b.clock = b.order[0]
 	}
-	for _, c := range opts.Params.Classes {
-		h := maxHorizon
-		if c.DeadlineS < maxHorizon.Seconds() {
-			h = min(time.Duration(c.DeadlineS*float64(time.Second))+Lookahead, maxHorizon)
-		}
-		b.horizons = append(b.horizons, h)
-		b.horizon = max(b.horizon, h)
-	}
 	maxLB := max(lbs[len(lbs)-1], opts.Params.LookbackDays)
 	if b.probes {
 		// The calibrators are made when first asked (at From): the history
@@ -413,9 +388,8 @@ func New(opts Options) (*Backtest, error) {
 	for i := range b.cells {
 		b.cells[i] = make([]cell, len(b.order)*24)
 	}
-	b.dec = make([]decAcc, len(opts.Params.Classes)*len(Strategies))
 	var err error
-	if b.base, err = newBaselines(b); err != nil {
+	if b.rep, err = newReplays(b); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -446,7 +420,7 @@ func (b *Backtest) Add(p store.Probe) error {
 		switch t0 := p.Time.Add(-ArrivalLead); {
 		case !p.Time.Before(b.opts.From):
 			b.created.push(&job{t0: t0})
-		case b.base != nil && b.base.tuneFrom.Before(t0):
+		case b.rep.tuned() && b.rep.tuneFrom.Before(t0):
 			b.created.push(&job{t0: t0, tune: true}) // replayed only to tune the tuned baselines
 		}
 	}

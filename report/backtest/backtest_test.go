@@ -370,3 +370,303 @@ func TestHourOfEqualsHoursStart(t *testing.T) {
 		}
 	}
 }
+
+// The decisions follow the config's lookback_days, whichever other
+// lookbacks the calibration scores (issue 22 #14: `==` → `!=` in the
+// choice of the decisions' params). On day 1 the free lane queued 55 s at
+// 10:00; on day 8 it queues 5 s. A 7-day lookback reaches day 1, so the
+// policy at 10:06..10:46 of day 8 says 55 + 10 > 60 and lanewatch cuts
+// over to the paid lane (6 s); shorter lookbacks send it to the free lane
+// (15 s).
+func TestDecisionsUseTheConfigsLookback(t *testing.T) {
+	slow := day0.AddDate(0, 0, 1).Add(10 * time.Hour)
+	free := func(at time.Time) (float64, bool) {
+		if !at.Before(slow) && at.Before(slow.Add(time.Hour)) {
+			return 55, true
+		}
+		return 5, true
+	}
+	viaPaid := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
+	viaFree := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(15), Attempts: 3}
+	for _, tc := range []struct {
+		name      string
+		lookback  int
+		lookbacks []int
+		want      Decision
+	}{
+		{"7 of 0 and 7", 7, []int{0, 7}, viaPaid},
+		{"7, not among 0 and 1", 7, []int{0, 1}, viaPaid},
+		{"7 of 1, 7 and 14", 7, []int{14, 7, 1}, viaPaid},
+		{"0 of 0 and 7", 0, []int{0, 7}, viaFree},
+		{"1 of 1 and 7", 1, []int{7, 1}, viaFree},
+		{"7 alone", 7, nil, viaPaid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from := day0.AddDate(0, 0, 8).Add(10 * time.Hour)
+			opts := Options{Params: params(tc.lookback), Lookbacks: tc.lookbacks, From: from, To: from.Add(2 * time.Hour)}
+			r := run(t, opts, rounds(opts.ReadFrom(), opts.To, free))
+			if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), tc.want)
+			}
+			if r.DecisionLookback != tc.lookback {
+				t.Errorf("decision_lookback_days %d, want %d", r.DecisionLookback, tc.lookback)
+			}
+		})
+	}
+}
+
+// ReadFrom is the warm-up start: the hour of From, the largest lookback
+// (0..366) days before, less the widest basis and an hour (issue 22 #15:
+// the margin was removable).
+func TestReadFrom(t *testing.T) {
+	ny := mustLocBT(t, "America/New_York")
+	from := time.Date(2026, 11, 9, 10, 30, 0, 0, time.UTC)
+	wide := params(7)
+	wide.Lanes = append(wide.Lanes, policy.LaneSpec{Name: "sparse", Kind: "free", BasisHours: 30})
+	nyP := params(7)
+	nyP.Location = ny
+	for _, tc := range []struct {
+		name      string
+		p         policy.Params
+		lookbacks []int
+		from      time.Time
+		want      time.Time
+	}{
+		{"7 days, basis 1", params(7), nil, from, time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)},
+		{"0 days: the hour before From, and one more", params(0), nil, from, time.Date(2026, 11, 9, 8, 0, 0, 0, time.UTC)},
+		{"the largest of the lookbacks", params(7), []int{3, 14}, from, time.Date(2026, 10, 26, 8, 0, 0, 0, time.UTC)},
+		{"the config's lookback when larger", params(7), []int{1, 2}, from, time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)},
+		{"a basis of 30 hours", wide, nil, from, time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC)},
+		{"a negative lookback counts as 0", params(-3), nil, from, time.Date(2026, 11, 9, 8, 0, 0, 0, time.UTC)},
+		{"capped at 366 days", params(7), []int{400}, from, time.Date(2025, 11, 8, 8, 0, 0, 0, time.UTC)},
+		// 2026-03-09 02:30 EDT; 7 days before is 03-02 02:00 EST (07:00Z).
+		{"same wall-clock hour across DST", nyP, nil, time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC), time.Date(2026, 3, 2, 5, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Params: tc.p, Lookbacks: tc.lookbacks, From: tc.from, To: tc.from.Add(time.Hour)}
+			if got := opts.ReadFrom(); !got.Equal(tc.want) {
+				t.Errorf("ReadFrom %s, want %s", got.UTC(), tc.want)
+			}
+		})
+	}
+}
+
+func mustLocBT(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// New takes up to MaxLookbacks distinct lookbacks of 0..MaxLookbackDays
+// days each; duplicates count once.
+func TestNewLookbackBounds(t *testing.T) {
+	span := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		lookbacks []int
+		want      string // "" for no error
+	}{
+		{"16 lookbacks", span(16), ""},
+		{"17 lookbacks", span(17), "17 lookbacks: want at most 16"},
+		{"17 with a duplicate", append(span(16), 3), ""},
+		{"0 days", []int{0}, ""},
+		{"366 days", []int{366}, ""},
+		{"367 days", []int{1, 367}, "lookback 367: want 0..366 days"},
+		{"-1 days", []int{-1, 7}, "lookback -1: want 0..366 days"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Options{Params: params(7), Lookbacks: tc.lookbacks, From: day0, To: day0.Add(time.Hour)})
+			if got := errString(err); got != tc.want {
+				t.Fatalf("error %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// The naive lane is the first free lane of the config, the paid lane the
+// first paid one; jobs arrive before the naive lane's probes, else the
+// first lane's. A strategy without its lane is left out of the report.
+func TestStrategyLanes(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		lanes              []policy.LaneSpec
+		naive, paid, clock string
+		strategies         []string
+	}{
+		{"two of each", []policy.LaneSpec{{Name: "paid-b", Kind: "paid"}, {Name: "free-b", Kind: "free"}, {Name: "paid-a", Kind: "paid"}, {Name: "free-a", Kind: "free"}},
+			"free-b", "paid-b", "free-b", Strategies},
+		{"free lanes only", []policy.LaneSpec{{Name: "f1", Kind: "free"}, {Name: "f2", Kind: "free"}}, "f1", "", "f1", []string{StrategyNaive, StrategyLanewatch}},
+		{"paid lanes only", []policy.LaneSpec{{Name: "p2", Kind: "paid"}, {Name: "p1", Kind: "paid"}}, "", "p2", "p2", []string{StrategyPaid, StrategyLanewatch}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := params(1)
+			p.Lanes = tc.lanes
+			b, err := New(Options{Params: p, From: day0, To: day0.Add(time.Hour)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := b.Report()
+			var got []string
+			for _, d := range r.Decisions {
+				got = append(got, d.Strategy)
+			}
+			if r.NaiveLane != tc.naive || r.PaidLane != tc.paid || r.ArrivalLane != tc.clock || !reflect.DeepEqual(got, tc.strategies) {
+				t.Fatalf("naive %q, paid %q, arrival %q, strategies %v; want %q, %q, %q, %v",
+					r.NaiveLane, r.PaidLane, r.ArrivalLane, got, tc.naive, tc.paid, tc.clock, tc.strategies)
+			}
+			// Nothing replayed: 0 %, no median; nothing scored: no coverage.
+			for _, d := range r.Decisions {
+				if want := (Decision{Class: "interactive", Strategy: d.Strategy}); !reflect.DeepEqual(d, want) {
+					t.Errorf("%+v, want %+v", d, want)
+				}
+			}
+			if c := r.Calibration[0].All; c.Coverage != nil || c.MedianRatio != nil || c.Probes != 0 {
+				t.Errorf("calibration %+v (coverage %s), want none", c.Counts, f(c.Coverage))
+			}
+		})
+	}
+}
+
+// probe is an ok probe of lane at t: queue seconds, 16 tokens at tokPerS.
+func probe(lane, kind string, t time.Time, queue, tokPerS float64) store.Probe {
+	return store.Probe{Lane: lane, Kind: kind, Time: t, QueueS: queue, GenS: 16 / tokPerS, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+}
+
+// A job takes the policy in force at its arrival, before any probe that
+// follows it, even one added before the probe the job arrives ahead of
+// (backtest.go's drain frontier `p.Time.Add(-ArrivalLead)` → `+`). The
+// paid lane failed through 09:00 and recovers with a probe at 10:06:30;
+// the free lane queues 55 s (55 + 10 > 60: it never fits). The job of
+// 10:06 sees the paid lane probe_failed: no lane fits, the ledger says
+// stop, no attempt. The jobs of 10:26 and 10:46 see it eligible and meet
+// its 11:08 probe: 1 + 5 s.
+func TestJobPolicyPredatesLaterProbes(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(1), From: from, To: from.Add(2 * time.Hour)}
+	var ps []store.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		for _, m := range []time.Duration{7, 27, 47} {
+			ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 55, 80))
+		}
+		pd := probe("paid", "paid", h.Add(8*time.Minute), 1, 160)
+		if h.Before(from) {
+			pd.OK, pd.Outcome, pd.Status, pd.QueueS, pd.GenS, pd.Tokens = false, "http_error", 503, 0, 0, 0
+		}
+		ps = append(ps, pd)
+	}
+	ps = append(ps, probe("paid", "paid", from.Add(6*time.Minute+30*time.Second), 1, 160))
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
+	r := run(t, opts, ps)
+	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 2, MetPct: 66.67, MedianTimeS: fp(6), PaidUSD: 0.0032, Attempts: 2}
+	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
+		t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+}
+
+// A job is replayed only once the probes it may meet are in: those up to
+// an hour after its deadline (backtest.go's horizon `DeadlineS*Second` →
+// `/`: a two-hour job was replayed an hour after its arrival). The free
+// lane's probes at 10:07..11:07 time out after 30 s, 11:27's is fine
+// (5 + 10 s). Relative to each job, naive fails in runs of 30 s attempts
+// up to each failed probe, then meets the next:
+//
+//	10:06: 3 + 40 + 40 + 40 failed, ok at 3690 s → 3705 s, 124 attempts
+//	10:26: 3 + 40 + 40 failed, ok at 2490 s → 2505 s, 84 attempts
+//	10:46: 3 + 40 failed, ok at 1290 s → 1305 s, 44 attempts
+//	11:06: 3 failed, ok at 90 s → 105 s, 4 attempts
+//
+// (11:26's horizon, 14:26, passes the newest probe, 14:08:01.)
+func TestJobsWaitForTheProbesTheyMayMeet(t *testing.T) {
+	p := params(1)
+	p.Classes = []policy.ClassSpec{{Name: "long", DeadlineS: 7200, CeilingTokens: 1 << 30, EstTokens: 800, PaidUSDPer1k: 0.002}}
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(5 * time.Hour)}
+	var ps []store.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		if h.Before(from) {
+			for _, m := range []time.Duration{7, 27, 47} {
+				ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 5, 80))
+			}
+		}
+		ps = append(ps, probe("paid", "paid", h.Add(8*time.Minute+time.Second), 1, 160))
+	}
+	for i, m := range []time.Duration{7, 27, 47, 67, 87} {
+		pr := probe("free", "free", from.Add(m*time.Minute), 5, 80)
+		if i < 4 {
+			pr.OK, pr.Outcome, pr.Status, pr.QueueS, pr.GenS, pr.Tokens = false, "timeout", 0, 30, 0, 0
+		}
+		ps = append(ps, pr)
+	}
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
+	r := run(t, opts, ps)
+	want := Decision{Class: "long", Strategy: "naive", Jobs: 4, Met: 4, MetPct: 100, MedianTimeS: fp(1305), Attempts: 124 + 84 + 44 + 4}
+	if got := decision(t, r, "long", "naive"); !reflect.DeepEqual(got, want) {
+		t.Errorf("naive\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+	if r.DroppedReplays != 3 {
+		t.Errorf("dropped %d replays, want 3 (the job of 11:26)", r.DroppedReplays)
+	}
+}
+
+// Probes of lanes not in the config, and from To on, are counted as read
+// and as ignored.
+func TestIgnoredProbes(t *testing.T) {
+	opts := Options{Params: params(1), From: day0, To: day0.Add(time.Hour)}
+	ps := []store.Probe{
+		probe("free", "free", day0.Add(time.Minute), 5, 80),
+		probe("other", "free", day0.Add(2*time.Minute), 5, 80),
+		probe("paid", "paid", day0.Add(3*time.Minute), 1, 160),
+		probe("free", "free", opts.To, 5, 80),
+		probe("other", "free", opts.To.Add(time.Minute), 5, 80),
+	}
+	r := run(t, opts, ps)
+	if r.ProbesRead != 5 || r.Ignored != 3 {
+		t.Errorf("read %d, ignored %d; want 5 and 3", r.ProbesRead, r.Ignored)
+	}
+}
+
+// A job waits for its probes up to its deadline, however long (up to
+// maxHorizon, 400 days): a 20-hour job meets the paid lane's recovery 17
+// hours on (backtest.go's maxHorizon `400 * 24 * time.Hour` → `400 / 24 *`
+// cut it at 16 hours). The free lane's one probe in the window (10:07)
+// brings the job at 10:06; the paid lane fails fast at 10:08, 10:28, ...
+// up to 03:08 the next day (61320 s after the job) and is fine from 03:28
+// (1 + 800/160 s). The paid strategy fails once a second from 0 to 61320 s
+// and ships at 61321 + 6 = 61327 s.
+func TestLongDeadlineWaitsForTheLanesRecovery(t *testing.T) {
+	p := params(1)
+	p.Classes = []policy.ClassSpec{{Name: "day", DeadlineS: 72000, CeilingTokens: 1 << 30, EstTokens: 800, PaidUSDPer1k: 0.002}}
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	recovery := from.Add(17*time.Hour + 28*time.Minute)
+	opts := Options{Params: p, From: from, To: from.Add(23 * time.Hour)}
+	ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
+	ps = append(ps, probe("free", "free", from.Add(7*time.Minute), 5, 80))
+	for at := from.Add(8 * time.Minute); at.Before(opts.To); at = at.Add(20 * time.Minute) {
+		pr := probe("paid", "paid", at, 1, 160)
+		if at.Before(recovery) {
+			pr.OK, pr.Outcome, pr.Status, pr.QueueS, pr.GenS, pr.Tokens = false, "http_error", 503, 0, 0, 0
+		}
+		ps = append(ps, pr)
+	}
+	r := run(t, opts, ps)
+	want := Decision{Class: "day", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(61327), PaidUSD: 0.0016, Attempts: 61322}
+	if got := decision(t, r, "day", "paid"); !reflect.DeepEqual(got, want) {
+		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+}

@@ -83,28 +83,6 @@ func (b *Backtest) prune(now time.Time) {
 	b.epoch++
 }
 
-// evaluate takes the policy in force at the job's arrival.
-func (b *Backtest) evaluate(j *job) {
-	if j.tune {
-		return // a tuning job replays fixed strategies alone
-	}
-	b.figs = b.figs[:0]
-	for _, l := range b.order {
-		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l, j.t0), j.t0))
-	}
-	classes := b.hist.ClassesAt(b.params[b.decide], b.figs, b.hourOf(j.t0).start)
-	j.pol = make([]classPolicy, len(classes))
-	for i, c := range classes {
-		j.pol[i].book = c.Book
-		if len(c.Lanes) > 0 {
-			j.pol[i].first = c.Lanes[0]
-		}
-	}
-	if b.base != nil {
-		b.base.evaluate(b, j)
-	}
-}
-
 // trim drops the probes no pending job can meet any more: those before the
 // newest probe of each lane at or before the oldest job that may still
 // arrive or wait.

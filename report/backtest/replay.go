@@ -99,166 +99,331 @@ func (tl *timeline) meet(t int64) world {
 	return world{ok: next.ok, queue: next.queue, gen: next.gen, rate: next.rate, tokens: next.tokens, until: next.t + 1}
 }
 
-// decAcc accumulates one class and strategy.
-type decAcc struct {
-	jobs, met  int
-	times      []float32 // time to result of met jobs, s
-	burnedFree int64
-	paidTokens int64
-	attempts   int64
+// job is one arrival, replayed per class, deadline and strategy.
+type job struct {
+	t0 time.Time
+	// cuts is what lanewatch follows, per class and deadline: taken at
+	// the arrival from the policy in force then.
+	cuts [][]jobCut
+	// tune marks a job before From, replayed only under the fixed
+	// fallback@T strategies that tune the tuned baselines.
+	tune bool
 }
 
-// outcome is one replayed job.
-type outcome struct {
-	met        bool
-	timeS      float64
-	burnedFree int64
-	paidTokens int64
-	attempts   int64
+// jobCut is what lanewatch follows for a class and deadline: the class's
+// decision (the calibrated rule's; none under the worst-of rule), its book
+// and the lane a job starts on ("" when none: nothing is sent).
+type jobCut struct {
+	policy.Cutover
+	decided bool
+	book    policy.BookPolicy
+	first   string
 }
 
-// resolve replays the job for every class and strategy whose horizon lies
-// within the probes added; at the end (final) the others are dropped.
-func (b *Backtest) resolve(j *job, final bool) {
-	if b.base != nil {
-		b.base.resolve(b, j, final)
-	}
+// evaluate takes the policy in force at the job's arrival: every lane's
+// figures then, and each class's decision at each deadline (what policygen
+// lane and policy.Running answer).
+func (b *Backtest) evaluate(j *job) {
 	if j.tune {
-		return
+		return // fallback@T alone: no decision to take
 	}
-	for ci, c := range b.opts.Params.Classes {
-		if final && j.t0.Add(b.horizons[ci]).After(b.latest) {
-			b.dropped += len(Strategies)
-			continue
-		}
-		for si, s := range Strategies {
-			if s != StrategyLanewatch && b.fixedLane(s) == nil {
-				continue // no such lane configured
+	b.figs = b.figs[:0]
+	for _, l := range b.order {
+		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l, j.t0), j.t0))
+	}
+	rs := b.rep
+	classes := b.hist.ClassesAt(rs.params, b.figs, b.hourOf(j.t0).start)
+	j.cuts = make([][]jobCut, len(rs.deadlines))
+	k := 0
+	for ci, ds := range rs.deadlines {
+		j.cuts[ci] = make([]jobCut, len(ds))
+		for di := range ds {
+			c := classes[k]
+			k++
+			jc := &j.cuts[ci][di]
+			jc.book = c.Book
+			if c.Cutover != nil {
+				jc.Cutover, jc.decided = *c.Cutover, true
 			}
-			o := b.replay(j, ci, c, s)
-			a := &b.dec[ci*len(Strategies)+si]
-			a.jobs++
-			if o.met {
-				a.met++
-				a.times = append(a.times, float32(o.timeS))
-			}
-			a.burnedFree += o.burnedFree
-			a.paidTokens += o.paidTokens
-			a.attempts += o.attempts
+			jc.first, _ = c.Start()
 		}
 	}
 }
 
-// fixedLane returns the lane strategy s always retries on: the naive or
-// the paid lane (nil when not configured, and for lanewatch, which follows
-// the policy).
-func (b *Backtest) fixedLane(s string) *lane {
-	switch s {
-	case StrategyNaive:
-		return b.naive
-	case StrategyPaid:
-		return b.paid
-	}
-	return nil
-}
-
-// replay runs one job of class c with strategy s.
-func (b *Backtest) replay(j *job, ci int, c policy.ClassSpec, s string) outcome {
-	var out outcome
-	deadline := min(c.DeadlineS, maxHorizon.Seconds()) // a job waits at most that long for its probes
-	est := int64(max(c.EstTokens, 0))
-	pol := j.pol[ci]
-	l := b.fixedLane(s)
-	if s == StrategyLanewatch {
-		if l = b.lanes[pol.first]; l == nil {
-			l = b.follow(policy.Book(nil, pol.book), pol.book)
+// resolve replays the job for every class, deadline and strategy; at the
+// end (final) those whose horizon passes the newest probe are left out. A
+// tuning job (before From) is replayed under the fallbacks alone, for the
+// tuners; the tuned strategies take the outcome of the fallback@T they
+// pick for the job.
+func (b *Backtest) resolve(j *job, final bool) {
+	rs := b.rep
+	hod := j.t0.In(b.loc).Hour()
+	day := int64(math.Floor(j.t0.Sub(b.opts.From).Hours() / 24))
+	for ci, ds := range rs.deadlines {
+		c := b.opts.Params.Classes[ci]
+		for di, d := range ds {
+			if final && j.t0.Add(rs.horizons[ci][di]).After(b.latest) {
+				if !j.tune {
+					rs.dropped += len(rs.strategies)
+					if di == 0 {
+						rs.droppedOwn += len(Strategies)
+					}
+				}
+				continue
+			}
+			tn := rs.tuners[ci][di]
+			if !j.tune && rs.tuned() {
+				tn.pick(len(rs.fallbacks), day)
+			}
+			for si, s := range rs.strategies {
+				if !rs.configured(b, s) {
+					continue
+				}
+				r := &rs.runs[si]
+				switch {
+				case s.kind == baseTuned || s.kind == baseTunedWeekly || s.kind == baseTunedHourly:
+					if j.tune {
+						continue
+					}
+					k := tn.choice(s.kind, hod)
+					if k < 0 {
+						continue // nothing to tune on
+					}
+					*r = rs.runs[rs.fallbacks[k]]
+				case j.tune && s.kind != baseFallback:
+					continue
+				default:
+					*r = baseRun{b: b, t0: j.t0.UnixNano(), d: min(d, maxHorizon.Seconds()), est: int64(max(c.EstTokens, 0))}
+					var cut jobCut
+					if !j.tune {
+						cut = j.cuts[ci][di]
+					}
+					r.play(s, cut)
+				}
+				if !j.tune {
+					rs.acc[ci][di*len(rs.strategies)+si].add(r)
+				}
+			}
+			if !rs.tuned() {
+				continue
+			}
+			accs := tn.days[day]
+			if accs == nil {
+				accs = make([]tuneAcc, len(rs.fallbacks))
+				tn.days[day] = accs
+			}
+			for k, si := range rs.fallbacks {
+				r := &rs.runs[si]
+				accs[k].add(r)
+				if j.tune {
+					tn.frozen[k].add(r)
+					tn.hourly[hod][k].add(r)
+				}
+			}
 		}
 	}
-	account := func(l *lane, tokens int64, shipped bool) {
+}
+
+// baseRun is one job replayed under one strategy.
+type baseRun struct {
+	b   *Backtest
+	t0  int64
+	d   float64 // deadline, s
+	est int64
+
+	met                                              bool
+	timeS                                            float64
+	freeReq, abandoned, burned, paidTokens, attempts int64
+}
+
+type stepKind int
+
+const (
+	stepShipped   stepKind = iota // shipped: the job is met
+	stepCut                       // cut at the deadline: the job is missed
+	stepFailed                    // failed by itself; end is when
+	stepAbandoned                 // cancelled with no first token at end
+)
+
+type step struct {
+	kind stepKind
+	end  float64 // s since arrival
+	// first is when an abandoned request's first token would have come:
+	// it keeps its place in the server's queue until then.
+	first float64
+	// n is how many failed attempts a stepFailed stands for.
+	n int64
+}
+
+const noCancel = math.MaxFloat64
+
+// attempt runs attempts on l from at (s since arrival): one that gets a
+// first token or is abandoned, or a run of failures that meet the same
+// world. An attempt with no first token by cancelAt (s since arrival) is
+// cancelled then; behind is the instant before which no first token can
+// come on l (the cancelled requests ahead of it in the server's queue).
+// Without run a failure is one attempt.
+func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step {
+	w := l.tl.meet(r.t0 + int64(math.Round(at*1e9)))
+	free := l.spec.Kind != policy.KindPaid
+	account := func(tokens int64, shipped bool) {
 		switch {
-		case l.spec.Kind == policy.KindPaid:
-			out.paidTokens += tokens
+		case !free:
+			r.paidTokens += tokens
 		case !shipped:
-			out.burnedFree += tokens
+			r.burned += tokens
 		}
 	}
-	t0 := j.t0.UnixNano()
-	var spent policy.Attempt // the attempts so far, summed: all Book reads of them
-	at := 0.0                // seconds since arrival
-	for l != nil && at < deadline {
-		w := l.tl.meet(t0 + int64(math.Round(at*1e9)))
-		if w.ok {
-			out.attempts++
-			gen := 0.0
-			if w.rate > 0 {
-				gen = float64(est) / w.rate
-			}
-			if end := at + w.queue + gen; end <= deadline {
-				out.met, out.timeS = true, end
-				account(l, est, true)
-				return out
-			}
-			emitted := int64(0)
-			if g := deadline - at - w.queue; g > 0 && w.rate > 0 {
-				emitted = min(est, int64(g*w.rate))
-			}
-			account(l, emitted, false)
-			return out // cut at the deadline
-		}
-		// A run of failed attempts that all meet the same: n of them
-		// before what they meet changes or the deadline comes.
-		cost := max(w.queue+w.gen, MinAttemptS)
-		limit := deadline
-		if w.until != never {
-			limit = min(limit, float64(w.until-t0)/1e9)
-		}
-		n := int64(1)
-		if nf := math.Ceil((limit - at) / cost); nf > 1 {
-			n = int64(min(nf, 1<<40))
-		}
-		run := func(m int64) policy.Attempt {
-			a := spent
-			a.QueueS += min(float64(m)*cost, deadline-at)
-			a.EmittedTokens += int(m * min(w.tokens, est))
-			return a
-		}
-		if s == StrategyLanewatch && n > 1 {
-			// The ledger is asked after each attempt. As time and tokens
-			// are spent its answer only moves along retry_free, cut_over,
-			// stop (each check only tightens), so once it sends the
-			// next attempt to this lane it does so for a prefix of the
-			// run.
-			stays := func(m int64) bool {
-				a := run(m)
-				return b.follow(policy.Book([]policy.Attempt{a}, pol.book), pol.book) == l
-			}
-			if !stays(1) {
-				n = 1
-			} else {
-				k := sort.Search(int(n-2), func(i int) bool { return !stays(int64(i) + 2) })
-				n = int64(k) + 2
-			}
-		}
-		next := run(n)
-		at += next.QueueS - spent.QueueS
-		account(l, int64(next.EmittedTokens-spent.EmittedTokens), false)
-		spent = next
-		out.attempts += n
-		if s == StrategyLanewatch {
-			l = b.follow(policy.Book([]policy.Attempt{spent}, pol.book), pol.book)
+	countOne := func() {
+		r.attempts++
+		if free {
+			r.freeReq++
 		}
 	}
-	return out
+	if w.ok {
+		countOne()
+		first := max(at+w.queue, behind)
+		if first > cancelAt && cancelAt < r.d {
+			if free {
+				r.abandoned++
+			}
+			return step{kind: stepAbandoned, end: cancelAt, first: first}
+		}
+		gen := 0.0
+		if w.rate > 0 {
+			gen = float64(r.est) / w.rate
+		}
+		if end := first + gen; end <= r.d {
+			account(r.est, true)
+			r.met, r.timeS = true, end
+			return step{kind: stepShipped, end: end}
+		}
+		if first >= r.d && free {
+			r.abandoned++ // still queued at the deadline
+		}
+		emitted := int64(0)
+		if g := r.d - first; g > 0 && w.rate > 0 {
+			emitted = min(r.est, int64(g*w.rate))
+		}
+		account(emitted, false)
+		return step{kind: stepCut, end: r.d}
+	}
+	if at+w.queue > cancelAt && cancelAt < r.d {
+		countOne()
+		if free {
+			r.abandoned++
+		}
+		return step{kind: stepAbandoned, end: cancelAt, first: max(at+w.queue, behind)}
+	}
+	// A run of failures that all meet the same world, none cancelled:
+	// n of them before what they meet changes, the deadline comes or the
+	// cancel time passes.
+	cost := max(w.queue+w.gen, MinAttemptS)
+	limit := min(r.d, cancelAt)
+	if w.until != never {
+		limit = min(limit, float64(w.until-r.t0)/1e9)
+	}
+	n := int64(1)
+	if nf := math.Ceil((limit - at) / cost); nf > 1 && run {
+		n = int64(min(nf, 1<<40))
+	}
+	r.attempts += n
+	if free {
+		r.freeReq += n
+	}
+	account(n*min(w.tokens, r.est), false)
+	return step{kind: stepFailed, end: at + min(float64(n)*cost, r.d-at), n: n}
 }
 
-// follow returns the lane the ledger's decision sends the next attempt to
-// (nil: stop).
-func (b *Backtest) follow(d policy.Decision, bp policy.BookPolicy) *lane {
-	switch d.Action {
-	case policy.RetryFree:
-		return b.lanes[bp.FreeLane]
-	case policy.CutOver:
-		return b.lanes[bp.PaidLane]
+// repeat retries l at once from at until a result or the deadline.
+func (r *baseRun) repeat(l *lane, at float64) {
+	for at < r.d && r.attempts < maxBaselineAttempts {
+		s := r.attempt(l, at, noCancel, 0, true)
+		if s.kind != stepFailed {
+			return
+		}
+		at = s.end
 	}
-	return nil
+}
+
+// play replays the job under s; cut is the class's decision in force at
+// its arrival (lanewatch's).
+func (r *baseRun) play(s baseStrategy, cut jobCut) {
+	b := r.b
+	switch s.kind {
+	case baseNaive:
+		r.repeat(b.naive, 0)
+	case basePaid:
+		r.repeat(b.paid, 0)
+	case baseFallback:
+		st := r.attempt(b.naive, 0, min(s.t, r.d), 0, false)
+		if st.kind == stepFailed || st.kind == stepAbandoned {
+			r.repeat(b.paid, st.end)
+		}
+	case baseCancelRetry:
+		at, behind := 0.0, 0.0
+		for at < r.d && r.attempts < maxBaselineAttempts {
+			st := r.attempt(b.naive, at, at+s.t, behind, true)
+			switch st.kind {
+			case stepAbandoned:
+				behind = max(behind, st.first)
+			case stepFailed:
+			default:
+				return
+			}
+			at = st.end
+		}
+	case baseLanewatch:
+		bp := cut.book
+		start := b.lanes[cut.first]
+		if start == nil {
+			return // the class lists no lane: nothing is sent
+		}
+		paid := b.lanes[bp.PaidLane]
+		if !bp.PaidEligible {
+			paid = nil
+		}
+		if !cut.decided {
+			r.ledger(start, bp, paid) // the worst-of rule: no decision, the ledger alone
+			return
+		}
+		at := 0.0
+		if start.spec.Kind != policy.KindPaid && (cut.FreeFirst || paid == nil) {
+			// policy.Running answers cut_over from elapsed > AfterS on
+			// (free_first, paid eligible) and wait without a paid lane:
+			// the attempt is cancelled at AfterS, or never. An attempt
+			// that fails is an error: policy.Book then cuts over or stops.
+			cancelAt := noCancel
+			if paid != nil {
+				cancelAt = cut.AfterS
+			}
+			st := r.attempt(start, at, cancelAt, 0, false)
+			if st.kind == stepShipped || st.kind == stepCut {
+				return
+			}
+			at = st.end
+		}
+		if paid != nil {
+			r.repeat(paid, at)
+		}
+	}
+}
+
+// ledger replays a job the way the worst-of rule's files let it run: on
+// the first lane, then, after a failed attempt (an error: policy.Book
+// answers no retry_free after one), on the paid lane while policy.Book
+// cuts over.
+func (r *baseRun) ledger(l *lane, bp policy.BookPolicy, paid *lane) {
+	spent := policy.Attempt{Error: true} // QueueS: the seconds since arrival
+	for l != nil && spent.QueueS < r.d && r.attempts < maxBaselineAttempts {
+		st := r.attempt(l, spent.QueueS, noCancel, 0, false)
+		if st.kind != stepFailed {
+			return
+		}
+		spent.QueueS = st.end
+		if policy.Book([]policy.Attempt{spent}, bp).Action != policy.CutOver {
+			return
+		}
+		l = paid
+	}
 }

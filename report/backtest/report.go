@@ -233,7 +233,7 @@ func (b *Backtest) Report() Report {
 		Ignored:          b.ignored,
 		ArrivalLeadS:     ArrivalLead.Seconds(),
 		DecisionLookback: b.opts.Params.LookbackDays,
-		DroppedReplays:   b.dropped,
+		DroppedReplays:   b.rep.droppedOwn,
 	}
 	r.ArrivalLane = b.clock.spec.Name
 	if b.naive != nil {
@@ -319,28 +319,9 @@ func (b *Backtest) Report() Report {
 		r.Calibration[best].Best = true
 		r.BestLookbackDays = r.Calibration[best].LookbackDays
 	}
-	r.Decisions = []Decision{}
-	for ci, c := range b.opts.Params.Classes {
-		for si, s := range Strategies {
-			a := &b.dec[ci*len(Strategies)+si]
-			if a.jobs == 0 && ((s == StrategyNaive && b.naive == nil) || (s == StrategyPaid && b.paid == nil)) {
-				continue
-			}
-			d := Decision{Class: c.Name, Strategy: s, Jobs: a.jobs, Met: a.met,
-				BurnedFreeTokens: a.burnedFree, Attempts: a.attempts,
-				PaidUSD: policy.Round(float64(a.paidTokens)/1000*c.PaidUSDPer1k, 4)}
-			if a.jobs > 0 {
-				d.MetPct = policy.Round(100*float64(a.met)/float64(a.jobs), 2)
-			}
-			if m, ok := percentile(a.times, 0.5); ok {
-				m = policy.Round(m, 2)
-				d.MedianTimeS = &m
-			}
-			r.Decisions = append(r.Decisions, d)
-		}
-	}
-	if b.base != nil {
-		r.Baselines, r.DroppedBaselines = b.base.rows(b), b.base.dropped
+	r.Decisions = b.rep.decisions(b)
+	if r.Baselines = b.rep.rows(b); r.Baselines != nil {
+		r.DroppedBaselines = b.rep.dropped
 	}
 	return r
 }

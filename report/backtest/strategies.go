@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +14,11 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// The baselines (Options.Fallbacks, Options.Deadlines): the strategies a
-// careful engineer writes without lanewatch, replayed beside lanewatch's
-// cut-over rule in the same world (docs/backtest.md, "Baselines").
+// The strategies a job is replayed under (docs/backtest.md): naive, paid
+// and lanewatch, for each class at its deadline (the decisions), and the
+// baselines a careful engineer writes without lanewatch
+// (Options.Fallbacks, Options.Deadlines), at the class's deadline and each
+// of Deadlines.
 const (
 	// StrategyFallback names fallback@T: the free lane with a first-token
 	// timeout of T seconds, then the paid lane.
@@ -26,7 +27,6 @@ const (
 	// at T seconds without a first token and retry the free lane, behind
 	// the cancelled request.
 	StrategyCancelRetry = "cancel-retry"
-
 	// StrategyTuned, StrategyTunedWeekly and StrategyTunedHourly name the
 	// tuned baselines (Options.TuneDays): the fallback@T an engineer picks
 	// on the days before and then freezes, re-tunes weekly, or picks per
@@ -42,6 +42,8 @@ const (
 	MinFallbackS = 0.1
 	// maxBaselineAttempts bounds the attempts of one replayed job.
 	maxBaselineAttempts = 100_000
+	// tuneWeek is how often tuned-weekly picks its T again.
+	tuneWeek = 7
 )
 
 type baseKind int
@@ -57,24 +59,22 @@ const (
 	baseTunedHourly
 )
 
-// tuneWeek is how often tuned-weekly picks its T again.
-const tuneWeek = 7
-
 type baseStrategy struct {
 	kind baseKind
 	t    float64 // fallback, cancel-retry: the timeout, s
 	name string
 }
 
-// baselines is the state of the baseline replay.
-type baselines struct {
+// replays is the state of the job replay.
+type replays struct {
 	strategies []baseStrategy
-	deadlines  [][]float64         // per class: its deadline, then the -deadlines ones
-	horizons   [][]time.Duration   // per class and deadline
-	acc        [][]baseAcc         // [class][deadline*len(strategies)+strategy]
-	params     policy.Params       // the decisions', with a class per class and deadline
-	cuts       map[*job][][]jobCut // per class and deadline, taken at arrival
-	dropped    int
+	baselines  bool              // asked for: the report has them
+	deadlines  [][]float64       // per class: its deadline, then the -deadlines ones
+	horizons   [][]time.Duration // per class and deadline
+	acc        [][]baseAcc       // [class][deadline*len(strategies)+strategy]
+	params     policy.Params     // the decisions', with a class per class and deadline
+	dropped    int               // replays left out: their horizon passes the newest probe
+	droppedOwn int               // of them, the decisions' (Strategies at the class's deadline)
 	// The tuned baselines: fallbacks are the indices of the fallback@T
 	// strategies in grid order; tuneFrom the earliest arrival of a
 	// tuning job (zero: no tuning); tuners per class and deadline.
@@ -82,6 +82,128 @@ type baselines struct {
 	tuneFrom  time.Time
 	tuners    [][]*tuner
 	runs      []baseRun // resolve's scratch: one run per strategy
+}
+
+func (rs *replays) tuned() bool { return !rs.tuneFrom.IsZero() }
+
+type baseAcc struct {
+	jobs, met                                    int
+	times                                        []float32
+	freeReq, abandoned, burned, tokens, attempts int64
+}
+
+func (a *baseAcc) add(r *baseRun) {
+	a.jobs++
+	if r.met {
+		a.met++
+		a.times = append(a.times, float32(r.timeS))
+	}
+	a.freeReq += r.freeReq
+	a.abandoned += r.abandoned
+	a.burned += r.burned
+	a.tokens += r.paidTokens
+	a.attempts += r.attempts
+}
+
+// checkSeconds validates a sweep of seconds.
+func checkSeconds(what string, xs []float64, least float64, most int) ([]float64, error) {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > most {
+		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
+	}
+	for _, x := range out {
+		if !num.Finite(x) || x < least || x > policy.MaxSeconds {
+			return nil, fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
+		}
+	}
+	return out, nil
+}
+
+// newReplays returns the replays Options ask for, and sets b.horizon.
+func newReplays(b *Backtest) (*replays, error) {
+	o := b.opts
+	fbs, err := checkSeconds("fallbacks", o.Fallbacks, MinFallbackS, MaxFallbacks)
+	if err != nil {
+		return nil, err
+	}
+	dls, err := checkSeconds("deadlines", o.Deadlines, MinAttemptS, MaxDeadlines)
+	if err != nil {
+		return nil, err
+	}
+	if o.TuneDays < 0 || o.TuneDays > MaxLookbackDays {
+		return nil, fmt.Errorf("tune %d: want 0..%d days", o.TuneDays, MaxLookbackDays)
+	}
+	rs := &replays{baselines: len(fbs) > 0 || len(dls) > 0}
+	rs.strategies = []baseStrategy{{kind: baseNaive, name: StrategyNaive}, {kind: basePaid, name: StrategyPaid},
+		{kind: baseLanewatch, name: StrategyLanewatch}}
+	for _, t := range fbs {
+		rs.fallbacks = append(rs.fallbacks, len(rs.strategies))
+		rs.strategies = append(rs.strategies, baseStrategy{baseFallback, t, StrategyFallback + "@" + secs(t)})
+	}
+	for _, t := range fbs {
+		rs.strategies = append(rs.strategies, baseStrategy{baseCancelRetry, t, StrategyCancelRetry + "@" + secs(t)})
+	}
+	if o.tuned() {
+		rs.tuneFrom = o.From.AddDate(0, 0, -o.TuneDays)
+		rs.strategies = append(rs.strategies, baseStrategy{kind: baseTuned, name: StrategyTuned},
+			baseStrategy{kind: baseTunedWeekly, name: StrategyTunedWeekly}, baseStrategy{kind: baseTunedHourly, name: StrategyTunedHourly})
+	}
+	rs.params = o.Params
+	rs.params.Classes = nil
+	for _, c := range o.Params.Classes {
+		ds := []float64{c.DeadlineS}
+		for _, d := range dls {
+			if d != c.DeadlineS {
+				ds = append(ds, d)
+			}
+		}
+		var hs []time.Duration
+		var ts []*tuner
+		for _, d := range ds {
+			h := maxHorizon
+			if d < maxHorizon.Seconds() {
+				h = min(time.Duration(d*float64(time.Second))+Lookahead, maxHorizon)
+			}
+			hs = append(hs, h)
+			b.horizon = max(b.horizon, h)
+			ts = append(ts, newTuner(len(rs.fallbacks), o.TuneDays))
+			cd := c
+			cd.DeadlineS = d
+			rs.params.Classes = append(rs.params.Classes, cd)
+		}
+		rs.deadlines = append(rs.deadlines, ds)
+		rs.horizons = append(rs.horizons, hs)
+		rs.acc = append(rs.acc, make([]baseAcc, len(ds)*len(rs.strategies)))
+		rs.tuners = append(rs.tuners, ts)
+	}
+	rs.runs = make([]baseRun, len(rs.strategies))
+	return rs, nil
+}
+
+func secs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// joinSecs writes seconds separated by spaces.
+func joinSecs(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = secs(x)
+	}
+	return strings.Join(parts, " ")
+}
+
+// configured says whether the config has the lanes strategy s needs.
+func (rs *replays) configured(b *Backtest, s baseStrategy) bool {
+	switch s.kind {
+	case baseNaive, baseCancelRetry:
+		return b.naive != nil
+	case basePaid:
+		return b.paid != nil
+	case baseFallback, baseTuned, baseTunedWeekly, baseTunedHourly:
+		return b.naive != nil && b.paid != nil
+	}
+	return true
 }
 
 // tuneAcc sums the replays of one fallback@T over a set of jobs.
@@ -163,221 +285,6 @@ func (t *tuner) sumDays(n int, from, to int64) []tuneAcc {
 	return out
 }
 
-type baseAcc struct {
-	jobs, met                          int
-	times                              []float32
-	freeReq, abandoned, burned, tokens int64
-}
-
-// checkSeconds validates a sweep of seconds.
-func checkSeconds(what string, xs []float64, least float64, most int) ([]float64, error) {
-	out := slices.Clone(xs)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) > most {
-		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
-	}
-	for _, x := range out {
-		if !num.Finite(x) || x < least || x > policy.MaxSeconds {
-			return nil, fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
-		}
-	}
-	return out, nil
-}
-
-// newBaselines returns nil when neither sweep is asked for.
-func newBaselines(b *Backtest) (*baselines, error) {
-	o := b.opts
-	if len(o.Fallbacks) == 0 && len(o.Deadlines) == 0 {
-		return nil, nil
-	}
-	fbs, err := checkSeconds("fallbacks", o.Fallbacks, MinFallbackS, MaxFallbacks)
-	if err != nil {
-		return nil, err
-	}
-	dls, err := checkSeconds("deadlines", o.Deadlines, MinAttemptS, MaxDeadlines)
-	if err != nil {
-		return nil, err
-	}
-	bs := &baselines{cuts: map[*job][][]jobCut{}}
-	bs.strategies = []baseStrategy{{kind: baseNaive, name: StrategyNaive}, {kind: basePaid, name: StrategyPaid},
-		{kind: baseLanewatch, name: StrategyLanewatch}}
-	for _, t := range fbs {
-		bs.strategies = append(bs.strategies, baseStrategy{baseFallback, t, StrategyFallback + "@" + secs(t)})
-	}
-	for _, t := range fbs {
-		bs.strategies = append(bs.strategies, baseStrategy{baseCancelRetry, t, StrategyCancelRetry + "@" + secs(t)})
-	}
-	for i, s := range bs.strategies {
-		if s.kind == baseFallback {
-			bs.fallbacks = append(bs.fallbacks, i)
-		}
-	}
-	if o.TuneDays < 0 || o.TuneDays > MaxLookbackDays {
-		return nil, fmt.Errorf("tune %d: want 0..%d days", o.TuneDays, MaxLookbackDays)
-	}
-	if o.tuned() {
-		bs.tuneFrom = o.From.AddDate(0, 0, -o.TuneDays)
-		bs.strategies = append(bs.strategies, baseStrategy{kind: baseTuned, name: StrategyTuned},
-			baseStrategy{kind: baseTunedWeekly, name: StrategyTunedWeekly}, baseStrategy{kind: baseTunedHourly, name: StrategyTunedHourly})
-	}
-	for _, c := range o.Params.Classes {
-		ds := []float64{c.DeadlineS}
-		for _, d := range dls {
-			if d != c.DeadlineS {
-				ds = append(ds, d)
-			}
-		}
-		var hs []time.Duration
-		for _, d := range ds {
-			h := maxHorizon
-			if d < maxHorizon.Seconds() {
-				h = min(time.Duration(d*float64(time.Second))+Lookahead, maxHorizon)
-			}
-			hs = append(hs, h)
-			b.horizon = max(b.horizon, h)
-		}
-		bs.deadlines = append(bs.deadlines, ds)
-		bs.horizons = append(bs.horizons, hs)
-		bs.acc = append(bs.acc, make([]baseAcc, len(ds)*len(bs.strategies)))
-		var ts []*tuner
-		for range ds {
-			ts = append(ts, newTuner(len(bs.fallbacks), o.TuneDays))
-		}
-		bs.tuners = append(bs.tuners, ts)
-	}
-	bs.runs = make([]baseRun, len(bs.strategies))
-	// The decisions' params with one class per class and deadline.
-	bs.params = o.Params
-	bs.params.Classes = nil
-	for ci, ds := range bs.deadlines {
-		for _, d := range ds {
-			c := o.Params.Classes[ci]
-			c.DeadlineS = d
-			bs.params.Classes = append(bs.params.Classes, c)
-		}
-	}
-	return bs, nil
-}
-
-func secs(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// joinSecs writes seconds separated by spaces.
-func joinSecs(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = secs(x)
-	}
-	return strings.Join(parts, " ")
-}
-
-// evaluate takes the decision of each class and deadline at the job's
-// arrival: the policy in force then (History.ClassesAt over b.figs, every
-// lane's figures at the arrival) for the class at that deadline, what
-// policygen lane and policy.Running would answer.
-func (bs *baselines) evaluate(b *Backtest, j *job) {
-	if j.tune {
-		return // fallback@T alone: no decision to take
-	}
-	classes := b.hist.ClassesAt(bs.params, b.figs, b.hourOf(j.t0).start)
-	cuts := make([][]jobCut, len(bs.deadlines))
-	k := 0
-	for ci, ds := range bs.deadlines {
-		for range ds {
-			c := classes[k]
-			k++
-			jc := jobCut{book: c.Book}
-			if c.Cutover != nil {
-				jc.Cutover, jc.decided = *c.Cutover, true
-			}
-			jc.first, _ = c.Start()
-			cuts[ci] = append(cuts[ci], jc)
-		}
-	}
-	bs.cuts[j] = cuts
-}
-
-// resolve replays the job for every class, deadline and strategy. A
-// tuning job (before From) is replayed under the fallbacks alone, for
-// the tuners; the tuned strategies take the outcome of the fallback@T
-// they pick for the job.
-func (bs *baselines) resolve(b *Backtest, j *job, final bool) {
-	cuts := bs.cuts[j]
-	delete(bs.cuts, j)
-	hod := j.t0.In(b.loc).Hour()
-	day := int64(math.Floor(j.t0.Sub(b.opts.From).Hours() / 24))
-	for ci, ds := range bs.deadlines {
-		c := b.opts.Params.Classes[ci]
-		for di, d := range ds {
-			if final && j.t0.Add(bs.horizons[ci][di]).After(b.latest) {
-				if !j.tune {
-					bs.dropped += len(bs.strategies)
-				}
-				continue
-			}
-			tn := bs.tuners[ci][di]
-			if !j.tune && len(bs.fallbacks) > 0 && bs.tuneFrom != (time.Time{}) {
-				tn.pick(len(bs.fallbacks), day)
-			}
-			for si, s := range bs.strategies {
-				if !bs.configured(b, s) {
-					continue
-				}
-				r := &bs.runs[si]
-				switch {
-				case s.kind == baseTuned || s.kind == baseTunedWeekly || s.kind == baseTunedHourly:
-					if j.tune {
-						continue
-					}
-					k := tn.choice(s.kind, hod)
-					if k < 0 {
-						continue // nothing to tune on
-					}
-					*r = bs.runs[bs.fallbacks[k]]
-				case j.tune && s.kind != baseFallback:
-					continue
-				default:
-					*r = baseRun{b: b, t0: j.t0.UnixNano(), d: min(d, maxHorizon.Seconds()), est: int64(max(c.EstTokens, 0))}
-					var cut jobCut
-					if !j.tune {
-						cut = cuts[ci][di]
-					}
-					r.play(s, cut)
-				}
-				if j.tune {
-					continue
-				}
-				a := &bs.acc[ci][di*len(bs.strategies)+si]
-				a.jobs++
-				if r.met {
-					a.met++
-					a.times = append(a.times, float32(r.timeS))
-				}
-				a.freeReq += r.freeReq
-				a.abandoned += r.abandoned
-				a.burned += r.burned
-				a.tokens += r.paidTokens
-			}
-			if bs.tuneFrom == (time.Time{}) {
-				continue
-			}
-			accs := tn.days[day]
-			if accs == nil {
-				accs = make([]tuneAcc, len(bs.fallbacks))
-				tn.days[day] = accs
-			}
-			for k, si := range bs.fallbacks {
-				r := &bs.runs[si]
-				accs[k].add(r)
-				if j.tune {
-					tn.frozen[k].add(r)
-					tn.hourly[hod][k].add(r)
-				}
-			}
-		}
-	}
-}
-
 // pick makes the tuner's picks for a scored job of day (since From):
 // frozen and hourly once, from the tuning jobs; weekly when the job's
 // week starts, from the tuneDays days before it. Jobs are resolved in
@@ -419,243 +326,6 @@ func (t *tuner) choice(kind baseKind, hod int) int {
 	return t.fixed
 }
 
-// configured says whether the config has the lanes strategy s needs.
-func (bs *baselines) configured(b *Backtest, s baseStrategy) bool {
-	switch s.kind {
-	case baseNaive, baseCancelRetry:
-		return b.naive != nil
-	case basePaid:
-		return b.paid != nil
-	case baseFallback, baseTuned, baseTunedWeekly, baseTunedHourly:
-		return b.naive != nil && b.paid != nil
-	}
-	return true
-}
-
-// jobCut is what the lanewatch baseline follows for a class and deadline:
-// the class's decision (the calibrated rule's; none under the worst-of
-// rule), its book and the first of its lanes ("" when none: nothing is
-// sent).
-type jobCut struct {
-	policy.Cutover
-	decided bool // the class has a decision (the calibrated rule)
-	book    policy.BookPolicy
-	first   string
-}
-
-// baseRun is one job replayed under one baseline strategy.
-type baseRun struct {
-	b   *Backtest
-	t0  int64
-	d   float64 // deadline, s
-	est int64
-
-	met                                              bool
-	timeS                                            float64
-	freeReq, abandoned, burned, paidTokens, attempts int64
-}
-
-type stepKind int
-
-const (
-	stepShipped   stepKind = iota // shipped: the job is met
-	stepCut                       // cut at the deadline: the job is missed
-	stepFailed                    // failed by itself; end is when
-	stepAbandoned                 // cancelled with no first token at end
-)
-
-type step struct {
-	kind stepKind
-	end  float64 // s since arrival
-	// first is when an abandoned request's first token would have come:
-	// it keeps its place in the server's queue until then.
-	first float64
-	// n is how many failed attempts a stepFailed stands for.
-	n int64
-}
-
-const noCancel = math.MaxFloat64
-
-// attempt runs attempts on l from at (s since arrival): one that gets a
-// first token or is abandoned, or a run of failures that meet the same
-// world. An attempt with no first token by cancelAt (s since arrival) is
-// cancelled then; behind is the instant before which no first token can
-// come on l (the cancelled requests ahead of it in the server's queue).
-// Without run a failure is one attempt.
-func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step {
-	w := l.tl.meet(r.t0 + int64(math.Round(at*1e9)))
-	free := l.spec.Kind != policy.KindPaid
-	account := func(tokens int64, shipped bool) {
-		switch {
-		case !free:
-			r.paidTokens += tokens
-		case !shipped:
-			r.burned += tokens
-		}
-	}
-	countOne := func() {
-		r.attempts++
-		if free {
-			r.freeReq++
-		}
-	}
-	if w.ok {
-		countOne()
-		first := max(at+w.queue, behind)
-		if first > cancelAt && cancelAt < r.d {
-			if free {
-				r.abandoned++
-			}
-			return step{kind: stepAbandoned, end: cancelAt, first: first}
-		}
-		gen := 0.0
-		if w.rate > 0 {
-			gen = float64(r.est) / w.rate
-		}
-		if end := first + gen; end <= r.d {
-			account(r.est, true)
-			r.met, r.timeS = true, end
-			return step{kind: stepShipped, end: end}
-		}
-		if first >= r.d && free {
-			r.abandoned++ // still queued at the deadline
-		}
-		emitted := int64(0)
-		if g := r.d - first; g > 0 && w.rate > 0 {
-			emitted = min(r.est, int64(g*w.rate))
-		}
-		account(emitted, false)
-		return step{kind: stepCut, end: r.d}
-	}
-	if at+w.queue > cancelAt && cancelAt < r.d {
-		countOne()
-		if free {
-			r.abandoned++
-		}
-		return step{kind: stepAbandoned, end: cancelAt, first: max(at+w.queue, behind)}
-	}
-	// A run of failures that all meet the same world, none cancelled:
-	// n of them before what they meet changes, the deadline comes or the
-	// cancel time passes.
-	cost := max(w.queue+w.gen, MinAttemptS)
-	limit := min(r.d, cancelAt)
-	if w.until != never {
-		limit = min(limit, float64(w.until-r.t0)/1e9)
-	}
-	n := int64(1)
-	if nf := math.Ceil((limit - at) / cost); nf > 1 && run {
-		n = int64(min(nf, 1<<40))
-	}
-	r.attempts += n
-	if free {
-		r.freeReq += n
-	}
-	account(n*min(w.tokens, r.est), false)
-	return step{kind: stepFailed, end: at + min(float64(n)*cost, r.d-at), n: n}
-}
-
-// repeat retries l at once from at until a result or the deadline.
-func (r *baseRun) repeat(l *lane, at float64) {
-	for at < r.d && r.attempts < maxBaselineAttempts {
-		s := r.attempt(l, at, noCancel, 0, true)
-		if s.kind != stepFailed {
-			return
-		}
-		at = s.end
-	}
-}
-
-// play replays the job under s; cut is the class's decision in force at
-// its arrival (lanewatch's).
-func (r *baseRun) play(s baseStrategy, cut jobCut) {
-	b := r.b
-	switch s.kind {
-	case baseNaive:
-		r.repeat(b.naive, 0)
-	case basePaid:
-		r.repeat(b.paid, 0)
-	case baseFallback:
-		st := r.attempt(b.naive, 0, min(s.t, r.d), 0, false)
-		if st.kind == stepFailed || st.kind == stepAbandoned {
-			r.repeat(b.paid, st.end)
-		}
-	case baseCancelRetry:
-		at, behind := 0.0, 0.0
-		for at < r.d && r.attempts < maxBaselineAttempts {
-			st := r.attempt(b.naive, at, at+s.t, behind, true)
-			switch st.kind {
-			case stepAbandoned:
-				behind = max(behind, st.first)
-			case stepFailed:
-			default:
-				return
-			}
-			at = st.end
-		}
-	case baseLanewatch:
-		bp := cut.book
-		start := b.lanes[cut.first]
-		if start == nil {
-			return // the class lists no lane: nothing is sent
-		}
-		free, paid := b.lanes[bp.FreeLane], b.lanes[bp.PaidLane]
-		if !bp.PaidEligible {
-			paid = nil
-		}
-		if !cut.decided {
-			r.ledger(start, bp, free, paid) // the worst-of rule: no decision, the ledger alone
-			return
-		}
-		at := 0.0
-		if start.spec.Kind != policy.KindPaid && (cut.FreeFirst || paid == nil) {
-			// policy.Running answers cut_over from elapsed > AfterS on
-			// (free_first, paid eligible) and wait without a paid lane:
-			// the attempt is cancelled at AfterS, or never.
-			cancelAt := noCancel
-			if paid != nil {
-				cancelAt = cut.AfterS
-			}
-			for at < r.d && r.attempts < maxBaselineAttempts {
-				st := r.attempt(start, at, cancelAt, 0, true)
-				if st.kind == stepShipped || st.kind == stepCut {
-					return
-				}
-				at = st.end
-				if st.kind == stepAbandoned || at >= cancelAt {
-					break // policy.Running: cut_over
-				}
-			}
-		}
-		if paid != nil {
-			r.repeat(paid, at)
-		}
-	}
-}
-
-// ledger replays a job the way the worst-of rule's files let it run: on
-// the first lane, and after each failed attempt where policy.Book sends
-// the next one (retry_free, cut_over or stop).
-func (r *baseRun) ledger(l *lane, bp policy.BookPolicy, free, paid *lane) {
-	var spent policy.Attempt
-	at := 0.0
-	for l != nil && at < r.d && r.attempts < maxBaselineAttempts {
-		st := r.attempt(l, at, noCancel, 0, false)
-		if st.kind != stepFailed {
-			return
-		}
-		spent.QueueS += st.end - at
-		at = st.end
-		switch policy.Book([]policy.Attempt{spent}, bp).Action {
-		case policy.RetryFree:
-			l = free
-		case policy.CutOver:
-			l = paid
-		default:
-			return
-		}
-	}
-}
-
 // Baseline is the replay of one class at one deadline under one strategy
 // (docs/backtest.md, "Baselines"). MetPct is rounded to 2 decimals, the
 // times to 2 (null without a met job), PaidUSD to 4.
@@ -678,20 +348,21 @@ type Baseline struct {
 	TunedS []float64 `json:"tuned_s,omitempty"`
 }
 
-// rows renders the accumulators, per class, deadline and strategy.
-func (bs *baselines) rows(b *Backtest) []Baseline {
-	if bs == nil {
+// rows renders the accumulators of the baselines, per class, deadline and
+// strategy (nil when none were asked for).
+func (rs *replays) rows(b *Backtest) []Baseline {
+	if !rs.baselines {
 		return nil
 	}
 	out := []Baseline{}
-	for ci, ds := range bs.deadlines {
+	for ci, ds := range rs.deadlines {
 		c := b.opts.Params.Classes[ci]
 		for di, d := range ds {
-			for si, s := range bs.strategies {
-				if !bs.configured(b, s) {
+			for si, s := range rs.strategies {
+				if !rs.configured(b, s) {
 					continue
 				}
-				a := &bs.acc[ci][di*len(bs.strategies)+si]
+				a := &rs.acc[ci][di*len(rs.strategies)+si]
 				tuned := s.kind == baseTuned || s.kind == baseTunedWeekly || s.kind == baseTunedHourly
 				if tuned && a.jobs == 0 {
 					continue // nothing to tune on: no tuning jobs
@@ -699,19 +370,10 @@ func (bs *baselines) rows(b *Backtest) []Baseline {
 				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met,
 					PaidUSD:      policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4),
 					FreeRequests: a.freeReq, AbandonedFreeRequests: a.abandoned, BurnedFreeTokens: a.burned}
-				if a.jobs > 0 {
-					row.MetPct = policy.Round(100*float64(a.met)/float64(a.jobs), 2)
-				}
-				if m, ok := percentile(a.times, 0.5); ok {
-					m = policy.Round(m, 2)
-					row.MedianTimeS = &m
-				}
-				if m, ok := percentile(a.times, 0.9); ok {
-					m = policy.Round(m, 2)
-					row.P90TimeS = &m
-				}
+				row.MetPct, row.MedianTimeS = a.metPct(), a.time(0.5)
+				row.P90TimeS = a.time(0.9)
 				if tuned {
-					row.TunedS = bs.tunedS(bs.tuners[ci][di], s.kind)
+					row.TunedS = rs.tunedS(rs.tuners[ci][di], s.kind)
 				}
 				out = append(out, row)
 			}
@@ -720,8 +382,44 @@ func (bs *baselines) rows(b *Backtest) []Baseline {
 	return out
 }
 
+// decisions renders the decisions: naive, paid and lanewatch at each
+// class's deadline.
+func (rs *replays) decisions(b *Backtest) []Decision {
+	out := []Decision{}
+	for ci, c := range b.opts.Params.Classes {
+		for si, s := range rs.strategies[:len(Strategies)] {
+			if !rs.configured(b, s) {
+				continue
+			}
+			a := &rs.acc[ci][si]
+			out = append(out, Decision{Class: c.Name, Strategy: s.name, Jobs: a.jobs, Met: a.met, MetPct: a.metPct(),
+				MedianTimeS: a.time(0.5), BurnedFreeTokens: a.burned, Attempts: a.attempts,
+				PaidUSD: policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4)})
+		}
+	}
+	return out
+}
+
+// metPct is the percent of jobs met, 2 decimals.
+func (a *baseAcc) metPct() float64 {
+	if a.jobs == 0 {
+		return 0
+	}
+	return policy.Round(100*float64(a.met)/float64(a.jobs), 2)
+}
+
+// time is the q-quantile of the met jobs' times, 2 decimals; nil without one.
+func (a *baseAcc) time(q float64) *float64 {
+	m, ok := percentile(a.times, q)
+	if !ok {
+		return nil
+	}
+	m = policy.Round(m, 2)
+	return &m
+}
+
 // tunedS returns the T (seconds) of each pick of a tuned strategy.
-func (bs *baselines) tunedS(t *tuner, kind baseKind) []float64 {
+func (rs *replays) tunedS(t *tuner, kind baseKind) []float64 {
 	var picks []int
 	switch kind {
 	case baseTuned:
@@ -734,7 +432,7 @@ func (bs *baselines) tunedS(t *tuner, kind baseKind) []float64 {
 	out := make([]float64, len(picks))
 	for i, k := range picks {
 		if k >= 0 {
-			out[i] = bs.strategies[bs.fallbacks[k]].t
+			out[i] = rs.strategies[rs.fallbacks[k]].t
 		}
 	}
 	return out

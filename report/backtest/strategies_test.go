@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"bufio"
+
 	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
 )
 
 func baseline(t *testing.T, r Report, class string, deadline float64, strategy string) Baseline {
@@ -317,6 +320,23 @@ func TestTunedBaselines(t *testing.T) {
 	}
 }
 
+// The tuned baselines may pick the grid's first T: on a lane that always
+// answers in 5 s every fallback@T meets every job for nothing, and the
+// shortest, 10 s, wins; each tuned row replays the window's jobs as
+// fallback@10.
+func TestTunedBaselinesPickTheFirstT(t *testing.T) {
+	from := day0.AddDate(0, 0, 8)
+	opts := Options{Params: params(1), From: from, To: from.AddDate(0, 0, 1), Fallbacks: []float64{10, 30}, TuneDays: 7}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To.Add(2*time.Hour), func(time.Time) (float64, bool) { return 5, true }))
+	fb := baseline(t, r, "interactive", 60, "fallback@10")
+	for _, s := range []string{StrategyTuned, StrategyTunedWeekly, StrategyTunedHourly} {
+		b := baseline(t, r, "interactive", 60, s)
+		if b.Jobs != fb.Jobs || b.Met != fb.Met || b.TunedS[0] != 10 {
+			t.Errorf("%s: %+v; want fallback@10's %d jobs, its T", s, b, fb.Jobs)
+		}
+	}
+}
+
 // Without tuning jobs (the history starts at the window) the tuned
 // baselines have nothing to pick from and are left out; -tune without
 // -fallback asks for nothing.
@@ -331,5 +351,162 @@ func TestTunedBaselinesNeedHistory(t *testing.T) {
 	}
 	if (Options{TuneDays: 7}).tuned() {
 		t.Error("TuneDays without Fallbacks asks for tuned baselines")
+	}
+}
+
+// Each class's decisions land in its own row (issue 22 #14:
+// `ci*len(Strategies)+si` → `ci/len(Strategies)+si` put class 1's jobs in
+// class 0's row). Jobs arrive at 10:06, 10:26, ... 11:46; interactive
+// (60 s, horizon 1h01m) replays the first three, batch (600 s, horizon
+// 1h10m) the first two, as the newest probe is at 11:47:01.
+func TestDecisionsPerClass(t *testing.T) {
+	p := params(1)
+	p.Classes = append(p.Classes, policy.ClassSpec{Name: "batch", DeadlineS: 600, CeilingTokens: 20000, EstTokens: 4000, PaidUSDPer1k: 0.001})
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }))
+	want := []Decision{
+		// 800 tokens: free 5 + 10 s, paid 1 + 5 s at 800 × 0.002 / 1000 USD.
+		{Class: "interactive", Strategy: "naive", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(15), Attempts: 3},
+		{Class: "interactive", Strategy: "paid", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3},
+		{Class: "interactive", Strategy: "lanewatch", Jobs: 3, Met: 3, MetPct: 100, MedianTimeS: fp(15), Attempts: 3},
+		// 4000 tokens: free 5 + 50 s, paid 1 + 25 s at 4000 × 0.001 / 1000 USD;
+		// the policy lists the free lane first (55 <= 600).
+		{Class: "batch", Strategy: "naive", Jobs: 2, Met: 2, MetPct: 100, MedianTimeS: fp(55), Attempts: 2},
+		{Class: "batch", Strategy: "paid", Jobs: 2, Met: 2, MetPct: 100, MedianTimeS: fp(26), PaidUSD: 0.008, Attempts: 2},
+		{Class: "batch", Strategy: "lanewatch", Jobs: 2, Met: 2, MetPct: 100, MedianTimeS: fp(55), Attempts: 2},
+	}
+	if !reflect.DeepEqual(r.Decisions, want) {
+		t.Errorf("decisions\n got %+v\nwant %+v", r.Decisions, want)
+		for _, d := range r.Decisions {
+			t.Logf("%s/%s median %s", d.Class, d.Strategy, f(d.MedianTimeS))
+		}
+	}
+	// 3 interactive jobs and 4 batch jobs left out, each for 3 strategies.
+	if r.DroppedReplays != 3*3+4*3 {
+		t.Errorf("dropped %d replays, want 21", r.DroppedReplays)
+	}
+}
+
+// The sweeps take up to MaxFallbacks timeouts of at least MinFallbackS and
+// up to MaxDeadlines deadlines of at least MinAttemptS, each at most
+// policy.MaxSeconds, repeats counted once; the class's own deadline given
+// again in -deadlines is replayed once.
+// (strategies.go checkSeconds: `len(out) > most` → `>=`, `x < least` →
+// `<=`, `x > policy.MaxSeconds` → `>=`; newBaselines `d != c.DeadlineS` →
+// `==`.)
+func TestBaselineSweepBounds(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	seq := func(n int) []float64 {
+		var xs []float64
+		for i := range n {
+			xs = append(xs, float64(i+1))
+		}
+		return xs
+	}
+	for _, tc := range []struct {
+		name                 string
+		fallbacks, deadlines []float64
+		ok                   bool
+		deadlinesOfClass     []float64
+	}{
+		{"16 fallbacks", seq(MaxFallbacks), nil, true, []float64{60}},
+		{"17 fallbacks, one repeated", append(seq(MaxFallbacks), 1), nil, true, []float64{60}},
+		{"17 fallbacks", seq(MaxFallbacks + 1), nil, false, nil},
+		{"the shortest fallback", []float64{MinFallbackS}, nil, true, []float64{60}},
+		{"the longest fallback", []float64{policy.MaxSeconds}, nil, true, []float64{60}},
+		{"past the longest fallback", []float64{policy.MaxSeconds * 1.0000001}, nil, false, nil},
+		{"16 deadlines", nil, seq(MaxDeadlines), true, append([]float64{60}, seq(MaxDeadlines)...)},
+		{"17 deadlines", nil, seq(MaxDeadlines + 1), false, nil},
+		{"the shortest deadline", nil, []float64{MinAttemptS}, true, []float64{60, MinAttemptS}},
+		{"the longest deadline", nil, []float64{policy.MaxSeconds}, true, []float64{60, policy.MaxSeconds}},
+		{"the class's own deadline again", nil, []float64{30, 60}, true, []float64{60, 30}},
+	} {
+		o := Options{Params: params(1), From: from, To: from.Add(1), Fallbacks: tc.fallbacks, Deadlines: tc.deadlines}
+		b, err := New(o)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: error %v, want ok %v", tc.name, err, tc.ok)
+			continue
+		}
+		if err == nil && !slices.Equal(b.rep.deadlines[0], tc.deadlinesOfClass) {
+			t.Errorf("%s: deadlines %v, want %v", tc.name, b.rep.deadlines[0], tc.deadlinesOfClass)
+		}
+	}
+}
+
+// met_pct is 100 × met / jobs rounded to 2 decimals, 0 without a job.
+// (strategies.go rows: `a.jobs > 0` → `>= 0`, `<= 0`; `100*float64(a.met)
+// /float64(a.jobs)` → `/`, `*`.)
+func TestBaselineMetPct(t *testing.T) {
+	bs := &replays{baselines: true, strategies: []baseStrategy{{kind: baseNaive, name: StrategyNaive}}, deadlines: [][]float64{{60, 30}},
+		acc: [][]baseAcc{{{jobs: 3, met: 2, times: []float32{10, 20}}, {}}}}
+	b := &Backtest{naive: &lane{}, opts: Options{Params: params(1)}}
+	rows := bs.rows(b)
+	if len(rows) != 2 || rows[0].MetPct != 66.67 || rows[1].MetPct != 0 || rows[1].Jobs != 0 {
+		t.Errorf("rows %+v; want met_pct 66.67 for 2 of 3, 0 without a job", rows)
+	}
+}
+
+// fallback@T needs both a free and a paid lane: with only a free lane the
+// report has naive and cancel-retry rows, no fallback or paid row.
+// (strategies.go configured: `b.naive != nil && b.paid != nil` → `||`.)
+func TestFallbackNeedsBothLanes(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour), Fallbacks: []float64{10}}
+	opts.Params.Lanes = opts.Params.Lanes[:1]
+	var ps []store.Probe
+	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 100, true }) {
+		if p.Lane == "free" {
+			ps = append(ps, p)
+		}
+	}
+	var got []string
+	for _, b := range run(t, opts, ps).Baselines {
+		got = append(got, b.Strategy)
+	}
+	if want := []string{StrategyNaive, StrategyLanewatch, "cancel-retry@10"}; !slices.Equal(got, want) {
+		t.Errorf("strategies %v, want %v", got, want)
+	}
+}
+
+// The table and the CSV have a baselines section only with baselines; the
+// table says how many replays were left out when some were.
+// (strategies.go writeBaselinesTable `r.Baselines == nil` → `!=`,
+// `r.DroppedBaselines > 0` → `>=`, `<=`; writeBaselinesCSV's `== nil`.)
+func TestBaselinesSections(t *testing.T) {
+	m := 1.25
+	one := []Baseline{{Class: "c", DeadlineS: 60, Strategy: "naive", Jobs: 2, Met: 1, MetPct: 50, MedianTimeS: &m, P90TimeS: &m, FreeRequests: 3}}
+	for _, tc := range []struct {
+		name         string
+		r            Report
+		table, noTab []string
+		csv          string
+	}{
+		{"none", Report{}, nil, []string{"baselines"}, ""},
+		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
+			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens,tuned_s\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0,\n"},
+		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
+	} {
+		var tb strings.Builder
+		bw := bufio.NewWriter(&tb)
+		writeBaselinesTable(bw, &tc.r)
+		_ = bw.Flush()
+		for _, w := range tc.table {
+			if !strings.Contains(tb.String(), w) {
+				t.Errorf("%s: table %q lacks %q", tc.name, tb.String(), w)
+			}
+		}
+		for _, w := range tc.noTab {
+			if strings.Contains(tb.String(), w) {
+				t.Errorf("%s: table %q has %q", tc.name, tb.String(), w)
+			}
+		}
+		if tc.name == "one row, 2 left out" {
+			continue
+		}
+		var cb strings.Builder
+		if err := writeBaselinesCSV(&cb, &tc.r); err != nil || cb.String() != tc.csv {
+			t.Errorf("%s: CSV %q, %v; want %q", tc.name, cb.String(), err, tc.csv)
+		}
 	}
 }

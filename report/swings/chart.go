@@ -1,6 +1,7 @@
 package swings
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"io"
@@ -19,10 +20,11 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// Chart size: wide enough for 24 hours and a legend column on the right.
+// The chart's size, and the space between its parts, in points.
 const (
 	chartW = 26 * vg.Centimeter
 	chartH = 14 * vg.Centimeter
+	pad    = vg.Length(10)
 )
 
 // ChartFormat is the image format for a file name: "png" for *.png, else "svg".
@@ -43,132 +45,117 @@ type ChartOptions struct {
 	Log bool
 }
 
-// legendSlack is how much wider than its text, as measured with the
-// built-in (Liberation Sans) metrics, the legend's column is. An SVG viewer
-// draws the text with whatever font it has (DejaVu Sans is about 15%
-// wider, Verdana about 25%); the text starts at the column's left edge and
-// grows into the slack instead of running off the image.
-const legendSlack = 1.45
+// slack is how much room a text that starts at its left edge gets, over
+// its width with the built-in (Liberation Sans) metrics: an SVG viewer
+// draws it with whatever font it has (DejaVu Sans is about 15% wider,
+// Verdana 25%), and the text grows into the slack, not off the image.
+const slack = 1.45
+
+// Caps of the texts, so that the plot keeps its width: a name in
+// characters, a legend entry and a deadline's name beside the plot as
+// measured.
+const (
+	chartNameW = 32
+	entryW     = vg.Length(150)
+	deadlineW  = vg.Length(80)
+)
 
 // WriteChart draws the report as a line chart: hour of day on x, seconds on
 // y, per lane a solid line with dots for the median of the hourly worsts, a
 // lighter dashed line for the worst, and a cross at each hour of day that
 // had failed probes. Hours without a value break the lines. A value that is
 // a lower bound (a failed probe waited at least that long) is an open ring
-// with a ">" beside it. Each class's deadline is a dotted horizontal line
-// labelled with the class's name; on a linear axis a deadline far above the
-// data (more than 3 times the largest worst) is left off the plot and named
-// in the legend instead. The legend, right of the plot, has one entry per
-// lane and a key to the marks.
+// with a ">" in it (a median that is one, instead of the cross). Each class's deadline is a dotted line named right of
+// the plot; on a linear axis a deadline far above the data (more than 3
+// times the largest worst) is left off and named in the legend. The legend
+// is below the plot: an entry per lane, then a key to the marks.
 func WriteChart(w io.Writer, r *Report, opt ChartOptions) error {
-	format := opt.Format
-	if format == "" {
-		format = "svg"
-	}
-	p, legend, err := chart(r, opt.Log)
+	ch, err := newChart(r, opt.Log)
 	if err != nil {
 		return err
 	}
-	c, err := draw.NewFormattedCanvas(chartW, chartH, format)
+	c, err := draw.NewFormattedCanvas(chartW, chartH, cmp.Or(opt.Format, "svg"))
 	if err != nil {
 		return fmt.Errorf("chart: %w", err)
 	}
 	dc := draw.New(c)
 	dc.SetColor(color.White) // under the legend too, not only the plot
 	dc.Fill(dc.Rectangle.Path())
-	lay := layout(legend)
-	plotArea := draw.Crop(dc, 0, -(lay.column + lay.pad), 0, 0)
-	if opt.Log {
-		// gonum/plot places a vertical axis label by the arithmetic middle
-		// of the range, which on a log scale pushes it off the top and
-		// squeezes the plot: draw the label here instead, beside the axis.
-		lbl := p.Y.Label
-		p.Y.Label.Text = ""
-		h := lbl.TextStyle.Height(lbl.Text)
-		descent := lbl.TextStyle.FontExtents().Descent
-		sty := lbl.TextStyle
-		sty.Rotation += math.Pi / 2
-		plotArea.FillText(sty, vg.Point{X: plotArea.Min.X + h - descent, Y: plotArea.Center().Y}, lbl.Text)
-		plotArea = draw.Crop(plotArea, h+descent+lbl.Padding, 0, 0, 0)
+	lay := ch.layout(dc)
+	ch.p.Draw(lay.plot)
+	for _, l := range lay.labels {
+		dc.FillText(l.sty, l.at, l.text)
 	}
-	p.Draw(plotArea)
-	legend.Draw(draw.Crop(dc, chartW-lay.column, -lay.pad, 0, -3*lay.pad))
+	for i := range lay.legends {
+		lay.legends[i].Draw(lay.areas[i])
+	}
 	if _, err := c.WriteTo(w); err != nil {
 		return fmt.Errorf("chart: %w", err)
 	}
 	return nil
 }
 
-// legendLayout is where the legend goes: a column of width column at the
-// right edge of the image (its text starting at the column's left edge),
-// the plot to its left, pad between them and at the image's edge.
-type legendLayout struct {
-	measured vg.Length // widest entry (thumbnail and text), built-in metrics
-	column   vg.Length // measured*legendSlack + pad
-	pad      vg.Length
+// chart is a report's plot with what goes beside it.
+type chart struct {
+	p          *plot.Plot
+	logY       bool
+	lanes, key []entry       // the legend's entries
+	lines      []plotter.XYs // every line of the plot, in data coordinates
+	bounds     int           // lower bounds marked
+	shown      []ClassLine   // the deadlines drawn
 }
 
-func layout(legend plot.Legend) legendLayout {
-	pad := vg.Points(10)
-	m := legendWidth(legend)
-	return legendLayout{measured: m, column: m*legendSlack + pad, pad: pad}
+// entry is one entry of the legend.
+type entry struct {
+	text   string
+	thumbs []plot.Thumbnailer
+}
+
+// label is a text drawn beside the plot, with its box (zero for the
+// y label of a log chart).
+type label struct {
+	text string
+	sty  text.Style
+	at   vg.Point
+	box  vg.Rectangle
+}
+
+// chartLayout is where a chart's parts go on a canvas.
+type chartLayout struct {
+	plot, data draw.Canvas // the plot with its axes, and its data area
+	labels     []label
+	legends    []plot.Legend // one per column, in areas
+	areas      []draw.Canvas
 }
 
 var (
-	gray      = color.RGBA{R: 90, G: 90, B: 90, A: 255}
-	gridColor = color.RGBA{R: 225, G: 225, B: 225, A: 255}
+	gray          = color.RGBA{R: 90, G: 90, B: 90, A: 255}
+	gridColor     = color.RGBA{R: 225, G: 225, B: 225, A: 255}
+	deadlineColor = color.RGBA{R: 60, G: 60, B: 60, A: 255}
+	// dotShapes tell lanes apart once the colors repeat (never a cross or
+	// a ring: they mark failures and lower bounds).
+	dotShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}
 )
 
-// laneColor is a dark palette color; the worst line is the same color, lighter.
-func laneColor(i int) color.Color { return plotutil.DarkColors[i%len(plotutil.DarkColors)] }
-
-// dotShapes tell lanes apart once the colors repeat (never a cross or a
-// ring: they mark failures and lower bounds).
-var dotShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}
-
-func laneShape(i int) draw.GlyphDrawer {
-	return dotShapes[(i/len(plotutil.DarkColors))%len(dotShapes)]
-}
-
-// legendNameW caps a lane or class name in the legend, in characters;
-// legendTextW caps any legend text as measured, so the plot keeps its width
-// (the legend's column is legendSlack times as wide).
-const (
-	legendNameW = 32
-	legendTextW = vg.Length(150) // points
-)
-
-// fitText returns name, cut (see truncate) until name+suffix measures at
-// most legendTextW in sty.
-func fitText(sty text.Style, name, suffix string) string {
-	for n := min(len(name), legendNameW); n > 3; n-- {
-		if s := truncate(name, n) + suffix; sty.Width(s) <= legendTextW {
-			return s
-		}
-	}
-	return truncate(name, 3) + suffix
-}
-
-func lighter(c color.Color) color.Color {
+// Styles: a lane's median, its worst (the same color, lighter), its dots,
+// failures and lower bounds; a deadline.
+func medianStyle(c color.Color) draw.LineStyle { return draw.LineStyle{Color: c, Width: vg.Points(2)} }
+func worstStyle(c color.Color) draw.LineStyle {
 	r, g, b, _ := c.RGBA()
 	mix := func(v uint32) uint8 { return uint8((v>>8)/2 + 255/2) }
-	return color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 255}
+	return draw.LineStyle{Color: color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 255}, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
 }
-
-func medianStyle(c color.Color) draw.LineStyle {
-	return draw.LineStyle{Color: c, Width: vg.Points(2)}
+func dotStyle(c color.Color, i int) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: dotShapes[(i/len(plotutil.DarkColors))%len(dotShapes)]}
 }
-
-func worstStyle(c color.Color) draw.LineStyle {
-	return draw.LineStyle{Color: lighter(c), Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}
-}
-
-func dotStyle(c color.Color, shape draw.GlyphDrawer) draw.GlyphStyle {
-	return draw.GlyphStyle{Color: c, Radius: vg.Points(2.5), Shape: shape}
-}
-
 func failStyle(c color.Color) draw.GlyphStyle {
 	return draw.GlyphStyle{Color: c, Radius: vg.Points(5), Shape: failGlyph{}}
+}
+func boundStyle(c color.Color, mark bool) draw.GlyphStyle {
+	return draw.GlyphStyle{Color: c, Radius: vg.Points(5), Shape: boundGlyph{mark}}
+}
+func deadlineStyle() draw.LineStyle {
+	return draw.LineStyle{Color: deadlineColor, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}}
 }
 
 // failGlyph is a bold cross on a white halo, visible on top of a line and its dots.
@@ -176,55 +163,71 @@ type failGlyph struct{}
 
 func (failGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 	r := sty.Radius * 0.7071
-	cross := func(width vg.Length, col color.Color) {
-		c.SetLineStyle(draw.LineStyle{Color: col, Width: width})
-		var p vg.Path
-		p.Move(vg.Point{X: pt.X - r, Y: pt.Y - r})
-		p.Line(vg.Point{X: pt.X + r, Y: pt.Y + r})
-		c.Stroke(p)
-		p = p[:0]
-		p.Move(vg.Point{X: pt.X - r, Y: pt.Y + r})
-		p.Line(vg.Point{X: pt.X + r, Y: pt.Y - r})
-		c.Stroke(p)
+	for _, st := range []draw.LineStyle{{Color: color.White, Width: vg.Points(4.5)}, {Color: sty.Color, Width: vg.Points(2)}} {
+		c.StrokeLine2(st, pt.X-r, pt.Y-r, pt.X+r, pt.Y+r)
+		c.StrokeLine2(st, pt.X-r, pt.Y+r, pt.X+r, pt.Y-r)
 	}
-	cross(vg.Points(4.5), color.White)
-	cross(vg.Points(2), sty.Color)
 }
 
-// chart builds the plot and its legend (drawn apart, beside the plot, so
-// that it never hides a line).
-func chart(r *Report, logY bool) (*plot.Plot, plot.Legend, error) {
+// boundGlyph is a ring on a white disc, so that it reads as open on top of
+// a line, with a ">" in it (mark; the legend's has its ">" beside it).
+type boundGlyph struct{ mark bool }
+
+func (g boundGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	var ring vg.Path
+	ring.Move(vg.Point{X: pt.X + sty.Radius, Y: pt.Y})
+	ring.Arc(pt, sty.Radius, 0, 2*math.Pi)
+	ring.Close()
+	c.SetColor(color.White)
+	c.Fill(ring)
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.5)})
+	c.Stroke(ring)
+	if g.mark {
+		t := sans(8)
+		t.Color, t.XAlign, t.YAlign = sty.Color, text.XCenter, text.YCenter
+		c.FillText(t, pt, ">")
+	}
+}
+
+// sans is the chart's text style at size points.
+func sans(size vg.Length) text.Style {
+	sty := text.Style{Color: color.Black, Font: font.From(plot.DefaultFont, size), Handler: plot.DefaultTextHandler}
+	sty.Font.Variant = "Sans"
+	return sty
+}
+
+// fitText returns name, cut (see truncate) until name+suffix measures at
+// most limit in sty.
+func fitText(sty text.Style, name, suffix string, limit vg.Length) string {
+	for n := min(len(name), chartNameW); n > 3; n-- {
+		if s := truncate(name, n) + suffix; sty.Width(s) <= limit {
+			return s
+		}
+	}
+	return truncate(name, 3) + suffix
+}
+
+// newChart builds the plot of the report and the legend's entries.
+func newChart(r *Report, logY bool) (*chart, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Queue time to first token by hour of day\nlast %d days, %s", r.Days, r.Timezone)
 	if !r.To.IsZero() {
 		p.Title.Text = fmt.Sprintf("Queue time to first token by hour of day\n%d days to %s (%s)", r.Days, r.To.In(r.location()).Format(tableTime), r.Timezone)
 	}
 	if logY {
-		// Not in the y label: a longer label squeezes the plot.
-		p.Title.Text += ", log scale"
+		p.Title.Text += ", log scale" // not in the y label: a longer label squeezes the plot
 	}
-	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = fmt.Sprintf("hour of day (%s)", r.Timezone)
-	p.Y.Label.Text = "seconds before the first token"
-	p.X.Label.TextStyle.Font.Size = vg.Points(12)
-	p.Y.Label.TextStyle.Font.Size = vg.Points(12)
-	p.X.Min, p.X.Max = -0.5, HoursPerDay-0.5
-	p.X.Tick.Marker = hourTicks{}
+	p.X.Label.Text, p.Y.Label.Text = fmt.Sprintf("hour of day (%s)", r.Timezone), "seconds before the first token"
 	for _, sty := range []*text.Style{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label} {
 		sty.Font.Variant = "Sans"
 	}
-
+	p.Title.TextStyle.Font.Size, p.X.Label.TextStyle.Font.Size, p.Y.Label.TextStyle.Font.Size = 14, 12, 12
+	p.X.Tick.Marker, p.Y.Tick.Marker = hourTicks{}, secondsTicks{}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
 	p.Add(grid)
-
-	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
-	legend.Padding = vg.Points(4)
-	legend.ThumbnailWidth = vg.Points(24)
-	legend.TextStyle.Font.Variant = "Sans"
-	legend.TextStyle.Font.Size = vg.Points(11)
+	ch := &chart{p: p, logY: logY}
 
 	// The y range: the data, then the deadlines that fit it.
 	dataTop, minPos := 0.0, math.Inf(1)
@@ -242,65 +245,76 @@ func chart(r *Report, logY bool) (*plot.Plot, plot.Legend, error) {
 			}
 		}
 	}
-	var shown, hidden []ClassLine
+	var hidden []ClassLine
 	for _, c := range r.Classes {
 		if logY || dataTop == 0 || c.DeadlineS <= 3*dataTop {
-			shown = append(shown, c)
+			ch.shown = append(ch.shown, c)
 			note(c.DeadlineS)
 		} else {
 			hidden = append(hidden, c)
 		}
 	}
-	top := dataTop
-	var floor float64 // log scale: where 0 and anything below sit
+	top, floor := cmp.Or(dataTop, 1), 0.0 // floor: where 0 and anything below sit on a log scale
 	if logY {
+		// A decade step below the smallest value, so that a 0 (drawn on
+		// the floor) stays apart from it.
 		if math.IsInf(minPos, 1) {
 			minPos = 1
 		}
-		// A decade step below the smallest value, so that a 0 (drawn
-		// on the floor) stays apart from it.
-		floor = math.Pow(10, math.Floor(math.Log10(minPos)))
-		if floor >= minPos {
+		if floor = math.Pow(10, math.Floor(math.Log10(minPos))); floor >= minPos {
 			floor /= 10
 		}
-		top = max(top, floor*10)
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks{}
-		p.Y.Min, p.Y.Max = floor, top*1.3
-	} else {
-		if top <= 0 {
-			top = 1
-		}
-		p.Y.Tick.Marker = secondsTicks{}
-		p.Y.Min, p.Y.Max = 0, top*1.08
+		top = max(dataTop, floor*10)
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 	}
 	y := func(v float64) float64 { return max(v, floor) }
+	add := func(pts plotter.XYs, sty draw.LineStyle) error {
+		ln, err := plotter.NewLine(pts)
+		if err != nil {
+			return fmt.Errorf("chart: %w", err)
+		}
+		ln.LineStyle = sty
+		p.Add(ln)
+		ch.lines = append(ch.lines, pts)
+		return nil
+	}
+	scatter := func(pts plotter.XYs, sty draw.GlyphStyle) error {
+		if len(pts) == 0 {
+			return nil
+		}
+		s, err := plotter.NewScatter(pts)
+		if err != nil {
+			return fmt.Errorf("chart: %w", err)
+		}
+		s.GlyphStyle = sty
+		p.Add(s)
+		return nil
+	}
 
+	legendSty := sans(11)
 	for i, l := range r.Lanes {
-		c := laneColor(i)
-		var med, medBound, worstBound, fails plotter.XYs
-		var medSegs, worstSegs []plotter.XYs
-		var fromMed, fromWorst plotter.XYs
+		c := plotutil.DarkColors[i%len(plotutil.DarkColors)]
+		var med, bounds, fails, runMed, runWorst plotter.XYs
+		var segs [][2]plotter.XYs // runs of consecutive hours: median, worst
 		for _, h := range l.Hours {
 			x := float64(h.Hour)
 			if h.HasQueue() {
-				pt := plotter.XY{X: x, Y: y(h.MedianS)}
+				pt, wpt := plotter.XY{X: x, Y: y(h.MedianS)}, plotter.XY{X: x, Y: y(h.WorstS)}
 				if h.MedianCensored {
-					medBound = append(medBound, pt)
+					bounds = append(bounds, pt)
 				} else {
 					med = append(med, pt)
 				}
-				fromMed = append(fromMed, pt)
-				wpt := plotter.XY{X: x, Y: y(h.WorstS)}
-				fromWorst = append(fromWorst, wpt)
 				if h.Censored {
-					worstBound = append(worstBound, wpt)
+					bounds = append(bounds, wpt)
 				}
-			} else {
-				medSegs, worstSegs = appendSeg(medSegs, fromMed), appendSeg(worstSegs, fromWorst)
-				fromMed, fromWorst = nil, nil
+				runMed, runWorst = append(runMed, pt), append(runWorst, wpt)
 			}
-			if h.Failures > 0 {
+			if (!h.HasQueue() || h.Hour == HoursPerDay-1) && len(runMed) > 0 {
+				segs = append(segs, [2]plotter.XYs{runMed, runWorst})
+				runMed, runWorst = nil, nil
+			}
+			if h.Failures > 0 && !h.MedianCensored { // a ring there says it too
 				v := 0.0
 				if h.HasQueue() {
 					v = h.MedianS
@@ -308,53 +322,15 @@ func chart(r *Report, logY bool) (*plot.Plot, plot.Legend, error) {
 				fails = append(fails, plotter.XY{X: x, Y: y(v)})
 			}
 		}
-		medSegs, worstSegs = appendSeg(medSegs, fromMed), appendSeg(worstSegs, fromWorst)
-
-		for _, seg := range worstSegs {
-			ln, err := plotter.NewLine(seg)
-			if err != nil {
-				return nil, legend, fmt.Errorf("chart: %w", err)
+		for _, sg := range segs {
+			if err := cmp.Or(add(sg[1], worstStyle(c)), add(sg[0], medianStyle(c))); err != nil {
+				return nil, err
 			}
-			ln.LineStyle = worstStyle(c)
-			p.Add(ln)
 		}
-		medLine := &plotter.Line{LineStyle: medianStyle(c)}
-		for _, seg := range medSegs {
-			ln, err := plotter.NewLine(seg)
-			if err != nil {
-				return nil, legend, fmt.Errorf("chart: %w", err)
-			}
-			ln.LineStyle = medianStyle(c)
-			p.Add(ln)
+		if err := cmp.Or(scatter(med, dotStyle(c, i)), scatter(bounds, boundStyle(c, true)), scatter(fails, failStyle(c))); err != nil {
+			return nil, err
 		}
-		dots := &plotter.Scatter{GlyphStyle: dotStyle(c, laneShape(i))}
-		bounds := append(slices.Clone(medBound), worstBound...)
-		for _, set := range []struct {
-			pts plotter.XYs
-			sty draw.GlyphStyle
-		}{
-			{med, dotStyle(c, laneShape(i))},
-			{bounds, boundStyle(c)},
-			{fails, failStyle(c)},
-		} {
-			if len(set.pts) == 0 {
-				continue
-			}
-			s, err := plotter.NewScatter(set.pts)
-			if err != nil {
-				return nil, legend, fmt.Errorf("chart: %w", err)
-			}
-			s.GlyphStyle = set.sty
-			p.Add(s)
-		}
-		if len(bounds) > 0 {
-			lb, err := boundLabels(bounds, c)
-			if err != nil {
-				return nil, legend, err
-			}
-			p.Add(lb)
-		}
-
+		ch.bounds += len(bounds)
 		suffix := ""
 		switch {
 		case l.Records == 0:
@@ -362,133 +338,124 @@ func chart(r *Report, logY bool) (*plot.Plot, plot.Legend, error) {
 		case !l.Swing.OK:
 			suffix = " (no ok probe)"
 		}
-		legend.Add(fitText(legend.TextStyle, l.Name, suffix), medLine, dots)
+		ch.lanes = append(ch.lanes, entry{fitText(legendSty, l.Name, suffix, entryW),
+			[]plot.Thumbnailer{&plotter.Line{LineStyle: medianStyle(c)}, &plotter.Scatter{GlyphStyle: dotStyle(c, i)}}})
 	}
-
-	for _, c := range shown {
-		ln, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: c.DeadlineS}, {X: p.X.Max, Y: c.DeadlineS}})
-		if err != nil {
-			return nil, legend, fmt.Errorf("chart: %w", err)
+	for _, c := range ch.shown {
+		if err := add(plotter.XYs{{X: -0.5, Y: c.DeadlineS}, {X: HoursPerDay - 0.5, Y: c.DeadlineS}}, deadlineStyle()); err != nil {
+			return nil, err
 		}
-		ln.LineStyle = deadlineStyle()
-		p.Add(ln)
-		// Labelled at the left end, left-aligned: a viewer's wider font
-		// grows the text into the plot, not into the legend.
-		lb, err := plotter.NewLabels(plotter.XYLabels{
-			XYs:    plotter.XYs{{X: p.X.Min, Y: c.DeadlineS}},
-			Labels: []string{truncate(c.Name, 24) + " deadline " + secsLabel(c.DeadlineS) + " s"},
-		})
-		if err != nil {
-			return nil, legend, fmt.Errorf("chart: %w", err)
-		}
-		lb.TextStyle[0].Color = deadlineColor
-		lb.TextStyle[0].Font.Variant = "Sans"
-		lb.Offset = vg.Point{X: vg.Points(3), Y: vg.Points(2)}
-		p.Add(lb)
 	}
-	// Lines and labels set the axes' ranges as they are added: set them again.
-	if logY {
-		p.Y.Min, p.Y.Max = floor, top*1.3
-	} else {
-		p.Y.Min, p.Y.Max = 0, top*1.08
-	}
+	// Lines set the axes' ranges as they are added: set them last.
 	p.X.Min, p.X.Max = -0.5, HoursPerDay-0.5
+	p.Y.Min, p.Y.Max = floor, top*1.08
+	if logY {
+		p.Y.Max = top * 1.3
+	}
 
-	// Key to the marks, shared by every lane.
-	legend.Add("")
-	legend.Add("median of hourly worsts", &plotter.Line{LineStyle: medianStyle(gray)}, &plotter.Scatter{GlyphStyle: dotStyle(gray, draw.CircleGlyph{})})
-	legend.Add("worst (max)", &plotter.Line{LineStyle: worstStyle(gray)})
-	legend.Add("hour with failed probes", &plotter.Scatter{GlyphStyle: failStyle(gray)})
-	legend.Add("> lower bound (failed probe)", &plotter.Scatter{GlyphStyle: boundStyle(gray)})
+	ch.key = []entry{
+		{"median of hourly worsts", []plot.Thumbnailer{&plotter.Line{LineStyle: medianStyle(gray)}, &plotter.Scatter{GlyphStyle: dotStyle(gray, 0)}}},
+		{"worst (max)", []plot.Thumbnailer{&plotter.Line{LineStyle: worstStyle(gray)}}},
+		{"hour with failed probes", []plot.Thumbnailer{&plotter.Scatter{GlyphStyle: failStyle(gray)}}},
+		{"> lower bound (failed probe)", []plot.Thumbnailer{&plotter.Scatter{GlyphStyle: boundStyle(gray, false)}}},
+	}
 	if len(r.Classes) > 0 {
-		legend.Add("class deadline", &plotter.Line{LineStyle: deadlineStyle()})
+		ch.key = append(ch.key, entry{"class deadline", []plot.Thumbnailer{&plotter.Line{LineStyle: deadlineStyle()}}})
 	}
 	for _, c := range hidden {
-		legend.Add(fitText(legend.TextStyle, c.Name, " "+secsLabel(c.DeadlineS)+" s: above"))
+		ch.key = append(ch.key, entry{text: fitText(legendSty, c.Name, " "+secsLabel(c.DeadlineS)+" s: above", entryW)})
 	}
 	if len(hidden) > 0 {
-		legend.Add("(-log draws them all)")
+		ch.key = append(ch.key, entry{text: "(-log draws them all)"})
 	}
-	return p, legend, nil
+	return ch, nil
 }
 
-var deadlineColor = color.RGBA{R: 60, G: 60, B: 60, A: 255}
-
-func deadlineStyle() draw.LineStyle {
-	return draw.LineStyle{Color: deadlineColor, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}}
-}
-
-// boundStyle marks a lower bound: an open ring, white inside.
-func boundStyle(c color.Color) draw.GlyphStyle {
-	return draw.GlyphStyle{Color: c, Radius: vg.Points(4), Shape: boundGlyph{}}
-}
-
-// boundGlyph is a ring on a white disc, so that it reads as open on top of a line.
-type boundGlyph struct{}
-
-func (boundGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
-	c.SetColor(color.White)
-	c.Fill(circle(pt, sty.Radius))
-	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.5)})
-	c.Stroke(circle(pt, sty.Radius))
-}
-
-func circle(pt vg.Point, r vg.Length) vg.Path {
-	var p vg.Path
-	p.Move(vg.Point{X: pt.X + r, Y: pt.Y})
-	p.Arc(pt, r, 0, 2*math.Pi)
-	p.Close()
-	return p
-}
-
-// boundLabels puts a ">" left of each lower-bound mark.
-func boundLabels(pts plotter.XYs, c color.Color) (*plotter.Labels, error) {
-	labels := make([]string, len(pts))
-	for i := range labels {
-		labels[i] = ">"
+// layout places the chart on dc: the legend in columns along the bottom,
+// as many as fit and as few rows as they allow, the lanes' columns then
+// the key's; the deadlines' names in a margin right of the plot, level
+// with their lines (pushed apart where they would touch); the plot in the
+// rest.
+func (ch *chart) layout(dc draw.Canvas) chartLayout {
+	var lay chartLayout
+	legendSty := sans(11)
+	colW := vg.Length(1)
+	for _, e := range append(slices.Clone(ch.lanes), ch.key...) {
+		colW = max(colW, vg.Points(24)+legendSty.Width(" "+e.text)*slack+pad)
 	}
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
-	if err != nil {
-		return nil, fmt.Errorf("chart: %w", err)
+	cols, rows := max(2, int((chartW-2*pad)/colW)), 1 // entryW keeps two
+	for (len(ch.lanes)+rows-1)/rows+(len(ch.key)+rows-1)/rows > cols {
+		rows++
 	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].Color = c
-		lb.TextStyle[i].Font = font.From(lb.TextStyle[i].Font, vg.Points(11))
-		lb.TextStyle[i].Font.Variant = "Sans"
-		lb.TextStyle[i].XAlign = text.XRight
-		lb.TextStyle[i].YAlign = text.YCenter
+	legendH := vg.Length(rows)*(legendSty.Height("Xg")+vg.Points(4)) + pad
+	colW = (chartW - 2*pad) / vg.Length(cols)
+	for _, g := range [][]entry{ch.lanes, ch.key} {
+		for i := 0; i < len(g); i += rows {
+			leg := plot.NewLegend()
+			leg.Top, leg.Left, leg.Padding, leg.ThumbnailWidth, leg.TextStyle = true, true, vg.Points(4), vg.Points(24), legendSty
+			for _, e := range g[i:min(i+rows, len(g))] {
+				leg.Add(e.text, e.thumbs...)
+			}
+			left := pad + vg.Length(len(lay.legends))*colW
+			lay.legends = append(lay.legends, leg)
+			lay.areas = append(lay.areas, draw.Crop(dc, left, left+colW-chartW, 0, legendH-chartH))
+		}
 	}
-	lb.Offset = vg.Point{X: -vg.Points(5)}
-	return lb, nil
+
+	nameSty := sans(10)
+	nameSty.Color, nameSty.YAlign = deadlineColor, text.YCenter
+	margin := pad
+	for _, c := range ch.shown {
+		margin = max(margin, nameSty.Width(fitText(nameSty, c.Name, deadlineSuffix(c), deadlineW))*slack+pad)
+	}
+	lay.plot = draw.Crop(dc, 0, -margin, legendH, 0)
+	if ch.logY {
+		// gonum/plot places a vertical axis label by the arithmetic middle
+		// of the range, which on a log scale pushes it off the top and
+		// squeezes the plot: it goes beside the axis instead.
+		lbl := ch.p.Y.Label
+		ch.p.Y.Label.Text = ""
+		h, descent := lbl.TextStyle.Height(lbl.Text), lbl.TextStyle.FontExtents().Descent
+		lbl.TextStyle.Rotation += math.Pi / 2
+		lay.labels = append(lay.labels, label{text: lbl.Text, sty: lbl.TextStyle, at: vg.Point{X: lay.plot.Min.X + h - descent, Y: lay.plot.Center().Y}})
+		lay.plot = draw.Crop(lay.plot, h+descent+lbl.Padding, 0, 0, 0)
+	}
+	lay.data = ch.p.DataCanvas(lay.plot)
+	_, y := ch.p.Transforms(&lay.data)
+	var names []label
+	for _, c := range ch.shown {
+		names = append(names, label{text: fitText(nameSty, c.Name, deadlineSuffix(c), deadlineW), sty: nameSty,
+			at: vg.Point{X: lay.data.Max.X + pad/2, Y: y(c.DeadlineS)}})
+	}
+	slices.SortFunc(names, func(a, b label) int { return cmp.Compare(a.at.Y, b.at.Y) })
+	h := nameSty.Height("Xg")
+	for i := range names {
+		n := &names[i]
+		if i > 0 {
+			n.at.Y = max(n.at.Y, names[i-1].at.Y+h)
+		}
+		n.box = vg.Rectangle{Min: vg.Point{X: n.at.X, Y: n.at.Y - h/2}, Max: vg.Point{X: n.at.X + nameSty.Width(n.text), Y: n.at.Y + h/2}}
+	}
+	lay.labels = append(lay.labels, names...)
+	return lay
 }
+
+// deadlineSuffix follows a class's name beside its deadline.
+func deadlineSuffix(c ClassLine) string { return " " + secsLabel(c.DeadlineS) + " s" }
 
 // secsLabel writes seconds without trailing zeros: 60, 0.5, 3600.
 func secsLabel(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// appendSeg adds a run of consecutive hours, if any.
-func appendSeg(segs []plotter.XYs, run plotter.XYs) []plotter.XYs {
-	if len(run) == 0 {
-		return segs
-	}
-	return append(segs, run)
-}
-
-func legendWidth(l plot.Legend) vg.Length {
-	r := l.Rectangle(draw.Canvas{})
-	return r.Max.X - r.Min.X
-}
 
 // hourTicks labels every third hour and marks the others.
 type hourTicks struct{}
 
 func (hourTicks) Ticks(float64, float64) []plot.Tick {
-	ticks := make([]plot.Tick, 0, HoursPerDay)
-	for h := range HoursPerDay {
-		t := plot.Tick{Value: float64(h)}
+	ticks := make([]plot.Tick, HoursPerDay)
+	for h := range ticks {
+		ticks[h].Value = float64(h)
 		if h%3 == 0 {
-			t.Label = fmt.Sprintf("%02d", h)
+			ticks[h].Label = fmt.Sprintf("%02d", h)
 		}
-		ticks = append(ticks, t)
 	}
 	return ticks
 }
@@ -502,15 +469,12 @@ func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(span > 0) {
 		return []plot.Tick{{Value: lo, Label: fmt.Sprintf("%g", lo)}}
 	}
-	step := 0.0
+	step := span / 8
 	for _, s := range []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600} {
 		if span/s <= 10 {
 			step = s
 			break
 		}
-	}
-	if step == 0 {
-		step = span / 8
 	}
 	dec := 0
 	for d := step; d < 1 && dec < 3; d *= 10 {
@@ -518,8 +482,7 @@ func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {
 	}
 	var ticks []plot.Tick
 	for k := math.Ceil(lo / step); k*step <= hi+step*1e-9; k++ {
-		v := k * step
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', dec, 64)})
+		ticks = append(ticks, plot.Tick{Value: k * step, Label: strconv.FormatFloat(k*step, 'f', dec, 64)})
 	}
 	return ticks
 }
@@ -534,10 +497,6 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 		return []plot.Tick{{Value: math.Max(lo, 1e-3), Label: secsLabel(math.Max(lo, 1e-3))}}
 	}
 	first, last := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
-	labelled := map[int]bool{1: true, 2: true, 5: true}
-	if last-first > 3 {
-		labelled = map[int]bool{1: true}
-	}
 	var ticks []plot.Tick
 	for k := first; k <= last; k++ {
 		for m := 1; m <= 9; m++ {
@@ -547,7 +506,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if labelled[m] {
+			if m == 1 || (last-first <= 3 && (m == 2 || m == 5)) {
 				t.Label = secsLabel(v)
 			}
 			ticks = append(ticks, t)

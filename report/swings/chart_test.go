@@ -1,44 +1,116 @@
 package swings
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/lanewatch/lanewatch/store"
 )
 
-// The legend's column leaves room for a font legendSlack times as wide as
-// the built-in metrics, and the plot and the column fit the image.
-func TestLegendLayout(t *testing.T) {
-	long := strings.Repeat("w", 60) // wide letters, cut to legendNameW
+// The chart uses its width and no label meets a line (issue 31: the plot
+// took 58% of the width beside a legend column, a third of the image
+// empty, and the ">" of a lower bound sat beside its ring on the line
+// running into it; it is in the ring now). For reports with lower bounds
+// on rising and falling lines, deadlines among the data and long names:
+// the data area spans at least 70% of the image (79-81% with these names,
+// 73% with the longest name the margin takes), the legend's columns below
+// do not reach into the plot, every label's box (a deadline's name) is
+// clear of every line, checked every tenth of a point along each segment,
+// and every lower bound is marked.
+func TestChartLayout(t *testing.T) {
+	long := strings.Repeat("w", 60) // wide letters, cut to chartNameW
+	censored := layoutCensored()
 	for _, tc := range []struct {
-		name  string
-		lanes []Lane
+		name   string
+		r      *Report
+		bounds int
 	}{
-		{"short names", []Lane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}},
-		{"long names", []Lane{{Name: long, Kind: "free"}, {Name: "W" + long, Kind: "paid"}}},
-		{"no lanes", nil},
+		{"lower bounds", censored, 5},
+		{"deadlines among the data", layoutDeadlines(), 0},
+		{"long names", Compute(nil, Options{Location: time.UTC, Days: 7, Lanes: []Lane{{Name: long, Kind: "free"}, {Name: "W" + long, Kind: "paid"}},
+			Classes: []ClassLine{{Name: long, DeadlineS: 1e6}}}), 0},
+		{"no lanes", Compute(nil, Options{Location: time.UTC, Days: 7}), 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := Compute(nil, Options{Location: time.UTC, Days: 7, Lanes: tc.lanes, Classes: []ClassLine{{Name: long, DeadlineS: 1e6}}})
-			for _, logY := range []bool{false, true} {
-				_, legend, err := chart(r, logY)
+		for _, logY := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s log=%v", tc.name, logY), func(t *testing.T) {
+				ch, err := newChart(tc.r, logY)
 				if err != nil {
 					t.Fatal(err)
 				}
-				lay := layout(legend)
-				if lay.measured <= 0 {
-					t.Fatalf("legend measured %v wide", lay.measured)
+				c := vgimg.New(chartW, chartH)
+				lay := ch.layout(draw.New(c))
+				if share := (lay.data.Max.X - lay.data.Min.X) / chartW; share < 0.7 {
+					t.Errorf("the data area is %.0f%% of the width, want at least 70%%", 100*share)
 				}
-				if room := lay.column - lay.pad; room < 1.4*lay.measured {
-					t.Errorf("legend column %v for text %v wide: under 1.4x", room, lay.measured)
+				for _, a := range lay.areas {
+					if a.Max.Y > lay.plot.Min.Y || a.Min.X < 0 || a.Max.X > chartW {
+						t.Errorf("a legend column %v reaches into the plot %v or off the image", a.Rectangle, lay.plot.Rectangle)
+					}
 				}
-				if plotW := chartW - lay.column - lay.pad; plotW < chartW/2 {
-					t.Errorf("the legend leaves the plot %v of %v", plotW, chartW)
+				x, y := ch.p.Transforms(&lay.data)
+				for _, l := range lay.labels {
+					if l.box == (vg.Rectangle{}) {
+						continue // the y label of a log chart, beside the axis
+					}
+					for _, ln := range ch.lines {
+						for i := 1; i < len(ln); i++ {
+							a, b := vg.Point{X: x(ln[i-1].X), Y: y(ln[i-1].Y)}, vg.Point{X: x(ln[i].X), Y: y(ln[i].Y)}
+							steps := int(10*math.Hypot(float64(b.X-a.X), float64(b.Y-a.Y))) + 1
+							for k := 0; k <= steps; k++ {
+								f := vg.Length(k) / vg.Length(steps)
+								if p := (vg.Point{X: a.X + f*(b.X-a.X), Y: a.Y + f*(b.Y-a.Y)}); l.box.Min.X <= p.X && p.X <= l.box.Max.X && l.box.Min.Y <= p.Y && p.Y <= l.box.Max.Y {
+									t.Fatalf("label %q at %v meets the line %v at %v", l.text, l.box, ln, p)
+								}
+							}
+						}
+					}
 				}
-			}
-		})
+				if ch.bounds != tc.bounds {
+					t.Errorf("%d lower bounds marked, want %d", ch.bounds, tc.bounds)
+				}
+			})
+		}
 	}
+}
+
+// layoutCensored is a lane rising to a censored peak at 13h and falling,
+// a censored worst on a rising stretch at 9h and a censored median on a
+// falling one at 17h, another lane across them, and two deadlines.
+func layoutCensored() *Report {
+	var recs []store.Hourly
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for d := range 7 {
+		for h := range HoursPerDay {
+			at := start.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)
+			q := 2 + 10*math.Exp(-math.Pow(float64(h-13)/3, 2))
+			r := store.Hourly{Lane: "peaky", Kind: "free", Hour: at, WorstQueueS: q, Samples: 4}
+			if h == 13 || (h == 9 && d == 0) || (h == 17 && d < 4) {
+				r.Failures, r.WorstCensoredS = 1, q+8
+			}
+			recs = append(recs, r, store.Hourly{Lane: "flat", Kind: "paid", Hour: at, WorstQueueS: 6 + float64(h%3), Samples: 4})
+		}
+	}
+	return Compute(recs, Options{Location: time.UTC, From: start, To: start.AddDate(0, 0, 7), Days: 7,
+		Classes: []ClassLine{{Name: "interactive", DeadlineS: 10}, {Name: "batch", DeadlineS: 11}}})
+}
+
+// layoutDeadlines has a deadline on the data's level and one far above it.
+func layoutDeadlines() *Report {
+	var recs []store.Hourly
+	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for h := range HoursPerDay {
+		recs = append(recs, store.Hourly{Lane: "a", Kind: "free", Hour: start.Add(time.Duration(h) * time.Hour), WorstQueueS: 3 + float64(h%4), Samples: 2})
+	}
+	return Compute(recs, Options{Location: time.UTC, From: start, To: start.AddDate(0, 0, 1), Days: 1,
+		Classes: []ClassLine{{Name: "interactive", DeadlineS: 4}, {Name: "night", DeadlineS: 1800}}})
 }
 
 // The log axis carries labelled values at 1, 2, 5 of each decade, all > 0

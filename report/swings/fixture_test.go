@@ -52,3 +52,41 @@ func weekOptions() swings.Options {
 		Lanes:    []swings.Lane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}},
 	}
 }
+
+// censoredReport: three days, "free" queues 5 s and "paid" 2 s every hour,
+// three probes an hour, except for free:
+//
+//	10h, day 1: one probe timed out at 30 s before its first token (the ok
+//	     ones queued 6 s) → that hour's worst is >30, the median stays 5.
+//	14h, every day: a probe timed out at 30 s (ok ones 8 s) → worst and
+//	     median >30: the peak, and the swing is >25 (30 against 5).
+//	20h, day 0: both probes failed, the longest known wait 12 s (the only
+//	     value of that record) → worst >12, median 5.
+//	03h, day 2: a failed probe waited 2 s, less than the ok ones (9 s) →
+//	     worst 9, exact.
+func censoredReport() *swings.Report {
+	start := weekStart
+	var recs []store.Hourly
+	for d := range 3 {
+		for h := range 24 {
+			t := start.Add(time.Duration(d*24+h) * time.Hour)
+			free := store.Hourly{Lane: "free", Kind: "free", Hour: t, WorstQueueS: 5, Samples: 3}
+			switch {
+			case h == 10 && d == 1:
+				free.WorstQueueS, free.WorstCensoredS, free.Failures = 6, 30, 1
+			case h == 14:
+				free.WorstQueueS, free.WorstCensoredS, free.Failures = 8, 30, 1
+			case h == 20 && d == 0:
+				free.WorstQueueS, free.WorstCensoredS, free.Samples, free.Failures = 0, 12, 2, 2
+			case h == 3 && d == 2:
+				free.WorstQueueS, free.WorstCensoredS, free.Failures = 9, 2, 1
+			}
+			recs = append(recs, free, store.Hourly{Lane: "paid", Kind: "paid", Hour: t, WorstQueueS: 2, Samples: 3})
+		}
+	}
+	return swings.Compute(recs, swings.Options{
+		Location: time.UTC, From: start, To: start.AddDate(0, 0, 3), Days: 3,
+		Lanes:   []swings.Lane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}},
+		Classes: []swings.ClassLine{{Name: "interactive", DeadlineS: 60}, {Name: "batch", DeadlineS: 600}},
+	})
+}

@@ -79,6 +79,16 @@ func TestGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, render(t, r, tc.write)) })
 	}
+	for _, tc := range []struct {
+		name  string
+		write func(io.Writer, *swings.Report) error
+	}{
+		{"censored.table.golden", swings.WriteTable},
+		{"censored.csv.golden", swings.WriteCSV},
+		{"censored.json.golden", swings.WriteJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, render(t, censoredReport(), tc.write)) })
+	}
 }
 
 // field returns the whitespace-separated fields of the table line that starts with prefix.
@@ -347,6 +357,31 @@ func TestChart(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Lower bounds are marked on the chart: a ring with a ">" at each
+// censored point (free: the worst at 10h, 14h and 20h, the median at 14h)
+// and a key entry.
+func TestCensoredChart(t *testing.T) {
+	for _, logY := range []bool{false, true} {
+		svg := render(t, censoredReport(), func(w io.Writer, r *swings.Report) error {
+			return swings.WriteChart(w, r, swings.ChartOptions{Log: logY})
+		})
+		texts := svgTexts(t, svg)
+		if n := count(texts, ">"); n != 4 {
+			t.Errorf("log %v: %d lower-bound marks, want 4", logY, n)
+		}
+		if n := count(texts, "> lower bound (failed probe)"); n != 1 {
+			t.Errorf("log %v: key entry appears %d times", logY, n)
+		}
+	}
+	// Without censored values there is no mark.
+	texts := svgTexts(t, render(t, weekReport(), func(w io.Writer, r *swings.Report) error {
+		return swings.WriteChart(w, r, swings.ChartOptions{})
+	}))
+	if n := count(texts, ">"); n != 0 {
+		t.Errorf("week: %d lower-bound marks, want 0", n)
+	}
 }
 
 // An SVG viewer draws the text with its own fonts, which may be wider than

@@ -57,7 +57,7 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 		}
 		config := []swings.Lane{{Name: "a", Kind: "free"}, {Name: "z"}, {Name: "a", Kind: "paid"}, {Name: "b"}}
 		perSite := n%4 != 0
-		// As app.Swings lists them: the configured lanes, each followed by
+		// As Build lists them: the configured lanes, each followed by
 		// its columns when some lane has two sites.
 		lanesOf := func(sitesOf map[string][]string) ([]swings.Lane, bool) {
 			multi := false

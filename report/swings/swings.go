@@ -5,7 +5,7 @@
 // Compute is pure (no clock, no I/O); the writers in this package render a
 // Report as a table, CSV, JSON or a chart. It reads the store's hourly
 // records (store.Hourly: the type, never a store), one per lane-hour
-// (MergeSites); it depends on no config, app maps the lanes and classes.
+// (MergeSites); it depends on no config, which maps the lanes and classes.
 //
 // Censored hours: a failed probe (a timeout before the first token, say)
 // has no queue time, only a lower bound, the wait it is known to have sat

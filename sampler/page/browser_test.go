@@ -160,7 +160,7 @@ func TestBrowser(t *testing.T) {
 					t.Errorf("lane %q is not in the page's visible text", l.Name)
 				}
 			}
-			for _, want := range []string{">30.0", "quota until 14:30Z", "backing off", "interactive", "batch", "healthy"} {
+			for _, want := range []string{">30.0", "quota until 14:30", "rate_limited (HTTP 429)", "backing off", "interactive", "batch", "healthy"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("the page's visible text lacks %q", want)
 				}

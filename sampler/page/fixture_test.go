@@ -34,11 +34,12 @@ func every10(n int, f func(i int) Probe) []Probe {
 
 // testPage is a realistic page: an ok free lane in a budget group, a free
 // lane backing off after a 429 with its quota spent (and a censored
-// timeout before that), a paid lane; two quota groups; a live policy with
-// two classes; the given chart.
+// timeout before that), a paid lane that announces no quota; two quota
+// groups; the hour's policy file with two classes; the given chart.
 func testPage(chart template.HTML) Page {
 	return Page{
 		Now:       fixedNow,
+		Location:  time.UTC,
 		Site:      "eu-1",
 		Shard:     "1/2",
 		Schedule:  "*/10 * * * *",
@@ -64,7 +65,8 @@ func testPage(chart template.HTML) Page {
 				},
 				QuotaKnown: true, QuotaRemaining: 0, QuotaReset: at(14, 30),
 				BackoffUntil: at(14, 30),
-				Skip:         "quota until 14:30Z",
+				Skip:         "quota until 14:30",
+				Why:          "rate_limited (HTTP 429): Retry-After 1800",
 			},
 			{
 				Name: "openai-mini", Kind: "paid",
@@ -77,6 +79,8 @@ func testPage(chart template.HTML) Page {
 			{Name: "groq", PerDay: 144, Spent: 85, Left: 59, Timezone: "UTC"},
 			{Name: "google", PerDay: 48, Spent: 48, Left: 0, Timezone: "America/Los_Angeles"},
 		},
+		PolicyPath:    "/srv/lanewatch/policies/2026-11-30T14.yaml",
+		PolicyWritten: at(14, 3),
 		Policy: &policy.File{
 			Hour: "2026-11-30T14", Timezone: "UTC", Basis: policy.BasisLive, Sites: []string{"eu-1", "us-1"}, Records: 312,
 			Lanes: []policy.Lane{
@@ -133,16 +137,5 @@ func swingsChart(t testing.TB, lanes ...string) template.HTML {
 	if err := swings.WriteChart(&b, rep, swings.ChartOptions{Format: "svg"}); err != nil {
 		t.Fatal(err)
 	}
-	return template.HTML(stripXMLHeader(b.Bytes()))
-}
-
-// stripXMLHeader drops the <?xml ...?> declaration, as the sampler does.
-func stripXMLHeader(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if bytes.HasPrefix(b, []byte("<?xml")) {
-		if i := bytes.Index(b, []byte("?>")); i >= 0 {
-			b = bytes.TrimSpace(b[i+2:])
-		}
-	}
-	return string(b)
+	return template.HTML(b.String()) // with its <?xml declaration, as the sampler hands it over
 }

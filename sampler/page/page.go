@@ -15,8 +15,9 @@ import (
 // are escaped by html/template like every other value.
 type Page struct {
 	Now       time.Time
-	Site      string // "" when the sampler has no site
-	Shard     string // "2/5", or "" for all lanes
+	Location  *time.Location // the config's zone: every time is shown in it (nil: UTC)
+	Site      string         // "" when the sampler has no site
+	Shard     string         // "2/5", or "" for all lanes
 	Schedule  string
 	NextRound time.Time // zero when not known (-once)
 	Store     string    // "file /var/lib/lanewatch/samples.lp", "influx http://… bucket …"
@@ -26,10 +27,12 @@ type Page struct {
 	Lanes  []Lane
 	Groups []Group
 
-	// Policy is the live policy of the current hour, nil when it could not
-	// be computed (PolicyErr says why).
-	Policy    *policy.File
-	PolicyErr string
+	// Policy is the current hour's policy file, read from PolicyPath,
+	// written at PolicyWritten; nil: PolicyErr says why, how to get one.
+	Policy        *policy.File
+	PolicyPath    string
+	PolicyWritten time.Time
+	PolicyErr     string
 
 	// Chart is the swings chart of the last ChartDays days as an inline
 	// SVG document, empty when there is no data. It is the one value the
@@ -56,7 +59,8 @@ type Lane struct {
 	QuotaRemaining int64
 	QuotaReset     time.Time // zero when unknown
 	BackoffUntil   time.Time // zero when the lane does not back off
-	Skip           string    // why the next round would skip it ("budget", "quota until 14:00Z"), "" when it probes
+	Skip           string    // why the next round would skip it ("budget", "quota until 14:00"), "" when it probes
+	Why            string    // why the newest probe failed ("http_error (HTTP 401): …"), "" when it did not
 }
 
 // Probe is one stored probe of a lane.

@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lanewatch/lanewatch/store"
 )
 
 //go:embed templates/*.html.tmpl
 var templateFS embed.FS
 
 var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
-	"rfc":   rfc3339,
+	"rfc":   func(time.Time) string { panic("rfc is the page's own (Render)") },
 	"secs":  secs,
 	"fixed": fixed,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
@@ -42,8 +44,10 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 // does).
 func Render(w io.Writer, p Page) error {
 	v := view{Page: p}
+	v.Location = store.OrUTC(p.Location)
 	v.chart, v.chartErr = checkChart(p.Chart)
-	if err := page.Execute(w, v); err != nil {
+	t := template.Must(page.Clone()).Funcs(template.FuncMap{"rfc": v.rfc})
+	if err := t.Execute(w, v); err != nil {
 		return fmt.Errorf("status page: %w", err)
 	}
 	return nil
@@ -84,22 +88,23 @@ func (v view) Rel(t time.Time) string {
 	return "now"
 }
 
-// Clock is a probe's time in a table cell: HH:MM in UTC, with the date
-// (MM-DD) in front when it is not the page's day.
+// Clock is a probe's time in a table cell: HH:MM in the page's zone, with
+// the date (MM-DD) in front when it is not the page's day.
 func (v view) Clock(t time.Time) string {
-	t, now := t.UTC(), v.Now.UTC()
+	t, now := t.In(v.Location), v.Now.In(v.Location)
 	if t.YearDay() == now.YearDay() && t.Year() == now.Year() {
 		return t.Format("15:04")
 	}
 	return t.Format("01-02 15:04")
 }
 
-// rfc3339 is t in UTC to the second, "—" for the zero time.
-func rfc3339(t time.Time) string {
+// rfc is t in the page's zone to the second, with its offset; "—" for
+// the zero time.
+func (v view) rfc(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.UTC().Format(time.RFC3339)
+	return t.In(v.Location).Format(time.RFC3339)
 }
 
 // compact is a duration to the minute (to the second under a minute):
@@ -147,9 +152,9 @@ var unsafeChart = regexp.MustCompile(`(?i)<\s*/?\s*(script|foreignobject|iframe|
 
 // checkChart returns the chart to inline, or why it is left out. The chart
 // is trusted (Page.Chart says why); this is a second line behind that
-// trust, not a sanitizer: it accepts one <svg> element (after an optional
-// comment, as gonum/plot writes it) with nothing after it, and nothing in
-// it that scripts, embeds or links.
+// trust, not a sanitizer: it accepts one <svg> element (after an XML
+// declaration and comments, as gonum/plot writes them, which it drops)
+// with nothing after it, and nothing in it that scripts, embeds or links.
 func checkChart(c template.HTML) (template.HTML, string) {
 	s := strings.TrimSpace(string(c))
 	if s == "" {
@@ -164,23 +169,28 @@ func checkChart(c template.HTML) (template.HTML, string) {
 	case unsafeChart.MatchString(s):
 		return "", "the chart holds markup a chart never needs"
 	}
-	return template.HTML(s), ""
+	return template.HTML(s[strings.Index(lower, "<svg"):]), ""
 }
 
-// onlyComments reports whether s is whitespace and <!-- comments --> only.
+// onlyComments reports whether s is whitespace, <!-- comments --> and
+// <?xml declarations?> only.
 func onlyComments(s string) bool {
 	for {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			return true
 		}
-		if !strings.HasPrefix(s, "<!--") {
+		start, stop := "<!--", "-->"
+		if strings.HasPrefix(s, "<?xml") {
+			start, stop = "<?xml", "?>"
+		}
+		if !strings.HasPrefix(s, start) {
 			return false
 		}
-		end := strings.Index(s, "-->")
+		end := strings.Index(s, stop)
 		if end < 0 {
 			return false
 		}
-		s = s[end+3:]
+		s = s[end+len(stop):]
 	}
 }

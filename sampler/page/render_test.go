@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestRenderShows(t *testing.T) {
 	full := testPage(tinyChart)
 	sick := full
 	sick.Healthy, sick.Problem = false, "store: dial tcp 127.0.0.1:8086: connection refused"
-	sick.Policy, sick.PolicyErr = nil, "no hourly records"
+	sick.Policy, sick.PolicyErr = nil, "no policy file for 2026-11-30T14: /srv/p/2026-11-30T14.yaml does not exist; the sampler writes it after its next round"
 	sick.Chart = ""
 	bare := Page{Now: fixedNow, Healthy: true}
 	badChart := full
@@ -71,18 +72,19 @@ func TestRenderShows(t *testing.T) {
 				`datetime="2026-11-30T14:10:00Z">2026-11-30T14:10:00Z</time> <span class="nw">(in 2m)</span>`,
 				">groq-llama</h3>", ">gemini-flash</h3>", ">openai-mini</h3>",
 				`<span class="badge warn">backing off</span>`, `<span class="badge ok">ok</span>`,
-				"skips it: quota until 14:30Z", `<span class="num bad-t">0</span>`, ">842<",
+				"skips it: quota until 14:30", `<dt>last failure</dt><dd class="bad-t">rate_limited (HTTP 429): Retry-After 1800</dd>`, `<span class="num bad-t">0</span>`, ">842<",
 				`>&gt;30.0</td>`, ">12.4<", ">11-29 23:50<", `class="bad-t">rate_limited<`,
 				"<strong>google</strong></td><td>gemini-flash</td>", `<td class="num bad-t">0</td>`, "America/Los_Angeles",
+				"file <code>/srv/lanewatch/policies/2026-11-30T14.yaml</code>, written <time class=\"mono\" datetime=\"2026-11-30T14:03:00Z\">2026-11-30T14:03:00Z</time> <span class=\"nw\">(4m ago)</span> · hour",
 				"hour <strong>2026-11-30T14</strong>", "sites eu-1, us-1", ">quota_exhausted<", ">61.25<", ">0.84<",
 				">interactive<", "groq-llama, openai-mini", string(tinyChart),
-				"Generated 2026-11-30T14:07:12Z",
+				"Generated 2026-11-30T14:07:12Z", "Times are in UTC.", "times UTC</small>",
 			},
-			[]string{"unhealthy", "No data", "No policy"},
+			[]string{"unhealthy", "No data", "No policy", "not announced"},
 		},
 		{"unhealthy, no policy, no chart", sick,
 			[]string{`<span class="badge bad">unhealthy</span>`, `<p class="problem">store: dial tcp 127.0.0.1:8086: connection refused</p>`,
-				"No policy: no hourly records", "No data for the last 7 days."},
+				"/srv/p/2026-11-30T14.yaml does not exist; the sampler writes it after its next round", "No data for the last 7 days."},
 			[]string{"<svg", "hour <strong>"},
 		},
 		{"bare", bare,
@@ -111,6 +113,48 @@ func TestRenderShows(t *testing.T) {
 	}
 }
 
+// The page shows every time in its zone (the config's) and says which: a
+// page in New York has no UTC time in it. A lane in no quota group that
+// announced no quota has no quota rows; one that did has them (issue 31).
+func TestRenderOneZoneAndQuotaRows(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPage(tinyChart)
+	p.Location = ny
+	got := render(t, p)
+	stamps := regexp.MustCompile(`datetime="([^"]+)">([^<]+)<`).FindAllStringSubmatch(got, -1)
+	if len(stamps) < 10 {
+		t.Fatalf("%d <time> elements, want the page's many", len(stamps))
+	}
+	for _, m := range stamps {
+		if at, err := time.Parse(time.RFC3339, m[1]); err != nil || !strings.HasSuffix(m[1], "-05:00") || at.IsZero() {
+			t.Errorf("<time datetime=%q>: not a time in America/New_York (-05:00)", m[1])
+		}
+	}
+	for _, want := range []string{"times America/New_York</small>", "Times are in America/New_York.",
+		">09:00</time>", "Generated 2026-11-30T09:07:12-05:00"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	lanes := map[string]string{}
+	for _, a := range strings.Split(got, "<article")[1:] {
+		a, _, _ = strings.Cut(a, "</article>")
+		lanes[a[strings.Index(a, "<h3>")+4:strings.Index(a, "</h3>")]] = a
+	}
+	if a := lanes["openai-mini"]; strings.Contains(a, "quota") {
+		t.Errorf("openai-mini (no quota group, none announced) has quota rows:\n%s", a)
+	}
+	if a := lanes["groq-llama"]; !strings.Contains(a, "<dt>quota left</dt><dd><span class=\"num\">842</span>") {
+		t.Errorf("groq-llama lacks its quota left:\n%s", a)
+	}
+	if a := lanes["gemini-flash"]; !strings.Contains(a, "last failure") {
+		t.Errorf("gemini-flash does not say why it fails:\n%s", a)
+	}
+}
+
 // hostile are strings a lane's server, a config or a store might hand the
 // page; none may become markup.
 var hostile = []string{
@@ -130,8 +174,9 @@ var hostile = []string{
 func hostilePage(s string) Page {
 	p := Page{
 		Now: fixedNow, Site: s, Shard: s, Schedule: s, NextRound: at(14, 10), Store: s, Healthy: false, Problem: s,
+		PolicyPath: s, PolicyWritten: at(14, 3),
 		Lanes: []Lane{{
-			Name: s, Kind: s, Quota: s, Skip: s, QuotaKnown: true, BackoffUntil: at(14, 30), QuotaReset: at(14, 30),
+			Name: s, Kind: s, Quota: s, Skip: s, Why: s, QuotaKnown: true, BackoffUntil: at(14, 30), QuotaReset: at(14, 30),
 			Probes: []Probe{{Time: at(14, 0), Outcome: s}, {Time: at(13, 50), Outcome: s, OK: true, QueueS: 1}},
 		}},
 		Groups: []Group{{Name: s, PerDay: 10, Spent: 3, Left: 7, Timezone: s}},
@@ -242,6 +287,8 @@ func TestChartBreakout(t *testing.T) {
 		{"empty", "", false},
 		{"blank", " \n", false},
 		{"comment first", "<!-- made by hand -->\n<svg></svg>", true},
+		{"xml declaration first", "<?xml version=\"1.0\"?>\n<!-- gonum -->\n<svg></svg>", true},
+		{"xml declaration not closed", "<?xml version=\"1.0\"\n<svg></svg>", false},
 		{"text first", "hello <svg></svg>", false},
 		{"markup first", "<b>x</b><svg></svg>", false},
 		{"after the svg", "<svg></svg><script>alert(1)</script>", false},
@@ -267,6 +314,9 @@ func TestChartBreakout(t *testing.T) {
 			if inlined := tags["svg"]; inlined != tc.inline {
 				t.Errorf("chart inlined = %v, want %v", inlined, tc.inline)
 			}
+			if strings.Contains(got, "<?xml") {
+				t.Errorf("the page has the chart's XML declaration")
+			}
 			c, problem := checkChart(tc.chart)
 			if tc.inline != (c != "") || (strings.TrimSpace(string(tc.chart)) != "" && !tc.inline && problem == "") {
 				t.Errorf("checkChart = %.40q, %q", c, problem)
@@ -279,7 +329,8 @@ func TestChartBreakout(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	v := view{Page: Page{Now: fixedNow}}
+	v := view{Page: Page{Now: fixedNow, Location: time.UTC}}
+	cet := view{Page: Page{Now: fixedNow, Location: time.FixedZone("CET", 3600)}}
 	for _, tc := range []struct{ got, want string }{
 		{secs(1.25, false, true), "1.2"},
 		{secs(12.37, false, true), "12.4"},
@@ -292,8 +343,11 @@ func TestFormat(t *testing.T) {
 		{fixed(0, true), "—"},
 		{fixed(0, false), "0.00"},
 		{fixed(math.Inf(1), false), "∞"},
-		{rfc3339(time.Time{}), "—"},
-		{rfc3339(time.Date(2026, 11, 30, 15, 7, 12, 9, time.FixedZone("CET", 3600))), "2026-11-30T14:07:12Z"},
+		{v.rfc(time.Time{}), "—"},
+		{v.rfc(time.Date(2026, 11, 30, 15, 7, 12, 9, time.FixedZone("CET", 3600))), "2026-11-30T14:07:12Z"},
+		{cet.rfc(fixedNow), "2026-11-30T15:07:12+01:00"},
+		{cet.Clock(at(14, 0)), "15:00"},
+		{cet.Clock(at(23, 30)), "12-01 00:30"},
 		{compact(45 * time.Second), "45s"},
 		{compact(25*time.Minute + 59*time.Second), "25m"},
 		{compact(2*time.Hour + 5*time.Minute), "2h05m"},
@@ -323,7 +377,7 @@ func TestLaneState(t *testing.T) {
 		{Lane{Probes: []Probe{bad, ok}}, StateFailing},
 		{Lane{}, StateIdle},
 		{Lane{Probes: []Probe{ok}, Skip: "budget"}, StateSkipped},
-		{Lane{Probes: []Probe{bad}, Skip: "quota until 14:30Z", BackoffUntil: at(14, 30)}, StateBackoff},
+		{Lane{Probes: []Probe{bad}, Skip: "quota until 14:30", BackoffUntil: at(14, 30)}, StateBackoff},
 	} {
 		if got := tc.lane.State(); got != tc.want {
 			t.Errorf("%+v: State() = %q, want %q", tc.lane, got, tc.want)

@@ -368,10 +368,14 @@ func underAny(path string, dirs []string) bool {
 func writes(cmd string, cfg *config.Config) map[string]string {
 	switch cmd {
 	case "sampler":
+		w := map[string]string{"store.spool": filepath.Dir(cfg.Store.Spool), "store.dead_letter": filepath.Dir(cfg.Store.DeadLetter)}
 		if cfg.Store.Kind == config.StoreFile {
-			return map[string]string{"store.path": filepath.Dir(cfg.Store.Path)}
+			w = map[string]string{"store.path": filepath.Dir(cfg.Store.Path)}
 		}
-		return map[string]string{"store.spool": filepath.Dir(cfg.Store.Spool), "store.dead_letter": filepath.Dir(cfg.Store.DeadLetter)}
+		if cfg.Policy.Write { // the hour's policy file after each round
+			w["policy.out"] = cfg.Policy.Out
+		}
+		return w
 	case "policygen":
 		return map[string]string{"policy.out": cfg.Policy.Out}
 	}

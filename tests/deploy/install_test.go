@@ -81,7 +81,7 @@ func TestGoInstallLatest(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{"delaylane", "lanesim", "policygen", "sampler"}; !slices.Equal(names, want) {
+	if want := []string{"lanesim", "policygen", "sampler"}; !slices.Equal(names, want) {
 		t.Fatalf("GOBIN holds %v, want %v", names, want)
 	}
 	for _, b := range []string{"sampler", "policygen"} {

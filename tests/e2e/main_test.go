@@ -44,7 +44,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	repoRoot = filepath.Dir(wd)
+	repoRoot = filepath.Dir(filepath.Dir(wd))
 	binDir, err = os.MkdirTemp("", "lanewatch-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

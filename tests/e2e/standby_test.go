@@ -108,10 +108,10 @@ func TestShardRunsOnce(t *testing.T) {
 	if code, body := get(t, addrA, "/healthz"); code != http.StatusOK {
 		t.Errorf("a /healthz: %d %q; want 200", code, body)
 	}
-	if g := gauge(t, addrB, "lanewatch_standby"); g != "1" {
+	if g := gauge(t, addrB, `lanewatch_standby{shard="1/2",site="eu"}`); g != "1" {
 		t.Errorf("b lanewatch_standby %q, want 1", g)
 	}
-	if g := gauge(t, addrA, "lanewatch_standby"); g != "0" {
+	if g := gauge(t, addrA, `lanewatch_standby{shard="1/2",site="eu"}`); g != "0" {
 		t.Errorf("a lanewatch_standby %q, want 0", g)
 	}
 	if n := lane.count("b"); n != 0 {

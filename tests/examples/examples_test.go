@@ -132,9 +132,9 @@ func (w *world) hit(i int) func() {
 func newWorld(t *testing.T, tc jobCase) *world {
 	t.Helper()
 	w := &world{flood: make(chan struct{})}
-	lanes := []api.Endpoint{
-		{Name: "free", Kind: "free", API: tc.free.api, BaseURL: tc.free.start(t, freeKey, w.hit(0)), Model: "free-model", APIKeyEnv: freeKeyEnv},
-		{Name: "paid", Kind: "paid", API: tc.paid.api, BaseURL: tc.paid.start(t, paidKey, w.hit(1)), Model: "paid-model", APIKeyEnv: paidKeyEnv},
+	lanes := []api.Lane{
+		{Lane: "free", Kind: "free", API: tc.free.api, BaseURL: tc.free.start(t, freeKey, w.hit(0)), Model: "free-model", APIKeyEnv: freeKeyEnv},
+		{Lane: "paid", Kind: "paid", API: tc.paid.api, BaseURL: tc.paid.start(t, paidKey, w.hit(1)), Model: "paid-model", APIKeyEnv: paidKeyEnv},
 	}
 	nextQueueS := 58.0 // a free retry does not fit after a failed attempt
 	if tc.retryFits {
@@ -222,8 +222,8 @@ var cases = []jobCase{
 		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{1, 1}},
 	{name: "no first token by the cut-over, though a free retry would fit: cut over", free: lane{api: "openai", prefill: stalled}, paid: anthropic, fits: both, cutS: 3, retryFits: true,
 		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{1, 1}},
-	{name: "the free lane is down and the ledger says retry it: exit 1, not tried twice", free: lane{api: "openai", down: true}, paid: anthropic, fits: both, cutS: 3, retryFits: true,
-		code: 1, stderr: "not trying it again"},
+	{name: "the free lane is down, a free retry would fit: booked with its error, cut over", free: lane{api: "openai", down: true}, paid: anthropic, fits: both, cutS: 3, retryFits: true,
+		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{0, 1}},
 	{name: "the free lane is down: book, cut over", free: lane{api: "openai", down: true}, paid: anthropic, fits: both, cutS: 3,
 		want: outcome{Lane: "paid", Attempts: 2, Actions: []string{"cut_over"}}, calls: [2]int32{0, 1}},
 	{name: "the paid lane refuses the key: one attempt on it, exit 1", free: lane{api: "openai", prefill: stalled}, paid: lane{api: "anthropic", refuses: true}, fits: both, cutS: 3,

@@ -1,6 +1,6 @@
 // Package scripts holds the test that keeps the README's backtest figures
 // those of the one command that makes them (scripts/figures.sh, make
-// figures), which make demo runs too.
+// figures).
 package scripts
 
 import (
@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,20 +115,13 @@ func verbatimBlocks(readme string) [][]string {
 // Every backtest figure the README quotes is the output of make figures:
 // each block it marks verbatim is made of the output's lines in their
 // order, and each figure of the prose around them (and of "The numbers")
-// is the one the output holds. make demo runs the same command.
+// is the one the output holds.
 func TestREADMEFiguresAreMakeFigures(t *testing.T) {
 	data, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(data)
-	demo, err := os.ReadFile("demo.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`(?m)^scripts/figures\.sh `).Match(demo) {
-		t.Error("scripts/demo.sh does not run scripts/figures.sh: the demo would not show the README's figures")
-	}
 	raw := figures(t)
 	out := output{lines: strings.Split(strings.TrimRight(raw, "\n"), "\n")}
 	for i := range out.lines {

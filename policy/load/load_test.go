@@ -1,0 +1,405 @@
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
+	"github.com/lanewatch/lanewatch/probe"
+	"github.com/lanewatch/lanewatch/sampler/page"
+	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+)
+
+// parse parses a config whose store and files are in dir.
+func parse(t *testing.T, dir, text string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(strings.NewReader(text), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// openReader opens cfg's store to read, as policygen does.
+func openReader(t *testing.T, cfg *config.Config) store.Store {
+	t.Helper()
+	st, err := config.OpenStore(context.Background(), cfg, config.Reader, nil, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func forHour(t *testing.T, st store.Store, cfg *config.Config, at time.Time) policy.File {
+	t.Helper()
+	f, _, err := load.ForHour(context.Background(), st, cfg.PolicyParams(), at, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func marshal(t *testing.T, f policy.File) []byte {
+	t.Helper()
+	b, err := policy.Marshal(f)
+	if err != nil {
+		t.Fatal(fmt.Errorf("%s: %w", f.Hour, err))
+	}
+	return b
+}
+
+// The calibrated rule's live file from a store: the same whether the
+// embedded file streams its probes in time order or must be read whole (an
+// import appended older history late), and what policy.ForHourProbes makes
+// of the store's probes of twice the window.
+func TestForHourCalibratedReadsTheProbes(t *testing.T) {
+	hist := lanesim.HistoryOptions{Start: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Days: 40, Seed: 3,
+		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}}
+	var days [][]store.Probe
+	if err := lanesim.History(hist, func(day []store.Probe) error {
+		days = append(days, append([]store.Probe(nil), day...))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path string, order []int) {
+		st, err := file.Open(path, file.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := store.NewRecorder(st, time.UTC)
+		for _, i := range order {
+			if _, err := rec.Record(context.Background(), days[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	inOrder := make([]int, len(days))
+	late := make([]int, 0, len(days)) // days 10.. first, then 0..9
+	for i := range days {
+		inOrder[i] = i
+		if i >= 10 {
+			late = append(late, i)
+		}
+	}
+	for i := range 10 {
+		late = append(late, i)
+	}
+	write(filepath.Join(dir, "a.lp"), inOrder)
+	write(filepath.Join(dir, "b.lp"), late)
+	h := time.Date(2026, 11, 8, 14, 0, 0, 0, time.UTC)
+	var files [][]byte
+	for _, name := range []string{"a.lp", "b.lp"} {
+		cfg := parse(t, dir, `store: {kind: file, path: `+name+`}
+lanes:
+  - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: paid, kind: paid, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+policy:
+  classes: [{name: c, deadline_s: 60, ceiling_tokens: 100, est_tokens: 10, coverage: 0.9}]
+`)
+		st := openReader(t, cfg)
+		f := forHour(t, st, cfg, h)
+		data := marshal(t, f)
+		files = append(files, data)
+		if name == "a.lp" {
+			p := cfg.PolicyParams()
+			end := h.Add(time.Hour)
+			basis, lookback := p.ReadHours(h)
+			windows := []store.Window{{From: basis[0], To: end}}
+			for _, c := range lookback {
+				windows = append(windows, store.Window{From: c, To: c.Add(time.Hour)})
+			}
+			ps, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
+			hs, _ := store.ReadHourly(context.Background(), st, store.Query{Windows: windows})
+			latest, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
+			want := marshal(t, policy.ForHourProbes(p, hs, ps, policy.States(latest, cfg.Location), h))
+			if !bytes.Equal(data, want) {
+				t.Errorf("load.ForHour:\n%s\npolicy.ForHourProbes of the store's probes:\n%s", data, want)
+			}
+			if f.Rule != policy.RuleCalibrated || !bytes.Contains(data, []byte("coverage: 0.9\n")) {
+				t.Errorf("not a calibrated file with the class's coverage:\n%s", data)
+			}
+		}
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Errorf("streamed:\n%s\nread whole:\n%s", files[0], files[1])
+	}
+}
+
+// plainStore hides a store's ProbeScanner: its probes are then read whole
+// with Probes, as from InfluxDB.
+type plainStore struct{ store.Store }
+
+// A live file is the same whether the store streams its probes in time
+// order (the file store's index) or hands them over from a whole read:
+// random stores of 40 days, mostly in time order, with days imported late
+// (in the window or before it), probes written twice, reservations and
+// timeouts, under both rules.
+func TestForHourStreamedIsForHourRead(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 40))
+			dir := t.TempDir()
+			w, err := file.Open(filepath.Join(dir, "s.lp"), file.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := store.NewRecorder(w, time.UTC)
+			start := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+			var days [][]store.Probe
+			for d := range 40 {
+				var day []store.Probe
+				for m := 0; m < 24*60; m += 20 {
+					for _, lane := range []string{"free", "paid"} {
+						if r.IntN(10) == 0 {
+							continue // a round without this lane
+						}
+						p := store.Probe{Lane: lane, Kind: lane,
+							Time:   start.Add(time.Duration(d*24*60+m)*time.Minute + time.Duration(r.IntN(30))*time.Second),
+							QueueS: r.ExpFloat64() * 4, GenS: 1, Tokens: 40, OK: true, Outcome: "ok", Status: 200}
+						switch r.IntN(15) {
+						case 0:
+							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, "timeout", 20, 0, 0, 0
+						case 1:
+							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, store.OutcomeReserved, 0, 0, 0, 0
+						}
+						day = append(day, p)
+						if r.IntN(40) == 0 { // written twice, the second wins
+							p.QueueS += 3
+							day = append(day, p)
+						}
+					}
+				}
+				days = append(days, day)
+			}
+			// Days [from, to) are imported after the others: before the
+			// policies' windows (streamed) or in them (read whole).
+			from := r.IntN(len(days))
+			to := min(len(days), from+r.IntN(4))
+			for i := range days {
+				if i < from || i >= to {
+					if _, err := rec.Record(context.Background(), days[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for i := from; i < to; i++ {
+				if _, err := rec.Record(context.Background(), days[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range []string{"calibrated", "max"} {
+				cfg := parse(t, dir, `store: {kind: file, path: s.lp}
+lanes:
+  - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: paid, kind: paid, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+policy:
+  rule: `+rule+`
+  classes: [{name: c, deadline_s: 30, ceiling_tokens: 100, est_tokens: 40, paid_usd_per_1k: 1}]
+`)
+				st := openReader(t, cfg)
+				for range 4 {
+					h := start.Add(time.Duration(24*30+r.IntN(24*11)) * time.Hour)
+					if a, b := marshal(t, forHour(t, st, cfg, h)), marshal(t, forHour(t, plainStore{st}, cfg, h)); !bytes.Equal(a, b) {
+						t.Errorf("%s %s: streamed\n%s\nread whole\n%s", rule, h.Format(time.RFC3339), a, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The status page's policy table (the sampler's Policy: load.ForHour at
+// now) after one 429 of a lane on 12 probes a day at 07:17: while the
+// back-off runs the lane is quota_exhausted with its until; once it ended
+// the page never shows that until beside eligible "no". A Retry-After of
+// 7 s is a busy lane (eligible again); Retry-After 7 with a request window
+// that resets in 7 minutes (until 07:24) is a spent quota: probe_failed,
+// with no until, at 07:28. Under both rules: the live file is as of the
+// instant asked, whether the store streams its probes or not.
+func TestStatusPolicyAfterOne429(t *testing.T) {
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	for _, tc := range []struct {
+		name          string
+		waitS         float64
+		during        time.Time
+		until         string
+		after         string // reason at 07:28
+		afterEligible bool
+	}{
+		{"Retry-After 7", 7, at(7, 17).Add(3 * time.Second), "2026-12-01T07:17:07Z", policy.ReasonOK, true},
+		{"until 07:24", 420, at(7, 20), "2026-12-01T07:24:00Z", policy.ReasonProbeFailed, false},
+	} {
+		for _, rule := range []string{policy.RuleMax, policy.RuleCalibrated} {
+			t.Run(tc.name+"/"+rule, func(t *testing.T) {
+				dir := t.TempDir()
+				cfg := parse(t, dir, `quotas: [{name: q, probes_per_day: 12}]
+store: {kind: file, path: samples.lp}
+lanes:
+  - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m, quota: q}
+policy:
+  rule: `+rule+`
+  classes: [{name: c, deadline_s: 60, ceiling_tokens: 100, est_tokens: 10}]
+`)
+				st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				rec := store.NewRecorder(st, time.UTC)
+				for _, p := range []store.Probe{
+					{Lane: "free", Kind: "free", Time: at(5, 17), OK: true, Outcome: string(probe.OK), Status: 200, QueueS: 2, GenS: 0.4, Tokens: 16},
+					{Lane: "free", Kind: "free", Time: at(7, 17), Outcome: string(probe.RateLimited), Status: 429, QuotaResetS: tc.waitS},
+				} {
+					if _, err := rec.Record(context.Background(), []store.Probe{p}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				live := func(now time.Time) (policy.Lane, string) {
+					f := forHour(t, st, cfg, now)
+					var html bytes.Buffer
+					if err := page.Render(&html, page.Page{Now: now, Healthy: true, Policy: &f}); err != nil {
+						t.Fatal(err)
+					}
+					return f.Lanes[0], html.String()
+				}
+				l, html := live(tc.during)
+				if l.Reason != policy.ReasonQuotaExhausted || l.Until.Format(time.RFC3339) != tc.until || !strings.Contains(html, tc.until) {
+					t.Errorf("during the back-off: %+v; want quota_exhausted until %s on the page", l, tc.until)
+				}
+				l, html = live(at(7, 28))
+				if !l.Until.IsZero() || strings.Contains(html, tc.until) || l.Reason == policy.ReasonQuotaExhausted {
+					t.Errorf("at 07:28: %+v (until on the page: %v); want the back-off over", l, strings.Contains(html, tc.until))
+				}
+				if rule == policy.RuleMax && (l.Reason != tc.after || l.Eligible != tc.afterEligible) {
+					t.Errorf("at 07:28: %+v; want %s, eligible %v", l, tc.after, tc.afterEligible)
+				}
+			})
+		}
+	}
+}
+
+// counted counts the reads of a file store, per measurement: each Read
+// with an Hourly callback, and each with a Probe callback, is one.
+type counted struct {
+	*file.Store
+	hourly, probes int
+}
+
+func (c *counted) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if r.Hourly != nil {
+		c.hourly++
+	}
+	if r.Probe != nil {
+		c.probes++
+	}
+	return c.Store.Read(ctx, q, r)
+}
+
+// A live or forecast file reads the store once: the hourly records and
+// the probes once each, however far back the newest probe of a lane lies
+// (a lane probed a day before, one probed in the hour, one never), under
+// both rules. A lane whose newest probe is in the span read has its
+// last_sample; one never probed is never_sampled.
+func TestPolicyReadsTheStoreOnce(t *testing.T) {
+	dir := t.TempDir()
+	st, err := file.Open(filepath.Join(dir, "s.lp"), file.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	rec := store.NewRecorder(st, time.UTC)
+	for _, p := range []store.Probe{
+		{Lane: "old", Kind: "free", Time: h.Add(-26 * time.Hour), OK: true, Outcome: "ok", Status: 200, QueueS: 2, GenS: 0.4, Tokens: 16},
+		{Lane: "now", Kind: "free", Time: h.Add(7 * time.Minute), OK: true, Outcome: "ok", Status: 200, QueueS: 2, GenS: 0.4, Tokens: 16},
+	} {
+		if _, err := rec.Record(context.Background(), []store.Probe{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rule := range []string{policy.RuleMax, policy.RuleCalibrated} {
+		cfg := parse(t, dir, `lanes:
+  - {name: old, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: now, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: never, kind: paid, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+policy:
+  rule: `+rule+`
+  classes: [{name: c, deadline_s: 60, ceiling_tokens: 100, est_tokens: 10}]
+`)
+		c := &counted{Store: st}
+		f, _, err := load.ForHour(context.Background(), c, cfg.PolicyParams(), h.Add(30*time.Minute), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.hourly != 1 || c.probes != 1 {
+			t.Errorf("%s: ForHour read the hourly records %d times and the probes %d times; want once each", rule, c.hourly, c.probes)
+		}
+		want := map[string]string{"old": policy.ReasonNoRecentSample, "now": policy.ReasonOK, "never": policy.ReasonNeverSampled}
+		for _, l := range f.Lanes {
+			if l.Reason != want[l.Name] || l.LastSample.IsZero() != (l.Name == "never") {
+				t.Errorf("%s: lane %+v; want %s", rule, l, want[l.Name])
+			}
+		}
+		c = &counted{Store: st}
+		if _, _, err := load.Forecast(context.Background(), c, cfg.PolicyParams(), h.Add(24*time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
+		if c.hourly != 1 || c.probes != 1 {
+			t.Errorf("%s: Forecast read the hourly records %d times and the probes %d times; want once each", rule, c.hourly, c.probes)
+		}
+		// The sampler's files after a round, the live one and the next
+		// hour's forecast, come from one read and are ForHour's and
+		// Forecast's, the next hour in the same day or the next.
+		for _, at := range []time.Time{h.Add(30 * time.Minute), h.Add(9*time.Hour + 30*time.Minute)} {
+			c = &counted{Store: st}
+			got, err := load.LiveAndNext(context.Background(), c, cfg.PolicyParams(), at)
+			if err != nil || c.hourly != 1 || c.probes != 1 || len(got) != 2 {
+				t.Fatalf("%s: LiveAndNext at %s: %v; %d hourly and %d probe reads, %d files; want once each, 2", rule, at, err, c.hourly, c.probes, len(got))
+			}
+			next := at.Add(time.Hour).Truncate(time.Hour)
+			day, _, err := load.Forecast(context.Background(), st, cfg.PolicyParams(), next, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []policy.File{forHour(t, st, cfg, at), day[next.Hour()]}
+			for i := range want {
+				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
+					t.Errorf("%s: LiveAndNext at %s, file %d:\n%s\nwant\n%s", rule, at, i, g, w)
+				}
+			}
+		}
+		// A site's view reads it alone; a site without a record in the
+		// span (a -site typo) then looks up the sites there.
+		for _, tc := range []struct {
+			site   string
+			hourly int
+		}{{"", 1}, {"fra1", 2}} {
+			c = &counted{Store: st}
+			_, seen, err := load.ForHour(context.Background(), c, cfg.PolicyParams(), h, []string{tc.site})
+			if err != nil || c.hourly != tc.hourly || c.probes != 1 || !slices.Equal(seen, []string{""}) {
+				t.Errorf("%s: site %q: %v; %d hourly and %d probe reads, sites %q; want %d and 1, the untagged site", rule, tc.site, err, c.hourly, c.probes, seen, tc.hourly)
+			}
+		}
+	}
+}

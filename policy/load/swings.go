@@ -1,0 +1,42 @@
+package load
+
+import (
+	"context"
+	"errors"
+
+	"github.com/lanewatch/lanewatch/report/swings"
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// errTwoPasses stops Swings' streamed read: the report needs the records whole.
+var errTwoPasses = errors.New("swings: the report needs the records whole")
+
+// Swings returns swings.Build's report of the hourly records q selects,
+// built while the store hands them over, never held whole. When it cannot
+// be (more than 64 sites, a lane named like a lane@site column), they are
+// read again whole.
+func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Options, perSite bool) (*swings.Report, error) {
+	if st == nil {
+		return swings.Build(nil, opt, perSite), nil
+	}
+	s, finish := swings.BuildEach(opt, perSite)
+	var one [1]store.Hourly
+	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
+		if one[0] = h; !s.Add(one[:]) {
+			return errTwoPasses
+		}
+		return nil
+	}})
+	if err == nil {
+		if rep, ok := finish(); ok {
+			return rep, nil
+		}
+	} else if !errors.Is(err, errTwoPasses) {
+		return nil, err
+	}
+	recs, err := store.ReadHourly(ctx, st, q)
+	if err != nil {
+		return nil, err
+	}
+	return swings.Build(recs, opt, perSite), nil
+}

@@ -1,0 +1,185 @@
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/influxtest"
+	"github.com/lanewatch/lanewatch/internal/lanesim"
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/policy/load"
+	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
+)
+
+// zoneHistory is ten days of generated probes of two free lanes and a
+// paid one, every day recorded as a sampler would (one Record a day).
+func zoneHistory(t *testing.T) [][]store.Probe {
+	t.Helper()
+	var days [][]store.Probe
+	err := lanesim.History(lanesim.HistoryOptions{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Days: 10, Seed: 5,
+		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "free2", Kind: "free"}, {Name: "paid", Kind: "paid"}}},
+		func(day []store.Probe) error {
+			days = append(days, append([]store.Probe(nil), day...))
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return days
+}
+
+// recordIn writes the probes to a new file store at path, its hours keyed
+// in loc (the zone of the sampler that stored them).
+func recordIn(t *testing.T, path string, loc *time.Location, days [][]store.Probe) *file.Store {
+	t.Helper()
+	st, err := file.Open(path, file.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, st, loc, days)
+	return st
+}
+
+func record(t *testing.T, st store.Store, loc *time.Location, days [][]store.Probe) {
+	t.Helper()
+	rec := store.NewRecorder(st, loc)
+	for _, d := range days {
+		if _, err := rec.Record(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func zoneConfig(t *testing.T, dir, zone, rule string) *config.Config {
+	t.Helper()
+	return parse(t, dir, `timezone: `+zone+`
+store: {kind: file, path: x.lp}
+lanes:
+  - {name: free, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: free2, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+  - {name: paid, kind: paid, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+policy:
+  rule: `+rule+`
+  lookback_days: 3
+  classes: [{name: c, deadline_s: 60, ceiling_tokens: 4000, est_tokens: 800, paid_usd_per_1k: 0.002}]
+`)
+}
+
+// Changing timezone after sampling: the lanes were sampled with hours
+// keyed in UTC, then the config says another zone. Before, a zone whose
+// offset is not a whole number of hours from UTC (Kathmandu +5:45, Kolkata
+// +5:30) found no record at its hours and wrote no_recent_sample for every
+// lane, exit 0. Now its hours are rebuilt from the probes: the live and
+// forecast files are byte for byte those of a store sampled in the new
+// zone from the start. A whole-hour change (Berlin) keys the same
+// instants and always did.
+func TestTimezoneChangedAfterSampling(t *testing.T) {
+	days := zoneHistory(t)
+	dir := t.TempDir()
+	utc := recordIn(t, filepath.Join(dir, "utc.lp"), time.UTC, days)
+	defer utc.Close()
+	zoneChanged(t, dir, utc, func(t *testing.T, loc *time.Location) store.Store {
+		st := recordIn(t, filepath.Join(t.TempDir(), "native.lp"), loc, days)
+		t.Cleanup(func() { st.Close() })
+		return st
+	}, []string{"Asia/Kathmandu", "Asia/Kolkata", "Europe/Berlin"})
+}
+
+// The same on InfluxDB (a real influxd; skipped without one): its reads
+// take the same path.
+func TestTimezoneChangedAfterSamplingInflux(t *testing.T) {
+	srv := influxtest.Start(t)
+	days := zoneHistory(t)
+	open := func(t *testing.T, name string) *influx.Store {
+		db := srv.CreateDB(t, name)
+		st, err := influx.Open(context.Background(), influx.Options{URL: srv.URL, Bucket: db + "/autogen"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	utc := open(t, "zone_utc")
+	record(t, utc, time.UTC, days)
+	n := 0
+	zoneChanged(t, t.TempDir(), utc, func(t *testing.T, loc *time.Location) store.Store {
+		n++
+		st := open(t, fmt.Sprintf("zone_native_%d", n))
+		record(t, st, loc, days)
+		return st
+	}, []string{"Asia/Kathmandu", "Europe/Berlin"})
+}
+
+// zoneChanged checks that policies in each zone read from utc (hours keyed
+// in UTC) are those of a store sampled in that zone (native).
+func zoneChanged(t *testing.T, dir string, utc store.Store, native func(*testing.T, *time.Location) store.Store, zones []string) {
+	for _, zone := range zones {
+		for _, rule := range []string{policy.RuleMax, policy.RuleCalibrated} {
+			t.Run(zone+"/"+rule, func(t *testing.T) {
+				cfg := zoneConfig(t, dir, zone, rule)
+				native := native(t, cfg.Location)
+				for _, h := range []time.Time{
+					time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location),
+					time.Date(2026, 11, 29, 23, 0, 0, 0, cfg.Location),
+					time.Date(2026, 11, 29, 14, 31, 0, 0, cfg.Location), // an instant inside the hour
+				} {
+					got, want := forHour(t, utc, cfg, h), forHour(t, native, cfg, h)
+					for _, l := range got.Lanes {
+						if l.Reason == policy.ReasonNoRecentSample {
+							t.Errorf("%s: lane %s no_recent_sample after the zone changed", h, l.Name)
+						}
+					}
+					if g, w := marshal(t, got), marshal(t, want); !bytes.Equal(g, w) {
+						t.Errorf("%s: the file from hours keyed in UTC\n%s\nwant the file of a store sampled in %s\n%s", h, g, zone, w)
+					}
+				}
+				got, _, err := load.Forecast(context.Background(), utc, cfg.PolicyParams(), time.Date(2026, 11, 29, 0, 0, 0, 0, cfg.Location), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _, err := load.Forecast(context.Background(), native, cfg.PolicyParams(), time.Date(2026, 11, 29, 0, 0, 0, 0, cfg.Location), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
+						t.Errorf("forecast %s: from hours keyed in UTC\n%s\nwant\n%s", want[i].Hour, g, w)
+					}
+				}
+			})
+		}
+	}
+}
+
+// When the probes behind hours keyed in another zone are gone (pruned by
+// store.retention_days), the hours cannot be rebuilt: one line that names
+// timezone and what to do, and no file quieter than the probes sent.
+func TestTimezoneChangedProbesPruned(t *testing.T) {
+	days := zoneHistory(t)
+	dir := t.TempDir()
+	st := recordIn(t, filepath.Join(dir, "utc.lp"), time.UTC, days)
+	defer st.Close()
+	if _, err := st.Prune(context.Background(), time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
+	_, _, err := load.ForHour(context.Background(), st, cfg.PolicyParams(), time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "timezone Asia/Kathmandu") || !strings.Contains(err.Error(), "set timezone back") {
+		t.Fatalf("ForHour over pruned probes of hours keyed in UTC: %v; want one line naming timezone and the fix", err)
+	}
+	// The hours the probes still cover are rebuilt (a lookback that no
+	// longer reaches the pruned days).
+	cfg1 := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
+	cfg1.Policy.LookbackDays = 1
+	if _, _, err := load.ForHour(context.Background(), st, cfg1.PolicyParams(), time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil); err != nil {
+		t.Fatalf("lookback 1 within the probes kept: %v", err)
+	}
+}

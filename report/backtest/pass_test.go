@@ -1,0 +1,120 @@
+package backtest
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lanewatch/lanewatch/policy"
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// Pruning keeps what the widest basis reads: a lane probed every three
+// days (basis 72 hours) keeps its last record through the daily prunes,
+// so its probe three days on is scored against an eligible policy, not
+// as no_recent_sample.
+func TestPruneKeepsAWideBasis(t *testing.T) {
+	p := params(0)
+	p.Lanes[0].BasisHours = 72
+	first := day0.Add(10*time.Hour + 7*time.Minute)
+	scored := day0.AddDate(0, 0, 3).Add(9*time.Hour + 7*time.Minute) // 71 hours after first's hour
+	opts := Options{Params: p, From: day0.AddDate(0, 0, 2), To: day0.AddDate(0, 0, 3).Add(10 * time.Hour)}
+	var ps []store.Probe
+	for at := opts.ReadFrom().Add(8 * time.Minute); at.Before(opts.To); at = at.Add(time.Hour) {
+		ps = append(ps, store.Probe{Lane: "paid", Kind: "paid", Time: at, QueueS: 1, GenS: 0.1, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+	}
+	for _, at := range []time.Time{first, scored} {
+		ps = append(ps, store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 5, GenS: 0.2, Tokens: 16, OK: true, Outcome: "ok", Status: 200})
+	}
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
+	b, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range ps {
+		if err := b.Add(pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := b.Report()
+	if b.epoch < 3 {
+		t.Fatalf("%d prunes, want one a day", b.epoch)
+	}
+	if c := laneCal(t, r, 0, "free"); c.Probes != 1 || c.OK != 1 || c.Covered != 1 || c.FalseIneligible != 0 || c.NoPolicy != 0 {
+		t.Errorf("free: %+v; want its one scored probe covered by an eligible policy", c.Counts)
+	}
+}
+
+// A lane's figures are taken anew in a new hour even when the lane has had
+// no probe since (backtest.go's cache check `f.hour != h` → `==`, and its
+// first `||` → `&&`, reused 10:00's figures at 11:06). The paid lane is
+// probed at :30 (1 s, 160 tok/s); on day 1 at 11:30 it queued 58 s, so
+// with a one-day lookback its 11:00 figure is 58 (58 + 5 > 60); the free
+// lane queues 55 s and never fits. Jobs 10:06, 10:26 and 10:46 take the
+// paid lane and meet its 10:30 and 11:30 probes (6 s); those of 11:06,
+// 11:26 and 11:46 get a stop: no lane fits.
+func TestFiguresOfANewHourAreTakenAnew(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour)}
+	var ps []store.Probe
+	for h := opts.ReadFrom(); h.Before(opts.To); h = h.Add(time.Hour) {
+		for _, m := range []time.Duration{7, 27, 47} {
+			ps = append(ps, probe("free", "free", h.Add(m*time.Minute), 55, 80))
+		}
+		q := 1.0
+		if h.Equal(day0.AddDate(0, 0, 1).Add(11 * time.Hour)) {
+			q = 58
+		}
+		ps = append(ps, probe("paid", "paid", h.Add(30*time.Minute), q, 160))
+	}
+	slices.SortFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
+	r := run(t, opts, ps)
+	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 6, Met: 3, MetPct: 50, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
+	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
+		t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+}
+
+// Trimming keeps, for a job that has yet to arrive, the probe before its
+// arrival whose back-off it may meet (backtest.go's trim from
+// `latest.Add(-ArrivalLead)` → `+`, with no job waiting). The paid lane
+// answers 11:25 with a 429 (back-off to 11:35) and 11:29:40 and 11:30:20
+// with 1 s, 160 tok/s; the replay trims at its 4096th probe (11:30, the
+// padding before it is of a lane not configured); the free lane's probe at
+// 11:30:10 brings a job at 11:29:10. Its paid strategy fails fast for 31
+// attempts (the 429 is the newest probe until 11:29:40), then meets
+// 11:30:20: 31 + 1 + 5 = 37 s.
+func TestTrimKeepsTheBackoffAFutureJobMeets(t *testing.T) {
+	p := params(1)
+	p.Lanes = append(p.Lanes, policy.LaneSpec{Name: "spare", Kind: "paid"})
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(3 * time.Hour)}
+	ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
+	at := func(h, m, s int) time.Time {
+		return day0.AddDate(0, 0, 2).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+	}
+	ps = append(ps,
+		store.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
+		probe("paid", "paid", at(11, 29, 40), 1, 160),
+	)
+	pad := make([]store.Probe, 4095-len(ps))
+	for i := range pad {
+		pad[i] = probe("unconfigured", "free", opts.ReadFrom(), 1, 1)
+	}
+	spare := probe("spare", "paid", at(11, 30, 0), 1, 160)
+	spare.OK, spare.Outcome, spare.Status = false, "http_error", 503
+	ps = append(append(pad, ps...), spare,
+		probe("free", "free", at(11, 30, 10), 5, 80),
+		probe("paid", "paid", at(11, 30, 20), 1, 160),
+		probe("paid", "paid", at(12, 40, 0), 1, 160),
+	)
+	r := run(t, opts, ps)
+	want := Decision{Class: "interactive", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(37), PaidUSD: 0.0016, Attempts: 32}
+	if got := decision(t, r, "interactive", "paid"); !reflect.DeepEqual(got, want) {
+		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+	if r.ProbesRead != 4099 || r.Ignored != len(pad) {
+		t.Errorf("read %d, ignored %d; want 4099 and %d", r.ProbesRead, r.Ignored, len(pad))
+	}
+}
