@@ -607,7 +607,9 @@ func TestStoreWarningsAreOneLineAndNotFatal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lp.WriteString("queue_hourly,kind=free,lane=free worst_queue_s=\"x\" 1\nnot line protocol\n"); err != nil {
+	// The bad record is of the hour read (a line outside the read's window
+	// is passed over unparsed).
+	if _, err := fmt.Fprintf(lp, "queue_hourly,kind=free,lane=free worst_queue_s=\"x\" %d\nnot line protocol\n", h.UnixNano()); err != nil {
 		t.Fatal(err)
 	}
 	if err := lp.Close(); err != nil {
