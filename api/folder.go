@@ -110,8 +110,8 @@ func readRegular(path string) ([]byte, error) {
 	return data, err
 }
 
-// modeName names what a file that is not a regular one is, as
-// store.ErrNotRegular's errors do.
+// modeName names what a file that is not a regular one is, as the stores'
+// refusals do (file.ErrNotRegular).
 func modeName(m fs.FileMode) string {
 	for _, k := range []struct {
 		bit  fs.FileMode

@@ -18,6 +18,9 @@ import (
 	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/sampler/shard"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
+	"github.com/lanewatch/lanewatch/store/spool"
 )
 
 // Groups returns the quota groups with their lanes, in config order; the
@@ -107,13 +110,7 @@ const (
 func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	s := cfg.Store
 	if s.Kind == StoreFile {
-		var st store.Store
-		var err error
-		if a == Beside {
-			st, err = store.OpenFileShared(s.Path, store.FileOptions{Warn: warn})
-		} else {
-			st, err = store.OpenFile(s.Path, store.FileOptions{ReadOnly: a == Reader, Warn: warn})
-		}
+		st, err := file.Open(s.Path, file.Options{ReadOnly: a == Reader, Beside: a == Beside, Warn: warn})
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
@@ -123,20 +120,17 @@ func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string,
 	if err != nil {
 		return nil, err
 	}
-	lang := s.QueryLanguage
-	if lang == QueryAuto {
-		lang = "" // the store's choice: InfluxQL without an org
-	}
-	db, err := store.OpenInflux(ctx, store.InfluxOptions{URL: s.URL, Org: s.Org, Bucket: s.Bucket, Token: token, Warn: warn,
-		RequestTimeout: s.Timeout.D(), Query: lang, StartUnreachable: a == Writer})
+	// The writer starts during an outage and spools; the others need the server.
+	db, err := influx.Open(ctx, influx.Options{URL: s.URL, Org: s.Org, Bucket: s.Bucket, Token: token, Warn: warn,
+		RequestTimeout: s.Timeout.D(), StartUnreachable: a == Writer})
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	sp, err := store.OpenSpool(db, store.SpoolOptions{Path: s.Spool, DeadLetter: s.DeadLetter, MaxBytes: s.SpoolMaxBytes,
-		ReadOnly: a == Reader, Beside: a == Beside, Warn: warn, AfterReplay: store.RebuildAfterReplay(cfg.Location)})
+	sp, err := spool.Open(db, spool.Options{Path: s.Spool, DeadLetter: s.DeadLetter, MaxBytes: s.SpoolMaxBytes,
+		ReadOnly: a == Reader, Beside: a == Beside, Warn: warn, Hours: cfg.Location})
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("store: %s: %w", db.Where(), err)
+		return nil, fmt.Errorf("store: %s: %w", db.Status().Where, err)
 	}
 	return sp, nil
 }

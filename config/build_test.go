@@ -148,8 +148,7 @@ func TestSamplerOptionsKeys(t *testing.T) {
 	}
 }
 
-// store.query_language picks the endpoint of InfluxDB reads (auto:
-// InfluxQL's /query without an org, Flux's /api/v2/query with one), and
+// InfluxDB is read through InfluxQL's /query, with an org or without, and
 // store.timeout bounds each request: a server slower than it fails the
 // open's read check with a timeout.
 func TestOpenStoreInfluxKnobs(t *testing.T) {
@@ -163,9 +162,6 @@ func TestOpenStoreInfluxKnobs(t *testing.T) {
 		case "/query":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"results":[{"statement_id":0}]}` + "\n"))
-		case "/api/v2/query":
-			w.Header().Set("Content-Type", "text/csv")
-			_, _ = w.Write([]byte("\r\n"))
 		default:
 			http.NotFound(w, r)
 		}
@@ -177,10 +173,9 @@ func TestOpenStoreInfluxKnobs(t *testing.T) {
 		want        string
 	}{
 		{"auto without org", "", "/query"},
-		{"auto with org", "org: o\n  ", "/api/v2/query"},
+		{"auto with org", "org: o\n  ", "/query"},
 		{"influxql", "query_language: influxql\n  ", "/query"},
 		{"influxql with org", "org: o\n  query_language: influxql\n  ", "/query"},
-		{"flux", "query_language: flux\n  ", "/api/v2/query"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mu.Lock()

@@ -116,16 +116,17 @@ type Store struct {
 	// Timeout bounds one request to InfluxDB (a read of a month of hourly
 	// records included).
 	Timeout Duration `yaml:"timeout"`
-	// QueryLanguage is the language of InfluxDB reads: QueryAuto (InfluxQL
-	// without an org, Flux with one), QueryInfluxQL or QueryFlux.
+	// QueryLanguage is the language of InfluxDB reads: QueryAuto or
+	// QueryInfluxQL, the same: InfluxQL through /query (on 2.x its
+	// v1-compatibility API). Flux is no longer read: a config that asks
+	// for it is refused, naming the key.
 	QueryLanguage string `yaml:"query_language"`
 }
 
 // Query languages of store.query_language.
 const (
 	QueryAuto     = "auto"
-	QueryInfluxQL = store.QueryInfluxQL
-	QueryFlux     = store.QueryFlux
+	QueryInfluxQL = "influxql"
 )
 
 // MaxStoreTimeout bounds store.timeout.

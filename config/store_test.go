@@ -9,8 +9,9 @@ import (
 )
 
 // store.timeout bounds one InfluxDB request (default 20s, > 0 and at most
-// 1h); store.query_language picks the read language (auto, influxql,
-// flux). A bad value is one error naming the field and its line.
+// 1h); store.query_language is auto or influxql (the same: InfluxQL), and
+// flux, no longer read, is refused saying so. A bad value is one error
+// naming the field and its line.
 func TestStoreTimeoutAndQueryLanguage(t *testing.T) {
 	const lane = "lanes:\n  - {name: a, kind: free, api: openai, base_url: \"http://x/v1\", model: m}\n"
 	const influx = "store:\n  kind: influx\n  url: \"http://h:8086\"\n"
@@ -29,11 +30,11 @@ func TestStoreTimeoutAndQueryLanguage(t *testing.T) {
 		{"past an hour", influx + "  timeout: 61m\n" + lane, 0, "", `:4: store.timeout: must be > 0 and at most 1h0m0s, got 1h1m0s`},
 		{"not a duration", influx + "  timeout: 30\n" + lane, 0, "", `:4: store.timeout: want a duration such as "30s", got "30"`},
 		{"influxql", influx + "  query_language: influxql\n" + lane, 20 * time.Second, "influxql", ""},
-		{"flux", influx + "  query_language: flux\n" + lane, 20 * time.Second, "flux", ""},
+		{"flux", influx + "  query_language: flux\n" + lane, 0, "", `:4: store.query_language: flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set auto`},
 		{"auto", influx + "  query_language: auto\n" + lane, 20 * time.Second, "auto", ""},
-		{"unknown language", influx + "  query_language: sql\n" + lane, 0, "", `:4: store.query_language: want auto, influxql or flux, got "sql"`},
-		{"empty language", influx + "  query_language: \"\"\n" + lane, 0, "", `:4: store.query_language: want auto, influxql or flux, got ""`},
-		{"upper case", influx + "  query_language: Flux\n" + lane, 0, "", `store.query_language: want auto, influxql or flux, got "Flux"`},
+		{"unknown language", influx + "  query_language: sql\n" + lane, 0, "", `:4: store.query_language: want auto or influxql, got "sql"`},
+		{"empty language", influx + "  query_language: \"\"\n" + lane, 0, "", `:4: store.query_language: want auto or influxql, got ""`},
+		{"upper case", influx + "  query_language: Flux\n" + lane, 0, "", `store.query_language: want auto or influxql, got "Flux"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

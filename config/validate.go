@@ -123,9 +123,11 @@ func (c *Config) validateStore() error {
 		return fieldErr("store.timeout", "must be > 0 and at most %s, got %s", MaxStoreTimeout, s.Timeout.D())
 	}
 	switch s.QueryLanguage {
-	case QueryAuto, QueryInfluxQL, QueryFlux:
+	case QueryAuto, QueryInfluxQL:
+	case "flux":
+		return fieldErr("store.query_language", "flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set %s", QueryAuto)
 	default:
-		return fieldErr("store.query_language", "want %s, %s or %s, got %q", QueryAuto, QueryInfluxQL, QueryFlux, s.QueryLanguage)
+		return fieldErr("store.query_language", "want %s or %s, got %q", QueryAuto, QueryInfluxQL, s.QueryLanguage)
 	}
 	switch s.Kind {
 	case StoreFile:

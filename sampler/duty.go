@@ -82,29 +82,27 @@ func (s *Sampler) sitesDisagree() error {
 // checkDuty writes this round's heartbeat, reads those of its site and of
 // the sites it shares account quotas with, and decides whether the round
 // at now probes, and whether those sites agree on the sites that share
-// them. It returns nil without an Identity (or with a store that keeps no
-// heartbeats). A heartbeat that cannot be written or read is err; a
+// them. It returns nil without an Identity. A heartbeat that cannot be written or read is err; a
 // failed read keeps the last decision (active for the first round).
 func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision, error) {
 	s.mu.Lock()
 	id := s.duty.id
 	s.mu.Unlock()
-	hs, ok := s.store.(store.HeartbeatStore)
-	if id == nil || !ok {
+	if id == nil {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatTimeout)
 	defer cancel()
 	self := s.heartbeat(id, now)
-	werr := hs.WriteHeartbeat(ctx, self)
+	werr := s.store.Write(ctx, store.Batch{Heartbeats: []store.Heartbeat{self}})
 	var beats []store.Heartbeat
 	var rerr error
-	if ex, ok := s.store.(store.Exclusive); !ok || !ex.Exclusive() {
+	if !s.store.Status().Exclusive {
 		// (A file store this sampler holds locked has no other writer: its
 		// heartbeats are not read, a scan of the whole file each round.)
 		reach := 2 * max(id.Interval, heartbeatReach)
 		sites := append(s.accountSites(), s.site)
-		beats, rerr = hs.Heartbeats(ctx, sites, store.Window{From: now.Add(-reach), To: now.Add(reach)})
+		beats, rerr = store.ReadHeartbeats(ctx, s.store, store.Query{Windows: []store.Window{{From: now.Add(-reach), To: now.Add(reach)}}, Sites: sites})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -17,6 +17,8 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // raceStore is one store two samplers share, as two hosts share an
@@ -25,31 +27,30 @@ import (
 // their writes landed), and while both samplers' first probe reads wait
 // for each other, each plans without the other's probes.
 type raceStore struct {
-	*store.File
+	*file.Store
 	blind   atomic.Bool
 	barrier sync.WaitGroup // armed with 2 for one round
 	armed   atomic.Int64   // the reads left that wait at the barrier
 }
 
-// Exclusive is false: the two samplers share the store, as two hosts
+// Status is not Exclusive: the two samplers share the store, as two hosts
 // share an InfluxDB (a file store is held by one).
-func (s *raceStore) Exclusive() bool { return false }
-
-func (s *raceStore) Heartbeats(ctx context.Context, sites []string, w store.Window) ([]store.Heartbeat, error) {
-	bs, err := s.File.Heartbeats(ctx, sites, w)
-	if s.blind.Load() {
-		return nil, err
-	}
-	return bs, err
+func (s *raceStore) Status() store.Status {
+	st := s.Store.Status()
+	st.Exclusive = false
+	return st
 }
 
-func (s *raceStore) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
-	ps, err := s.File.Probes(ctx, q)
-	if s.armed.Add(-1) >= 0 {
+func (s *raceStore) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if r.Heartbeat != nil && s.blind.Load() {
+		r.Heartbeat = func(store.Heartbeat) error { return nil }
+	}
+	err := s.Store.Read(ctx, q, r)
+	if r.Probe != nil && s.armed.Add(-1) >= 0 {
 		s.barrier.Done()
 		s.barrier.Wait()
 	}
-	return ps, err
+	return err
 }
 
 // pair sets up two samplers of shard 0/1 at site eu on one raceStore, on a
@@ -69,12 +70,12 @@ func pair(t *testing.T, interval time.Duration) (a, b *sampler.Sampler, st *race
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	f, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
-	st = &raceStore{File: f}
+	st = &raceStore{Store: f}
 	clock = &atomic.Int64{}
 	t0 := time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC)
 	clock.Store(t0.UnixNano())
@@ -152,7 +153,7 @@ func TestStandbyAndTakeover(t *testing.T) {
 	if bad := checkHours(t, st, "after the takeover"); len(bad) != 0 {
 		t.Errorf("hourly records that disagree with their probes: %v", bad)
 	}
-	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, store.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)})
+	beats, err := store.ReadHeartbeats(context.Background(), st, store.Query{Windows: []store.Window{store.Window{From: time.Unix(0, 0), To: time.Unix(0, clock.Load()).Add(time.Minute)}}, Sites: []string{"eu"}})
 	if err != nil || len(beats) != 3+5 {
 		t.Errorf("heartbeats stored: %d, %v; want one per round of each (8)", len(beats), err)
 	}
@@ -241,7 +242,7 @@ func TestFileStoreHeartbeat(t *testing.T) {
 			t.Fatalf("round: %v, %+v, %d probes; want active alone", err, r.Duty, len(r.Samples))
 		}
 	}
-	beats, err := st.(store.HeartbeatStore).Heartbeats(context.Background(), []string{""}, store.Window{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)})
+	beats, err := store.ReadHeartbeats(context.Background(), st, store.Query{Windows: []store.Window{{From: start.Add(-time.Minute), To: time.Now().Add(time.Minute)}}, Sites: []string{""}})
 	if err != nil || len(beats) != 2 || beats[0].Instance != "solo" || beats[0].Shard != "0/1" || beats[0].StartNS != start.UnixNano() {
 		t.Fatalf("heartbeats in the file: %+v, %v; want the two rounds'", beats, err)
 	}
@@ -264,7 +265,7 @@ func TestForgedHeartbeatIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +288,7 @@ func TestForgedHeartbeatIgnored(t *testing.T) {
 		{Instance: "skewed", Shard: "0/1", Site: "eu", Time: t0.Add(20 * time.Minute), Host: "nowhere", StartNS: t0.Add(-time.Hour).UnixNano(), IntervalS: 60},
 	}
 	for _, b := range forged {
-		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+		if err := st.Write(context.Background(), store.Batch{Heartbeats: []store.Heartbeat{b}}); err != nil {
 			t.Fatal(err)
 		}
 	}

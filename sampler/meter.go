@@ -20,7 +20,7 @@ type reading struct {
 	prior          store.Prior
 	err            error
 	// local holds, when the store could not be read, the probes the
-	// store's own spool and dead-letter file keep (store.LocalReader).
+	// store's own spool and dead-letter file keep (store.Reader.Local).
 	local []store.Probe
 }
 
@@ -62,14 +62,14 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	shared, sites := s.shared()
 	wide := q
 	wide.Sites = sites
-	ps, err := s.store.Probes(ctx, wide)
+	ps, err := store.ReadProbes(ctx, s.store, wide)
 	if err != nil {
 		m.err = err
-		if lr, ok := s.store.(store.LocalReader); ok {
-			// The back-offs a spooled or refused probe asks for still hold.
-			if local, lerr := lr.LocalProbes(ctx, store.Query{Windows: []store.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}); lerr == nil {
-				m.local = newest(sent(local))
-			}
+		// The back-offs a spooled or refused probe asks for still hold.
+		var local []store.Probe
+		lq := store.Query{Windows: []store.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}
+		if s.store.Read(ctx, lq, store.Reader{Local: true, Probe: func(p store.Probe) error { local = append(local, p); return nil }}) == nil {
+			m.local = newest(sent(local))
 		}
 		return m
 	}

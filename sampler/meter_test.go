@@ -16,6 +16,8 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/spool"
 )
 
 // fault is a store wrapper that fails on demand, as a store, a proxy in
@@ -23,7 +25,7 @@ import (
 type fault struct {
 	store.Store
 	mu       sync.Mutex
-	readErr  error // returned by Probes and Hourly
+	readErr  error // returned by Read
 	writeErr error // returned by Write, which then writes nothing
 	// killAt, when > 0, makes write number killAt and every later one fail
 	// with errKilled without writing: the process died before it wrote.
@@ -38,27 +40,19 @@ func (f *fault) set(read, write error) {
 	f.mu.Unlock()
 }
 
-func (f *fault) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
+// Read fails with readErr but for a Local read, which does not reach the
+// store.
+func (f *fault) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	f.mu.Lock()
 	err := f.readErr
 	f.mu.Unlock()
-	if err != nil {
-		return nil, err
+	if err != nil && !r.Local {
+		return err
 	}
-	return f.Store.Probes(ctx, q)
+	return f.Store.Read(ctx, q, r)
 }
 
-func (f *fault) Hourly(ctx context.Context, q store.Query) ([]store.Hourly, error) {
-	f.mu.Lock()
-	err := f.readErr
-	f.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return f.Store.Hourly(ctx, q)
-}
-
-func (f *fault) Write(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
+func (f *fault) Write(ctx context.Context, b store.Batch) error {
 	f.mu.Lock()
 	f.writes++
 	err := f.writeErr
@@ -69,24 +63,21 @@ func (f *fault) Write(ctx context.Context, probes []store.Probe, hourly []store.
 	if err != nil {
 		return err
 	}
-	return f.Store.Write(ctx, probes, hourly)
+	return f.Store.Write(ctx, b)
 }
 
-// spoolFault is a fault above a Spool: it still spools (store.Deferrer)
-// and reads the spool alone (store.LocalReader) as the Spool does.
+// spoolFault is a fault above a Spool: a deferred batch still goes to the
+// spool, as the Spool keeps it without trying the store.
 type spoolFault struct {
 	*fault
-	sp *store.Spool
+	sp *spool.Spool
 }
 
-func (f spoolFault) Defer(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
-	return f.sp.Defer(ctx, probes, hourly)
-}
-
-func (f spoolFault) RebuildLater(probes []store.Probe) { f.sp.RebuildLater(probes) }
-
-func (f spoolFault) LocalProbes(ctx context.Context, q store.Query) ([]store.Probe, error) {
-	return f.sp.LocalProbes(ctx, q)
+func (f spoolFault) Write(ctx context.Context, b store.Batch) error {
+	if b.Defer {
+		return f.sp.Write(ctx, b)
+	}
+	return f.fault.Write(ctx, b)
 }
 
 // Failures as the stores report them.
@@ -111,7 +102,7 @@ type rig struct {
 	fault  *fault      // between the spool (if any) and the store: the store's and the network's failures
 	kill   *fault      // above everything: a process killed before a write
 	st     store.Store // what the sampler writes to
-	sp     *store.Spool
+	sp     *spool.Spool
 	s      *sampler.Sampler
 	mu     sync.Mutex
 	clock  time.Time
@@ -183,7 +174,7 @@ func (r *rig) open() {
 	if r.openInner != nil {
 		r.inner = r.openInner()
 	} else {
-		f, err := store.OpenFile(filepath.Join(r.dir, "samples.lp"), store.FileOptions{})
+		f, err := file.Open(filepath.Join(r.dir, "samples.lp"), file.Options{})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -195,8 +186,8 @@ func (r *rig) open() {
 	}
 	var st store.Store = r.fault
 	if r.spool {
-		sp, err := store.OpenSpool(r.fault, store.SpoolOptions{Path: filepath.Join(r.dir, "spool.lp"),
-			DeadLetter: filepath.Join(r.dir, "dead.lp"), AfterReplay: store.RebuildAfterReplay(r.cfg.Location)})
+		sp, err := spool.Open(r.fault, spool.Options{Path: filepath.Join(r.dir, "spool.lp"),
+			DeadLetter: filepath.Join(r.dir, "dead.lp"), Hours: r.cfg.Location})
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -204,7 +195,7 @@ func (r *rig) open() {
 	}
 	r.kill = &fault{Store: st}
 	r.st = r.kill
-	if sp, ok := st.(*store.Spool); ok {
+	if sp, ok := st.(*spool.Spool); ok {
 		r.sp, r.st = sp, spoolFault{r.kill, sp}
 	}
 	o, err := r.cfg.SamplerOptions(r.st, nil, config.Shard{})
@@ -245,7 +236,7 @@ func (r *rig) round(interrupt time.Duration) (*sampler.Round, error) {
 // merged), through a fresh read-only view when the store is spooled.
 func (r *rig) probes() []store.Probe {
 	r.t.Helper()
-	ps, err := r.st.Probes(context.Background(), store.Between(r.now().Add(-48*time.Hour), r.now().Add(48*time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), r.st, store.Between(r.now().Add(-48*time.Hour), r.now().Add(48*time.Hour)))
 	if err != nil {
 		r.t.Fatalf("read: %v", err)
 	}
@@ -292,7 +283,7 @@ func TestKilledMidProbeSpendsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.check()
-	hs, err := r.st.Hourly(context.Background(), store.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)))
+	hs, err := store.ReadHourly(context.Background(), r.st, store.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)))
 	if err != nil || len(hs) != 1 || hs[0].Failures != 1 || hs[0].Eligible {
 		t.Fatalf("hour %+v, %v; want one record counting the abandoned request as a failure", hs, err)
 	}
@@ -350,7 +341,7 @@ func TestRefusedProbesCountAndEnterTheirHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.check()
-	hs, err := r.st.Hourly(context.Background(), store.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)).OfLanes("b"))
+	hs, err := store.ReadHourly(context.Background(), r.st, store.Between(r.now().Add(-time.Hour), r.now().Add(time.Hour)).OfLanes("b"))
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("hour of b %+v, %v", hs, err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/influx"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -243,7 +244,7 @@ func TestPropertyMeterFirstProxy(t *testing.T) {
 			db := influxtest.NewDB(t, base)
 			p, purl := newFaultProxy(t, base, db)
 			open := func() store.Store {
-				st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: purl, Bucket: db + "/autogen"})
+				st, err := influx.Open(context.Background(), influx.Options{URL: purl, Bucket: db + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -337,7 +338,7 @@ func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() store
 // time: a write that landed and was spooled for want of an answer, read
 // from both the store and the spool, or replayed as a second point.
 func checkNoTwice(r *rig, fail func(string, ...any)) {
-	ps, err := r.st.Probes(context.Background(), store.Between(r.now().Add(-72*time.Hour), r.now().Add(72*time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), r.st, store.Between(r.now().Add(-72*time.Hour), r.now().Add(72*time.Hour)))
 	if err != nil {
 		fail("read: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 func TestMain(m *testing.M) { influxtest.Main(m) }
@@ -83,7 +84,7 @@ func TestPropertyMeterFirst(t *testing.T) {
 			url := influxtest.URL(t)
 			db := influxtest.NewDB(t, url)
 			return func() store.Store {
-				st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+				st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -204,7 +205,7 @@ func checkMeter(r *rig, led *ledger, perDay int, rebuildOwed *bool, fail func(st
 			fail("the quota group's lanes got %d requests on %s, cap %d", n, day, perDay)
 		}
 	}
-	ps, err := r.st.Probes(ctx, store.Query{Windows: []store.Window{w}})
+	ps, err := store.ReadProbes(ctx, r.st, store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		fail("read: %v", err)
 	}

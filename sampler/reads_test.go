@@ -15,6 +15,7 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // countingStore counts the calls a round makes to the store it wraps.
@@ -23,19 +24,19 @@ type countingStore struct {
 	probes, hourly, writes atomic.Int64
 }
 
-func (c *countingStore) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
-	c.probes.Add(1)
-	return c.Store.Probes(ctx, q)
+func (c *countingStore) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if r.Probe != nil {
+		c.probes.Add(1)
+	}
+	if r.Hourly != nil {
+		c.hourly.Add(1)
+	}
+	return c.Store.Read(ctx, q, r)
 }
 
-func (c *countingStore) Hourly(ctx context.Context, q store.Query) ([]store.Hourly, error) {
-	c.hourly.Add(1)
-	return c.Store.Hourly(ctx, q)
-}
-
-func (c *countingStore) Write(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
+func (c *countingStore) Write(ctx context.Context, b store.Batch) error {
 	c.writes.Add(1)
-	return c.Store.Write(ctx, probes, hourly)
+	return c.Store.Write(ctx, b)
 }
 
 func (c *countingStore) reset() (probes, hourly, writes int64) {
@@ -71,7 +72,7 @@ func TestRoundReadsOnceWritesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	file, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 	var withdrawn []int
 	deadline := time.Now().Add(ConfirmWait)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
-		ps, err := s.store.Probes(storeCtx, q)
+		ps, err := store.ReadProbes(storeCtx, s.store, q)
 		if err != nil {
 			return append(withdrawn, pending...)
 		}
@@ -148,7 +148,7 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 // A release that fails leaves them reserved: counted, never fewer than
 // sent.
 func (s *Sampler) withdraw(ctx context.Context, lost []store.Probe) {
-	if err := s.store.Write(ctx, released(lost), nil); err != nil {
+	if err := s.store.Write(ctx, store.Batch{Probes: released(lost)}); err != nil {
 		return
 	}
 	touched := store.Touched(lost, s.loc)
@@ -158,7 +158,7 @@ func (s *Sampler) withdraw(ctx context.Context, lost []store.Probe) {
 		q.Lanes = append(q.Lanes, t.Lane)
 		q.Sites = append(q.Sites, t.Site)
 	}
-	ps, err := s.store.Probes(ctx, q)
+	ps, err := store.ReadProbes(ctx, s.store, q)
 	if err != nil {
 		return
 	}

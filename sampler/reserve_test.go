@@ -22,6 +22,9 @@ import (
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
+	"github.com/lanewatch/lanewatch/store/spool"
 )
 
 // holdProxy is a reverse proxy in front of a real influxd that can hold
@@ -107,7 +110,7 @@ func TestLateBookingNeverOverwritesItsProbe(t *testing.T) {
 	db := influxtest.NewDB(t, base)
 	p, purl := newHoldProxy(t, base)
 	open := func() store.Store {
-		st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: purl, Bucket: db + "/autogen", RequestTimeout: time.Second})
+		st, err := influx.Open(context.Background(), influx.Options{URL: purl, Bucket: db + "/autogen", RequestTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,13 +130,13 @@ func TestLateBookingNeverOverwritesItsProbe(t *testing.T) {
 	}
 	p.release(t)
 
-	direct, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: base, Bucket: db + "/autogen"})
+	direct, err := influx.Open(context.Background(), influx.Options{URL: base, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer direct.Close()
 	w := store.Window{From: r.now().Add(-time.Hour), To: r.now().Add(time.Hour)}
-	ps, err := direct.Probes(context.Background(), store.Query{Windows: []store.Window{w}})
+	ps, err := store.ReadProbes(context.Background(), direct, store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,34 +201,34 @@ func newActors(t *testing.T, perDay, probers int, influxURL string) *actors {
 	besides := make([]store.Store, probers)
 	if influxURL == "" {
 		path := filepath.Join(dir, "samples.lp")
-		f, err := store.OpenFile(path, store.FileOptions{})
+		f, err := file.Open(path, file.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		daemonStore = f
 		for i := range besides {
-			if besides[i], err = store.OpenFileShared(path, store.FileOptions{}); err != nil {
+			if besides[i], err = file.Open(path, file.Options{Beside: true}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	} else {
 		bucket := influxtest.NewDB(t, influxURL) + "/autogen"
-		spool := filepath.Join(dir, "spool.lp")
-		open := func(o store.SpoolOptions) store.Store {
-			db, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: influxURL, Bucket: bucket})
+		spoolPath := filepath.Join(dir, "spool.lp")
+		open := func(o spool.Options) store.Store {
+			db, err := influx.Open(context.Background(), influx.Options{URL: influxURL, Bucket: bucket})
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.Path, o.AfterReplay = spool, store.RebuildAfterReplay(time.UTC)
-			sp, err := store.OpenSpool(db, o)
+			o.Path, o.Hours = spoolPath, time.UTC
+			sp, err := spool.Open(db, o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return sp
 		}
-		daemonStore = open(store.SpoolOptions{})
+		daemonStore = open(spool.Options{})
 		for i := range besides {
-			besides[i] = open(store.SpoolOptions{Beside: true})
+			besides[i] = open(spool.Options{Beside: true})
 		}
 	}
 	a.read = daemonStore
@@ -297,7 +300,7 @@ func driveConcurrent(t *testing.T, seed uint64, perDay int, influxURL string) {
 		a.clock = a.clock.Add(step)
 		a.mu.Unlock()
 		now := a.now()
-		stored, err := a.read.Probes(ctx, store.Between(now.Add(-48*time.Hour), now.Add(48*time.Hour)))
+		stored, err := store.ReadProbes(ctx, a.read, store.Between(now.Add(-48*time.Hour), now.Add(48*time.Hour)))
 		if err != nil {
 			fail("read: %v", err)
 		}
@@ -391,7 +394,7 @@ func checkSpent(t *testing.T, a *actors, groups []budget.Group, perDay int, fail
 		}
 	}
 	w := store.Window{From: actorsStart.Add(-time.Hour), To: a.now().Add(72 * time.Hour)}
-	ps, err := a.read.Probes(context.Background(), store.Query{Windows: []store.Window{w}})
+	ps, err := store.ReadProbes(context.Background(), a.read, store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		fail("read: %v", err)
 	}
@@ -417,7 +420,7 @@ func checkSpent(t *testing.T, a *actors, groups []budget.Group, perDay int, fail
 // mid-round).
 func bookings(t *testing.T, a *actors) (booked, withdrawn int) {
 	t.Helper()
-	ps, err := a.read.Probes(context.Background(), store.Between(actorsStart.Add(-time.Hour), a.now().Add(72*time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), a.read, store.Between(actorsStart.Add(-time.Hour), a.now().Add(72*time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

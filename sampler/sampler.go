@@ -255,11 +255,11 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
 	if len(booked) > 0 {
-		if err := store.Booked(s.store.Write(storeCtx, booked, nil)); err != nil {
+		if err := store.Booked(s.store.Write(storeCtx, store.Batch{Probes: booked})); err != nil {
 			// Release what may have been stored of them, so that they count
 			// neither as spent nor as failures; a failure leaves them
 			// reserved, counted as both (never fewer than sent).
-			_ = s.store.Write(storeCtx, released(booked), nil)
+			_ = s.store.Write(storeCtx, store.Batch{Probes: released(booked)})
 			return nil, fmt.Errorf("%w: %w", ErrNotBooked, err)
 		}
 	}

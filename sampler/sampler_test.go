@@ -18,6 +18,7 @@ import (
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/shard"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // newSampler returns the Sampler of cfg's shard sh (the config's when
@@ -110,7 +111,7 @@ func setupWith(t *testing.T, srv *httptest.Server, lanes []string, extra, laneEx
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, b.String())
 	}
-	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func awayMidnight(t *testing.T, need time.Duration) {
 
 func stored(t *testing.T, st store.Store) map[string]store.Probe {
 	t.Helper()
-	ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), st, store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestStopStartsNothingNew(t *testing.T) {
 	}
 	// Their reservations are released: stored as unsent, so neither the
 	// budget nor their hours count them.
-	ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), st, store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestInterruptStoresCancelled(t *testing.T) {
 	if p := got["a"]; len(got) != 1 || p.Outcome != store.OutcomeCancelled || p.OK || p.QueueS < 0.05 || p.QueueS > 2 {
 		t.Fatalf("stored %+v; want lane a cancelled after a wait of about 0.1 s", got)
 	}
-	hs, err := st.Hourly(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	hs, err := store.ReadHourly(context.Background(), st, store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("hourly %+v, %v; want one record", hs, err)
 	}
@@ -370,7 +371,7 @@ func TestStatusShowsOwnGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +430,7 @@ lanes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,14 +480,15 @@ type deadlineStore struct {
 	record []time.Time // the deadlines of the writes that held a settled probe
 }
 
-func (d *deadlineStore) Write(ctx context.Context, probes []store.Probe, hourly []store.Hourly) error {
+func (d *deadlineStore) Write(ctx context.Context, b store.Batch) error {
+	probes := b.Probes
 	if slices.ContainsFunc(probes, func(p store.Probe) bool { return p.Outcome != store.OutcomeReserved }) {
 		dl, _ := ctx.Deadline()
 		d.mu.Lock()
 		d.record = append(d.record, dl)
 		d.mu.Unlock()
 	}
-	return d.Store.Write(ctx, probes, hourly)
+	return d.Store.Write(ctx, b)
 }
 
 // A round's record write has its own deadline, DefaultStoreTimeout from

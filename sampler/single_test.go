@@ -13,7 +13,7 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/budget"
-	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // sampler probe's rule, on random sequences of daemon rounds and one-lane
@@ -31,7 +31,7 @@ func TestPropertyProbeLaneBesideTheDaemon(t *testing.T) {
 				map[string]string{"a": ", quota: g", "b": ", quota: g", "c": ""}, nil)
 			led := &ledger{now: r.now, next: r.lane}
 			r.srv.Config.Handler = led
-			shared, err := store.OpenFileShared(filepath.Join(r.dir, "samples.lp"), store.FileOptions{})
+			shared, err := file.Open(filepath.Join(r.dir, "samples.lp"), file.Options{Beside: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // siteReq is one request the lane server received: from which site, for
@@ -172,7 +173,7 @@ func TestSitesShareAccountQuota(t *testing.T) {
 // not nil: lanes a and b of one account-scope group g of perDay probes a
 // day shared by sites (listed in that order), their requests sent to
 // root/site, on the clock now.
-func siteSampler(t *testing.T, url, db, root, site string, sites []string, perDay int, now func() time.Time, wrap func(*store.Influx) store.Store) (*sampler.Sampler, *config.Config) {
+func siteSampler(t *testing.T, url, db, root, site string, sites []string, perDay int, now func() time.Time, wrap func(*influx.Store) store.Store) (*sampler.Sampler, *config.Config) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "site: %s\nsites: [%s]\nquotas:\n  - {name: g, probes_per_day: %d}\nstore: {kind: file, path: unused.lp}\nlanes:\n",
@@ -184,7 +185,7 @@ func siteSampler(t *testing.T, url, db, root, site string, sites []string, perDa
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, b.String())
 	}
-	in, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	in, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,19 +207,19 @@ func siteSampler(t *testing.T, url, db, root, site string, sites []string, perDa
 // without the others' bookings, as samplers on one schedule at different
 // sites do when their rounds start at one moment.
 type gatedStore struct {
-	*store.Influx
+	*influx.Store
 	armed atomic.Bool
 	gate  *atomic.Pointer[sync.WaitGroup]
 }
 
-func (s *gatedStore) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
-	ps, err := s.Influx.Probes(ctx, q)
-	if s.armed.CompareAndSwap(true, false) {
+func (s *gatedStore) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	err := s.Store.Read(ctx, q, r)
+	if r.Probe != nil && s.armed.CompareAndSwap(true, false) {
 		g := s.gate.Load()
 		g.Done()
 		g.Wait()
 	}
-	return ps, err
+	return err
 }
 
 // Issue 28: sites that list the same sites in another order share the
@@ -245,8 +246,8 @@ func TestSitesInAnyOrderShareTheSlots(t *testing.T) {
 	var samplers []*sampler.Sampler
 	var groups []budget.Group
 	for i, site := range sites {
-		s, cfg := siteSampler(t, url, db, srv.URL, site, lists[i], perDay, now, func(in *store.Influx) store.Store {
-			st := &gatedStore{Influx: in, gate: gate}
+		s, cfg := siteSampler(t, url, db, srv.URL, site, lists[i], perDay, now, func(in *influx.Store) store.Store {
+			st := &gatedStore{Store: in, gate: gate}
 			stores = append(stores, st)
 			return st
 		})
@@ -359,13 +360,13 @@ func TestSitesThatDisagreeProbeNoSharedSlot(t *testing.T) {
 	fra1 := start("fra1", "fra1-a", []string{"fra1", "iad1"})
 	// An older sampler at iad1 (of another shard), whose heartbeat lists
 	// no sites: fra1 cannot tell, and probes its slots as before.
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	if err := st.WriteHeartbeat(context.Background(), store.Heartbeat{Instance: "iad1-old", Shard: "1/2", Site: "iad1", Time: now(), Host: "old",
-		StartNS: now().Add(-time.Hour).UnixNano(), Version: "older", IntervalS: iv.Seconds()}); err != nil {
+	if err := st.Write(context.Background(), store.Batch{Heartbeats: []store.Heartbeat{store.Heartbeat{Instance: "iad1-old", Shard: "1/2", Site: "iad1", Time: now(), Host: "old",
+		StartNS: now().Add(-time.Hour).UnixNano(), Version: "older", IntervalS: iv.Seconds()}}}); err != nil {
 		t.Fatal(err)
 	}
 	r := run(fra1, "fra1")

@@ -105,7 +105,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	if s.chart == nil {
 		return p
 	}
-	if hs, err := s.store.Hourly(ctx, store.Between(from, now)); err == nil && len(hs) > 0 {
+	if hs, err := store.ReadHourly(ctx, s.store, store.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
 		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
 			// Trusted: the Chart (package swings, through config) drew it from

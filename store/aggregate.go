@@ -63,11 +63,8 @@ func Sent(p Probe) bool { return p.Outcome != OutcomeUnsent }
 // it timed out before one). It is a lower bound of the queue the next
 // attempt may meet, which the policy's next_queue_s never goes under. A
 // 429's announced wait (quota_reset_s) is not a queue and does not count:
-// counted, it made next_queue_s of that hour of day 500 times the queue met
-// at p90 for the whole lookback (round 2's backtest, in BENCHMARKS.md's
-// git history), while the
-// back-off and the policy's quota_exhausted until already keep the lane out
-// for as long as the lane asked.
+// the back-off and the policy's quota_exhausted until keep the lane out for
+// as long as the lane asked.
 //
 // A busy 429 (Busy: the hour's only 429, with a wait the server announced
 // of at most BusyMaxS) counts in samples but is no failure: the lane said

@@ -133,3 +133,45 @@ func TestHourStart(t *testing.T) {
 		})
 	}
 }
+
+// worst_censored_s is the longest wait a failed probe sat through, whatever
+// the order of the failures. Kills aggregate.go `num.Finite(bound) && bound
+// > h.WorstCensoredS` → `||` (the last failed wait would win).
+func TestAggregateWorstCensoredIsTheLongest(t *testing.T) {
+	fail := func(outcome string, queue float64) store.Probe {
+		return store.Probe{Lane: "l", Kind: "free", QueueS: queue, Outcome: outcome}
+	}
+	for _, c := range []struct {
+		name   string
+		probes []store.Probe
+		want   float64
+	}{
+		{"longest first", []store.Probe{fail("timeout", 120), fail("timeout", 9)}, 120},
+		{"longest last", []store.Probe{fail("timeout", 9), fail("timeout", 120)}, 120},
+		{"longest in the middle", []store.Probe{fail("empty", 3), fail("timeout", 30), fail("stream_error", 0)}, 30},
+		{"an ok probe's queue is not censored", []store.Probe{okProbe("l", hour0, 50), fail("timeout", 4)}, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := store.Aggregate("l", "free", "", hour0, c.probes)
+			if h.WorstCensoredS != c.want {
+				t.Fatalf("worst_censored_s = %v, want %v", h.WorstCensoredS, c.want)
+			}
+		})
+	}
+}
+
+// A probe with gen_s 0 gives no rate, whatever its token count (an
+// imported point may hold a negative one): -5 / 0 would be -Inf.
+func TestAggregateNoRateWithoutGen(t *testing.T) {
+	p := store.Probe{Lane: "l", Kind: "free", QueueS: 3, GenS: 0, Tokens: -5, OK: true, Outcome: "ok"}
+	h := store.Aggregate("l", "free", "", hour0, []store.Probe{p, okProbe("l", hour0, 1)})
+	if h.MinTokPerS != 8 {
+		t.Fatalf("min_tok_per_s = %v, want 8 (the one probe with a gen_s)", h.MinTokPerS)
+	}
+}
+
+var hour0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+
+func okProbe(lane string, at time.Time, queue float64) store.Probe {
+	return store.Probe{Lane: lane, Kind: "free", Time: at, QueueS: queue, GenS: 1, Tokens: 8, OK: true, Outcome: "ok"}
+}

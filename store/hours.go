@@ -1,11 +1,10 @@
-// Package hours keys time by wall-clock hour in a configured zone.
-//
-// It is the one rule every lanewatch package uses to say which hour an
-// instant belongs to ("2026-11-30T14"), so that the sampler's hourly
-// records, the policy files and every report agree, including in zones
-// whose offset is not a whole number of hours (India, Nepal, Newfoundland)
-// and across DST changes.
 package store
+
+// The hour keys: the one rule every lanewatch package uses to say which
+// hour an instant belongs to ("2026-11-30T14", wall-clock time in the
+// config's zone), so that the sampler's hourly records, the policy files
+// and every report agree, including in zones whose offset is not a whole
+// number of hours (India, Nepal, Newfoundland) and across DST changes.
 
 import (
 	"errors"
@@ -21,7 +20,7 @@ const HourLayout = "2006-01-02T15"
 // DayLayout is how a day is written.
 const DayLayout = "2006-01-02"
 
-// Start returns the start of the wall-clock hour that holds t, as hours run
+// HourStart returns the start of the wall-clock hour that holds t, as hours run
 // in loc (nil means UTC). In the repeated hour of a fall-back, each instant
 // maps to the start of its own occurrence of that hour. The result is in loc.
 func HourStart(t time.Time, loc *time.Location) time.Time {
@@ -38,14 +37,14 @@ func HourStart(t time.Time, loc *time.Location) time.Time {
 	return start
 }
 
-// Label returns the key of the hour holding t: "YYYY-MM-DDTHH" in loc.
+// HourLabel returns the key of the hour holding t: "YYYY-MM-DDTHH" in loc.
 func HourLabel(t time.Time, loc *time.Location) string {
 	return t.In(OrUTC(loc)).Format(HourLayout)
 }
 
 var hourRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}$`)
 
-// Parse parses an hour key "YYYY-MM-DDTHH" in loc and returns the start of
+// ParseHour parses an hour key "YYYY-MM-DDTHH" in loc and returns the start of
 // that hour. A key of another shape ("2026-11-30T5") is a format error; an
 // hour that a DST change skips is an error naming the zone; an hour that a
 // DST change repeats gives its first occurrence.
@@ -112,4 +111,11 @@ func OrUTC(loc *time.Location) *time.Location {
 		return time.UTC
 	}
 	return loc
+}
+
+// RetentionCut is the cut that keeps days days of probes at now: the
+// start of the hour (in loc) days×24 h before now, so that no hour keeps
+// part of its probes (a rollup of a kept hour sees all of them).
+func RetentionCut(now time.Time, days int, loc *time.Location) time.Time {
+	return HourStart(now.Add(-time.Duration(days)*24*time.Hour), loc)
 }

@@ -5,12 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/lanewatch/lanewatch/store/lineproto"
 )
-
-// importBatch is how many probe points Import records at once.
-const importBatch = 5000
 
 // Imported counts what Import did.
 type Imported struct {
@@ -21,14 +16,15 @@ type Imported struct {
 }
 
 // Import records the probe points of a line-protocol stream (an embedded
-// store file, a spool or a dead-letter file) through rec, in order,
-// importBatch points at a time, so that a switch from the file store to
-// InfluxDB keeps its history. The stream's queue_hourly lines are not
-// copied: rec rebuilds the hours of the imported probes from everything the
-// store holds, so an import never rolls an hourly record back to an older
-// or partial aggregate. Torn, corrupt and unknown lines are skipped and
-// reported to warn (nil discards). On a write error it stops and says after
-// which line.
+// store file, a spool or a dead-letter file) through rec, in order, 5,000
+// points at a time, so that a switch from the file store to InfluxDB keeps
+// its history. The stream's queue_hourly lines are not copied: rec
+// rebuilds the hours of the imported probes from everything the store
+// holds, so an import never rolls an hourly record back to an older or
+// partial aggregate; heartbeats, a sign of life of their day, are not
+// history. Torn, corrupt and unknown lines are skipped and reported to
+// warn (nil discards). On a write error it stops and says after which
+// line.
 func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg string, args ...any)) (Imported, error) {
 	if warn == nil {
 		warn = func(string, ...any) {}
@@ -55,23 +51,22 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 		ps = ps[:0]
 		return nil
 	}
-	err := lineproto.ScanLines(ctx, r, func(n int64, line []byte, terminated bool) error {
+	names := Names{}
+	err := ScanLines(ctx, r, func(n int64, line []byte, terminated bool) error {
 		last = n
 		if !terminated {
 			warn("skipped torn last line (no newline)", "line", n)
 			return nil
 		}
-		switch kindOf(line) {
-		case kindSkip:
+		switch KindOf(line) {
+		case KindBlank, KindHeartbeat:
 			return nil
-		case kindHourly:
+		case KindHourly:
 			res.Skipped++
 			return nil
-		case kindHeartbeat: // a sign of life of its day, not history
-			return nil
-		case kindProbe:
-			p, err := decodeProbe(line)
-			if err != nil {
+		case KindProbe:
+			var p Probe
+			if err := Decode(names, line, &p); err != nil {
 				warn("skipped corrupt line", "line", n, "err", err.Error())
 				return nil
 			}
@@ -80,7 +75,7 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 			warn("skipped corrupt line: not a probe or queue_hourly point", "line", n)
 			return nil
 		}
-		if len(ps) >= importBatch {
+		if len(ps) >= 5000 {
 			return flush()
 		}
 		return nil
@@ -90,8 +85,7 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 	if err == nil {
 		err = flush()
 	}
-	var described *importError
-	if err != nil && !errors.As(err, &described) {
+	if described := (*importError)(nil); err != nil && !errors.As(err, &described) {
 		err = fmt.Errorf("import: read: %w", err)
 	}
 	return res, err

@@ -10,30 +10,31 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
-// countingStore is a real File store that counts the Writes it gets.
+// countingStore is a real file store that counts the points of each Write.
 type countingStore struct {
-	*store.File
+	*file.Store
 	writes []int // points per Write
 	fail   error
 }
 
-func (c *countingStore) Write(ctx context.Context, ps []store.Probe, hs []store.Hourly) error {
+func (c *countingStore) Write(ctx context.Context, b store.Batch) error {
 	if c.fail != nil {
 		return c.fail
 	}
-	c.writes = append(c.writes, len(ps)+len(hs))
-	return c.File.Write(ctx, ps, hs)
+	c.writes = append(c.writes, b.Len())
+	return c.Store.Write(ctx, b)
 }
 
 func newCounting(t *testing.T) *countingStore {
-	f, err := store.OpenFile(filepath.Join(t.TempDir(), "dst.lp"), store.FileOptions{})
+	f, err := file.Open(filepath.Join(t.TempDir(), "dst.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
-	return &countingStore{File: f}
+	return &countingStore{Store: f}
 }
 
 func TestImport(t *testing.T) {
@@ -89,7 +90,7 @@ func TestImport(t *testing.T) {
 				t.Errorf("warnings %q, want %q", w.all(), c.warn)
 			}
 			if c.worst >= 0 {
-				hs, err := dst.Hourly(ctx, store.Between(hour0, hour0.Add(time.Hour)))
+				hs, err := store.ReadHourly(ctx, dst, store.Between(hour0, hour0.Add(time.Hour)))
 				if err != nil || len(hs) != 1 || hs[0].WorstQueueS != c.worst || hs[0].Samples != c.samples {
 					t.Errorf("Hourly = %+v, %v; want worst %v over %d samples", hs, err, c.worst, c.samples)
 				}
@@ -113,4 +114,33 @@ func TestImport(t *testing.T) {
 			t.Fatalf("Import = %v after %v writes; want context.Canceled and no write", err, dst.writes)
 		}
 	})
+}
+
+// A heartbeat line is skipped without a warning: a heartbeat is a sign of
+// life of its day, not history.
+func TestImportSkipsHeartbeats(t *testing.T) {
+	line := `sampler_heartbeat,instance=h-1-ab,shard=0/1,site=eu host="h",start_ns=42i,version="v0",interval_s=1.5,sites="eu,us" 1700000000000000006` + "\n"
+	dst := newCounting(t)
+	res, err := store.Import(ctx, store.NewRecorder(dst, time.UTC), strings.NewReader(line), failOnWarn(t))
+	if err != nil || res != (store.Imported{}) || len(dst.writes) != 0 {
+		t.Errorf("import of a heartbeat: %+v, %v, writes %v; want nothing imported", res, err, dst.writes)
+	}
+}
+
+// An import of a source without end (a device, a line that never ends,
+// corrupt lines without end) stops when its context is done, with one
+// line.
+func TestImportEndlessStopsOnCancel(t *testing.T) {
+	for name, src := range endlessSources(t) {
+		t.Run(name, func(t *testing.T) {
+			rec := store.NewRecorder(newCounting(t), time.UTC)
+			err := promptly(t, func(ctx context.Context) error {
+				_, err := store.Import(ctx, rec, src(), nil)
+				return err
+			})
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is more than one line", err)
+			}
+		})
+	}
 }

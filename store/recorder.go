@@ -8,25 +8,18 @@ import (
 	"time"
 )
 
-// Deferrer is a layer that can hold points for a later replay without trying
-// the store first: a Spool.
-type Deferrer interface {
-	Defer(ctx context.Context, probes []Probe, hourly []Hourly) error
-}
-
 // Recorder writes probe points and keeps the invariant of the schema: every
 // stored queue_hourly point is the Rollup of all stored probe points of its
-// lane, site and hour (hours keyed in Location).
+// lane, site and hour (hours keyed in its zone).
 //
 // Record reads the probes already stored for the lane-hours a round
 // touches, adds the new ones, and writes the new probes with the refreshed
 // hourly points in one Write (RecordWith takes them from a read the caller
-// made already). When the store cannot be read (InfluxDB down)
-// and it is a Deferrer, the probes go to the spool alone and their hours are
-// rebuilt once they are readable: a Spool opened with AfterReplay set to
-// RebuildAfterReplay(loc) does that before it lets go of them. So rounds,
-// replays after an outage, restarts in the middle of one, imports and
-// refused-then-imported batches all leave the invariant true.
+// made already). When the store cannot be read, the probes are written
+// without their hours (Batch.Defer, Rebuild) and a Spool rebuilds them
+// once it can. So rounds, replays after an outage, restarts in the middle
+// of one, imports and refused-then-imported batches all leave the
+// invariant true.
 type Recorder struct {
 	store Store
 	loc   *time.Location
@@ -48,15 +41,15 @@ type Recorded struct {
 
 // Record stores the probes and the refreshed hourly point of every lane-hour
 // they fall in. A nil error means every point is durable (in the store, or
-// in a spool). When the store cannot be read for a reason that is not
-// passing, the probes are still written, without their hours, and the
-// error wraps ErrHoursNotRebuilt.
+// in a spool). When the store cannot be read for a reason that does not
+// pass, the probes are still written, without their hours, and the error
+// wraps ErrHoursNotRebuilt.
 func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error) {
 	return r.RecordWith(ctx, probes, Prior{})
 }
 
 // Prior is what a caller read from the store before it records: the probes
-// Query selected, as Store.Probes returned them.
+// Query selected, as a Read handed them over.
 type Prior struct {
 	Query  Query
 	Probes []Probe
@@ -81,12 +74,12 @@ func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) 
 	stored := prior.Probes
 	if !prior.covers(touched) {
 		var err error
-		if stored, err = r.store.Probes(ctx, queryOf(touched)); err != nil {
+		if stored, err = ReadProbes(ctx, r.store, queryOf(touched)); err != nil {
 			return r.unread(ctx, probes, err)
 		}
 	}
 	hourly := rollupOf(touched, stored, probes, r.loc)
-	if err := r.store.Write(ctx, probes, hourly); err != nil {
+	if err := r.store.Write(ctx, Batch{Probes: probes, Hourly: hourly}); err != nil {
 		return Recorded{}, err
 	}
 	return Recorded{Hourly: hourly}, nil
@@ -107,38 +100,28 @@ func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recor
 	if len(probes) == 0 {
 		return Recorded{}, rerr
 	}
-	if d, ok := r.store.(Deferrer); ok && errors.Is(err, ErrUnavailable) {
-		if derr := d.Defer(ctx, probes, nil); derr != nil {
+	spooled := r.store.Status().Spool != ""
+	if spooled && errors.Is(err, ErrUnavailable) {
+		if derr := r.store.Write(ctx, Batch{Probes: probes, Defer: true}); derr != nil {
 			return Recorded{}, fmt.Errorf("%w; %w", rerr, derr)
 		}
 		return Recorded{Deferred: true}, nil
 	}
-	if werr := r.store.Write(ctx, probes, nil); werr != nil {
+	if werr := r.store.Write(ctx, Batch{Probes: probes, Rebuild: true}); werr != nil {
 		return Recorded{}, fmt.Errorf("%w; write the probes: %w", rerr, werr)
 	}
-	if l, ok := r.store.(laterRebuilder); ok {
-		l.RebuildLater(probes)
+	if spooled {
 		return Recorded{}, fmt.Errorf("%w (they are rebuilt at the first write after the store can be read again, or by sampler rollup): %w", ErrHoursNotRebuilt, rerr)
 	}
 	return Recorded{}, fmt.Errorf("%w (run sampler rollup once the store can be read): %w", ErrHoursNotRebuilt, rerr)
 }
 
-// laterRebuilder is a layer that rebuilds the hours of probes after a later
-// write that goes through (a Spool with AfterReplay).
-type laterRebuilder interface{ RebuildLater(probes []Probe) }
-
 // touchedWith is the lane-hours the probes fall in and the extra ones,
 // sorted and without repeats.
 func touchedWith(probes []Probe, extra []LaneHour, loc *time.Location) []LaneHour {
 	touched := Touched(probes, loc)
-	if len(extra) == 0 {
-		return touched
-	}
-	seen := laneHourSet(touched)
 	for _, t := range extra {
-		t.Hour = hourOf(t.Hour, loc)
-		if !seen[t] {
-			seen[t] = true
+		if t.Hour = hourOf(t.Hour, loc); !slices.Contains(touched, t) {
 			touched = append(touched, t)
 		}
 	}
@@ -149,17 +132,16 @@ func touchedWith(probes []Probe, extra []LaneHour, loc *time.Location) []LaneHou
 // covers reports whether p's query selects every probe of the lane-hours:
 // their lanes and sites, and each hour whole within one of its windows.
 func (p Prior) covers(touched []LaneHour) bool {
-	m := p.Query.matcher()
-	if m.empty() {
+	f := p.Query.Filter()
+	if f.Empty() {
 		return false
 	}
 	for _, t := range touched {
-		if !m.seriesOK(t.Lane, t.Site) {
+		if (f.sites != nil && !f.sites[t.Site]) || (f.lanes != nil && !f.lanes[t.Lane]) {
 			return false
 		}
 		from, to := clampNano(t.Hour), clampNano(t.Hour.Add(time.Hour))
-		i := slices.IndexFunc(m.spans, func(s [2]int64) bool { return s[0] <= from && to <= s[1] })
-		if i < 0 {
+		if !slices.ContainsFunc(f.Spans, func(s [2]int64) bool { return s[0] <= from && to <= s[1] }) {
 			return false
 		}
 	}
@@ -170,17 +152,20 @@ func (p Prior) covers(touched []LaneHour) bool {
 // read may return more) and the fresh ones, which replace a stored one of
 // the same key.
 func rollupOf(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []Hourly {
-	in := laneHourSet(touched)
-	l := newLatest(probeKey)
+	in := make(map[LaneHour]bool, len(touched))
+	for _, t := range touched {
+		in[t] = true
+	}
+	var l Latest[Probe]
 	for _, p := range stored {
 		if in[LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}] {
-			l.put(p)
+			l.Put(p)
 		}
 	}
 	for _, p := range fresh {
-		l.put(p)
+		l.Put(p)
 	}
-	return Rollup(l.sorted(), loc)
+	return Rollup(l.Sorted(), loc)
 }
 
 // Rebuild recomputes the hourly points of the lane-hours from the probes
@@ -191,7 +176,7 @@ func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHo
 		return nil, nil
 	}
 	loc = OrUTC(loc)
-	stored, err := st.Probes(ctx, queryOf(touched))
+	stored, err := ReadProbes(ctx, st, queryOf(touched))
 	if err != nil {
 		return nil, fmt.Errorf("rebuild hours: %w", err)
 	}
@@ -202,13 +187,13 @@ func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHo
 	return hourly, nil
 }
 
-// writeHourly writes hourly points in batches of replayBatch and returns
-// how many it wrote.
+// writeHourly writes hourly points in batches of 5,000 and returns how
+// many it wrote.
 func writeHourly(ctx context.Context, st Store, hourly []Hourly) (int, error) {
 	n := 0
 	for n < len(hourly) {
-		chunk := hourly[n:min(len(hourly), n+replayBatch)]
-		if err := st.Write(ctx, nil, chunk); err != nil {
+		chunk := hourly[n:min(len(hourly), n+5000)]
+		if err := st.Write(ctx, Batch{Hourly: chunk}); err != nil {
 			return n, err
 		}
 		n += len(chunk)
@@ -216,42 +201,136 @@ func writeHourly(ctx context.Context, st Store, hourly []Hourly) (int, error) {
 	return n, nil
 }
 
-// RebuildAfterReplay is the SpoolOptions.AfterReplay that keeps the
-// invariant: it rebuilds the hours of the replayed probes.
-func RebuildAfterReplay(loc *time.Location) func(context.Context, Store, []Probe) error {
-	return func(ctx context.Context, inner Store, replayed []Probe) error {
-		_, err := Rebuild(ctx, inner, loc, Touched(replayed, loc))
-		return err
-	}
-}
-
 // queryOf selects the probes of the lane-hours: one window per hour, the
 // lanes and sites they name.
 func queryOf(touched []LaneHour) Query {
 	var q Query
-	hoursSeen := map[time.Time]bool{}
-	lanes, sites := map[string]bool{}, map[string]bool{}
+	seen := map[any]bool{}
 	for _, t := range touched {
-		if !hoursSeen[t.Hour] {
-			hoursSeen[t.Hour] = true
+		if !seen[t.Hour] {
 			q.Windows = append(q.Windows, Window{t.Hour, t.Hour.Add(time.Hour)})
 		}
-		if !lanes[t.Lane] {
-			lanes[t.Lane] = true
+		if !seen["lane "+t.Lane] {
 			q.Lanes = append(q.Lanes, t.Lane)
 		}
-		if !sites[t.Site] {
-			sites[t.Site] = true
+		if !seen["site "+t.Site] {
 			q.Sites = append(q.Sites, t.Site)
 		}
+		seen[t.Hour], seen["lane "+t.Lane], seen["site "+t.Site] = true, true, true
 	}
 	return q
 }
 
-func laneHourSet(touched []LaneHour) map[LaneHour]bool {
-	in := make(map[LaneHour]bool, len(touched))
-	for _, t := range touched {
-		in[t] = true
+// Problem is what is wrong with one stored hourly point.
+type Problem string
+
+// The problems Check finds.
+const (
+	ProblemMissing Problem = "missing" // probes, but no hourly point of that kind
+	ProblemDiffers Problem = "differs" // the stored point is not the aggregate of its probes
+	ProblemOrphan  Problem = "orphan"  // an hourly point without a probe in its lane-hour
+)
+
+// Mismatch is one hourly point that breaks the invariant. Want is the
+// aggregate of the probes (zero for an orphan); Stored the point in the
+// store (zero when missing).
+type Mismatch struct {
+	Problem Problem
+	Want    Hourly
+	Stored  Hourly
+}
+
+func (m Mismatch) point() Hourly {
+	if m.Problem == ProblemOrphan {
+		return m.Stored
 	}
-	return in
+	return m.Want
+}
+
+func (m Mismatch) String() string {
+	h := m.point()
+	at := fmt.Sprintf("%s lane %s kind %s", h.Hour.UTC().Format(time.RFC3339), h.Lane, h.Kind)
+	if h.Site != "" {
+		at += " site " + h.Site
+	}
+	switch m.Problem {
+	case ProblemDiffers:
+		return fmt.Sprintf("%s: stored samples=%d failures=%d worst=%g censored=%g, probes say samples=%d failures=%d worst=%g censored=%g", at,
+			m.Stored.Samples, m.Stored.Failures, m.Stored.WorstQueueS, m.Stored.WorstCensoredS,
+			m.Want.Samples, m.Want.Failures, m.Want.WorstQueueS, m.Want.WorstCensoredS)
+	case ProblemMissing:
+		return fmt.Sprintf("%s: no hourly point for %d probes", at, h.Samples)
+	}
+	return fmt.Sprintf("%s: hourly point without probes (samples=%d)", at, h.Samples)
+}
+
+// HourSpan widens [from, to) to whole hours of loc, so that every lane-hour
+// it touches is read whole.
+func HourSpan(from, to time.Time, loc *time.Location) Window {
+	end := HourStart(to, loc)
+	if end.Before(to) {
+		end = end.Add(time.Hour)
+	}
+	return Window{HourStart(from, loc).UTC(), end.UTC()}
+}
+
+// Check compares every hourly point of the hours in w (widened to whole
+// hours of loc) with the Rollup of the probes of its lane-hour, for the
+// sites given (nil: all). It reads, never writes.
+func Check(ctx context.Context, st Store, loc *time.Location, w Window, sites []string) ([]Mismatch, error) {
+	var probes []Probe
+	byKey := map[Key]Hourly{}
+	var stored []Hourly
+	err := st.Read(ctx, Query{Windows: []Window{HourSpan(w.From, w.To, loc)}, Sites: sites}, Reader{
+		Probe:  func(p Probe) error { probes = append(probes, p); return nil },
+		Hourly: func(h Hourly) error { stored = append(stored, h); byKey[KeyOf(&h)] = h; return nil },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	var out []Mismatch
+	for _, h := range Rollup(probes, loc) {
+		k := KeyOf(&h)
+		got, ok := byKey[k]
+		delete(byKey, k)
+		switch {
+		case !ok:
+			out = append(out, Mismatch{Problem: ProblemMissing, Want: h})
+		case !SameHourly(got, h):
+			out = append(out, Mismatch{Problem: ProblemDiffers, Want: h, Stored: got})
+		}
+	}
+	for _, h := range stored {
+		if _, left := byKey[KeyOf(&h)]; left {
+			out = append(out, Mismatch{Problem: ProblemOrphan, Stored: h})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Mismatch) int {
+		x, y := a.point(), b.point()
+		return compareLaneHour(LaneHour{x.Lane, x.Site, x.Hour}, LaneHour{y.Lane, y.Site, y.Hour})
+	})
+	return out, nil
+}
+
+// RebuildWindow rebuilds every lane-hour that has probes in w (widened to
+// whole hours of loc), for the sites given (nil: all). It is idempotent: run
+// twice, it writes the same points. It returns how many hourly points it
+// wrote.
+func RebuildWindow(ctx context.Context, st Store, loc *time.Location, w Window, sites []string) (int, error) {
+	probes, err := ReadProbes(ctx, st, Query{Windows: []Window{HourSpan(w.From, w.To, loc)}, Sites: sites})
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: %w", err)
+	}
+	n, err := writeHourly(ctx, st, Rollup(probes, loc))
+	if err != nil {
+		return n, fmt.Errorf("rebuild: %w", err)
+	}
+	return n, nil
+}
+
+// SameHourly reports whether a and b are the same point with the same values.
+func SameHourly(a, b Hourly) bool {
+	ah, bh := a.Hour, b.Hour
+	a.Hour, b.Hour = time.Time{}, time.Time{}
+	return ah.Equal(bh) && a == b
 }

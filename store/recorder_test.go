@@ -1,7 +1,12 @@
 package store_test
 
+// The Recorder keeps every hourly record the aggregate of its probes
+// (recorder.go): what it reads, writes and defers, Rebuild and Check.
+
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -10,7 +15,310 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
+
+// memStore is a Store in memory: a read hands over every stored probe (or
+// fails with readErr), a write keeps what it is given (or fails from its
+// failAt-th call on, counting from 1). A spool one says so in its Status,
+// as a Spool does, and keeps a Defer batch apart (or fails with deferErr)
+// and the probes of a Rebuild batch as it would to rebuild their hours.
+type memStore struct {
+	probes  []store.Probe
+	readErr error
+	failAt  int
+	writes  int
+	written []store.Probe
+	hourly  []store.Hourly
+	reads   int
+
+	spool           bool
+	deferErr        error
+	deferred, later []store.Probe
+	deferredHourly  []store.Hourly
+	defers          int
+}
+
+var errWrite = errors.New("write refused")
+
+func (s *memStore) Write(_ context.Context, b store.Batch) error {
+	if b.Defer && s.spool {
+		s.defers++
+		if s.deferErr != nil {
+			return s.deferErr
+		}
+		s.deferred = append(s.deferred, b.Probes...)
+		s.deferredHourly = append(s.deferredHourly, b.Hourly...)
+		return nil
+	}
+	s.writes++
+	if s.failAt > 0 && s.writes >= s.failAt {
+		return errWrite
+	}
+	s.written = append(s.written, b.Probes...)
+	s.hourly = append(s.hourly, b.Hourly...)
+	if b.Rebuild && s.spool {
+		s.later = append(s.later, b.Probes...)
+	}
+	return nil
+}
+
+func (s *memStore) Read(_ context.Context, _ store.Query, r store.Reader) error {
+	if r.Probe == nil {
+		return nil
+	}
+	s.reads++
+	if s.readErr != nil {
+		return s.readErr
+	}
+	for _, p := range s.probes {
+		if err := r.Probe(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *memStore) Prune(context.Context, time.Time) (store.Pruned, error) {
+	return store.Pruned{}, nil
+}
+func (s *memStore) Close() error { return nil }
+func (s *memStore) Status() store.Status {
+	if s.spool {
+		return store.Status{Where: "memory", Spool: "spool.lp"}
+	}
+	return store.Status{Where: "memory"}
+}
+
+// Record reads the hour, adds the round and writes probes and refreshed
+// hours in one Write.
+func TestRecordWritesTheRoundWithItsHour(t *testing.T) {
+	st := &memStore{probes: []store.Probe{okProbe("l", hour0.Add(5*time.Minute), 2)}}
+	fresh := []store.Probe{okProbe("l", hour0.Add(25*time.Minute), 7)}
+	got, err := store.NewRecorder(st, time.UTC).Record(context.Background(), fresh)
+	if err != nil || got.Deferred {
+		t.Fatalf("Record = %+v, %v; want written, nil", got, err)
+	}
+	// The hour holds both probes: worst queue 7, 2 samples, 8 tokens / 1 s.
+	want := store.Hourly{Lane: "l", Kind: "free", Hour: hour0, WorstQueueS: 7, WorstGenS: 1, MinTokPerS: 8, Samples: 2, Eligible: true}
+	if len(got.Hourly) != 1 || got.Hourly[0] != want {
+		t.Fatalf("Record hourly %+v, want [%+v]", got.Hourly, want)
+	}
+	if st.writes != 1 || !slices.Equal(st.written, fresh) || !slices.Equal(st.hourly, got.Hourly) {
+		t.Fatalf("%d writes of %v and %v, want one of the round and its hour", st.writes, st.written, st.hourly)
+	}
+}
+
+// Record's failures: which read errors go to the spool, and that a failed
+// spool or write is never reported as stored. Kills recorder.go `!ok ||
+// !errors.Is(err, ErrUnavailable)` → `&&`, the Defer error dropped, and the
+// Write error dropped.
+func TestRecordFailures(t *testing.T) {
+	unavailable := fmt.Errorf("dial influx: %w", store.ErrUnavailable)
+	errRead := errors.New("http 401: token revoked")
+	errDefer := errors.New("spool: disk full")
+	round := []store.Probe{okProbe("l", hour0.Add(25*time.Minute), 7)}
+	for _, c := range []struct {
+		name      string
+		store     store.Store
+		wantErr   []error // each errors.Is the error; nil: no error
+		deferred  bool    // Recorded.Deferred
+		deferCall int     // Defer calls
+	}{
+		{"unreadable, spooling: deferred", &memStore{spool: true, readErr: unavailable}, nil, true, 1},
+		{"unreadable, spool refuses: an error naming both",
+			&memStore{spool: true, readErr: unavailable, deferErr: errDefer}, []error{store.ErrUnavailable, errDefer}, false, 1},
+		{"read refused for good, spooling: returned, not spooled",
+			&memStore{spool: true, readErr: errRead}, []error{errRead}, false, 0},
+		{"unreadable, no spool: returned", &memStore{readErr: unavailable}, []error{store.ErrUnavailable}, false, 0},
+		{"write refused: returned", &memStore{spool: true, failAt: 1}, []error{errWrite}, false, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := store.NewRecorder(c.store, time.UTC).Record(context.Background(), round)
+			if c.wantErr == nil && err != nil {
+				t.Fatalf("Record error %v, want nil", err)
+			}
+			if c.wantErr != nil && err == nil {
+				t.Fatalf("Record = %+v, nil; want an error", got)
+			}
+			for _, want := range c.wantErr {
+				if !errors.Is(err, want) {
+					t.Errorf("error %v does not wrap %v", err, want)
+				}
+			}
+			if got.Deferred != c.deferred || (err != nil && got.Hourly != nil) {
+				t.Errorf("Record = %+v, want deferred %v and no hours on an error", got, c.deferred)
+			}
+			if ds := c.store.(*memStore); ds.spool {
+				if ds.defers != c.deferCall {
+					t.Errorf("%d Defer calls, want %d", ds.defers, c.deferCall)
+				}
+				if c.deferred && (!slices.Equal(ds.deferred, round) || ds.deferredHourly != nil || ds.writes != 0) {
+					t.Errorf("spooled %v and %v with %d writes; want the round's probes alone, no write", ds.deferred, ds.deferredHourly, ds.writes)
+				}
+			}
+		})
+	}
+}
+
+// hour0s returns one probe of lane l in each of n consecutive hours
+// from hour0, and the lane-hours they touch.
+func mutHours(n int) ([]store.Probe, []store.LaneHour) {
+	var ps []store.Probe
+	var touched []store.LaneHour
+	for i := range n {
+		h := hour0.Add(time.Duration(i) * time.Hour)
+		ps = append(ps, okProbe("l", h.Add(time.Minute), float64(i%7)))
+		touched = append(touched, store.LaneHour{Lane: "l", Hour: h})
+	}
+	return ps, touched
+}
+
+// Rebuild writes every hour, in batches of 5,000, and stops at the first
+// batch refused, returning what it wrote. 5,001 hours take two writes.
+// Kills recorder.go writeHourly `err != nil` → `==` (only the first batch
+// written), its `return n, err` dropped, and Rebuild's write error or read
+// error swallowed.
+func TestRebuildInBatches(t *testing.T) {
+	const n = 5001
+	probes, touched := mutHours(n)
+	for _, c := range []struct {
+		name     string
+		failAt   int // the Write call that fails first (0: none)
+		readErr  error
+		writes   int // Write calls made
+		returned int // hourly points returned
+		stored   int // hourly points the store kept
+	}{
+		{"all written", 0, nil, 2, n, n},
+		{"second batch refused", 2, nil, 2, 5000, 5000},
+		{"first batch refused", 1, nil, 1, 0, 0},
+		{"unreadable", 0, errors.New("http 404: database not found"), 0, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &memStore{probes: probes, failAt: c.failAt, readErr: c.readErr}
+			got, err := store.Rebuild(context.Background(), st, time.UTC, touched)
+			if wantErr := c.failAt > 0 || c.readErr != nil; (err != nil) != wantErr {
+				t.Fatalf("Rebuild error %v, want an error: %v", err, wantErr)
+			}
+			if c.failAt > 0 && !errors.Is(err, errWrite) || c.readErr != nil && !errors.Is(err, c.readErr) {
+				t.Errorf("error %v does not wrap the store's", err)
+			}
+			if st.writes != c.writes || len(got) != c.returned || len(st.hourly) != c.stored {
+				t.Fatalf("%d writes, %d returned, %d stored; want %d, %d, %d",
+					st.writes, len(got), len(st.hourly), c.writes, c.returned, c.stored)
+			}
+			if len(st.written) != 0 {
+				t.Errorf("Rebuild wrote %d probes, want none (hours only)", len(st.written))
+			}
+			// What was returned is what was stored, hour by hour, each the
+			// aggregate of its one probe.
+			for i, h := range got {
+				want := store.Hourly{Lane: "l", Kind: "free", Hour: hour0.Add(time.Duration(i) * time.Hour),
+					WorstQueueS: float64(i % 7), WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true}
+				if h != want || st.hourly[i] != want {
+					t.Fatalf("hour %d: returned %+v, stored %+v, want %+v", i, h, st.hourly[i], want)
+				}
+			}
+		})
+	}
+}
+
+// Prior.Rebuild names lane-hours to rewrite beside those the round's
+// probes fall in: a reservation of an earlier hour that was never settled
+// must count in its hour as a sample and a failure whose wait is unknown
+// (docs/schema.md, "Reservations"), so the hour it made eligible no longer
+// is. The extra lane-hour's time is keyed to its hour's start in the
+// recorder's zone (Asia/Kolkata: hours start at :30 UTC), and naming it
+// twice, or naming the round's own hour, writes each hour once.
+// Kills recorder.go touchedWith `len(extra) == 0` → `!= 0` (extras
+// ignored), `!seen[t]` → `seen[t]`, and the `hourOf` of the extra's hour
+// dropped.
+func TestRecordWithRebuildsTheNamedHours(t *testing.T) {
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Skip(err)
+	}
+	h1 := time.Date(2026, 11, 30, 8, 30, 0, 0, time.UTC) // 14:00 in Kolkata
+	h2 := h1.Add(time.Hour)
+	stale := store.Probe{Lane: "a", Kind: "free", Time: h1.Add(10 * time.Minute), Outcome: store.OutcomeReserved}
+	earlier := okProbe("a", h1.Add(5*time.Minute), 3)
+	fresh := []store.Probe{okProbe("a", h2.Add(5*time.Minute), 2)}
+	for _, tc := range []struct {
+		name    string
+		rebuild []store.LaneHour
+		want    []store.Hourly
+	}{
+		{"none named: the round's hour alone", nil, []store.Hourly{
+			{Lane: "a", Kind: "free", Hour: h2, WorstQueueS: 2, WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true},
+		}},
+		{"the reservation's hour, by an instant inside it, twice, and the round's own", []store.LaneHour{
+			{Lane: "a", Hour: stale.Time}, {Lane: "a", Hour: h1.Add(59 * time.Minute)}, {Lane: "a", Hour: h2},
+		}, []store.Hourly{
+			// 14:00: the ok probe and the reservation: 2 samples, 1 failure, not eligible, no censored wait.
+			{Lane: "a", Kind: "free", Hour: h1, WorstQueueS: 3, WorstGenS: 1, MinTokPerS: 8, Samples: 2, Failures: 1},
+			{Lane: "a", Kind: "free", Hour: h2, WorstQueueS: 2, WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &memStore{probes: []store.Probe{earlier, stale}}
+			got, err := store.NewRecorder(st, kolkata).RecordWith(context.Background(), fresh, store.Prior{Rebuild: tc.rebuild})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameHourly(got.Hourly, tc.want) || !sameHourly(st.hourly, tc.want) {
+				t.Errorf("hour records %+v, written %+v; want %+v", got.Hourly, st.hourly, tc.want)
+			}
+		})
+	}
+}
+
+// A read refused for a reason that does not pass (a 401) still stores the
+// round's probes, without their hours, and says so with ErrHoursNotRebuilt
+// (which promises the probes are stored); a store that rebuilds later is
+// handed the probes. When that write fails too, the error names the write
+// and is no ErrHoursNotRebuilt: nothing was stored.
+// Kills recorder.go unread `werr != nil` → `==`.
+func TestRecordUnreadableWritesTheProbes(t *testing.T) {
+	errRead := errors.New("http 401: token revoked")
+	round := []store.Probe{okProbe("l", hour0.Add(25*time.Minute), 7)}
+	for _, tc := range []struct {
+		name      string
+		st        store.Store
+		want      []error
+		notWant   error
+		written   []store.Probe
+		rebuildOf func(store.Store) []store.Probe
+	}{
+		{"written, hours not rebuilt", &memStore{readErr: errRead}, []error{store.ErrHoursNotRebuilt, errRead}, nil, round, nil},
+		{"written, rebuilt later", &memStore{spool: true, readErr: errRead}, []error{store.ErrHoursNotRebuilt, errRead}, nil, round,
+			func(st store.Store) []store.Probe { return st.(*memStore).later }},
+		{"the write refused too", &memStore{readErr: errRead, failAt: 1}, []error{errWrite, errRead}, store.ErrHoursNotRebuilt, nil, nil},
+		{"the write refused, a later rebuilder", &memStore{spool: true, readErr: errRead, failAt: 1}, []error{errWrite, errRead}, store.ErrHoursNotRebuilt, nil,
+			func(st store.Store) []store.Probe { return st.(*memStore).later }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := store.NewRecorder(tc.st, time.UTC).Record(context.Background(), round)
+			for _, w := range tc.want {
+				if !errors.Is(err, w) {
+					t.Errorf("error %v does not wrap %v", err, w)
+				}
+			}
+			if tc.notWant != nil && errors.Is(err, tc.notWant) {
+				t.Errorf("error %v wraps %v", err, tc.notWant)
+			}
+			ms := tc.st.(*memStore)
+			if got.Hourly != nil || got.Deferred || !slices.Equal(ms.written, tc.written) || ms.hourly != nil {
+				t.Errorf("Record = %+v; stored %v and hours %v, want %v and none", got, ms.written, ms.hourly, tc.written)
+			}
+			if tc.rebuildOf != nil {
+				if later := tc.rebuildOf(tc.st); !slices.Equal(later, tc.written) {
+					t.Errorf("handed %v to rebuild later, want %v", later, tc.written)
+				}
+			}
+		})
+	}
+}
 
 // readCounter counts the probe reads of the store it wraps.
 type readCounter struct {
@@ -18,14 +326,16 @@ type readCounter struct {
 	reads atomic.Int64
 }
 
-func (c *readCounter) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
-	c.reads.Add(1)
-	return c.Store.Probes(ctx, q)
+func (c *readCounter) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if r.Probe != nil {
+		c.reads.Add(1)
+	}
+	return c.Store.Read(ctx, q, r)
 }
 
 func openCounted(t *testing.T) *readCounter {
 	t.Helper()
-	f, err := store.OpenFile(filepath.Join(t.TempDir(), "s.lp"), store.FileOptions{})
+	f, err := file.Open(filepath.Join(t.TempDir(), "s.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +376,10 @@ func TestRecordWithReadsOnlyWhatThePriorMisses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			st := openCounted(t)
-			if err := st.Write(ctx, stored, nil); err != nil {
+			if err := st.Write(ctx, store.Batch{Probes: stored}); err != nil {
 				t.Fatal(err)
 			}
-			prior, err := st.Probes(ctx, c.q)
+			prior, err := store.ReadProbes(ctx, st, c.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +442,7 @@ func TestRecordWithKeepsTheInvariant(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			q.Sites = sites[rng.IntN(len(sites)):]
 		}
-		prior, err := st.Probes(ctx, q)
+		prior, err := store.ReadProbes(ctx, st, q)
 		if err != nil {
 			t.Fatal(err)
 		}

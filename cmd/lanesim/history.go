@@ -18,6 +18,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 const historyUsage = `usage: lanesim history -days N -out FILE [-lanes free,free2,paid] [-seed N] [-start YYYY-MM-DD[THH]] [-profile NAME] [-paid-faults] [-busy429 RATE] [-truth FILE] [-shift-at YYYY-MM-DDTHH] [-shift F] [-force]
@@ -299,7 +300,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 		if !force {
 			return historyCount{}, fmt.Errorf("%s exists; use -force to replace it", path)
 		}
-		held, err := store.OpenFile(path, store.FileOptions{})
+		held, err := file.Open(path, file.Options{})
 		if err != nil {
 			return historyCount{}, fmt.Errorf("replace %s: %w", path, err)
 		}
@@ -310,7 +311,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 	var n historyCount
 	err := atomicfile.WriteFile(path, func(tmp string) error {
 		defer os.Remove(tmp + ".lock")
-		st, err := store.OpenFile(tmp, store.FileOptions{})
+		st, err := file.Open(tmp, file.Options{})
 		if err != nil {
 			return err
 		}

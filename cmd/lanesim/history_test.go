@@ -13,6 +13,8 @@ import (
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 func history(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -48,14 +50,14 @@ func TestHistorySameSeedSameBytes(t *testing.T) {
 	}
 
 	// The hourly invariant holds: every stored record is its probes' rollup.
-	st, err := store.OpenFile(a, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(a, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	w := store.Between(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC))
-	probes, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{w.Windows[0]}})
-	hourly, _ := st.Hourly(context.Background(), store.Query{Windows: []store.Window{w.Windows[0]}})
+	probes, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{w.Windows[0]}})
+	hourly, _ := store.ReadHourly(context.Background(), st, store.Query{Windows: []store.Window{w.Windows[0]}})
 	if got, want := hourly, store.Rollup(probes, time.UTC); len(probes) < 3*3*72*9/10 || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%d probes; stored hourly records differ from the rollup of the probes", len(probes))
 	}
@@ -88,7 +90,7 @@ func TestHistoryRefusesToReplace(t *testing.T) {
 	}
 	// Not under a running sampler: its writer lock is taken first.
 	before, _ := os.ReadFile(path)
-	sampler, err := store.OpenFile(path, store.FileOptions{})
+	sampler, err := file.Open(path, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,30 +154,30 @@ func TestHistoryIntoInflux(t *testing.T) {
 	if code, _, errs := history(t, "-days", "2", "-start", "2026-11-01", "-config", cfg); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	file := filepath.Join(dir, "h.lp")
-	if code, _, errs := history(t, "-days", "2", "-start", "2026-11-01", "-config", cfg, "-out", file); code != 0 {
+	out := filepath.Join(dir, "h.lp")
+	if code, _, errs := history(t, "-days", "2", "-start", "2026-11-01", "-config", cfg, "-out", out); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	inf, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	inf, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer inf.Close()
-	fst, err := store.OpenFile(file, store.FileOptions{ReadOnly: true})
+	fst, err := file.Open(out, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fst.Close()
 	q := store.Between(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC))
-	a, err := inf.Probes(context.Background(), q)
+	a, err := store.ReadProbes(context.Background(), inf, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := fst.Probes(context.Background(), q)
+	b, _ := store.ReadProbes(context.Background(), fst, q)
 	if len(a) < 200 || fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("InfluxDB holds %d probes, the file %d, or they differ", len(a), len(b))
 	}
-	ha, _ := inf.Hourly(context.Background(), q)
+	ha, _ := store.ReadHourly(context.Background(), inf, q)
 	if fmt.Sprint(ha) != fmt.Sprint(store.Rollup(a, time.UTC)) {
 		t.Error("InfluxDB's hourly records are not the rollup of its probes")
 	}

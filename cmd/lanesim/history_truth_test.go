@@ -16,6 +16,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // TestHistoryHarshFileUnchanged pins the store file of the default profile:
@@ -86,13 +87,13 @@ func TestHistoryTruthFile(t *testing.T) {
 		"-lanes", "free,free2,paid", "-out", storePath, "-truth", truthPath); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	st, err := store.OpenFile(storePath, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(storePath, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	probes, err := st.Probes(context.Background(), store.Between(start, start.AddDate(0, 0, days)))
+	probes, err := store.ReadProbes(context.Background(), st, store.Between(start, start.AddDate(0, 0, days)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // backtestConfig is the config of the backtest tests: two free lanes and a
@@ -69,7 +71,7 @@ func backtestFixture(t *testing.T, empty bool) string {
 		t.Fatal(err)
 	}
 	if !empty {
-		st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
+		st, err := file.Open(filepath.Join(dir, "data", "samples.lp"), file.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,7 +305,7 @@ func TestBacktestInfluxEqualsFile(t *testing.T) {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, backtestConfig, storePath), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inf, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	inf, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,15 +363,15 @@ func BenchmarkBacktestYearBinary(b *testing.B) {
 func TestBacktestOutOfOrderFileSameReport(t *testing.T) {
 	ctx := context.Background()
 	unordered := backtestFixture(t, false)
-	st, err := store.OpenFile(filepath.Join(filepath.Dir(unordered), "data", "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(filepath.Dir(unordered), "data", "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := store.Probe{Lane: "free", Kind: "free", Time: backtestNow.Add(-36*time.Hour + time.Second), OK: false, Outcome: "timeout", QueueS: 30}
-	if err := st.Write(ctx, []store.Probe{old}, nil); err != nil {
+	if err := st.Write(ctx, store.Batch{Probes: []store.Probe{old}}); err != nil {
 		t.Fatal(err)
 	}
-	all, err := st.Probes(ctx, store.Between(time.Unix(0, 0), backtestNow.Add(time.Hour)))
+	all, err := store.ReadProbes(ctx, st, store.Between(time.Unix(0, 0), backtestNow.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,11 +379,11 @@ func TestBacktestOutOfOrderFileSameReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	ordered := backtestFixture(t, true)
-	st, err = store.OpenFile(filepath.Join(filepath.Dir(ordered), "data", "samples.lp"), store.FileOptions{})
+	st, err = file.Open(filepath.Join(filepath.Dir(ordered), "data", "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Write(ctx, all, nil); err != nil {
+	if err := st.Write(ctx, store.Batch{Probes: all}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

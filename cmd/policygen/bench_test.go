@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // The benchmark history: a year of three rounds an hour for 50 lanes in the
@@ -64,7 +65,7 @@ func benchHistory(tb testing.TB) string {
 	}
 
 	start := time.Now()
-	st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "data", "samples.lp"), file.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func benchHistory(tb testing.TB) string {
 			}
 		}
 		nProbes += len(probes)
-		if err := st.Write(context.Background(), probes, hourly); err != nil {
+		if err := st.Write(context.Background(), store.Batch{Probes: probes, Hourly: hourly}); err != nil {
 			tb.Fatal(err)
 		}
 	}

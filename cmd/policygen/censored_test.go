@@ -8,6 +8,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // A lane that timed out at 30 s before its first token in one probe of an
@@ -17,7 +18,7 @@ import (
 func TestCensoredTimeoutCounts(t *testing.T) {
 	fx := newFixture(t, "UTC")
 	h := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
-	st, err := store.OpenFile(fx.store, store.FileOptions{})
+	st, err := file.Open(fx.store, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

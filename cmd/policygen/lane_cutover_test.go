@@ -11,6 +11,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // A calibrated file's cut-over reaches policygen lane: interactive starts
@@ -85,7 +86,7 @@ policy:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "data", "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ policy:
 			}
 			ps, hs = append(ps, lp...), append(hs, store.Aggregate(l.name, l.kind, "", h, lp))
 		}
-		if err := st.Write(context.Background(), ps, hs); err != nil {
+		if err := st.Write(context.Background(), store.Batch{Probes: ps, Hourly: hs}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // seedSite writes one round of both lanes at site, in the hour of at.
 func (f *fixture) seedSite(t *testing.T, site string, at time.Time) {
 	t.Helper()
-	st, err := store.OpenFile(f.store, store.FileOptions{})
+	st, err := file.Open(f.store, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func (f *fixture) seedSite(t *testing.T, site string, at time.Time) {
 		probes = append(probes, p)
 		hourly = append(hourly, store.Aggregate(lane, lane, site, hour, []store.Probe{p}))
 	}
-	if err := st.Write(context.Background(), probes, hourly); err != nil {
+	if err := st.Write(context.Background(), store.Batch{Probes: probes, Hourly: hourly}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // swingsWeekStart is the first hour of the generated week; swingsNow ends it,
@@ -78,12 +80,12 @@ func swingsSetup(t *testing.T, lanes []string, recs []store.Hourly) string {
 		t.Fatal(err)
 	}
 	if recs != nil {
-		st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
+		st, err := file.Open(filepath.Join(dir, "data", "samples.lp"), file.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(recs) > 0 {
-			if err := st.Write(context.Background(), nil, recs); err != nil {
+			if err := st.Write(context.Background(), store.Batch{Hourly: recs}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -459,11 +461,11 @@ lanes:
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Write(context.Background(), nil, swingsWeek(false)); err != nil {
+	if err := st.Write(context.Background(), store.Batch{Hourly: swingsWeek(false)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

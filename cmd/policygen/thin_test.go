@@ -10,6 +10,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // paidOnlyFixture is backtestFixture with the paid lane's history only: the
@@ -21,7 +22,7 @@ func paidOnlyFixture(t *testing.T) string {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, backtestConfig, "  kind: file\n  path: data/samples.lp"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenFile(filepath.Join(dir, "data", "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "data", "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

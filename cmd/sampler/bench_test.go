@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // BenchmarkShards1000 measures what sharding does to timing accuracy: a
@@ -76,11 +77,11 @@ func BenchmarkShards1000(b *testing.B) {
 		}
 		held := delayStats(b, url)
 		for _, r := range runs {
-			st, err := store.OpenFile(r.store, store.FileOptions{ReadOnly: true})
+			st, err := file.Open(r.store, file.Options{ReadOnly: true})
 			if err != nil {
 				b.Fatal(err)
 			}
-			ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+			ps, err := store.ReadProbes(context.Background(), st, store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 			_ = st.Close()
 			if err != nil {
 				b.Fatal(err)

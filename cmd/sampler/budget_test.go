@@ -19,7 +19,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/syncbuf"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/policy/load"
-	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // counter is a lane that counts its requests and answers with answer.
@@ -233,7 +233,7 @@ func TestBackoffAfterQuotaSpent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := store.OpenFile(loaded.Store.Path, store.FileOptions{ReadOnly: true})
+			st, err := file.Open(loaded.Store.Path, file.Options{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // runImport moves line-protocol files (an embedded store, or a spool) into the
@@ -46,7 +47,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	defer dst.Close()
 	rec := store.NewRecorder(dst, cfg.Location)
 	for _, name := range fs.Args() {
-		f, err := store.OpenImport(name) // refuses /dev/zero, pipes, devices
+		f, err := file.OpenImport(name) // refuses /dev/zero, pipes, devices
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
@@ -69,7 +70,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 			fmt.Fprintf(stdout, "%s: the store could not be read: %d probe points wait in the spool; their hours are rebuilt when it is replayed\n", name, res.Deferred)
 		}
 	}
-	if n := store.SpoolDepth(dst); n > 0 {
+	if n := dst.Status().Spooled; n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", n, cfg.Store.Spool)
 	}
 	return nil

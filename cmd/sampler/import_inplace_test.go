@@ -12,6 +12,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // Moving to InfluxDB in place: the influx config sets no store.path, and
@@ -51,12 +52,12 @@ func TestImportInPlaceIntoInflux(t *testing.T) {
 		t.Errorf("import output: %q", stdout.String())
 	}
 	// InfluxDB holds what the old file holds, as the store reads it.
-	src, err := store.OpenFile(old, store.FileOptions{ReadOnly: true})
+	src, err := file.Open(old, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	want, err := src.Probes(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	want, err := store.ReadProbes(context.Background(), src, store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

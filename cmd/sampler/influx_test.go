@@ -13,6 +13,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 func TestMain(m *testing.M) { influxtest.Main(m) }
@@ -47,12 +48,12 @@ func influxEnv(k string) (string, bool) {
 
 func influxProbes(t *testing.T, url, db string) []store.Probe {
 	t.Helper()
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ps, err := st.Probes(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), st, store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestOnceDuringInfluxOutage(t *testing.T) {
 	}
 	// Every hourly record is the aggregate of all its probes, including
 	// those of the rounds that waited in the spool.
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}

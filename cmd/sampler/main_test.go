@@ -18,6 +18,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 const (
@@ -93,17 +94,17 @@ func env(k string) (string, bool) {
 
 func readStore(t *testing.T, path string) ([]store.Probe, []store.Hourly) {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(path, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	from, to := time.Now().Add(-48*time.Hour), time.Now().Add(48*time.Hour)
-	ps, err := st.Probes(context.Background(), store.Between(from, to))
+	ps, err := store.ReadProbes(context.Background(), st, store.Between(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := st.Hourly(context.Background(), store.Between(from, to))
+	hs, err := store.ReadHourly(context.Background(), st, store.Between(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}

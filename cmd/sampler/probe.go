@@ -68,7 +68,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return refusal(lane.Name, r)
 	}
 	printRound(stdout, cfg, r)
-	if n := store.SpoolDepth(st); n > 0 {
+	if n := st.Status().Spooled; n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in %s%s for the sampler daemon, whose next round stores them\n",
 			n, cfg.Store.Spool, store.InboxSuffix)
 	}

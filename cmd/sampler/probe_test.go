@@ -27,6 +27,8 @@ import (
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // sampler probe runs while another sampler holds the store's writer lock:
@@ -43,7 +45,7 @@ func TestProbeBesideTheDaemon(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := budgetConfig(t, dir, [][2]string{{"or-a", a.URL}, {"or-b", b.URL}, {"paid", c.URL}},
 		"quotas:\n  - {name: openrouter, probes_per_day: 48}\n", map[string]string{"or-a": "openrouter", "or-b": "openrouter"})
-	held, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	held, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +82,14 @@ func TestProbeBesideTheDaemon(t *testing.T) {
 	if plan.Sent["openrouter"] != 1 || slices.Contains(plan.Probe, "or-a") || slices.Contains(plan.Probe, "or-b") {
 		t.Errorf("the lock holder's plan after the probe: %+v; want openrouter sent 1, or-a and or-b skipped", plan)
 	}
-	ps, err := held.Probes(context.Background(), store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
+	ps, err := store.ReadProbes(context.Background(), held, store.Between(time.Now().Add(-time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ps) != 1 || ps[0].Lane != "or-a" || ps[0].Outcome != "ok" {
 		t.Errorf("stored probes %+v, want one settled probe of or-a (its reservation replaced)", ps)
 	}
-	hs, err := held.Hourly(context.Background(), store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
+	hs, err := store.ReadHourly(context.Background(), held, store.Between(time.Now().Add(-2*time.Hour), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,14 +261,14 @@ func TestProbeKeepsWhatTheStoreFails(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	if err := held.Write(context.Background(), nil, nil); err != nil { // the daemon's next write
+	if err := held.Write(context.Background(), store.Batch{}); err != nil { // the daemon's next write
 		t.Fatal(err)
 	}
 	ps := influxProbes(t, srv.URL, db)
 	if len(ps) != 1 || ps[0].Lane != "free" || ps[0].Outcome != "ok" {
 		t.Fatalf("the server holds %+v, want the ok probe of free", ps)
 	}
-	direct, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+	direct, err := influx.Open(context.Background(), influx.Options{URL: srv.URL, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,22 +38,13 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	}
 	defer st.Close()
 	cut := store.RetentionCut(time.Now(), cfg.Store.RetentionDays, cfg.Location)
-	ps, err := prune(ctx, st, cut)
+	ps, err := st.Prune(ctx, cut)
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}
 	fmt.Fprintf(stdout, "pruned %d probe lines and %d heartbeat lines before %s (store.retention_days %d); kept %d lines, every hourly record among them\n",
-		ps.DroppedProbes, ps.DroppedHeartbeats, store.HourLabel(cut, cfg.Location), cfg.Store.RetentionDays, ps.KeptLines)
+		ps.Probes, ps.Heartbeats, store.HourLabel(cut, cfg.Location), cfg.Store.RetentionDays, ps.Kept)
 	return nil
-}
-
-// prune prunes st when it is a store.Pruner (the file store).
-func prune(ctx context.Context, st store.Store, cut time.Time) (store.PruneStats, error) {
-	p, ok := st.(store.Pruner)
-	if !ok {
-		return store.PruneStats{}, fmt.Errorf("the store cannot prune (%T)", st)
-	}
-	return p.Prune(ctx, cut, store.PruneOptions{})
 }
 
 // retention is the daemon's pruning state: the day (in the config's
@@ -76,13 +67,13 @@ func (d *daemon) maybePrune(ctx context.Context, now time.Time) {
 	}
 	cut := store.RetentionCut(now, days, d.cfg.Location)
 	start := time.Now()
-	ps, err := prune(ctx, d.store, cut)
+	ps, err := d.store.Prune(ctx, cut)
 	if err != nil {
 		d.log.Error("prune failed: the store is as it was; retrying at the next round", "err", err)
 		return
 	}
 	d.retention.lastDay = day
 	d.log.Info("pruned old probes and heartbeats", "before", store.HourLabel(cut, d.cfg.Location), "retention_days", days,
-		"dropped", ps.DroppedProbes, "dropped_heartbeats", ps.DroppedHeartbeats, "kept_lines", ps.KeptLines,
+		"dropped", ps.Probes, "dropped_heartbeats", ps.Heartbeats, "kept_lines", ps.Kept,
 		"took", time.Since(start).Round(time.Millisecond))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // writeRetention writes a file-store config with store.retention_days and
@@ -28,7 +29,7 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 		t.Fatal(err)
 	}
 	storePath = filepath.Join(dir, "samples.lp")
-	st, err := store.OpenFile(storePath, store.FileOptions{})
+	st, err := file.Open(storePath, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +38,13 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 	probe := func(at time.Time) store.Probe {
 		return store.Probe{Lane: "free", Kind: "free", Time: at, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
 	}
-	err = st.Write(context.Background(), []store.Probe{probe(old), probe(now.Add(-time.Hour))},
-		[]store.Hourly{{Lane: "free", Kind: "free", Hour: old.Truncate(time.Hour), WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true}})
+	err = st.Write(context.Background(), store.Batch{Probes: []store.Probe{probe(old), probe(now.Add(-time.Hour))}, Hourly: []store.Hourly{{Lane: "free", Kind: "free", Hour: old.Truncate(time.Hour), WorstQueueS: 1, WorstGenS: 1, MinTokPerS: 8, Samples: 1, Eligible: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, at := range []time.Time{old, now.Add(-time.Hour)} {
 		b := store.Heartbeat{Instance: "i1", Shard: "0/1", Time: at, Host: "h", StartNS: old.UnixNano(), Version: "devel", IntervalS: 3600}
-		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+		if err := st.Write(context.Background(), store.Batch{Heartbeats: []store.Heartbeat{b}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,12 +58,12 @@ func writeRetention(t *testing.T, days int) (cfgPath, storePath string, now time
 // days before now.
 func heartbeatsLeft(t *testing.T, path string, now time.Time) int {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(path, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	bs, err := st.Heartbeats(context.Background(), []string{""}, store.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)})
+	bs, err := store.ReadHeartbeats(context.Background(), st, store.Query{Windows: []store.Window{store.Window{From: now.Add(-30 * 24 * time.Hour), To: now.Add(time.Hour)}}, Sites: []string{""}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +72,17 @@ func heartbeatsLeft(t *testing.T, path string, now time.Time) int {
 
 func readAll(t *testing.T, path string, now time.Time) ([]store.Probe, []store.Hourly) {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(path, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	q := store.Between(now.Add(-30*24*time.Hour), now.Add(time.Hour))
-	ps, err := st.Probes(context.Background(), q)
+	ps, err := store.ReadProbes(context.Background(), st, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := st.Hourly(context.Background(), q)
+	hs, err := store.ReadHourly(context.Background(), st, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestDaemonPrunesOncePerDay(t *testing.T) {
 	d.maybePrune(context.Background(), noon)
 	// An old probe written after today's prune stays until tomorrow's.
 	old := store.Probe{Lane: "free", Kind: "free", Time: now.Add(-10 * 24 * time.Hour), QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}
-	if err := d.store.Write(context.Background(), []store.Probe{old}, nil); err != nil {
+	if err := d.store.Write(context.Background(), store.Batch{Probes: []store.Probe{old}}); err != nil {
 		t.Fatal(err)
 	}
 	d.maybePrune(context.Background(), noon.Add(time.Minute))
@@ -155,7 +155,7 @@ func TestDaemonPrunesOncePerDay(t *testing.T) {
 		t.Errorf("the next day: %d heartbeats, want the one of an hour ago", got)
 	}
 	// The daemon still appends to the (new) file.
-	if err := d.store.Write(context.Background(), []store.Probe{{Lane: "free", Kind: "free", Time: now, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}}, nil); err != nil {
+	if err := d.store.Write(context.Background(), store.Batch{Probes: []store.Probe{{Lane: "free", Kind: "free", Time: now, QueueS: 1, GenS: 1, Tokens: 8, OK: true, Outcome: "ok", Status: 200}}}); err != nil {
 		t.Fatalf("write after the prune: %v", err)
 	}
 }

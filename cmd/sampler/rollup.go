@@ -18,7 +18,7 @@ const maxRollupShown = 50
 // settled (outcome reserved), hours keyed in loc.
 func reservedHours(ctx context.Context, st store.Store, loc *time.Location, w store.Window, sites []string) (map[store.LaneHour]bool, error) {
 	span := store.HourSpan(w.From, w.To, loc)
-	ps, err := st.Probes(ctx, store.Query{Windows: []store.Window{span}, Sites: sites})
+	ps, err := store.ReadProbes(ctx, st, store.Query{Windows: []store.Window{span}, Sites: sites})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 		return fmt.Errorf("rollup: %w", err)
 	}
 	fmt.Fprintf(stdout, "rebuilt %d hourly records of the last %d days from their probes\n", n, *days)
-	if d := store.SpoolDepth(st); d > 0 {
+	if d := st.Status().Spooled; d > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next write\n", d, cfg.Store.Spool)
 	}
 	return nil

@@ -92,7 +92,7 @@ func (d *daemon) close() {
 func (d *daemon) round(ctx context.Context, force, interruptible bool) (*sampler.Round, error) {
 	r, err := d.s.Run(ctx, force, interruptible)
 	if r != nil {
-		d.metrics.observeRound(r, err, store.SpoolDepth(d.store))
+		d.metrics.observeRound(r, err, d.store.Status().Spooled)
 	}
 	return r, err
 }
@@ -110,7 +110,7 @@ func (d *daemon) once(ctx context.Context, stdout io.Writer, force bool) error {
 			fmt.Fprintf(stdout, "policy file %s\n", p)
 		}
 	}
-	if n := store.SpoolDepth(d.store); n > 0 {
+	if n := d.store.Status().Spooled; n > 0 {
 		fmt.Fprintf(stdout, "store unreachable: %d points wait in the spool %s and are replayed at the next round\n", n, d.cfg.Store.Spool)
 	}
 	return err
@@ -261,11 +261,11 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 			r.Duration.Round(time.Second), d.interval, d.s.RoundRemedy()))
 	}
 	if err != nil {
-		d.log.Error(roundTrouble(err), "err", err, "probes", len(r.Samples), "spooled", store.SpoolDepth(d.store))
+		d.log.Error(roundTrouble(err), "err", err, "probes", len(r.Samples), "spooled", d.store.Status().Spooled)
 		return
 	}
 	d.log.Info("round stored", "probes", len(r.Samples), "failed", failed, "skipped", len(r.Plan.Skip),
-		"spooled", store.SpoolDepth(d.store))
+		"spooled", d.store.Status().Spooled)
 }
 
 // roundTrouble says, for the log, where a round that failed left its

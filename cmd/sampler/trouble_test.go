@@ -12,6 +12,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // A failed round's log line says where its points went (issue 18: never
@@ -37,7 +38,7 @@ func TestRoundTroubleSaysWhere(t *testing.T) {
 func TestRollupCheckNamesIncompleteHours(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, "@every 1s", map[string]string{"free": "http://127.0.0.1:9"})
-	st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestRollupCheckNamesIncompleteHours(t *testing.T) {
 		t.Fatal(err)
 	}
 	booked := store.Probe{Lane: "free", Kind: "free", Time: at.Add(time.Minute), Outcome: store.OutcomeReserved}
-	if err := st.Write(ctx, []store.Probe{booked}, nil); err != nil { // a sampler killed mid-probe
+	if err := st.Write(ctx, store.Batch{Probes: []store.Probe{booked}}); err != nil { // a sampler killed mid-probe
 		t.Fatal(err)
 	}
 	_ = st.Close()

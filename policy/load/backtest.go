@@ -21,7 +21,7 @@ func Backtest(ctx context.Context, st store.Store, opts backtest.Options) (backt
 	}
 	var first time.Time
 	var addErr error
-	err = store.Read(ctx, st, store.Between(opts.ReadFrom(), opts.To), store.Reader{Probe: func(p store.Probe) error {
+	err = st.Read(ctx, store.Between(opts.ReadFrom(), opts.To), store.Reader{Probe: func(p store.Probe) error {
 		if first.IsZero() {
 			first = p.Time
 		}

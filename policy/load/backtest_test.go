@@ -14,6 +14,7 @@ import (
 	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // backtestHistory is 5 days of generated history for three lanes, and a
@@ -37,9 +38,9 @@ var (
 // historyFile returns a file store holding backtestHistory as the sampler
 // writes it (rounds in time order, through a Recorder), then late the
 // probes of late, as an import of older history appends them.
-func historyFile(t *testing.T, late []store.Probe) *store.File {
+func historyFile(t *testing.T, late []store.Probe) *file.Store {
 	t.Helper()
-	st, err := store.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func historyFile(t *testing.T, late []store.Probe) *store.File {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Write(context.Background(), late, nil); err != nil {
+	if err := st.Write(context.Background(), store.Batch{Probes: late}); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -65,12 +66,12 @@ func TestBacktestReadsEveryProbeOnce(t *testing.T) {
 	ctx := context.Background()
 	old := store.Probe{Lane: "free", Kind: "free", Time: backtestOptions.From.Add(-12*time.Hour + time.Second), QueueS: 7, OK: true, Outcome: "ok"}
 	late := historyFile(t, []store.Probe{old})
-	all, err := late.Probes(ctx, store.Between(backtestOptions.ReadFrom(), backtestOptions.To))
+	all, err := store.ReadProbes(ctx, late, store.Between(backtestOptions.ReadFrom(), backtestOptions.To))
 	if err != nil {
 		t.Fatal(err)
 	}
 	inOrder := historyFile(t, nil)
-	if err := inOrder.Write(ctx, []store.Probe{old}, nil); err != nil {
+	if err := inOrder.Write(ctx, store.Batch{Probes: []store.Probe{old}}); err != nil {
 		t.Fatal(err)
 	}
 	var reports []backtest.Report
@@ -100,8 +101,8 @@ func TestBacktestReadsEveryProbeOnce(t *testing.T) {
 // failing is a store whose reads fail.
 type failing struct{ store.Store }
 
-func (failing) Probes(context.Context, store.Query) ([]store.Probe, error) {
-	return nil, errors.New("disk on fire")
+func (failing) Read(context.Context, store.Query, store.Reader) error {
+	return errors.New("disk on fire")
 }
 
 // A store error ends the backtest with it, as does a cancelled context.

@@ -1,5 +1,5 @@
 // Package load reads what a policy, a forecast or a report needs from a
-// store in one read (store.Read) of a span worked out up front, and hands
+// store in one read (Store.Read) of a span worked out up front, and hands
 // the points to the pure packages that compute the answer (policy,
 // report/swings, report/backtest). A nil store is an empty one.
 package load
@@ -143,7 +143,7 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 		}
 		return nil
 	}
-	err := store.Read(ctx, st, q, store.Reader{
+	err := st.Read(ctx, q, store.Reader{
 		Hourly: func(h store.Hourly) error {
 			for _, pt := range parts {
 				if pt.zone.keep(h) {
@@ -174,7 +174,7 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 	}
 	if len(seen) == 0 && sites != nil {
 		q.Sites = nil
-		if err := store.Read(ctx, st, q, store.Reader{Hourly: site}); err != nil {
+		if err := st.Read(ctx, q, store.Reader{Hourly: site}); err != nil {
 			return nil, fmt.Errorf("store: read: %w", err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler/page"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // parse parses a config whose store and files are in dir.
@@ -74,7 +75,7 @@ func TestForHourCalibratedReadsTheProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	write := func(path string, order []int) {
-		st, err := store.OpenFile(path, store.FileOptions{})
+		st, err := file.Open(path, file.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,9 +125,9 @@ policy:
 			for _, c := range lookback {
 				windows = append(windows, store.Window{From: c, To: c.Add(time.Hour)})
 			}
-			ps, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
-			hs, _ := st.Hourly(context.Background(), store.Query{Windows: windows})
-			latest, _ := st.Probes(context.Background(), store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
+			ps, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
+			hs, _ := store.ReadHourly(context.Background(), st, store.Query{Windows: windows})
+			latest, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
 			want := marshal(t, policy.ForHourProbes(p, hs, ps, policy.States(latest, cfg.Location), h))
 			if !bytes.Equal(data, want) {
 				t.Errorf("load.ForHour:\n%s\npolicy.ForHourProbes of the store's probes:\n%s", data, want)
@@ -155,7 +156,7 @@ func TestForHourStreamedIsForHourRead(t *testing.T) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 40))
 			dir := t.TempDir()
-			w, err := store.OpenFile(filepath.Join(dir, "s.lp"), store.FileOptions{})
+			w, err := file.Open(filepath.Join(dir, "s.lp"), file.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +261,7 @@ policy:
   rule: `+rule+`
   classes: [{name: c, deadline_s: 60, ceiling_tokens: 100, est_tokens: 10}]
 `)
-				st, err := store.OpenFile(filepath.Join(dir, "samples.lp"), store.FileOptions{})
+				st, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -298,26 +299,21 @@ policy:
 	}
 }
 
-// counted counts the reads of a file store, per measurement: each call
-// of Hourly, or of Probes or ScanProbes, is one.
+// counted counts the reads of a file store, per measurement: each Read
+// with an Hourly callback, and each with a Probe callback, is one.
 type counted struct {
-	*store.File
+	*file.Store
 	hourly, probes int
 }
 
-func (c *counted) Hourly(ctx context.Context, q store.Query) ([]store.Hourly, error) {
-	c.hourly++
-	return c.File.Hourly(ctx, q)
-}
-
-func (c *counted) Probes(ctx context.Context, q store.Query) ([]store.Probe, error) {
-	c.probes++
-	return c.File.Probes(ctx, q)
-}
-
-func (c *counted) ScanProbes(ctx context.Context, q store.Query, fn func(store.Probe) error) (bool, error) {
-	c.probes++
-	return c.File.ScanProbes(ctx, q, fn)
+func (c *counted) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if r.Hourly != nil {
+		c.hourly++
+	}
+	if r.Probe != nil {
+		c.probes++
+	}
+	return c.Store.Read(ctx, q, r)
 }
 
 // A live or forecast file reads the store once: the hourly records and
@@ -327,7 +323,7 @@ func (c *counted) ScanProbes(ctx context.Context, q store.Query, fn func(store.P
 // last_sample; one never probed is never_sampled.
 func TestPolicyReadsTheStoreOnce(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.OpenFile(filepath.Join(dir, "s.lp"), store.FileOptions{})
+	st, err := file.Open(filepath.Join(dir, "s.lp"), file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +347,7 @@ policy:
   rule: `+rule+`
   classes: [{name: c, deadline_s: 60, ceiling_tokens: 100, est_tokens: 10}]
 `)
-		c := &counted{File: st}
+		c := &counted{Store: st}
 		f, _, err := load.ForHour(context.Background(), c, cfg.PolicyParams(), h.Add(30*time.Minute), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -365,7 +361,7 @@ policy:
 				t.Errorf("%s: lane %+v; want %s", rule, l, want[l.Name])
 			}
 		}
-		c = &counted{File: st}
+		c = &counted{Store: st}
 		if _, _, err := load.Forecast(context.Background(), c, cfg.PolicyParams(), h.Add(24*time.Hour), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +372,7 @@ policy:
 		// hour's forecast, come from one read and are ForHour's and
 		// Forecast's, the next hour in the same day or the next.
 		for _, at := range []time.Time{h.Add(30 * time.Minute), h.Add(9*time.Hour + 30*time.Minute)} {
-			c = &counted{File: st}
+			c = &counted{Store: st}
 			got, err := load.LiveAndNext(context.Background(), c, cfg.PolicyParams(), at)
 			if err != nil || c.hourly != 1 || c.probes != 1 || len(got) != 2 {
 				t.Fatalf("%s: LiveAndNext at %s: %v; %d hourly and %d probe reads, %d files; want once each, 2", rule, at, err, c.hourly, c.probes, len(got))
@@ -399,7 +395,7 @@ policy:
 			site   string
 			hourly int
 		}{{"", 1}, {"fra1", 2}} {
-			c = &counted{File: st}
+			c = &counted{Store: st}
 			_, seen, err := load.ForHour(context.Background(), c, cfg.PolicyParams(), h, []string{tc.site})
 			if err != nil || c.hourly != tc.hourly || c.probes != 1 || !slices.Equal(seen, []string{""}) {
 				t.Errorf("%s: site %q: %v; %d hourly and %d probe reads, sites %q; want %d and 1, the untagged site", rule, tc.site, err, c.hourly, c.probes, seen, tc.hourly)

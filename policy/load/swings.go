@@ -13,15 +13,15 @@ var errTwoPasses = errors.New("swings: the report needs the records whole")
 
 // Swings returns swings.Build's report of the hourly records q selects,
 // built while the store hands them over, never held whole. When it cannot
-// be (more than 64 sites, a lane named like a lane@site column, an
-// InfluxQL answer out of time order), they are read again whole.
+// be (more than 64 sites, a lane named like a lane@site column), they are
+// read again whole.
 func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Options, perSite bool) (*swings.Report, error) {
 	if st == nil {
 		return swings.Build(nil, opt, perSite), nil
 	}
 	s, finish := swings.BuildEach(opt, perSite)
 	var one [1]store.Hourly
-	err := store.Read(ctx, st, q, store.Reader{Hourly: func(h store.Hourly) error {
+	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
 		if one[0] = h; !s.Add(one[:]) {
 			return errTwoPasses
 		}
@@ -31,10 +31,10 @@ func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Optio
 		if rep, ok := finish(); ok {
 			return rep, nil
 		}
-	} else if !errors.Is(err, errTwoPasses) && !errors.Is(err, store.ErrNotInTimeOrder) {
+	} else if !errors.Is(err, errTwoPasses) {
 		return nil, err
 	}
-	recs, err := st.Hourly(ctx, q)
+	recs, err := store.ReadHourly(ctx, st, q)
 	if err != nil {
 		return nil, err
 	}

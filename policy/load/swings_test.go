@@ -18,6 +18,9 @@ import (
 	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
+	"github.com/lanewatch/lanewatch/store/spool"
 )
 
 // swingsConfig is a config in zone with the lanes given as name and kind
@@ -54,7 +57,7 @@ func TestSwingsIsBuildOfTheRecords(t *testing.T) {
 	}{
 		{"file", 60, func(t *testing.T) func() store.Store {
 			return func() store.Store {
-				st, err := store.OpenFile(filepath.Join(t.TempDir(), "samples.lp"), store.FileOptions{})
+				st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -66,11 +69,11 @@ func TestSwingsIsBuildOfTheRecords(t *testing.T) {
 			n := 0
 			return func() store.Store {
 				n++
-				db, err := store.OpenInflux(ctx, store.InfluxOptions{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
+				db, err := influx.Open(ctx, influx.Options{URL: srv.URL, Bucket: srv.CreateDB(t, fmt.Sprintf("swingsof%d", n)) + "/autogen"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				sp, err := store.OpenSpool(db, store.SpoolOptions{Path: filepath.Join(t.TempDir(), "spool.lp")})
+				sp, err := spool.Open(db, spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -103,12 +106,12 @@ func TestSwingsIsBuildOfTheRecords(t *testing.T) {
 					})
 				}
 				st := open()
-				if err := st.Write(ctx, nil, recs); err != nil {
+				if err := st.Write(ctx, store.Batch{Hourly: recs}); err != nil {
 					t.Fatal(err)
 				}
 				q := store.Between(from, to)
 				q.Fields = swings.Fields()
-				whole, err := st.Hourly(ctx, q)
+				whole, err := store.ReadHourly(ctx, st, q)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,57 +132,11 @@ func TestSwingsIsBuildOfTheRecords(t *testing.T) {
 	}
 }
 
-// An InfluxQL answer that goes back in time (InfluxDB's raw selects never
-// do) cannot be streamed: Swings reads it again whole, which sorts
-// it, and gives Swings' report of the sorted records, not an error.
-func TestSwingsRereadsAnAnswerOutOfOrder(t *testing.T) {
-	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
-	h0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	var queries atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/query" {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		if strings.Contains(r.FormValue("q"), "queue_hourly") {
-			queries.Add(1)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"queue_hourly","columns":["time","worst_queue_s","worst_censored_s","samples","failures","lane","kind","site"],"values":[[%d,40,0,3,0,"a","free",""],[%d,2,0,3,0,"a","free",""]]}]}]}`,
-			h0.Add(time.Hour).UnixNano(), h0.UnixNano())
-	}))
-	defer srv.Close()
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: "b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	from, to := h0, h0.Add(2*time.Hour)
-	q := store.Between(from, to)
-	q.Fields = swings.Fields()
-	whole, err := st.Hourly(context.Background(), q)
-	if err != nil || len(whole) != 2 {
-		t.Fatalf("Hourly = %d records, %v; want 2", len(whole), err)
-	}
-	queries.Store(0)
-	got, err := load.Swings(context.Background(), st, q, cfg.SwingsOptions(from, to, 1), true)
-	if err != nil {
-		t.Fatalf("Swings: %v; want the report of a whole read", err)
-	}
-	if want := swings.Build(whole, cfg.SwingsOptions(from, to, 1), true); !reflect.DeepEqual(got, want) {
-		t.Errorf("Swings = %+v; want Swings of the sorted records %+v", got, want)
-	}
-	if n := queries.Load(); n != 2 {
-		t.Errorf("Swings sent %d reads of queue_hourly; want 2 (the stream, then the whole read)", n)
-	}
-}
-
 // Swings reads a store that streams an answer in time order once, and
-// builds swings.Build's report from it; when a read fails (the streamed one, or
-// the whole one that follows an answer out of time order) it returns the
-// store's error, not a report of nothing (TestSwingsRereadsAnAnswerOutOfOrder
-// has the whole read that succeeds). answers says how the fake
-// InfluxDB answers each read of queue_hourly in turn: "ok" (in time
+// builds swings.Build's report from it; when the read fails (a 500, or an
+// answer that goes back in time, which InfluxDB's raw selects never do) it
+// returns the store's error, not a report of nothing. answers says how the
+// fake InfluxDB answers each read of queue_hourly in turn: "ok" (in time
 // order), "back" (going back in time), "fail" (a 500).
 func TestSwingsReadsOnceAndFails(t *testing.T) {
 	cfg := swingsConfig(t, "UTC", [][2]string{{"a", "free"}})
@@ -194,7 +151,7 @@ func TestSwingsReadsOnceAndFails(t *testing.T) {
 	}{
 		{"in time order: one read", []string{"ok"}, 1, false},
 		{"the streamed read fails", []string{"fail"}, 1, true},
-		{"back in time, and the whole read fails", []string{"back", "fail"}, 2, true},
+		{"back in time", []string{"back"}, 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var reads atomic.Int64
@@ -222,7 +179,7 @@ func TestSwingsReadsOnceAndFails(t *testing.T) {
 					first.UnixNano(), second.UnixNano())
 			}))
 			defer srv.Close()
-			st, err := store.OpenInflux(ctx, store.InfluxOptions{URL: srv.URL, Bucket: "b"})
+			st, err := influx.Open(ctx, influx.Options{URL: srv.URL, Bucket: "b"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,7 +191,7 @@ func TestSwingsReadsOnceAndFails(t *testing.T) {
 				t.Errorf("Swings sent %d reads of queue_hourly; want %d", n, c.reads)
 			}
 			if c.fails {
-				if err == nil || !strings.Contains(err.Error(), "engine on fire") || got != nil {
+				if err == nil || !strings.Contains(err.Error(), map[bool]string{true: "not in time order", false: "engine on fire"}[c.answers[0] == "back"]) || got != nil {
 					t.Errorf("Swings = %v, %v; want no report and the store's error", got, err)
 				}
 				return

@@ -15,6 +15,8 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // zoneHistory is ten days of generated probes of two free lanes and a
@@ -36,9 +38,9 @@ func zoneHistory(t *testing.T) [][]store.Probe {
 
 // recordIn writes the probes to a new file store at path, its hours keyed
 // in loc (the zone of the sampler that stored them).
-func recordIn(t *testing.T, path string, loc *time.Location, days [][]store.Probe) *store.File {
+func recordIn(t *testing.T, path string, loc *time.Location, days [][]store.Probe) *file.Store {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{})
+	st, err := file.Open(path, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +98,9 @@ func TestTimezoneChangedAfterSampling(t *testing.T) {
 func TestTimezoneChangedAfterSamplingInflux(t *testing.T) {
 	srv := influxtest.Start(t)
 	days := zoneHistory(t)
-	open := func(t *testing.T, name string) *store.Influx {
+	open := func(t *testing.T, name string) *influx.Store {
 		db := srv.CreateDB(t, name)
-		st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: srv.URL, Bucket: db + "/autogen"})
+		st, err := influx.Open(context.Background(), influx.Options{URL: srv.URL, Bucket: db + "/autogen"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +167,7 @@ func TestTimezoneChangedProbesPruned(t *testing.T) {
 	dir := t.TempDir()
 	st := recordIn(t, filepath.Join(dir, "utc.lp"), time.UTC, days)
 	defer st.Close()
-	if _, err := st.Prune(context.Background(), time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC), store.PruneOptions{}); err != nil {
+	if _, err := st.Prune(context.Background(), time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	cfg := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)

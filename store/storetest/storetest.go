@@ -1,5 +1,5 @@
 // Package storetest is the contract every store.Store passes: one suite,
-// run against the embedded file and against a real InfluxDB.
+// run against the embedded file, InfluxDB and a spool around each.
 package storetest
 
 import (
@@ -35,82 +35,96 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		})
 		return s
 	}
-
-	t.Run("empty store returns empty slices", func(t *testing.T) {
-		s := fresh(t)
-		ps, err := s.Probes(ctx, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
-		if err != nil || ps == nil || len(ps) != 0 {
-			t.Fatalf("Probes = %v, %v; want empty non-nil slice, nil", ps, err)
-		}
-		hs, err := s.Hourly(ctx, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
-		if err != nil || hs == nil || len(hs) != 0 {
-			t.Fatalf("Hourly = %v, %v; want empty non-nil slice, nil", hs, err)
-		}
-	})
-
-	t.Run("field types round trip", func(t *testing.T) {
-		s := fresh(t)
-		probes := []store.Probe{
-			{Lane: "free", Kind: "free", Time: base.Add(7*time.Minute + 3*time.Second + 123456789),
-				QueueS: 35.25, GenS: 1.5, HeadersS: 0.125, Tokens: 1 << 40, OK: true, Outcome: "ok", Status: 200},
-			{Lane: "paid", Kind: "paid", Time: base.Add(7*time.Minute + 4*time.Second),
-				QueueS: 0, GenS: 0, HeadersS: 1e-9, Tokens: 0, OK: false, Outcome: `stream_error "quoted" \ ü`, Status: 0},
-			{Lane: "zeros", Kind: "free", Time: base.Add(8 * time.Minute),
-				Outcome: "", Status: -1, Tokens: -5, QueueS: 1e300},
-		}
-		hourly := []store.Hourly{
-			{Lane: "free", Kind: "free", Hour: base, WorstQueueS: 35.25, WorstGenS: 1.5, MinTokPerS: 41.5, Samples: 3, Failures: 0, Eligible: true},
-			{Lane: "paid", Kind: "paid", Hour: base, Samples: 1, Failures: 1, Eligible: false},
-		}
-		if err := s.Write(ctx, probes, hourly); err != nil {
+	write := func(t *testing.T, s store.Store, b store.Batch) {
+		t.Helper()
+		if err := s.Write(ctx, b); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
-		gotP, err := s.Probes(ctx, store.Between(base, base.Add(time.Hour)))
-		if err != nil {
-			t.Fatalf("Probes: %v", err)
+	}
+	hour := store.Between(base, base.Add(time.Hour))
+
+	t.Run("empty store reads nothing", func(t *testing.T) {
+		s := fresh(t)
+		ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
+		hs, herr := store.ReadHourly(ctx, s, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
+		if err != nil || herr != nil || len(ps)+len(hs) != 0 {
+			t.Fatalf("Probes = %v, %v; Hourly = %v, %v; want none", ps, err, hs, herr)
 		}
-		assertProbes(t, gotP, probes)
-		gotH, err := s.Hourly(ctx, store.Between(base, base.Add(time.Hour)))
-		if err != nil {
-			t.Fatalf("Hourly: %v", err)
+		if s.Status().Where == "" {
+			t.Error("Status names no store")
 		}
-		assertHourly(t, gotH, hourly)
 	})
 
-	t.Run("hourly rewrite of the same lane and hour replaces it", func(t *testing.T) {
+	t.Run("field types round trip, each measurement read in turn", func(t *testing.T) {
+		s := fresh(t)
+		b := store.Batch{
+			Probes: []store.Probe{
+				{Lane: "free", Kind: "free", Time: base.Add(7*time.Minute + 3*time.Second + 123456789),
+					QueueS: 35.25, GenS: 1.5, HeadersS: 0.125, Tokens: 1 << 40, OK: true, Outcome: "ok", Status: 200},
+				{Lane: "paid", Kind: "paid", Time: base.Add(7*time.Minute + 4*time.Second),
+					HeadersS: 1e-9, Outcome: `stream_error "quoted" \ ü`, QuotaRemaining: 0, QuotaKnown: true, QuotaResetS: 2.5},
+				{Lane: "zeros", Kind: "free", Time: base.Add(8 * time.Minute), Status: -1, Tokens: -5, QueueS: 1e300},
+			},
+			Hourly: []store.Hourly{
+				{Lane: "free", Kind: "free", Hour: base, WorstQueueS: 35.25, WorstGenS: 1.5, MinTokPerS: 41.5, Samples: 3, Eligible: true},
+				{Lane: "paid", Kind: "paid", Hour: base, Samples: 1, Failures: 1, WorstCensoredS: 30},
+			},
+			Heartbeats: []store.Heartbeat{{Instance: "h-1", Shard: "0/2", Site: "eu", Time: base.Add(time.Minute), Host: "host a",
+				StartNS: base.UnixNano() - 7, Version: "v1.2.3 (devel)", IntervalS: 60, Sites: "eu,us"}},
+		}
+		write(t, s, b)
+		var got store.Batch
+		var order []string
+		err := s.Read(ctx, hour, store.Reader{
+			Probe: func(p store.Probe) error {
+				got.Probes = append(got.Probes, p)
+				order = append(order, "probe")
+				return nil
+			},
+			Hourly: func(h store.Hourly) error {
+				got.Hourly = append(got.Hourly, h)
+				order = append(order, "hourly")
+				return nil
+			},
+			Heartbeat: func(h store.Heartbeat) error {
+				got.Heartbeats = append(got.Heartbeats, h)
+				order = append(order, "beat")
+				return nil
+			},
+		})
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+		assertPoints(t, got.Probes, b.Probes)
+		assertPoints(t, got.Hourly, b.Hourly)
+		assertPoints(t, got.Heartbeats, b.Heartbeats)
+		if want := []string{"hourly", "hourly", "probe", "probe", "probe", "beat"}; !slices.Equal(order, want) {
+			t.Errorf("read in the order %v, want %v", order, want)
+		}
+		if err := s.Read(ctx, hour, store.Reader{Local: true, Probe: func(store.Probe) error { return errors.New("called") }}); err != nil {
+			t.Errorf("a Local read of what is in the store: %v; want nothing handed over", err)
+		}
+	})
+
+	t.Run("a later write of a point's key replaces it", func(t *testing.T) {
 		s := fresh(t)
 		h := store.Hourly{Lane: "free", Kind: "free", Hour: base, WorstQueueS: 10, WorstGenS: 2, MinTokPerS: 50, Samples: 1, Eligible: true}
 		other := store.Hourly{Lane: "free", Kind: "free", Hour: base.Add(time.Hour), WorstQueueS: 1, Samples: 1, Eligible: true}
-		if err := s.Write(ctx, nil, []store.Hourly{h, other}); err != nil {
-			t.Fatalf("Write 1: %v", err)
-		}
-		h2 := h
-		h2.WorstQueueS, h2.Samples, h2.Failures, h2.Eligible = 40, 2, 1, false
-		if err := s.Write(ctx, nil, []store.Hourly{h2}); err != nil {
-			t.Fatalf("Write 2: %v", err)
-		}
-		got, err := s.Hourly(ctx, store.Between(base, base.Add(2*time.Hour)))
-		if err != nil {
-			t.Fatalf("Hourly: %v", err)
-		}
-		assertHourly(t, got, []store.Hourly{h2, other})
-	})
-
-	t.Run("probe at the same lane and time is replaced", func(t *testing.T) {
-		s := fresh(t)
 		p := store.Probe{Lane: "free", Kind: "free", Time: base.Add(time.Minute), QueueS: 3, OK: true, Outcome: "ok", Status: 200}
-		if err := s.Write(ctx, []store.Probe{p}, nil); err != nil {
-			t.Fatalf("Write 1: %v", err)
-		}
+		write(t, s, store.Batch{Probes: []store.Probe{p}, Hourly: []store.Hourly{h, other}})
+		h.WorstQueueS, h.Samples, h.Failures, h.Eligible = 40, 2, 1, false
 		p.QueueS, p.OK, p.Outcome, p.Status = 120, false, "timeout", 0
-		if err := s.Write(ctx, []store.Probe{p}, nil); err != nil {
-			t.Fatalf("Write 2: %v", err)
-		}
-		got, err := s.Probes(ctx, store.Between(base, base.Add(time.Hour)))
+		write(t, s, store.Batch{Probes: []store.Probe{p}, Hourly: []store.Hourly{h}})
+		hs, err := store.ReadHourly(ctx, s, store.Between(base, base.Add(2*time.Hour)))
 		if err != nil {
-			t.Fatalf("Probes: %v", err)
+			t.Fatal(err)
 		}
-		assertProbes(t, got, []store.Probe{p})
+		assertPoints(t, hs, []store.Hourly{h, other})
+		ps, err := store.ReadProbes(ctx, s, hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertPoints(t, ps, []store.Probe{p})
 	})
 
 	// A reservation is a request booked and not settled: the probe that
@@ -138,21 +152,19 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				s := fresh(t)
-				for i, p := range c.writes {
-					if err := s.Write(ctx, []store.Probe{p}, nil); err != nil {
-						t.Fatalf("Write %d: %v", i+1, err)
-					}
+				for _, p := range c.writes {
+					write(t, s, store.Batch{Probes: []store.Probe{p}})
 				}
-				got, err := s.Probes(ctx, store.Between(base, base.Add(time.Hour)))
+				got, err := store.ReadProbes(ctx, s, hour)
 				if err != nil {
-					t.Fatalf("Probes: %v", err)
+					t.Fatal(err)
 				}
-				assertProbes(t, got, []store.Probe{c.want})
+				assertPoints(t, got, []store.Probe{c.want})
 			})
 		}
 	})
 
-	t.Run("ranges include from, exclude to, sort by time then lane", func(t *testing.T) {
+	t.Run("windows include from, exclude to; points sorted by time then series", func(t *testing.T) {
 		s := fresh(t)
 		at := func(lane string, d time.Duration) store.Probe {
 			return store.Probe{Lane: lane, Kind: "free", Time: base.Add(d), QueueS: d.Seconds(), OK: true, Outcome: "ok"}
@@ -160,33 +172,25 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		hr := func(lane string, h int) store.Hourly {
 			return store.Hourly{Lane: lane, Kind: "free", Hour: base.Add(time.Duration(h) * time.Hour), Samples: int64(h)}
 		}
-		probes := []store.Probe{
-			at("b", time.Hour), at("a", time.Hour-time.Nanosecond), at("b", 0), at("a", 0),
-			at("a", -time.Nanosecond), at("c", 30*time.Minute),
-		}
+		probes := []store.Probe{at("b", time.Hour), at("a", time.Hour-time.Nanosecond), at("b", 0), at("a", 0), at("a", -time.Nanosecond), at("c", 30*time.Minute)}
 		hourly := []store.Hourly{hr("b", 1), hr("c", 0), hr("a", 0), hr("a", -1), hr("b", 0), hr("a", 1)}
 		// Written in two rounds, in scrambled order.
-		if err := s.Write(ctx, probes[:3], hourly[:3]); err != nil {
-			t.Fatalf("Write: %v", err)
-		}
-		if err := s.Write(ctx, probes[3:], hourly[3:]); err != nil {
-			t.Fatalf("Write: %v", err)
-		}
-		gotP, err := s.Probes(ctx, store.Between(base, base.Add(time.Hour)))
+		write(t, s, store.Batch{Probes: probes[:3], Hourly: hourly[:3]})
+		write(t, s, store.Batch{Probes: probes[3:], Hourly: hourly[3:]})
+		ps, err := store.ReadProbes(ctx, s, hour)
 		if err != nil {
-			t.Fatalf("Probes: %v", err)
+			t.Fatal(err)
 		}
-		assertProbes(t, gotP, []store.Probe{at("a", 0), at("b", 0), at("c", 30*time.Minute), at("a", time.Hour-time.Nanosecond)})
-		gotH, err := s.Hourly(ctx, store.Between(base, base.Add(time.Hour)))
+		assertPoints(t, ps, []store.Probe{at("a", 0), at("b", 0), at("c", 30*time.Minute), at("a", time.Hour-time.Nanosecond)})
+		hs, err := store.ReadHourly(ctx, s, hour)
 		if err != nil {
-			t.Fatalf("Hourly: %v", err)
+			t.Fatal(err)
 		}
-		assertHourly(t, gotH, []store.Hourly{hr("a", 0), hr("b", 0), hr("c", 0)})
-		gotH, err = s.Hourly(ctx, store.Between(base.Add(-time.Hour), base.Add(2*time.Hour)))
-		if err != nil {
-			t.Fatalf("Hourly wide: %v", err)
+		assertPoints(t, hs, []store.Hourly{hr("a", 0), hr("b", 0), hr("c", 0)})
+		if hs, err = store.ReadHourly(ctx, s, store.Between(base.Add(-time.Hour), base.Add(2*time.Hour))); err != nil {
+			t.Fatal(err)
 		}
-		assertHourly(t, gotH, []store.Hourly{hr("a", -1), hr("a", 0), hr("b", 0), hr("c", 0), hr("a", 1), hr("b", 1)})
+		assertPoints(t, hs, []store.Hourly{hr("a", -1), hr("a", 0), hr("b", 0), hr("c", 0), hr("a", 1), hr("b", 1)})
 		for _, r := range []struct {
 			name     string
 			from, to time.Time
@@ -195,71 +199,62 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			{"from equals to", base, base},
 			{"range with no points", base.Add(48 * time.Hour), base.Add(72 * time.Hour)},
 		} {
-			ps, err := s.Probes(ctx, store.Between(r.from, r.to))
-			if err != nil || len(ps) != 0 {
-				t.Errorf("%s: Probes = %v, %v; want none", r.name, ps, err)
-			}
-			hs, err := s.Hourly(ctx, store.Between(r.from, r.to))
-			if err != nil || len(hs) != 0 {
-				t.Errorf("%s: Hourly = %v, %v; want none", r.name, hs, err)
+			ps, err := store.ReadProbes(ctx, s, store.Between(r.from, r.to))
+			hs, herr := store.ReadHourly(ctx, s, store.Between(r.from, r.to))
+			if err != nil || herr != nil || len(ps)+len(hs) != 0 {
+				t.Errorf("%s: Probes = %v, %v; Hourly = %v, %v; want none", r.name, ps, err, hs, herr)
 			}
 		}
 	})
 
 	t.Run("tricky lane names", func(t *testing.T) {
 		s := fresh(t)
-		var probes []store.Probe
-		var hourly []store.Hourly
-		for i, lane := range []string{"a-b_1", "A.b", "with space", "comma,equals=x", `back\slash`, "ünï"} {
-			probes = append(probes, store.Probe{Lane: lane, Kind: "paid", Time: base.Add(time.Duration(i) * time.Second), QueueS: float64(i), OK: true, Outcome: "ok"})
-			hourly = append(hourly, store.Hourly{Lane: lane, Kind: "paid", Hour: base, Samples: int64(i + 1)})
+		var b store.Batch
+		for i, lane := range []string{"a-b_1", "A.b", "with space", "comma,equals=x", `back\slash`, "ünï", `quo"te`} {
+			b.Probes = append(b.Probes, store.Probe{Lane: lane, Kind: "paid", Time: base.Add(time.Duration(i) * time.Second), QueueS: float64(i), OK: true, Outcome: "ok"})
+			b.Hourly = append(b.Hourly, store.Hourly{Lane: lane, Kind: "paid", Hour: base, Samples: int64(i + 1)})
 		}
-		if err := s.Write(ctx, probes, hourly); err != nil {
-			t.Fatalf("Write: %v", err)
-		}
-		gotP, err := s.Probes(ctx, store.Between(base, base.Add(time.Hour)))
+		write(t, s, b)
+		ps, err := store.ReadProbes(ctx, s, hour)
 		if err != nil {
-			t.Fatalf("Probes: %v", err)
+			t.Fatal(err)
 		}
-		assertProbes(t, gotP, probes)
-		gotH, err := s.Hourly(ctx, store.Between(base, base.Add(time.Hour)))
+		assertPoints(t, ps, b.Probes)
+		hs, err := store.ReadHourly(ctx, s, hour)
 		if err != nil {
-			t.Fatalf("Hourly: %v", err)
+			t.Fatal(err)
 		}
-		want := append([]store.Hourly(nil), hourly...)
-		sortHourly(want)
-		assertHourly(t, gotH, want)
+		want := slices.Clone(b.Hourly)
+		slices.SortFunc(want, func(a, b store.Hourly) int { return cmp.Compare(a.Lane, b.Lane) })
+		assertPoints(t, hs, want)
 	})
 
-	t.Run("invalid point fails the round and stores nothing", func(t *testing.T) {
+	t.Run("an invalid point fails the batch and stores nothing", func(t *testing.T) {
 		good := store.Probe{Lane: "free", Kind: "free", Time: base, OK: true, Outcome: "ok"}
 		goodH := store.Hourly{Lane: "free", Kind: "free", Hour: base}
 		for _, c := range []struct {
-			name   string
-			probes []store.Probe
-			hourly []store.Hourly
+			name string
+			b    store.Batch
 		}{
-			{"empty lane", []store.Probe{good, {Kind: "free", Time: base}}, nil},
-			{"empty kind", []store.Probe{good, {Lane: "x", Time: base}}, nil},
-			{"zero time", []store.Probe{good}, []store.Hourly{goodH, {Lane: "x", Kind: "free"}}},
-			{"NaN queue", []store.Probe{good, {Lane: "x", Kind: "free", Time: base, QueueS: math.NaN()}}, nil},
-			{"Inf tok/s", []store.Probe{good}, []store.Hourly{{Lane: "x", Kind: "free", Hour: base, MinTokPerS: math.Inf(1)}}},
-			{"bad UTF-8 outcome", []store.Probe{good, {Lane: "x", Kind: "free", Time: base, Outcome: "\xff"}}, nil},
-			{"newline in lane", []store.Probe{good, {Lane: "x\ny", Kind: "free", Time: base}}, nil},
-			{"year 3000", []store.Probe{good, {Lane: "x", Kind: "free", Time: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}}, nil},
+			{"empty lane", store.Batch{Probes: []store.Probe{good, {Kind: "free", Time: base}}}},
+			{"empty kind", store.Batch{Probes: []store.Probe{good, {Lane: "x", Time: base}}}},
+			{"zero time", store.Batch{Probes: []store.Probe{good}, Hourly: []store.Hourly{goodH, {Lane: "x", Kind: "free"}}}},
+			{"NaN queue", store.Batch{Probes: []store.Probe{good, {Lane: "x", Kind: "free", Time: base, QueueS: math.NaN()}}}},
+			{"Inf tok/s", store.Batch{Probes: []store.Probe{good}, Hourly: []store.Hourly{{Lane: "x", Kind: "free", Hour: base, MinTokPerS: math.Inf(1)}}}},
+			{"bad UTF-8 outcome", store.Batch{Probes: []store.Probe{good, {Lane: "x", Kind: "free", Time: base, Outcome: "\xff"}}}},
+			{"newline in lane", store.Batch{Probes: []store.Probe{good, {Lane: "x\ny", Kind: "free", Time: base}}}},
+			{"year 3000", store.Batch{Probes: []store.Probe{good, {Lane: "x", Kind: "free", Time: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}}}},
+			{"a heartbeat without a shard", store.Batch{Probes: []store.Probe{good}, Heartbeats: []store.Heartbeat{{Instance: "i", Time: base}}}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				s := fresh(t)
-				if err := s.Write(ctx, c.probes, c.hourly); err == nil {
+				if err := s.Write(ctx, c.b); err == nil {
 					t.Fatal("Write accepted an invalid point")
 				}
-				ps, err := s.Probes(ctx, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-				if err != nil || len(ps) != 0 {
-					t.Fatalf("after a refused round Probes = %v, %v; want none", ps, err)
-				}
-				hs, err := s.Hourly(ctx, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-				if err != nil || len(hs) != 0 {
-					t.Fatalf("after a refused round Hourly = %v, %v; want none", hs, err)
+				ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
+				hs, herr := store.ReadHourly(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
+				if err != nil || herr != nil || len(ps)+len(hs) != 0 {
+					t.Fatalf("after a refused batch Probes = %v, %v; Hourly = %v, %v; want none", ps, err, hs, herr)
 				}
 			})
 		}
@@ -272,35 +267,37 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			{Lane: "a", Kind: "free", Site: "iad1", Hour: base, WorstQueueS: 2, WorstGenS: 0.5, MinTokPerS: 80, Samples: 3, Eligible: true},
 			{Lane: "b", Kind: "paid", Hour: base.Add(time.Hour), WorstQueueS: 0.25, Samples: 1, Eligible: true},
 		}
-		if err := s.Write(ctx, nil, hourly); err != nil {
-			t.Fatalf("Write: %v", err)
-		}
+		write(t, s, store.Batch{Hourly: hourly, Probes: []store.Probe{{Lane: "a", Kind: "free", Time: base, Outcome: store.OutcomeReserved}}})
 		q := store.Between(base, base.Add(2*time.Hour))
 		q.Fields = []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
-		got, err := s.Hourly(ctx, q)
-		if err != nil {
-			t.Fatalf("Hourly with Fields: %v", err)
-		}
-		want := hourly // in the order of a read
-		if len(got) != len(want) {
-			t.Fatalf("Hourly with Fields: %d points, want %d: %+v", len(got), len(want), got)
+		got, err := store.ReadHourly(ctx, s, q)
+		if err != nil || len(got) != len(hourly) {
+			t.Fatalf("Hourly with Fields: %+v, %v; want %d points", got, err, len(hourly))
 		}
 		for i, h := range got {
-			w := want[i]
+			w := hourly[i]
 			if h.Lane != w.Lane || h.Kind != w.Kind || h.Site != w.Site || !h.Hour.Equal(w.Hour) ||
 				h.WorstQueueS != w.WorstQueueS || h.WorstCensoredS != w.WorstCensoredS || h.Samples != w.Samples || h.Failures != w.Failures {
 				t.Errorf("point %d = %+v; want the key and the four fields of %+v", i, h, w)
 			}
 		}
+		q.Fields = []string{"outcome"} // a reservation is its marker field alone: still read
+		if ps, err := store.ReadProbes(ctx, s, q); err != nil || len(ps) != 1 || ps[0].Outcome != store.OutcomeReserved {
+			t.Errorf("probes with Fields outcome: %+v, %v; want the reservation", ps, err)
+		}
+		q.Fields = []string{"worst_queue_s", "no_such_field"}
+		if _, err := store.ReadHourly(ctx, s, q); err == nil {
+			t.Error("a read naming a field no measurement has: no error")
+		}
 	})
 
-	t.Run("an hour at a time gives what Hourly gives", func(t *testing.T) {
+	t.Run("a read hands each time once, in order, as the points stand", func(t *testing.T) {
 		s := fresh(t)
 		rng := rand.New(rand.NewPCG(7, 11))
 		lanes := []string{"a", "b", "lane-10", "lane-9", "x y"}
 		kinds := []string{"free", "paid", "free", "free", "paid"}
 		sites := []string{"", "fra1", "iad1"}
-		first := base.Add(-5 * 24 * time.Hour) // a span InfluxQL reads in pieces
+		first := base.Add(-5 * 24 * time.Hour) // a span InfluxDB is read in pieces of
 		type key struct {
 			lane, site string
 			hour       int64
@@ -316,15 +313,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				hs = append(hs, h)
 				model[key{h.Lane, h.Site, h.Hour.UnixNano()}] = h
 			}
-			if err := s.Write(ctx, nil, hs); err != nil {
-				t.Fatalf("Write: %v", err)
-			}
+			write(t, s, store.Batch{Hourly: hs})
 		}
 		whole := store.Between(first, base.Add(time.Hour))
 		bySite := store.Between(first.Add(30*time.Hour), base.Add(-7*time.Hour))
 		bySite.Sites = []string{"", "fra1"}
-		byLane := store.Between(first, base.Add(time.Hour))
-		byLane.Lanes = []string{"a", "x y"}
+		byLane := whole.OfLanes("a", "x y")
 		byLane.Fields = []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
 		// Windows out of order, overlapping, one shorter than a read piece.
 		windows := store.Query{Windows: []store.Window{
@@ -332,9 +326,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			{From: first.Add(2 * time.Hour), To: first.Add(20 * time.Hour)},
 			{From: first.Add(60 * time.Hour), To: first.Add(70 * time.Hour)},
 		}}
-		unsited := store.Between(first, base.Add(time.Hour)).Site("")
-		manyLanes := store.Between(first, base.Add(time.Hour)) // more than a read names: picked after it
-		manyLanes.Lanes = []string{"lane-9", "b"}
+		manyLanes := whole.OfLanes("lane-9", "b") // more than a read names: picked after it
 		for i := range 40 {
 			manyLanes.Lanes = append(manyLanes.Lanes, fmt.Sprintf("absent-%02d", i))
 		}
@@ -342,68 +334,48 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			name string
 			q    store.Query
 		}{{"whole span", whole}, {"some sites, a shorter window", bySite}, {"some lanes, four fields", byLane},
-			{"three windows", windows}, {"the points without a site", unsited}, {"42 lanes", manyLanes}} {
-			want, err := s.Hourly(ctx, c.q)
-			if err != nil {
-				t.Fatalf("%s: Hourly: %v", c.name, err)
-			}
-			n := 0
+			{"three windows", windows}, {"the points without a site", whole.Site("")}, {"42 lanes", manyLanes}} {
+			var want []store.Hourly
 			for k, h := range model {
-				ok := c.q.Sites == nil || slices.Contains(c.q.Sites, k.site)
-				ok = ok && (c.q.Lanes == nil || slices.Contains(c.q.Lanes, k.lane))
-				if ok && slices.ContainsFunc(c.q.Windows, func(w store.Window) bool { return w.Contains(h.Hour) }) {
-					n++
+				if (c.q.Sites == nil || slices.Contains(c.q.Sites, k.site)) && (c.q.Lanes == nil || slices.Contains(c.q.Lanes, k.lane)) &&
+					slices.ContainsFunc(c.q.Windows, func(w store.Window) bool { return w.Contains(h.Hour) }) {
+					want = append(want, h)
 				}
 			}
-			if len(want) != n || n == 0 {
-				t.Fatalf("%s: Hourly gave %d points; the writes leave %d", c.name, len(want), n)
+			slices.SortFunc(want, func(a, b store.Hourly) int {
+				return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Site, b.Site))
+			})
+			got, err := store.ReadHourly(ctx, s, c.q)
+			if err != nil || len(want) == 0 {
+				t.Fatalf("%s: Hourly: %v (the writes leave %d points)", c.name, err, len(want))
 			}
-			var got []store.Hourly
-			var last time.Time
-			err = store.EachHourly(ctx, s, c.q, func(hs []store.Hourly) error {
-				if len(hs) == 0 {
-					t.Errorf("%s: an empty run", c.name)
-					return nil
-				}
-				if !hs[0].Hour.After(last) {
-					t.Errorf("%s: a run of %v after one of %v: want each time once, in order", c.name, hs[0].Hour, last)
-				}
-				last = hs[0].Hour
-				for _, h := range hs {
-					if !h.Hour.Equal(last) {
-						t.Errorf("%s: a run of %v holds a point of %v", c.name, last, h.Hour)
+			if c.q.Fields != nil { // the fields not named: a store may fill them or not
+				for _, hs := range [][]store.Hourly{got, want} {
+					for i := range hs {
+						hs[i].WorstGenS, hs[i].MinTokPerS, hs[i].Eligible = 0, 0, false
 					}
 				}
-				got = append(got, hs...)
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("%s: EachHourly: %v", c.name, err)
 			}
-			assertHourly(t, got, want)
+			assertPoints(t, got, want)
 		}
-		// An error of fn stops the read and comes back as it is.
+		// An error of a callback stops the read and comes back as it is.
 		stop := errors.New("enough")
 		calls := 0
-		err := store.EachHourly(ctx, s, whole, func([]store.Hourly) error {
-			calls++
-			if calls == 3 {
+		err := s.Read(ctx, whole, store.Reader{Hourly: func(store.Hourly) error {
+			if calls++; calls == 3 {
 				return stop
 			}
 			return nil
-		})
+		}})
 		if err != stop || calls != 3 {
-			t.Errorf("EachHourly with fn failing on its third run = %v after %d runs; want %v after 3", err, calls, stop)
+			t.Errorf("Read with a callback failing on its third point = %v after %d calls; want %v after 3", err, calls, stop)
 		}
 	})
 
-	t.Run("empty round is a no-op", func(t *testing.T) {
+	t.Run("an empty batch is a no-op", func(t *testing.T) {
 		s := fresh(t)
-		if err := s.Write(ctx, nil, nil); err != nil {
-			t.Fatalf("Write(nil, nil) = %v", err)
-		}
-		ps, err := s.Probes(ctx, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-		if err != nil || len(ps) != 0 {
+		write(t, s, store.Batch{})
+		if ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour))); err != nil || len(ps) != 0 {
 			t.Fatalf("Probes = %v, %v; want none", ps, err)
 		}
 	})
@@ -414,16 +386,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		var wg sync.WaitGroup
 		errs := make(chan error, writers*rounds)
 		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				lane := fmt.Sprintf("lane%02d", w)
 				for r := range rounds {
 					p := store.Probe{Lane: lane, Kind: "free", Time: base.Add(time.Duration(r) * time.Minute), QueueS: float64(r), OK: true, Outcome: "ok"}
 					h := store.Hourly{Lane: lane, Kind: "free", Hour: base, Samples: int64(r + 1)}
-					errs <- s.Write(ctx, []store.Probe{p}, []store.Hourly{h})
+					errs <- s.Write(ctx, store.Batch{Probes: []store.Probe{p}, Hourly: []store.Hourly{h}})
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		close(errs)
@@ -432,11 +402,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				t.Fatalf("Write: %v", err)
 			}
 		}
-		ps, err := s.Probes(ctx, store.Between(base, base.Add(time.Hour)))
+		ps, err := store.ReadProbes(ctx, s, hour)
 		if err != nil || len(ps) != writers*rounds {
 			t.Fatalf("Probes: %d points, %v; want %d", len(ps), err, writers*rounds)
 		}
-		hs, err := s.Hourly(ctx, store.Between(base, base.Add(time.Hour)))
+		hs, err := store.ReadHourly(ctx, s, hour)
 		if err != nil || len(hs) != writers {
 			t.Fatalf("Hourly: %d points, %v; want %d", len(hs), err, writers)
 		}
@@ -448,42 +418,34 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	})
 }
 
-func sortHourly(hs []store.Hourly) {
-	slices.SortFunc(hs, func(a, b store.Hourly) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Lane, b.Lane))
-	})
-}
-
-// assertProbes compares in order; times compare as instants and must come back in UTC.
-func assertProbes(t *testing.T, got, want []store.Probe) {
-	t.Helper()
-	assertPoints(t, "probe", "time", got, want, func(p *store.Probe) *time.Time { return &p.Time })
-}
-
-func assertHourly(t *testing.T, got, want []store.Hourly) {
-	t.Helper()
-	assertPoints(t, "hourly", "hour", got, want, func(h *store.Hourly) *time.Time { return &h.Hour })
-}
-
-// assertPoints compares points in order: their times (at, called timeName)
-// as instants that must come back in UTC, everything else as values.
-func assertPoints[T any](t *testing.T, what, timeName string, got, want []T, at func(*T) *time.Time) {
+// assertPoints compares points in order: their times as instants that must
+// come back in UTC, everything else as values.
+func assertPoints[T store.Point](t *testing.T, got, want []T) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("got %d %s points, want %d:\n got %+v\nwant %+v", len(got), what, len(want), got, want)
+		t.Fatalf("got %d points, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		gt, wt := at(&g), at(&w)
-		if gt.Location() != time.UTC {
-			t.Errorf("%s %d: %s in %v, want UTC", what, i, timeName, gt.Location())
+		gk, wk := store.KeyOf(&g), store.KeyOf(&w)
+		if gk != wk {
+			t.Errorf("point %d is %+v, want %+v", i, gk, wk)
 		}
-		if !gt.Equal(*wt) {
-			t.Errorf("%s %d: %s %v, want %v", what, i, timeName, *gt, *wt)
-		}
-		*gt, *wt = time.Time{}, time.Time{}
-		if !reflect.DeepEqual(g, w) {
-			t.Errorf("%s %d:\n got %+v\nwant %+v", what, i, g, w)
+		if !reflect.DeepEqual(utc(g), utc(w)) || !reflect.DeepEqual(utc(g), g) {
+			t.Errorf("point %d (times must come back in UTC):\n got %+v\nwant %+v", i, g, w)
 		}
 	}
+}
+
+// utc is p with its time in UTC.
+func utc[T store.Point](p T) T {
+	switch x := any(&p).(type) {
+	case *store.Probe:
+		x.Time = x.Time.UTC()
+	case *store.Hourly:
+		x.Hour = x.Hour.UTC()
+	case *store.Heartbeat:
+		x.Time = x.Time.UTC()
+	}
+	return p
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 const repoRoot = "../.."
@@ -117,7 +118,7 @@ func sampled(t *testing.T, queues map[string]float64) string {
 	if err := os.MkdirAll(filepath.Dir(cfg.Store.Path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenFile(cfg.Store.Path, store.FileOptions{})
+	st, err := file.Open(cfg.Store.Path, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

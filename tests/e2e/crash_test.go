@@ -17,6 +17,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // envInt reads a positive int from the environment, else def.
@@ -118,7 +119,7 @@ func TestSamplerKill9(t *testing.T) {
 func checkRounds(t *testing.T, path string, lanes []laneSpec, rounds []storedRound, clean bool) []store.Probe {
 	t.Helper()
 	var warnings []string
-	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true, Warn: func(msg string, args ...any) {
+	st, err := file.Open(path, file.Options{ReadOnly: true, Warn: func(msg string, args ...any) {
 		warnings = append(warnings, fmt.Sprint(msg, args))
 	}})
 	if err != nil {
@@ -129,11 +130,11 @@ func checkRounds(t *testing.T, path string, lanes []laneSpec, rounds []storedRou
 	}
 	defer st.Close()
 	ctx := context.Background()
-	probes, err := st.Probes(ctx, store.Between(time.Unix(0, 0), time.Now().Add(time.Hour)))
+	probes, err := store.ReadProbes(ctx, st, store.Between(time.Unix(0, 0), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatalf("store: probes: %v", err)
 	}
-	if _, err := st.Hourly(ctx, store.Between(time.Unix(0, 0), time.Now().Add(time.Hour))); err != nil {
+	if _, err := store.ReadHourly(ctx, st, store.Between(time.Unix(0, 0), time.Now().Add(time.Hour))); err != nil {
 		t.Fatalf("store: hourly: %v", err)
 	}
 	if clean && len(warnings) > 0 {
@@ -160,18 +161,18 @@ func checkRounds(t *testing.T, path string, lanes []laneSpec, rounds []storedRou
 // counts exactly the probes stored for that lane and hour.
 func checkHourlyCounts(t *testing.T, path string, at time.Time) {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(path, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	h := at.UTC().Truncate(time.Hour)
 	ctx := context.Background()
-	probes, err := st.Probes(ctx, store.Between(h, h.Add(time.Hour)))
+	probes, err := store.ReadProbes(ctx, st, store.Between(h, h.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hourly, err := st.Hourly(ctx, store.Between(h, h.Add(time.Hour)))
+	hourly, err := store.ReadHourly(ctx, st, store.Between(h, h.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func checkHourlyCounts(t *testing.T, path string, at time.Time) {
 // different policies.
 func writeHistory(t *testing.T, path string, lanes, days int, end time.Time, scale float64, seed uint64) {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{})
+	st, err := file.Open(path, file.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func writeHistory(t *testing.T, path string, lanes, days int, end time.Time, sca
 				}
 			}
 		}
-		if err := st.Write(context.Background(), probes, hourly); err != nil {
+		if err := st.Write(context.Background(), store.Batch{Probes: probes, Hourly: hourly}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // The whole job on both stores: sampler rounds into the embedded file,
@@ -55,13 +56,13 @@ func TestPipelineFileAndInfluxAgree(t *testing.T) {
 	}
 
 	// The policy's numbers are the stored worst, rounded up to 0.01 s.
-	st, err := store.OpenFile(filepath.Join(dir, "file", "samples.lp"), store.FileOptions{ReadOnly: true})
+	st, err := file.Open(filepath.Join(dir, "file", "samples.lp"), file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	h, _ := time.Parse("2006-01-02T15", hour)
-	probes, err := st.Probes(t.Context(), store.Between(h, h.Add(time.Hour)))
+	probes, err := store.ReadProbes(t.Context(), st, store.Between(h, h.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
 )
 
 // secrets are the strings no command may print or write anywhere.
@@ -351,12 +352,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 // stored, not skipped.
 func checkStoredOutcomes(t *testing.T, path string, want map[string]string) {
 	t.Helper()
-	st, err := store.OpenFile(path, store.FileOptions{ReadOnly: true})
+	st, err := file.Open(path, file.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	probes, err := st.Probes(context.Background(), store.Between(time.Unix(0, 0), time.Now().Add(time.Hour)))
+	probes, err := store.ReadProbes(context.Background(), st, store.Between(time.Unix(0, 0), time.Now().Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/sampler/shard"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // Three samplers share one real InfluxDB: site a split in two shards, site
@@ -82,13 +83,13 @@ func TestSitesAndShardsShareOneInflux(t *testing.T) {
 		rounds[p] = strings.Count(p.d.Stderr(), `"round stored"`)
 	}
 
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	w := store.Window{From: time.Now().Add(-2 * time.Hour), To: time.Now().Add(time.Minute)}
-	probes, err := st.Probes(context.Background(), store.Query{Windows: []store.Window{w}})
+	probes, err := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		t.Fatal(err)
 	}

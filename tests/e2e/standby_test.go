@@ -19,6 +19,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/sampler/shard"
 	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/influx"
 )
 
 // countingLane is a stand-in lane that counts the requests each sampler
@@ -145,13 +146,13 @@ func TestShardRunsOnce(t *testing.T) {
 		t.Fatalf("b exited %d:\n%s", code, b.Stderr())
 	}
 
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	w := store.Window{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute)}
-	beats, err := st.Heartbeats(context.Background(), []string{"eu"}, w)
+	beats, err := store.ReadHeartbeats(context.Background(), st, store.Query{Windows: []store.Window{w}, Sites: []string{"eu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestShardRunsOnce(t *testing.T) {
 	// b's takeover round starts when its first probe is booked: the first
 	// probe after a's last round (whose probes are booked within
 	// milliseconds of its heartbeat).
-	probes, err := st.Probes(context.Background(), store.Query{Windows: []store.Window{w}})
+	probes, err := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{w}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestForgedHeartbeatIgnoredOnce(t *testing.T) {
 	storePath := fmt.Sprintf("  kind: influx\n  url: %q\n  bucket: %q\n  spool: spool.lp\n  dead_letter: dead.lp\n", url, db+"/autogen")
 	cfg := withSite(t, writeConfig(t, filepath.Join(dir, "c.yaml"), cfgSpec{store: storePath, lanes: []laneSpec{openaiLane("l0", "free", sim, "")}, timeout: "2s"}), "eu")
 
-	st, err := store.OpenInflux(context.Background(), store.InfluxOptions{URL: url, Bucket: db + "/autogen"})
+	st, err := influx.Open(context.Background(), influx.Options{URL: url, Bucket: db + "/autogen"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestForgedHeartbeatIgnoredOnce(t *testing.T) {
 		{Instance: "forged", Shard: "0/1", Site: "eu", Time: now, Host: "nowhere", StartNS: now.Add(-time.Hour).UnixNano(), IntervalS: 5e9},
 		{Instance: "ahead", Shard: "0/1", Site: "eu", Time: now.Add(10 * time.Minute), Host: "nowhere", StartNS: now.Add(-time.Hour).UnixNano(), IntervalS: 1},
 	} {
-		if err := st.WriteHeartbeat(context.Background(), b); err != nil {
+		if err := st.Write(context.Background(), store.Batch{Heartbeats: []store.Heartbeat{b}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,500 @@
+// Package file is the embedded store: one InfluxDB line-protocol file that
+// rounds are appended to, each in one write and fsync, and the files of a
+// spool. Any of its lines imports into InfluxDB as is.
+package file
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// Options tune Open.
+type Options struct {
+	// ReadOnly opens the file to read it only (policygen): no lock is
+	// taken, so it works while a sampler appends, and Write fails. The
+	// file must exist (fs.ErrNotExist otherwise: a fresh install).
+	ReadOnly bool
+	// Beside opens the file beside the writer that holds its lock
+	// (sampler probe next to the daemon): it reads as ReadOnly does, makes
+	// the file and its folder when they do not exist yet, and appends
+	// under the exclusive flock every append and read of the data file
+	// takes, so that the two writers interleave whole rounds.
+	Beside bool
+	// Warn receives problems that are not fatal (torn or corrupt lines
+	// skipped); msg is lowercase, args slog-style key/value pairs. The
+	// store never logs by itself. Nil discards them.
+	Warn func(msg string, args ...any)
+}
+
+// Store is the embedded store. Later lines replace earlier ones of the same
+// measurement, tags and time (a reservation never replaces a probe:
+// store.Replaces).
+//
+// A writer holds an exclusive lock on the resolved path (links followed)
+// plus ".lock" while open, which names it, so that two samplers cannot
+// append to one file however they name it; before each append it checks
+// that the path still names the file it opened (ErrMoved otherwise).
+// Reads hold a shared flock on the file, so they never see half a round,
+// and skip a torn last line or a corrupt line with a warning instead of
+// failing. They go through a sparse index of the file (index.go), which
+// changes what they read, never what they return.
+type Store struct {
+	path   string // resolved
+	o      Options
+	mu     sync.RWMutex // a write or prune excludes this process's reads
+	log    *Log         // a writer's; nil when read-only or beside
+	closed bool
+	// For tests: pruneHook runs at the prune's atomic write stages;
+	// noIndex reads without the index.
+	pruneHook func(stage, tmp string) error
+	noIndex   bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the line-protocol file at path. For writing it makes the file
+// and its folder if need be and cuts off a torn last line left by a crash;
+// it fails naming the path when another writer holds the file, and when
+// path names anything but a regular file (ErrNotRegular: a device such as
+// /dev/zero, a named pipe, a directory), also through a link.
+func Open(path string, o Options) (*Store, error) {
+	if o.Warn == nil {
+		o.Warn = func(string, ...any) {}
+	}
+	s := &Store{o: o}
+	err := CheckRegular(path)
+	if err == nil && !o.ReadOnly && !o.Beside {
+		s.log, err = OpenLog(path, false, o.Warn)
+		if err == nil {
+			s.path = s.log.Path()
+		}
+	} else if err == nil {
+		s.path, err = Resolve(path)
+	}
+	if err == nil && o.Beside {
+		if err = os.MkdirAll(filepath.Dir(s.path), 0o755); err == nil {
+			var f *os.File
+			if f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+				_ = f.Close()
+			}
+		}
+	}
+	if err == nil && s.log == nil {
+		var f *os.File
+		if f, err = os.Open(s.path); err == nil {
+			err = regular(f, s.path)
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open samples file: %w", err)
+	}
+	return s, nil
+}
+
+// Status names the file; a writer holds it exclusively.
+func (s *Store) Status() store.Status {
+	return store.Status{Where: s.path, Exclusive: s.log != nil}
+}
+
+// Write appends the batch's points in one write and fsyncs them. An
+// invalid point fails the whole batch before anything is written. Beside
+// a writer, an append starts on a line of its own when the file does not
+// end in a newline (a writer's append cut short, which its next open cuts
+// off).
+func (s *Store) Write(ctx context.Context, b store.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable("write"); err != nil {
+		return err
+	}
+	lines, err := store.AppendLines(nil, b)
+	switch {
+	case err != nil:
+	case s.o.Beside:
+		err = AppendShared(s.path, lines, false)
+	default:
+		err = s.log.Append(lines)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// writable returns the error of op (a write or a prune) on a store that
+// is closed or read-only. s.mu must be held.
+func (s *Store) writable(op string) error {
+	switch {
+	case s.closed:
+		return fmt.Errorf("%s %s: %w", op, s.path, os.ErrClosed)
+	case s.o.ReadOnly:
+		return fmt.Errorf("%s %s: %w", op, s.path, store.ErrReadOnly)
+	}
+	return nil
+}
+
+// Read hands over the points q selects (store.Store). Each measurement is
+// read in one pass over the parts of the file the index says may hold
+// it, all under one shared flock: a measurement whose lines are in time
+// order give or take scanDisorder goes through a small reorder buffer as
+// it is read (a year of probes is never held), any other is collected and
+// sorted. Fields are all read.
+func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if err := store.CheckFields(q.Fields); err != nil {
+		return fmt.Errorf("read %s: %w", s.path, err)
+	}
+	f := q.Filter()
+	if r.Local || f.Empty() || (r.Probe == nil && r.Hourly == nil && r.Heartbeat == nil) {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("read %s: %w", s.path, os.ErrClosed)
+	}
+	if s.log != nil { // a writer reads what it writes to, or nothing
+		if err := s.log.check(); err != nil {
+			return fmt.Errorf("read %s: %w", s.path, err)
+		}
+	}
+	if err := s.read(ctx, f, r); err != nil {
+		var he handError
+		if errors.As(err, &he) {
+			return he.err
+		}
+		return fmt.Errorf("read %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// handError is an error of a Reader's callback, returned as it is.
+type handError struct{ err error }
+
+func (e handError) Error() string { return e.err.Error() }
+
+func (s *Store) read(ctx context.Context, f *store.Filter, r store.Reader) error {
+	file, err := openShared(s.path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = file.Close() }()
+	fi, err := file.Stat()
+	if err != nil {
+		return unpath(err)
+	}
+	blocks, err := describe(ctx, s.path, file, fi, !s.noIndex)
+	if err != nil {
+		return unpath(err)
+	}
+	warn := s.o.Warn
+	pass := func(k store.Kind, fn func(ordered bool) (func(line []byte) error, func() error)) error {
+		i := slot(k)
+		ordered := true
+		for j := range blocks {
+			ordered = ordered && (!blocks[j].needed(i, f) || !blocks[j].disorder[i])
+		}
+		line, end := fn(ordered)
+		lineFn, long := filterLines(ctx, s.path, []store.Kind{k}, f, warn, func(_ store.Kind, l []byte) error { return line(l) })
+		for j := 0; j < len(blocks); {
+			if !blocks[j].needed(i, f) {
+				j++
+				continue
+			}
+			to := fi.Size()
+			from := j
+			for j++; j < len(blocks) && blocks[j].needed(i, f); j++ {
+			}
+			if j < len(blocks) {
+				to = blocks[j].off
+			}
+			bytesRead.Add(to - blocks[from].off)
+			if err := scanSection(ctx, file, blocks[from].off, to, blocks[from].line, lineFn, long); err != nil {
+				return unpath(err)
+			}
+		}
+		warn = nil // the next pass reads the same lines: one warning is enough
+		return end()
+	}
+	if r.Hourly != nil {
+		if err := pass(store.KindHourly, sink(f, r.Hourly)); err != nil {
+			return err
+		}
+	}
+	if r.Probe != nil {
+		if err := pass(store.KindProbe, sink(f, r.Probe)); err != nil {
+			return err
+		}
+	}
+	if r.Heartbeat != nil {
+		return pass(store.KindHeartbeat, sink(f, r.Heartbeat))
+	}
+	return nil
+}
+
+// bytesRead counts the bytes of store files the passes of reads went
+// through (tests).
+var bytesRead atomic.Int64
+
+// sink makes the line function of a pass that hands T's points to emit, in
+// time order: through a reorder buffer as they are read when the lines
+// are ordered (those more than scanDisorder older than the newest held
+// back), else collected and sorted at the end.
+func sink[T store.Point](f *store.Filter, hand func(T) error) func(bool) (func([]byte) error, func() error) {
+	emit := func(p T) error {
+		if err := hand(p); err != nil {
+			return handError{err}
+		}
+		return nil
+	}
+	return func(ordered bool) (func([]byte) error, func() error) {
+		names := store.Names{}
+		var p T
+		var whole store.Latest[T]
+		var buf reorder[T]
+		newest := int64(-1 << 63)
+		line := func(line []byte) error {
+			if err := store.Decode(names, line, &p); err != nil {
+				return Corrupt{err}
+			}
+			if !store.Selects(f, &p) {
+				return nil
+			}
+			if !ordered {
+				whole.Put(p)
+				return nil
+			}
+			buf.put(p)
+			newest = max(newest, store.KeyOf(&p).NS)
+			for buf.len() > 0 && buf.oldest() < newest-scanDisorder {
+				if err := emit(buf.pop()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		end := func() error {
+			for buf.len() > 0 {
+				if err := emit(buf.pop()); err != nil {
+					return err
+				}
+			}
+			for _, p := range whole.Sorted() {
+				if err := emit(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return line, end
+	}
+}
+
+// Close releases the writer lock. Further calls fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.log != nil {
+		if err := s.log.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// Prune drops the probe and heartbeat lines older than cut (their
+// timestamp strictly before it) and keeps every other line, in order: the
+// hourly records, newer probes and heartbeats, comments and lines it
+// cannot classify (a probe or heartbeat among them whose timestamp it
+// cannot read). It writes the kept lines to a temp file beside the store,
+// fsyncs it, renames it over the store and fsyncs the folder
+// (internal/atomicfile), holding the store's write lock and an exclusive
+// flock on the old file: a reader sees the old file or the new one, whole;
+// a crash or an error at any step leaves the old file as it was. Lines
+// longer than 1 MiB, which no read returns, are dropped with a warning.
+// Only a writer prunes; it appends to the new file after the rename.
+func (s *Store) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) {
+	var st store.Pruned
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable("prune"); err != nil {
+		return st, err
+	}
+	if s.log == nil {
+		return st, fmt.Errorf("prune %s: %w", s.path, errBeside)
+	}
+	if err := s.log.check(); err != nil {
+		return st, fmt.Errorf("prune %s: %w", s.path, err)
+	}
+	if err := lockExclusive(s.log.f); err != nil {
+		return st, fmt.Errorf("prune %s: lock: %w", s.path, err)
+	}
+	locked := s.log.f
+	defer func() { _ = unlock(locked) }()
+	var opts []atomicfile.Option
+	if s.pruneHook != nil {
+		opts = append(opts, atomicfile.Hook(s.pruneHook))
+	}
+	err := atomicfile.WriteFile(s.path, func(tmp string) error {
+		out, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = out.Close() }()
+		bw := bufio.NewWriterSize(out, 1<<20)
+		err = store.ScanLines(ctx, io.NewSectionReader(locked, 0, 1<<62), func(n int64, line []byte, terminated bool) error {
+			if n&0xffff == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !terminated {
+				return nil // none: the lock is held
+			}
+			if k := store.KindOf(line); k == store.KindProbe || k == store.KindHeartbeat {
+				if ns, ok := store.LineTime(line); ok && ns < cut.UnixNano() {
+					if k == store.KindProbe {
+						st.Probes++
+					} else {
+						st.Heartbeats++
+					}
+					return nil
+				}
+			}
+			st.Kept++
+			_, _ = bw.Write(line)
+			return bw.WriteByte('\n')
+		}, func(n int64) {
+			st.Long++
+			s.o.Warn("prune dropped a corrupt line: longer than 1 MiB", "path", s.path, "line", n)
+		})
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err == nil {
+			err = out.Close()
+		}
+		return err
+	}, opts...)
+	if err != nil {
+		return store.Pruned{}, fmt.Errorf("prune %s: %w", s.path, unpath(err))
+	}
+	if err := s.log.reopen(); err != nil {
+		return st, fmt.Errorf("prune %s: reopen after the rename: %w", s.path, err)
+	}
+	return st, nil
+}
+
+var errBeside = errors.New("only the writer that holds the file prunes it")
+
+// reopen points l at the file its path names now (after a rename over
+// it), keeping the writer lock.
+func (l *Log) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return unpath(err)
+	}
+	old := l.f
+	l.f = f
+	_ = old.Close()
+	return nil
+}
+
+// reorder is a min-heap of points by time, then series, then the order
+// they were put in: equal points pop one after the other, the later put
+// last, so that pop keeps the one a read keeps (store.Replaces). The heap
+// moves small entries; the points stay in their slots until popped.
+type reorder[T store.Point] struct {
+	h     []entry
+	slots []T
+	free  []int32
+	seq   int64
+}
+
+type entry struct {
+	ns, seq int64
+	slot    int32
+}
+
+func (r *reorder[T]) len() int      { return len(r.h) }
+func (r *reorder[T]) oldest() int64 { return r.h[0].ns }
+
+func (r *reorder[T]) less(i, j int) bool {
+	a, b := &r.h[i], &r.h[j]
+	if a.ns != b.ns {
+		return a.ns < b.ns
+	}
+	if c := store.Compare(store.KeyOf(&r.slots[a.slot]), store.KeyOf(&r.slots[b.slot])); c != 0 {
+		return c < 0
+	}
+	return a.seq < b.seq
+}
+
+func (r *reorder[T]) put(p T) {
+	r.seq++
+	var slot int32
+	if n := len(r.free); n > 0 {
+		slot, r.free = r.free[n-1], r.free[:n-1]
+		r.slots[slot] = p
+	} else {
+		slot = int32(len(r.slots))
+		r.slots = append(r.slots, p)
+	}
+	r.h = append(r.h, entry{store.KeyOf(&r.slots[slot]).NS, r.seq, slot})
+	for i := len(r.h) - 1; i > 0 && r.less(i, (i-1)/2); i = (i - 1) / 2 {
+		r.h[i], r.h[(i-1)/2] = r.h[(i-1)/2], r.h[i]
+	}
+}
+
+// popOne takes the top entry off the heap and returns its slot, which
+// keeps its point until the next put.
+func (r *reorder[T]) popOne() int32 {
+	slot := r.h[0].slot
+	r.free = append(r.free, slot)
+	last := len(r.h) - 1
+	r.h[0], r.h = r.h[last], r.h[:last]
+	for i := 0; ; {
+		small, l := i, 2*i+1
+		if l < len(r.h) && r.less(l, small) {
+			small = l
+		}
+		if l+1 < len(r.h) && r.less(l+1, small) {
+			small = l + 1
+		}
+		if small == i {
+			return slot
+		}
+		r.h[i], r.h[small] = r.h[small], r.h[i]
+		i = small
+	}
+}
+
+// pop returns the oldest point, the one a read keeps of its key.
+func (r *reorder[T]) pop() T {
+	best := r.popOne()
+	for len(r.h) > 0 && store.KeyOf(&r.slots[r.h[0].slot]) == store.KeyOf(&r.slots[best]) {
+		if next := r.popOne(); store.Replaces(&r.slots[best], &r.slots[next]) {
+			best = next
+		}
+	}
+	return r.slots[best]
+}

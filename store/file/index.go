@@ -1,0 +1,359 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"time"
+
+	"github.com/lanewatch/lanewatch/internal/atomicfile"
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// The sparse index of a store file (path + IndexSuffix) lets a read that
+// wants a few days of a year skip the rest of the file, and tells whether
+// the lines it reads are in time order (so that they can be handed over
+// as they are read). It is a zone map: for each block of about indexBlock
+// bytes and each measurement, the smallest and largest timestamp of its
+// lines, and whether each line was at most scanDisorder older than every
+// line of its measurement before it. A block is read when its span meets
+// the query's, so the index is right however the lines are ordered (an
+// import of older history, a rebuilt hour: that block's span is wide). A
+// block holding a line of no known measurement or whose timestamp the
+// cheap reader cannot read is read by every query, so the warnings and the
+// points read are the ones a read without the index gives.
+//
+// It describes a prefix of the file that ends at a newline, and is used
+// only when it is whole (its CRC), made for this file (device and inode:
+// a prune renames a new file over the store) and the file still begins and
+// ends that prefix with the bytes it had (SHA-256 of the first and the
+// last indexHashSpan bytes). Otherwise a read rebuilds it. Each read
+// describes the lines after the prefix before it reads them, and writes
+// the index anew (atomically) once they are indexMinGrowth or more.
+
+// IndexSuffix names the index of a store file: path + IndexSuffix.
+const IndexSuffix = ".idx"
+
+// How an index is cut (variables for the tests, which make them tiny).
+var (
+	indexBlock     int64 = 256 << 10 // bytes a block covers at least (the last one may be shorter)
+	indexMinGrowth int64 = 1 << 20   // bytes of new lines before an index is written anew
+	indexHashSpan  int64 = 64 << 10  // bytes hashed at each end of the indexed prefix
+)
+
+const (
+	indexMaxSize = 64 << 20 // bytes of an index file read at most
+	indexMagic   = "LWIDX02\n"
+	// scanDisorder is how much older than a line before it a line may be
+	// and still be handed over in time order: a sampler appends a round's
+	// probes in lane order, their start times a little apart.
+	scanDisorder = int64(time.Hour)
+)
+
+// kinds are the measurements an index describes, by their slot.
+var kinds = [3]store.Kind{store.KindProbe, store.KindHourly, store.KindHeartbeat}
+
+func slot(k store.Kind) int {
+	for i, x := range kinds {
+		if x == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// block is one block of the index: the lines from off on.
+type block struct {
+	off, line int64       // first byte (a line start) and the lines before it
+	span      [3][2]int64 // per kind: smallest, largest LineTime; min > max: none
+	disorder  [3]bool     // per kind: a line more than scanDisorder older than one before it
+	always    bool        // read whatever the query
+}
+
+// needed reports whether a read of kind k (its slot) in f's range reads b.
+func (b *block) needed(k int, f *store.Filter) bool {
+	lo, hi := b.span[k][0], b.span[k][1]
+	return b.always || (lo <= hi && f.Overlaps(lo, hi))
+}
+
+// index is a store file's index.
+type index struct {
+	idOK       bool
+	dev, ino   uint64
+	end, lines int64 // the indexed prefix: bytes (ending at a newline) and lines
+	head, tail [sha256.Size]byte
+	blocks     []block
+}
+
+// builder makes the blocks of the lines it is shown, from off on.
+type builder struct {
+	off, lines int64    // the next line's offset and the lines before it
+	size       int64    // bytes a block covers at least
+	newest     [3]int64 // per kind, of every line before
+	cur        block
+	open       bool
+	blocks     []block
+	end, ended int64 // the end of the last closed block: bytes, lines
+	broken     bool  // offsets no longer known (a line too long, a torn line)
+}
+
+func newBuilder(ix *index, size int64) *builder {
+	b := &builder{size: size, newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
+	if ix != nil {
+		b.off, b.lines, b.blocks = ix.end, ix.lines, ix.blocks
+		for _, k := range ix.blocks {
+			for i := range kinds {
+				b.newest[i] = max(b.newest[i], k.span[i][1])
+			}
+		}
+	}
+	b.end, b.ended = b.off, b.lines
+	return b
+}
+
+func (b *builder) add(_ int64, line []byte, terminated bool) error {
+	if b.broken {
+		return nil
+	}
+	if !terminated {
+		b.stop()
+		return nil
+	}
+	if !b.open {
+		b.cur, b.open = block{off: b.off, line: b.lines}, true
+		for i := range b.cur.span {
+			b.cur.span[i] = [2]int64{math.MaxInt64, math.MinInt64}
+		}
+	}
+	switch k := store.KindOf(line); k {
+	case store.KindBlank:
+	case store.KindProbe, store.KindHourly, store.KindHeartbeat:
+		ns, ok := store.LineTime(line)
+		if !ok {
+			b.cur.always = true
+			break
+		}
+		i := slot(k)
+		b.cur.span[i] = [2]int64{min(b.cur.span[i][0], ns), max(b.cur.span[i][1], ns)}
+		b.cur.disorder[i] = b.cur.disorder[i] || (b.newest[i] != math.MinInt64 && ns < b.newest[i]-scanDisorder)
+		b.newest[i] = max(b.newest[i], ns)
+	default:
+		b.cur.always = true
+	}
+	b.off += int64(len(line)) + 1
+	b.lines++
+	if b.off-b.cur.off >= b.size {
+		b.close()
+	}
+	return nil
+}
+
+// stop ends the blocks before the line being read: its length is unknown
+// (too long) or it is not whole (torn).
+func (b *builder) stop() {
+	b.close()
+	b.broken = true
+}
+
+func (b *builder) close() {
+	if b.open {
+		b.blocks = append(b.blocks, b.cur)
+		b.open = false
+		b.end, b.ended = b.off, b.lines
+	}
+}
+
+// describe returns the blocks of the whole open file f (size bytes): its
+// index's, when it has one that describes it, and those of the lines after
+// them, read now; a last block (always read, never in order) covers what
+// follows a line too long or torn. It writes the index anew when the
+// lines it read are enough (best effort: a folder it cannot write to
+// leaves the file without one). use false reads without one (tests).
+func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, error) {
+	var ix *index
+	if use {
+		ix = loadIndex(path+IndexSuffix, f, fi)
+	}
+	b := newBuilder(ix, indexBlock)
+	from := b.off
+	if err := scanSection(ctx, f, from, fi.Size(), b.lines, b.add, func(int64) { b.stop() }); err != nil {
+		return nil, err
+	}
+	bytesRead.Add(fi.Size() - from)
+	b.close()
+	if use && b.end-from >= indexMinGrowth {
+		saveIndex(path+IndexSuffix, f, fi, b)
+	}
+	blocks := b.blocks
+	if b.end < fi.Size() { // after a line too long or torn
+		blocks = append(blocks, block{off: b.end, line: b.ended, always: true, disorder: [3]bool{true, true, true}})
+	}
+	return blocks, nil
+}
+
+// scanSection streams the lines of f's bytes [from, to) to fn, numbered
+// after the lines before from.
+func scanSection(ctx context.Context, f *os.File, from, to, lines int64,
+	fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
+	if to <= from {
+		return nil
+	}
+	return store.ScanLines(ctx, io.NewSectionReader(f, from, to-from), func(n int64, line []byte, terminated bool) error {
+		return fn(lines+n, line, terminated)
+	}, func(n int64) { long(lines + n) })
+}
+
+// prefixHashes returns the SHA-256 of f's first and last span bytes
+// before end.
+func prefixHashes(f *os.File, end int64) (head, tail [sha256.Size]byte, err error) {
+	buf := make([]byte, min(end, indexHashSpan))
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		return head, tail, err
+	}
+	head = sha256.Sum256(buf)
+	if _, err := f.ReadAt(buf, end-int64(len(buf))); err != nil {
+		return head, tail, err
+	}
+	return head, sha256.Sum256(buf), nil
+}
+
+// loadIndex returns the index at path when it is whole and describes the
+// open file f, else nil.
+func loadIndex(path string, f *os.File, fi os.FileInfo) *index {
+	ix, err := readIndex(path)
+	if err != nil {
+		return nil
+	}
+	dev, ino, ok := fileID(fi)
+	if ok != ix.idOK || dev != ix.dev || ino != ix.ino || ix.end > fi.Size() {
+		return nil
+	}
+	head, tail, err := prefixHashes(f, ix.end)
+	var last [1]byte
+	if err != nil || head != ix.head || tail != ix.tail {
+		return nil
+	}
+	if _, err := f.ReadAt(last[:], ix.end-1); err != nil || last[0] != '\n' {
+		return nil
+	}
+	return ix
+}
+
+// readIndex reads and decodes the index file at path, refusing anything
+// but a regular file (opening a named pipe would block) and any bytes
+// encodeIndex could not have written: a torn or altered file.
+func readIndex(path string) (*index, error) {
+	f, err := openShared(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, indexMaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	return decodeIndex(data)
+}
+
+// saveIndex writes the index of b's blocks of f atomically. Failing is no
+// error: the next read describes the file again.
+func saveIndex(path string, f *os.File, fi os.FileInfo, b *builder) {
+	if len(b.blocks) == 0 || b.end <= 0 {
+		return
+	}
+	ix := &index{end: b.end, lines: b.ended, blocks: b.blocks}
+	ix.dev, ix.ino, ix.idOK = fileID(fi)
+	var err error
+	if ix.head, ix.tail, err = prefixHashes(f, b.end); err == nil {
+		_ = atomicfile.Write(path, encodeIndex(ix), atomicfile.RemoveStale(time.Hour))
+	}
+}
+
+const blockBytes = 8*2 + 3*16 + 1
+
+func encodeIndex(ix *index) []byte {
+	le := binary.LittleEndian
+	b := append([]byte(indexMagic), boolByte(ix.idOK))
+	for _, v := range []uint64{ix.dev, ix.ino, uint64(ix.end), uint64(ix.lines)} {
+		b = le.AppendUint64(b, v)
+	}
+	b = append(append(b, ix.head[:]...), ix.tail[:]...)
+	b = le.AppendUint64(b, uint64(len(ix.blocks)))
+	for _, k := range ix.blocks {
+		b = le.AppendUint64(le.AppendUint64(b, uint64(k.off)), uint64(k.line))
+		for _, s := range k.span {
+			b = le.AppendUint64(le.AppendUint64(b, uint64(s[0])), uint64(s[1]))
+		}
+		flags := boolByte(k.always)
+		for i, d := range k.disorder {
+			flags |= boolByte(d) << (i + 1)
+		}
+		b = append(b, flags)
+	}
+	return le.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+var errBadIndex = errors.New("not a valid store index")
+
+// decodeIndex reads encodeIndex's bytes, refusing any that it could not
+// have written: a torn or altered file, blocks out of order.
+func decodeIndex(data []byte) (*index, error) {
+	le := binary.LittleEndian
+	fixed := len(indexMagic) + 1 + 8*4 + 2*sha256.Size + 8
+	if len(data) < fixed+4 || !bytes.HasPrefix(data, []byte(indexMagic)) ||
+		crc32.ChecksumIEEE(data[:len(data)-4]) != le.Uint32(data[len(data)-4:]) {
+		return nil, errBadIndex
+	}
+	p := data[len(indexMagic) : len(data)-4]
+	ix := &index{idOK: p[0] == 1}
+	if p[0] > 1 {
+		return nil, errBadIndex
+	}
+	p = p[1:]
+	u64 := func() int64 { v := le.Uint64(p); p = p[8:]; return int64(v) }
+	ix.dev, ix.ino = uint64(u64()), uint64(u64())
+	ix.end, ix.lines = u64(), u64()
+	copy(ix.head[:], p)
+	copy(ix.tail[:], p[sha256.Size:])
+	p = p[2*sha256.Size:]
+	n := uint64(u64())
+	if n == 0 || uint64(len(p)) != n*blockBytes || ix.end <= 0 {
+		return nil, errBadIndex
+	}
+	ix.blocks = make([]block, n)
+	for i := range ix.blocks {
+		k := &ix.blocks[i]
+		k.off, k.line = u64(), u64()
+		for s := range k.span {
+			k.span[s][0], k.span[s][1] = u64(), u64()
+		}
+		if p[0] > 15 {
+			return nil, errBadIndex
+		}
+		k.always = p[0]&1 != 0
+		for s := range k.disorder {
+			k.disorder[s] = p[0]&(2<<s) != 0
+		}
+		p = p[1:]
+		switch {
+		case i == 0 && (k.off != 0 || k.line != 0),
+			i > 0 && (k.off <= ix.blocks[i-1].off || k.line <= ix.blocks[i-1].line),
+			k.off >= ix.end || k.line >= ix.lines:
+			return nil, errBadIndex
+		}
+	}
+	return ix, nil
+}

@@ -1,0 +1,19 @@
+//go:build unix
+
+package file
+
+import (
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// makeFIFOIn makes a named pipe in dir.
+func makeFIFOIn(t *testing.T, dir string) (string, bool) {
+	path := filepath.Join(dir, "fifo.lp")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Logf("no named pipe: %v", err)
+		return "", false
+	}
+	return path, true
+}

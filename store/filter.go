@@ -1,0 +1,170 @@
+package store
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Filter is a Query prepared to test many points: its windows as sorted,
+// merged spans of Unix nanoseconds, its sites and lanes as sets.
+type Filter struct {
+	Spans        [][2]int64 // [from, to), sorted, disjoint
+	sites, lanes map[string]bool
+}
+
+// Filter prepares q.
+func (q Query) Filter() *Filter {
+	f := &Filter{sites: set(q.Sites), lanes: set(q.Lanes)}
+	for _, w := range q.Windows {
+		if from, to := clampNano(w.From), clampNano(w.To); from < to {
+			f.Spans = append(f.Spans, [2]int64{from, to})
+		}
+	}
+	slices.SortFunc(f.Spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	merged := f.Spans[:0]
+	for _, s := range f.Spans {
+		if n := len(merged); n > 0 && s[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], s[1])
+			continue
+		}
+		merged = append(merged, s)
+	}
+	f.Spans = merged
+	return f
+}
+
+func set(keys []string) map[string]bool {
+	if keys == nil {
+		return nil
+	}
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+// Empty reports whether the query can select nothing.
+func (f *Filter) Empty() bool {
+	return len(f.Spans) == 0 || (f.sites != nil && len(f.sites) == 0) || (f.lanes != nil && len(f.lanes) == 0)
+}
+
+// Time reports whether ns lies in one of the windows.
+func (f *Filter) Time(ns int64) bool {
+	i := f.search(ns)
+	return i < len(f.Spans) && f.Spans[i][0] <= ns
+}
+
+// Overlaps reports whether a window holds a time in [lo, hi].
+func (f *Filter) Overlaps(lo, hi int64) bool {
+	i := f.search(lo)
+	return i < len(f.Spans) && f.Spans[i][0] <= hi
+}
+
+// search is the first span that ends after ns.
+func (f *Filter) search(ns int64) int {
+	i, _ := slices.BinarySearchFunc(f.Spans, ns, func(s [2]int64, t int64) int {
+		if s[1] <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// Selects reports whether the query selects p: its time, site and (but
+// for a heartbeat, which has none) lane.
+func Selects[T Point](f *Filter, p *T) bool {
+	k := KeyOf(p)
+	return f.Time(k.NS) && (f.sites == nil || f.sites[k.Site]) &&
+		(f.lanes == nil || KindFor[T]() == KindHeartbeat || f.lanes[k.A])
+}
+
+// Compare orders keys by time, then series.
+func Compare(a, b Key) int {
+	switch {
+	case a.NS != b.NS:
+		return cmp.Compare(a.NS, b.NS)
+	case a.A != b.A:
+		return strings.Compare(a.A, b.A)
+	case a.B != b.B:
+		return strings.Compare(a.B, b.B)
+	}
+	return strings.Compare(a.Site, b.Site)
+}
+
+// Replaces reports whether fresh, written after old with the same key,
+// replaces it as the stores do: always, but that a reservation never
+// replaces a probe. A reservation is written before anything else of its
+// key (its probe, or its release), so one that comes later is a booking
+// the store applied late, a spool replayed, or the dead letter kept while
+// the store took the probe: InfluxDB keeps the probe's fields then (a
+// reservation is the marker field alone), and every read does the same.
+func Replaces[T Point](old, fresh *T) bool {
+	o, ok := any(old).(*Probe)
+	if !ok {
+		return true
+	}
+	return any(fresh).(*Probe).Outcome != OutcomeReserved || o.Outcome == OutcomeReserved
+}
+
+// Latest keeps the last point put per key, as a store keeps the last write
+// of a series and time (Replaces), and hands them back in Read's order.
+type Latest[T Point] struct {
+	idx map[Key]int
+	pts []T
+}
+
+// Put adds p, replacing the point of its key.
+func (l *Latest[T]) Put(p T) {
+	if l.idx == nil {
+		l.idx = map[Key]int{}
+	}
+	l.pts = append(l.pts, p)
+	last := len(l.pts) - 1
+	k := KeyOf(&l.pts[last]) // of the copy in place: p does not move to the heap
+	if i, ok := l.idx[k]; ok {
+		if Replaces(&l.pts[i], &l.pts[last]) {
+			l.pts[i] = l.pts[last]
+		}
+		l.pts = l.pts[:last]
+		return
+	}
+	l.idx[k] = last
+}
+
+// Len is the number of points kept.
+func (l *Latest[T]) Len() int { return len(l.pts) }
+
+// Sorted returns the points by time, then series. It sorts the keys, which
+// the map already holds, rather than the points.
+func (l *Latest[T]) Sorted() []T {
+	type entry struct {
+		k Key
+		i int
+	}
+	order := make([]entry, 0, len(l.idx))
+	for k, i := range l.idx {
+		order = append(order, entry{k, i})
+	}
+	slices.SortFunc(order, func(a, b entry) int { return Compare(a.k, b.k) })
+	out := make([]T, len(order))
+	for j, e := range order {
+		out[j] = l.pts[e.i]
+	}
+	return out
+}
+
+// clampNano converts t to Unix nanoseconds, saturating outside the range
+// the stores keep.
+func clampNano(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return minTime.UnixNano()
+	case t.After(maxTime):
+		return maxTime.UnixNano() + 1
+	}
+	return t.UnixNano()
+}

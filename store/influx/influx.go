@@ -1,0 +1,281 @@
+// Package influx stores lanewatch's points in InfluxDB: writes through the
+// client library (/api/v2/write), reads in InfluxQL through /query, which
+// 1.x serves, 2.x through its v1-compatibility API (the bucket's DBRP
+// mapping) and 3.x and the Cloud products too.
+package influx
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
+	"github.com/influxdata/influxdb-client-go/v2/api"
+	ihttp "github.com/influxdata/influxdb-client-go/v2/api/http"
+	"github.com/lanewatch/lanewatch/internal/redact"
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// Options configure Open.
+type Options struct {
+	// URL of the server, e.g. http://127.0.0.1:8086. Credentials belong in
+	// Token, not here.
+	URL string
+	// Org is the InfluxDB 2.x organization; empty for 1.x.
+	Org string
+	// Bucket is the 2.x bucket, or "database/retention-policy" on 1.x
+	// (e.g. "lanewatch/autogen"). Reads name its database and retention
+	// policy ("db/rp", or the bucket and the default policy): on 2.x the
+	// bucket's DBRP mapping.
+	Bucket string
+	// Token is the 2.x API token, or "user:password" (or empty) on 1.x. It
+	// is never logged, stored or put in an error.
+	Token string
+	// RequestTimeout bounds one HTTP request; 0 means
+	// store.DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Warn receives problems that are not fatal; msg is lowercase, args
+	// slog-style key/value pairs. Nil discards.
+	Warn func(msg string, args ...any)
+	// StartUnreachable lets a writer start during an outage: when the read
+	// check fails only because the server cannot be reached (connection
+	// refused or reset, timeout, 408, 429, 5xx), Open warns and returns the
+	// store, whose writes then fail until the server answers (a spool
+	// around it keeps them). A wrong token, a missing bucket or a host that
+	// does not resolve are still errors.
+	StartUnreachable bool
+}
+
+// Store keeps points in InfluxDB through blocking writes and InfluxQL
+// reads. It keeps nothing itself: a write that fails fails, a
+// *store.RefusedError when the server refused the points for good (400,
+// 401, 403, 404, 413), any other error when it may go away by itself.
+// Wrap it in a spool to keep points through an outage.
+type Store struct {
+	client  influxdb2.Client
+	write   api.WriteAPIBlocking
+	where   string   // "influx URL bucket B", safe to print
+	secrets []string // strings never to print
+	warn    func(string, ...any)
+
+	// The read path: /query, with db and rp from the bucket.
+	base, db, rp, token string
+	http                *http.Client
+	loopback            bool // the server is on this host: answers uncompressed
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to InfluxDB and checks, with a real read of the bucket,
+// that the URL, token and bucket work: Ping and Health would not check
+// auth. Each failure is one line naming the URL (without credentials) and
+// the bucket, never the token.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("influx url %q: want http(s)://host:port", redact.URL(o.URL))
+	}
+	if o.Bucket == "" {
+		return nil, errors.New("influx: bucket is empty (on InfluxDB 1.x use database/retention-policy, e.g. lanewatch/autogen)")
+	}
+	s := &Store{warn: o.Warn, where: fmt.Sprintf("influx %s bucket %s", redact.URL(o.URL), o.Bucket)}
+	if s.warn == nil {
+		s.warn = func(string, ...any) {}
+	}
+	if o.Token != "" {
+		s.secrets = append(s.secrets, o.Token)
+		if _, pw, ok := strings.Cut(o.Token, ":"); ok && len(pw) >= 4 {
+			s.secrets = append(s.secrets, pw)
+		}
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		s.secrets = append(s.secrets, pw)
+	}
+	timeout := cmp.Or(o.RequestTimeout, store.DefaultRequestTimeout)
+	s.client = influxdb2.NewClientWithOptions(o.URL, o.Token, influxdb2.DefaultOptions().
+		SetHTTPRequestTimeout(uint(max(timeout/time.Second, 1))).SetLogLevel(0))
+	s.write = s.client.WriteAPIBlocking(o.Org, o.Bucket)
+	s.base, s.token = strings.TrimSuffix(o.URL, "/"), o.Token
+	s.db, s.rp, _ = strings.Cut(o.Bucket, "/")
+	s.loopback = loopback(u.Hostname())
+	// A connection per read: behind a Go reverse proxy, a reused
+	// connection's next response came back empty (200, no body) in the
+	// outage tests. Reads are few (a handful per policy or round).
+	s.http = &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
+	// A read of the database and retention policy the writes go to: a
+	// missing one is an error here.
+	check := fmt.Sprintf("SELECT %s FROM %s WHERE time > now() - 1m LIMIT 1", ident("ok"), ident(store.MeasurementProbe))
+	if err := s.query(ctx, []string{check}, func(int, []string) (func([]store.Value) error, error) { return nil, nil }); err != nil {
+		if !(o.StartUnreachable && unreachable(err)) {
+			s.client.Close()
+			return nil, fmt.Errorf("%s: read check: %w", s.where, s.explain(err))
+		}
+		s.warn("influx unreachable at start", "store", s.where, "err", s.explain(err).Error())
+	}
+	return s, nil
+}
+
+// loopback reports whether host (a URL's hostname) is this machine.
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// Status names the server and bucket, without credentials.
+func (s *Store) Status() store.Status { return store.Status{Where: s.where} }
+
+// Prune is InfluxDB's to do: old probes and heartbeats are deleted on the
+// server by the bucket's retention (docs/schema.md, Retention).
+func (s *Store) Prune(context.Context, time.Time) (store.Pruned, error) {
+	return store.Pruned{}, fmt.Errorf("%s: old probes and heartbeats are deleted on the server: set the bucket's retention (docs/schema.md, Retention)", s.where)
+}
+
+// Write sends the batch in one request. A permanent refusal is a
+// *store.RefusedError; any other error may go away by itself.
+func (s *Store) Write(ctx context.Context, b store.Batch) error {
+	if err := s.checkOpen(); err != nil {
+		return fmt.Errorf("%s: write: %w", s.where, err)
+	}
+	body, err := store.AppendLines(nil, b)
+	if err != nil {
+		return fmt.Errorf("%s: write: %w", s.where, err)
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	if err := s.write.WriteRecord(ctx, string(bytes.TrimSuffix(body, []byte{'\n'}))); err != nil {
+		if transient(err) {
+			return fmt.Errorf("%s: write: %w", s.where, s.classify(err))
+		}
+		var he *ihttp.Error
+		status := 0
+		if errors.As(err, &he) {
+			status = he.StatusCode
+		}
+		return &store.RefusedError{Points: b.Len(), Status: status, Err: fmt.Errorf("%s: %w", s.where, s.explain(err))}
+	}
+	return nil
+}
+
+func (s *Store) checkOpen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return os.ErrClosed
+	}
+	return nil
+}
+
+// Close releases the client.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.client.Close()
+	}
+	return nil
+}
+
+// unreachable reports whether err says the server could not be reached or
+// answered with a passing failure, as opposed to a wrong URL, token or bucket.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	return !errors.As(err, &dns) && transient(err)
+}
+
+// transient reports whether a client error may go away by itself: no HTTP
+// status (network, timeout, cancelled), 408, 429 or 5xx, except a 5xx that
+// says the database or retention policy does not exist or that the token
+// may not read or write it.
+func transient(err error) bool {
+	var he *ihttp.Error
+	if errors.As(err, &he) && he.StatusCode != 0 {
+		if missingBucket(err.Error()) || deniedAccess(err.Error()) {
+			return false
+		}
+		return he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500
+	}
+	return true
+}
+
+// deniedAccess reports whether a server's message says the credentials
+// lack a permission: InfluxDB 1.x's "requires READ for database" (or
+// WRITE), "unauthorized" and "authorization failed".
+func deniedAccess(msg string) bool {
+	low := strings.ToLower(msg)
+	return strings.Contains(low, "requires read") || strings.Contains(low, "requires write") ||
+		strings.Contains(low, "unauthorized") || strings.Contains(low, "authorization failed")
+}
+
+func missingBucket(msg string) bool {
+	low := strings.ToLower(msg)
+	return strings.Contains(low, "no database") || strings.Contains(low, "database not found") ||
+		strings.Contains(low, "retention policy not found") || strings.Contains(low, "bucket not found")
+}
+
+// classify is explain, marked store.ErrUnavailable when err may go away
+// by itself.
+func (s *Store) classify(err error) error {
+	if transient(err) {
+		return store.Unavailable(s.explain(err))
+	}
+	return s.explain(err)
+}
+
+// explain turns a client error into one printable line without secrets and
+// with a hint for the usual causes. The result unwraps to err.
+func (s *Store) explain(err error) error {
+	var ue *url.Error
+	msg := err.Error()
+	if errors.As(err, &ue) { // drop "Post "http://...?org=...": "
+		msg = ue.Err.Error()
+	}
+	msg = strings.TrimPrefix(strings.Join(strings.Fields(msg), " "), "error ")
+	var he *ihttp.Error
+	status := 0
+	if errors.As(err, &he) && he.StatusCode != 0 {
+		status = he.StatusCode
+		if he.Err == nil && he.Message == "" { // the client lost the body: say what the status means
+			msg = fmt.Sprintf("%d %s", status, http.StatusText(status))
+		} else if !strings.Contains(msg, strconv.Itoa(status)) {
+			msg = fmt.Sprintf("%d %s", status, msg)
+		}
+	}
+	low := strings.ToLower(msg)
+	switch {
+	case status == 401 || status == 403 || deniedAccess(low):
+		msg += " (check the token; on InfluxDB 1.x it is user:password)"
+	case missingBucket(low) || strings.Contains(low, "retention policy") || status == 404:
+		msg += " (does the bucket exist? on InfluxDB 1.x the bucket is database/retention-policy; on 2.x reads need its DBRP mapping)"
+	case strings.Contains(low, "connection refused") || strings.Contains(low, "no such host"):
+		msg += " (is InfluxDB running at that URL?)"
+	}
+	for _, sec := range s.secrets {
+		msg = strings.ReplaceAll(msg, sec, "[redacted]")
+	}
+	return &cleanError{msg: msg, err: err}
+}
+
+// cleanError carries a printable message for an error whose own text may
+// hold a URL with a query string or credentials.
+type cleanError struct {
+	msg string
+	err error
+}
+
+func (e *cleanError) Error() string { return e.msg }
+func (e *cleanError) Unwrap() error { return e.err }

@@ -1,0 +1,395 @@
+package influx
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lanewatch/lanewatch/store"
+)
+
+// How a read cuts its windows: a window of two days or more into at most
+// pieces parts of at least a day, a /query request each, parallel of them
+// read at a time (influxd answers each with one core, and this side
+// decodes one while the server encodes another); the statements of
+// shorter windows share one request.
+const (
+	pieces   = 4
+	minPiece = int64(24 * time.Hour)
+	parallel = 2
+	// maxPushedLanes is the most lanes a statement names; for more, a
+	// predicate of hundreds of comparisons costs InfluxDB more than reading
+	// every lane of the span, and the lanes are picked here.
+	maxPushedLanes = 32
+)
+
+// statement is one InfluxQL SELECT of a read and what takes its rows.
+type statement struct {
+	text string
+	span int64
+	// rows makes the reader of one series of the answer; what it hands
+	// on goes to out as batches of points to hand over.
+	rows func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error)
+}
+
+// Read hands over the points q selects (store.Store): one statement per
+// measurement and window (see pieces), the fields q names (and a marker
+// field, which InfluxDB needs to return a reservation's row) and the tags
+// as columns, without GROUP BY. InfluxDB answers each statement in time
+// order; the points of one time are sorted here.
+func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if err := store.CheckFields(q.Fields); err != nil {
+		return fmt.Errorf("%s: read: %w", s.where, err)
+	}
+	f := q.Filter()
+	if r.Local || f.Empty() {
+		return nil
+	}
+	if err := s.checkOpen(); err != nil {
+		return fmt.Errorf("%s: read: %w", s.where, err)
+	}
+	var stmts []statement
+	stmts = appendStatements(stmts, q, f, r.Hourly)
+	stmts = appendStatements(stmts, q, f, r.Probe)
+	stmts = appendStatements(stmts, q, f, r.Heartbeat)
+	var reqs [][]statement
+	for i, st := range stmts {
+		if i == 0 || st.span >= minPiece || stmts[i-1].span >= minPiece {
+			reqs = append(reqs, nil)
+		}
+		reqs[len(reqs)-1] = append(reqs[len(reqs)-1], st)
+	}
+	if err := s.run(ctx, reqs); err != nil {
+		var he *handError
+		if errors.As(err, &he) {
+			return he.err
+		}
+		return fmt.Errorf("%s: read: %w", s.where, s.classify(err))
+	}
+	return nil
+}
+
+// handError is an error of a caller's callback, returned as it is.
+type handError struct{ err error }
+
+func (e *handError) Error() string { return e.err.Error() }
+
+// run runs the requests, parallel at a time, starting them in order, and
+// hands over what each read once the requests before it are done.
+func (s *Store) run(ctx context.Context, reqs [][]statement) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	// The first failure cancels the other requests and is what the read
+	// returns: theirs are that cancellation.
+	var first error
+	var once sync.Once
+	fail := func(err error) error {
+		once.Do(func() { first = err; cancel() })
+		return err
+	}
+	type result struct {
+		batches chan func() error
+		err     error
+	}
+	res := make([]*result, len(reqs))
+	for i := range res {
+		res[i] = &result{batches: make(chan func() error, 64)}
+	}
+	sem := make(chan struct{}, parallel)
+	wg.Go(func() {
+		for i, req := range reqs {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				for _, r := range res[i:] {
+					r.err = fail(ctx.Err())
+					close(r.batches)
+				}
+				return
+			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				err := s.request(ctx, req, func(b func() error) error {
+					select {
+					case res[i].batches <- b:
+						return nil
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				})
+				if err != nil {
+					res[i].err = fail(err)
+				}
+				close(res[i].batches)
+			})
+		}
+	})
+	for _, r := range res {
+		for b := range r.batches {
+			if err := b(); err != nil {
+				return &handError{err}
+			}
+		}
+		if r.err != nil {
+			return first
+		}
+	}
+	return nil
+}
+
+// request runs one request's statements and hands their points to out.
+func (s *Store) request(ctx context.Context, req []statement, out func(func() error) error) error {
+	texts := make([]string, len(req))
+	for i, st := range req {
+		texts[i] = st.text
+	}
+	cur := -1
+	var row func([]store.Value) error
+	var end func() error
+	err := s.query(ctx, texts, func(stmt int, cols []string) (func([]store.Value) error, error) {
+		if stmt == cur { // a chunk of the series read so far
+			return row, nil
+		}
+		if end != nil {
+			if err := end(); err != nil {
+				return nil, err
+			}
+		}
+		cur = stmt
+		row, end = req[stmt].rows(cols, out)
+		return row, nil
+	})
+	if err == nil && end != nil {
+		err = end()
+	}
+	return err
+}
+
+// appendStatements adds the statements of T's measurement, when emit is
+// set, to stmts.
+func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.Filter, emit func(T) error) []statement {
+	if emit == nil {
+		return stmts
+	}
+	var zero T
+	sch := store.SchemaOf(&zero)
+	var fields []string
+	for _, fd := range sch.Fields {
+		if slices.Contains(q.Fields, fd.Key) {
+			fields = append(fields, fd.Key)
+		}
+	}
+	if fields == nil { // none named: every field
+		for _, fd := range sch.Fields {
+			fields = append(fields, fd.Key)
+		}
+	} else if m := sch.Marker(); m != "" {
+		fields = append(fields, m) // InfluxDB leaves out a row whose fields are all absent
+	}
+	var b strings.Builder
+	for _, fd := range fields {
+		b.WriteString(ident(fd) + ", ")
+	}
+	cols := b.String() + ident(sch.Tags[0].Key) + ", " + ident(sch.Tags[1].Key) + ", " + ident(store.TagSite)
+	where := ""
+	if q.Sites != nil {
+		var or []string
+		for _, site := range slices.Sorted(slices.Values(q.Sites)) {
+			or = append(or, ident(store.TagSite)+" = "+quote(site)) // '' matches points without the tag
+		}
+		where += " AND (" + strings.Join(or, " OR ") + ")"
+	}
+	if q.Lanes != nil && len(q.Lanes) <= maxPushedLanes && store.KindFor[T]() != store.KindHeartbeat {
+		var or []string
+		for _, lane := range slices.Sorted(slices.Values(q.Lanes)) {
+			or = append(or, ident(store.TagLane)+" = "+quote(lane))
+		}
+		where += " AND (" + strings.Join(or, " OR ") + ")"
+	}
+	rows := func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
+		return newReader(f, emit, cols, out)
+	}
+	for _, sp := range f.Spans {
+		for _, p := range split(sp) {
+			stmts = append(stmts, statement{span: p[1] - p[0], rows: rows,
+				text: fmt.Sprintf("SELECT %s FROM %s WHERE time >= %d AND time < %d%s", cols, ident(sch.Measurement), p[0], p[1], where)})
+		}
+	}
+	return stmts
+}
+
+// split cuts a span of two days or more into at most pieces parts of at
+// least a day each, on whole hours from its start; in order, disjoint,
+// covering it exactly.
+func split(sp [2]int64) [][2]int64 {
+	n := (sp[1] - sp[0]) / minPiece
+	if n < 2 { // short, or too long to subtract (the stores' whole range): one piece
+		return [][2]int64{sp}
+	}
+	n = min(n, pieces)
+	step := (sp[1] - sp[0]) / n
+	step -= step % int64(time.Hour)
+	out := make([][2]int64, n)
+	for i := range out {
+		out[i] = [2]int64{sp[0] + int64(i)*step, sp[0] + int64(i+1)*step}
+	}
+	out[n-1][1] = sp[1]
+	return out
+}
+
+// ident quotes an InfluxQL identifier.
+func ident(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// quote quotes an InfluxQL string literal.
+func quote(s string) string {
+	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
+}
+
+// reader decodes the rows of one series of T's answer into points: a
+// field the row lacks, or holds with another type, reads as zero (an
+// optional one as absent). It sorts the points of each time by series,
+// keeps the last of each key (a point with a tag beyond the schema's is a
+// series of its own), and hands them on in batches.
+type reader[T store.Point] struct {
+	f     *store.Filter
+	emit  func(T) error
+	out   func(func() error) error
+	cols  *store.Columns[T]
+	run   []T
+	done  []T // sorted runs not handed on yet
+	ns    int64
+	names store.Names
+	// flush's: the run's series and order, the ranks of the series.
+	keys   []store.Key
+	order  []uint64 // rank << 32 | index in the run
+	ranks  map[store.Key]int
+	series []store.Key
+}
+
+func newReader[T store.Point](f *store.Filter, emit func(T) error, cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
+	rd := &reader[T]{f: f, emit: emit, out: out, cols: store.NewColumns[T](cols), ns: math.MinInt64, names: store.Names{}, ranks: map[store.Key]int{}}
+	return rd.row, rd.end
+}
+
+func (rd *reader[T]) row(vals []store.Value) error {
+	if vals == nil { // a chunk's end: hand on what is sorted, so that a reader gets it while the rest comes
+		if len(rd.done) == 0 {
+			return nil
+		}
+		return rd.hand()
+	}
+	var p T
+	rd.cols.Decode(rd.names, vals, &p)
+	if !store.Selects(rd.f, &p) {
+		return nil
+	}
+	ns := store.KeyOf(&p).NS
+	switch {
+	case ns < rd.ns:
+		return errors.New("influxql answer not in time order")
+	case ns > rd.ns && len(rd.run) > 0:
+		if err := rd.flush(); err != nil {
+			return err
+		}
+	}
+	rd.ns = ns
+	rd.run = append(rd.run, p)
+	return nil
+}
+
+// flush sorts the run by series, keeps it to hand on, the last point of
+// each key, and hands on a batch of runs once there are enough. Within a
+// time InfluxDB's order is its own (and not the same from one time to the
+// next): a run is sorted by its series' ranks among those of the read, an
+// integer each, worked out again when a run as long as the series known
+// brings new ones (an hourly read: at its first hour); a shorter one with
+// new series is sorted by their names.
+func (rd *reader[T]) flush() error {
+	run := rd.run
+	rd.keys, rd.order = rd.keys[:0], rd.order[:0]
+	known := true
+	for i := range run {
+		k := store.KeyOf(&run[i])
+		k.NS = 0
+		rd.keys = append(rd.keys, k)
+		r, ok := rd.ranks[k]
+		known = known && ok
+		rd.order = append(rd.order, uint64(r)<<32|uint64(i))
+	}
+	if !known && 2*len(run) >= len(rd.ranks) {
+		for _, k := range rd.keys {
+			if _, ok := rd.ranks[k]; !ok {
+				rd.series = append(rd.series, k)
+				rd.ranks[k] = 0
+			}
+		}
+		slices.SortFunc(rd.series, store.Compare)
+		for r, k := range rd.series {
+			rd.ranks[k] = r
+		}
+		for i, k := range rd.keys {
+			rd.order[i] = uint64(rd.ranks[k])<<32 | uint64(i)
+		}
+		known = true
+	}
+	if known {
+		slices.Sort(rd.order)
+	} else {
+		slices.SortFunc(rd.order, func(a, b uint64) int {
+			return cmp.Or(store.Compare(rd.keys[a&(1<<32-1)], rd.keys[b&(1<<32-1)]), cmp.Compare(a&(1<<32-1), b&(1<<32-1)))
+		})
+	}
+	for j, o := range rd.order {
+		i := o & (1<<32 - 1)
+		if j+1 < len(rd.order) {
+			n := rd.order[j+1] & (1<<32 - 1)
+			if known && rd.order[j+1]>>32 == o>>32 || !known && rd.keys[n] == rd.keys[i] { // the later row of the key follows
+				if !store.Replaces(&run[i], &run[n]) {
+					run[n] = run[i]
+				}
+				continue
+			}
+		}
+		rd.done = append(rd.done, run[i])
+	}
+	rd.run = run[:0]
+	if len(rd.done) < 4096 {
+		return nil
+	}
+	return rd.hand()
+}
+
+func (rd *reader[T]) hand() error {
+	batch := rd.done
+	rd.done = nil
+	return rd.out(func() error {
+		for _, p := range batch {
+			if err := rd.emit(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// end hands on what is left.
+func (rd *reader[T]) end() error {
+	if len(rd.run) > 0 {
+		if err := rd.flush(); err != nil {
+			return err
+		}
+	}
+	return rd.hand()
+}

@@ -1,0 +1,341 @@
+package store
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	lp "github.com/influxdata/line-protocol/v2/lineprotocol"
+)
+
+// Probe is one probe point: measurement "probe", tags lane, kind and (when
+// not empty) site, time = probe start.
+//
+// QueueS is the wait from the request written to the first generated token.
+// For a failed probe it is the wait the probe is known to have sat through:
+// exact when a first token came, a lower bound (request written → the probe
+// gave up) when it timed out before one, 0 when nothing is known.
+type Probe struct {
+	Lane     string
+	Kind     string
+	Site     string // "" when the sampler has no site: no tag
+	Time     time.Time
+	QueueS   float64
+	GenS     float64
+	HeadersS float64
+	ConnectS float64 // DNS + connect + TLS of the probe's connection
+	Tokens   int64
+	OK       bool
+	Outcome  string
+	Status   int64
+
+	// The rate-limit state the lane's answer announced, when it did:
+	// QuotaRemaining requests left (valid when QuotaKnown), and
+	// QuotaResetS, the seconds from the probe's start until the later of
+	// the quota's reset and Retry-After (0: the server said neither).
+	QuotaRemaining int64
+	QuotaKnown     bool
+	QuotaResetS    float64
+}
+
+// Hourly is one lane-hour point: measurement "queue_hourly", tags lane, kind
+// and (when not empty) site, time = start of the hour in the sampler's zone.
+// A later write with the same series and hour replaces an earlier one.
+//
+// A lane whose kind changed within the hour has one point per kind, each
+// the aggregate of all the lane's probes of that hour (see Rollup).
+type Hourly struct {
+	Lane        string
+	Kind        string
+	Site        string
+	Hour        time.Time
+	WorstQueueS float64 // max queue_s of ok probes
+	WorstGenS   float64 // max gen_s of ok probes
+	MinTokPerS  float64 // min tokens/gen_s of ok probes
+	Samples     int64   // probes in the hour (ok or not)
+	Failures    int64   // probes that were not ok
+	Eligible    bool    // ≥1 ok probe and no failure
+
+	// WorstCensoredS is the longest wait a failed probe of the hour is known
+	// to have sat through: a lower bound of the queue the next attempt may
+	// meet (0: none). See Aggregate.
+	WorstCensoredS float64
+}
+
+// Heartbeat is one sampler's sign of life, written each round: measurement
+// "sampler_heartbeat", tags instance, shard and (when not empty) site, time
+// = the round's start. Of the live instances of one shard and site, the
+// rule of package duty picks the one that probes; the sites that share
+// account quotas check that they list the same sites. Heartbeats are not
+// history: a Spool does not keep them through an outage (they would be
+// stale by the replay), and `sampler import` skips them.
+type Heartbeat struct {
+	Instance string // tag instance: unique per process
+	Shard    string // tag shard: "I/N" as -shard takes it
+	Site     string // "" when the sampler has no site: no tag
+	Time     time.Time
+	Host     string
+	StartNS  int64 // when the instance started, Unix nanoseconds
+	Version  string
+	// IntervalS is the instance's schedule interval in seconds: its beat
+	// is live for two of them.
+	IntervalS float64
+	// Sites are the sites the instance shares its account quotas with
+	// (budget.Group.Sites), sorted and comma-separated: field sites, absent
+	// when "" (none, or a sampler older than the field).
+	Sites string
+}
+
+// Start returns when the instance started.
+func (b Heartbeat) Start() time.Time { return time.Unix(0, b.StartNS).UTC() }
+
+// Measurement names and tag keys of the storage schema (docs/schema.md).
+const (
+	MeasurementProbe     = "probe"
+	MeasurementHourly    = "queue_hourly"
+	MeasurementHeartbeat = "sampler_heartbeat"
+
+	TagKind     = "kind"
+	TagLane     = "lane"
+	TagSite     = "site" // only on points of a sampler with a site
+	TagInstance = "instance"
+	TagShard    = "shard"
+)
+
+// Point is one of the stored records.
+type Point interface{ Probe | Hourly | Heartbeat }
+
+// Key identifies a point: a later write of the same key replaces it. A and
+// B are its two tags: lane and kind (a heartbeat's instance and shard).
+type Key struct {
+	A, B, Site string
+	NS         int64
+}
+
+// KeyOf is p's key.
+func KeyOf[T Point](p *T) Key {
+	a, b, site, at := schemaOf[T]().id(p)
+	return Key{*a, *b, *site, at.UnixNano()}
+}
+
+// The storage schema, spelled once: each measurement's tags and its fields
+// in the order they are written, each bound to the field of the record it
+// holds. The line codec, InfluxDB's rows and queries, and the docs test
+// (Schemas) are driven by these tables.
+var (
+	probeSchema = schema[Probe]{
+		measurement: MeasurementProbe,
+		tags:        [2]string{TagLane, TagKind},
+		id:          func(p *Probe) (*string, *string, *string, *time.Time) { return &p.Lane, &p.Kind, &p.Site, &p.Time },
+		fields: []field[Probe]{
+			floatField("queue_s", func(p *Probe) *float64 { return &p.QueueS }),
+			floatField("gen_s", func(p *Probe) *float64 { return &p.GenS }),
+			floatField("headers_s", func(p *Probe) *float64 { return &p.HeadersS }),
+			floatField("connect_s", func(p *Probe) *float64 { return &p.ConnectS }),
+			intField("tokens", func(p *Probe) *int64 { return &p.Tokens }),
+			boolField("ok", func(p *Probe) *bool { return &p.OK }),
+			stringField("outcome", func(p *Probe) *string { return &p.Outcome }),
+			intField("status", func(p *Probe) *int64 { return &p.Status }),
+			// Written when the lane's headers said; a point that has it
+			// is one whose quota is known.
+			intField("quota_remaining", func(p *Probe) *int64 { return &p.QuotaRemaining }).
+				optional(func(p *Probe) bool { return p.QuotaKnown }, func(p *Probe) { p.QuotaKnown = true }),
+			floatField("quota_reset_s", func(p *Probe) *float64 { return &p.QuotaResetS }).
+				optional(func(p *Probe) bool { return p.QuotaResetS != 0 }, nil),
+			// A reservation is written as this field alone, true: InfluxDB
+			// merges the fields of points of one series and time, so a
+			// booking it applies after the probe that settled it (it
+			// answered late, or a spool replayed it) adds this field and
+			// leaves the probe's. A point read with it and no outcome is a
+			// reservation; one with an outcome is what settled the booking.
+			// Last, so that a row's outcome is read before it.
+			{key: "booked", kind: lp.Bool, alone: true,
+				has:  func(p *Probe) bool { return p.Outcome == OutcomeReserved },
+				seen: func(p *Probe) { p.Outcome = cmp.Or(p.Outcome, OutcomeReserved) }},
+		},
+	}
+	hourlySchema = schema[Hourly]{
+		measurement: MeasurementHourly,
+		tags:        [2]string{TagLane, TagKind},
+		id:          func(h *Hourly) (*string, *string, *string, *time.Time) { return &h.Lane, &h.Kind, &h.Site, &h.Hour },
+		fields: []field[Hourly]{
+			floatField("worst_queue_s", func(h *Hourly) *float64 { return &h.WorstQueueS }),
+			floatField("worst_gen_s", func(h *Hourly) *float64 { return &h.WorstGenS }),
+			floatField("min_tok_per_s", func(h *Hourly) *float64 { return &h.MinTokPerS }),
+			intField("samples", func(h *Hourly) *int64 { return &h.Samples }),
+			intField("failures", func(h *Hourly) *int64 { return &h.Failures }),
+			boolField("eligible", func(h *Hourly) *bool { return &h.Eligible }),
+			floatField("worst_censored_s", func(h *Hourly) *float64 { return &h.WorstCensoredS }),
+		},
+	}
+	heartbeatSchema = schema[Heartbeat]{
+		measurement: MeasurementHeartbeat,
+		tags:        [2]string{TagInstance, TagShard},
+		id: func(b *Heartbeat) (*string, *string, *string, *time.Time) {
+			return &b.Instance, &b.Shard, &b.Site, &b.Time
+		},
+		fields: []field[Heartbeat]{
+			stringField("host", func(b *Heartbeat) *string { return &b.Host }),
+			intField("start_ns", func(b *Heartbeat) *int64 { return &b.StartNS }),
+			stringField("version", func(b *Heartbeat) *string { return &b.Version }),
+			floatField("interval_s", func(b *Heartbeat) *float64 { return &b.IntervalS }),
+			stringField("sites", func(b *Heartbeat) *string { return &b.Sites }).
+				optional(func(b *Heartbeat) bool { return b.Sites != "" }, nil),
+		},
+	}
+)
+
+// schema is one measurement bound to the type T of its points.
+type schema[T any] struct {
+	measurement string
+	// tags are the keys of the two tags every point has, in the order id
+	// returns their values; site is the third, written only when not empty.
+	tags   [2]string
+	id     func(*T) (a, b, site *string, at *time.Time)
+	fields []field[T]
+}
+
+// field is one field of a measurement: its key and type, and where in a T
+// its value lives (the one pointer accessor of its type).
+type field[T any] struct {
+	key  string
+	kind lp.ValueKind
+	f    func(*T) *float64
+	i    func(*T) *int64
+	b    func(*T) *bool
+	s    func(*T) *string
+	// An optional field is written only when has says so; seen, when set,
+	// records that a point read held the field.
+	has  func(*T) bool
+	seen func(*T)
+	// alone marks a marker field: the points has says are written as it
+	// alone, true, and no point is written with it otherwise.
+	alone bool
+}
+
+func floatField[T any](key string, f func(*T) *float64) field[T] {
+	return field[T]{key: key, kind: lp.Float, f: f}
+}
+
+func intField[T any](key string, i func(*T) *int64) field[T] {
+	return field[T]{key: key, kind: lp.Int, i: i}
+}
+
+func boolField[T any](key string, b func(*T) *bool) field[T] {
+	return field[T]{key: key, kind: lp.Bool, b: b}
+}
+
+func stringField[T any](key string, s func(*T) *string) field[T] {
+	return field[T]{key: key, kind: lp.String, s: s}
+}
+
+// optional makes f a field that points may lack.
+func (f field[T]) optional(has func(*T) bool, seen func(*T)) field[T] {
+	f.has, f.seen = has, seen
+	return f
+}
+
+// set stores v, a value of f's kind, in p's field.
+func (f *field[T]) set(n Names, p *T, v Value) {
+	switch {
+	case f.f != nil:
+		*f.f(p) = v.F
+	case f.i != nil:
+		*f.i(p) = v.I
+	case f.b != nil:
+		*f.b(p) = v.B
+	case f.s != nil:
+		*f.s(p) = n.Get(v.S)
+	}
+	if f.seen != nil {
+		f.seen(p)
+	}
+}
+
+// index returns the position of the field named key, or -1. A line the
+// stores wrote holds its fields in table order, so try is tried first.
+func (s *schema[T]) index(key []byte, try int) int {
+	if try < len(s.fields) && s.fields[try].key == string(key) {
+		return try
+	}
+	for i := range s.fields {
+		if s.fields[i].key == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// schemaOf is the schema of T.
+func schemaOf[T Point]() *schema[T] {
+	var p T
+	switch any(&p).(type) {
+	case *Probe:
+		return any(&probeSchema).(*schema[T])
+	case *Hourly:
+		return any(&hourlySchema).(*schema[T])
+	}
+	return any(&heartbeatSchema).(*schema[T])
+}
+
+// Schema describes one measurement of the storage schema (docs/schema.md).
+type Schema struct {
+	Measurement string
+	Tags        []SchemaTag   // in the order they are written
+	Fields      []SchemaField // in the order they are written
+}
+
+// SchemaTag is one tag key of a measurement.
+type SchemaTag struct {
+	Key      string
+	Optional bool // not on every point
+}
+
+// SchemaField is one field of a measurement.
+type SchemaField struct {
+	Key      string
+	Type     string // float, int, bool or string
+	Optional bool   // not on every point
+}
+
+// Schemas returns the storage schema: probe, queue_hourly, then
+// sampler_heartbeat.
+func Schemas() []Schema {
+	return []Schema{describe(&probeSchema), describe(&hourlySchema), describe(&heartbeatSchema)}
+}
+
+func describe[T any](s *schema[T]) Schema {
+	t0, t1 := min(s.tags[0], s.tags[1]), max(s.tags[0], s.tags[1]) // written in lexical order
+	d := Schema{Measurement: s.measurement, Tags: []SchemaTag{{Key: t0}, {Key: t1}, {Key: TagSite, Optional: true}}}
+	for _, f := range s.fields {
+		d.Fields = append(d.Fields, SchemaField{Key: f.key, Type: f.kind.String(), Optional: f.has != nil})
+	}
+	return d
+}
+
+// SchemaOf is the schema of p's measurement.
+func SchemaOf[T Point](p *T) Schema { return describe(schemaOf[T]()) }
+
+// Marker is the key of the field a point may be written as alone (a
+// reservation's booked), or "".
+func (s Schema) Marker() string {
+	if s.Measurement == MeasurementProbe {
+		return "booked"
+	}
+	return ""
+}
+
+// CheckFields fails naming a key of Query.Fields that no measurement has.
+func CheckFields(keys []string) error {
+	for _, k := range keys {
+		found := false
+		for _, s := range Schemas() {
+			found = found || slices.ContainsFunc(s.Fields, func(f SchemaField) bool { return f.Key == k })
+		}
+		if !found {
+			return fmt.Errorf("no measurement has the field %q (see docs/schema.md)", k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package spool
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/lanewatch/lanewatch/store"
+	"github.com/lanewatch/lanewatch/store/file"
+)
+
+// Read hands over the points q selects (store.Store), the spool's, its
+// inbox's and the dead letter's merged into the inner store's: a probe the
+// store refused, or has not received yet, was still sent, so budgets,
+// back-offs and the hours rebuilt count it. Refused hourly points are not
+// merged: the hours are rebuilt from the probes, which are. The callbacks
+// run under the spool's read lock: they must not call the spool (a read
+// waits behind a writer waiting for the lock).
+func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if err := store.CheckFields(q.Fields); err != nil {
+		return fmt.Errorf("spool: read: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f := q.Filter()
+	var probes store.Latest[store.Probe]
+	var hourly store.Latest[store.Hourly]
+	if r.Probe != nil {
+		if err := s.local(ctx, f, &probes); err != nil {
+			return err
+		}
+	}
+	if r.Hourly != nil && (s.file == nil || s.depth.Load() > 0) {
+		if err := merge(ctx, s, s.o.Path, f, &hourly); err != nil {
+			return err
+		}
+	}
+	hm, pm := &merger[store.Hourly]{local: hourly.Sorted(), emit: r.Hourly}, &merger[store.Probe]{local: probes.Sorted(), emit: r.Probe}
+	if !r.Local {
+		inner := store.Reader{Heartbeat: r.Heartbeat}
+		if r.Hourly != nil {
+			inner.Hourly = hm.next
+		}
+		if r.Probe != nil {
+			inner.Probe = func(p store.Probe) error { return cmp.Or(hm.rest(), pm.next(p)) }
+		}
+		if r.Heartbeat != nil {
+			inner.Heartbeat = func(b store.Heartbeat) error { return cmp.Or(cmp.Or(hm.rest(), pm.rest()), r.Heartbeat(b)) }
+		}
+		if err := s.inner.Read(ctx, q, inner); err != nil {
+			return err
+		}
+	}
+	return cmp.Or(hm.rest(), pm.rest())
+}
+
+// merger hands over a stream of points in Read's order with local ones,
+// sorted alike, merged in: of two of one key, the local one is the later
+// write (store.Replaces).
+type merger[T store.Point] struct {
+	local []T
+	emit  func(T) error
+}
+
+func (m *merger[T]) next(p T) error {
+	k := store.KeyOf(&p)
+	for len(m.local) > 0 {
+		q := m.local[0]
+		c := store.Compare(store.KeyOf(&q), k)
+		if c > 0 {
+			break
+		}
+		m.local = m.local[1:]
+		if c == 0 {
+			if store.Replaces(&p, &q) {
+				p = q
+			}
+		} else if err := m.emit(q); err != nil {
+			return err
+		}
+	}
+	return m.emit(p)
+}
+
+// rest hands over the local points left.
+func (m *merger[T]) rest() error {
+	for len(m.local) > 0 {
+		q := m.local[0]
+		m.local = m.local[1:]
+		if err := m.emit(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// local adds the probes f selects from the spool's files: the dead-letter
+// file, then the spool, then the inbox. The dead letter and the spool
+// merge in the order they were written in, as neither file holds a point
+// older than one the other got before it. The inbox is read before the
+// spool: a writer's adoption moves lines from the one to the other, and a
+// read in between then sees them twice, never nowhere. s.mu must be held
+// (shared is enough).
+func (s *Spool) local(ctx context.Context, f *store.Filter, l *store.Latest[store.Probe]) error {
+	var inbox store.Latest[store.Probe]
+	if s.file == nil || inboxHolds(s.inbox) {
+		if err := merge(ctx, s, s.inbox, f, &inbox); err != nil {
+			return err
+		}
+	}
+	if s.file == nil || s.hasDead.Load() {
+		if err := merge(ctx, s, s.o.DeadLetter, f, l); err != nil {
+			return err
+		}
+	}
+	if s.file == nil || s.depth.Load() > 0 {
+		if err := merge(ctx, s, s.o.Path, f, l); err != nil {
+			return err
+		}
+	}
+	for _, p := range inbox.Sorted() {
+		l.Put(p)
+	}
+	return nil
+}
+
+// merge adds the points of T that f selects in the file at path (the
+// spool, the dead-letter file or the inbox) to l, a later line replacing
+// an earlier one. The spool a writer holds must be readable; a dead-letter
+// file or an inbox that does not exist yet, or a read-only spool's files,
+// merge nothing when they are missing, and warn, once per Spool, when they
+// cannot be read. Lines that do not decode are skipped without a word: the
+// next replay moves the spool's to the dead-letter file and reports them.
+func merge[T store.Point](ctx context.Context, s *Spool, path string, f *store.Filter, l *store.Latest[T]) error {
+	if f.Empty() {
+		return nil
+	}
+	var got []T // merged only once the whole file was read
+	names := store.Names{}
+	err := file.Scan(ctx, path, store.KindFor[T](), f, nil, func(line []byte) error {
+		var p T
+		if store.Decode(names, line, &p) == nil && store.Selects(f, &p) {
+			got = append(got, p)
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		for _, p := range got {
+			l.Put(p)
+		}
+	case ctx.Err() != nil || (s.file != nil && path == s.o.Path):
+		return fmt.Errorf("spool %s: %w", path, err)
+	case errors.Is(err, fs.ErrNotExist): // nothing spooled or refused, or no sampler yet
+	case s.file != nil:
+		what := "dead-letter file"
+		if path == s.inbox {
+			what = "inbox"
+		}
+		return fmt.Errorf("spool: %s %s: %w", what, path, err)
+	default:
+		if !s.unreadable.Swap(true) {
+			s.o.Warn("spool not readable; reads show only what the store holds", "spool", path, "err", err.Error())
+		}
+	}
+	return nil
+}
+
+// inboxHolds reports whether the inbox at path may hold points (it is
+// there and not empty).
+func inboxHolds(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
+}
+
+// deadView is the inner store with the dead-lettered probes merged into its
+// reads: what the hours are rebuilt from once the spool's points are all
+// in the inner store or the dead-letter file. Its user holds s.mu.
+type deadView struct{ s *Spool }
+
+func (v deadView) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	var dead store.Latest[store.Probe]
+	if r.Probe != nil && v.s.hasDead.Load() {
+		if err := merge(ctx, v.s, v.s.o.DeadLetter, q.Filter(), &dead); err != nil {
+			return err
+		}
+	}
+	m := &merger[store.Probe]{local: dead.Sorted(), emit: r.Probe}
+	if r.Probe != nil {
+		r.Probe = m.next
+	}
+	if err := v.s.inner.Read(ctx, q, r); err != nil {
+		return err
+	}
+	return m.rest()
+}
+
+func (v deadView) Write(ctx context.Context, b store.Batch) error { return v.s.inner.Write(ctx, b) }
+func (v deadView) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) {
+	return v.s.inner.Prune(ctx, cut)
+}
+func (v deadView) Status() store.Status { return v.s.inner.Status() }
+func (v deadView) Close() error         { return nil }
