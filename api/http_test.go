@@ -50,7 +50,7 @@ func (b *bookBody) Read(p []byte) (int, error) {
 // daemon needs, shared by the 32 connections -listen serves at once
 // (internal/httpserve; 16 of them in such a request), leaves 6.75 MiB a
 // request.
-const maxBookCost = 6 << 20
+const maxBookCost = 27 << 18 // 6.75 MiB
 
 // The bodies that cost the most: the JSON values the decoder keeps, one
 // long string it buffers, real attempts up to the cap and beyond, and
