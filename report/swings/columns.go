@@ -12,9 +12,9 @@ import (
 // site, each listed lane is followed by one column per site, named
 // lane@site ("lane@-" for the untagged site).
 func Build(recs []store.Hourly, opt Options, perSite bool) *Report {
-	s, finish := BuildEach(opt, perSite)
+	s := NewSites(opt, perSite)
 	if s.Add(recs) {
-		if rep, ok := finish(); ok {
+		if rep, ok := s.Finish(); ok {
 			return rep
 		}
 	}
@@ -30,21 +30,6 @@ func Build(recs []store.Hourly, opt Options, perSite bool) *Report {
 		return Compute(MergeSites(recs), opt)
 	}
 	return Compute(withSiteLanes(recs, sitesOf), opt)
-}
-
-// BuildEach starts Build's report from records handed over in time order
-// (s.Add), never held whole; finish returns it, or false when it cannot be
-// built so (see Sites): Build the records then.
-func BuildEach(opt Options, perSite bool) (s *Sites, finish func() (*Report, bool)) {
-	lanes := opt.Lanes
-	var column func(lane, site string) string
-	if perSite {
-		column = siteLane
-	}
-	s = NewSites(opt, column)
-	return s, func() (*Report, bool) {
-		return s.Finish(func(sitesOf map[string][]string) ([]Lane, bool) { return listed(lanes, sitesOf, perSite) })
-	}
 }
 
 // listed returns lanes, each followed by its lane@site columns when
