@@ -17,8 +17,7 @@ type laneAcc struct {
 	days   [HoursPerDay][]uint64 // bit i: day i of builder.dayIdx
 }
 
-// builder adds one lane-hour's record at a time to a report (Compute's
-// loop, shared with ComputeMerged).
+// builder adds one lane-hour's record at a time to a report.
 type builder struct {
 	r      *Report
 	loc    *time.Location
@@ -27,9 +26,7 @@ type builder struct {
 	lanes  map[string]*laneAcc
 	order  []string
 	worstN int // initial capacity of a lane-hour's worsts: the window's days
-
-	// The hour of the last setHour: records come by time, so an hour's
-	// calendar day and hour of day are worked out once.
+	// The hour of the last setHour, its hour of day and calendar day.
 	hourSet bool
 	hourNS  int64
 	hourT   time.Time
@@ -138,8 +135,7 @@ func (b *builder) finish(lanes []Lane) *Report {
 	var order []string
 	for _, cl := range lanes {
 		l := b.lane(cl.Name)
-		// The first configured kind wins over the records' (Compute used to
-		// set it before reading any record).
+		// The first configured kind wins over the records'.
 		if cl.Kind != "" && !kindSet[cl.Name] {
 			l.Kind, kindSet[cl.Name] = cl.Kind, true
 		}
@@ -262,8 +258,7 @@ func (s *Sites) Add(hs []store.Hourly) bool {
 			bc.setHour(h.Hour)
 			s.prev, s.cur = s.cur, s.prev[:0]
 		}
-		// The lanes of an hour come in the same order hour after hour:
-		// the lane at this position an hour ago is the likely one.
+		// The lanes of an hour come in the order of the hour before.
 		var li *inLane
 		if p := len(s.cur); p < len(s.prev) && s.prev[p].name == h.Lane {
 			li = s.prev[p]

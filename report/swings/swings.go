@@ -2,13 +2,11 @@
 // per lane and hour of day, the queue before the first token over the last
 // N days, and how far the busiest hour is from the quietest.
 //
-// Compute is pure (no clock, no I/O); the writers in this package render a
-// Report as a table, CSV, JSON or a chart. It reads the store's hourly
-// records (store.Hourly: the type, never a store), one per lane-hour
-// (MergeSites); it depends on no config, which maps the lanes and classes.
+// Compute and Build are pure (no clock, no I/O, no config) over the store's
+// hourly records; the writers render a Report as a table, CSV, JSON or a
+// chart (the formats: docs/deploy.md).
 //
-// Censored hours: a failed probe (a timeout before the first token, say)
-// has no queue time, only a lower bound, the wait it is known to have sat
+// A failed probe has no queue time, only a lower bound, the wait it sat
 // through. An hourly record's worst is the larger of its ok probes' worst
 // queue and that bound; when the bound decides, the worst is a lower bound
 // ("censored"), which every writer shows (">30.0" in the table).
