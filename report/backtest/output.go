@@ -13,7 +13,7 @@ import (
 
 // WriteTable writes the report as text tables: the sweep, the calibration
 // per calibration entry (per hour of day too with byHour) and the
-// decisions. In issue 19's shape (extended) the sweep is per kind of lane,
+// decisions. In the extended shape (extended) the sweep is per kind of lane,
 // never a headline that mixes them, with coverage_all, and the oracle's
 // comparison when the run had the truth.
 func WriteTable(w io.Writer, r *Report, byHour bool) error {
@@ -113,7 +113,7 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 	return bw.Flush()
 }
 
-// extended says whether r has issue 19's shape (a rule per calibration).
+// extended says whether r has the extended shape (a rule per calibration).
 func (r *Report) extended() bool {
 	return slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.Rule != "" })
 }
@@ -127,7 +127,7 @@ func (c *Calibration) name() string {
 	return s
 }
 
-// writeSweepByKind writes issue 19's sweep, per kind of lane, and the
+// writeSweepByKind writes the extended shape's sweep, per kind of lane, and the
 // oracle's comparison when the run had the truth.
 func writeSweepByKind(bw *bufio.Writer, r *Report) {
 	for _, kind := range []string{"free", "paid"} {
@@ -245,7 +245,7 @@ func clipName(s string, n int) string {
 }
 
 // WriteCSV writes the calibration as CSV, a row per calibration entry,
-// lane and hour of day (and "all"). In issue 19's shape (extended) an
+// lane and hour of day (and "all"). In the extended shape (extended) an
 // entry is a rule, lookback and target coverage, with coverage_all, and
 // the rows per kind ("kind:free") replace those of all lanes: no row mixes
 // the kinds.
