@@ -19,7 +19,7 @@ func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Optio
 	if st == nil {
 		return swings.Build(nil, opt, perSite), nil
 	}
-	s, finish := swings.BuildEach(opt, perSite)
+	s := swings.NewSites(opt, perSite)
 	var one [1]store.Hourly
 	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
 		if one[0] = h; !s.Add(one[:]) {
@@ -28,7 +28,7 @@ func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Optio
 		return nil
 	}})
 	if err == nil {
-		if rep, ok := finish(); ok {
+		if rep, ok := s.Finish(); ok {
 			return rep, nil
 		}
 	} else if !errors.Is(err, errTwoPasses) {

@@ -53,59 +53,36 @@ var Strategies = []string{StrategyNaive, StrategyPaid, StrategyLanewatch}
 
 // Options configure a backtest.
 type Options struct {
-	// Params are the policy parameters (config.PolicyParams maps a config). The
-	// decision replay uses them as given; calibration replaces LookbackDays
+	// Params are the policy parameters; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params
-	// Lookbacks are the lookback_days values to score (0..366, at most
-	// MaxLookbacks; duplicates dropped, sorted). Empty: Params.LookbackDays.
+	// Lookbacks (0..366, at most MaxLookbacks), Rules and Coverages (at
+	// most MaxCoverages) are the calibrations to score; duplicates dropped,
+	// sorted. Empty: Params'. One rule also sets the decisions'.
 	Lookbacks []int
+	Rules     []string
+	Coverages []float64
 	// From and To bound the scored window [From, To). Probes before From
 	// are warm-up; probes from To on are ignored.
 	From, To time.Time
-	// Rules are the rules to score (policy.RuleCalibrated, policy.RuleMax;
-	// duplicates dropped, in policy.Rules order). Empty: Params.Rule. One
-	// rule also sets the decisions' (as if the config said it), so that
-	// -rule max replays the rule of before throughout.
-	Rules []string
-	// Coverages are the coverages the calibrated rule is scored at (0 < c
-	// < 1, at most MaxCoverages; duplicates dropped, sorted). Empty:
-	// Params.Coverage (its default when unset).
-	Coverages []float64
-	// WarmupDays, when > 0, is the warm-up: the window is read from that
-	// many days before From (at least what the lookbacks need), and a
-	// lane's probe is scored only once its hour starts that many days
-	// after the hour of the lane's first probe read. 0: each calibration's
-	// own lookback.
+	// WarmupDays > 0: a lane's probe is scored once its hour is that many
+	// days after the lane's first probe read. 0: each lookback's own.
 	WarmupDays int
-	// Truth, when set, gives a probe's true queue distribution (lanesim
-	// history -truth): the median and sigma of its lognormal; false when
-	// unknown. The report then compares the rule with the oracle that
-	// knows them (Oracle).
+	// Truth gives a probe's true lognormal queue (median, sigma), for the
+	// comparison with the oracle.
 	Truth func(p *store.Probe) (median, sigma float64, ok bool)
-	// Fallbacks and Deadlines ask for the baselines (strategies.go):
-	// fallback@T and cancel-retry@T for each T of Fallbacks (seconds),
-	// every class replayed at its deadline and at each of Deadlines.
-	// Both empty: no baselines, the report as without them.
+	// Fallbacks and Deadlines (seconds) ask for the baselines, TuneDays
+	// with Fallbacks the tuned ones (docs/backtest.md#baselines).
 	Fallbacks, Deadlines []float64
-	// TuneDays, with Fallbacks, adds the tuned baselines (strategies.go):
-	// the fallback@T of Fallbacks that did best on the TuneDays days
-	// before From, frozen (tuned), re-tuned every 7 days on the TuneDays
-	// days before (tuned-weekly), and tuned per hour of day (tuned-hourly).
-	// 0: none of them.
-	TuneDays int
-	// Busy429S picks the rule for a short 429 (docs/policy.md#a-short-429),
-	// to compare it with others: 0, the rule policygen and the sampler
-	// follow (a lone 429 announcing a wait of at most store.BusyMaxS is
-	// no failure, and quota_exhausted lasts until the back-off ends); S > 0
-	// the same with S in place of store.BusyMaxS; HeldBusy429 (< 0) the
-	// rule before it, where every 429 is a failure of its hour and a
-	// back-off makes the lane quota_exhausted for the whole hour.
+	TuneDays             int
+	// Busy429S picks the rule for a short 429 (docs/policy.md#a-short-429):
+	// 0 the live one, S > 0 with S in place of store.BusyMaxS, HeldBusy429
+	// every 429 a failure whose back-off holds for the hour.
 	Busy429S float64
 }
 
-// HeldBusy429 is Options.Busy429S for the rule before issue 18: a 429 is a
-// failure and its back-off holds for the rest of the hour.
+// HeldBusy429 is Options.Busy429S for a 429 that is a failure and whose
+// back-off holds for the rest of the hour.
 const HeldBusy429 = -1
 
 // MaxCoverages bounds how many coverages one run scores.
@@ -120,9 +97,9 @@ type entry struct {
 	warmup   int     // days
 }
 
-// extended says whether the report has issue 19's shape: the calibrated
-// rule, a coverage, a warm-up or a truth asked for. A run of the max rule
-// alone with none of them keeps the shape (and the bytes) from before.
+// extended says whether the report has the extended shape (a rule per
+// calibration, kinds, coverage_all): the calibrated rule, a coverage, a
+// warm-up or a truth asked for.
 func (o Options) extended() bool {
 	for _, r := range o.rules() {
 		if r == policy.RuleCalibrated {
@@ -225,8 +202,7 @@ type Backtest struct {
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied with the
 	// record it updated.
-	onScore func(p *store.Probe, lookback int, l *policy.Lane)
-	// onEntryScore is onScore with the entry's index.
+	onScore      func(p *store.Probe, lookback int, l *policy.Lane)
 	onEntryScore func(p *store.Probe, entry int, l *policy.Lane)
 	onApply      func(p *store.Probe, r store.Hourly)
 }

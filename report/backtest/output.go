@@ -11,24 +11,36 @@ import (
 	"time"
 )
 
-// WriteTable writes the report as text tables: the lookback sweep, the
-// calibration per lookback (per hour of day too with byHour) and the
-// decisions.
+// WriteTable writes the report as text tables: the sweep, the calibration
+// per calibration entry (per hour of day too with byHour) and the
+// decisions. In the extended shape (extended) the sweep is per kind of lane,
+// never a headline that mixes them, with coverage_all, and the oracle's
+// comparison when the run had the truth.
 func WriteTable(w io.Writer, r *Report, byHour bool) error {
-	if r.extended() {
-		return writeTableByKind(w, r, byHour)
-	}
+	ext := r.extended()
 	bw := bufio.NewWriter(w)
 	scored := 0
 	if len(r.Calibration) > 0 {
-		scored = r.Calibration[0].All.Probes
+		if scored = r.Calibration[0].All.Probes; ext {
+			scored = 0
+			for _, k := range r.Calibration[0].Kinds {
+				scored += k.Probes
+			}
+		}
 	}
-	fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored\n", stamp(r.From), stamp(r.To), r.Timezone, scored)
-	fmt.Fprintf(bw, "warm-up from %s: its probes feed the history, unscored\n", stamp(r.ReadFrom))
+	if ext {
+		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, orDash(firstName(r)))
+		fmt.Fprintf(bw, "read from %s; a lane's probes are scored once it has its warm-up of history\n", stamp(r.ReadFrom))
+	} else {
+		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored\n", stamp(r.From), stamp(r.To), r.Timezone, scored)
+		fmt.Fprintf(bw, "warm-up from %s: its probes feed the history, unscored\n", stamp(r.ReadFrom))
+	}
 	if r.Ignored > 0 {
 		fmt.Fprintf(bw, "(%d probes of lanes not in the config left out)\n", r.Ignored)
 	}
-	if len(r.Calibration) > 1 {
+	if ext {
+		writeSweepByKind(bw, r)
+	} else if len(r.Calibration) > 1 {
 		fmt.Fprintf(bw, "\nlookback sweep, all lanes (* the lowest median ratio at coverage >= %g, else the best coverage)\n", TargetCoverage)
 		fmt.Fprintf(bw, "%-10s %8s %8s %8s %8s %7s %7s %8s %6s\n", "lookback", "probes", "ok", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens")
 		for _, c := range r.Calibration {
@@ -41,45 +53,67 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 				a.Probes, a.OK, fmtNum(a.Coverage, 3), fmtNum(a.MedianRatio, 2), fmtNum(a.P90Ratio, 2), a.FalseEligible, a.FalseIneligible, a.CensoredUncovered)
 		}
 	}
+	covAll, covAllHead := "", ""
+	if ext {
+		covAll, covAllHead = " %7s", fmt.Sprintf(" %7s", "cov_all")
+	}
 	for _, c := range r.Calibration {
 		mark := ""
 		if c.Best && len(r.Calibration) > 1 {
 			mark = " (best)"
 		}
-		fmt.Fprintf(bw, "\ncalibration, lookback %s%s: does the next attempt wait at most next_queue_s?\n", days(c.LookbackDays), mark)
-		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s %7s %7s %6s %8s %5s %6s\n",
+		title := "lookback " + days(c.LookbackDays)
+		if ext {
+			title = c.name()
+		}
+		fmt.Fprintf(bw, "\ncalibration, %s%s: does the next attempt wait at most next_queue_s?\n", title, mark)
+		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s"+covAllHead+" %7s %7s %6s %8s %5s %6s\n",
 			"lane", "probes", "ok", "covered", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
 		row := func(name string, n Counts) {
-			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s %7s %7s %6d %8d %5d %6d\n", clipName(name, 16),
-				n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3), fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
-				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)
+			args := []any{clipName(name, 16), n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3)}
+			if ext {
+				args = append(args, fmtNum(n.CoverageAll, 3))
+			}
+			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s"+covAll+" %7s %7s %6d %8d %5d %6d\n", append(args, fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
+				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)...)
 		}
-		hourRows := func(hs []HourCounts) {
+		rows := func(name string, n Counts, hs []HourCounts) {
+			row(name, n)
 			for _, h := range hs {
-				if h.Probes > 0 {
+				if byHour && h.Probes > 0 {
 					row(fmt.Sprintf("  %02d", h.Hour), h.Counts)
 				}
 			}
 		}
 		for _, l := range c.Lanes {
-			row(l.Lane, l.Counts)
-			if byHour {
-				hourRows(l.Hours)
+			rows(l.Lane, l.Counts, l.Hours)
+		}
+		if !ext {
+			rows("all", c.All.Counts, c.All.Hours)
+		}
+		for _, k := range c.Kinds {
+			rows(k.Kind+" lanes", k.Counts, k.Hours)
+		}
+	}
+	decision := "with lookback " + days(r.DecisionLookback)
+	if ext {
+		decision = days(r.DecisionLookback)
+		if r.DecisionRule != "" {
+			decision = r.DecisionRule + ", lookback " + decision
+			if r.DecisionCoverage != nil {
+				decision += ", coverage " + strconv.FormatFloat(*r.DecisionCoverage, 'f', -1, 64)
 			}
 		}
-		row("all", c.All.Counts)
-		if byHour {
-			hourRows(c.All.Hours)
-		}
+		decision = "(" + decision + ")"
 	}
 	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
 		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
-	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy with lookback %s\n", orDash(r.PaidLane), days(r.DecisionLookback))
+	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy %s\n", orDash(r.PaidLane), decision)
 	writeDecisions(bw, r)
 	return bw.Flush()
 }
 
-// extended says whether r has issue 19's shape (a rule per calibration).
+// extended says whether r has the extended shape (a rule per calibration).
 func (r *Report) extended() bool {
 	return slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.Rule != "" })
 }
@@ -93,22 +127,9 @@ func (c *Calibration) name() string {
 	return s
 }
 
-// writeTableByKind is WriteTable in issue 19's shape: the sweep per kind
-// of lane, never a headline that mixes them, with coverage_all, and the
+// writeSweepByKind writes the extended shape's sweep, per kind of lane, and the
 // oracle's comparison when the run had the truth.
-func writeTableByKind(w io.Writer, r *Report, byHour bool) error {
-	bw := bufio.NewWriter(w)
-	scored := 0
-	if len(r.Calibration) > 0 {
-		for _, k := range r.Calibration[0].Kinds {
-			scored += k.Probes
-		}
-	}
-	fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, orDash(firstName(r)))
-	fmt.Fprintf(bw, "read from %s; a lane's probes are scored once it has its warm-up of history\n", stamp(r.ReadFrom))
-	if r.Ignored > 0 {
-		fmt.Fprintf(bw, "(%d probes of lanes not in the config left out)\n", r.Ignored)
-	}
+func writeSweepByKind(bw *bufio.Writer, r *Report) {
 	for _, kind := range []string{"free", "paid"} {
 		if !slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.kind(kind) != nil }) {
 			continue
@@ -129,67 +150,23 @@ func writeTableByKind(w io.Writer, r *Report, byHour bool) error {
 				k.FalseEligible, k.FalseIneligible, k.CensoredUncovered)
 		}
 	}
-	if slices.ContainsFunc(r.Calibration, func(c Calibration) bool {
+	if !slices.ContainsFunc(r.Calibration, func(c Calibration) bool {
 		return slices.ContainsFunc(c.Kinds, func(k KindCalibration) bool { return k.Oracle != nil })
 	}) {
-		fmt.Fprintf(bw, "\noracle (the truth's median × exp(sigma·z)): its median ratio at the rule's coverage_all, the rule's over it;\n")
-		fmt.Fprintf(bw, "misses: the rule's, and the oracle's at the rule's target coverage (max: %g)\n", TargetCoverage)
-		fmt.Fprintf(bw, "%-24s %-5s %7s %8s %8s %8s %7s %8s %8s\n", "rule", "kind", "probes", "cov_all", "oracle×", "÷oracle", "misses", "o_misses", "o_cov")
-		for _, c := range r.Calibration {
-			for _, k := range c.Kinds {
-				if o := k.Oracle; o != nil {
-					fmt.Fprintf(bw, "%-24s %-5s %7d %8s %8s %8s %7d %8d %8s\n", c.name(), k.Kind, o.Probes,
-						strconv.FormatFloat(o.Coverage, 'f', 4, 64), fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3),
-						o.Misses, o.OracleMisses, strconv.FormatFloat(o.OracleCoverage, 'f', 4, 64))
-				}
-			}
-		}
+		return
 	}
+	fmt.Fprintf(bw, "\noracle (the truth's median × exp(sigma·z)): its median ratio at the rule's coverage_all, the rule's over it;\n")
+	fmt.Fprintf(bw, "misses: the rule's, and the oracle's at the rule's target coverage (max: %g)\n", TargetCoverage)
+	fmt.Fprintf(bw, "%-24s %-5s %7s %8s %8s %8s %7s %8s %8s\n", "rule", "kind", "probes", "cov_all", "oracle×", "÷oracle", "misses", "o_misses", "o_cov")
 	for _, c := range r.Calibration {
-		mark := ""
-		if c.Best && len(r.Calibration) > 1 {
-			mark = " (best)"
-		}
-		fmt.Fprintf(bw, "\ncalibration, %s%s: does the next attempt wait at most next_queue_s?\n", c.name(), mark)
-		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s %7s %7s %7s %6s %8s %5s %6s\n",
-			"lane", "probes", "ok", "covered", "coverage", "cov_all", "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
-		row := func(name string, n Counts) {
-			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s %7s %7s %7s %6d %8d %5d %6d\n", clipName(name, 16),
-				n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3), fmtNum(n.CoverageAll, 3), fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
-				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)
-		}
-		hourRows := func(hs []HourCounts) {
-			for _, h := range hs {
-				if h.Probes > 0 {
-					row(fmt.Sprintf("  %02d", h.Hour), h.Counts)
-				}
-			}
-		}
-		for _, l := range c.Lanes {
-			row(l.Lane, l.Counts)
-			if byHour {
-				hourRows(l.Hours)
-			}
-		}
 		for _, k := range c.Kinds {
-			row(k.Kind+" lanes", k.Counts)
-			if byHour {
-				hourRows(k.Hours)
+			if o := k.Oracle; o != nil {
+				fmt.Fprintf(bw, "%-24s %-5s %7d %8s %8s %8s %7d %8d %8s\n", c.name(), k.Kind, o.Probes,
+					strconv.FormatFloat(o.Coverage, 'f', 4, 64), fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3),
+					o.Misses, o.OracleMisses, strconv.FormatFloat(o.OracleCoverage, 'f', 4, 64))
 			}
 		}
 	}
-	decision := days(r.DecisionLookback)
-	if r.DecisionRule != "" {
-		decision = r.DecisionRule + ", lookback " + decision
-		if r.DecisionCoverage != nil {
-			decision += ", coverage " + strconv.FormatFloat(*r.DecisionCoverage, 'f', -1, 64)
-		}
-	}
-	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
-		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
-	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy (%s)\n", orDash(r.PaidLane), decision)
-	writeDecisions(bw, r)
-	return bw.Flush()
 }
 
 // kind returns the calibration of the lanes of one kind, nil without any.
@@ -267,27 +244,31 @@ func clipName(s string, n int) string {
 	return s
 }
 
-// WriteCSV writes the calibration as CSV, a row per lookback, lane and hour
-// of day (and "all").
+// WriteCSV writes the calibration as CSV, a row per calibration entry,
+// lane and hour of day (and "all"). In the extended shape (extended) an
+// entry is a rule, lookback and target coverage, with coverage_all, and
+// the rows per kind ("kind:free") replace those of all lanes: no row mixes
+// the kinds.
 func WriteCSV(w io.Writer, r *Report, _ bool) error {
-	if r.extended() {
-		return writeCSVByKind(w, r)
-	}
+	ext := r.extended()
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"lookback_days", "lane", "hour", "probes", "ok", "covered", "coverage", "median_ratio", "p90_ratio",
-		"false_eligible", "false_ineligible", "no_policy", "censored_uncovered", "best"})
-	opt := func(x *float64) string {
-		if x == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*x, 'f', -1, 64)
+	head := []string{"lookback_days", "lane", "hour", "probes", "ok", "covered", "coverage"}
+	if ext {
+		head = []string{"rule", "lookback_days", "target_coverage", "warmup_days", "lane", "hour", "probes", "ok", "covered", "coverage", "coverage_all"}
 	}
+	_ = cw.Write(append(head, "median_ratio", "p90_ratio", "false_eligible", "false_ineligible", "no_policy", "censored_uncovered", "best"))
 	for _, c := range r.Calibration {
 		row := func(lane, hour string, n Counts) {
-			_ = cw.Write([]string{strconv.Itoa(c.LookbackDays), lane, hour, strconv.Itoa(n.Probes), strconv.Itoa(n.OK),
-				strconv.Itoa(n.Covered), opt(n.Coverage), opt(n.MedianRatio), opt(n.P90Ratio),
-				strconv.Itoa(n.FalseEligible), strconv.Itoa(n.FalseIneligible), strconv.Itoa(n.NoPolicy),
-				strconv.Itoa(n.CensoredUncovered), strconv.FormatBool(c.Best)})
+			rec := []string{strconv.Itoa(c.LookbackDays), lane, hour}
+			if ext {
+				rec = []string{c.Rule, strconv.Itoa(c.LookbackDays), optNum(c.TargetCoverage), strconv.Itoa(c.WarmupDays), lane, hour}
+			}
+			rec = append(rec, strconv.Itoa(n.Probes), strconv.Itoa(n.OK), strconv.Itoa(n.Covered), optNum(n.Coverage))
+			if ext {
+				rec = append(rec, optNum(n.CoverageAll))
+			}
+			_ = cw.Write(append(rec, optNum(n.MedianRatio), optNum(n.P90Ratio), strconv.Itoa(n.FalseEligible), strconv.Itoa(n.FalseIneligible),
+				strconv.Itoa(n.NoPolicy), strconv.Itoa(n.CensoredUncovered), strconv.FormatBool(c.Best)))
 		}
 		lane := func(name string, all Counts, hs []HourCounts) {
 			row(name, "all", all)
@@ -298,43 +279,8 @@ func WriteCSV(w io.Writer, r *Report, _ bool) error {
 		for _, l := range c.Lanes {
 			lane(l.Lane, l.Counts, l.Hours)
 		}
-		lane("all", c.All.Counts, c.All.Hours)
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return err
-	}
-	return writeBaselinesCSV(w, r)
-}
-
-// writeCSVByKind is WriteCSV in issue 19's shape: a row per calibration
-// (rule, lookback, target coverage), lane or kind ("kind:free"), and hour
-// of day, with coverage_all; no row mixes the kinds.
-func writeCSVByKind(w io.Writer, r *Report) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"rule", "lookback_days", "target_coverage", "warmup_days", "lane", "hour", "probes", "ok", "covered", "coverage",
-		"coverage_all", "median_ratio", "p90_ratio", "false_eligible", "false_ineligible", "no_policy", "censored_uncovered", "best"})
-	opt := func(x *float64) string {
-		if x == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*x, 'f', -1, 64)
-	}
-	for _, c := range r.Calibration {
-		row := func(lane, hour string, n Counts) {
-			_ = cw.Write([]string{c.Rule, strconv.Itoa(c.LookbackDays), opt(c.TargetCoverage), strconv.Itoa(c.WarmupDays), lane, hour,
-				strconv.Itoa(n.Probes), strconv.Itoa(n.OK), strconv.Itoa(n.Covered), opt(n.Coverage), opt(n.CoverageAll),
-				opt(n.MedianRatio), opt(n.P90Ratio), strconv.Itoa(n.FalseEligible), strconv.Itoa(n.FalseIneligible),
-				strconv.Itoa(n.NoPolicy), strconv.Itoa(n.CensoredUncovered), strconv.FormatBool(c.Best)})
-		}
-		lane := func(name string, all Counts, hs []HourCounts) {
-			row(name, "all", all)
-			for _, h := range hs {
-				row(name, fmt.Sprintf("%02d", h.Hour), h.Counts)
-			}
-		}
-		for _, l := range c.Lanes {
-			lane(l.Lane, l.Counts, l.Hours)
+		if !ext {
+			lane("all", c.All.Counts, c.All.Hours)
 		}
 		for _, k := range c.Kinds {
 			lane("kind:"+k.Kind, k.Counts, k.Hours)
@@ -345,6 +291,14 @@ func writeCSVByKind(w io.Writer, r *Report) error {
 		return err
 	}
 	return writeBaselinesCSV(w, r)
+}
+
+// optNum writes x in full, "" for nil.
+func optNum(x *float64) string {
+	if x == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*x, 'f', -1, 64)
 }
 
 // WriteJSON writes the report as indented JSON, without the per-hour

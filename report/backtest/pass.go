@@ -10,7 +10,7 @@ import (
 // warm says whether the hour starting at h is at least days days (in the
 // replay's zone) after the hour of the lane's first probe.
 //
-// Only issue 19's shape has this warm-up: before it, every probe of the
+// Only the extended shape has this warm-up: before it, every probe of the
 // window was scored, and a run in the old shape still scores them all.
 func (b *Backtest) warm(l *lane, h time.Time, days int) bool {
 	if days <= 0 || !b.extended {

@@ -89,7 +89,7 @@ type Counts struct {
 	FalseIneligible   int      `json:"false_ineligible"`
 	NoPolicy          int      `json:"no_policy"`
 	CensoredUncovered int      `json:"censored_uncovered"`
-	// CoverageAll (issue 19's shape only) is the coverage of every probe
+	// CoverageAll (the extended shape only) is the coverage of every probe
 	// with a policy but 429s: a failed probe counts as covered when
 	// next_queue_s is at least the wait it was cut at.
 	CoverageAll *float64 `json:"coverage_all,omitempty"`
@@ -146,10 +146,10 @@ type Oracle struct {
 // Calibration is the calibration under one rule, lookback_days and (the
 // calibrated rule) coverage. Best marks the calibration with the best
 // coverage at the lowest median ratio: the lowest median ratio among those
-// reaching TargetCoverage, else the highest coverage (issue 19's shape: of
+// reaching TargetCoverage, else the highest coverage (the extended shape: of
 // the free lanes, by coverage_all; the paid lanes without a free one).
 type Calibration struct {
-	// Rule, TargetCoverage and WarmupDays: issue 19's shape only.
+	// Rule, TargetCoverage and WarmupDays: the extended shape only.
 	Rule           string            `json:"rule,omitempty"`
 	LookbackDays   int               `json:"lookback_days"`
 	TargetCoverage *float64          `json:"target_coverage,omitempty"`
@@ -199,7 +199,7 @@ type Report struct {
 	ArrivalLane      string  `json:"arrival_lane"`
 	ArrivalLeadS     float64 `json:"arrival_lead_s"`
 	DecisionLookback int     `json:"decision_lookback_days"`
-	// DecisionRule and DecisionCoverage (issue 19's shape only) are the
+	// DecisionRule and DecisionCoverage (the extended shape only) are the
 	// rest of the decisions' policy: the config's rule and coverage.
 	DecisionRule     string   `json:"decision_rule,omitempty"`
 	DecisionCoverage *float64 `json:"decision_coverage,omitempty"`
@@ -326,7 +326,7 @@ func (b *Backtest) Report() Report {
 	return r
 }
 
-// counts reduces a cell, with coverage_all in issue 19's shape.
+// counts reduces a cell, with coverage_all in the extended shape.
 func (b *Backtest) counts(c *cell, buf *[]float32) Counts {
 	n := c.counts(buf)
 	if b.extended && c.all > 0 {
@@ -447,7 +447,7 @@ func bestLookback(cals []Calibration) int {
 	return best
 }
 
-// bestByKind is bestLookback in issue 19's shape: on the free lanes (the
+// bestByKind is bestLookback in the extended shape: on the free lanes (the
 // paid ones when there is no free lane) and by coverage_all, never on a
 // figure that mixes the kinds.
 func bestByKind(cals []Calibration) int {

@@ -478,15 +478,9 @@ func writeBaselinesCSV(w io.Writer, r *Report) error {
 	}
 	cw := csv.NewWriter(w)
 	_ = cw.Write(BaselineCSVHeader)
-	opt := func(x *float64) string {
-		if x == nil {
-			return ""
-		}
-		return strconv.FormatFloat(*x, 'f', -1, 64)
-	}
 	for _, d := range r.Baselines {
 		_ = cw.Write([]string{d.Class, secs(d.DeadlineS), d.Strategy, strconv.Itoa(d.Jobs), strconv.Itoa(d.Met),
-			secs(d.MetPct), secs(d.PaidUSD), opt(d.MedianTimeS), opt(d.P90TimeS),
+			secs(d.MetPct), secs(d.PaidUSD), optNum(d.MedianTimeS), optNum(d.P90TimeS),
 			strconv.FormatInt(d.FreeRequests, 10), strconv.FormatInt(d.AbandonedFreeRequests, 10), strconv.FormatInt(d.BurnedFreeTokens, 10),
 			joinSecs(d.TunedS)})
 	}

@@ -17,8 +17,7 @@ type laneAcc struct {
 	days   [HoursPerDay][]uint64 // bit i: day i of builder.dayIdx
 }
 
-// builder adds one lane-hour's record at a time to a report (Compute's
-// loop, shared with ComputeMerged).
+// builder adds one lane-hour's record at a time to a report.
 type builder struct {
 	r      *Report
 	loc    *time.Location
@@ -27,9 +26,7 @@ type builder struct {
 	lanes  map[string]*laneAcc
 	order  []string
 	worstN int // initial capacity of a lane-hour's worsts: the window's days
-
-	// The hour of the last setHour: records come by time, so an hour's
-	// calendar day and hour of day are worked out once.
+	// The hour of the last setHour, its hour of day and calendar day.
 	hourSet bool
 	hourNS  int64
 	hourT   time.Time
@@ -138,8 +135,7 @@ func (b *builder) finish(lanes []Lane) *Report {
 	var order []string
 	for _, cl := range lanes {
 		l := b.lane(cl.Name)
-		// The first configured kind wins over the records' (Compute used to
-		// set it before reading any record).
+		// The first configured kind wins over the records'.
 		if cl.Kind != "" && !kindSet[cl.Name] {
 			l.Kind, kindSet[cl.Name] = cl.Kind, true
 		}
@@ -195,32 +191,14 @@ type inLane struct {
 	cols   []*laneAcc // by site index: the lane's column for that site
 }
 
-// ComputeSites returns what Compute returns for the store's records hs
-// merged as MergeSites merges them, followed, when column is not nil and
-// lanes says so, by the records of each lane and site as a lane of its own
-// named column(lane, site), merged the same way: in one pass, without a
-// merged copy of the records. lanes gets the sites of each lane of hs (in
-// the order they first appear) and returns opt.Lanes and whether to keep
-// the site columns.
-//
-// It returns false, and computes nothing, when it cannot give that result
-// in one pass: the records of an hour are not all together (a store
-// returns them by time), there are more than 64 sites, or a column's name
-// is a lane of hs.
-func ComputeSites(hs []store.Hourly, opt Options, column func(lane, site string) string,
-	lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
-	s := NewSites(opt, column)
-	if !s.Add(hs) {
-		return nil, false
-	}
-	return s.Finish(lanes)
-}
-
-// Sites builds ComputeSites' report from records handed over in parts
-// (store.EachHourly's runs), keeping per lane only its figures, never
-// the records.
+// Sites builds Build's report from records handed over in time order, in
+// parts (Add), keeping per lane only its figures, never the records. It
+// cannot when the records of an hour are not all together (a store
+// returns them by time), there are more than 64 sites, or a lane@site
+// column's name is a lane of the records: Build the records then.
 type Sites struct {
-	column   func(lane, site string) string
+	perSite  bool
+	lanes    []Lane // Options.Lanes
 	b, bc    *builder
 	byName   map[string]*inLane
 	all      []*inLane
@@ -237,11 +215,9 @@ type Sites struct {
 	closed   bool // refused (an Add failed) or finished: Add and Finish refuse
 }
 
-// NewSites starts a report over opt's window (opt.Lanes is left out: the
-// lanes of Finish replace it), with a column per lane and site when column
-// is not nil, as ComputeSites.
-func NewSites(opt Options, column func(lane, site string) string) *Sites {
-	return &Sites{column: column, b: newBuilder(opt), bc: newBuilder(opt), byName: map[string]*inLane{}, lastSite: -1, done: map[int64]bool{}}
+// NewSites starts Build's report of opt and perSite.
+func NewSites(opt Options, perSite bool) *Sites {
+	return &Sites{perSite: perSite, lanes: opt.Lanes, b: newBuilder(opt), bc: newBuilder(opt), byName: map[string]*inLane{}, lastSite: -1, done: map[int64]bool{}}
 }
 
 // flush adds the merged lane-hours of the hour being read to the report.
@@ -258,9 +234,8 @@ func (s *Sites) flush() {
 }
 
 // Add counts the records hs, which follow those of the Adds before. It
-// returns false when the report cannot be built in one pass (an hour's
-// records not all together, more than 64 sites): the report must then be
-// computed from all the records at once (Compute), and s is done.
+// returns false, and s is done, when the report cannot be built in one
+// pass (an hour's records not all together, more than 64 sites).
 func (s *Sites) Add(hs []store.Hourly) bool {
 	if s.closed {
 		return false
@@ -283,8 +258,7 @@ func (s *Sites) Add(hs []store.Hourly) bool {
 			bc.setHour(h.Hour)
 			s.prev, s.cur = s.cur, s.prev[:0]
 		}
-		// The lanes of an hour come in the same order hour after hour:
-		// the lane at this position an hour ago is the likely one.
+		// The lanes of an hour come in the order of the hour before.
 		var li *inLane
 		if p := len(s.cur); p < len(s.prev) && s.prev[p].name == h.Lane {
 			li = s.prev[p]
@@ -323,13 +297,13 @@ func (s *Sites) Add(hs []store.Hourly) bool {
 		li.wc = max(li.wc, h.WorstCensoredS)
 		li.n += h.Samples
 		li.f += h.Failures
-		if s.in && s.column != nil {
+		if s.in && s.perSite {
 			for len(li.cols) <= s.lastSite {
 				li.cols = append(li.cols, nil)
 			}
 			col := li.cols[s.lastSite]
 			if col == nil {
-				col = bc.lane(s.column(li.name, h.Site))
+				col = bc.lane(siteLane(li.name, h.Site))
 				li.cols[s.lastSite] = col
 			}
 			bc.add(col, h.Kind, max(0, h.WorstQueueS), max(0, h.WorstCensoredS), h.Samples, h.Failures)
@@ -338,12 +312,10 @@ func (s *Sites) Add(hs []store.Hourly) bool {
 	return true
 }
 
-// Finish returns the report of the records added, as ComputeSites does:
-// lanes gets the sites of each lane of the records and returns the lanes
-// to list and whether to keep the site columns. It returns false when the
-// report cannot be built in one pass (an Add failed, or a column's name is
-// a lane of the records). s is done after it.
-func (s *Sites) Finish(lanes func(sitesOf map[string][]string) ([]Lane, bool)) (*Report, bool) {
+// Finish returns the report of the records added, or false when it
+// cannot be built in one pass (an Add failed, or a column's name is a lane
+// of the records). s is done after it.
+func (s *Sites) Finish() (*Report, bool) {
 	if s.closed {
 		return nil, false
 	}
@@ -355,12 +327,12 @@ func (s *Sites) Finish(lanes func(sitesOf map[string][]string) ([]Lane, bool)) (
 	for _, li := range s.all {
 		sitesOf[li.name] = li.list
 	}
-	listed, columns := lanes(sitesOf)
+	listed, columns := listed(s.lanes, sitesOf, s.perSite)
 	b, bc := s.b, s.bc
-	if columns && s.column != nil {
+	if columns {
 		for _, li := range s.all {
 			for _, site := range li.list {
-				if _, clash := s.byName[s.column(li.name, site)]; clash {
+				if _, clash := s.byName[siteLane(li.name, site)]; clash {
 					return nil, false
 				}
 			}

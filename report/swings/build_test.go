@@ -10,8 +10,8 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// The builder (build.go) itself: Compute and ComputeSites share it, so
-// TestComputeSitesMatchesCompute cannot see its mistakes; these check
+// The builder (build.go) itself: Compute and Sites share it, so
+// TestSitesMatchesCompute cannot see its mistakes; these check
 // Compute's report.
 
 // A report keeps the classes with a finite deadline > 0, in order, and

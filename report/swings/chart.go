@@ -45,30 +45,24 @@ type ChartOptions struct {
 	Log bool
 }
 
-// slack is how much room a text that starts at its left edge gets, over
-// its width with the built-in (Liberation Sans) metrics: an SVG viewer
-// draws it with whatever font it has (DejaVu Sans is about 15% wider,
-// Verdana 25%), and the text grows into the slack, not off the image.
+// slack is the room a left-aligned text gets over its width in the
+// built-in metrics: an SVG viewer's font may be 25% wider (Verdana).
 const slack = 1.45
 
-// Caps of the texts, so that the plot keeps its width: a name in
-// characters, a legend entry and a deadline's name beside the plot as
-// measured.
+// Caps of a name in characters, a legend entry and a deadline's name.
 const (
 	chartNameW = 32
 	entryW     = vg.Length(150)
 	deadlineW  = vg.Length(80)
 )
 
-// WriteChart draws the report as a line chart: hour of day on x, seconds on
-// y, per lane a solid line with dots for the median of the hourly worsts, a
-// lighter dashed line for the worst, and a cross at each hour of day that
-// had failed probes. Hours without a value break the lines. A value that is
-// a lower bound (a failed probe waited at least that long) is an open ring
-// with a ">" in it (a median that is one, instead of the cross). Each class's deadline is a dotted line named right of
-// the plot; on a linear axis a deadline far above the data (more than 3
-// times the largest worst) is left off and named in the legend. The legend
-// is below the plot: an entry per lane, then a key to the marks.
+// WriteChart draws the report as a line chart of seconds by hour of day:
+// per lane the median (solid, dots) and the worst (dashed, lighter), a
+// cross at an hour with failed probes and a ring with ">" at a lower
+// bound; hours without a value break the lines. Each class's deadline is a
+// dotted line named right of the plot; on a linear axis one more than 3
+// times the largest worst is named in the legend instead. The legend,
+// below the plot, has an entry per lane, then a key to the marks.
 func WriteChart(w io.Writer, r *Report, opt ChartOptions) error {
 	ch, err := newChart(r, opt.Log)
 	if err != nil {
@@ -111,8 +105,7 @@ type entry struct {
 	thumbs []plot.Thumbnailer
 }
 
-// label is a text drawn beside the plot, with its box (zero for the
-// y label of a log chart).
+// label is a text drawn beside the plot, with its box.
 type label struct {
 	text string
 	sty  text.Style
@@ -371,11 +364,9 @@ func newChart(r *Report, logY bool) (*chart, error) {
 	return ch, nil
 }
 
-// layout places the chart on dc: the legend in columns along the bottom,
-// as many as fit and as few rows as they allow, the lanes' columns then
-// the key's; the deadlines' names in a margin right of the plot, level
-// with their lines (pushed apart where they would touch); the plot in the
-// rest.
+// layout places the chart on dc: the legend in as many columns along the
+// bottom as fit, the deadlines' names right of the plot level with their
+// lines (pushed apart where they would touch), the plot in the rest.
 func (ch *chart) layout(dc draw.Canvas) chartLayout {
 	var lay chartLayout
 	legendSty := sans(11)
@@ -410,9 +401,8 @@ func (ch *chart) layout(dc draw.Canvas) chartLayout {
 	}
 	lay.plot = draw.Crop(dc, 0, -margin, legendH, 0)
 	if ch.logY {
-		// gonum/plot places a vertical axis label by the arithmetic middle
-		// of the range, which on a log scale pushes it off the top and
-		// squeezes the plot: it goes beside the axis instead.
+		// gonum/plot would place the label by the range's arithmetic
+		// middle, off the top of a log scale: it goes beside the axis.
 		lbl := ch.p.Y.Label
 		ch.p.Y.Label.Text = ""
 		h, descent := lbl.TextStyle.Height(lbl.Text), lbl.TextStyle.FontExtents().Descent
@@ -460,8 +450,7 @@ func (hourTicks) Ticks(float64, float64) []plot.Tick {
 	return ticks
 }
 
-// secondsTicks labels the y axis every "nice" step (1, 2, 5, 10, 15, 30 s …)
-// so that five to ten values are readable, whatever the range.
+// secondsTicks labels the y axis every "nice" step (1, 2, 5, 10, 15, 30 s …).
 type secondsTicks struct{}
 
 func (secondsTicks) Ticks(lo, hi float64) []plot.Tick {

@@ -12,9 +12,9 @@ import (
 // site, each listed lane is followed by one column per site, named
 // lane@site ("lane@-" for the untagged site).
 func Build(recs []store.Hourly, opt Options, perSite bool) *Report {
-	s, finish := BuildEach(opt, perSite)
+	s := NewSites(opt, perSite)
 	if s.Add(recs) {
-		if rep, ok := finish(); ok {
+		if rep, ok := s.Finish(); ok {
 			return rep
 		}
 	}
@@ -29,22 +29,7 @@ func Build(recs []store.Hourly, opt Options, perSite bool) *Report {
 	if !columns {
 		return Compute(MergeSites(recs), opt)
 	}
-	return Compute(withSiteLanes(recs, sitesOf), opt)
-}
-
-// BuildEach starts Build's report from records handed over in time order
-// (s.Add), never held whole; finish returns it, or false when it cannot be
-// built so (see Sites): Build the records then.
-func BuildEach(opt Options, perSite bool) (s *Sites, finish func() (*Report, bool)) {
-	lanes := opt.Lanes
-	var column func(lane, site string) string
-	if perSite {
-		column = siteLane
-	}
-	s = NewSites(opt, column)
-	return s, func() (*Report, bool) {
-		return s.Finish(func(sitesOf map[string][]string) ([]Lane, bool) { return listed(lanes, sitesOf, perSite) })
-	}
+	return Compute(withSiteLanes(recs), opt)
 }
 
 // listed returns lanes, each followed by its lane@site columns when
@@ -70,34 +55,15 @@ func listed(lanes []Lane, sitesOf map[string][]string, perSite bool) ([]Lane, bo
 	return out, true
 }
 
-// withSiteLanes returns the records merged (MergeSites) followed by the
-// records again under their lane@site names, merged: the merge of both at
-// once, without a copy of the records, when no lane of the records is
-// named like a lane@site column (the lane-hours of the two never meet
-// then). sitesOf holds the sites of each lane of the records.
-func withSiteLanes(recs []store.Hourly, sitesOf map[string][]string) []store.Hourly {
-	type laneSite struct{ lane, site string }
-	names := map[laneSite]string{} // one string per name
-	most := 1
-	for lane, sites := range sitesOf {
-		most = max(most, len(sites))
-		for _, site := range sites {
-			names[laneSite{lane, site}] = siteLane(lane, site)
-		}
+// withSiteLanes returns the records, then the records again under their
+// lane@site names, merged (MergeSites).
+func withSiteLanes(recs []store.Hourly) []store.Hourly {
+	split := make([]store.Hourly, len(recs))
+	for i, h := range recs {
+		h.Lane = siteLane(h.Lane, h.Site)
+		split[i] = h
 	}
-	for _, name := range names {
-		if _, clash := sitesOf[name]; clash {
-			split := make([]store.Hourly, len(recs))
-			for i, h := range recs {
-				h.Lane = names[laneSite{h.Lane, h.Site}]
-				split[i] = h
-			}
-			return MergeSites(append(slices.Clone(recs), split...))
-		}
-	}
-	// About a record per lane-hour, and one per record of each site.
-	out := AppendMerged(make([]store.Hourly, 0, len(recs)/most+len(recs)), recs, nil)
-	return AppendMerged(out, recs, func(h *store.Hourly) string { return names[laneSite{h.Lane, h.Site}] })
+	return MergeSites(append(slices.Clone(recs), split...))
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the

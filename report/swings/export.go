@@ -10,26 +10,11 @@ import (
 	"time"
 )
 
-// CSVHeader is the header row of WriteCSV; the column order is a contract
-// for scripts.
-//
-//	lane      lane name
-//	kind      free | paid ("" for a lane only seen in older records without a kind)
-//	hour      hour of day, 0..23, in the report's timezone
-//	median_s  median of the hourly worst queue times, seconds (3 decimals); empty when no value
-//	worst_s   max of the hourly worst queue times, seconds (3 decimals); empty when no value
-//	measured  hourly records with a queue time or a failed probe's lower bound (the values behind median_s and worst_s)
-//	days      days with a record at this hour
-//	samples   probes at this hour of day over the window
-//	failures  of which failed
-//	censored         true when worst_s is a lower bound (a failed probe waited at least that long), else false
-//	median_censored  true when median_s is a lower bound, else false
-//
-// Columns are only ever added at the end.
+// CSVHeader is the header row of WriteCSV (docs/deploy.md); columns are
+// only ever added at the end.
 var CSVHeader = []string{"lane", "kind", "hour", "median_s", "worst_s", "measured", "days", "samples", "failures", "censored", "median_censored"}
 
-// WriteCSV writes one row per lane and hour of day (24 per lane, hours with no
-// data included), lanes in report order. See CSVHeader for the columns.
+// WriteCSV writes one row per lane and hour of day, lanes in report order.
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
@@ -61,8 +46,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 }
 
 // JSONReport is the document WriteJSON writes (field names are a contract).
-// Seconds are rounded to milliseconds; a value that does not exist (no ok
-// probe, no ratio) is null, never NaN.
+// Seconds are rounded to milliseconds; a missing value is null.
 type JSONReport struct {
 	Timezone string     `json:"timezone"`
 	From     string     `json:"from"` // RFC 3339 in the report's timezone, "" if unbounded
@@ -88,8 +72,7 @@ type JSONLane struct {
 	SwingS    *float64   `json:"swing_s"`
 	Ratio     *float64   `json:"swing_ratio"`
 	Hours     []JSONHour `json:"hours"` // always 24, hour 0 first
-	// Lower bounds (see JSONHour.Censored): the peak's and the quietest
-	// hour's medians, and so swing_s when only the peak is one.
+	// Lower bounds (Swing's).
 	PeakCensored  bool `json:"peak_censored"`
 	QuietCensored bool `json:"quiet_censored"`
 	SwingCensored bool `json:"swing_censored"`
@@ -104,10 +87,8 @@ type JSONHour struct {
 	Days     int      `json:"days"`
 	Samples  int64    `json:"samples"`
 	Failures int64    `json:"failures"`
-	// Censored is true when worst_s is a lower bound: a failed probe (a
-	// timeout before the first token, say) waited at least that long.
-	Censored bool `json:"censored"`
-	// MedianCensored is true when median_s is a lower bound.
+	// Lower bounds (HourStat's): a failed probe waited at least that long.
+	Censored       bool `json:"censored"`
 	MedianCensored bool `json:"median_censored"`
 }
 

@@ -106,28 +106,3 @@ func TestMergeSitesMatchesReference(t *testing.T) {
 		}
 	}
 }
-
-// AppendMerged(dst, hs, lane) is dst followed by MergeSites of hs renamed
-// by lane, dst untouched by the merge.
-func TestAppendMerged(t *testing.T) {
-	rng := rand.New(rand.NewPCG(21, 9))
-	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	rename := func(h *store.Hourly) string { return h.Lane + "@" + h.Site }
-	for n := range 300 {
-		var hs []store.Hourly
-		for range rng.IntN(100) {
-			hs = append(hs, store.Hourly{Lane: []string{"a", "b"}[rng.IntN(2)], Kind: "free",
-				Site: []string{"", "fra1", "iad1"}[rng.IntN(3)], Hour: t0.Add(time.Duration(rng.IntN(5)) * time.Hour),
-				WorstQueueS: float64(rng.IntN(100)), Samples: rng.Int64N(3), Failures: rng.Int64N(2)})
-		}
-		dst := swings.MergeSites(hs)
-		renamed := slices.Clone(hs)
-		for i := range renamed {
-			renamed[i].Lane = rename(&renamed[i])
-		}
-		want := append(slices.Clone(dst), swings.MergeSites(renamed)...)
-		if got := swings.AppendMerged(slices.Clone(dst), hs, rename); !reflect.DeepEqual(got, want) && len(want) > 0 {
-			t.Fatalf("case %d: AppendMerged differs\n got %v\nwant %v", n, got, want)
-		}
-	}
-}

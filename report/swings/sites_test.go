@@ -12,22 +12,26 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// ComputeSites, and Sites fed the records in parts, give, in one pass,
-// what Compute gives for the records
-// merged by MergeSites followed by the merged lane@site columns (renamed
+// Sites, fed the records at once or in parts, gives, in one pass, what
+// Compute gives for the records merged by MergeSites followed by the merged lane@site columns (renamed
 // copies), for random records: by time (as a store returns them, when it
 // must not refuse) or in any order, with copies per kind, kinds missing,
 // repeated sites, values that are negative or not finite, records outside
 // the window, zones with a shifted or repeated hour, and lanes named like a
 // column.
-func TestComputeSitesMatchesCompute(t *testing.T) {
+func TestSitesMatchesCompute(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 11))
 	t0 := time.Date(2026, 10, 24, 20, 0, 0, 0, time.UTC)
 	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+1800)}
 	if berlin, err := time.LoadLocation("Europe/Berlin"); err == nil {
 		zones = append(zones, berlin) // 25 October 2026: 02:00 twice
 	}
-	column := func(lane, site string) string { return lane + "@" + site }
+	column := func(lane, site string) string {
+		if site == "" {
+			site = "-"
+		}
+		return lane + "@" + site
+	}
 	values := []float64{0, 1.5, 3, 12, 30, -1, math.Inf(1), math.NaN()}
 	refused := 0
 	for n := range 1500 {
@@ -77,18 +81,18 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 			}
 			return ls, perSite && multi
 		}
-		var col func(lane, site string) string
-		if perSite {
-			col = column
-		}
-		got, ok := swings.ComputeSites(hs, opt, col, lanesOf)
+		whole := opt
+		whole.Lanes = config
+		one := swings.NewSites(whole, perSite)
+		one.Add(hs)
+		got, ok := one.Finish()
 
 		// The same records handed over in random parts (a store's hours,
 		// or any other cut) give the same report, or the same refusal.
 		cut := rand.New(rand.NewPCG(uint64(n), 3))
 		// Once an Add refuses, the later ones (the rest of the records)
 		// refuse too and Finish gives no report.
-		sb := swings.NewSites(opt, col)
+		sb := swings.NewSites(whole, perSite)
 		added := true
 		for rest := hs; len(rest) > 0; {
 			k := min(len(rest), cut.IntN(40))
@@ -99,11 +103,11 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 			}
 			rest = rest[k:]
 		}
-		inParts, partsOK := sb.Finish(lanesOf)
+		inParts, partsOK := sb.Finish()
 		if partsOK != ok || !reflect.DeepEqual(inParts, got) || (!added && partsOK) {
-			t.Fatalf("case %d: Sites in parts gave %v (ok %t, Adds ok %t); ComputeSites %v (ok %t)", n, inParts, partsOK, added, got, ok)
+			t.Fatalf("case %d: Sites in parts gave %v (ok %t, Adds ok %t); at once %v (ok %t)", n, inParts, partsOK, added, got, ok)
 		}
-		if _, again := sb.Finish(lanesOf); again {
+		if _, again := sb.Finish(); again {
 			t.Fatalf("case %d: a second Finish gave a report; want the builder done", n)
 		}
 		if sb.Add(hs) {
@@ -130,18 +134,18 @@ func TestComputeSitesMatchesCompute(t *testing.T) {
 		}
 		if !ok {
 			if sorted && !clash {
-				t.Fatalf("case %d: ComputeSites refused records by time with no clash", n)
+				t.Fatalf("case %d: Sites refused records by time with no clash", n)
 			}
 			refused++
 			continue
 		}
 		if clash {
-			t.Fatalf("case %d: ComputeSites took a lane named like a column", n)
+			t.Fatalf("case %d: Sites took a lane named like a column", n)
 		}
 		ropt := opt
 		ropt.Lanes = lanes
 		if want := swings.Compute(merged, ropt); !reflect.DeepEqual(got, want) {
-			t.Fatalf("case %d: ComputeSites differs from Compute of the merged records\n got %+v\nwant %+v", n, got, want)
+			t.Fatalf("case %d: Sites differs from Compute of the merged records\n got %+v\nwant %+v", n, got, want)
 		}
 	}
 	if refused == 0 || refused > 1000 {

@@ -2,13 +2,11 @@
 // per lane and hour of day, the queue before the first token over the last
 // N days, and how far the busiest hour is from the quietest.
 //
-// Compute is pure (no clock, no I/O); the writers in this package render a
-// Report as a table, CSV, JSON or a chart. It reads the store's hourly
-// records (store.Hourly: the type, never a store), one per lane-hour
-// (MergeSites); it depends on no config, which maps the lanes and classes.
+// Compute and Build are pure (no clock, no I/O, no config) over the store's
+// hourly records; the writers render a Report as a table, CSV, JSON or a
+// chart (the formats: docs/deploy.md).
 //
-// Censored hours: a failed probe (a timeout before the first token, say)
-// has no queue time, only a lower bound, the wait it is known to have sat
+// A failed probe has no queue time, only a lower bound, the wait it sat
 // through. An hourly record's worst is the larger of its ok probes' worst
 // queue and that bound; when the bound decides, the worst is a lower bound
 // ("censored"), which every writer shows (">30.0" in the table).
@@ -26,9 +24,8 @@ import (
 // HoursPerDay is the number of rows of a report: hours of day 0..23.
 const HoursPerDay = 24
 
-// Fields returns the keys of the hourly fields MergeSites and Compute read,
-// for store.Query.Fields: a store may leave the other fields out of the
-// records (InfluxDB then sends a third fewer bytes).
+// Fields returns the keys of the hourly fields the report reads, for
+// store.Query.Fields.
 func Fields() []string {
 	return []string{"worst_queue_s", "worst_censored_s", "samples", "failures"}
 }
@@ -47,30 +44,25 @@ type ClassLine struct {
 
 // Options describe the window a report covers.
 type Options struct {
-	// Location keys hours of day (the config's timezone); nil means UTC.
-	Location *time.Location
-	// From and To bound the window: records with From <= Hour < To count.
-	// A zero To means no upper bound, a zero From no lower bound.
+	Location *time.Location // keys hours of day; nil means UTC
+	// From and To bound the window: records with From <= Hour < To count;
+	// a zero bound is none.
 	From, To time.Time
-	// Days is the window length in days, as asked for (informational).
-	Days int
-	// Lanes are listed first, in this order, even with no record. Lanes found
-	// only in the records follow, sorted by name.
+	Days     int // the window asked for, informational
+	// Lanes are listed first, in this order, even with no record; lanes
+	// found only in the records follow, sorted by name.
 	Lanes []Lane
-	// Classes are the job classes (the config's policy.classes); the chart
-	// draws each deadline. Classes without a finite deadline > 0 are left out.
+	// Classes whose deadline the chart draws (those with a finite one > 0).
 	Classes []ClassLine
 }
 
 // Report is the time-of-day report of every lane over one window.
 type Report struct {
-	Location *time.Location // hours of day are keyed in this zone
-	Timezone string         // Location's name
-	From, To time.Time
-	Days     int
-	// First and Last are the earliest and latest record hours in the window
-	// (zero when there is none): they show how much history there was.
-	First, Last time.Time
+	Location    *time.Location // hours of day are keyed in this zone
+	Timezone    string         // Location's name
+	From, To    time.Time
+	Days        int
+	First, Last time.Time // the earliest and latest record hours in the window
 	Records     int
 	Lanes       []LaneReport
 	Classes     []ClassLine // from Options, in order
@@ -90,26 +82,15 @@ type LaneReport struct {
 // HourStat summarises one lane at one hour of day over the window.
 type HourStat struct {
 	Hour int
-	// Days is the number of calendar days (in the report's timezone) with a
-	// record at this hour.
-	Days int
-	// Measured is the number of records that carry a queue time: an ok
-	// probe's, or a failed probe's lower bound (store.Hourly.WorstCensoredS > 0).
-	// WorstS and MedianS are meaningful when Measured > 0.
+	Days int // calendar days (in the report's timezone) with a record at this hour
+	// Measured counts the records with a queue time or a failed probe's
+	// lower bound; WorstS and MedianS are meaningful when it is > 0.
 	Measured int
-	// WorstS is the max of the hourly worst queue times, where a record's
-	// worst is max(WorstQueueS of its ok probes, WorstCensoredS).
-	WorstS float64
-	// Censored is true when WorstS is a lower bound: the record it comes
-	// from had a failed probe's bound at least as large as its ok probes'
-	// worst (or no ok probe).
-	Censored bool
-	// MedianS is the median of the hourly worsts (the same max).
-	MedianS float64
+	WorstS   float64 // max of the records' worsts
+	Censored bool    // WorstS is a lower bound
+	MedianS  float64 // median of the records' worsts
 	// MedianCensored is true when MedianS may be low: a censored worst sits
-	// at or below the (upper) middle of the sorted worsts, so raising it to
-	// its true value could raise the median. Censored worsts above the
-	// middle leave the median exact.
+	// at or below the (upper) middle of the sorted worsts.
 	MedianCensored bool
 	Samples        int64
 	Failures       int64
@@ -122,18 +103,15 @@ func (h HourStat) HasQueue() bool { return h.Measured > 0 }
 // Swing is the distance between the busiest and the quietest hour of day of
 // a lane, by median of the hourly worsts. Ties go to the earliest hour.
 type Swing struct {
-	// OK is false when no hour has a value (no data, or only failures
-	// without a known wait); the other fields are then zero.
-	OK            bool
+	OK            bool // some hour has a value; else the other fields are zero
 	PeakHour      int
 	PeakS         float64 // median at PeakHour
 	PeakCensored  bool    // PeakS is a lower bound (HourStat.MedianCensored)
 	QuietHour     int
 	QuietS        float64 // median at QuietHour
 	QuietCensored bool    // QuietS is a lower bound
-	// SwingS = PeakS - QuietS. LowerBound is true when PeakS is a lower
-	// bound and QuietS is exact: SwingS and Ratio are then lower bounds too.
-	// (When QuietS is a lower bound the swing may be smaller or larger.)
+	// SwingS = PeakS - QuietS; LowerBound: PeakS is a lower bound and
+	// QuietS exact, so SwingS and Ratio are lower bounds too.
 	SwingS     float64
 	LowerBound bool
 	// Ratio = PeakS / QuietS; HasRatio is false when QuietS is 0.
@@ -148,57 +126,38 @@ type worst struct {
 }
 
 // MergeSites returns the store's hourly records with one record per
-// lane-hour, as Compute reads them.
-//
-// A lane-hour has one record per site (and, when the lane's kind changed
-// within the hour, identical copies per kind): the copies count once and
-// the sites merge conservatively, worst of the worsts and the sum of probes.
-// The merged records come in the order their lane-hours first appear.
+// lane-hour, as Compute reads them, in the order their lane-hours first
+// appear. A lane-hour has one record per site (and identical copies per
+// kind when the lane's kind changed within the hour): the copies count
+// once and the sites merge conservatively, worst of the worsts and the sum
+// of probes.
 func MergeSites(hs []store.Hourly) []store.Hourly {
-	return AppendMerged(nil, hs, nil)
-}
-
-// AppendMerged appends to dst the records of hs merged as MergeSites merges
-// them, each under the lane name lane gives it (nil: its own), and returns
-// the extended slice; the records already in dst take no part in the merge.
-func AppendMerged(dst, hs []store.Hourly, lane func(*store.Hourly) string) []store.Hourly {
-	// The lane-hours are looked up per hour, in maps of the lanes of that
-	// hour: a store returns the records by time, so the maps in use are one
-	// hour's (a few thousand lanes), not a month's (millions of lane-hours).
+	// Lane-hours are looked up in maps of one hour's lanes: a store
+	// returns the records by time, so few maps are in use.
 	type laneSite struct{ lane, site string }
 	type hour struct {
 		idx  map[string]int // lane → its merged record
 		seen map[laneSite]bool
 	}
 	hoursOf := map[int64]*hour{}
-	var cur *hour
-	curNS := int64(0)
-	recs := dst
+	var recs []store.Hourly
 	for i := range hs {
 		h := &hs[i]
-		name := h.Lane
-		if lane != nil {
-			name = lane(h)
+		cur := hoursOf[h.Hour.UnixNano()]
+		if cur == nil {
+			cur = &hour{idx: map[string]int{}, seen: map[laneSite]bool{}}
+			hoursOf[h.Hour.UnixNano()] = cur
 		}
-		ns := h.Hour.UnixNano()
-		if cur == nil || ns != curNS {
-			cur = hoursOf[ns]
-			if cur == nil {
-				cur = &hour{idx: map[string]int{}, seen: map[laneSite]bool{}}
-				hoursOf[ns] = cur
-			}
-			curNS = ns
-		}
-		if ks := (laneSite{name, h.Site}); cur.seen[ks] {
+		if ks := (laneSite{h.Lane, h.Site}); cur.seen[ks] {
 			continue
 		} else {
 			cur.seen[ks] = true
 		}
-		j, ok := cur.idx[name]
+		j, ok := cur.idx[h.Lane]
 		if !ok {
 			j = len(recs)
-			cur.idx[name] = j
-			recs = append(recs, store.Hourly{Lane: name, Kind: h.Kind, Hour: h.Hour})
+			cur.idx[h.Lane] = j
+			recs = append(recs, store.Hourly{Lane: h.Lane, Kind: h.Kind, Hour: h.Hour})
 		}
 		r := &recs[j]
 		r.WorstQueueS = max(r.WorstQueueS, h.WorstQueueS)
@@ -226,8 +185,8 @@ func recordWorst(rec store.Hourly, samples, failures int64) (worst, bool) {
 }
 
 // Compute builds the report from hourly records, one per lane-hour (as
-// MergeSites returns them; Site is not read). Records outside the window,
-// and queue times that are not finite, are ignored.
+// MergeSites returns them). Records outside the window, and queue times
+// that are not finite, are ignored.
 func Compute(recs []store.Hourly, opt Options) *Report {
 	b := newBuilder(opt)
 	for i := range recs {
@@ -280,13 +239,10 @@ func swingOf(hours []HourStat) Swing {
 	return s
 }
 
-// summarise returns the max and the median of a non-empty slice of worsts
-// (the mean of the two middle values for an even count) and whether each is
-// a lower bound. Sorted by value with exact values before censored ones of
-// the same value, the max is censored when the last one is, and the median
-// when any censored value sits at or below the upper middle.
-func summarise(v []worst) (maxS float64, maxCens bool, med float64, medCens bool) {
-	s := v // the caller's own: sorted in place
+// summarise returns the max and the median of a non-empty slice of worsts,
+// sorted in place (exact values before censored ones of the same value),
+// and whether each is a lower bound.
+func summarise(s []worst) (maxS float64, maxCens bool, med float64, medCens bool) {
 	slices.SortFunc(s, func(a, b worst) int {
 		return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(boolInt(a.censored), boolInt(b.censored)))
 	})

@@ -142,10 +142,6 @@ func truncate(s string, w int) string {
 	return s[:head] + "..." + s[len(s)-tail:]
 }
 
-// secs formats seconds in at most w columns: one decimal, else none, else
-// an exponent (7 columns: one decimal up to 99999.9 s, none up to 9999999 s).
-func secs(x float64, w int) string { return fitFloat(x, 1, w) }
-
 // fitFloat formats x with dec decimals, or fewer, or as an exponent with
 // one digit then none, taking the first that fits in w columns.
 func fitFloat(x float64, dec, w int) string {
@@ -166,9 +162,9 @@ func fitFloat(x float64, dec, w int) string {
 // bound formats seconds in w columns, as ">x" when x is a lower bound.
 func bound(x float64, lower bool, w int) string {
 	if lower {
-		return ">" + secs(x, w-1)
+		return ">" + fitFloat(x, 1, w-1)
 	}
-	return secs(x, w)
+	return fitFloat(x, 1, w)
 }
 
 func boundOrDash(x float64, lower, ok bool, w int) string {
