@@ -13,7 +13,6 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -118,7 +117,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		return fmt.Errorf("backtest: %w", err)
 	}
 	defer closeStore(st)
-	rep, first, err := load.Backtest(ctx, st, opts)
+	rep, first, err := backtest.Read(ctx, st, opts)
 	if err != nil {
 		return fmt.Errorf("backtest: %w", err)
 	}

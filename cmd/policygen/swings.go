@@ -11,7 +11,6 @@ import (
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -74,7 +73,7 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 		return fmt.Errorf("swings: %w", err)
 	}
 	defer closeStore(st)
-	rep, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, *days), *site == "")
+	rep, err := swings.Read(ctx, st, q, cfg.SwingsOptions(from, to, *days), *site == "")
 	if err != nil {
 		return fmt.Errorf("swings: store: read hourly records: %w", err)
 	}

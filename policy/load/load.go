@@ -1,7 +1,7 @@
-// Package load reads what a policy, a forecast or a report needs from a
-// store in one read (Store.Read) of a span worked out up front, and hands
-// the points to the pure packages that compute the answer (policy,
-// report/swings, report/backtest). A nil store is an empty one.
+// Package load reads what a policy file or a forecast needs from a store in
+// one read (Store.Read) of a span worked out up front, and hands the points
+// to package policy, which computes the file. A nil store is an empty one.
+// (The reports read for themselves: swings.Read, backtest.Read.)
 package load
 
 import (

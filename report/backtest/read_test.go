@@ -1,4 +1,4 @@
-package load_test
+package backtest_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
-	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
@@ -76,7 +75,7 @@ func TestBacktestReadsEveryProbeOnce(t *testing.T) {
 	}
 	var reports []backtest.Report
 	for _, st := range []store.Store{late, inOrder} {
-		rep, first, err := load.Backtest(ctx, st, backtestOptions)
+		rep, first, err := backtest.Read(ctx, st, backtestOptions)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,12 +106,12 @@ func (failing) Read(context.Context, store.Query, store.Reader) error {
 
 // A store error ends the backtest with it, as does a cancelled context.
 func TestBacktestStopsOnErrors(t *testing.T) {
-	if _, _, err := load.Backtest(context.Background(), failing{}, backtestOptions); err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") {
+	if _, _, err := backtest.Read(context.Background(), failing{}, backtestOptions); err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") {
 		t.Errorf("store error: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := load.Backtest(ctx, historyFile(t, nil), backtestOptions); !errors.Is(err, context.Canceled) {
+	if _, _, err := backtest.Read(ctx, historyFile(t, nil), backtestOptions); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }

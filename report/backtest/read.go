@@ -1,20 +1,19 @@
-package load
+package backtest
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/lanewatch/lanewatch/report/backtest"
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// Backtest replays the probes from opts.ReadFrom() to opts.To in one read
+// Read replays the probes from opts.ReadFrom() to opts.To in one read
 // and returns the report and the time of the first probe read (zero: none).
-func Backtest(ctx context.Context, st store.Store, opts backtest.Options) (backtest.Report, time.Time, error) {
-	b, err := backtest.New(opts)
+func Read(ctx context.Context, st store.Store, opts Options) (Report, time.Time, error) {
+	b, err := New(opts)
 	if err != nil {
-		return backtest.Report{}, time.Time{}, err
+		return Report{}, time.Time{}, err
 	}
 	if st == nil {
 		return b.Report(), time.Time{}, nil
@@ -30,9 +29,9 @@ func Backtest(ctx context.Context, st store.Store, opts backtest.Options) (backt
 	}})
 	switch {
 	case addErr != nil:
-		return backtest.Report{}, time.Time{}, addErr
+		return Report{}, time.Time{}, addErr
 	case err != nil:
-		return backtest.Report{}, time.Time{}, fmt.Errorf("store: read probes: %w", err)
+		return Report{}, time.Time{}, fmt.Errorf("store: read probes: %w", err)
 	}
 	return b.Report(), first, nil
 }

@@ -1,25 +1,24 @@
-package load
+package swings
 
 import (
 	"context"
 	"errors"
 
-	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
 )
 
 // errTwoPasses stops Swings' streamed read: the report needs the records whole.
 var errTwoPasses = errors.New("swings: the report needs the records whole")
 
-// Swings returns swings.Build's report of the hourly records q selects,
+// Read returns Build's report of the hourly records q selects,
 // built while the store hands them over, never held whole. When it cannot
 // be (more than 64 sites, a lane named like a lane@site column), they are
 // read again whole.
-func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Options, perSite bool) (*swings.Report, error) {
+func Read(ctx context.Context, st store.Store, q store.Query, opt Options, perSite bool) (*Report, error) {
 	if st == nil {
-		return swings.Build(nil, opt, perSite), nil
+		return Build(nil, opt, perSite), nil
 	}
-	s := swings.NewSites(opt, perSite)
+	s := NewSites(opt, perSite)
 	var one [1]store.Hourly
 	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
 		if one[0] = h; !s.Add(one[:]) {
@@ -38,5 +37,5 @@ func Swings(ctx context.Context, st store.Store, q store.Query, opt swings.Optio
 	if err != nil {
 		return nil, err
 	}
-	return swings.Build(recs, opt, perSite), nil
+	return Build(recs, opt, perSite), nil
 }

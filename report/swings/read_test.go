@@ -1,4 +1,4 @@
-package load_test
+package swings_test
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/report/swings"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
@@ -116,7 +115,7 @@ func TestSwingsIsBuildOfTheRecords(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, perSite := range []bool{true, false} {
-					got, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, 3), perSite)
+					got, err := swings.Read(ctx, st, q, cfg.SwingsOptions(from, to, 3), perSite)
 					if err != nil {
 						t.Fatalf("case %d: Swings: %v", n, err)
 					}
@@ -186,7 +185,7 @@ func TestSwingsReadsOnceAndFails(t *testing.T) {
 			defer st.Close()
 			q := store.Between(from, to)
 			q.Fields = swings.Fields()
-			got, err := load.Swings(ctx, st, q, cfg.SwingsOptions(from, to, 1), true)
+			got, err := swings.Read(ctx, st, q, cfg.SwingsOptions(from, to, 1), true)
 			if n := reads.Load(); n != int64(c.reads) {
 				t.Errorf("Swings sent %d reads of queue_hourly; want %d", n, c.reads)
 			}
