@@ -8,19 +8,8 @@ import (
 )
 
 // ForecastProbes returns 24 forecast policies for the day holding `day`
-// (in p.Location), one per wall-clock hour 00..23, from the same hour of
-// day on each of the previous p.LookbackDays days alone (basis: forecast),
-// at every site; records and probes of the day itself or later are
-// ignored. A lane is eligible when that history holds an ok probe and no
-// failed one (the calibrated rule: an ok probe, its failures priced in the
-// decisions); with no history at that hour its reason is
-// no_recent_sample; while its quota is spent (state.QuotaUntil after the
-// hour's start) it is quota_exhausted.
-//
-// Under the calibrated rule next_queue_s is the rule's day-ahead form
-// (CalibratedParams.DayAhead), never under the worst-of figure while its
-// margin is cold, and each class's decision reads the free lanes'
-// day-ahead waits of the hour.
+// (in p.Location), one per wall-clock hour, from the lookback days before
+// it alone (docs/policy.md#forecasts).
 func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, day time.Time) []File {
 	loc := store.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
