@@ -61,6 +61,25 @@ func siteList(sites map[string]bool) []string {
 	return out
 }
 
+// setReason sets the lane's reason (docs/policy.md#eligibility) and the
+// figures that go with it, from what the rule found.
+func (l *Lane) setReason(lh *laneHistory, state LaneState, quota, none, failed bool) {
+	switch {
+	case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
+		l.Reason = ReasonNeverSampled
+	case quota:
+		l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
+	case none:
+		l.Reason = ReasonNoRecentSample
+	case failed:
+		l.Reason = ReasonProbeFailed
+	default:
+		l.Reason = ReasonOK
+	}
+	l.Eligible = l.Reason == ReasonOK
+	l.LastSample = wholeSecond(state.LastSample)
+}
+
 func wholeSecond(t time.Time) time.Time {
 	if t.IsZero() {
 		return t

@@ -60,20 +60,7 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			if p.Calibrated() {
 				l.NextQueueS = calibratedQueue(cals[spec.Name], start, p.CoverageOr(), l.NextQueueS)
 			}
-			switch {
-			case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
-				l.Reason = ReasonNeverSampled
-			case state.QuotaUntil.After(start):
-				l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
-			case s.records == 0:
-				l.Reason = ReasonNoRecentSample
-			case s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()):
-				l.Reason = ReasonProbeFailed
-			default:
-				l.Reason = ReasonOK
-			}
-			l.Eligible = l.Reason == ReasonOK
-			l.LastSample = wholeSecond(state.LastSample)
+			l.setReason(lh, state, state.QuotaUntil.After(start), s.records == 0, s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()))
 			f.Records += s.records
 			f.Lanes = append(f.Lanes, l)
 		}

@@ -331,24 +331,10 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 			l.NextQueueS = max(l.NextQueueS, min(ceil2(b.WorstQueueS), MaxSeconds))
 		}
 	}
-	ever := lh != nil && lh.ever > 0 || !state.LastSample.IsZero()
-	switch {
-	case !ever:
-		l.Reason = ReasonNeverSampled
-	case state.QuotaUntil.After(h) && state.QuotaUntil.After(now):
-		l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
-	case len(bases) == 0:
-		l.Reason = ReasonNoRecentSample
-	default:
-		l.Reason = ReasonOK
-		for _, b := range bases {
-			if b.Samples-b.Failures < 1 || b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()) {
-				l.Reason = ReasonProbeFailed
-			}
-		}
-	}
-	l.Eligible = l.Reason == ReasonOK
-	l.LastSample = wholeSecond(state.LastSample)
+	failed := slices.ContainsFunc(bases, func(b *rec) bool {
+		return b.Samples-b.Failures < 1 || b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix())
+	})
+	l.setReason(lh, state, state.QuotaUntil.After(h) && state.QuotaUntil.After(now), len(bases) == 0, failed)
 	return l, s.records
 }
 
