@@ -307,7 +307,7 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 	round := 0 // rounds since the start
 	for hour := start.Truncate(time.Hour); hour.Before(end); hour = hour.Add(time.Hour) {
 		if up != nil {
-			up.startHour(hour)
+			up.startHour(up.rng, up.sigma, hour, true)
 		}
 		for _, l := range lanes {
 			l.startHour(hour)
@@ -340,26 +340,35 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 	return nil
 }
 
-// upstream is the state the lanes of an upstream profile share: a day
-// factor and outages.
-type upstream struct {
-	rng       *rand.Rand
-	sigma     float64
+// drift is the day factor and outages of a lane, or of the upstream the
+// lanes of an upstream profile share.
+type drift struct {
 	day       int64
 	dayFactor float64
 	outage    int // hours of outage left, this one included
 }
 
-func (u *upstream) startHour(hour time.Time) {
-	if d := hour.Unix() / 86400; d != u.day || u.dayFactor == 0 {
-		u.day, u.dayFactor = d, math.Exp(u.sigma*u.rng.NormFloat64())
+// startHour draws the day factor of a new day and, with outages, whether
+// an outage starts.
+func (d *drift) startHour(rng *rand.Rand, sigma float64, hour time.Time, outages bool) {
+	if k := hour.Unix() / 86400; k != d.day || d.dayFactor == 0 {
+		d.day, d.dayFactor = k, math.Exp(sigma*rng.NormFloat64())
 	}
-	if u.outage > 0 {
-		u.outage--
+	if !outages {
+		return
 	}
-	if u.outage == 0 && u.rng.Float64() < OutageRate {
-		u.outage = 1 + u.rng.IntN(4)
+	if d.outage > 0 {
+		d.outage--
 	}
+	if d.outage == 0 && rng.Float64() < OutageRate {
+		d.outage = 1 + rng.IntN(4)
+	}
+}
+
+type upstream struct {
+	drift
+	rng   *rand.Rand
+	sigma float64
 }
 
 // histLane is a lane's generator state.
@@ -376,28 +385,15 @@ type histLane struct {
 	nth         int           // free: the lane's place among the free lanes
 	up          *upstream     // the shared upstream, or nil
 	busy        bool          // paid with faults: this hour is busy
-	dayFactor   float64
-	day         int64
-	outage      int // hours of outage left, this one included
-	backoff     time.Time
-	burst       bool // the last probe was a 429
+	drift
+	backoff time.Time
+	burst   bool // the last probe was a 429
 }
 
 func (l *histLane) startHour(hour time.Time) {
-	if d := hour.Unix() / 86400; d != l.day || l.dayFactor == 0 {
-		l.day, l.dayFactor = d, math.Exp(l.prof.DaySigma*l.rng.NormFloat64())
-	}
-	if l.Kind != "free" {
-		if l.paidFaults {
-			l.busy = l.rng.Float64() < PaidBusyRate
-		}
-		return
-	}
-	if l.outage > 0 {
-		l.outage--
-	}
-	if l.outage == 0 && l.rng.Float64() < OutageRate {
-		l.outage = 1 + l.rng.IntN(4)
+	l.drift.startHour(l.rng, l.prof.DaySigma, hour, l.Kind == "free")
+	if l.Kind != "free" && l.paidFaults {
+		l.busy = l.rng.Float64() < PaidBusyRate
 	}
 }
 
