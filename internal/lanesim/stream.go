@@ -37,8 +37,7 @@ func (s *Server) replyLen(limit *int) (n int, truncated bool) {
 // serve runs one streamed request: fault draws, headers, the FIFO wait with
 // keep-alive comments, prefill, paced tokens, end of stream.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id int64, n int, d dialect) {
-	// Draw both faults for every request, so with a fixed seed the n-th
-	// request meets the same faults whatever the probabilities are.
+	// Both drawn always: the n-th request meets the same faults.
 	limited := s.chance(s.opts.Fail429)
 	failMid := s.chance(s.opts.FailMidstream)
 	log := s.log.With("api", api, "id", id)
@@ -86,8 +85,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id in
 	}
 }
 
-// wait holds the request in the queue until its ticket is granted, sending a
-// ": queued" comment at once and then every KeepAlive while it waits.
+// wait holds the request in the queue until its ticket is granted, with a
+// ": queued" comment at once and every KeepAlive.
 func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	select {
 	case <-t.ready:
@@ -120,9 +119,8 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	}
 }
 
-// reply writes one reply of n tokens while the request holds its slot.
-// With failMid it stops after half the tokens (at least one) with an error
-// event. It returns the number of tokens written.
+// reply writes one reply of n tokens (failMid: half, at least one, then an
+// error event) and returns the tokens written.
 func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, d dialect) (int, error) {
 	if err := d.begin(sw); err != nil {
 		return 0, err
