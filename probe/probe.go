@@ -39,11 +39,9 @@ func orDefault[T int | int64 | time.Duration](v *T, def T) {
 	}
 }
 
-// Run sends one streamed request to the lane and measures it. It never
-// retries. The Sample is always filled; the error is nil iff the Outcome is
-// OK, and otherwise an *Error. The whole probe is bounded by t.Timeout
-// (DefaultTimeout if zero) and by ctx. Each probe dials a fresh connection,
-// so ConnectS always measures a connect.
+// Run sends one streamed request to the lane on a fresh connection and
+// measures it, within t.Timeout and ctx. The Sample is always filled; the
+// error is nil iff the Outcome is OK, and otherwise an *Error.
 func Run(ctx context.Context, t Target) (Sample, error) {
 	t = t.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
@@ -148,12 +146,8 @@ func (r *run) trace() *httptrace.ClientTrace {
 			if info.Err != nil {
 				return
 			}
-			// The server can read the request only once its last write
-			// began: stamping the start of that write, not this callback,
-			// keeps a callback delayed after the write from starting the
-			// queue after the server already began it. (Over HTTP/2 a
-			// control frame written in between moves the stamp later, but
-			// never past this callback.)
+			// The start of the last write, not this callback, which may
+			// come late: the server may read the request from then on.
 			r.ct.sent = now
 			if !r.ct.writeStart.IsZero() {
 				r.ct.sent = r.ct.writeStart
@@ -199,8 +193,8 @@ func (r *run) finish(err error) (Sample, error) {
 	}
 }
 
-// timeout is the failure for a probe whose context ended. It ends the Sample
-// at the deadline when that was the cause: the moment the probe gave up.
+// timeout is the failure for a probe whose context ended, ending the
+// Sample at the deadline when that was the cause.
 func (r *run) timeout(ctx context.Context) *failure {
 	now := time.Now()
 	r.s.End = now
