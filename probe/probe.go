@@ -109,29 +109,25 @@ func (r *run) markWrite(now time.Time) {
 // trace records the connection's phases. Only the first DNS lookup, dial
 // and handshake count (a dual-stack dial may try a second address).
 func (r *run) trace() *httptrace.ClientTrace {
-	stamp := func(at func(ct *connTrace) *time.Time) {
+	stamp := func(t *time.Time) { // a field of r.ct
 		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if t := at(&r.ct); t.IsZero() {
+		if t.IsZero() {
 			*t = now
 		}
 	}
 	return &httptrace.ClientTrace{
-		DNSStart: func(httptrace.DNSStartInfo) { stamp(func(ct *connTrace) *time.Time { return &ct.dnsStart }) },
-		DNSDone:  func(httptrace.DNSDoneInfo) { stamp(func(ct *connTrace) *time.Time { return &ct.dnsDone }) },
-		ConnectStart: func(_, _ string) {
-			stamp(func(ct *connTrace) *time.Time { return &ct.connectStart })
-		},
+		DNSStart:     func(httptrace.DNSStartInfo) { stamp(&r.ct.dnsStart) },
+		DNSDone:      func(httptrace.DNSDoneInfo) { stamp(&r.ct.dnsDone) },
+		ConnectStart: func(_, _ string) { stamp(&r.ct.connectStart) },
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil {
-				stamp(func(ct *connTrace) *time.Time { return &ct.connected })
+				stamp(&r.ct.connected)
 			}
 		},
-		TLSHandshakeStart: func() { stamp(func(ct *connTrace) *time.Time { return &ct.tlsStart }) },
-		TLSHandshakeDone: func(tls.ConnectionState, error) {
-			stamp(func(ct *connTrace) *time.Time { return &ct.tlsDone })
-		},
+		TLSHandshakeStart: func() { stamp(&r.ct.tlsStart) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { stamp(&r.ct.tlsDone) },
 		GotConn: func(info httptrace.GotConnInfo) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
