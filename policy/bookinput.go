@@ -60,8 +60,8 @@ type bookPolicyDoc struct {
 	PaidUSDPer1k  float64  `yaml:"paid_usd_per_1k"`
 	FreeEligible  *bool    `yaml:"free_eligible"`
 	PaidEligible  *bool    `yaml:"paid_eligible"`
-	FreeLane      *string  `yaml:"free_lane"`
-	PaidLane      *string  `yaml:"paid_lane"`
+	FreeLane      string   `yaml:"free_lane"` // absent or null: ""
+	PaidLane      string   `yaml:"paid_lane"`
 	CutoverAfterS *float64 `yaml:"cutover_after_s"`
 	FreeFirst     *bool    `yaml:"free_first"`
 }
@@ -133,12 +133,8 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 			PaidUSDPer1k:  c.number("policy.paid_usd_per_1k", p.PaidUSDPer1k, MaxUSDPer1k),
 			FreeEligible:  p.FreeEligible == nil || *p.FreeEligible,
 			PaidEligible:  p.PaidEligible == nil || *p.PaidEligible,
-		}
-		if p.FreeLane != nil {
-			in.Policy.FreeLane = *p.FreeLane
-		}
-		if p.PaidLane != nil {
-			in.Policy.PaidLane = *p.PaidLane
+			FreeLane:      p.FreeLane,
+			PaidLane:      p.PaidLane,
 		}
 		switch {
 		case (p.CutoverAfterS == nil) != (p.FreeFirst == nil):

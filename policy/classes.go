@@ -160,21 +160,14 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 		if okF {
 			b.FreeLane, b.NextQueueS, b.FreeEligible = fl.name, fl.q, fl.eligible
 		}
-		switch {
-		case b.FreeEligible || b.PaidEligible:
-			if b.FreeEligible {
-				b.NextGenS = fl.g
-			}
-			if b.PaidEligible {
-				b.NextGenS = max(b.NextGenS, pl.g)
-			}
-		default:
-			if okF {
-				b.NextGenS = fl.g
-			}
-			if okP {
-				b.NextGenS = max(b.NextGenS, pl.g)
-			}
+		// next_gen_s: the larger of the chosen eligible lanes' (of the chosen
+		// lanes' when neither is eligible), the safe side of both checks.
+		none := !b.FreeEligible && !b.PaidEligible
+		if okF && (b.FreeEligible || none) {
+			b.NextGenS = fl.g
+		}
+		if okP && (b.PaidEligible || none) {
+			b.NextGenS = max(b.NextGenS, pl.g)
 		}
 		c.Book = b
 

@@ -150,41 +150,31 @@ func (lh *laneHistory) dropObs(cut int64) {
 	lh.obsBase += n
 }
 
-// calibrator returns laneCal's calibrator when it has an observation.
+// calibrator returns the lane's calibrator over a lookback of days (<= 0:
+// the rule's default), fed every entry added; nil without an observation.
 func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
-	if c := x.laneCal(lh, days); c != nil && c.cal.seen {
-		return c.cal
-	}
-	return nil
-}
-
-// laneCal returns the lane's calibrator over a lookback of days (<= 0: the
-// rule's default), fed every entry added; nil when the lane has none.
-func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 	if lh == nil || len(lh.obs) == 0 {
 		return nil
 	}
 	if days <= 0 {
 		days = DefaultCalibratedLookbackDays
 	}
-	var c *laneCal
-	for i := range lh.cals {
-		if lh.cals[i].days == days {
-			c = &lh.cals[i]
-			break
-		}
-	}
-	if c == nil {
+	i := slices.IndexFunc(lh.cals, func(c laneCal) bool { return c.days == days })
+	if i < 0 {
+		i = len(lh.cals)
 		lh.cals = append(lh.cals, laneCal{days: days, cal: NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc}), fed: lh.obsBase})
-		c = &lh.cals[len(lh.cals)-1]
 	}
+	c := &lh.cals[i]
 	for i := max(c.fed-lh.obsBase, 0); i < len(lh.obs); i++ {
 		if e := &lh.obs[i]; e.queue {
 			_ = c.cal.Add(e.QueueObs) // in time order: AddProbe keeps them so
 		}
 	}
 	c.fed = lh.obsBase + len(lh.obs)
-	return c
+	if !c.cal.seen {
+		return nil
+	}
+	return c.cal
 }
 
 // calibratedQueue is next_queue_s under the calibrated rule: c's figure at

@@ -191,14 +191,14 @@ func flow(ss []string) *yaml.Node {
 	return n
 }
 
-// fileDoc mirrors the YAML, once the schema has checked it; pointers are
-// the optional keys.
+// fileDoc mirrors the YAML, once the schema has checked it: an absent or
+// null key is the zero value, unless a pointer must tell it apart.
 type fileDoc struct {
 	Hour     string     `yaml:"hour"`
 	Timezone string     `yaml:"timezone"`
 	Basis    string     `yaml:"basis"`
-	Rule     *string    `yaml:"rule"`
-	Coverage *float64   `yaml:"coverage"`
+	Rule     string     `yaml:"rule"`
+	Coverage float64    `yaml:"coverage"`
 	Sites    []string   `yaml:"sites"`
 	Lanes    []laneDoc  `yaml:"lanes"`
 	Classes  []classDoc `yaml:"classes"`
@@ -213,8 +213,8 @@ type laneDoc struct {
 	TokPerS    float64 `yaml:"tok_per_s"`
 	Samples    int     `yaml:"samples"`
 	Failures   int     `yaml:"failures"`
-	LastSample *string `yaml:"last_sample"`
-	Until      *string `yaml:"until"`
+	LastSample string  `yaml:"last_sample"`
+	Until      string  `yaml:"until"`
 }
 
 type classDoc struct {
@@ -222,8 +222,8 @@ type classDoc struct {
 	DeadlineS     float64      `yaml:"deadline_s"`
 	CeilingTokens int          `yaml:"ceiling_tokens"`
 	EstTokens     int          `yaml:"est_tokens"`
-	Coverage      *float64     `yaml:"coverage"`
-	Objective     *string      `yaml:"objective"`
+	Coverage      float64      `yaml:"coverage"`
+	Objective     string       `yaml:"objective"`
 	CutoverAfterS *float64     `yaml:"cutover_after_s"`
 	FreeFirst     *bool        `yaml:"free_first"`
 	Lanes         []string     `yaml:"lanes"`
@@ -240,8 +240,8 @@ type classBookDoc struct {
 	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
 	FreeEligible  bool    `yaml:"free_eligible"`
 	PaidEligible  *bool   `yaml:"paid_eligible"`
-	FreeLane      *string `yaml:"free_lane"`
-	PaidLane      *string `yaml:"paid_lane"`
+	FreeLane      string  `yaml:"free_lane"`
+	PaidLane      string  `yaml:"paid_lane"`
 }
 
 // schema is policy/policy.schema.json, compiled once.
@@ -301,17 +301,15 @@ func parseFile(data []byte) (File, error) {
 		Hour:     doc.Hour,
 		Timezone: doc.Timezone,
 		Basis:    doc.Basis,
+		Coverage: doc.Coverage,
 		Lanes:    make([]Lane, len(doc.Lanes)),
 		Classes:  make([]Class, len(doc.Classes)),
 	}
 	if len(doc.Sites) > 0 {
 		f.Sites = doc.Sites
 	}
-	if doc.Rule != nil && *doc.Rule == RuleCalibrated {
+	if doc.Rule == RuleCalibrated {
 		f.Rule = RuleCalibrated // max is the rule without the key
-	}
-	if doc.Coverage != nil {
-		f.Coverage = *doc.Coverage
 	}
 	var n int
 	if _, err := fmt.Sscanf(string(data), Header, &n); err == nil {
@@ -328,17 +326,16 @@ func parseFile(data []byte) (File, error) {
 			NextQueueS: l.NextQueueS, TokPerS: l.TokPerS, Samples: l.Samples, Failures: l.Failures,
 		}
 		for _, t := range []struct {
-			key string
-			v   *string
-			to  *time.Time
+			key, v string
+			to     *time.Time
 		}{{"last_sample", l.LastSample, &f.Lanes[i].LastSample}, {"until", l.Until, &f.Lanes[i].Until}} {
-			if t.v == nil {
+			if t.v == "" { // the schema's pattern refuses an empty time
 				continue
 			}
-			tm, err := time.Parse(time.RFC3339, *t.v)
+			tm, err := time.Parse(time.RFC3339, t.v)
 			if err != nil {
 				field := decode.Key(at, t.key)
-				return File{}, decode.Errorf(lines.Line(field), field, "want an RFC 3339 time, got %q", *t.v)
+				return File{}, decode.Errorf(lines.Line(field), field, "want an RFC 3339 time, got %q", t.v)
 			}
 			*t.to = tm.UTC()
 		}
@@ -347,29 +344,18 @@ func parseFile(data []byte) (File, error) {
 		k := c.Book
 		f.Classes[i] = Class{
 			Name: c.Name, DeadlineS: c.DeadlineS, CeilingTokens: c.CeilingTokens, EstTokens: c.EstTokens,
-			Lanes: c.Lanes,
+			Coverage: c.Coverage, Objective: c.Objective, Lanes: c.Lanes,
 			Book: BookPolicy{
 				DeadlineS: k.DeadlineS, CeilingTokens: k.CeilingTokens,
 				NextQueueS: k.NextQueueS, NextGenS: k.NextGenS, NextEstTokens: k.NextEstTokens,
 				PaidQueueS: k.PaidQueueS, PaidUSDPer1k: k.PaidUSDPer1k,
 				FreeEligible: k.FreeEligible,
 				PaidEligible: k.PaidEligible == nil || *k.PaidEligible,
+				FreeLane:     k.FreeLane, PaidLane: k.PaidLane,
 			},
-		}
-		if c.Coverage != nil {
-			f.Classes[i].Coverage = *c.Coverage
-		}
-		if c.Objective != nil {
-			f.Classes[i].Objective = *c.Objective
 		}
 		if c.CutoverAfterS != nil && c.FreeFirst != nil { // the schema asks for both or neither
 			f.Classes[i].Cutover = &Cutover{AfterS: *c.CutoverAfterS, FreeFirst: *c.FreeFirst}
-		}
-		if k.FreeLane != nil {
-			f.Classes[i].Book.FreeLane = *k.FreeLane
-		}
-		if k.PaidLane != nil {
-			f.Classes[i].Book.PaidLane = *k.PaidLane
 		}
 	}
 	return f, nil
