@@ -38,6 +38,11 @@ type laneCand struct {
 	has      bool
 }
 
+// faster says whether x's q + g is below y's (ties: by name).
+func (x *laneCand) faster(y *laneCand) bool {
+	return x.q+x.g < y.q+y.g || (x.q+x.g == y.q+y.g && x.name < y.name)
+}
+
 // classesWith is Classes with the queues of some classes replaced
 // (queues[class][lane], when queues[class] is not nil) and, when waits is
 // not nil, the classes' decisions (docs/policy.md#the-decision): waits(i)
@@ -95,7 +100,7 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 					if !x.ok || x.kind != kind || (eligibleOnly && !x.eligible) {
 						continue
 					}
-					if best == nil || x.q+x.g < best.q+best.g || (x.q+x.g == best.q+best.g && x.name < best.name) {
+					if best == nil || x.faster(best) {
 						best = x
 					}
 				}
@@ -141,8 +146,7 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 				in.FreeEligible, in.FreeFailed, in.FreeGenS, in.Free, in.FreeFailP = x.eligible, failed, x.g, dists[x.i], lanes[x.i].FailShare()
 				x.plan, x.has = in.FreeFirst()
 				if x.has && (bestFree == nil || Better(cs.Objective, x.plan.Score, bestFree.plan.Score) ||
-					(!Better(cs.Objective, bestFree.plan.Score, x.plan.Score) &&
-						(x.q+x.g < bestFree.q+bestFree.g || (x.q+x.g == bestFree.q+bestFree.g && x.name < bestFree.name)))) {
+					!Better(cs.Objective, bestFree.plan.Score, x.plan.Score) && x.faster(bestFree)) {
 					bestFree = x
 				}
 			}

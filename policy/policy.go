@@ -168,10 +168,8 @@ type Class struct {
 
 // Class returns the class with the given name.
 func (f File) Class(name string) (Class, bool) {
-	for _, c := range f.Classes {
-		if c.Name == name {
-			return c, true
-		}
+	if i := slices.IndexFunc(f.Classes, func(c Class) bool { return c.Name == name }); i >= 0 {
+		return f.Classes[i], true
 	}
 	return Class{}, false
 }
@@ -304,16 +302,10 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	if lh != nil && !looked {
 		for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), p.LookbackDays) {
 			rs := lh.byHour[u]
-		recs:
 			for i := range rs {
 				r := &rs[i]
-				if r.Samples <= 0 {
-					continue
-				}
-				for _, b := range bases {
-					if b.Site == r.Site && b.At == r.At {
-						continue recs // a basis record of the same hour already counted
-					}
+				if r.Samples <= 0 || slices.ContainsFunc(bases, func(b *rec) bool { return b.Site == r.Site && b.At == r.At }) {
+					continue // none, or a basis record already counted
 				}
 				s.add(r)
 				if sites != nil {
