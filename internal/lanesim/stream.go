@@ -94,24 +94,24 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	default:
 	}
 	var tick <-chan time.Time
-	if s.opts.KeepAlive > 0 {
-		if err := sw.comment("queued"); err != nil {
-			s.queue.leave(t)
-			return err
-		}
+	comment := s.opts.KeepAlive > 0
+	if comment {
 		tk := time.NewTicker(s.opts.KeepAlive)
 		defer tk.Stop()
 		tick = tk.C
 	}
 	for {
-		select {
-		case <-t.ready:
-			return nil
-		case <-tick:
+		if comment {
 			if err := sw.comment("queued"); err != nil {
 				s.queue.leave(t)
 				return err
 			}
+		}
+		select {
+		case <-t.ready:
+			return nil
+		case <-tick:
+			comment = true
 		case <-ctx.Done():
 			s.queue.leave(t)
 			return ctx.Err()
@@ -171,33 +171,21 @@ func (sw *sseWriter) comment(text string) error {
 	return sw.write(": " + text + "\n\n")
 }
 
-// data writes an unnamed event whose data is v as JSON (or v itself if it is a string).
-func (sw *sseWriter) data(v any) error {
-	b, err := encode(v)
-	if err != nil {
-		return err
-	}
-	return sw.write("data: " + b + "\n\n")
-}
-
-// event writes a named event whose data is v as JSON.
+// event writes an event named name ("": unnamed) whose data is v as JSON,
+// or v itself if it is a string.
 func (sw *sseWriter) event(name string, v any) error {
-	b, err := encode(v)
-	if err != nil {
-		return err
+	data, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		data = string(b)
 	}
-	return sw.write("event: " + name + "\ndata: " + b + "\n\n")
-}
-
-func encode(v any) (string, error) {
-	if s, ok := v.(string); ok {
-		return s, nil
+	if name != "" {
+		name = "event: " + name + "\n"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode event: %w", err)
-	}
-	return string(b), nil
+	return sw.write(name + "data: " + data + "\n\n")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
