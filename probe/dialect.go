@@ -35,13 +35,15 @@ type decoder func(ev Event, tl *tally) error
 // chatRequest is the body both APIs take: stream_options (OpenAI's) only
 // with include_usage.
 type chatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	MaxTokens     int           `json:"max_tokens"`
-	Stream        bool          `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
+	Model         string         `json:"model"`
+	Messages      []chatMessage  `json:"messages"`
+	MaxTokens     int            `json:"max_tokens"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type chatMessage struct {
@@ -60,9 +62,7 @@ func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
 	case OpenAI:
 		path, dec = "/chat/completions", openaiEvent
 		if t.IncludeUsage {
-			body.StreamOptions = &struct {
-				IncludeUsage bool `json:"include_usage"`
-			}{true}
+			body.StreamOptions = &streamOptions{true}
 		}
 	case Anthropic:
 		path, dec = "/v1/messages", anthropicEvent
