@@ -2,18 +2,13 @@ package policy
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// Bounds on the numbers the ledger accepts from outside (stdin, a policy
-// file): far past any real job, and low enough that no sum over the
-// attempts allowed (10 000) overflows or turns infinite. Readers check them
-// (BookPolicy.Validate) before calling Book; Book itself stays safe beyond
-// them (see Book).
+// Bounds on the numbers the ledger accepts from outside (docs/ledger.md#bounds).
 const (
 	MaxSeconds  = 1e9               // any seconds figure: a queue, a generation, a deadline
 	MaxTokens   = 1_000_000_000_000 // any token count
@@ -48,10 +43,7 @@ const (
 	WhyErrorPaidIneligible = "an attempt ended in an error: no free retry, and no paid lane is eligible this hour"
 )
 
-// Attempt is one attempt made so far: the time it queued and generated, the
-// tokens it emitted (paid for or not), whether its answer was shipped, and
-// whether it ended in an error (an HTTP error, a 429, a refused connection,
-// a broken stream) rather than finishing or being abandoned.
+// Attempt is one attempt made so far (docs/ledger.md#inputs).
 type Attempt struct {
 	QueueS        float64
 	GenS          float64
@@ -60,14 +52,9 @@ type Attempt struct {
 	Error         bool
 }
 
-// BookPolicy is the ledger policy of a job class for one hour: the `book` of a
-// class in a policy file.
-//
-// FreeEligible and PaidEligible are false in the zero value, which is the safe
-// side: a BookPolicy built by hand must say that a lane may be used. A free lane
-// that is not eligible is never a retry_free; a paid lane that is not eligible
-// is never a cut_over. FreeLane and PaidLane name the lanes whose figures the
-// policy holds; Book does not read them.
+// BookPolicy is the `book` of a class in a policy file. The zero value's
+// lanes are not eligible, the safe side; Book does not read FreeLane and
+// PaidLane.
 type BookPolicy struct {
 	DeadlineS     float64
 	CeilingTokens int
@@ -82,9 +69,8 @@ type BookPolicy struct {
 	PaidLane      string
 }
 
-// FieldError is a value out of bounds: Field is the key as a policy file and
-// the ledger's input spell it ("next_est_tokens"), so that a reader can put
-// its own path in front: fmt.Errorf("classes[%d].book.%w", i, err).
+// FieldError is a value out of bounds; Field is the key ("next_est_tokens"),
+// for a reader to put its own path in front.
 type FieldError struct {
 	Field string
 	Msg   string
@@ -92,30 +78,20 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
-// Validate checks every number of the policy against the bounds (finite,
-// >= 0, at most MaxSeconds, MaxTokens or MaxUSDPer1k) and returns a
-// *FieldError for the first one out of them, in the key order of a policy
-// file.
+// Validate returns a *FieldError for the first number out of bounds, in
+// the key order of a policy file.
 func (p BookPolicy) Validate() error {
-	secs := []struct {
-		name string
-		v    float64
-	}{{"deadline_s", p.DeadlineS}, {"next_queue_s", p.NextQueueS}, {"next_gen_s", p.NextGenS}}
-	for _, f := range secs {
-		if err := CheckNumber(f.name, f.v, MaxSeconds); err != nil {
+	for _, f := range []struct {
+		name     string
+		v, limit float64
+	}{{"deadline_s", p.DeadlineS, MaxSeconds}, {"next_queue_s", p.NextQueueS, MaxSeconds}, {"next_gen_s", p.NextGenS, MaxSeconds},
+		{"ceiling_tokens", float64(p.CeilingTokens), MaxTokens}, {"next_est_tokens", float64(p.NextEstTokens), MaxTokens},
+		{"paid_queue_s", p.PaidQueueS, MaxSeconds}, {"paid_usd_per_1k", p.PaidUSDPer1k, MaxUSDPer1k}} {
+		if err := CheckNumber(f.name, f.v, f.limit); err != nil {
 			return err
 		}
 	}
-	if err := CheckCount("ceiling_tokens", int64(p.CeilingTokens)); err != nil {
-		return err
-	}
-	if err := CheckCount("next_est_tokens", int64(p.NextEstTokens)); err != nil {
-		return err
-	}
-	if err := CheckNumber("paid_queue_s", p.PaidQueueS, MaxSeconds); err != nil {
-		return err
-	}
-	return CheckNumber("paid_usd_per_1k", p.PaidUSDPer1k, MaxUSDPer1k)
+	return nil
 }
 
 // CheckNumber returns a *FieldError unless x is finite and in [0, limit].
@@ -131,20 +107,7 @@ func CheckNumber(field string, x, limit float64) error {
 	return nil
 }
 
-// CheckCount returns a *FieldError unless n is in [0, MaxTokens].
-func CheckCount(field string, n int64) error {
-	switch {
-	case n < 0:
-		return &FieldError{field, "must be >= 0"}
-	case n > MaxTokens:
-		return &FieldError{field, fmt.Sprintf("must be at most %d", int64(MaxTokens))}
-	}
-	return nil
-}
-
-// Decision is the ledger's answer. It holds exact values; rounding (seconds to
-// 2 decimals, dollars to 4, round-half-even on the exact binary value) happens
-// only when it is encoded (MarshalJSON, AppendJSON).
+// Decision is the ledger's answer, exact; it is rounded when encoded.
 type Decision struct {
 	Action          Action
 	Why             string
@@ -155,28 +118,11 @@ type Decision struct {
 	SunkUSD         float64 // spent_tokens/1000 × paid_usd_per_1k
 }
 
-// Book is the retry ledger (docs/ledger.md). Given the attempts so far (none on the
-// first call) and the class's policy for the hour, the first check that holds
-// decides:
-//
-//  1. an attempt already shipped → stop
-//  2. spent_tokens + next_est_tokens > ceiling_tokens → stop
-//  3. the free lane is eligible, no attempt ended in an error, and
-//     next_queue_s + next_gen_s <= remaining_s → retry_free
-//  4. the paid lane is eligible and paid_queue_s + next_gen_s <= remaining_s → cut_over
-//  5. otherwise → stop
-//
-// When a lane is not eligible this hour, or an attempt ended in an error,
-// Why says so. Book does not allocate.
-//
-// Book is safe for any input, in bounds or not. Token sums saturate: a sum
-// that would pass math.MaxInt is math.MaxInt in the Decision and counts as
-// over any ceiling, so a huge next_est_tokens is a stop, never a wrapped
-// negative projection. A negative token count (emitted or estimated) counts
-// as 0. Seconds are summed as floats: a sum that turns infinite, or a NaN
-// anywhere, leaves no lane that fits, so the answer is a stop (and
-// MarshalJSON refuses the non-finite figures). Readers bound their input
-// with BookPolicy.Validate and the Max constants first.
+// Book is the retry ledger (docs/ledger.md#the-checks), given the attempts
+// so far and the class's policy for the hour. It does not allocate and is
+// safe for any input: token sums saturate at math.MaxInt (over any
+// ceiling), a negative token count counts as 0, and a non-finite sum of
+// seconds fits no lane.
 func Book(attempts []Attempt, pol BookPolicy) Decision {
 	var spentS float64
 	var spentTokens int
@@ -249,12 +195,8 @@ func addTokens(sum, n int, sat bool) (int, bool) {
 // errNotFinite is returned when a Decision holds a value JSON cannot carry.
 var errNotFinite = errors.New("policy: decision holds a non-finite number")
 
-// MarshalJSON encodes the decision with the keys of the ledger's test vectors,
-// in this order: action, why, spent_s, remaining_s, spent_tokens,
-// projected_tokens, sunk_usd_if_those_tokens_were_paid. Seconds are rounded to
-// 2 decimals and dollars to 4 (round-half-even on the exact binary value, as
-// strconv.FormatFloat does), then written without trailing zeros: 44, 4.05,
-// 0.0004. The vectors are matched value for value.
+// MarshalJSON encodes the decision as the ledger's test vectors do
+// (docs/ledger.md#rounding); it refuses a non-finite figure.
 func (d Decision) MarshalJSON() ([]byte, error) {
 	if !num.Finite(d.SpentS) || !num.Finite(d.RemainingS) || !num.Finite(d.SunkUSD) {
 		return nil, errNotFinite
@@ -318,8 +260,7 @@ func Round(x float64, n int) float64 {
 	return v
 }
 
-// Wait is the running answer that keeps the attempt in flight: its first
-// token may still come in time (see Running).
+// Wait is the running answer that keeps the attempt in flight.
 const Wait Action = "wait"
 
 // The running answer's reasons, a contract as the ledger's are.
@@ -330,28 +271,17 @@ const (
 	WhyRunningPaidClosed = "no paid lane is eligible this hour: keep waiting"
 )
 
-// RunningDecision is the running answer: Action is Wait or CutOver;
-// ElapsedS the seconds the job has spent (the attempts' queue and
-// generation plus runningS).
+// RunningDecision is the running answer: Wait or CutOver, and the seconds
+// the job has spent.
 type RunningDecision struct {
 	Action   Action
 	Why      string
 	ElapsedS float64
 }
 
-// Running answers "an attempt is running and has no first token after
-// runningS seconds": wait, or cancel it and cut over to the paid lane. It
-// reads the attempts before the running one, the class's book (whether the
-// paid lane is eligible) and the hour's decision (Decide):
-//
-//  1. the paid lane is not eligible: wait;
-//  2. free_first is false: cut_over;
-//  3. spent_s + runningS > cutover_after_s: cut_over (a first token at
-//     exactly cutover_after_s is in time: the attempt waits at most that);
-//  4. otherwise wait.
-//
-// A NaN elapsed time counts as past the cut-over. Book is unchanged by it:
-// Running is asked while an attempt runs, Book after one ended.
+// Running answers "an attempt is running with no first token after
+// runningS seconds" (docs/ledger.md#while-an-attempt-runs); a NaN elapsed
+// time counts as past the cut-over.
 func Running(attempts []Attempt, runningS float64, p BookPolicy, c Cutover) RunningDecision {
 	elapsed := runningS
 	for _, a := range attempts {

@@ -15,31 +15,18 @@ import (
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// Bounds on one ledger input, the stdin of policygen book and the body of
-// POST /api/v1/book alike. They fit a real job, whose attempts its
-// deadline ends long before a thousand, and they bound what the input may
-// cost to read: the decoder keeps every JSON value it reads, and a server
-// reads one input per connection (256 KiB of input cost at most about
-// 5 MiB to decode).
+// Bounds on one ledger input (stdin of policygen book, POST /api/v1/book),
+// so that reading one costs at most about 5 MiB.
 const (
-	// MaxAttempts bounds the attempts.
-	MaxAttempts = 1000
-	// MaxBookInput bounds the bytes: MaxAttempts attempts of 160 bytes
-	// each, pretty-printed with long decimals, with room to spare.
-	MaxBookInput = 256 << 10
+	MaxAttempts  = 1000
+	MaxBookInput = 256 << 10 // bytes
+	// maxBookValues bounds the JSON values, keys counted: eleven per
+	// attempt, the policy's and the rest.
+	maxBookValues = 12*MaxAttempts + 100
 )
 
-// maxBookValues bounds the JSON values of one ledger input, keys counted:
-// MaxAttempts attempts of eleven values each (the object, five keys, five
-// values), a policy of about 30 and the rest, with room to spare. The
-// decoder stops at the first value past it.
-const maxBookValues = 12*MaxAttempts + 100
-
-// BookInput is the ledger's input: the attempts so far and the policy of
-// the class for the hour. RunningS, when set, asks the running question
-// instead (Running): an attempt is in flight with no first token after
-// that many seconds. Cutover is the class's cut-over when the input's
-// policy gave one (cutover_after_s with free_first).
+// BookInput is the ledger's input. RunningS, when set, asks the running
+// question (Running); Cutover is the input policy's cut-over, if any.
 type BookInput struct {
 	Attempts []Attempt
 	Policy   BookPolicy
@@ -48,11 +35,11 @@ type BookInput struct {
 }
 
 // bookDoc is the JSON of a BookInput, once bookinput.schema.json has
-// checked it.
+// checked it; pointers are optional keys.
 type bookDoc struct {
 	Attempts []attemptDoc   `yaml:"attempts"`
-	Policy   *bookPolicyDoc `yaml:"policy"`    // nil: absent
-	RunningS *float64       `yaml:"running_s"` // absent or null: the ledger's question
+	Policy   *bookPolicyDoc `yaml:"policy"`
+	RunningS *float64       `yaml:"running_s"`
 }
 
 type attemptDoc struct {
@@ -60,46 +47,36 @@ type attemptDoc struct {
 	GenS          float64 `yaml:"gen_s"`
 	EmittedTokens float64 `yaml:"emitted_tokens"`
 	Shipped       bool    `yaml:"shipped"`
-	Error         *bool   `yaml:"error"` // absent or null: false
+	Error         *bool   `yaml:"error"`
 }
 
 type bookPolicyDoc struct {
-	DeadlineS     float64 `yaml:"deadline_s"`
-	CeilingTokens float64 `yaml:"ceiling_tokens"`
-	NextQueueS    float64 `yaml:"next_queue_s"`
-	NextGenS      float64 `yaml:"next_gen_s"`
-	NextEstTokens float64 `yaml:"next_est_tokens"`
-	PaidQueueS    float64 `yaml:"paid_queue_s"`
-	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
-	FreeEligible  *bool   `yaml:"free_eligible"` // absent or null: true
-	PaidEligible  *bool   `yaml:"paid_eligible"` // absent or null: true
-	FreeLane      *string `yaml:"free_lane"`     // absent or null: ""
-	PaidLane      *string `yaml:"paid_lane"`     // absent or null: ""
-	// The class's cut-over (a calibrated policy file's cutover_after_s and
-	// free_first): both or neither.
+	DeadlineS     float64  `yaml:"deadline_s"`
+	CeilingTokens float64  `yaml:"ceiling_tokens"`
+	NextQueueS    float64  `yaml:"next_queue_s"`
+	NextGenS      float64  `yaml:"next_gen_s"`
+	NextEstTokens float64  `yaml:"next_est_tokens"`
+	PaidQueueS    float64  `yaml:"paid_queue_s"`
+	PaidUSDPer1k  float64  `yaml:"paid_usd_per_1k"`
+	FreeEligible  *bool    `yaml:"free_eligible"`
+	PaidEligible  *bool    `yaml:"paid_eligible"`
+	FreeLane      string   `yaml:"free_lane"` // absent or null: ""
+	PaidLane      string   `yaml:"paid_lane"`
 	CutoverAfterS *float64 `yaml:"cutover_after_s"`
 	FreeFirst     *bool    `yaml:"free_first"`
 }
 
-// bookSchemaJSON is the JSON Schema of the ledger's input: its keys and
-// their types (the bounds are CheckNumber's and CheckCount's).
+// bookSchemaJSON is the JSON Schema of the ledger's input's keys and types.
 //
 //go:embed bookinput.schema.json
 var bookSchemaJSON []byte
 
 var bookSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return decode.CompileSchema(bookSchemaJSON) })
 
-// DecodeBookInput decodes the ledger's JSON input, {"attempts": [...],
-// "policy": {...}}, strictly (bookinput.schema.json): every field of the test
-// vectors is required, unknown or repeated fields are rejected, numbers must
-// be finite, >= 0 and in range (MaxSeconds, MaxTokens, MaxUSDPer1k), counts
-// whole (1e3 and 800.0 are). The optional policy fields free_eligible and
-// paid_eligible default to true, free_lane and paid_lane to "";
-// cutover_after_s and free_first come together or not at all. An optional
-// top-level running_s (seconds, >= 0) asks the running question. With
-// withPolicy false the input is {"attempts": [...]} alone. Errors name the
-// line and field: "line 3: attempts[1].queue_s: must be >= 0", "line 1:
-// attempts[0].lane: unknown field".
+// DecodeBookInput decodes the ledger's JSON input strictly
+// (docs/ledger.md#inputs, bookinput.schema.json, the Max bounds); with
+// withPolicy false it is {"attempts": [...]} alone. Errors name the line
+// and field: "line 3: attempts[1].queue_s: must be >= 0".
 func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return BookInput{}, errors.New(`input: empty; want {"attempts": [...], "policy": {...}}`)
@@ -156,12 +133,8 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 			PaidUSDPer1k:  c.number("policy.paid_usd_per_1k", p.PaidUSDPer1k, MaxUSDPer1k),
 			FreeEligible:  p.FreeEligible == nil || *p.FreeEligible,
 			PaidEligible:  p.PaidEligible == nil || *p.PaidEligible,
-		}
-		if p.FreeLane != nil {
-			in.Policy.FreeLane = *p.FreeLane
-		}
-		if p.PaidLane != nil {
-			in.Policy.PaidLane = *p.PaidLane
+			FreeLane:      p.FreeLane,
+			PaidLane:      p.PaidLane,
 		}
 		switch {
 		case (p.CutoverAfterS == nil) != (p.FreeFirst == nil):
@@ -207,18 +180,11 @@ func (c *checker) number(field string, x, limit float64) float64 {
 	return x
 }
 
-// count holds x to a whole number in [0, MaxTokens] (CheckCount).
+// count holds x to a whole number in [0, MaxTokens].
 func (c *checker) count(field string, x float64) int {
 	if !num.Finite(x) || x != math.Trunc(x) {
 		c.fail(&FieldError{field, "must be a whole number"})
 		return 0
 	}
-	// Clamped first so that the conversion is defined; the check then
-	// reports -1 and MaxTokens+1 as out of bounds.
-	n := int64(math.Max(-1, math.Min(x, MaxTokens+1)))
-	if err := CheckCount(field, n); err != nil {
-		c.fail(err)
-		return 0
-	}
-	return int(n)
+	return int(c.number(field, x, MaxTokens))
 }

@@ -12,29 +12,18 @@ import (
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// Constants of the calibrated rule.
+// Constants of the calibrated rule (docs/policy.md#next_queue_s).
 const (
-	DefaultCalibratedLookbackDays = 14
-	// The weights of the level's slow and fast EWMAs.
-	calibratedAlpha, calibratedFastAlpha = 0.1, 0.3
-	// CalibratedShiftTail is the tail beyond which two observations in a
-	// row signal a shift of the lane's level; calibratedShiftMin is how
-	// many residuals the shift rule needs.
-	CalibratedShiftTail = 0.05
-	calibratedShiftMin  = 20
-	// MinQueueObsS is the least wait an observation counts as (1 ms, a
-	// probe's resolution), so that a wait of 0 has a logarithm.
-	MinQueueObsS = 0.001
-	// MinWaitSamples is how many ok waits a decision's distribution holds
-	// at least (Waits): the hour of day's, with the neighbouring hours'
-	// added, nearest first, while it holds fewer.
-	MinWaitSamples = 30
+	DefaultCalibratedLookbackDays        = 14
+	calibratedAlpha, calibratedFastAlpha = 0.1, 0.3 // the level's EWMAs
+	CalibratedShiftTail                  = 0.05
+	calibratedShiftMin                   = 20    // residuals the shift rule needs
+	MinQueueObsS                         = 0.001 // the least wait, so that 0 has a logarithm
+	MinWaitSamples                       = 30    // ok waits a decision's distribution holds at least
 )
 
-// QueueObs is one observation of a lane's queue: the wait Value (seconds)
-// of the attempt that started at Time. Censored says Value is a lower
-// bound: the probe failed before its first token after waiting Value (a
-// timeout: the wait it was cut at).
+// QueueObs is the wait Value (seconds) of the attempt that started at
+// Time; Censored: a lower bound (the probe failed after waiting Value).
 type QueueObs struct {
 	Time     time.Time
 	Value    float64
@@ -45,11 +34,7 @@ type QueueObs struct {
 type CalibratedParams struct {
 	LookbackDays int            // window of the profile and the margin; <= 0: 14
 	Location     *time.Location // hours of day are this zone's; nil: UTC
-	// DayAhead drops the level (it stays 1): the margin is then the
-	// quantile of the residuals against the profile alone, the error of a
-	// forecast made before the day it is for (ForecastProbes): the level
-	// a forecast made at midnight reads is up to a day old by its hour.
-	DayAhead bool
+	DayAhead     bool           // the level stays 1: a forecast made before its day (ForecastProbes)
 }
 
 // CheckCoverage says whether c is a coverage the rule takes: 0 < c < 1.
@@ -62,40 +47,17 @@ func CheckCoverage(c float64) error {
 
 // CalibratedFigure is a forecast of the calibrated rule.
 type CalibratedFigure struct {
-	QueueS   float64 // ProfileS × Level × Margin: the next attempt's wait at the coverage
-	ProfileS float64 // exp P(h): the hour of day's median
-	Level    float64 // exp L
-	Margin   float64 // exp Q(c)
-	// Residuals is how many residuals the margin comes from; Warm is true
-	// when there are enough for the quantile (k <= n; otherwise the margin
-	// is the largest residual, or 1 with none).
-	Residuals int
-	Warm      bool
+	QueueS    float64 // ProfileS × Level × Margin: the next attempt's wait at the coverage
+	ProfileS  float64 // exp P(h): the hour of day's median
+	Level     float64 // exp L
+	Margin    float64 // exp Q(c)
+	Residuals int     // the margin comes from
+	Warm      bool    // enough residuals for the quantile
 }
 
-// Calibrator is the calibrated rule's state for one lane (docs/policy.md,
-// "The calibrated rule"), fed one observation at a time (Add) and asked
-// for a forecast at any instant t not before the last observation
-// (Quantile, which changes nothing) from the observations of the lookback
-// before t. It forecasts the wait q the next attempt stays under with
-// probability c, exp(P(h) + L + Q(c)), all in log seconds:
-//
-//   - the profile P(h): the upper median of the observations at hour of
-//     day h over the window, a censored one ranked above every uncensored
-//     one; with none at h, the median over all hours;
-//   - the level L: the larger of two EWMAs (weights 0.1 and 0.3) of the
-//     residuals e = log v - P(h); a censored residual only raises it (e is
-//     taken as max(e, L)). Two observations in a row above the 0.95
-//     quantile of the prediction residuals (a censored one by its bound)
-//     move both EWMAs at once to the smaller of their residuals minus the
-//     residuals' median; two uncensored ones below the 0.05 quantile, to
-//     the larger of theirs minus the median;
-//   - the margin Q(c): the conformal c-quantile of the prediction
-//     residuals d = e - L (L before the observation) over the window, the
-//     k-th smallest of n, k = ceil(c (n+1)); a censored one counts at its
-//     bound, as coverage scores a timeout.
-//
-// Use NewCalibrator; the zero value is not usable.
+// Calibrator is the calibrated rule's state for one lane
+// (docs/policy.md#next_queue_s): exp(P(h) + L + Q(c)), the profile, level
+// and margin in log seconds. Use NewCalibrator.
 type Calibrator struct {
 	p      CalibratedParams
 	window int64 // nanoseconds
@@ -103,9 +65,7 @@ type Calibrator struct {
 	hours [24]orderedWindow[profileKey] // by hour of day
 	all   orderedWindow[profileKey]
 	resid orderedWindow[float64]
-	// waits holds, per hour of day, the prediction residuals d of the
-	// uncensored observations: the wait distribution decisions weigh.
-	waits [24]orderedWindow[waitResid]
+	waits [24]orderedWindow[waitResid] // by hour of day, the uncensored residuals d
 
 	level      float64 // L = max(slow, fast)
 	slow, fast float64 // the EWMAs
@@ -204,12 +164,9 @@ func (c *Calibrator) Quantile(t time.Time, cov float64) (CalibratedFigure, bool)
 		Margin: math.Exp(q), Residuals: n, Warm: warm}, true
 }
 
-// WaitDist is a lane's first-token wait distribution at an instant, for
-// the decisions (Decide): the ok waits of the hour of day over the window
-// (with neighbouring hours while there are fewer than MinWaitSamples),
-// each moved to the lane's level now: exp(P(h) + L + d) for each of their
-// prediction residuals d. So the spread is the hour's own, and a lane that
-// runs twice as slow as its profile today has its samples doubled. A zero
+// WaitDist is a lane's first-token wait distribution at an instant for the
+// decisions: exp(P(h) + L + d) for the residuals d of the hour of day's ok
+// waits (with neighbouring hours', while fewer than MinWaitSamples). A zero
 // WaitDist holds no wait.
 type WaitDist struct {
 	c     *Calibrator
@@ -217,26 +174,23 @@ type WaitDist struct {
 	base  float64 // log seconds: P(h) + L
 	hours uint32  // bit h: hour of day h's waits are in
 	n     int
-	// top is at least every residual held and total the sum of the live
-	// ones' exp: a wait past exp(base + top) counts them all.
-	top, total float64
-	waits      []float64 // WaitsOf's sorted waits, without a calibrator
+	top   float64   // at least every residual held
+	total float64   // the sum of the live ones' exp
+	waits []float64 // WaitsOf's sorted waits, without a calibrator
 }
 
-// waitResid is a residual d of a wait and exp(d), so that summing waits
-// takes no logarithm.
+// waitResid is a residual d of a wait and exp(d).
 type waitResid struct{ d, e float64 }
 
-// WaitsOf returns the distribution of the waits given (seconds): for a
-// lane the rule has no observation of, its next_queue_s alone.
+// WaitsOf returns the distribution of the waits given (seconds).
 func WaitsOf(s ...float64) WaitDist {
 	w := slices.Clone(s)
 	slices.Sort(w)
 	return WaitDist{waits: w, n: len(w)}
 }
 
-// Waits returns the wait distribution of an attempt at t (WaitDist), and
-// false when the calibrator has no observation to make it from.
+// Waits returns the wait distribution of an attempt at t, and false
+// without an observation.
 func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
 	t = later(t, c.last)
 	from := t.UnixNano() - c.window
@@ -273,8 +227,7 @@ func (c *Calibrator) Waits(t time.Time) (WaitDist, bool) {
 // N returns how many waits the distribution holds.
 func (w WaitDist) N() int { return w.n }
 
-// Within returns how many of its waits are at most s seconds, and their
-// sum.
+// Within returns how many waits are at most s seconds, and their sum.
 func (w WaitDist) Within(s float64) (int, float64) {
 	if w.c == nil {
 		k := sort.Search(len(w.waits), func(i int) bool { return w.waits[i] > s })
@@ -312,10 +265,8 @@ func (w WaitDist) Within(s float64) (int, float64) {
 	return n, math.Exp(w.base) * sum
 }
 
-// evict drops what is older than the window [t - lookback, t). Of the
-// hours of day only h, the observation's, is evicted: the others drop
-// theirs when an observation of their own comes, and until then their
-// readers skip them, so that an Add touches one hour's window, not 24.
+// evict drops what is older than the window; of the hours of day only h's
+// (the others' readers skip their stale items).
 func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
 	c.hours[h].evict(from)
@@ -381,11 +332,8 @@ func cmpProfileKey(a, b profileKey) int {
 	return cmp.Compare(a.v, b.v)
 }
 
-// orderedWindow holds the values of a time window twice: in arrival order
-// (to drop the oldest) and sorted by cmp (for order statistics). A lazy
-// window keeps the arrival order alone and sorts a copy when asked (view):
-// for a window read rarely, so that adding and dropping shift no sorted
-// values.
+// orderedWindow holds the values of a time window in arrival order and,
+// unless lazy (sorted only when asked: view), sorted by cmp.
 type orderedWindow[T any] struct {
 	cmp    func(a, b T) int
 	lazy   bool
@@ -430,10 +378,8 @@ func (w *orderedWindow[T]) stale(from int64) []windowItem[T] {
 	return live[:n]
 }
 
-// kth returns the k-th smallest value (1-based, 1 <= k <= the count) of
-// the items from from on, without changing w: the stale items' positions in
-// the sorted slice (the first free slot of each one's run of equal values)
-// are skipped.
+// kth returns the k-th smallest value (1-based) of the items from from on,
+// skipping the stale items' positions in the sorted slice.
 func (w *orderedWindow[T]) kth(from int64, k int) T {
 	stale := w.stale(from)
 	if len(stale) == 0 {

@@ -7,43 +7,23 @@ import (
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// NextGenS returns next_gen_s of a lane that decodes tokPerS (its
-// tok_per_s) for est tokens, rounded up to 0.01 s, and whether it is known:
-// a lane without decode data, or with a rate too low to ever finish, has
-// none unless est is 0. A class lists an eligible lane with samples when
-// its next_queue_s + next_gen_s is within the deadline.
+// NextGenS returns next_gen_s of a lane that decodes tokPerS for est
+// tokens, rounded up to 0.01 s, and whether it is known (est 0, or a rate
+// that ever finishes).
 func NextGenS(tokPerS float64, est int) (float64, bool) {
 	if est <= 0 {
 		return 0, true
 	}
-	// The rate a reader sees (rounded down), so that a file's next_gen_s
-	// is est_tokens / tok_per_s of that file, never less.
 	g := float64(est) / tokPerS
 	if tokPerS <= 0 || !num.Finite(g) {
-		return 0, false // no decode data, or a rate too low to ever finish
+		return 0, false
 	}
 	return ceil2(g), true
 }
 
 // Classes returns the classes of a file from its lanes' figures (as
-// History.LaneAt returns them, in p.Lanes order): what ForHour writes for
-// them under the worst-of rule. A replay that keeps the lanes' figures up
-// to date builds the policy in force without recomputing them.
-//
-// A class lists the eligible lanes with samples whose next_queue_s +
-// next_gen_s fits its deadline. Its book: the free lane is the eligible
-// free lane with the smallest next_queue_s + next_gen_s (ties: by name);
-// if no free lane is eligible, the same choice among the free lanes with
-// samples, and free_eligible is false. The paid lane is chosen the same
-// way among paid lanes. A lane without decode data (tok_per_s 0) cannot
-// be chosen. next_gen_s is the larger next_gen_s of the chosen eligible
-// lanes (of the chosen lanes if neither is eligible), so that both ledger
-// checks that use it are on the safe side. Free lanes are listed first,
-// then by name (as before the decisions: a rule max file is byte for byte
-// what it was).
-//
-// Under the calibrated rule (History.ClassesAt, ForHour) the decision
-// orders them instead (classesWith).
+// History.LaneAt returns them, in p.Lanes order) under the worst-of rule
+// (docs/policy.md#classes, #the-book).
 func Classes(p Params, lanes []Lane) []Class { return classesWith(p, lanes, nil, nil, nil) }
 
 // laneCand is a lane's figures for one class.
@@ -54,30 +34,19 @@ type laneCand struct {
 	q, g     float64
 	eligible bool
 	ok       bool // the lane has samples and a next_gen_s for the class
-	// plan is the lane's plan as the class's first lane (decisions only):
-	// free first on a free lane, straight to a paid one; has says there
-	// is one.
-	plan Plan
-	has  bool
+	plan     Plan // as the class's first lane (decisions only), when has
+	has      bool
+}
+
+// faster says whether x's q + g is below y's (ties: by name).
+func (x *laneCand) faster(y *laneCand) bool {
+	return x.q+x.g < y.q+y.g || (x.q+x.g == y.q+y.g && x.name < y.name)
 }
 
 // classesWith is Classes with the queues of some classes replaced
-// (queues[class][lane], when queues[class] is not nil, is the lane's
-// next_queue_s for that class) and, when waits is not nil, the classes'
-// decisions (Decide; the calibrated rule): waits(i) is lane i's wait
-// distribution (false: none: its next_queue_s stands in), kept in
-// *scratch when that is not nil (a replay asks for a policy per job).
-//
-// With decisions each class gets the plan its objective prefers
-// (Cutover: cutover_after_s and free_first) over every eligible or
-// probe_failed free lane (each with the book's paid lane as its
-// fallback; DecisionInput.FreeFailed), straight to the paid lane, or
-// nothing; the book's free lane is the free lane of the
-// best free-first plan (ties: next_queue_s + next_gen_s, then name); the
-// class lists the eligible lanes with samples that fit the deadline alone
-// in the order of their plans' scores (the chosen plan's first lane first;
-// ties: by name). A free-first plan may start on a free lane that does not
-// fit alone (Class.Start): its cut-over keeps the deadline.
+// (queues[class][lane], when queues[class] is not nil) and, when waits is
+// not nil, the classes' decisions (docs/policy.md#the-decision): waits(i)
+// is lane i's wait distribution, kept in *scratch when that is not nil.
 func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (WaitDist, bool), scratch *[]WaitDist) []Class {
 	var dists []WaitDist
 	if waits != nil {
@@ -131,7 +100,7 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 					if !x.ok || x.kind != kind || (eligibleOnly && !x.eligible) {
 						continue
 					}
-					if best == nil || x.q+x.g < best.q+best.g || (x.q+x.g == best.q+best.g && x.name < best.name) {
+					if best == nil || x.faster(best) {
 						best = x
 					}
 				}
@@ -177,8 +146,7 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 				in.FreeEligible, in.FreeFailed, in.FreeGenS, in.Free, in.FreeFailP = x.eligible, failed, x.g, dists[x.i], lanes[x.i].FailShare()
 				x.plan, x.has = in.FreeFirst()
 				if x.has && (bestFree == nil || Better(cs.Objective, x.plan.Score, bestFree.plan.Score) ||
-					(!Better(cs.Objective, bestFree.plan.Score, x.plan.Score) &&
-						(x.q+x.g < bestFree.q+bestFree.g || (x.q+x.g == bestFree.q+bestFree.g && x.name < bestFree.name)))) {
+					!Better(cs.Objective, bestFree.plan.Score, x.plan.Score) && x.faster(bestFree)) {
 					bestFree = x
 				}
 			}
@@ -196,21 +164,14 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 		if okF {
 			b.FreeLane, b.NextQueueS, b.FreeEligible = fl.name, fl.q, fl.eligible
 		}
-		switch {
-		case b.FreeEligible || b.PaidEligible:
-			if b.FreeEligible {
-				b.NextGenS = fl.g
-			}
-			if b.PaidEligible {
-				b.NextGenS = max(b.NextGenS, pl.g)
-			}
-		default:
-			if okF {
-				b.NextGenS = fl.g
-			}
-			if okP {
-				b.NextGenS = max(b.NextGenS, pl.g)
-			}
+		// next_gen_s: the larger of the chosen eligible lanes' (of the chosen
+		// lanes' when neither is eligible), the safe side of both checks.
+		none := !b.FreeEligible && !b.PaidEligible
+		if okF && (b.FreeEligible || none) {
+			b.NextGenS = fl.g
+		}
+		if okP && (b.PaidEligible || none) {
+			b.NextGenS = max(b.NextGenS, pl.g)
 		}
 		c.Book = b
 
@@ -251,13 +212,9 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 	return classes
 }
 
-// Start returns the lane a job of the class starts on this hour, and
-// whether it must cut over to the book's paid lane at Cutover.AfterS with
-// no first token: with a decision that is free first, the book's free
-// lane (listed or not: the cut-over keeps the deadline); with one that is
-// not, the first listed lane, or the book's eligible paid lane in place
-// of the book's free lane; without a decision, the first listed lane. ""
-// when no lane is listed and the decision is not free first.
+// Start returns the lane a job of the class starts on this hour ("" for
+// none), and whether it cuts over to the book's paid lane at
+// Cutover.AfterS without a first token.
 func (c Class) Start() (lane string, cut bool) {
 	b := c.Book
 	paid := b.PaidLane != "" && b.PaidEligible

@@ -6,10 +6,7 @@ import (
 	"github.com/lanewatch/lanewatch/internal/num"
 )
 
-// Objectives of a class (ClassSpec.Objective), what its decisions
-// optimise in order: meet the deadline at the class's coverage, then pay
-// the least, then wait the least (ObjectiveCost, the default); or the
-// deadline, then the least wait, then the least paid (ObjectiveTime).
+// Objectives of a class (docs/policy.md#the-decision).
 const (
 	ObjectiveCost = "cost"
 	ObjectiveTime = "time"
@@ -26,37 +23,27 @@ func ObjectiveOr(o string) string {
 	return ObjectiveCost
 }
 
-// CutoverGridS are the fixed cut-overs (seconds) every decision weighs
-// beside its own bounds: each fallback@T a user would pick.
+// CutoverGridS are the fixed cut-overs (seconds) every decision weighs.
 var CutoverGridS = []float64{1, 2, 3, 5, 7.5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60, 75, 90, 120, 180, 300, 600, 900, 1800, 3600}
 
-// Cutover is a class's decision for an hour: AfterS, the first-token wait
-// (seconds since the job's start) after which the free attempt is
-// abandoned for the paid lane (cutover_after_s); FreeFirst, whether the
-// job starts on the free lane at all (free_first).
+// Cutover is a class's decision for an hour: cutover_after_s and free_first.
 type Cutover struct {
 	AfterS    float64
 	FreeFirst bool
 }
 
-// Score is what a plan is expected to give a job: Met, the probability it
-// meets the deadline at the class's coverage (a paid attempt counts as
-// meeting it when its queue at that coverage and its generation fit);
-// USD, the paid USD it spends; TimeS, the seconds to its result (a missed
-// job counts its deadline).
+// Score is what a plan is expected to give a job: the probability it
+// meets the deadline, the paid USD and the seconds to its result.
 type Score struct {
 	Met, USD, TimeS float64
 }
 
-// Better says whether a is better than b under the objective:
-// lexicographic on Met (higher), then USD and TimeS (lower) in the
-// objective's order. Differences under 1e-12 are ties.
+// Better says whether a is better than b under the objective.
 func Better(objective string, a, b Score) bool {
 	return cmpScore(ObjectiveOr(objective) == ObjectiveTime, a, b) < 0
 }
 
-// cmpScore orders scores best first (see Better): -1 when a is better,
-// 1 when b is, 0 on a tie; timeFirst for ObjectiveTime.
+// cmpScore orders scores best first; differences under 1e-12 are ties.
 func cmpScore(timeFirst bool, a, b Score) int {
 	const eps = 1e-12
 	first, second := a.USD-b.USD, a.TimeS-b.TimeS
@@ -77,32 +64,21 @@ func cmpScore(timeFirst bool, a, b Score) int {
 // DecisionInput is what a class's decision reads for a free lane and the
 // paid lane in an hour.
 type DecisionInput struct {
-	DeadlineS float64
-	Objective string
-	// PaidUSD is what one paid attempt costs: est_tokens / 1000 ×
-	// paid_usd_per_1k.
-	PaidUSD float64
-	// The paid lane: its queue at the class's coverage (paid_queue_s) and
-	// the seconds it takes to generate the job's tokens.
+	DeadlineS    float64
+	Objective    string
+	PaidUSD      float64 // one paid attempt's cost
 	PaidEligible bool
 	PaidQueueS   float64
 	PaidGenS     float64
-	// The free lane: its generation time for the job's tokens
-	// (next_gen_s), the share of its probes that failed (failures /
-	// samples) and its ok waits (Calibrator.Waits; PointWait without one).
 	FreeEligible bool
 	FreeGenS     float64
 	FreeFailP    float64
 	Free         WaitDist
-	// FreeFailed: the free lane's probe failed this hour (probe_failed,
-	// not FreeEligible). It may still be tried first, its failure priced
-	// in FreeFailP, with a cut-over after which the paid attempt fits:
-	// trying it costs time, never the deadline.
-	FreeFailed bool
+	FreeFailed   bool // probe_failed this hour: tried only with a paid attempt to cut over to
 }
 
-// Plan is the decision (Cutover) with its Score, and Ships: the
-// probability that its free attempt ships (0 when it starts paid).
+// Plan is the decision with its Score and the probability its free
+// attempt ships.
 type Plan struct {
 	Cutover
 	Score
@@ -110,18 +86,8 @@ type Plan struct {
 }
 
 // Decide returns the best plan for the job under the class's objective
-// (Better; docs/policy.md, "The decision"): free first with a cut-over at
-// T (every T of CutoverGridS, the latest moment the paid attempt still
-// fits, deadline_s − paid_queue_s − paid_gen_s, and the latest a free
-// first token can ship, deadline_s − free_gen_s, no T past the latter),
-// paid first when the paid attempt fits, or nothing. A free plan ships
-// with probability (1 − fail) k / (n+1), k of its n waits at most T, and
-// otherwise cuts over at T, its paid attempt met when T + paid_queue_s +
-// paid_gen_s fits the deadline. Under ObjectiveCost the latest T that
-// fits both bounds meets the deadline as surely as any and pays no more:
-// it alone is scored. Under ObjectiveTime (and when a paid attempt costs
-// nothing) every candidate is. A figure that is not finite counts as no
-// time left.
+// (docs/policy.md#the-decision): free first with a cut-over, paid first,
+// or nothing. A figure that is not finite counts as no time left.
 func Decide(in DecisionInput) Plan {
 	best := Plan{Score: Score{TimeS: in.deadline()}} // nothing
 	if paid, ok := in.PaidFirst(); ok && Better(in.Objective, paid.Score, best.Score) {
@@ -160,10 +126,8 @@ func (in *DecisionInput) PaidFirst() (Plan, bool) {
 	return Plan{Score: Score{Met: 1, USD: in.PaidUSD, TimeS: in.PaidQueueS + in.PaidGenS}}, true
 }
 
-// FreeFirst returns the best plan that starts on the free lane (see
-// Decide), and false when there is none: the lane is neither eligible nor
-// FreeFailed with a paid attempt to cut over to, has no wait, or a first
-// token at once would still not ship in time.
+// FreeFirst returns the best plan that starts on the free lane, and false
+// when there is none.
 func (in *DecisionInput) FreeFirst() (Plan, bool) {
 	d := in.deadline()
 	useful := d - in.FreeGenS // the latest T a free plan may use
@@ -205,9 +169,8 @@ func (in *DecisionInput) FreeFirst() (Plan, bool) {
 	return best, found
 }
 
-// freePlan scores free first with a cut-over at t (0 < t <= the useful
-// bound); latest is the latest cut-over after which the paid attempt
-// fits (-Inf: none does).
+// freePlan scores free first with a cut-over at t; latest is the latest
+// cut-over after which the paid attempt fits (-Inf: none).
 func (in *DecisionInput) freePlan(t, d, latest float64) Plan {
 	n := float64(in.Free.N())
 	ok := 1 - min(max(in.FreeFailP, 0), 1)

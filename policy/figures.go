@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -15,13 +16,11 @@ import (
 // (budget.Backoff) any site's newest probe asks for (hours keyed in loc).
 func States(latest []store.Probe, loc *time.Location) []LaneState {
 	byLane := map[string]*LaneState{}
-	var order []string
 	for _, p := range latest {
 		s := byLane[p.Lane]
 		if s == nil {
 			s = &LaneState{Lane: p.Lane}
 			byLane[p.Lane] = s
-			order = append(order, p.Lane)
 		}
 		if p.Time.After(s.LastSample) {
 			s.LastSample = p.Time
@@ -30,19 +29,16 @@ func States(latest []store.Probe, loc *time.Location) []LaneState {
 			s.QuotaUntil = u
 		}
 	}
-	slices.Sort(order)
-	out := make([]LaneState, len(order))
-	for i, l := range order {
-		out[i] = *byLane[l]
+	out := make([]LaneState, 0, len(byLane))
+	for _, l := range slices.Sorted(maps.Keys(byLane)) {
+		out = append(out, *byLane[l])
 	}
 	return out
 }
 
 func stateOf(states []LaneState, lane string) LaneState {
-	for _, s := range states {
-		if s.Lane == lane {
-			return s
-		}
+	if i := slices.IndexFunc(states, func(s LaneState) bool { return s.Lane == lane }); i >= 0 {
+		return states[i]
 	}
 	return LaneState{Lane: lane}
 }
@@ -53,12 +49,26 @@ func siteList(sites map[string]bool) []string {
 	if len(sites) == 0 || (len(sites) == 1 && sites[""]) {
 		return nil
 	}
-	out := make([]string, 0, len(sites))
-	for s := range sites {
-		out = append(out, s)
+	return slices.Sorted(maps.Keys(sites))
+}
+
+// setReason sets the lane's reason (docs/policy.md#eligibility) and the
+// figures that go with it, from what the rule found.
+func (l *Lane) setReason(lh *laneHistory, state LaneState, quota, none, failed bool) {
+	switch {
+	case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
+		l.Reason = ReasonNeverSampled
+	case quota:
+		l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
+	case none:
+		l.Reason = ReasonNoRecentSample
+	case failed:
+		l.Reason = ReasonProbeFailed
+	default:
+		l.Reason = ReasonOK
 	}
-	slices.Sort(out)
-	return out
+	l.Eligible = l.Reason == ReasonOK
+	l.LastSample = wholeSecond(state.LastSample)
 }
 
 func wholeSecond(t time.Time) time.Time {

@@ -8,19 +8,8 @@ import (
 )
 
 // ForecastProbes returns 24 forecast policies for the day holding `day`
-// (in p.Location), one per wall-clock hour 00..23, from the same hour of
-// day on each of the previous p.LookbackDays days alone (basis: forecast),
-// at every site; records and probes of the day itself or later are
-// ignored. A lane is eligible when that history holds an ok probe and no
-// failed one (the calibrated rule: an ok probe, its failures priced in the
-// decisions); with no history at that hour its reason is
-// no_recent_sample; while its quota is spent (state.QuotaUntil after the
-// hour's start) it is quota_exhausted.
-//
-// Under the calibrated rule next_queue_s is the rule's day-ahead form
-// (CalibratedParams.DayAhead), never under the worst-of figure while its
-// margin is cold, and each class's decision reads the free lanes'
-// day-ahead waits of the hour.
+// (in p.Location), one per wall-clock hour, from the lookback days before
+// it alone (docs/policy.md#forecasts).
 func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, day time.Time) []File {
 	loc := store.OrUTC(p.Location)
 	d := civilOf(day.In(loc))
@@ -71,20 +60,7 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			if p.Calibrated() {
 				l.NextQueueS = calibratedQueue(cals[spec.Name], start, p.CoverageOr(), l.NextQueueS)
 			}
-			switch {
-			case (lh == nil || lh.ever == 0) && state.LastSample.IsZero():
-				l.Reason = ReasonNeverSampled
-			case state.QuotaUntil.After(start):
-				l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
-			case s.records == 0:
-				l.Reason = ReasonNoRecentSample
-			case s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()):
-				l.Reason = ReasonProbeFailed
-			default:
-				l.Reason = ReasonOK
-			}
-			l.Eligible = l.Reason == ReasonOK
-			l.LastSample = wholeSecond(state.LastSample)
+			l.setReason(lh, state, state.QuotaUntil.After(start), s.records == 0, s.samples-s.failures < 1 || (s.failures > 0 && !p.Calibrated()))
 			f.Records += s.records
 			f.Lanes = append(f.Lanes, l)
 		}

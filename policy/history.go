@@ -8,11 +8,9 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// History indexes hourly records by lane, hour and site, so that a lane's
-// figures for any hour are a few lookups away. Add replaces the record of
-// the same lane, site and hour. It is what ForHour builds from its input,
-// and what a replay of the past (policygen backtest) keeps up to date one
-// probe at a time. A History is not safe for concurrent use.
+// History indexes hourly records by lane, hour and site, for ForHour and
+// for a replay (policygen backtest) that keeps it up to date. It is not
+// safe for concurrent use.
 type History struct {
 	loc     *time.Location
 	lanes   map[string]*laneHistory
@@ -29,25 +27,18 @@ type lookKey struct {
 
 // laneHistory is one lane's records and what its figures keep of them.
 type laneHistory struct {
-	byHour map[int64][]rec       // hour start (Unix s) → one record per site
-	ever   int                   // records with samples
-	looks  map[memoKey]*lookMemo // LaneAt's lookback figures
-	// lastMemo is at least the latest hour of looks (Unix s)
-	lastMemo int64
-	// The hour of the newest Add and its records, where a replay reads
-	// its basis from.
-	lastKey  int64
-	lastRecs []rec
-	// The calibrated rule's observations (AddProbe), in time order, and its
-	// calibrators, one per lookback; obsBase counts the observations
-	// dropped from the front of obs since the calibrators started.
-	obs     []obsEntry
-	obsBase int
-	cals    []laneCal
+	byHour   map[int64][]rec       // hour start (Unix s) → one record per site
+	ever     int                   // records with samples
+	looks    map[memoKey]*lookMemo // LaneAt's lookback figures
+	lastMemo int64                 // at least the latest hour of looks
+	lastKey  int64                 // the hour of the newest Add
+	lastRecs []rec                 // and its records
+	obs      []obsEntry            // AddProbe's, in time order
+	obsBase  int                   // observations dropped from obs's front
+	cals     []laneCal             // one per lookback
 }
 
-// rec is what the rules read of a store.Hourly: 64 bytes, so that a lane's
-// records of a week stay close in memory.
+// rec is what the rules read of a store.Hourly, in 64 bytes.
 type rec struct {
 	Site                                    string
 	At                                      int64 // the hour's start, Unix s
@@ -64,11 +55,7 @@ func (lh *laneHistory) hour(k int64) []rec {
 }
 
 // lookMemo is the lookback part of a lane's figures for one hour and
-// lookback (memoKey): the same wall-clock hour on each of the previous
-// days' records with samples, and the newest of them (Unix s; MinInt64:
-// none). Add drops it when a record of an earlier hour changes. A replay
-// asks for the same lane and hour after every probe of that hour, and the
-// lookback records are the bulk of the work.
+// lookback, and the newest record's hour (MinInt64: none).
 type lookMemo struct {
 	stat   stat
 	newest int64
@@ -84,11 +71,8 @@ func NewHistory(loc *time.Location) *History {
 	return &History{loc: store.OrUTC(loc), lanes: map[string]*laneHistory{}, keys: map[lookKey][]int64{}}
 }
 
-// HourHistory is the History that ForHourProbes makes for the live policy
-// of the hour holding `hour` before its probes: the records of recs before
-// the hour's end. Adding to it, with AddProbe in time order, the probes
-// before that end, then asking x.ForHour(p, states, hour), gives what
-// ForHourProbes gives, without a slice of every probe (a streamed read).
+// HourHistory is the History of recs before the end of the hour holding
+// `hour`: with AddProbe and x.ForHour, ForHourProbes on a streamed read.
 func HourHistory(p Params, recs []store.Hourly, hour time.Time) *History {
 	loc := store.OrUTC(p.Location)
 	end := store.HourStart(hour, loc).Add(time.Hour)
@@ -136,13 +120,9 @@ func (x *History) Add(r store.Hourly) {
 	lh.lastKey, lh.lastRecs = k, lh.byHour[k]
 }
 
-// Drop removes the records of hours that start before `before`, so that
-// a History kept up to date over a long replay holds only the days its
-// policies can still read. The lanes' figures from then on are as if the
-// dropped records had never been added, but for a calibrated lookback
-// already asked for before the Drop: its calibrator keeps what it learned
-// from the dropped probes. Drop only hours older than every lookback (as
-// the backtest does), and that difference never shows.
+// Drop removes the records and probes of hours before `before`; a
+// calibrator already made keeps what it learned, so drop only hours older
+// than every lookback.
 func (x *History) Drop(before time.Time) {
 	cut := before.Unix()
 	for _, lh := range x.lanes {
@@ -167,9 +147,7 @@ func (x *History) Drop(before time.Time) {
 	}
 }
 
-// lookback returns the lane's lookback figures for hour h over days days,
-// from the memo when it holds them (a few hours: a replay asks for two in
-// turn, under each lookback it sweeps).
+// lookback returns the lane's lookback figures for hour h over days days.
 func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 	k := memoKey{h.Unix(), days}
 	if m := lh.looks[k]; m != nil {
@@ -194,9 +172,7 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 	return m
 }
 
-// lookbackHours returns the starts (Unix s) of wall-clock hour hh on each
-// of the days days before date d (see the package function), from the
-// cache every lane of a policy shares.
+// lookbackHours is the package's lookbackHours, cached for every lane.
 func (x *History) lookbackHours(d civil, hh, days int) []int64 {
 	k := lookKey{d, hh, days}
 	if ks, ok := x.keys[k]; ok {

@@ -9,10 +9,8 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// ProbeObs turns a probe into an observation of the calibrated rule: its
-// queue_s, censored when the probe failed (the wait is a lower bound: a
-// timeout is the wait it was cut at). A 429 is no queue draw, and a failure
-// without a wait says nothing of the queue: both give false.
+// ProbeObs turns a probe into an observation of the calibrated rule,
+// censored when it failed; false for a 429 or a failure without a wait.
 func ProbeObs(p store.Probe) (QueueObs, bool) {
 	if !num.Finite(p.QueueS) || p.QueueS < 0 {
 		return QueueObs{}, false
@@ -23,11 +21,9 @@ func ProbeObs(p store.Probe) (QueueObs, bool) {
 	return QueueObs{Time: p.Time, Value: p.QueueS, Censored: !p.OK}, true
 }
 
-// probeFailed says whether p counts in a lane's failure chain (failChain)
-// and whether it failed: an ok probe, or a failure of the lane (a 429
-// that is not busy, an error, a timeout); not a busy 429 (no failure, as
-// in an hour's record), nor a reservation, a cancelled or an unsent probe
-// (not the lane's doing).
+// probeFailed says whether p counts in a lane's failure chain and whether
+// it failed; a busy 429, a reservation, a cancelled or unsent probe do not
+// count.
 func probeFailed(p store.Probe) (failed, counts bool) {
 	switch {
 	case p.OK:
@@ -38,11 +34,9 @@ func probeFailed(p store.Probe) (failed, counts bool) {
 	return true, true
 }
 
-// obsEntry is one probe of a lane as the calibrated rule keeps it: its
-// observation of the queue (when queue), its place in the failure chain
-// (state: 0 none, 1 ok, 2 failed) and the chain's pairs of consecutive
-// probes up to it, cum[previous failed][this failed], counted from the
-// first entry kept.
+// obsEntry is one probe as the calibrated rule keeps it: its observation
+// (when queue), its chain state (0 none, 1 ok, 2 failed) and the chain's
+// pairs up to it, cum[previous failed][this failed].
 type obsEntry struct {
 	QueueObs
 	queue bool
@@ -50,20 +44,16 @@ type obsEntry struct {
 	cum   [2][2]int32
 }
 
-// laneCal is a calibrator of one lane for one lookback, fed the lane's
-// entries up to fed (a count from the first one ever added).
+// laneCal is a lane's calibrator for one lookback, fed fed entries.
 type laneCal struct {
 	days int
 	cal  *Calibrator
 	fed  int
 }
 
-// AddProbe adds a probe for the calibrated rule: its observation of the
-// queue (ProbeObs) and its place in the lane's failure chain
-// (probeFailed); a probe that is neither is ignored. Probes come in time
-// order; an earlier one is put in its place and the lane's calibrators
-// start over. The calibrated rule reads these; the worst-of rule reads the
-// hourly records alone.
+// AddProbe adds a probe for the calibrated rule (ProbeObs, probeFailed).
+// An earlier probe than the last is put in its place and the lane's
+// calibrators start over.
 func (x *History) AddProbe(p store.Probe) {
 	o, queue := ProbeObs(p)
 	failed, counts := probeFailed(p)
@@ -109,13 +99,9 @@ func (x *History) AddProbe(p store.Probe) {
 	}
 }
 
-// failChance returns the chance the decisions give the lane's next attempt
-// of failing, from its failure chain over the lookback of days (<= 0: the
-// calibrated rule's default) before its newest probe that counts: of the
-// probes that followed one like it (failed, or ok), the share that failed,
-// (failed + 1) / (followed + 2), so that a lane with few failures, or a
-// first failure, is never taken to fail never or always. False when no
-// probe counts.
+// failChance returns (failed + 1) / (followed + 2) over the probes of the
+// lookback that followed one like the lane's newest; false when no probe
+// counts.
 func (x *History) failChance(lh *laneHistory, days int) (float64, bool) {
 	if lh == nil {
 		return 0, false
@@ -165,49 +151,34 @@ func (lh *laneHistory) dropObs(cut int64) {
 }
 
 // calibrator returns the lane's calibrator over a lookback of days (<= 0:
-// the rule's default), fed every observation added; nil when the lane has
-// none.
+// the rule's default), fed every entry added; nil without an observation.
 func (x *History) calibrator(lh *laneHistory, days int) *Calibrator {
-	if c := x.laneCal(lh, days); c != nil && c.cal.seen {
-		return c.cal
-	}
-	return nil
-}
-
-// laneCal returns the lane's calibrator over a lookback of days (<= 0: the
-// rule's default), fed every entry added; nil when the lane has none.
-func (x *History) laneCal(lh *laneHistory, days int) *laneCal {
 	if lh == nil || len(lh.obs) == 0 {
 		return nil
 	}
 	if days <= 0 {
 		days = DefaultCalibratedLookbackDays
 	}
-	var c *laneCal
-	for i := range lh.cals {
-		if lh.cals[i].days == days {
-			c = &lh.cals[i]
-			break
-		}
-	}
-	if c == nil {
+	i := slices.IndexFunc(lh.cals, func(c laneCal) bool { return c.days == days })
+	if i < 0 {
+		i = len(lh.cals)
 		lh.cals = append(lh.cals, laneCal{days: days, cal: NewCalibrator(CalibratedParams{LookbackDays: days, Location: x.loc}), fed: lh.obsBase})
-		c = &lh.cals[len(lh.cals)-1]
 	}
+	c := &lh.cals[i]
 	for i := max(c.fed-lh.obsBase, 0); i < len(lh.obs); i++ {
 		if e := &lh.obs[i]; e.queue {
 			_ = c.cal.Add(e.QueueObs) // in time order: AddProbe keeps them so
 		}
 	}
 	c.fed = lh.obsBase + len(lh.obs)
-	return c
+	if !c.cal.seen {
+		return nil
+	}
+	return c.cal
 }
 
-// calibratedQueue is next_queue_s under the calibrated rule: c's figure
-// at coverage cov for an attempt at t (moved to c's newest observation
-// when that is later), never under worst, the worst-of figure, while its
-// margin is cold (too few residuals for the quantile); worst alone without
-// an observation. Rounded up to 0.01 s, capped at MaxSeconds.
+// calibratedQueue is next_queue_s under the calibrated rule: c's figure at
+// cov, never under worst while its margin is cold; worst without c.
 func calibratedQueue(c *Calibrator, t time.Time, cov, worst float64) float64 {
 	q := worst
 	if c != nil && c.seen {
@@ -228,12 +199,8 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// classesAt returns the classes of a file from its lanes' figures at
-// instant t: under the calibrated rule a class with its own coverage reads
-// each lane's next_queue_s from its calibrator (cal(i); worst(i) is the
-// lane's worst-of figure, the floor while the rule is cold), and each
-// class gets its decision from the free lanes' wait distributions at t
-// (Waits, classesWith); otherwise Classes.
+// classesAt returns the classes of a file from its lanes' figures at t;
+// under the calibrated rule with each class's coverage and decision.
 func classesAt(p Params, lanes []Lane, t time.Time, cal func(i int) *Calibrator, worst func(i int) float64, scratch *[]WaitDist) []Class {
 	if !p.Calibrated() {
 		return Classes(p, lanes)
@@ -260,11 +227,7 @@ func classesAt(p Params, lanes []Lane, t time.Time, cal func(i int) *Calibrator,
 	return cs
 }
 
-// ClassesAt is Classes for a replay that keeps x up to date: the classes of
-// the live policy at instant t from the lanes' figures (as LaneAt returns
-// them at t, in p.Lanes order). Under the calibrated rule a class with its
-// own coverage reads each lane's next_queue_s at it; otherwise it is
-// Classes.
+// ClassesAt is Classes for a replay that keeps x up to date, at t.
 func (x *History) ClassesAt(p Params, lanes []Lane, t time.Time) []Class {
 	h := store.HourStart(t, x.loc)
 	return classesAt(p, lanes, t, x.calOf(p, lanes), func(i int) float64 {

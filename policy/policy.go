@@ -35,10 +35,7 @@ const (
 // Reasons lists every reason in a stable order.
 var Reasons = []string{ReasonOK, ReasonProbeFailed, ReasonNoRecentSample, ReasonNeverSampled, ReasonQuotaExhausted}
 
-// Rules of next_queue_s (Params.Rule): the worst queue over the records
-// of the lookback (RuleMax, "" too), or the wait the next attempt stays
-// under with probability Params.Coverage, learnt from the lane's probes
-// (RuleCalibrated, Calibrator).
+// Rules of next_queue_s (Params.Rule; docs/policy.md).
 const (
 	RuleMax         = "max"
 	RuleCalibrated  = "calibrated"
@@ -54,19 +51,16 @@ const (
 	KindPaid = "paid"
 )
 
-// LaneState is what a lane's newest probes say, as of the policy's hour:
-// the start of the newest probe known before the end of the hour
-// (forecast: before the day), and when its quota comes back after a 429 or
-// a response that said no requests remain (zero: none, not exhausted).
+// LaneState is what a lane's newest probes say as of the policy's hour:
+// its newest probe's start, and when its quota comes back (zero: not
+// exhausted).
 type LaneState struct {
 	Lane                   string
 	LastSample, QuotaUntil time.Time
 }
 
 // LaneSpec is a configured lane. BasisHours is how many hours before the
-// policy's hour a basis record may be: 1 (the default, also for values < 1)
-// means the hour itself or the hour before; a lane probed less than hourly
-// (a probe budget) gets its probe interval plus an hour.
+// policy's hour a basis record may be (< 1: 1).
 type LaneSpec struct {
 	Name       string
 	Kind       string // free | paid
@@ -91,8 +85,7 @@ type Params struct {
 	Lanes        []LaneSpec     // lanes in the file, in this order
 	Classes      []ClassSpec    // classes in the file, in this order
 	// Rule is RuleMax ("" too) or RuleCalibrated; Coverage is the
-	// calibrated rule's (0 < c < 1; anything else: DefaultCoverage), which
-	// reads LookbackDays <= 0 as its default, 14.
+	// calibrated rule's (0 < c < 1; anything else: DefaultCoverage).
 	Rule     string
 	Coverage float64
 }
@@ -100,8 +93,7 @@ type Params struct {
 // Calibrated says whether the params select the calibrated rule.
 func (p Params) Calibrated() bool { return p.Rule == RuleCalibrated }
 
-// CoverageOr returns the calibrated rule's coverage: p.Coverage when it is
-// one (0 < c < 1), else DefaultCoverage.
+// CoverageOr returns p.Coverage when it is one, else DefaultCoverage.
 func (p Params) CoverageOr() float64 {
 	if CheckCoverage(p.Coverage) == nil {
 		return p.Coverage
@@ -109,8 +101,7 @@ func (p Params) CoverageOr() float64 {
 	return DefaultCoverage
 }
 
-// ClassCoverage returns the coverage class c reads the lanes at: its own
-// when it has one, else the policy's.
+// ClassCoverage returns c's own coverage when it has one, else the policy's.
 func (p Params) ClassCoverage(c ClassSpec) float64 {
 	if CheckCoverage(c.Coverage) == nil {
 		return c.Coverage
@@ -123,9 +114,7 @@ type File struct {
 	Hour     string // "2026-11-30T14", wall clock in Timezone
 	Timezone string
 	Basis    string // live | forecast
-	// Rule is RuleCalibrated with the Coverage it aims at, or "" for
-	// RuleMax, whose files carry neither key.
-	Rule     string
+	Rule     string // RuleCalibrated, or "" for RuleMax (no rule or coverage key)
 	Coverage float64
 	Sites    []string // of the records the figures come from; none when untagged
 	Lanes    []Lane
@@ -133,10 +122,7 @@ type File struct {
 	Records  int // hourly records the figures come from (the header comment)
 }
 
-// Lane is a lane's figures for the hour (docs/policy.md): NextQueueS at
-// the rule's, TokPerS the lowest decode rate (0: none), Samples and
-// Failures summed over the records behind them, LastSample the newest
-// probe known, Until when a quota_exhausted lane's quota comes back.
+// Lane is a lane's figures for the hour (docs/policy.md).
 type Lane struct {
 	Name       string
 	Kind       string
@@ -149,18 +135,13 @@ type Lane struct {
 	LastSample time.Time
 	Until      time.Time
 
-	worst float64 // laneAt's worst-of figure, for classes at other coverages; 0 outside
-	// failP is the chance the lane's next attempt fails, from its failure
-	// chain (the calibrated rule's live figures; chained says there is one).
-	failP   float64
+	worst   float64 // laneAt's worst-of figure, for classes at other coverages; 0 outside
+	failP   float64 // the failure chain's chance the next attempt fails, when chained
 	chained bool
 }
 
 // FailShare returns the chance the decisions give the lane's next attempt
-// of failing (DecisionInput.FreeFailP): under the calibrated rule its
-// failure chain's, (failed + 1) / (followed + 2) over the probes that
-// followed one like its newest; otherwise (a forecast, a lane without
-// probes) failures over samples.
+// of failing: its failure chain's (failChance), else failures over samples.
 func (l Lane) FailShare() float64 {
 	if l.chained {
 		return l.failP
@@ -171,10 +152,8 @@ func (l Lane) FailShare() float64 {
 	return 0
 }
 
-// Class is a job class for the hour: the lanes a job of it can start on,
-// in the order to try them (classesWith), and the ledger policy the class
-// gets. Coverage, Objective and Cutover (its decision, Decide) are the
-// calibrated rule's: 0, "" and nil otherwise.
+// Class is a job class for the hour: the lanes to try, in order, and its
+// ledger policy. Coverage, Objective and Cutover are the calibrated rule's.
 type Class struct {
 	Name          string
 	DeadlineS     float64
@@ -189,10 +168,8 @@ type Class struct {
 
 // Class returns the class with the given name.
 func (f File) Class(name string) (Class, bool) {
-	for _, c := range f.Classes {
-		if c.Name == name {
-			return c, true
-		}
+	if i := slices.IndexFunc(f.Classes, func(c Class) bool { return c.Name == name }); i >= 0 {
+		return f.Classes[i], true
 	}
 	return Class{}, false
 }
@@ -214,26 +191,20 @@ func (f File) NamedClass(name string) (Class, error) {
 	return Class{}, fmt.Errorf("class %q: not in the policy file for %s (classes: %s)", name, f.Hour, strings.Join(names, ", "))
 }
 
-// Book returns the ledger policy of the named class, ready for the package
-// function Book.
+// Book returns the ledger policy of the named class.
 func (f File) Book(class string) (BookPolicy, error) {
 	c, err := f.NamedClass(class)
 	return c.Book, err
 }
 
 // ForHour returns the live policy for the hour holding `hour` (in
-// p.Location) as of the instant `hour`, from the records and lane states
-// given. Records from after that hour are ignored, so a past hour gives the
-// same file whatever came later, and a record with Samples <= 0 counts as
-// no record. See LaneAt for the rules.
+// p.Location) as of the instant `hour`; later records are ignored.
 func ForHour(p Params, recs []store.Hourly, states []LaneState, hour time.Time) File {
 	return ForHourProbes(p, recs, nil, states, hour)
 }
 
-// ForHourProbes is ForHour with the lanes' probes, which the calibrated rule
-// (p.Rule) learns from: those before the end of the hour count, the rest
-// are ignored; the worst-of rule ignores them all. The lane figures of the
-// calibrated rule are as of the newest probe of the hour (or its start).
+// ForHourProbes is ForHour with the lanes' probes before the hour's end,
+// which the calibrated rule learns from.
 func ForHourProbes(p Params, recs []store.Hourly, probes []store.Probe, states []LaneState, hour time.Time) File {
 	x := HourHistory(p, recs, hour)
 	end := store.HourStart(hour, x.loc).Add(time.Hour)
@@ -285,37 +256,17 @@ func (x *History) ForHour(p Params, states []LaneState, hour time.Time) File {
 }
 
 // LaneAt returns one lane's figures for the live policy of the hour holding
-// `hour`, from the records added to x (which must hold no later hour).
-//
-// The basis of a lane at one site is its newest record no more than
-// spec.BasisHours hours before the hour H (by default: H itself, or H-1
-// when H has no samples yet). The lane is:
-//   - never_sampled when it has no record and no probe (state.LastSample) at all;
-//   - quota_exhausted, with Until, while its quota is spent (state.QuotaUntil
-//     after the start of H and after the instant `hour`: a back-off that
-//     ended by then no longer counts, docs/policy.md#a-short-429);
-//   - no_recent_sample when no site has a basis record;
-//   - probe_failed when any site's basis holds a failed probe or no ok one;
-//   - eligible (ok) otherwise.
-//
-// Its figures come from every site's basis record and the records of the
-// same wall-clock hour on each of the previous p.LookbackDays days (a day
-// a DST change skipped adds none, one that repeated it both). Under the
-// calibrated rule next_queue_s is the rule's figure at the instant `hour`
-// (or the lane's newest probe, when later), never under the worst queue
-// of its basis records (the seed's rule: keep the worst sample of the hour
-// you run).
+// `hour`, from the records added to x (which must hold no later hour). The
+// basis, reasons and figures are docs/policy.md's.
 func (x *History) LaneAt(p Params, spec LaneSpec, state LaneState, hour time.Time) Lane {
 	l, _ := x.laneAt(p, spec, state, hour, store.HourStart(hour, x.loc), hour, nil)
 	l.worst = 0
 	return l
 }
 
-// laneAt is LaneAt at instant t of the hour starting at h, with the number
-// of records the figures come from; it adds the sites of those records to
-// sites when that is not nil. The lane's worst holds the worst-of figure.
-// now is the instant of the answer: a back-off (state.QuotaUntil) that
-// ended by then no longer makes the lane quota_exhausted.
+// laneAt is LaneAt at instant t of the hour starting at h, answered at now,
+// with the number of records behind it; it adds their sites to sites when
+// that is not nil.
 func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now time.Time, sites map[string]bool) (Lane, int) {
 	lh := x.lanes[spec.Name]
 	lt := h.In(x.loc)
@@ -342,8 +293,7 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	}
 	looked := false
 	if lh != nil && sites == nil {
-		// The memo holds no basis record as long as every basis hour is
-		// newer than its newest record; else the records are walked.
+		// The memo holds no basis record when every basis hour is newer.
 		m := x.lookback(lh, p.LookbackDays, h)
 		if looked = m.newest < h.Add(-time.Duration(max(spec.BasisHours, 1))*time.Hour).Unix(); looked {
 			s.merge(&m.stat)
@@ -352,16 +302,10 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 	if lh != nil && !looked {
 		for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), p.LookbackDays) {
 			rs := lh.byHour[u]
-		recs:
 			for i := range rs {
 				r := &rs[i]
-				if r.Samples <= 0 {
-					continue
-				}
-				for _, b := range bases {
-					if b.Site == r.Site && b.At == r.At {
-						continue recs // a basis record of the same hour already counted
-					}
+				if r.Samples <= 0 || slices.ContainsFunc(bases, func(b *rec) bool { return b.Site == r.Site && b.At == r.At }) {
+					continue // none, or a basis record already counted
 				}
 				s.add(r)
 				if sites != nil {
@@ -379,32 +323,14 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 			l.NextQueueS = max(l.NextQueueS, min(ceil2(b.WorstQueueS), MaxSeconds))
 		}
 	}
-	ever := lh != nil && lh.ever > 0 || !state.LastSample.IsZero()
-	switch {
-	case !ever:
-		l.Reason = ReasonNeverSampled
-	case state.QuotaUntil.After(h) && state.QuotaUntil.After(now):
-		l.Reason, l.Until = ReasonQuotaExhausted, state.QuotaUntil.UTC().Truncate(time.Second)
-	case len(bases) == 0:
-		l.Reason = ReasonNoRecentSample
-	default:
-		// The seed's rule: a failed probe in a basis record bans the lane;
-		// under the calibrated rule only in the hour's own record (or one
-		// without an ok probe), an earlier hour's failure being priced.
-		l.Reason = ReasonOK
-		for _, b := range bases {
-			if b.Samples-b.Failures < 1 || b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix()) {
-				l.Reason = ReasonProbeFailed
-			}
-		}
-	}
-	l.Eligible = l.Reason == ReasonOK
-	l.LastSample = wholeSecond(state.LastSample)
+	failed := slices.ContainsFunc(bases, func(b *rec) bool {
+		return b.Samples-b.Failures < 1 || b.Failures > 0 && (!p.Calibrated() || b.At == h.Unix())
+	})
+	l.setReason(lh, state, state.QuotaUntil.After(h) && state.QuotaUntil.After(now), len(bases) == 0, failed)
 	return l, s.records
 }
 
-// MaxBasisHours is how many hours before a policy's hour its lanes' basis
-// records may be: the largest LaneSpec.BasisHours, at least 1.
+// MaxBasisHours is the largest LaneSpec.BasisHours, at least 1.
 func (p Params) MaxBasisHours() int {
 	b := 1
 	for _, l := range p.Lanes {
@@ -414,11 +340,8 @@ func (p Params) MaxBasisHours() int {
 }
 
 // ReadHours returns the starts of the hours whose records the live policy
-// of the hour holding h reads (see History.LaneAt): that hour and the
-// MaxBasisHours before it, oldest first, and the same wall-clock hour on
-// each of the LookbackDays days before (none on a day a DST change skipped
-// it, two on a day that repeated it). A store read for a policy fetches
-// these hours and no others.
+// of the hour holding h reads: that hour and the MaxBasisHours before it,
+// oldest first, and the same wall-clock hour of each lookback day.
 func (p Params) ReadHours(h time.Time) (basis, lookback []time.Time) {
 	loc := store.OrUTC(p.Location)
 	h = store.HourStart(h, loc)

@@ -18,10 +18,8 @@ type anthropicMsg struct {
 	} `json:"usage"`
 }
 
-// anthropicEvent reads a Messages stream event. message_stop ends the
-// stream; message_delta with a stop_reason lets a clean close count as an
-// end too. ping, message_start, content_block_start/stop and event types
-// added later are ignored.
+// anthropicEvent reads a Messages stream event; message_stop ends the
+// stream, a stop_reason lets a clean close count as an end.
 func anthropicEvent(ev Event, tl *tally) error {
 	if ev.Type == "error" {
 		return errorEvent(ev.Data)

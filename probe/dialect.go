@@ -19,10 +19,8 @@ type tally struct {
 	finished bool // the model reported a stop reason
 }
 
-// tokens returns the token count and where it came from. The server's usage
-// is trusted only within [0, maxTokens]: the request allowed no more, and a
-// lane reporting more would inflate its tok/s until it fit any deadline. A
-// count out of range gives way to the counted deltas.
+// tokens returns the token count and where it came from: the server's
+// usage within [0, maxTokens], else the counted deltas.
 func (tl tally) tokens(maxTokens int) (int, TokensSource) {
 	if tl.hasUsage && tl.usage >= 0 && tl.usage <= maxTokens {
 		return tl.usage, TokensUsage
@@ -37,13 +35,15 @@ type decoder func(ev Event, tl *tally) error
 // chatRequest is the body both APIs take: stream_options (OpenAI's) only
 // with include_usage.
 type chatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	MaxTokens     int           `json:"max_tokens"`
-	Stream        bool          `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options,omitempty"`
+	Model         string         `json:"model"`
+	Messages      []chatMessage  `json:"messages"`
+	MaxTokens     int            `json:"max_tokens"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type chatMessage struct {
@@ -52,10 +52,8 @@ type chatMessage struct {
 }
 
 // newRequest builds the lane's streaming POST and picks the decoder of its
-// stream: POST {base_url}/chat/completions (OpenAI), {base_url}/v1/messages
-// (Anthropic; /messages after a base_url that ends in /v1, as an
-// OpenAI-compatible one does: https://api.anthropic.com and
-// https://api.anthropic.com/v1 both post to .../v1/messages).
+// stream: {base_url}/chat/completions (OpenAI), {base_url}/v1/messages
+// (Anthropic; /messages after a base_url ending in /v1).
 func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
 	body := chatRequest{Model: t.Model, Messages: []chatMessage{{Role: "user", Content: t.Prompt}}, MaxTokens: t.MaxTokens, Stream: true}
 	var path string
@@ -64,9 +62,7 @@ func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
 	case OpenAI:
 		path, dec = "/chat/completions", openaiEvent
 		if t.IncludeUsage {
-			body.StreamOptions = &struct {
-				IncludeUsage bool `json:"include_usage"`
-			}{true}
+			body.StreamOptions = &streamOptions{true}
 		}
 	case Anthropic:
 		path, dec = "/v1/messages", anthropicEvent
@@ -160,9 +156,8 @@ func errorType(data []byte) string {
 	return ""
 }
 
-// knownErrorTypes are the error types and codes the OpenAI and Anthropic APIs
-// document. Only these reach a Detail: a server's own string could echo the
-// prompt or the generated text, however short and token-like it looks.
+// knownErrorTypes are the documented error types and codes, the only ones
+// that reach a Detail (a server's own string could echo the prompt).
 var knownErrorTypes = map[string]bool{
 	"invalid_request_error": true, "authentication_error": true, "permission_error": true,
 	"not_found_error": true, "rate_limit_error": true, "api_error": true,

@@ -22,9 +22,8 @@ import (
 const errBodyPeek = 8 << 10
 
 // newTransport returns a transport for one probe: no shared connections, no
-// transparent compression (a gzip stream is decoded by the probe itself),
-// HTTP/2 offered over TLS. mark is called just before each write to the
-// connection, so the probe knows when the request's bytes went out.
+// transparent compression, HTTP/2 offered over TLS; mark is called just
+// before each write to the connection.
 func newTransport(scheme string, mark func(time.Time)) *http.Transport {
 	dialer := &net.Dialer{KeepAlive: -1} // the probe is short and bounded
 	return &http.Transport{
@@ -54,9 +53,7 @@ func (c *markConn) Write(p []byte) (int, error) {
 }
 
 // noRedirects stops the client at the first redirect, whose response the
-// probe then reports: the lane has got its one request, which the budget
-// booked, and following would post the body again (a 307 or 308) or carry
-// the key to another host.
+// probe reports: following would post again or carry the key elsewhere.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // sendError classifies a failed client.Do.
@@ -76,10 +73,7 @@ func (r *run) sendError(ctx context.Context, err error) error {
 var versionSegment = regexp.MustCompile(`^v[0-9]+[a-z0-9]*$`)
 
 // missingVersion is the hint a 404 of an OpenAI-dialect lane gets when its
-// base_url has no version segment: the probe posts to base_url +
-// /chat/completions, as the OpenAI SDKs do, and most servers serve
-// /v1/chat/completions (https://api.openai.com/v1, http://127.0.0.1:11434/v1).
-// An anthropic base_url works with or without /v1 and needs none.
+// base_url has no version segment (most servers serve /v1/chat/completions).
 func (r *run) missingVersion(code int) string {
 	if code != http.StatusNotFound || r.t.API != OpenAI {
 		return ""
@@ -98,11 +92,8 @@ func (r *run) missingVersion(code int) string {
 	return fmt.Sprintf("; no /v1 in base_url: try %s", redact.URL(u.String()))
 }
 
-// redirect names where a 3xx response pointed, for a Detail: "; redirect to
-// URL", the Location resolved against the request and without credentials,
-// query or fragment (redact.URL). A Location holding a word of the prompt
-// is withheld, since a server could echo the prompt there (as in an error
-// type); the key is scrubbed from every Detail.
+// redirect names where a 3xx response pointed, for a Detail, redacted; a
+// Location holding a word of the prompt is withheld.
 func (r *run) redirect(resp *http.Response) string {
 	if resp.StatusCode < 300 || resp.StatusCode > 399 {
 		return ""
@@ -128,8 +119,7 @@ func (r *run) redirect(resp *http.Response) string {
 	return "; redirect to " + u
 }
 
-// minPromptWord is the shortest word of the prompt that withholds a
-// Location holding it: shorter ones (ok, with, the) turn up in any path.
+// minPromptWord is the shortest prompt word that withholds a Location.
 const minPromptWord = 6
 
 // checkResponse sorts out non-stream responses and returns the body to read

@@ -39,11 +39,9 @@ func orDefault[T int | int64 | time.Duration](v *T, def T) {
 	}
 }
 
-// Run sends one streamed request to the lane and measures it. It never
-// retries. The Sample is always filled; the error is nil iff the Outcome is
-// OK, and otherwise an *Error. The whole probe is bounded by t.Timeout
-// (DefaultTimeout if zero) and by ctx. Each probe dials a fresh connection,
-// so ConnectS always measures a connect.
+// Run sends one streamed request to the lane on a fresh connection and
+// measures it, within t.Timeout and ctx. The Sample is always filled; the
+// error is nil iff the Outcome is OK, and otherwise an *Error.
 func Run(ctx context.Context, t Target) (Sample, error) {
 	t = t.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
@@ -111,29 +109,25 @@ func (r *run) markWrite(now time.Time) {
 // trace records the connection's phases. Only the first DNS lookup, dial
 // and handshake count (a dual-stack dial may try a second address).
 func (r *run) trace() *httptrace.ClientTrace {
-	stamp := func(at func(ct *connTrace) *time.Time) {
+	stamp := func(t *time.Time) { // a field of r.ct
 		now := time.Now()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if t := at(&r.ct); t.IsZero() {
+		if t.IsZero() {
 			*t = now
 		}
 	}
 	return &httptrace.ClientTrace{
-		DNSStart: func(httptrace.DNSStartInfo) { stamp(func(ct *connTrace) *time.Time { return &ct.dnsStart }) },
-		DNSDone:  func(httptrace.DNSDoneInfo) { stamp(func(ct *connTrace) *time.Time { return &ct.dnsDone }) },
-		ConnectStart: func(_, _ string) {
-			stamp(func(ct *connTrace) *time.Time { return &ct.connectStart })
-		},
+		DNSStart:     func(httptrace.DNSStartInfo) { stamp(&r.ct.dnsStart) },
+		DNSDone:      func(httptrace.DNSDoneInfo) { stamp(&r.ct.dnsDone) },
+		ConnectStart: func(_, _ string) { stamp(&r.ct.connectStart) },
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil {
-				stamp(func(ct *connTrace) *time.Time { return &ct.connected })
+				stamp(&r.ct.connected)
 			}
 		},
-		TLSHandshakeStart: func() { stamp(func(ct *connTrace) *time.Time { return &ct.tlsStart }) },
-		TLSHandshakeDone: func(tls.ConnectionState, error) {
-			stamp(func(ct *connTrace) *time.Time { return &ct.tlsDone })
-		},
+		TLSHandshakeStart: func() { stamp(&r.ct.tlsStart) },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { stamp(&r.ct.tlsDone) },
 		GotConn: func(info httptrace.GotConnInfo) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -148,12 +142,8 @@ func (r *run) trace() *httptrace.ClientTrace {
 			if info.Err != nil {
 				return
 			}
-			// The server can read the request only once its last write
-			// began: stamping the start of that write, not this callback,
-			// keeps a callback delayed after the write from starting the
-			// queue after the server already began it. (Over HTTP/2 a
-			// control frame written in between moves the stamp later, but
-			// never past this callback.)
+			// The start of the last write, not this callback, which may
+			// come late: the server may read the request from then on.
 			r.ct.sent = now
 			if !r.ct.writeStart.IsZero() {
 				r.ct.sent = r.ct.writeStart
@@ -199,8 +189,8 @@ func (r *run) finish(err error) (Sample, error) {
 	}
 }
 
-// timeout is the failure for a probe whose context ended. It ends the Sample
-// at the deadline when that was the cause: the moment the probe gave up.
+// timeout is the failure for a probe whose context ended, ending the
+// Sample at the deadline when that was the cause.
 func (r *run) timeout(ctx context.Context) *failure {
 	now := time.Now()
 	r.s.End = now

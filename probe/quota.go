@@ -7,13 +7,10 @@ import (
 	"time"
 )
 
-// maxAhead bounds a rate-limit reset or Retry-After: anything further away
-// is a broken header, not a plan, and is ignored.
-const maxAhead = 365 * 24 * time.Hour
-
-// dateSlack is how far in the past an absolute time with whole-second
-// resolution (an HTTP date, Unix seconds) may fall and still mean "now".
-const dateSlack = time.Second
+const (
+	maxAhead  = 365 * 24 * time.Hour // a reset further away is ignored
+	dateSlack = time.Second          // how far in the past a whole-second time may still mean now
+)
 
 // quota is what a response's rate-limit headers say, relative to the moment
 // the headers arrived. A field is set only when its header was valid.
@@ -26,16 +23,14 @@ type quota struct {
 	retryKnown bool
 }
 
-// quotaDialect names the remaining-requests header of one family of APIs,
-// its reset header and how to read the reset.
+// quotaDialect names the remaining and reset headers of a family of APIs.
 type quotaDialect struct {
 	remaining, reset string
 	parseReset       func(v string, wall time.Time) (time.Duration, bool)
 }
 
-// quotaDialects in the order they are tried: the first dialect with a valid
-// remaining count or reset supplies both, so a count is never paired with
-// another window's reset.
+// quotaDialects in the order they are tried: the first with a valid count
+// or reset supplies both.
 var quotaDialects = []quotaDialect{
 	// Anthropic: a count and an RFC 3339 time.
 	{"anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-requests-reset", parseRFC3339},
@@ -46,8 +41,7 @@ var quotaDialects = []quotaDialect{
 }
 
 // parseQuota reads the rate-limit headers of a response that arrived at
-// wall (a wall-clock time). Garbage, negative and absurd (> 1 year ahead)
-// values are ignored.
+// wall; garbage, negative and absurd values are ignored.
 func parseQuota(h http.Header, wall time.Time) quota {
 	var q quota
 	for _, d := range quotaDialects {
@@ -66,9 +60,7 @@ func parseQuota(h http.Header, wall time.Time) quota {
 	return q
 }
 
-// quota fills the Sample's rate-limit fields from the response headers,
-// turned into durations from Start: absolute times are read against the
-// wall clock at the headers' arrival, plus the monotonic Start → Headers.
+// quota fills the Sample's rate-limit fields, as durations from Start.
 func (r *run) quota(h http.Header) {
 	q := parseQuota(h, r.s.Headers.Round(0))
 	offset := max(r.s.Headers.Sub(r.s.Start), 0)
@@ -117,11 +109,8 @@ func parseRFC3339(v string, wall time.Time) (time.Duration, bool) {
 	return until(t, wall)
 }
 
-// parseUnix reads an absolute Unix time in seconds or milliseconds, told
-// apart by magnitude: from 1e11 up it is milliseconds (1e11 seconds is the
-// year 5138, 1e11 ms is 1973). Below 1e9 (2001) no value can be a Unix time
-// of a future reset, and it is read as seconds from now, as some servers
-// send it.
+// parseUnix reads a Unix time in seconds, or milliseconds from 1e11 up;
+// below 1e9 (2001) it is seconds from now.
 func parseUnix(v string, wall time.Time) (time.Duration, bool) {
 	n, ok := decimal(strings.TrimSpace(v))
 	switch {
@@ -152,8 +141,7 @@ func parseRetryAfter(v string, wall time.Time) (time.Duration, bool) {
 	return until(t, wall)
 }
 
-// until is t - wall if it is not in the past (beyond whole-second rounding)
-// and not absurdly far.
+// until is t - wall unless t is in the past or absurdly far.
 func until(t, wall time.Time) (time.Duration, bool) {
 	if t.Before(wall.Add(-dateSlack)) || t.After(wall.Add(maxAhead)) {
 		return 0, false
@@ -169,8 +157,7 @@ func ahead(ns float64) (time.Duration, bool) {
 	return time.Duration(ns), true
 }
 
-// decimal reads digits with an optional fraction ("12", "1.5"): no sign,
-// exponent, hex, "inf" or "nan", which strconv.ParseFloat would take.
+// decimal reads digits with an optional fraction ("12", "1.5"), nothing else.
 func decimal(v string) (float64, bool) {
 	whole, frac, dot := strings.Cut(v, ".")
 	if whole == "" || len(whole) > 20 || strings.Trim(whole, "0123456789") != "" ||

@@ -7,9 +7,8 @@ import (
 	"io"
 )
 
-// ErrLineTooLong is returned by the SSE reader when one line, or the data of
-// one event, exceeds its cap. The reader stops there: it never buffers more
-// than the cap, however long the line on the wire is.
+// ErrLineTooLong is the SSE reader's error for a line, or an event's data,
+// over its cap.
 var ErrLineTooLong = errors.New("sse line over the cap")
 
 // Event is one dispatched server-sent event. Data is only valid until the
@@ -19,11 +18,8 @@ type Event struct {
 	Data []byte // the "data:" lines joined with "\n"
 }
 
-// SSEReader reads server-sent events (the WHATWG event-stream format) from an
-// io.Reader: lines end in CRLF, LF or CR; lines starting with ':' are
-// comments; an empty line dispatches the event, unless it has no data. A
-// leading byte order mark is skipped. Fields other than event and data
-// (id, retry, unknown names) are ignored.
+// SSEReader reads server-sent events (the WHATWG event-stream format),
+// holding no more than its cap; fields other than event and data are ignored.
 type SSEReader struct {
 	br      *bufio.Reader
 	max     int
@@ -44,10 +40,8 @@ func NewSSEReader(r io.Reader, maxLine int) *SSEReader {
 	return &SSEReader{br: bufio.NewReaderSize(r, readBuf), max: maxLine}
 }
 
-// Next returns the next event. At the end of input it returns io.EOF when
-// the stream stopped between events, and io.ErrUnexpectedEOF when it stopped
-// inside a line or inside an event that was never dispatched. Any other
-// error comes from the underlying reader or is ErrLineTooLong.
+// Next returns the next event: io.EOF at the end of input between events,
+// io.ErrUnexpectedEOF inside one.
 func (r *SSEReader) Next() (Event, error) {
 	if !r.started {
 		r.started = true

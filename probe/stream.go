@@ -60,9 +60,8 @@ func isGzipError(err error) bool {
 	return errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.As(err, &corrupt)
 }
 
-// capReader fails with ErrTooLarge once more than max bytes went through.
-// Its errors are sticky: bufio hands a read error out only once, and a
-// peek must not swallow it.
+// capReader fails with ErrTooLarge once more than max bytes went through;
+// its errors are sticky, so that a peek cannot swallow one.
 type capReader struct {
 	r   io.Reader
 	n   int64
@@ -86,8 +85,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// gunzip opens the gzip stream on first Read, so that waiting for its header
-// is part of reading the stream (and of its timeout).
+// gunzip opens the gzip stream on first Read, within the stream's timeout.
 type gunzip struct {
 	r io.Reader
 	z *gzip.Reader

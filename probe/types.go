@@ -46,9 +46,6 @@ const (
 	Empty       Outcome = "empty"
 )
 
-// Outcomes lists every Outcome in a stable order.
-var Outcomes = []Outcome{OK, Timeout, RateLimited, HTTPError, ConnError, StreamError, Empty}
-
 // TokensSource says where Sample.Tokens came from.
 type TokensSource string
 
@@ -57,13 +54,9 @@ const (
 	TokensDeltas TokensSource = "deltas" // counted content deltas: no usage, or one out of range
 )
 
-// Sample is the result of one probe. Times are raw timestamps taken from one
-// monotonic clock (time.Now with its monotonic reading); durations are methods,
-// and a method skips a phase whose timestamps are zero (not reached).
-//
-// The queue starts at Sent, when the request was on the wire, not at Start:
-// DNS, connect, TLS and the client's own scheduling before the write are
-// the probe's cost, not the lane's queue (ConnectS reports them).
+// Sample is the result of one probe: timestamps of one monotonic clock,
+// durations as methods (0 for a phase not reached). The queue starts at
+// Sent, when the request was on the wire: connecting is the probe's cost.
 type Sample struct {
 	Lane string
 	Kind string
@@ -90,14 +83,8 @@ type Sample struct {
 	HeadersSeen bool   // for timeouts: had the headers arrived?
 	Detail      string // short human detail of a failure; never holds secrets or generated text
 
-	// Rate-limit headers, read from every response (2xx or not) and turned
-	// into durations from Start. Dialects, first valid one wins:
-	// anthropic-ratelimit-requests-remaining/-reset (RFC 3339),
-	// x-ratelimit-remaining-requests/x-ratelimit-reset-requests (OpenAI,
-	// Groq: 6m0s, 2m59.56s), x-ratelimit-remaining/-reset (OpenRouter and
-	// others: Unix seconds or milliseconds, small values seconds from now);
-	// and Retry-After (seconds or an HTTP date). Garbage, negative and
-	// absurd (> 1 year) values are ignored.
+	// Rate-limit headers of every response (quotaDialects, Retry-After),
+	// as durations from Start.
 	QuotaRemaining int64         // requests left in the lane's window, if QuotaKnown
 	QuotaKnown     bool          // a remaining-requests header was present and valid
 	QuotaReset     time.Duration // Start → the window's reset (0: unknown)
@@ -111,21 +98,13 @@ func seconds(from, to time.Time) float64 {
 	return to.Sub(from).Seconds()
 }
 
-// QueueS is request written (Sent) → first generated token, in seconds (0 if
-// no token came). It never includes DNS, connect or TLS. A server cannot read
-// the request before Sent nor be heard before FirstToken, so QueueS is never
-// below the wait the server imposed. For failed probes see Wait.
+// QueueS is Sent → first generated token, in seconds (0 without a token):
+// never below the wait the server imposed.
 func (s Sample) QueueS() float64 { return seconds(s.Sent, s.FirstToken) }
 
 // Wait is the queue wait to record for any probe, in seconds, and whether
-// it is exact:
-//
-//   - a first token came (even if the probe failed later): QueueS, exact;
-//   - the probe timed out (Outcome Timeout) after its request was written and
-//     before any token: Sent → End, exact=false. The lane kept the request
-//     waiting at least that long; the true wait is censored by the timeout;
-//   - otherwise (never sent, refused, an HTTP error, a stream error before a
-//     token...): 0, exact. There was no wait to speak of.
+// it is exact: QueueS after a first token; Sent → End, a lower bound, for a
+// timeout before one; else 0.
 func (s Sample) Wait() (seconds float64, exact bool) {
 	switch {
 	case !s.FirstToken.IsZero():
@@ -139,16 +118,13 @@ func (s Sample) Wait() (seconds float64, exact bool) {
 // GenS is first generated token → end of stream, in seconds.
 func (s Sample) GenS() float64 { return seconds(s.FirstToken, s.End) }
 
-// HeadersS is request written (Sent) → response headers, in seconds: the same
-// start as QueueS.
+// HeadersS is Sent → response headers, in seconds.
 func (s Sample) HeadersS() float64 { return seconds(s.Sent, s.Headers) }
 
-// SentS is Start → request written, in seconds: connect, TLS, writing the
-// request and any client-side wait before it went out.
+// SentS is Start → request written, in seconds.
 func (s Sample) SentS() float64 { return seconds(s.Start, s.Sent) }
 
-// ConnectS is DNS + TCP connect + TLS handshake, in seconds: the sum of the
-// phases that have both timestamps, and 0 on a reused connection.
+// ConnectS is DNS + TCP connect + TLS handshake, in seconds (0 reused).
 func (s Sample) ConnectS() float64 {
 	if s.Reused {
 		return 0
@@ -156,10 +132,8 @@ func (s Sample) ConnectS() float64 {
 	return seconds(s.DNSStart, s.DNSDone) + seconds(s.ConnectStart, s.Connected) + seconds(s.TLSStart, s.TLSDone)
 }
 
-// QuotaWait is how long after Start the lane's own headers say to wait
-// before the next request: the later of RetryAfterWait and QuotaReset, 0 when
-// neither is known. QuotaReset alone does not mean the quota is spent; check
-// QuotaKnown and QuotaRemaining before backing off on it.
+// QuotaWait is the later of RetryAfterWait and QuotaReset, 0 when neither
+// is known; QuotaReset alone does not mean the quota is spent.
 func (s Sample) QuotaWait() time.Duration { return max(s.RetryAfterWait, s.QuotaReset) }
 
 // OK reports whether the probe produced at least one token and ended cleanly.

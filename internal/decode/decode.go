@@ -64,9 +64,8 @@ func Errorf(line int, field, format string, args ...any) *Error {
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// Key appends key to path ("lanes[0]" + "name" is "lanes[0].name"); a key
-// that is not a plain name is quoted and clipped so the path stays on one
-// line.
+// Key appends key to path ("lanes[0].name"); a key that is not a plain
+// name is quoted and clipped.
 func Key(path, key string) string {
 	if !plainKey.MatchString(key) {
 		key = strconv.Quote(Clip(key))
@@ -99,8 +98,8 @@ func Describe(n *yaml.Node) string {
 	return strconv.Quote(Clip(n.Value))
 }
 
-// UnknownKey reports key as unknown, suggesting the nearest of keys: one at
-// most two edits away (and fewer edits than key has bytes), or one key begins.
+// UnknownKey reports key as unknown, suggesting the nearest of keys within
+// two edits (fewer than key's bytes), or one it begins.
 func UnknownKey(key string, keys []string) error {
 	best, bestD := "", math.MaxInt
 	for _, k := range keys {
@@ -162,22 +161,17 @@ func (l Lines) Line(field string) int {
 	return 0
 }
 
-// maxMappings bounds the mappings a document may expand to: merge keys
-// ("<<: [*a, *a]") can make a small file expand without end.
+// maxMappings bounds the mappings merge keys may expand a document to.
 const maxMappings = 100000
 
 var unmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
 // Decode decodes doc (a document node, or any node within one) into v, a
 // pointer, with yaml.v3, once it has checked doc against v's type for what
-// yaml.v3 refuses without naming the field, or lets by: an unknown key
-// (with a did-you-mean) or a repeated one, a value of the wrong type, a
-// fraction for an integer (yaml.v3 truncates 1.5 to 1), a merge ("<<") of
-// something other than mappings, aliases that hold themselves or expand to
-// more than 100000 mappings, and an UnmarshalYAML's error. Each is an
-// *Error with the field path and line; an alias reports the line it is used
-// on. It returns the line of each field path set. An empty document
-// leaves v as it is.
+// yaml.v3 refuses without naming the field, or lets by (unknown and
+// repeated keys, wrong types, a fraction for an integer, bad merges, alias
+// cycles and bombs). It returns the line of each field path set; an empty
+// document leaves v as it is.
 func Decode(doc *yaml.Node, v any) (Lines, error) {
 	c := checker{lines: Lines{}, active: map[*yaml.Node]bool{}, budget: maxMappings}
 	n := doc
@@ -266,7 +260,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) error
 }
 
 // fits reports whether scalar n surely decodes into a value of type t, for
-// the common cases (JSON's among them): no yaml.v3 decoder is made for each.
+// the common cases, without a yaml.v3 decoder each.
 func fits(n *yaml.Node, t reflect.Type) bool {
 	tag, v := n.ShortTag(), n.Value
 	digits := len(v) <= 18 && strings.Trim(strings.TrimPrefix(v, "-"), "0123456789") == "" && v != "" && v != "-"
@@ -291,9 +285,8 @@ func fits(n *yaml.Node, t reflect.Type) bool {
 	return false
 }
 
-// mapping checks mapping n as struct type t. Keys in set are set already,
-// by the mapping itself or a merge before: as in yaml.v3, a mapping's own
-// keys win over what it merges, and an earlier merge over a later one.
+// mapping checks mapping n as struct type t. Keys in set are set already:
+// as in yaml.v3, own keys win over merged ones, earlier merges over later.
 func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string, set map[string]bool) error {
 	if c.budget--; c.budget < 0 {
 		return Errorf(n.Line, path, "aliases expand to more than %d mappings", maxMappings)

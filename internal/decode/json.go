@@ -15,13 +15,10 @@ import (
 const maxDepth = 1000
 
 // JSON parses data, one strict JSON value, into a yaml.Node tree for
-// Schema (with SchemaOptions.JSON): objects become mappings (a repeated key
-// kept, for Schema to refuse), arrays sequences, and scalars carry the tag
-// of their JSON type (!!str, !!int for an integer literal of at most 18
-// digits, else !!float, !!bool, !!null), each node the line it is on. At
-// most maxNodes values are read (the tree of a small input cannot outgrow
-// it) and nesting is at most 1000 deep. Errors are *Error with the line and
-// the path reached.
+// Schema (with SchemaOptions.JSON), each node tagged with its JSON type and
+// its line (!!int: an integer of at most 18 digits), a repeated key kept
+// for Schema to refuse. At most maxNodes values, 1000 deep; errors are
+// *Error with the line and the path reached.
 func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -97,10 +94,7 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 }
 
 // pathOf is the path of the value that comes next inside the open objects
-// and arrays of stack, for an error: each one's place in its parent, then
-// the next index of the innermost array, or the key whose value comes next
-// in the innermost object. It is built only when needed: paths for every
-// value cost more than the values.
+// and arrays of stack, built only for an error.
 func pathOf(stack []*yaml.Node) string {
 	path := ""
 	for i, n := range stack {

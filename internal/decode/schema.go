@@ -19,20 +19,10 @@ import (
 
 // SchemaOptions tune Schema.
 type SchemaOptions struct {
-	// MaxValues bounds the values the document may hold once its aliases
-	// are expanded; 0 means 100000.
-	MaxValues int
-	// Pattern says what a string that fails a schema pattern should have
-	// been, by field path ("want YYYY-MM-DDTHH"); nil or "" for a message
-	// that quotes the pattern.
-	Pattern func(field string) string
-	// JSON speaks JSON: "must be an object", "unknown field", "repeated
-	// field", where YAML has "want a mapping, got ...", "unknown key", "key
-	// repeated".
-	JSON bool
-	// Root names the whole document in an error about it ("input"); ""
-	// leaves the field out.
-	Root string
+	MaxValues int                       // values once aliases expand; 0: 100000
+	Pattern   func(field string) string // what a string failing a pattern should be; "": quote it
+	JSON      bool                      // speak JSON: "must be an object", "unknown field"
+	Root      string                    // the whole document's name in an error ("input")
 }
 
 // CompileSchema compiles the JSON Schema in data.
@@ -50,9 +40,7 @@ func CompileSchema(data []byte) (*jsonschema.Schema, error) {
 
 // Schema checks the YAML document doc against sch and returns the first
 // violation in document order as an *Error naming the field and its line:
-// "line 12: lanes[1].failures: missing", "line 5: extra: unknown key",
-// "line 9: lanes[0].next_queue_s: must be >= 0". A number that is not
-// finite (.inf, .nan), which JSON cannot hold, is an error here too.
+// "line 12: lanes[1].failures: missing". A non-finite number is one too.
 func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 	if opts.MaxValues <= 0 {
 		opts.MaxValues = 100000
@@ -178,9 +166,8 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 }
 
 // collect adds the leaves of the error tree ve as *Error, each with the
-// field and line of the node it is about. Of the branches of a oneOf or
-// anyOf, a branch that only failed on the type is left out when another
-// did match the type ("want an RFC 3339 time", not "want null").
+// field and line of its node; of a oneOf or anyOf, branches that failed on
+// the type alone give way to one that did not.
 func collect(doc *yaml.Node, ve *jsonschema.ValidationError, opts SchemaOptions, out *[]*Error) {
 	causes := ve.Causes
 	switch ve.ErrorKind.(type) {
@@ -291,8 +278,8 @@ func onlyType(ve *jsonschema.ValidationError) bool {
 	return true
 }
 
-// Line returns the line of field in doc, a path of plain keys and indices
-// ("attempts[3].queue_s"), or of the nearest enclosing field there.
+// Line returns the line of field ("attempts[3].queue_s") in doc, or of the
+// nearest enclosing field there.
 func Line(doc *yaml.Node, field string) int {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
@@ -301,7 +288,7 @@ func Line(doc *yaml.Node, field string) int {
 	return n.Line
 }
 
-// locate follows an instance location through the YAML tree: the field
+// locate follows an instance location through the YAML tree to the field
 // path, the deepest node on it and whether that is the node named.
 func locate(n *yaml.Node, loc []string) (string, *yaml.Node, bool) {
 	field := ""

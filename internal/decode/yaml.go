@@ -15,13 +15,9 @@ import (
 var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 // YAML parses the first document of data into a node tree (an empty
-// DocumentNode for no document); more reports whether another document
-// follows it. A syntax error is an *Error, "line N: not valid YAML: ...",
-// at the line where the document stops parsing: yaml.v3 names the line
-// where the enclosing block began ("did not find expected '-' indicator" at
-// the list's first line for a key indented wrong five lines further down),
-// so the line is found again as the first line at which the document up to
-// it fails the same way.
+// DocumentNode for none); more reports whether another follows. A syntax
+// error is an *Error at the first line where the document up to it fails
+// the same way, not the start of the enclosing block that yaml.v3 names.
 func YAML(data []byte) (doc *yaml.Node, more bool, err error) {
 	doc = &yaml.Node{Kind: yaml.DocumentNode}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -35,8 +31,6 @@ func YAML(data []byte) (doc *yaml.Node, more bool, err error) {
 	return doc, dec.Decode(&next) == nil, nil
 }
 
-// yamlError turns a yaml.v3 syntax error into an *Error at the line where
-// data stops parsing.
 func yamlError(data []byte, err error) *Error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
@@ -50,9 +44,8 @@ func yamlError(data []byte, err error) *Error {
 	return &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
 }
 
-// failingLine returns the first line k >= from such that the first k lines
-// of data fail to parse with msg, found by bisection and then checked (the
-// first k-1 lines must not fail so); from when there is none.
+// failingLine returns the first line k >= from at which the first k lines
+// of data fail with msg (bisected, then checked); else from.
 func failingLine(data []byte, from int, msg string) int {
 	ends := []int{} // ends[i]: the length of the first i+1 lines
 	for i, b := range data {

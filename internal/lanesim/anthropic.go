@@ -66,32 +66,34 @@ func (a *anthropicStream) rateLimited() any {
 	return anthropicError("rate_limit_error", "lanesim: rate limit reached (injected); retry after "+RetryAfter+"s")
 }
 
+// events sends each event in turn, named by its type.
+func events(sw *sseWriter, evs ...map[string]any) error {
+	for _, ev := range evs {
+		if err := sw.event(ev["type"].(string), ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // begin sends message_start, content_block_start and a ping.
 func (a *anthropicStream) begin(sw *sseWriter) error {
-	err := sw.event("message_start", map[string]any{
+	return events(sw, map[string]any{
 		"type": "message_start",
 		"message": map[string]any{
 			"id": a.id, "type": "message", "role": "assistant", "model": a.model,
 			"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 			"usage": map[string]any{"input_tokens": a.prompt, "output_tokens": 1},
 		},
-	})
-	if err != nil {
-		return err
-	}
-	err = sw.event("content_block_start", map[string]any{
+	}, map[string]any{
 		"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""},
-	})
-	if err != nil {
-		return err
-	}
-	return sw.event("ping", map[string]any{"type": "ping"})
+	}, map[string]any{"type": "ping"})
 }
 
 func (a *anthropicStream) token(sw *sseWriter, text string) error {
 	a.emitted++
-	return sw.event("content_block_delta", map[string]any{
+	return events(sw, map[string]any{
 		"type": "content_block_delta", "index": 0,
 		"delta": map[string]any{"type": "text_delta", "text": text},
 	})
@@ -106,16 +108,9 @@ func (a *anthropicStream) end(sw *sseWriter) error {
 	if a.truncated {
 		reason = "max_tokens"
 	}
-	if err := sw.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}); err != nil {
-		return err
-	}
-	err := sw.event("message_delta", map[string]any{
+	return events(sw, map[string]any{"type": "content_block_stop", "index": 0}, map[string]any{
 		"type":  "message_delta",
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": a.emitted},
-	})
-	if err != nil {
-		return err
-	}
-	return sw.event("message_stop", map[string]any{"type": "message_stop"})
+	}, map[string]any{"type": "message_stop"})
 }

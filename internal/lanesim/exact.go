@@ -24,13 +24,9 @@ const (
 		"data: [DONE]\n\n"
 )
 
-// Exact is a lane with no queue but an exact one, for the probe's accuracy
-// benchmark (lanesim -exact): for every POST (OpenAI dialect) it reads the
-// whole request, sends the headers and a role-only chunk at once, and
-// writes the first content token exactly delay after it read the request
-// (monoclock.SleepUntil), then a finish chunk and [DONE]. GET /stats
-// returns the ExactRecord of each request since the last GET, by request
-// model, as JSON, and forgets them.
+// Exact is a lane whose first token comes exactly delay after the request
+// was read, for the probe's accuracy benchmark (lanesim -exact). GET /stats
+// returns, and forgets, the ExactRecord of each request by model.
 func Exact(delay time.Duration) http.Handler {
 	var mu sync.Mutex
 	held := map[string]ExactRecord{}

@@ -31,24 +31,19 @@ import (
 // follows the curve a tenth as much, an hour is busy (×4) with probability
 // PaidBusyRate and a probe fails (503) with probability PaidFailRate.
 type HistoryOptions struct {
-	Start time.Time // the first round is the first :07, :27 or :47 at or after Start
-	Days  int       // the history covers [Start, Start + Days × 24 h)
-	Lanes []HistoryLane
-	Seed  uint64
-	// Profile names the free lanes' model (ProfileNamed; "": harsh).
-	Profile string
-	// Curve is the free lanes' load by hour of day (UTC); nil: the profile's.
-	Curve      Curve
-	Timeout    time.Duration // 0: DefaultHistoryTimeout
-	PaidFaults bool
-	// ShiftAt, when not zero, multiplies every free lane's median by
-	// ShiftFactor from that instant on; the draws are those without it.
-	ShiftAt     time.Time
+	Start       time.Time // the first round is the first :07, :27 or :47 at or after Start
+	Days        int       // the history covers [Start, Start + Days × 24 h)
+	Lanes       []HistoryLane
+	Seed        uint64
+	Profile     string        // the free lanes' model (ProfileNamed; "": harsh)
+	Curve       Curve         // the free lanes' load by hour of day (UTC); nil: the profile's
+	Timeout     time.Duration // 0: DefaultHistoryTimeout
+	PaidFaults  bool
+	ShiftAt     time.Time // when not zero, free medians × ShiftFactor from then on, the same draws
 	ShiftFactor float64
-	// Busy429Rate, when > 0, gives free lanes short 429s: outside outages
-	// and bursts a probe is rate_limited with probability min(1,
-	// Busy429Rate × curve(hour)), its Retry-After log-uniform from 1 s to
-	// 15 minutes; the lane is busy, not down.
+	// Busy429Rate, when > 0, makes a free probe outside outages and bursts
+	// rate_limited with probability min(1, Busy429Rate × curve(hour)), its
+	// Retry-After log-uniform from 1 s to 15 minutes.
 	Busy429Rate float64
 }
 
@@ -92,10 +87,8 @@ const (
 	TailPareto  = "pareto"
 )
 
-// HarshProfile is the history lanesim generated before profiles: free lanes
-// with a median of 3-5 s, 12-20 s at the peak, an 8× swing between hours and
-// σ 0.9 (the p99 is 8× the median). Far harsher than what is published
-// (MildProfile); kept as the default, byte for byte.
+// HarshProfile, the default: free lanes with a median of 3-5 s, 12-20 s at
+// the peak, an 8× swing between hours and σ 0.9.
 var HarshProfile = HistoryProfile{
 	Name: "harsh", Curve: DefaultHistoryCurve,
 	FirstMedianS: 3, NextMedianS: 2,
@@ -105,11 +98,8 @@ var HarshProfile = HistoryProfile{
 }
 
 // MildProfile is calibrated to published time-of-day figures of hosted
-// LLM APIs (issue 19): off-peak 30-40 % faster (MildCurve, 0.8 to 1.25),
-// the peak's p95 2.4× its median (σ 0.45 + 0.33 × (mult - 1)), throughput
-// swinging 36 % over a day (60 tok/s over mult), a first free lane's median
-// of 0.44-0.69 s and 0.35 s more for each next one. The day factor,
-// outages, 429s, timeout and paid lanes are the harsh profile's.
+// LLM APIs: off-peak 30-40 % faster, the peak's p95 2.4× its median,
+// throughput swinging 36 % over a day.
 var MildProfile = HistoryProfile{
 	Name: "mild", Curve: MildCurve,
 	FirstMedianS: 0.55, NextMedianS: 0.35,
@@ -118,18 +108,12 @@ var MildProfile = HistoryProfile{
 	RateBase: 60, RateLoad: 1,
 }
 
-// MildCurve is MildProfile's time-of-day load: DefaultHistoryCurve's shape,
-// squeezed into 0.8-1.25.
+// MildCurve is DefaultHistoryCurve's shape squeezed into 0.8-1.25.
 var MildCurve = Curve{{0, 0.8}, {6, 0.85}, {9, 1.1}, {13, 1.25}, {17, 1.1}, {21, 0.9}}
 
 // HeldOutProfiles are worlds lanewatch's decisions are scored on and none
-// of its constants was chosen on (issue 30): known-flat and known-peak
-// (lognormal waits the truth gives whole), weekly (quiet weekends), drop
-// and rise (the level falls to a quarter or rises fourfold two thirds into
-// the history), mixture (one wait in eight ten times slower), pareto
-// (index 1.4), sparse (one round in ten: give its config a quota of 8
-// probes a day) and upstream (free and paid lanes on one upstream). They
-// keep the base model's outages, 429 bursts, timeout and paid lanes.
+// of its constants was chosen on (sparse: give its config a quota of 8
+// probes a day).
 var HeldOutProfiles = []HistoryProfile{
 	{Name: "known-flat", Curve: Curve{{0, 0.9}, {12, 1.15}}, FirstMedianS: 1.5, NextMedianS: 1,
 		SigmaBase: 0.6, DaySigma: 0.15, RateBase: 50, RateLoad: 0.2},
@@ -151,9 +135,7 @@ var HeldOutProfiles = []HistoryProfile{
 		SigmaBase: 0.7, DaySigma: 0.25, RateBase: 40, RateLoad: 0.2, Upstream: 0.6},
 }
 
-// HistoryProfiles lists the profiles by name, the default first: harsh and
-// mild (the worlds lanewatch's constants are chosen on), then the held-out
-// families.
+// HistoryProfiles lists the profiles, the default first.
 var HistoryProfiles = append([]HistoryProfile{HarshProfile, MildProfile}, HeldOutProfiles...)
 
 // ProfileNames returns the profiles' names, comma-separated.
@@ -178,17 +160,11 @@ func ProfileNamed(name string) (HistoryProfile, error) {
 	return HistoryProfile{}, fmt.Errorf("profile %q: want one of %s", name, ProfileNames())
 }
 
-// Lognormal says whether the profile's free lanes wait lognormally, so
-// that ProbeTruth's median and sigma are their whole distribution.
+// Lognormal says whether ProbeTruth is the free lanes' whole distribution.
 func (p HistoryProfile) Lognormal() bool { return p.Tail == "" }
 
-// ProbeTruth is the queue distribution a generated probe drew from: a
-// lognormal with median MedianS and σ Sigma (of the log), before the
-// timeout cut it. Outage is true when the lane was down: the probe timed
-// out whatever it drew. Under a profile that is not lognormal
-// (HistoryProfile.Lognormal), MedianS is the median of the probe's lane at
-// that instant and Sigma the lognormal's σ its draw was mapped from: not
-// a distribution an oracle can use.
+// ProbeTruth is the lognormal a generated probe drew its queue from, before
+// the timeout (see HistoryProfile.Lognormal); Outage: the lane was down.
 type ProbeTruth struct {
 	Time    time.Time
 	Lane    string
@@ -197,8 +173,7 @@ type ProbeTruth struct {
 	Outage  bool
 }
 
-// AppendJSON appends t as one JSON object: time (RFC 3339, UTC), lane,
-// median_s, sigma, and outage when true.
+// AppendJSON appends t as one JSON object (lanesim history -truth).
 func (t ProbeTruth) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"time":"`...)
 	dst = t.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
@@ -231,17 +206,14 @@ const (
 	busy429MaxS           = 900 // the longest Retry-After of a short 429 (Busy429Rate)
 )
 
-// DefaultHistoryCurve is a working day on shared free lanes: quiet at
-// night, a morning rise, the peak in the early afternoon (UTC), a calmer
-// evening.
+// DefaultHistoryCurve is a working day on shared free lanes (UTC).
 var DefaultHistoryCurve = Curve{{0, 0.5}, {6, 0.6}, {9, 2.5}, {13, 4}, {17, 2.5}, {21, 1}}
 
 // HistoryMaxDays bounds Days (ten years).
 const HistoryMaxDays = 3660
 
-// History calls emit with the probes of each generated day, in time order
-// (lanes in the given order within a round). It stops at emit's first
-// error and returns it.
+// History calls emit with the probes of each generated day, in time order,
+// until emit's first error.
 func History(opts HistoryOptions, emit func(day []store.Probe) error) error {
 	return HistoryWithTruth(opts, func(day []store.Probe, _ []ProbeTruth) error { return emit(day) })
 }
@@ -307,7 +279,7 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 	round := 0 // rounds since the start
 	for hour := start.Truncate(time.Hour); hour.Before(end); hour = hour.Add(time.Hour) {
 		if up != nil {
-			up.startHour(hour)
+			up.startHour(up.rng, up.sigma, hour, true)
 		}
 		for _, l := range lanes {
 			l.startHour(hour)
@@ -340,26 +312,35 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 	return nil
 }
 
-// upstream is the state the lanes of an upstream profile share: a day
-// factor and outages.
-type upstream struct {
-	rng       *rand.Rand
-	sigma     float64
+// drift is the day factor and outages of a lane, or of the upstream the
+// lanes of an upstream profile share.
+type drift struct {
 	day       int64
 	dayFactor float64
 	outage    int // hours of outage left, this one included
 }
 
-func (u *upstream) startHour(hour time.Time) {
-	if d := hour.Unix() / 86400; d != u.day || u.dayFactor == 0 {
-		u.day, u.dayFactor = d, math.Exp(u.sigma*u.rng.NormFloat64())
+// startHour draws the day factor of a new day and, with outages, whether
+// an outage starts.
+func (d *drift) startHour(rng *rand.Rand, sigma float64, hour time.Time, outages bool) {
+	if k := hour.Unix() / 86400; k != d.day || d.dayFactor == 0 {
+		d.day, d.dayFactor = k, math.Exp(sigma*rng.NormFloat64())
 	}
-	if u.outage > 0 {
-		u.outage--
+	if !outages {
+		return
 	}
-	if u.outage == 0 && u.rng.Float64() < OutageRate {
-		u.outage = 1 + u.rng.IntN(4)
+	if d.outage > 0 {
+		d.outage--
 	}
+	if d.outage == 0 && rng.Float64() < OutageRate {
+		d.outage = 1 + rng.IntN(4)
+	}
+}
+
+type upstream struct {
+	drift
+	rng   *rand.Rand
+	sigma float64
 }
 
 // histLane is a lane's generator state.
@@ -368,36 +349,23 @@ type histLane struct {
 	rng         *rand.Rand
 	prof        *HistoryProfile
 	paidFaults  bool
-	shiftAt     time.Time // free: the median × shiftFactor from then on
+	shiftAt     time.Time
 	shiftFactor float64
-	busy429     float64       // free: Busy429Rate
+	busy429     float64
 	offset      time.Duration // after the round's start
 	median      float64       // free: median queue at curve 1
 	nth         int           // free: the lane's place among the free lanes
 	up          *upstream     // the shared upstream, or nil
 	busy        bool          // paid with faults: this hour is busy
-	dayFactor   float64
-	day         int64
-	outage      int // hours of outage left, this one included
-	backoff     time.Time
-	burst       bool // the last probe was a 429
+	drift
+	backoff time.Time
+	burst   bool // the last probe was a 429
 }
 
 func (l *histLane) startHour(hour time.Time) {
-	if d := hour.Unix() / 86400; d != l.day || l.dayFactor == 0 {
-		l.day, l.dayFactor = d, math.Exp(l.prof.DaySigma*l.rng.NormFloat64())
-	}
-	if l.Kind != "free" {
-		if l.paidFaults {
-			l.busy = l.rng.Float64() < PaidBusyRate
-		}
-		return
-	}
-	if l.outage > 0 {
-		l.outage--
-	}
-	if l.outage == 0 && l.rng.Float64() < OutageRate {
-		l.outage = 1 + l.rng.IntN(4)
+	l.drift.startHour(l.rng, l.prof.DaySigma, hour, l.Kind == "free")
+	if l.Kind != "free" && l.paidFaults {
+		l.busy = l.rng.Float64() < PaidBusyRate
 	}
 }
 

@@ -3,11 +3,8 @@
 //
 // The lane speaks the OpenAI chat completions and Anthropic Messages
 // streaming APIs and puts a real FIFO queue in front of a fixed number of
-// generation slots, so the time to the first token comes from load
-// (requests and synthetic background jobs waiting for a slot), not from a
-// fixed sleep. Faults (429s and errors in the middle of a stream) can be
-// injected with a seeded random source. Tests of other packages start it
-// in-process with httptest.NewServer(lanesim.New(opts).Handler()).
+// generation slots, so the time to the first token comes from load, with
+// seeded injected faults (429s, errors mid-stream).
 package lanesim
 
 import (
@@ -21,8 +18,7 @@ import (
 	"time"
 )
 
-// Options configure a Server. Values are used as given (a zero Prefill is no
-// prefill, zero Tokens is an empty reply); start from DefaultOptions.
+// Options configure a Server, used as given; start from DefaultOptions.
 type Options struct {
 	Slots         int           // generation slots; fewer than 1 means 1
 	Prefill       time.Duration // slot taken → first token
@@ -116,8 +112,7 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Close ends every open stream and the background load, and waits for the
-// background goroutines. It is safe to call more than once.
+// Close ends every open stream and the background load; it is idempotent.
 func (s *Server) Close() {
 	s.once.Do(func() {
 		s.cancel()

@@ -18,15 +18,12 @@ type CurvePoint struct {
 	Mult float64 // >= 0
 }
 
-// Curve is a time-of-day load curve: points sorted by hour. Between two
-// points the multiplier is interpolated linearly, and the last point of the
-// day runs linearly into the first point of the next day. An empty curve is
-// a flat multiplier of 1.
+// Curve is a time-of-day load curve, points sorted by hour, interpolated
+// linearly (round midnight too); empty: a flat 1.
 type Curve []CurvePoint
 
-// ParseCurve reads "hour:mult,hour:mult,...", for example "0:1,9:4,14:8,20:2".
-// Hours are 0 to <24 (fractions allowed, e.g. 9.5) and must be unique;
-// multipliers must be >= 0. The empty string is the flat curve.
+// ParseCurve reads "hour:mult,...", e.g. "0:1,9:4,14:8,20:2": unique hours
+// in [0, 24), multipliers >= 0; "" is the flat curve.
 func ParseCurve(s string) (Curve, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -69,8 +66,6 @@ func (c Curve) At(h float64) float64 {
 	if h < 0 {
 		h += 24
 	}
-	// The points around h; before the first point and after the last one the
-	// segment wraps round midnight.
 	i, _ := slices.BinarySearchFunc(c, h, func(p CurvePoint, h float64) int {
 		if p.Hour <= h {
 			return -1
@@ -104,8 +99,8 @@ func (c Curve) String() string {
 	return strings.Join(parts, ",")
 }
 
-// simClock maps real time to simulated time: the simulated clock starts at
-// start+offset and runs speed times faster than the real one.
+// simClock maps real time to simulated time, from start+offset on, speed
+// times faster.
 type simClock struct {
 	start  time.Time
 	offset time.Duration
@@ -135,9 +130,8 @@ func (c simClock) hour(now time.Time) float64 {
 // loadStep is how often the background generator integrates its arrival rate.
 const loadStep = 50 * time.Millisecond
 
-// runLoad runs the background load until Close: a Poisson process whose rate
-// (Background per minute times the curve at the simulated hour) is integrated
-// every loadStep, so the load follows the curve as the simulated day goes by.
+// runLoad runs the background load until Close: a Poisson process whose
+// rate (Background per minute × the curve) is integrated every loadStep.
 func (s *Server) runLoad() {
 	tick := time.NewTicker(loadStep)
 	defer tick.Stop()
@@ -159,8 +153,7 @@ func (s *Server) runLoad() {
 	}
 }
 
-// arrive queues one background job. It is dropped when it would have to wait
-// while BackgroundBuffer jobs already wait, so an overloaded lane stays bounded.
+// arrive queues one background job, dropped when BackgroundBuffer wait.
 func (s *Server) arrive() {
 	t := s.queue.join()
 	granted := false

@@ -108,16 +108,16 @@ func (o *openAIStream) rateLimited() any {
 // begin sends the role-only chunk (empty content, as OpenAI does).
 func (o *openAIStream) begin(sw *sseWriter) error {
 	empty := ""
-	return sw.data(o.chunk([]oaChoice{{Delta: oaDelta{Role: "assistant", Content: &empty}}}))
+	return sw.event("", o.chunk([]oaChoice{{Delta: oaDelta{Role: "assistant", Content: &empty}}}))
 }
 
 func (o *openAIStream) token(sw *sseWriter, text string) error {
 	o.emitted++
-	return sw.data(o.chunk([]oaChoice{{Delta: oaDelta{Content: &text}}}))
+	return sw.event("", o.chunk([]oaChoice{{Delta: oaDelta{Content: &text}}}))
 }
 
 func (o *openAIStream) fail(sw *sseWriter) error {
-	return sw.data(openAIError("server_error", "internal_error", "lanesim: generation failed mid-stream (injected)"))
+	return sw.event("", openAIError("server_error", "internal_error", "lanesim: generation failed mid-stream (injected)"))
 }
 
 func (o *openAIStream) end(sw *sseWriter) error {
@@ -125,15 +125,15 @@ func (o *openAIStream) end(sw *sseWriter) error {
 	if o.truncated {
 		reason = "length"
 	}
-	if err := sw.data(o.chunk([]oaChoice{{FinishReason: &reason}})); err != nil {
+	if err := sw.event("", o.chunk([]oaChoice{{FinishReason: &reason}})); err != nil {
 		return err
 	}
 	if o.usage {
 		c := o.chunk([]oaChoice{})
 		c.Usage = &oaUsage{PromptTokens: o.prompt, CompletionTokens: o.emitted, TotalTokens: o.prompt + o.emitted}
-		if err := sw.data(c); err != nil {
+		if err := sw.event("", c); err != nil {
 			return err
 		}
 	}
-	return sw.data("[DONE]")
+	return sw.event("", "[DONE]")
 }

@@ -6,8 +6,7 @@ import (
 )
 
 // fifo is a counting semaphore over the generation slots that grants slots
-// strictly in arrival order: a request that joins while others wait goes to
-// the back, even if a slot frees up at that very moment.
+// strictly in arrival order.
 type fifo struct {
 	mu      sync.Mutex
 	slots   int
@@ -26,8 +25,7 @@ func newFIFO(slots int) *fifo {
 	return &fifo{slots: slots, free: slots}
 }
 
-// join takes a place in the queue. The ticket is granted at once when a slot
-// is free and nobody waits; otherwise it waits behind every earlier ticket.
+// join takes a place at the back of the queue.
 func (q *fifo) join() *ticket {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -42,8 +40,7 @@ func (q *fifo) join() *ticket {
 	return t
 }
 
-// leave withdraws a ticket whose holder gave up. A ticket that was granted in
-// the meantime hands its slot on, so no slot is ever lost.
+// leave withdraws a ticket; a granted one hands its slot on.
 func (q *fifo) leave(t *ticket) {
 	q.mu.Lock()
 	if !t.granted {

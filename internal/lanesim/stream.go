@@ -37,8 +37,7 @@ func (s *Server) replyLen(limit *int) (n int, truncated bool) {
 // serve runs one streamed request: fault draws, headers, the FIFO wait with
 // keep-alive comments, prefill, paced tokens, end of stream.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id int64, n int, d dialect) {
-	// Draw both faults for every request, so with a fixed seed the n-th
-	// request meets the same faults whatever the probabilities are.
+	// Both drawn always: the n-th request meets the same faults.
 	limited := s.chance(s.opts.Fail429)
 	failMid := s.chance(s.opts.FailMidstream)
 	log := s.log.With("api", api, "id", id)
@@ -86,8 +85,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id in
 	}
 }
 
-// wait holds the request in the queue until its ticket is granted, sending a
-// ": queued" comment at once and then every KeepAlive while it waits.
+// wait holds the request in the queue until its ticket is granted, with a
+// ": queued" comment at once and every KeepAlive.
 func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	select {
 	case <-t.ready:
@@ -95,24 +94,24 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	default:
 	}
 	var tick <-chan time.Time
-	if s.opts.KeepAlive > 0 {
-		if err := sw.comment("queued"); err != nil {
-			s.queue.leave(t)
-			return err
-		}
+	comment := s.opts.KeepAlive > 0
+	if comment {
 		tk := time.NewTicker(s.opts.KeepAlive)
 		defer tk.Stop()
 		tick = tk.C
 	}
 	for {
-		select {
-		case <-t.ready:
-			return nil
-		case <-tick:
+		if comment {
 			if err := sw.comment("queued"); err != nil {
 				s.queue.leave(t)
 				return err
 			}
+		}
+		select {
+		case <-t.ready:
+			return nil
+		case <-tick:
+			comment = true
 		case <-ctx.Done():
 			s.queue.leave(t)
 			return ctx.Err()
@@ -120,9 +119,8 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	}
 }
 
-// reply writes one reply of n tokens while the request holds its slot.
-// With failMid it stops after half the tokens (at least one) with an error
-// event. It returns the number of tokens written.
+// reply writes one reply of n tokens (failMid: half, at least one, then an
+// error event) and returns the tokens written.
 func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, d dialect) (int, error) {
 	if err := d.begin(sw); err != nil {
 		return 0, err
@@ -173,33 +171,21 @@ func (sw *sseWriter) comment(text string) error {
 	return sw.write(": " + text + "\n\n")
 }
 
-// data writes an unnamed event whose data is v as JSON (or v itself if it is a string).
-func (sw *sseWriter) data(v any) error {
-	b, err := encode(v)
-	if err != nil {
-		return err
-	}
-	return sw.write("data: " + b + "\n\n")
-}
-
-// event writes a named event whose data is v as JSON.
+// event writes an event named name ("": unnamed) whose data is v as JSON,
+// or v itself if it is a string.
 func (sw *sseWriter) event(name string, v any) error {
-	b, err := encode(v)
-	if err != nil {
-		return err
+	data, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		data = string(b)
 	}
-	return sw.write("event: " + name + "\ndata: " + b + "\n\n")
-}
-
-func encode(v any) (string, error) {
-	if s, ok := v.(string); ok {
-		return s, nil
+	if name != "" {
+		name = "event: " + name + "\n"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encode event: %w", err)
-	}
-	return string(b), nil
+	return sw.write(name + "data: " + data + "\n\n")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
