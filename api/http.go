@@ -21,11 +21,7 @@ type Options struct {
 	Now    func() time.Time // nil: time.Now
 }
 
-// Handler serves the read-only JSON API (docs/api.md, docs/openapi.yaml):
-// GET /api/v1/policy[?hour=H], GET /api/v1/lane?class=NAME[&hour=H], GET
-// /api/v1/next?class=NAME and POST /api/v1/book?class=NAME[&hour=H], H
-// YYYY-MM-DDTHH in the folder's zone (default: the current hour). Errors
-// are {"error", "code"} with status 400, 404, 405, 413 or 503.
+// Handler serves the read-only JSON API of docs/api.md (docs/openapi.yaml).
 func Handler(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -37,7 +33,7 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("/api/v1/next", only(http.MethodGet, s.next))
 	mux.HandleFunc("/api/v1/book", only(http.MethodPost, s.book))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, fail(http.StatusNotFound, "not_found", "no such path %q (paths: /api/v1/policy, /api/v1/lane, /api/v1/next, /api/v1/book)", r.URL.Path))
+		answer(w, fail(http.StatusNotFound, "not_found", "no such path %q (paths: /api/v1/policy, /api/v1/lane, /api/v1/next, /api/v1/book)", r.URL.Path), nil)
 	})
 	return mux
 }
@@ -63,7 +59,7 @@ func only(method string, h func(*http.Request) ([]byte, error)) http.HandlerFunc
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method && (method != http.MethodGet || r.Method != http.MethodHead) {
 			w.Header().Set("Allow", method)
-			writeError(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s %s: use %s", r.Method, r.URL.Path, method))
+			answer(w, fail(http.StatusMethodNotAllowed, "method_not_allowed", "%s %s: use %s", r.Method, r.URL.Path, method), nil)
 			return
 		}
 		body, err := h(r)
@@ -71,19 +67,18 @@ func only(method string, h func(*http.Request) ([]byte, error)) http.HandlerFunc
 		if err != nil && !errors.As(err, &ae) {
 			ae = &apiError{http.StatusServiceUnavailable, "unavailable", err.Error()}
 		}
-		if ae != nil {
-			writeError(w, ae)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		_, _ = w.Write(body)
+		answer(w, ae, body)
 	}
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
+// answer writes the error e, or body when e is nil.
+func answer(w http.ResponseWriter, e *apiError, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	if e == nil {
+		_, _ = w.Write(body)
+		return
+	}
 	w.WriteHeader(e.status)
 	_, _ = w.Write(JSON(struct {
 		Error string `json:"error"`
@@ -161,12 +156,11 @@ func (s *server) lane(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := Choose(f, q["class"], s.opts.Lanes)
-	var nl *NoLaneError
-	switch {
-	case errors.Is(err, ErrNoClass):
+	if _, err := f.NamedClass(q["class"]); err != nil {
 		return nil, fail(http.StatusNotFound, "no_class", "%v", err)
-	case errors.As(err, &nl):
+	}
+	ch, err := Choose(f, q["class"], s.opts.Lanes)
+	if nl := (*NoLaneError)(nil); errors.As(err, &nl) {
 		return nil, fail(http.StatusNotFound, "no_lane", "%v", err)
 	}
 	return JSON(ch), err

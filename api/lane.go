@@ -6,7 +6,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -56,23 +55,16 @@ func (e *UnknownLaneError) Error() string {
 	return fmt.Sprintf("lane %q of class %q is not in the config", e.Lane, e.Class)
 }
 
-// ErrNoClass is wrapped by the error of a class the file does not have.
-var ErrNoClass = errors.New("no such class")
-
-type classError struct{ error }
-
-func (e classError) Unwrap() []error { return []error{e.error, ErrNoClass} }
-
 // Choose returns the lane a job of class runs on in f (policy.Class.Start:
 // the class's decision, else its first lane) with its endpoint from lanes:
 // a decision that is free first starts on the book's free lane and cuts
 // over at cutover_after_s when there is a fallback; one that is not starts
 // on the fallback, with no cut-over time. The errors: the class is not in
-// f (wrapping ErrNoClass), *NoLaneError, *UnknownLaneError.
+// f (policy.File.NamedClass), *NoLaneError, *UnknownLaneError.
 func Choose(f policy.File, class string, lanes []Lane) (Choice, error) {
 	c, err := f.NamedClass(class)
 	if err != nil {
-		return Choice{}, classError{err}
+		return Choice{}, err
 	}
 	name, cut := c.Start()
 	if name == "" {

@@ -1,8 +1,5 @@
 package config
 
-// This file turns a Config into the values of the packages it configures:
-// every command builds them the same way.
-
 import (
 	"context"
 	"fmt"
@@ -42,8 +39,7 @@ func (c *Config) Groups() []budget.Group {
 	return gs
 }
 
-// PolicyParams returns the policy's parameters. A lane of a quota group
-// keeps a basis as long as its probe interval plus an hour.
+// PolicyParams returns the policy's parameters.
 func (c *Config) PolicyParams() policy.Params {
 	p := policy.Params{Location: c.Location, LookbackDays: max(c.Policy.LookbackDays, 0), Rule: c.Policy.Rule, Coverage: c.Policy.Coverage}
 	basis := map[string]int{}
@@ -62,8 +58,7 @@ func (c *Config) PolicyParams() policy.Params {
 	return p
 }
 
-// APIOptions returns the options of the JSON API over policy.out: the
-// lanes' endpoints, with the name of each key's variable, never a key.
+// APIOptions returns the options of the JSON API over policy.out (no keys).
 func (c *Config) APIOptions() api.Options {
 	lanes := make([]api.Lane, len(c.Lanes))
 	for i, l := range c.Lanes {
@@ -72,8 +67,7 @@ func (c *Config) APIOptions() api.Options {
 	return api.Options{Folder: api.Folder{Dir: c.Policy.Out, Location: c.Location}, Lanes: lanes}
 }
 
-// SwingsOptions returns the options of a time-of-day report of [from, to):
-// the lanes listed even without data, the classes' deadlines.
+// SwingsOptions returns the options of a time-of-day report of [from, to).
 func (c *Config) SwingsOptions(from, to time.Time, days int) swings.Options {
 	opt := swings.Options{Location: c.Location, From: from, To: to, Days: days}
 	for _, l := range c.Lanes {
@@ -91,11 +85,10 @@ func (l Lane) Target(key string) probe.Target {
 		Prompt: l.Prompt, MaxTokens: l.MaxTokens, Timeout: l.Timeout.D(), IncludeUsage: l.IncludeUsage == nil || *l.IncludeUsage}
 }
 
-// Access is how a process opens the store: as its Writer (the sampler;
-// InfluxDB behind its spool, starting during an outage), as a Reader
-// beside it (the file without the writer lock, InfluxDB with the spool
-// merged into reads), or to write Beside it (sampler probe: the file
-// without its lock, a write InfluxDB fails left for the writer to replay).
+// Access is how a process opens the store: as its Writer (the sampler,
+// starting during an outage), as a Reader beside it, or to write Beside it
+// (sampler probe: the file without its lock, a failed InfluxDB write left
+// for the writer to replay).
 type Access int
 
 const (
@@ -104,9 +97,8 @@ const (
 	Beside
 )
 
-// OpenStore opens the configured store; warn receives non-fatal warnings,
-// lookupEnv (nil: os.LookupEnv) resolves store.token_env. Write through
-// store.NewRecorder(st, cfg.Location) to keep the hourly invariant.
+// OpenStore opens the configured store; lookupEnv (nil: os.LookupEnv)
+// resolves store.token_env.
 func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string, args ...any), lookupEnv func(string) (string, bool)) (store.Store, error) {
 	s := cfg.Store
 	if s.Kind == StoreFile {
@@ -120,7 +112,6 @@ func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string,
 	if err != nil {
 		return nil, err
 	}
-	// The writer starts during an outage and spools; the others need the server.
 	db, err := influx.Open(ctx, influx.Options{URL: s.URL, Org: s.Org, Bucket: s.Bucket, Token: token, Warn: warn,
 		RequestTimeout: s.Timeout.D(), StartUnreachable: a == Writer})
 	if err != nil {
@@ -137,8 +128,7 @@ func OpenStore(ctx context.Context, cfg *Config, a Access, warn func(msg string,
 
 // SamplerOptions returns the options of a sampler writing to st: the lanes
 // its shard owns (sh, or the config's when sh.Count is 0) with their keys
-// (lookupEnv, nil: os.LookupEnv; another shard's are never read), the quota
-// groups and the status page's chart.
+// (another shard's are never read).
 func (c *Config) SamplerOptions(st store.Store, lookupEnv func(string) (string, bool), sh Shard) (sampler.Options, error) {
 	if sh.Count <= 0 {
 		sh = c.Shard

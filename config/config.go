@@ -1,15 +1,11 @@
-// Package config loads a lanewatch configuration file into a validated
-// Config.
-//
-// Defaults come first and the YAML file goes on top, decoded by yaml.v3
-// once internal/decode has checked it (unknown and repeated keys rejected,
-// with a did-you-mean); validation then
-// checks every value and fills in the effective ones. Every error is one
-// line naming the file, line and field ("c.yaml:12: lanes[2].base_url:
-// ..."). docs/config.md lists the keys.
+// Package config loads a lanewatch configuration file (docs/config.md) into
+// a validated Config: defaults, then the file, checked by internal/decode
+// and decoded by yaml.v3, then validation. Every error is one line naming
+// the file, line and field ("c.yaml:12: lanes[2].base_url: ...").
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -23,31 +19,17 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Defaults for the fields a file may leave out. The probe defaults
-// (probe.DefaultPrompt, probe.DefaultMaxTokens, probe.DefaultTimeout) and the
-// store's paths and spool cap (store.DefaultFilePath, DefaultSpoolPath,
-// DefaultDeadLetterPath, DefaultSpoolMaxBytes) belong to the packages that
-// use them.
+// Defaults for the fields a file may leave out (Default has the others).
 const (
-	DefaultTimezone = "UTC"
 	DefaultSchedule = "7,27,47 * * * *"
 	// DefaultJitter caps the jitter a file leaves out: a tenth of the
 	// schedule's shortest interval, at most this.
-	DefaultJitter       = 30 * time.Second
-	DefaultConcurrency  = 64
-	DefaultPolicyOut    = "policies"
-	DefaultLookbackDays = 7 // under policy.rule: max
-	// DefaultCalibratedLookbackDays is policy.lookback_days under rule:
-	// calibrated (policy.DefaultCalibratedLookbackDays).
-	DefaultCalibratedLookbackDays = 14
-	DefaultRule                   = "calibrated" // policy.RuleCalibrated
-	DefaultCoverage               = 0.95         // policy.DefaultCoverage
-	// LookbackUnset is Policy.LookbackDays before validation when the file
-	// leaves it out: the rule's default replaces it.
+	DefaultJitter      = 30 * time.Second
+	DefaultConcurrency = 64
+	// LookbackUnset and jitterUnset stand for a value the file leaves out
+	// until validation gives it the rule's or the schedule's default.
 	LookbackUnset = math.MinInt
-	// jitterUnset is Jitter before validation when the file leaves it out:
-	// the schedule's default replaces it.
-	jitterUnset = Duration(math.MinInt64)
+	jitterUnset   = Duration(math.MinInt64)
 )
 
 // Store kinds.
@@ -56,32 +38,30 @@ const (
 	StoreInflux = "influx"
 )
 
-// Error is a configuration error tied to one field. Its text is one line,
-// "FILE:LINE: FIELD: PROBLEM" ("line LINE: FIELD: PROBLEM" without a file;
-// the line and field are left out when unknown).
+// Error is a configuration error tied to one field.
 type Error = decode.Error
 
 // Default returns a configuration with every default filled in and no lanes.
 func Default() *Config {
 	return &Config{
-		Timezone:    DefaultTimezone,
+		Timezone:    "UTC",
 		Schedule:    DefaultSchedule,
 		Jitter:      jitterUnset,
 		Concurrency: DefaultConcurrency,
 		Shard:       Shard{Index: 0, Count: 1},
 		Store: Store{Kind: StoreFile, Bucket: "lanewatch/autogen", // the paths default per kind in validate
-			Timeout: Duration(store.DefaultRequestTimeout), QueryLanguage: QueryAuto},
+			Timeout: Duration(store.DefaultRequestTimeout), QueryLanguage: "auto"},
 		Probe: Probe{
 			Prompt:    probe.DefaultPrompt,
 			MaxTokens: probe.DefaultMaxTokens,
 			Timeout:   Duration(probe.DefaultTimeout),
 		},
-		Policy: Policy{Out: DefaultPolicyOut, Write: true, LookbackDays: LookbackUnset, Rule: DefaultRule, Coverage: DefaultCoverage},
+		Policy: Policy{Out: "policies", Write: true, LookbackDays: LookbackUnset, Rule: "calibrated", Coverage: 0.95},
 	}
 }
 
-// Config is a loaded, validated configuration. Paths are absolute (relative
-// paths in the file resolve against the file's folder).
+// Config is a loaded, validated configuration (docs/config.md has the
+// keys). Paths are absolute, relative ones resolved against Dir.
 type Config struct {
 	Timezone    string         `yaml:"timezone"`
 	Location    *time.Location `yaml:"-"`
@@ -97,43 +77,24 @@ type Config struct {
 	Lanes       []Lane         `yaml:"lanes"`
 	Policy      Policy         `yaml:"policy"`
 
-	// Dir is the folder of the config file; relative paths resolve against it.
-	Dir string `yaml:"-"`
+	Dir string `yaml:"-"` // the config file's folder
 }
 
 // Store selects and configures the storage backend.
 type Store struct {
-	Kind          string `yaml:"kind"`            // StoreFile | StoreInflux
-	Path          string `yaml:"path"`            // file: the line-protocol file; "" for influx
-	URL           string `yaml:"url"`             // influx
-	Org           string `yaml:"org"`             // influx 2.x; "" for 1.8
-	Bucket        string `yaml:"bucket"`          // influx: bucket, or "db/rp" on 1.8
-	TokenEnv      string `yaml:"token_env"`       // name of the env var holding the token
-	Spool         string `yaml:"spool"`           // influx: spool file for failed writes
-	DeadLetter    string `yaml:"dead_letter"`     // influx: points the server refused for good
-	SpoolMaxBytes int64  `yaml:"spool_max_bytes"` // influx: spool size cap
-	RetentionDays int    `yaml:"retention_days"`  // file: prune probes and heartbeats older than this many days; 0 keeps all
-	// Timeout bounds one request to InfluxDB (a read of a month of hourly
-	// records included).
-	Timeout Duration `yaml:"timeout"`
-	// QueryLanguage is the language of InfluxDB reads: QueryAuto or
-	// QueryInfluxQL, the same: InfluxQL through /query (on 2.x its
-	// v1-compatibility API). Flux is no longer read: a config that asks
-	// for it is refused, naming the key.
-	QueryLanguage string `yaml:"query_language"`
+	Kind          string   `yaml:"kind"`            // StoreFile | StoreInflux
+	Path          string   `yaml:"path"`            // file: the line-protocol file; "" for influx
+	URL           string   `yaml:"url"`             // influx
+	Org           string   `yaml:"org"`             // influx 2.x; "" for 1.8
+	Bucket        string   `yaml:"bucket"`          // influx: bucket, or "db/rp" on 1.8
+	TokenEnv      string   `yaml:"token_env"`       // name of the env var holding the token
+	Spool         string   `yaml:"spool"`           // influx: spool file for failed writes
+	DeadLetter    string   `yaml:"dead_letter"`     // influx: points the server refused for good
+	SpoolMaxBytes int64    `yaml:"spool_max_bytes"` // influx: spool size cap
+	RetentionDays int      `yaml:"retention_days"`  // file: prune probes and heartbeats older than this many days; 0 keeps all
+	Timeout       Duration `yaml:"timeout"`         // one request to InfluxDB
+	QueryLanguage string   `yaml:"query_language"`  // auto or influxql, the same
 }
-
-// Query languages of store.query_language.
-const (
-	QueryAuto     = "auto"
-	QueryInfluxQL = "influxql"
-)
-
-// MaxStoreTimeout bounds store.timeout.
-const MaxStoreTimeout = time.Hour
-
-// MaxRetentionDays bounds store.retention_days (100 years).
-const MaxRetentionDays = 36500
 
 // Probe holds the probe defaults; a lane may override each of them.
 type Probe struct {
@@ -165,10 +126,8 @@ type Quota struct {
 	Name         string         `yaml:"name"`
 	ProbesPerDay int            `yaml:"probes_per_day"`
 	Timezone     string         `yaml:"timezone"`
-	Location     *time.Location `yaml:"-"` // Timezone, loaded
-	// Scope is whose budget it is: ScopeAccount (the default), one for all
-	// the config's Sites together, or ScopeSite, one per site.
-	Scope string `yaml:"scope"`
+	Location     *time.Location `yaml:"-"`     // Timezone, loaded
+	Scope        string         `yaml:"scope"` // ScopeAccount (the default) or ScopeSite
 }
 
 // Quota scopes.
@@ -177,9 +136,7 @@ const (
 	ScopeSite    = "site"    // each site has a budget of its own
 )
 
-// Shard is the part of the lanes one sampler probes when several share
-// them: shard Index of Count (0 <= Index < Count). Default() has 0/1, all
-// lanes.
+// Shard is the part of the lanes one sampler probes: shard Index of Count.
 type Shard struct{ Index, Count int }
 
 var shardSpec = regexp.MustCompile(`^(\d{1,4})/(\d{1,4})$`)
@@ -215,13 +172,8 @@ func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
 // Policy configures the policy files: where they go, whether the sampler
 // daemon writes them, and how policygen and the daemon compute them.
 type Policy struct {
-	Out string `yaml:"out"`
-	// Write makes the sampler daemon write the hour's file (and the next
-	// hour's forecast) to Out after each round; false leaves them to
-	// policygen.
-	Write bool `yaml:"write"`
-	// LookbackDays is LookbackUnset until validation gives it the rule's
-	// default (14 calibrated, 7 max) when the file leaves it out.
+	Out          string  `yaml:"out"`
+	Write        bool    `yaml:"write"`
 	LookbackDays int     `yaml:"lookback_days"`
 	Rule         string  `yaml:"rule"`     // calibrated | max
 	Coverage     float64 `yaml:"coverage"` // 0 < c < 1: the calibrated rule's
@@ -235,12 +187,8 @@ type Class struct {
 	CeilingTokens int     `yaml:"ceiling_tokens"`
 	EstTokens     int     `yaml:"est_tokens"`
 	PaidUSDPer1k  float64 `yaml:"paid_usd_per_1k"`
-	Coverage      float64 `yaml:"coverage"` // 0: policy.coverage
-	// Objective is what the class's decisions optimise under the
-	// calibrated rule: cost (the default: the deadline, then the least
-	// paid, then the least wait) or time (the deadline, then the least
-	// wait, then the least paid). "": cost.
-	Objective string `yaml:"objective"`
+	Coverage      float64 `yaml:"coverage"`  // 0: policy.coverage
+	Objective     string  `yaml:"objective"` // policy.Objectives; "": cost
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
@@ -249,33 +197,35 @@ type Duration time.Duration
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// Interval returns the shortest gap between two consecutive runs of the
-// schedule over the next eight days, in the config's zone (for a schedule
-// that runs less often, the gap after its next run). It is 0 when the
-// schedule does not parse or never runs. The sampler warns when a round
-// could outlast it.
+// Interval returns the shortest gap of Gaps from now in the config's zone.
+// The sampler warns when a round could outlast it.
 func (c *Config) Interval() time.Duration {
-	return interval(c.Schedule, c.Location, time.Now())
+	shortest, _ := Gaps(c.Schedule, c.Location, time.Now())
+	return shortest
 }
 
-func interval(spec string, loc *time.Location, now time.Time) time.Duration {
+// Gaps returns the shortest and the longest gap between two consecutive
+// runs of the schedule over the eight days from now (for a schedule that
+// runs less often, the gap after its next run); 0 when the schedule does
+// not parse or never runs.
+func Gaps(spec string, loc *time.Location, now time.Time) (shortest, longest time.Duration) {
 	s, err := cron.ParseStandard(spec)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	if every, ok := s.(cron.ConstantDelaySchedule); ok {
-		return every.Delay
+		return every.Delay, every.Delay
 	}
-	loc = store.OrUTC(loc)
-	var shortest time.Duration
-	run := s.Next(now.In(loc))
-	end := run.Add(8 * 24 * time.Hour)
-	for !run.IsZero() && run.Before(end) && shortest != time.Minute {
+	run := s.Next(now.In(store.OrUTC(loc)))
+	for end := run.Add(8 * 24 * time.Hour); !run.IsZero() && run.Before(end); {
 		next := s.Next(run)
-		if gap := next.Sub(run); !next.IsZero() && (shortest == 0 || gap < shortest) {
-			shortest = gap
+		if next.IsZero() {
+			break
 		}
+		gap := next.Sub(run)
+		shortest = min(cmp.Or(shortest, gap), gap)
+		longest = max(longest, gap)
 		run = next
 	}
-	return shortest
+	return shortest, longest
 }

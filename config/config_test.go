@@ -310,14 +310,14 @@ func TestInterval(t *testing.T) {
 		{"61 * * * *", time.UTC, 0},
 	}
 	for _, c := range cases {
-		if got := interval(c.spec, c.loc, now); got != c.want {
+		if got, _ := Gaps(c.spec, c.loc, now); got != c.want {
 			t.Errorf("interval(%q) = %s, want %s", c.spec, got, c.want)
 		}
 	}
 	// In a zone with DST, the day the clocks go back has a 25-hour gap and
 	// the day they go forward a 23-hour one: the shortest is the answer.
 	spring := time.Date(2027, 3, 24, 0, 0, 0, 0, berlin)
-	if got := interval("30 3 * * *", berlin, spring); got != 23*time.Hour {
+	if got, _ := Gaps("30 3 * * *", berlin, spring); got != 23*time.Hour {
 		t.Errorf("across the spring change: %s, want 23h", got)
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -116,25 +117,22 @@ func (c *Config) abs(p string) string {
 
 func (c *Config) validateStore() error {
 	s := &c.Store
-	if s.RetentionDays < 0 || s.RetentionDays > MaxRetentionDays {
-		return fieldErr("store.retention_days", "must be between 0 and %d (0 keeps every probe), got %d", MaxRetentionDays, s.RetentionDays)
+	if s.RetentionDays < 0 || s.RetentionDays > 36500 {
+		return fieldErr("store.retention_days", "must be between 0 and 36500 (0 keeps every probe), got %d", s.RetentionDays)
 	}
-	if s.Timeout <= 0 || s.Timeout.D() > MaxStoreTimeout {
-		return fieldErr("store.timeout", "must be > 0 and at most %s, got %s", MaxStoreTimeout, s.Timeout.D())
+	if s.Timeout <= 0 || s.Timeout.D() > time.Hour {
+		return fieldErr("store.timeout", "must be > 0 and at most 1h0m0s, got %s", s.Timeout.D())
 	}
 	switch s.QueryLanguage {
-	case QueryAuto, QueryInfluxQL:
+	case "auto", "influxql":
 	case "flux":
-		return fieldErr("store.query_language", "flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set %s", QueryAuto)
+		return fieldErr("store.query_language", "flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set auto")
 	default:
-		return fieldErr("store.query_language", "want %s or %s, got %q", QueryAuto, QueryInfluxQL, s.QueryLanguage)
+		return fieldErr("store.query_language", "want auto or influxql, got %q", s.QueryLanguage)
 	}
 	switch s.Kind {
 	case StoreFile:
-		if s.Path == "" {
-			s.Path = store.DefaultFilePath
-		}
-		s.Path = c.abs(s.Path)
+		s.Path = c.abs(cmp.Or(s.Path, store.DefaultFilePath))
 		if err := notDir("store.path", s.Path, "samples.lp"); err != nil {
 			return err
 		}
@@ -158,20 +156,12 @@ func (c *Config) validateStore() error {
 		if s.TokenEnv != "" && !envName.MatchString(s.TokenEnv) {
 			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
 		}
-		if s.Spool == "" {
-			s.Spool = store.DefaultSpoolPath
-		}
-		if s.DeadLetter == "" {
-			s.DeadLetter = store.DefaultDeadLetterPath
-		}
-		if s.SpoolMaxBytes == 0 {
-			s.SpoolMaxBytes = store.DefaultSpoolMaxBytes
-		}
+		s.SpoolMaxBytes = cmp.Or(s.SpoolMaxBytes, store.DefaultSpoolMaxBytes)
 		if s.SpoolMaxBytes < 0 {
 			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
 		}
-		s.Spool = c.abs(s.Spool)
-		s.DeadLetter = c.abs(s.DeadLetter)
+		s.Spool = c.abs(cmp.Or(s.Spool, store.DefaultSpoolPath))
+		s.DeadLetter = c.abs(cmp.Or(s.DeadLetter, store.DefaultDeadLetterPath))
 		if err := notDir("store.spool", s.Spool, "spool.lp"); err != nil {
 			return err
 		}
@@ -193,12 +183,9 @@ func notDir(field, path, name string) error {
 }
 
 // httpURL checks that raw, the value of field, is an http(s) URL with a
-// host and no credentials, query or fragment; example follows "want an
-// http(s) URL" in the error, secret says where a credential goes instead.
+// host and no credentials, query or fragment.
 func httpURL(field, raw, example, secret string) error {
 	if raw != "" && !strings.Contains(raw, "://") {
-		// "127.0.0.1:18081/v1" does not even parse ("first path segment
-		// in URL cannot contain colon"): say what is missing.
 		if u, err := url.Parse("http://" + raw); err == nil && u.Host != "" {
 			fixed := redact.URL("http://" + raw)
 			return fieldErr(field, "want an http(s) URL, got %q: missing http:// (try %q)", strings.TrimPrefix(fixed, "http://"), fixed)
@@ -257,22 +244,10 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	if l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }) {
 		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
 	}
-	if l.Prompt == "" {
-		l.Prompt = c.Probe.Prompt
-	}
-	if l.MaxTokens == 0 {
-		l.MaxTokens = c.Probe.MaxTokens
-	}
-	if l.Timeout == 0 {
-		l.Timeout = c.Probe.Timeout
-	}
-	if l.IncludeUsage == nil {
-		v := true
-		if c.Probe.IncludeUsage != nil {
-			v = *c.Probe.IncludeUsage
-		}
-		l.IncludeUsage = &v
-	}
+	l.Prompt = cmp.Or(l.Prompt, c.Probe.Prompt)
+	l.MaxTokens = cmp.Or(l.MaxTokens, c.Probe.MaxTokens)
+	l.Timeout = cmp.Or(l.Timeout, c.Probe.Timeout)
+	l.IncludeUsage = cmp.Or(l.IncludeUsage, c.Probe.IncludeUsage, new(true))
 	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
 }
 
@@ -296,9 +271,7 @@ func (c *Config) validateQuotas() error {
 		if q.ProbesPerDay < 1 || q.ProbesPerDay > 100000 {
 			return fieldErr(f+".probes_per_day", "must be between 1 and 100000, got %d", q.ProbesPerDay)
 		}
-		if q.Timezone == "" {
-			q.Timezone = DefaultTimezone
-		}
+		q.Timezone = cmp.Or(q.Timezone, "UTC")
 		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
 			return err
 		}
@@ -350,17 +323,12 @@ func (c *Config) validatePolicy() error {
 		return fieldErr("policy.out", "must not be empty")
 	}
 	p.Out = c.abs(p.Out)
-	switch p.Rule {
-	case "calibrated":
-		if p.LookbackDays == LookbackUnset {
-			p.LookbackDays = DefaultCalibratedLookbackDays
-		}
-	case "max":
-		if p.LookbackDays == LookbackUnset {
-			p.LookbackDays = DefaultLookbackDays
-		}
-	default:
+	lookback, ok := map[string]int{"calibrated": 14, "max": 7}[p.Rule]
+	if !ok {
 		return fieldErr("policy.rule", "want calibrated or max, got %q", p.Rule)
+	}
+	if p.LookbackDays == LookbackUnset {
+		p.LookbackDays = lookback
 	}
 	if !(p.Coverage > 0 && p.Coverage < 1) {
 		return fieldErr("policy.coverage", "must be above 0 and below 1, got %v", p.Coverage)
@@ -377,9 +345,10 @@ func (c *Config) validatePolicy() error {
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
 		f := fmt.Sprintf("policy.classes[%d]", i)
+		if err := newName(f+".name", cl.Name, "policy.classes", i, seen); err != nil {
+			return err
+		}
 		switch {
-		case !laneName.MatchString(cl.Name):
-			return fieldErr(f+".name", "want [a-z0-9_-]+, got %q", cl.Name)
 		case !num.Finite(cl.DeadlineS) || cl.DeadlineS <= 0:
 			return fieldErr(f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS)
 		case cl.CeilingTokens <= 0:
@@ -395,10 +364,6 @@ func (c *Config) validatePolicy() error {
 		case cl.Objective != "" && !slices.Contains(policy.Objectives, cl.Objective):
 			return fieldErr(f+".objective", "want %s, got %q", strings.Join(policy.Objectives, " or "), cl.Objective)
 		}
-		if j, dup := seen[cl.Name]; dup {
-			return fieldErr(f+".name", "%q is already the name of policy.classes[%d]", cl.Name, j)
-		}
-		seen[cl.Name] = i
 	}
 	return nil
 }
@@ -411,11 +376,7 @@ func (l Lane) APIKey(lookup func(string) (string, bool)) (string, error) {
 	return secret(lookup, l.APIKeyEnv, "lane "+l.Name)
 }
 
-// Token returns the store token from the environment through lookup (nil:
-// os.LookupEnv); ""
-// when store.token_env names no variable (a server without auth). A named
-// variable that is unset or empty is an error: a token that was meant to be
-// sent and is missing would otherwise show up only as refused writes.
+// Token returns the store token from the environment as APIKey does.
 func (s Store) Token(lookup func(string) (string, bool)) (string, error) {
 	return secret(lookup, s.TokenEnv, "store.token_env")
 }

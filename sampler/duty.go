@@ -23,8 +23,7 @@ type Identity struct {
 }
 
 // heartbeatReach is the least span of heartbeats a round reads on either
-// side of now: instances of the shard with a longer interval than this
-// one's are still seen.
+// side of now.
 const heartbeatReach = 15 * time.Minute
 
 // heartbeatTimeout bounds a round's heartbeat write and read.
@@ -32,21 +31,14 @@ const heartbeatTimeout = 10 * time.Second
 
 // dutyState is what the rounds of a sampler with an Identity keep.
 type dutyState struct {
-	id   *Identity
-	last *duty.Decision // the last decision made from a read
-	// overlapUntil is when the last live instance of the shard beside this
-	// one, seen by a round, goes stale: until then the active rounds heal
-	// the recent hours.
-	overlapUntil time.Time
-	// sitesErr says, from the last read, that a site sharing the account
-	// quotas lists other sites than this one: their groups probe nothing
-	// (budget.Input.SitesErr).
-	sitesErr error
+	id           *Identity
+	last         *duty.Decision // the last decision made from a read
+	overlapUntil time.Time      // when the last instance of the shard seen beside this one goes stale
+	sitesErr     error          // budget.Input.SitesErr from the last read
 }
 
 // SetIdentity makes the rounds write id's heartbeat and stand by while an
 // earlier-started instance of the shard and site is live (package duty).
-// The daemon sets it before its first round; -once leaves it unset.
 func (s *Sampler) SetIdentity(id Identity) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,17 +47,16 @@ func (s *Sampler) SetIdentity(id Identity) {
 
 // heartbeat is this sampler's heartbeat at now.
 func (s *Sampler) heartbeat(id *Identity, now time.Time) store.Heartbeat {
-	return store.Heartbeat{Instance: id.Instance, Shard: s.shard.String(), Site: s.site, Time: now.Round(0).UTC(),
+	return store.Heartbeat{Instance: id.Instance, Shard: s.opt.Shard.String(), Site: s.opt.Site, Time: now.Round(0).UTC(),
 		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds(),
 		Sites: strings.Join(s.accountSites(), ",")}
 }
 
 // accountSites returns the sites this sampler shares its account quotas
-// with (its groups' Sites), sorted: its heartbeat names them, and its
-// rounds read their heartbeats.
+// with, sorted.
 func (s *Sampler) accountSites() []string {
 	var sites []string
-	for _, g := range s.groups {
+	for _, g := range s.opt.Groups {
 		sites = append(sites, g.Sites...)
 	}
 	slices.Sort(sites)
@@ -81,9 +72,8 @@ func (s *Sampler) sitesDisagree() error {
 
 // checkDuty writes this round's heartbeat, reads those of its site and of
 // the sites it shares account quotas with, and decides whether the round
-// at now probes, and whether those sites agree on the sites that share
-// them. It returns nil without an Identity. A heartbeat that cannot be written or read is err; a
-// failed read keeps the last decision (active for the first round).
+// at now probes (nil without an Identity); a failed read keeps the last
+// decision (active for the first round).
 func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision, error) {
 	s.mu.Lock()
 	id := s.duty.id
@@ -94,15 +84,14 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatTimeout)
 	defer cancel()
 	self := s.heartbeat(id, now)
-	werr := s.store.Write(ctx, store.Batch{Heartbeats: []store.Heartbeat{self}})
+	werr := s.opt.Store.Write(ctx, store.Batch{Heartbeats: []store.Heartbeat{self}})
 	var beats []store.Heartbeat
 	var rerr error
-	if !s.store.Status().Exclusive {
-		// (A file store this sampler holds locked has no other writer: its
-		// heartbeats are not read, a scan of the whole file each round.)
+	if !s.opt.Store.Status().Exclusive {
+		// (A file store this sampler holds locked has no other writer.)
 		reach := 2 * max(id.Interval, heartbeatReach)
-		sites := append(s.accountSites(), s.site)
-		beats, rerr = store.ReadHeartbeats(ctx, s.store, store.Query{Windows: []store.Window{{From: now.Add(-reach), To: now.Add(reach)}}, Sites: sites})
+		sites := append(s.accountSites(), s.opt.Site)
+		beats, rerr = store.ReadHeartbeats(ctx, s.opt.Store, store.Query{Windows: []store.Window{{From: now.Add(-reach), To: now.Add(reach)}}, Sites: sites})
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,9 +120,8 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 
 // healing returns the lane-hours an active round rebuilds beside its own
 // while another instance of the shard is, or was lately, live: those of
-// this site's probes of the owned lanes stored within two intervals and a
-// round of now. A record the other writer clobbered during the race
-// before one stood by is so rebuilt from all the probes in the store.
+// the probes stored within two intervals and a round of now, whose record
+// the other writer may have clobbered.
 func (s *Sampler) healing(stored []store.Probe, now time.Time) []store.LaneHour {
 	s.mu.Lock()
 	id, until := s.duty.id, s.duty.overlapUntil

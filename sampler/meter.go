@@ -11,33 +11,26 @@ import (
 )
 
 // reading is what a plan reads from the store: the newest probe of each
-// owned lane, and the probes since the start of the groups' days (or
-// since, when earlier) of the lanes a budget counts (of every owned lane,
-// when since is earlier). It comes from one read (prior), which also holds
-// the hours a round's probes fall in, for the Recorder.
+// owned lane, and the probes a budget counts, from one read (prior), which
+// also holds the hours a round's probes fall in, for the Recorder.
 type reading struct {
 	latest, probes []store.Probe
 	prior          store.Prior
 	err            error
-	// local holds, when the store could not be read, the probes the
-	// store's own spool and dead-letter file keep (store.Reader.Local).
-	local []store.Probe
+	local          []store.Probe // when the store could not be read: its spool's and dead-letter file's
 }
 
 // meter reads what a plan at now needs, the owned lanes' probes since since
 // if that is earlier than the groups' days, and the whole hours up to the
-// one holding until (the hours the round's probes fall in), in one read of
-// the owned lanes at this site.
+// one holding until, in one read.
 func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) reading {
 	var m reading
-	// Every window reaches FutureReach past now: a request stamped after now
-	// (the clock stepped back) was still sent.
 	future := now.Add(FutureReach)
 	latestWin := store.Window{From: now.Add(-budget.MaxBackoff - time.Hour), To: future}
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
-		for _, g := range s.groups {
+		for _, g := range s.opt.Groups {
 			for _, l := range g.Lanes {
 				if slices.Contains(s.owned, l) {
 					lanes = append(lanes, l)
@@ -45,7 +38,7 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 			}
 		}
 	}
-	for _, g := range s.groups {
+	for _, g := range s.opt.Groups {
 		if day := g.DayStart(now); day.Before(from) {
 			from = day
 		}
@@ -55,29 +48,28 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	if len(lanes) > 0 && probesWin.From.Before(read.From) {
 		read.From = probesWin.From
 	}
-	if end := store.HourStart(until, s.loc).Add(time.Hour); end.After(read.To) {
+	if end := store.HourStart(until, s.opt.Location).Add(time.Hour); end.After(read.To) {
 		read.To = end
 	}
-	q := store.Query{Windows: []store.Window{read}, Sites: []string{s.site}, Lanes: s.owned}
+	q := store.Query{Windows: []store.Window{read}, Sites: []string{s.opt.Site}, Lanes: s.owned}
 	shared, sites := s.shared()
 	wide := q
 	wide.Sites = sites
-	ps, err := store.ReadProbes(ctx, s.store, wide)
+	ps, err := store.ReadProbes(ctx, s.opt.Store, wide)
 	if err != nil {
 		m.err = err
 		// The back-offs a spooled or refused probe asks for still hold.
 		var local []store.Probe
 		lq := store.Query{Windows: []store.Window{latestWin}, Sites: q.Sites, Lanes: q.Lanes}
-		if s.store.Read(ctx, lq, store.Reader{Local: true, Probe: func(p store.Probe) error { local = append(local, p); return nil }}) == nil {
+		if s.opt.Store.Read(ctx, lq, store.Reader{Local: true, Probe: func(p store.Probe) error { local = append(local, p); return nil }}) == nil {
 			m.local = newest(sent(local))
 		}
 		return m
 	}
-	// The hour records are this site's own: they are rebuilt from its
-	// probes alone. Budgets and back-offs of a group the sites share count
-	// every site's requests of its lanes.
-	own := slices.DeleteFunc(slices.Clone(ps), func(p store.Probe) bool { return p.Site != s.site })
-	counted := slices.DeleteFunc(ps, func(p store.Probe) bool { return p.Site != s.site && !shared[p.Lane] })
+	// The hour records are rebuilt from this site's probes alone; budgets
+	// and back-offs of a group the sites share count every site's.
+	own := slices.DeleteFunc(slices.Clone(ps), func(p store.Probe) bool { return p.Site != s.opt.Site })
+	counted := slices.DeleteFunc(ps, func(p store.Probe) bool { return p.Site != s.opt.Site && !shared[p.Lane] })
 	m.prior = store.Prior{Query: q, Probes: own}
 	m.latest = newest(sent(within(counted, latestWin, s.owned)))
 	if len(lanes) > 0 {
@@ -87,13 +79,12 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	return m
 }
 
-// shared returns the owned lanes of the groups the sites share (quota
-// scope account: budget.Group.Sites) and the sites a round reads: this
-// one and those sharing a group with it.
+// shared returns the owned lanes of the groups the sites share and the
+// sites a round reads: this one and those sharing a group with it.
 func (s *Sampler) shared() (map[string]bool, []string) {
 	lanes := map[string]bool{}
-	sites := []string{s.site}
-	for _, g := range s.groups {
+	sites := []string{s.opt.Site}
+	for _, g := range s.opt.Groups {
 		if len(g.Sites) == 0 || !slices.ContainsFunc(g.Lanes, func(l string) bool { return slices.Contains(s.owned, l) }) {
 			continue
 		}
@@ -109,17 +100,14 @@ func (s *Sampler) shared() (map[string]bool, []string) {
 	return lanes, sites
 }
 
-// sent returns the points of ps that stand for requests sent (store.Sent):
-// every one but a released reservation.
+// sent returns the points of ps that stand for requests sent (store.Sent).
 func sent(ps []store.Probe) []store.Probe {
 	return slices.DeleteFunc(ps, func(p store.Probe) bool { return !store.Sent(p) })
 }
 
 // abandoned returns the lane-hours of the reservations in ps booked before
-// now by more than a round can take to settle them (settleWithin): no
-// round of a live sampler settles them any more (it was killed, or its
-// write failed and reached no spool), so their hours are rebuilt to count
-// them. An hour rebuilt already is rebuilt again to the same point.
+// now by more than a round can take to settle them (settleWithin): their
+// sampler was killed, so their hours are rebuilt to count them.
 func (s *Sampler) abandoned(ps []store.Probe, now time.Time) []store.LaneHour {
 	cutoff := now.Add(-s.settleWithin())
 	var out []store.LaneHour
@@ -131,19 +119,15 @@ func (s *Sampler) abandoned(ps []store.Probe, now time.Time) []store.LaneHour {
 	return out
 }
 
-// within returns the probes of ps in w of the lanes (nil: every lane), in
-// their order.
+// within returns the probes of ps in w of the lanes, in their order.
 func within(ps []store.Probe, w store.Window, lanes []string) []store.Probe {
-	var in map[string]bool
-	if lanes != nil {
-		in = make(map[string]bool, len(lanes))
-		for _, l := range lanes {
-			in[l] = true
-		}
+	in := map[string]bool{}
+	for _, l := range lanes {
+		in[l] = true
 	}
 	out := []store.Probe{}
 	for _, p := range ps {
-		if w.Contains(p.Time) && (in == nil || in[p.Lane]) {
+		if w.Contains(p.Time) && in[p.Lane] {
 			out = append(out, p)
 		}
 	}
@@ -175,8 +159,8 @@ func newest(ps []store.Probe) []store.Probe {
 
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading, lanes []string) budget.Plan {
-	in := budget.Input{Now: now, Lanes: lanes, Groups: s.groups, Location: s.loc, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.site, SitesErr: s.sitesDisagree()}
+	in := budget.Input{Now: now, Lanes: lanes, Groups: s.opt.Groups, Location: s.opt.Location, Force: force,
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.opt.Site, SitesErr: s.sitesDisagree()}
 	if m.err != nil {
 		in.Latest = append(in.Latest, m.local...)
 		s.mu.Lock()

@@ -20,65 +20,47 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// DefaultStoreTimeout bounds each of a round's store writes on its own:
-// the bookings, before the probes, and the round's record, from the end of
-// its probes (however long they took).
+// DefaultStoreTimeout bounds each of a round's store writes on its own.
 const DefaultStoreTimeout = 2 * time.Minute
 
-// storeContext is the context of one store write of a round: ctx's values
-// without its cancel (a stopping sampler still stores what it sent), with
-// DefaultStoreTimeout from now.
+// storeContext is the context of one store write of a round: a stopping
+// sampler still stores what it sent.
 func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 }
 
-// SpreadStep is how far apart a round's probe starts are, so that probes
-// started together do not share the CPU in one burst and misread their
-// queue (BENCHMARKS.md); the window is capped at MaxSpread.
+// SpreadStep is how far apart a round's probe starts are, so that they do
+// not misread their queue in one CPU burst (BENCHMARKS.md).
 const (
 	SpreadStep = 2 * time.Millisecond
 	MaxSpread  = 10 * time.Second
 )
 
-// ErrInterrupted is returned by an interruptible round cut short: the
-// probes it had sent are stored as cancelled (not lane failures; their wait
-// so far a lower bound), those it had not are released.
+// ErrInterrupted is returned by an interruptible round cut short.
 var ErrInterrupted = errors.New("interrupted: the round was cut short; the probes sent are stored as cancelled")
 
-// ErrNotBooked is returned (wrapped) by a round whose reservations could
-// not be written: no request left, so nothing was spent.
+// ErrNotBooked is wrapped by a round whose reservations could not be written.
 var ErrNotBooked = errors.New("reservations not written: no lane probed this round")
 
 // FutureReach is how far past now a round reads the store: probes stamped
-// after now (the clock was stepped back) still count against the budget
-// and for back-offs.
+// after now (the clock was stepped back) still count.
 const FutureReach = 366 * 24 * time.Hour
 
-// Options wire a Sampler: the domain values config.SamplerOptions builds from
-// a configuration.
+// Options wire a Sampler (config.SamplerOptions builds them).
 type Options struct {
-	Store    store.Store
-	Site     string         // the site the probes are tagged with, "" for none
-	Schedule string         // the cron schedule, as the status page shows it
-	Location *time.Location // hours and back-offs are keyed in it
-	// Concurrency is how many probes run at once (at least 1).
-	Concurrency int
-	// Targets are the lanes this sampler probes (its shard's), in config
-	// order, with their keys.
-	Targets []probe.Target
-	// Groups are the quota groups with their lanes (every lane of the
-	// config, owned or not).
-	Groups []budget.Group
-	Shard  Shard
-	// Chart draws the status page's chart; nil draws none.
-	Chart Chart
-	// Now is the clock the rounds' points are stamped with; nil is
-	// time.Now. Waits and probe timings use the real clock.
-	Now func() time.Time
+	Store       store.Store
+	Site        string         // the site the probes are tagged with, "" for none
+	Schedule    string         // the cron schedule, as the status page shows it
+	Location    *time.Location // hours and back-offs are keyed in it
+	Concurrency int            // probes at once
+	Targets     []probe.Target // the lanes this sampler probes, in config order, with their keys
+	Groups      []budget.Group // the quota groups with every lane of the config
+	Shard       Shard
+	Chart       Chart            // nil draws none
+	Now         func() time.Time // the clock points are stamped with; nil is time.Now
 }
 
-// Shard is the part of the lanes a sampler probes when several share a
-// config: shard Index of Count.
+// Shard is the part of the lanes a sampler probes: shard Index of Count.
 type Shard struct{ Index, Count int }
 
 // String is the shard as the -shard flag takes it: "2/5".
@@ -86,18 +68,10 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Sampler probes the lanes its shard owns.
 type Sampler struct {
-	store       store.Store
-	rec         *store.Recorder
-	site        string
-	schedule    string
-	loc         *time.Location
-	concurrency int
-	targets     map[string]probe.Target
-	owned       []string // config order
-	shard       Shard
-	groups      []budget.Group
-	chart       Chart
-	now         func() time.Time
+	opt     Options
+	rec     *store.Recorder
+	targets map[string]probe.Target
+	owned   []string // config order
 
 	mu     sync.Mutex
 	seen   map[string]store.Probe // newest probe of each lane this process stored
@@ -107,26 +81,13 @@ type Sampler struct {
 
 // New returns a Sampler of the targets.
 func New(o Options) *Sampler {
-	s := &Sampler{
-		store:       o.Store,
-		rec:         store.NewRecorder(o.Store, o.Location),
-		site:        o.Site,
-		schedule:    o.Schedule,
-		loc:         o.Location,
-		concurrency: o.Concurrency,
-		targets:     map[string]probe.Target{},
-		shard:       o.Shard,
-		groups:      o.Groups,
-		chart:       o.Chart,
-		now:         o.Now,
-		seen:        map[string]store.Probe{},
-		detail:      map[string]detail{},
+	s := &Sampler{opt: o, rec: store.NewRecorder(o.Store, o.Location), targets: map[string]probe.Target{},
+		seen: map[string]store.Probe{}, detail: map[string]detail{}}
+	if s.opt.Now == nil {
+		s.opt.Now = time.Now
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.shard.Count < 1 {
-		s.shard = Shard{Index: 0, Count: 1}
+	if s.opt.Shard.Count < 1 {
+		s.opt.Shard = Shard{Index: 0, Count: 1}
 	}
 	for _, t := range o.Targets {
 		s.targets[t.Lane] = t
@@ -139,7 +100,7 @@ func New(o Options) *Sampler {
 func (s *Sampler) Owned() []string { return slices.Clone(s.owned) }
 
 // Shard returns the shard this sampler probes.
-func (s *Sampler) Shard() Shard { return s.shard }
+func (s *Sampler) Shard() Shard { return s.opt.Shard }
 
 // Round is what one round did.
 type Round struct {
@@ -148,58 +109,41 @@ type Round struct {
 	MeterErr error          // the store could not be read: budgets unknown (their lanes skipped)
 	Samples  []probe.Sample // the probes that ran, in config order
 	// NotStarted are lanes the plan chose whose probe never started because
-	// the sampler was stopping: not probes (their reservations are
-	// released, stored as outcome unsent).
+	// the sampler was stopping (their reservations released).
 	NotStarted []string
-	// Points are the round's probe points as stored, in the order of the
-	// plan's lanes: settled, cancelled or released (unsent).
-	Points   []store.Probe
-	Recorded store.Recorded
-	Duration time.Duration // probes and store write
-	// Duty is what the rule of package duty said of this round, nil for a
-	// sampler without an Identity; a round on standby (not Duty.Active)
-	// probed nothing. DutyErr says why a heartbeat could not be written
-	// or read (the decision is then the last one made).
+	Points     []store.Probe // as stored, in the plan's order: settled, cancelled or released
+	Recorded   store.Recorded
+	Duration   time.Duration // probes and store write
+	// Duty is what package duty said of this round, nil for a sampler
+	// without an Identity; on standby (not Duty.Active) it probed nothing.
+	// DutyErr says why a heartbeat could not be written or read.
 	Duty    *duty.Decision
 	DutyErr error
 }
 
 // Plan reads from the store what budgets and back-offs need and decides
-// which of the owned lanes a round at now probes. A store that cannot be
-// read makes the budgeted lanes skip (the meter is checked before the
-// spend); back-offs then come from what this process stored itself.
+// which of the owned lanes a round at now probes.
 func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
 	m := s.meter(ctx, now, now, now)
 	return s.decide(now, force, m, s.owned), m.err
 }
 
 // Run runs one round: it reads the store once, plans, books the round's
-// requests (one write of their reservations, before any leaves; those of
-// quota groups confirmed against other samplers' bookings of the same
-// moment, confirm), probes, and stores the probes, each replacing its
-// reservation. With
-// interruptible false (the daemon) a cancelled ctx stops new probes from
-// starting (their reservations are released), lets the probes in flight
-// finish within their own timeouts and stores them; with interruptible true
-// (-once at a terminal) it cuts the probes in flight short and stores them
-// as cancelled (ErrInterrupted). Each store write has its own deadline
-// (DefaultStoreTimeout), the record's from the end of the probes, so a slow
-// round never loses the probes it finished. force probes every
-// owned lane, budgets and back-offs notwithstanding (the probes still
-// count). A round whose reservations cannot be written probes nothing
-// (ErrNotBooked). A sampler with an Identity first writes its heartbeat
-// and applies the rule of package duty: on standby the round probes
-// nothing (Round.Duty says who does); while another instance of the shard
-// is live it rebuilds the recent hours of its lanes (duty.go).
+// requests (bookAndProbe), probes, and stores the probes, each replacing
+// its reservation. With interruptible false (the daemon) a cancelled ctx
+// stops new probes from starting and lets those in flight finish; with
+// interruptible true (-once at a terminal) it cuts them short and stores
+// them as cancelled (ErrInterrupted). force probes every owned lane,
+// budgets and back-offs notwithstanding (the probes still count). A
+// sampler with an Identity first applies package duty (duty.go).
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
-	r := &Round{Start: s.now()}
+	r := &Round{Start: s.opt.Now()}
 	start := time.Now() // monotonic, for the duration
 	if r.Duty, r.DutyErr = s.checkDuty(ctx, r.Start); r.Duty != nil && !r.Duty.Active {
 		r.Duration = time.Since(start)
 		return r, nil // standby: another instance of the shard probes
 	}
-	// One read serves the plan and the hour records the round rewrites:
-	// the hours up to the one a round of worst length ends in.
+	// One read serves the plan and the hour records the round rewrites.
 	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(s.WorstRound()))
 	r.Plan, r.MeterErr = s.decide(r.Start, force, m, s.owned), m.err
 	m.prior.Rebuild = append(m.prior.Rebuild, s.healing(m.prior.Probes, r.Start)...)
@@ -242,24 +186,19 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 }
 
 // bookAndProbe books the targets' requests (one write of their
-// reservations, before any leaves), confirms them against the bookings
-// other samplers made at the same moment (confirm: those that lose their
-// quota group's slot are withdrawn, stored as unsent, and their lanes
-// move to the plan's skips), probes the rest and returns their points,
-// each replacing its reservation: settled, cancelled or released (unsent).
-// It fills r's Samples, NotStarted and Points. A write of the reservations
-// that fails probes nothing: ErrNotBooked. The booking write has its own
-// deadline; the caller stores the points with another.
+// reservations, before any leaves; a failed write probes nothing:
+// ErrNotBooked), withdraws those confirm says lost their slot (their lanes
+// move to the plan's skips), probes the rest and returns their points. It
+// fills r's Samples, NotStarted and Points.
 func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, force, interruptible bool) ([]store.Probe, error) {
 	booked := s.book(targets, offsets, m.prior.Probes)
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
 	if len(booked) > 0 {
-		if err := store.Booked(s.store.Write(storeCtx, store.Batch{Probes: booked})); err != nil {
-			// Release what may have been stored of them, so that they count
-			// neither as spent nor as failures; a failure leaves them
-			// reserved, counted as both (never fewer than sent).
-			_ = s.store.Write(storeCtx, store.Batch{Probes: released(booked)})
+		if err := store.Booked(s.opt.Store.Write(storeCtx, store.Batch{Probes: booked})); err != nil {
+			// Release what may have been stored of them; a failure leaves
+			// them reserved, counted (never fewer than sent).
+			_ = s.opt.Store.Write(storeCtx, store.Batch{Probes: released(booked)})
 			return nil, fmt.Errorf("%w: %w", ErrNotBooked, err)
 		}
 	}
@@ -282,7 +221,7 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 			points[i] = released(booked[i : i+1])[0]
 		default:
 			r.Samples = append(r.Samples, pr.sample)
-			points[i] = Point(pr.sample, s.site, booked[i].Time)
+			points[i] = Point(pr.sample, s.opt.Site, booked[i].Time)
 			s.mu.Lock()
 			s.detail[points[i].Lane] = detail{points[i].Time, pr.sample.Detail}
 			s.mu.Unlock()
@@ -306,9 +245,8 @@ func kept[T any](xs []T, keep func(i int) bool) []T {
 	return out
 }
 
-// withdrawn returns the plan with lane moved from its probes to its skips
-// (budget: another sampler's booking took the group's slot), the skips
-// kept in config order.
+// withdrawn returns the plan with lane moved from its probes to its skips,
+// in config order.
 func withdrawn(p budget.Plan, lane string, order []string) budget.Plan {
 	p.Probe = slices.DeleteFunc(slices.Clone(p.Probe), func(l string) bool { return l == lane })
 	p.Skip = append(slices.Clone(p.Skip), budget.Skip{Lane: lane, Reason: budget.SkipBudget})
@@ -326,17 +264,16 @@ type probeRun struct {
 }
 
 // probeAll probes the targets, at most Concurrency at once, probe i
-// starting at its offset or when a slot frees, whichever is later. Each
-// probe is bounded by its own timeout from its own start. When ctx ends,
-// probes not started yet are not started; probes in flight run on unless
-// interruptible.
+// starting at its offset or when a slot frees, whichever is later. When
+// ctx ends, probes not started yet are not started; probes in flight run
+// on unless interruptible.
 func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, offsets []time.Duration, interruptible bool) []probeRun {
 	probeCtx := context.WithoutCancel(ctx)
 	if interruptible {
 		probeCtx = ctx
 	}
 	runs := make([]probeRun, len(targets))
-	sem := make(chan struct{}, max(s.concurrency, 1))
+	sem := make(chan struct{}, max(s.opt.Concurrency, 1))
 	var wg sync.WaitGroup
 	begin := time.Now()
 	for i, t := range targets {
@@ -355,8 +292,7 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, offsets 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			// The probe's error is its outcome, already in the sample: a
-			// failed probe is data, not an error of the round.
+			// The probe's error is its outcome, already in the sample.
 			sm, _ := probe.Run(probeCtx, t)
 			sm.Lane, sm.Kind = t.Lane, t.Kind
 			runs[i].sample = sm
@@ -368,15 +304,13 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, offsets 
 }
 
 // offsets are the start offsets of a round's n probes: SpreadStep apart,
-// within MaxSpread. Shards of one config run their rounds at the same
-// moments; on one machine their starts interleave (shard i of N starts at
-// i×SpreadStep, then every N×SpreadStep), so that N shards together start a
-// probe every SpreadStep, as one sampler would.
+// within MaxSpread, shard i of N starting at i×SpreadStep and then every
+// N×SpreadStep, so that N shards together start a probe every SpreadStep.
 func (s *Sampler) offsets(n int) []time.Duration {
-	count := s.shard.Count
+	count := s.opt.Shard.Count
 	window := min(time.Duration(n*count)*SpreadStep, MaxSpread)
 	offsets := probe.Spread(n, window)
-	phase := time.Duration(s.shard.Index) * min(SpreadStep, window/time.Duration(max(n*count, 1)))
+	phase := time.Duration(s.opt.Shard.Index) * min(SpreadStep, window/time.Duration(max(n*count, 1)))
 	for i := range offsets {
 		offsets[i] += phase
 	}
@@ -399,11 +333,8 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// Point is the stored form of a probe of a sampler at site, booked at
-// (its reservation's time, which it replaces; docs/schema.md): queue_s is
-// the wait the probe is known to have sat through (exact, or a lower bound
-// when it timed out before its first token), quota_reset_s the later of
-// Retry-After and the quota's reset.
+// Point is the stored form (docs/schema.md) of a probe of a sampler at
+// site, booked at its reservation's time, which it replaces.
 func Point(sm probe.Sample, site string, booked time.Time) store.Probe {
 	wait, _ := sm.Wait()
 	return store.Probe{
@@ -428,14 +359,13 @@ func Point(sm probe.Sample, site string, booked time.Time) store.Probe {
 // WorstRound is how long a round of the owned lanes can take when every
 // probe runs to its timeout: waves of Concurrency probes, plus the spread.
 func (s *Sampler) WorstRound() time.Duration {
-	c := max(s.concurrency, 1)
+	c := max(s.opt.Concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
-	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.shard.Count)*SpreadStep, MaxSpread)
+	return time.Duration(waves)*s.longestTimeout() + min(time.Duration(len(s.owned)*s.opt.Shard.Count)*SpreadStep, MaxSpread)
 }
 
 // settleWithin is how long after its booking a round of the owned lanes
-// settles a reservation at most: the booking write, its confirmation, the
-// round's probes and its record write, each within its own bound.
+// settles a reservation at most.
 func (s *Sampler) settleWithin() time.Duration {
 	return DefaultStoreTimeout + ConfirmWait + s.WorstRound() + DefaultStoreTimeout
 }
@@ -450,20 +380,20 @@ func (s *Sampler) longestTimeout() time.Duration {
 }
 
 // RoundWarning says, with the numbers, when a round could outlast the
-// schedule's interval (cron then skips the next round); "" when it cannot.
+// schedule's interval; "" when it cannot.
 func (s *Sampler) RoundWarning(interval time.Duration) string {
 	worst := s.WorstRound()
 	if interval <= 0 || worst <= interval {
 		return ""
 	}
 	return fmt.Sprintf("a round of %d lanes at %d in flight with a %s timeout can take %s, longer than the schedule's %s interval; %s",
-		len(s.owned), s.concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
+		len(s.owned), s.opt.Concurrency, s.longestTimeout(), worst.Round(time.Second), interval, s.RoundRemedy())
 }
 
 // RoundRemedy says what shortens a round that is too long.
 func (s *Sampler) RoundRemedy() string {
-	if len(s.owned) <= s.concurrency {
+	if len(s.owned) <= s.opt.Concurrency {
 		return "lower the lanes' timeout or space the schedule" // every probe is in flight already
 	}
-	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.concurrency)
+	return fmt.Sprintf("raise concurrency (%d) or lower the lanes' timeout", s.opt.Concurrency)
 }

@@ -10,22 +10,15 @@ import (
 )
 
 // ProbeLane runs a round of one owned lane (sampler probe): the round Run
-// runs, but its plan covers lane alone. The meter reads every owned lane,
-// so a Sampler that owns the other lanes of lane's quota group counts
-// their requests: the lane is probed only when its group's slot is unused
-// and its cap allows one more, and it is not backing off (force: anyway;
-// the probe still counts). The reservation is written, and confirmed
-// against the bookings other samplers made at the same moment (a lost one
-// is withdrawn: the lane skipped, budget), before the request leaves, and
-// the probe replaces it, with its hour record read afresh. The Round's
-// Plan says why the lane was skipped when it was; a lane that is not
-// owned is an error.
+// runs, but its plan covers lane alone, and its hour record is read afresh
+// after the probe. The meter reads every owned lane, so a Sampler that
+// owns the other lanes of lane's quota group counts their requests.
 func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Round, error) {
 	t, ok := s.targets[lane]
 	if !ok {
 		return nil, fmt.Errorf("probe %s: not a lane of this sampler", lane)
 	}
-	r := &Round{Start: s.now()}
+	r := &Round{Start: s.opt.Now()}
 	start := time.Now() // monotonic, for the duration
 	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(t.Timeout))
 	r.Plan, r.MeterErr = s.decide(r.Start, force, m, []string{lane}), m.err
@@ -41,12 +34,8 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the probe: %w", err)
 	}
-	// Record reads the lane's hour again, after the probe: a daemon beside
-	// this one may have stored a probe of it since the meter's read, and
-	// the hour record rewritten here must count it (a daemon's write in the
-	// moment between that read and this write is not seen; sampler rollup
-	// repairs such an hour). The hours of the daemon's unsettled
-	// reservations are the daemon's to rebuild, not this probe's.
+	// Record reads the lane's hour again: a daemon beside this one may have
+	// stored a probe of it since the meter's read.
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
 	rec, err := s.rec.Record(storeCtx, r.Points)

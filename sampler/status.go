@@ -15,34 +15,26 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// Chart draws the status page's chart, so that the sampler does not depend
-// on the report that draws it.
+// Chart draws the status page's chart: that of the hourly records of
+// [from, to), days days long, as an SVG document.
 type Chart interface {
-	// WriteChart writes the chart of the hourly records of [from, to),
-	// days days long, as an SVG document.
 	WriteChart(w io.Writer, hourly []store.Hourly, from, to time.Time, days int) error
 }
 
-// Status page figures.
 const (
 	statusProbes    = 6 // last probes shown per lane
 	statusChartDays = 7
 )
 
-// Status reads from the store what the status page shows: per owned lane
-// its last probes, quota and back-off, whether the next round skips it; the
-// budget of each quota group today; the swings chart of the last 7 days
-// (the caller adds the hour's policy file). A part that cannot
-// be read is left out and said in the page (a status page must render when
-// the store is down, too).
+// Status reads from the store what the status page shows (the caller adds
+// the hour's policy file); a part that cannot be read is left out and said
+// in the page.
 func (s *Sampler) Status(ctx context.Context) page.Page {
-	now := s.now()
-	p := page.Page{Now: now, Location: s.loc, Site: s.site, Schedule: s.schedule, ChartDays: statusChartDays, Healthy: true}
-	if s.shard.Count > 1 {
-		p.Shard = s.shard.String()
+	now := s.opt.Now()
+	p := page.Page{Now: now, Location: s.opt.Location, Site: s.opt.Site, Schedule: s.opt.Schedule, ChartDays: statusChartDays, Healthy: true}
+	if s.opt.Shard.Count > 1 {
+		p.Shard = s.opt.Shard.String()
 	}
-	// One read serves the plan and the page: the last day of probes of
-	// every owned lane, and each one's newest.
 	m := s.meter(ctx, now, now.Add(-24*time.Hour), now)
 	if m.err != nil {
 		p.Healthy, p.Problem = false, "store: "+m.err.Error()
@@ -57,7 +49,7 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
 	}
 	quotaOf := map[string]string{}
-	for _, g := range s.groups {
+	for _, g := range s.opt.Groups {
 		for _, l := range g.Lanes {
 			quotaOf[l] = g.Name
 		}
@@ -78,14 +70,14 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 			if pr.QuotaResetS > 0 {
 				l.QuotaReset = pr.Time.Add(time.Duration(pr.QuotaResetS * float64(time.Second)))
 			}
-			if u, ok := budget.Backoff(pr, s.loc); ok && u.After(now) {
+			if u, ok := budget.Backoff(pr, s.opt.Location); ok && u.After(now) {
 				l.BackoffUntil = u
 			}
 		}
 		if sk, ok := skips[name]; ok {
 			l.Skip = sk.Reason
 			if sk.Reason == budget.SkipQuota {
-				l.Skip = "quota until " + sk.Until.In(store.OrUTC(s.loc)).Format("15:04")
+				l.Skip = "quota until " + sk.Until.In(store.OrUTC(s.opt.Location)).Format("15:04")
 			}
 		}
 		if len(ps) > 0 && !ps[0].OK {
@@ -93,38 +85,33 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 		}
 		p.Lanes = append(p.Lanes, l)
 	}
-	// The groups of the lanes this shard owns, as the plan counts them
-	// (none when the store could not be read).
-	for _, g := range s.groups {
+	for _, g := range s.opt.Groups {
 		if sent, ok := plan.Sent[g.Name]; ok {
 			p.Groups = append(p.Groups, page.Group{Name: g.Name, PerDay: g.ProbesPerDay, Spent: sent,
 				Left: max(g.ProbesPerDay-sent, 0), Timezone: g.Location.String()})
 		}
 	}
 	from := now.AddDate(0, 0, -statusChartDays)
-	if s.chart == nil {
+	if s.opt.Chart == nil {
 		return p
 	}
-	if hs, err := store.ReadHourly(ctx, s.store, store.Between(from, now)); err == nil && len(hs) > 0 {
+	if hs, err := store.ReadHourly(ctx, s.opt.Store, store.Between(from, now)); err == nil && len(hs) > 0 {
 		var svg bytes.Buffer
-		if err := s.chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
-			// Trusted: the Chart (package swings, through config) drew it from
-			// numbers and lane names, which the config limits to [a-z0-9_-].
+		if err := s.opt.Chart.WriteChart(&svg, hs, from, now, statusChartDays); err == nil {
+			// Trusted: drawn from numbers and lane names ([a-z0-9_-]).
 			p.Chart = template.HTML(svg.String())
 		}
 	}
 	return p
 }
 
-// detail is what a probe said (probe.Sample.Detail, which the store does
-// not keep), at its point's time.
+// detail is what a probe said (the store does not keep it), at its time.
 type detail struct {
 	at   time.Time
 	text string
 }
 
-// why says why the stored probe pr failed: its outcome, its HTTP status,
-// and what the probe said when this process made it.
+// why says why the stored probe pr failed.
 func (s *Sampler) why(pr store.Probe) string {
 	w := pr.Outcome
 	if pr.Status != 0 {

@@ -10,20 +10,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/duty"
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// newIdentity is this daemon's identity for its heartbeats: the instance
-// is host, pid and a random suffix, new at each start, so that two copies
-// on one host differ. Its interval is the longest gap between two rounds
-// of the schedule plus the jitter: a heartbeat is live for nearly two
-// (duty.Lifetime), so an active instance whose next round comes late is
-// not taken for dead.
+// newIdentity is this daemon's identity for its heartbeats: host, pid and
+// a random suffix; its interval is the schedule's longest gap plus the
+// jitter, so that a late round is not taken for a dead instance.
 func newIdentity(cfg *config.Config, start time.Time) sampler.Identity {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -31,40 +26,17 @@ func newIdentity(cfg *config.Config, start time.Time) sampler.Identity {
 	}
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:]) // never fails (crypto/rand)
+	_, longest := config.Gaps(cfg.Schedule, cfg.Location, start)
 	return sampler.Identity{
 		Instance: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(suffix[:])),
 		Host:     host,
 		Version:  buildVersion(),
 		Start:    start,
-		Interval: longestGap(cfg.Schedule, cfg.Location, start) + cfg.Jitter.D(),
+		Interval: longest + cfg.Jitter.D(),
 	}
 }
 
-// longestGap is the longest gap between two consecutive runs of the
-// schedule over the next eight days (0 when it does not parse).
-func longestGap(spec string, loc *time.Location, now time.Time) time.Duration {
-	s, err := cron.ParseStandard(spec)
-	if err != nil {
-		return 0
-	}
-	if every, ok := s.(cron.ConstantDelaySchedule); ok {
-		return every.Delay
-	}
-	var longest time.Duration
-	run := s.Next(now.In(loc))
-	for end := run.Add(8 * 24 * time.Hour); !run.IsZero() && run.Before(end); {
-		next := s.Next(run)
-		if next.IsZero() {
-			break
-		}
-		longest = max(longest, next.Sub(run))
-		run = next
-	}
-	return longest
-}
-
-// buildVersion is the module version the binary was built from, with the
-// VCS revision when the build recorded one ("devel" without either).
+// buildVersion is the module version, with the VCS revision when recorded.
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -82,12 +54,9 @@ func buildVersion() string {
 	return v
 }
 
-// logDuty logs what a round's heartbeat said: one error line per round on
-// standby, naming the active instance; a line when the sampler resumes; a
-// warning when the heartbeat could not be written or read; once per
-// instance, a warning for a heartbeat ignored as implausible; and when
-// sites sharing the account quotas start or stop listing other sites
-// (logSites). It reports whether the round stood by.
+// logDuty logs what a round's heartbeat said (an error per round on
+// standby, an ignored heartbeat once per instance) and reports whether the
+// round stood by.
 func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	if r.DutyErr != nil {
 		d.log.Warn("heartbeat: "+r.DutyErr.Error()+" (the last decision stands)", "err", r.DutyErr)
@@ -125,8 +94,7 @@ func (d *daemon) startHeartbeat(start time.Time) {
 }
 
 // logSites logs, once while it lasts, each site that lists other sites
-// than this one's (its heartbeats say so, package duty): the quotas they
-// share are not probed meanwhile. When no site does any more, it says so.
+// than this one's, and when none does any more.
 func (d *daemon) logSites(disagree []store.Heartbeat) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -148,8 +116,7 @@ func (d *daemon) logSites(disagree []store.Heartbeat) {
 	d.disagree = now
 }
 
-// maxTold bounds what the daemon remembers having logged once: past it,
-// it forgets all, and may say a thing again.
+// maxTold bounds what firstTime remembers: past it, it forgets all.
 const maxTold = 1024
 
 // firstTime reports whether key was not logged yet, and remembers it.

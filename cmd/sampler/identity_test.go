@@ -30,8 +30,8 @@ func TestLongestGap(t *testing.T) {
 		{"not a schedule", 0},
 	}
 	for _, c := range cases {
-		if got := longestGap(c.spec, time.UTC, now); got != c.want {
-			t.Errorf("longestGap(%q) = %s, want %s", c.spec, got, c.want)
+		if _, got := config.Gaps(c.spec, time.UTC, now); got != c.want {
+			t.Errorf("config.Gaps(%q) longest = %s, want %s", c.spec, got, c.want)
 		}
 	}
 }

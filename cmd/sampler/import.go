@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
@@ -14,9 +15,7 @@ import (
 )
 
 // runImport moves line-protocol files (an embedded store, or a spool) into the
-// configured store, so a user who started with the file can switch to
-// InfluxDB without losing history. Points keep their timestamps, so running
-// it twice rewrites instead of double counting.
+// configured store; points keep their timestamps, so a second run rewrites.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("import", "sampler import -config F FILE...", "config naming the destination store (required)")
 	if err := fs.parse(args, stderr, true); err != nil {
@@ -25,13 +24,11 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	if fs.NArg() == 0 {
 		return cli.Usagef("import: name at least one line-protocol file")
 	}
-	log, _ := newLogger(stderr, "text", "info")
 	cfg, err := config.Load(*fs.config)
 	if err != nil {
 		return err
 	}
-	// Importing a file the store itself appends to (its data file, spool or
-	// dead-letter file) would read what it writes, without end.
+	// A file the store appends to would be read without end.
 	for _, name := range fs.Args() {
 		for _, own := range []string{cfg.Store.Path, cfg.Store.Spool, cfg.Store.DeadLetter} {
 			if sameFile(name, own) {
@@ -39,7 +36,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 			}
 		}
 	}
-	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
+	warn := slog.New(slog.NewTextHandler(stderr, nil)).Warn
 	dst, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lanewatch/lanewatch/api"
@@ -45,59 +46,40 @@ type metrics struct {
 	lastStored atomic.Bool // last round's write succeeded (for /healthz)
 	lastErr    atomic.Pointer[string]
 	rounds     atomic.Int64
-	// standbyWhy is the reason of the last round on standby; nil while
-	// this instance probes its shard (for /healthz).
-	standbyWhy atomic.Pointer[string]
+	standbyWhy atomic.Pointer[string] // the last round's reason to stand by; nil while active
 }
 
 // newMetrics returns the metrics of a sampler of a site and shard.
 func newMetrics(site, shard string, groups []budget.Group) *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(), groups: groups,
-		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lanewatch_probes_total", Help: "Probes by lane and outcome.",
-		}, []string{"lane", "outcome"}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lanewatch_probes_skipped_total", Help: "Lanes a round left out, by lane and reason (budget, quota, meter, sites).",
-		}, []string{"lane", "reason"}),
-		notStarted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "lanewatch_probes_not_started_total", Help: "Probes a round chose but never started because the sampler was stopping (not stored).",
-		}, []string{"lane"}),
-		lastQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lanewatch_last_queue_seconds", Help: "Queue time (request written to first token) of the lane's last ok probe.",
-		}, []string{"lane"}),
-		quotaLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lanewatch_quota_remaining", Help: "Requests the lane's rate-limit headers said remain, at its last probe that sent them.",
-		}, []string{"lane"}),
-		budgetLeft: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lanewatch_budget_left", Help: "Probes the quota group's budget still allows today.",
-		}, []string{"quota"}),
-		roundDur: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "lanewatch_round_duration_seconds", Help: "Wall time of a round: probes plus store write.",
-			Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200},
-		}),
-		spool: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "lanewatch_spool_points", Help: "Points waiting in the store spool for replay.",
-		}),
-		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "lanewatch_store_errors_total", Help: "Rounds whose write the store refused.",
-		}),
-		lastRound: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "lanewatch_last_round_timestamp_seconds", Help: "When the last round that was stored started (none before the first).",
-		}),
-		interval: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "lanewatch_round_interval_seconds", Help: "The longest gap between two rounds of the schedule, plus the jitter.",
-		}),
-		budgetReset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lanewatch_budget_reset_timestamp_seconds", Help: "When the quota group's day ends and its budget is whole again.",
-		}, []string{"quota"}),
+	m := &metrics{reg: prometheus.NewRegistry(), groups: groups}
+	f := promauto.With(m.reg)
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
-	standby := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "lanewatch_standby", Help: "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
-	}, []string{"site", "shard"})
-	m.standby = standby.WithLabelValues(site, shard)
-	m.reg.MustRegister(m.probes, m.skipped, m.notStarted, m.lastQueue, m.quotaLeft, m.budgetLeft, m.roundDur, m.spool, m.storeErrs, standby,
-		m.lastRound, m.interval, m.budgetReset, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gauges := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return f.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return f.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	m.probes = counters("lanewatch_probes_total", "Probes by lane and outcome.", "lane", "outcome")
+	m.skipped = counters("lanewatch_probes_skipped_total", "Lanes a round left out, by lane and reason (budget, quota, meter, sites).", "lane", "reason")
+	m.notStarted = counters("lanewatch_probes_not_started_total", "Probes a round chose but never started because the sampler was stopping (not stored).", "lane")
+	m.lastQueue = gauges("lanewatch_last_queue_seconds", "Queue time (request written to first token) of the lane's last ok probe.", "lane")
+	m.quotaLeft = gauges("lanewatch_quota_remaining", "Requests the lane's rate-limit headers said remain, at its last probe that sent them.", "lane")
+	m.budgetLeft = gauges("lanewatch_budget_left", "Probes the quota group's budget still allows today.", "quota")
+	m.roundDur = f.NewHistogram(prometheus.HistogramOpts{
+		Name: "lanewatch_round_duration_seconds", Help: "Wall time of a round: probes plus store write.",
+		Buckets: []float64{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200},
+	})
+	m.spool = gauge("lanewatch_spool_points", "Points waiting in the store spool for replay.")
+	m.storeErrs = f.NewCounter(prometheus.CounterOpts{Name: "lanewatch_store_errors_total", Help: "Rounds whose write the store refused."})
+	m.lastRound = gauge("lanewatch_last_round_timestamp_seconds", "When the last round that was stored started (none before the first).")
+	m.interval = gauge("lanewatch_round_interval_seconds", "The longest gap between two rounds of the schedule, plus the jitter.")
+	m.budgetReset = gauges("lanewatch_budget_reset_timestamp_seconds", "When the quota group's day ends and its budget is whole again.", "quota")
+	m.standby = gauges("lanewatch_standby", "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
+		"site", "shard").WithLabelValues(site, shard)
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.lastStored.Store(true)
 	return m
 }
@@ -154,8 +136,7 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 	m.lastStored.Store(err == nil)
 }
 
-// problem is why the daemon is unhealthy, "" when it is not: it stands
-// by, or its last round was not stored.
+// problem is why the daemon is unhealthy, "" when it is not.
 func (m *metrics) problem() string {
 	if why := m.standbyWhy.Load(); why != nil {
 		return *why
@@ -169,8 +150,7 @@ func (m *metrics) problem() string {
 // statusLoadTimeout bounds the status page's store reads.
 const statusLoadTimeout = 10 * time.Second
 
-// handler serves the status page /, /metrics, /healthz and the read-only
-// JSON API under /api/ (package api, over the config's policy files).
+// handler serves the status page /, /metrics, /healthz and the JSON API.
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api.Handler(d.cfg.APIOptions()))
@@ -201,8 +181,7 @@ func (d *daemon) handler() http.Handler {
 	return mux
 }
 
-// storeName names the store for people: its kind and where it is, without
-// credentials.
+// storeName names the store for people, without credentials.
 func (d *daemon) storeName() string {
 	if d.cfg.Store.Kind == config.StoreInflux {
 		return "influx " + redact.URL(d.cfg.Store.URL) + " bucket " + d.cfg.Store.Bucket
@@ -210,15 +189,12 @@ func (d *daemon) storeName() string {
 	return "file " + d.cfg.Store.Path
 }
 
-// serve serves handler on addr until the returned stop function is called;
-// it returns the address it listens on.
+// serve serves handler on addr until the returned stop is called.
 func (d *daemon) serve(addr string) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("-listen: %w", err)
 	}
-	// The bounds keep visitors from taking the descriptors and time the
-	// rounds need, and keep /healthz and /metrics answering beside them.
 	srv, capped := httpserve.New(ln, d.handler(), d.httpLimits)
 	done := make(chan struct{})
 	go func() {

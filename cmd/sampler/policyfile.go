@@ -14,10 +14,9 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// writePolicies writes, after a round at now, the policy file of the hour
-// holding now (as of now) and the next hour's forecast as policygen does
-// (policy/load.LiveAndNext, api.Folder.Write), unless policy.write is
-// false, and returns their paths; a failure is logged, the round stands.
+// writePolicies writes, after a round at now, the policy files of the hour
+// and the next as policygen does, unless policy.write is false, and returns
+// their paths; a failure is logged.
 func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []string) {
 	if !d.cfg.Policy.Write || ctx.Err() != nil {
 		return nil
@@ -42,9 +41,8 @@ func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []stri
 
 func (d *daemon) folder() api.Folder { return d.cfg.APIOptions().Folder }
 
-// hourFile puts the policy file of the hour holding p.Now in policy.out on
-// the page, whoever wrote it: the file, where it is and when it was
-// written, or why there is none and how to get one.
+// hourFile puts the policy file of the hour holding p.Now on the page, or
+// why there is none.
 func (d *daemon) hourFile(p *page.Page) {
 	label := store.HourLabel(p.Now, d.cfg.Location)
 	p.PolicyPath = d.folder().Path(label)
@@ -63,8 +61,7 @@ func (d *daemon) hourFile(p *page.Page) {
 	}
 }
 
-// decisions are the gauges of the hour's policy file, read at each scrape
-// (so they agree with the file whoever wrote it; no file, no gauges).
+// decisions are the gauges of the hour's policy file, read at each scrape.
 type decisions struct{ d *daemon }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/config"
@@ -19,14 +20,8 @@ import (
 const exitSkipped = 4
 
 // runProbe is `sampler probe -config F -lane NAME [-force]`: one probe of
-// one lane now, printed as `sampler -once` prints its rows. It runs beside
-// the daemon (config.Beside): on the embedded file it appends
-// without the daemon's writer lock, on InfluxDB it writes to the server,
-// reads the daemon's spool, and leaves what the server fails to take in
-// the spool's inbox, which the daemon replays; either way the reservation
-// is stored where the daemon's meter reads it before the request leaves,
-// so the probe counts against the lane's quota group. A group whose slot
-// is used or whose cap is reached, or a lane backing off, is refused
+// one lane now, beside the daemon (config.Beside), printed as `sampler
+// -once` prints its rows; a lane the budgets or back-offs skip is refused
 // (exit 4) unless -force.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("probe", "sampler probe -config F -lane NAME [-force]", "path to the lanewatch YAML config (required)")
@@ -42,14 +37,15 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	if err != nil {
 		return err
 	}
-	lane, ok := findLane(cfg, *laneName)
-	if !ok {
+	i := slices.IndexFunc(cfg.Lanes, func(l config.Lane) bool { return l.Name == *laneName })
+	if i < 0 {
 		names := make([]string, len(cfg.Lanes))
 		for i, l := range cfg.Lanes {
 			names[i] = l.Name
 		}
 		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *fs.config, strings.Join(names, ", "))
 	}
+	lane := cfg.Lanes[i]
 	key, err := lane.APIKey(lookupEnv)
 	if err != nil {
 		return err
@@ -75,19 +71,9 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	return err
 }
 
-// findLane returns the config's lane called name.
-func findLane(cfg *config.Config, name string) (config.Lane, bool) {
-	for _, l := range cfg.Lanes {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return config.Lane{}, false
-}
-
 // probeOptions are the options of a sampler that owns lane and the other
-// lanes of its quota group (so that the meter counts the group's
-// requests); only lane has its key, and only lane is probed.
+// lanes of its quota group (so that the meter counts them); only lane has
+// its key.
 func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key string) sampler.Options {
 	var targets []probe.Target
 	for _, l := range cfg.Lanes {
@@ -98,16 +84,8 @@ func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key stri
 			targets = append(targets, l.Target("")) // counted, never probed
 		}
 	}
-	return sampler.Options{
-		Store:       st,
-		Site:        cfg.Site,
-		Schedule:    cfg.Schedule,
-		Location:    cfg.Location,
-		Concurrency: 1,
-		Targets:     targets,
-		Groups:      cfg.Groups(),
-		Shard:       sampler.Shard{Index: 0, Count: 1},
-	}
+	return sampler.Options{Store: st, Site: cfg.Site, Schedule: cfg.Schedule, Location: cfg.Location, Concurrency: 1,
+		Targets: targets, Groups: cfg.Groups(), Shard: sampler.Shard{Index: 0, Count: 1}}
 }
 
 // refusal is the one-line error of a probe the plan left out.

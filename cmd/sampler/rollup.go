@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
@@ -31,10 +32,9 @@ func reservedHours(ctx context.Context, st store.Store, loc *time.Location, w st
 	return out, nil
 }
 
-// runRollup is `sampler rollup -config F [-days N] [-check]`: the repair
-// tool after an outage. It recomputes the hourly records of the sampler's
-// site over the last N days from their probes (idempotent), or with -check
-// reports the records that disagree with their probes and exits 1.
+// runRollup is `sampler rollup -config F [-days N] [-check]`: the hourly
+// records of the site's last N days rebuilt from their probes, or with
+// -check those that disagree reported (exit 1).
 func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("rollup", "sampler rollup -config F [-days N] [-check]", "config naming the store (required)")
 	days := fs.Int("days", 7, "the last `N` days")
@@ -49,13 +49,11 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	if err != nil {
 		return err
 	}
-	log, _ := newLogger(stderr, "text", "info")
-	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
 	access := config.Writer
 	if *check {
 		access = config.Reader
 	}
-	st, err := config.OpenStore(ctx, cfg, access, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, access, slog.New(slog.NewTextHandler(stderr, nil)).Warn, lookupEnv)
 	if err != nil {
 		return err
 	}

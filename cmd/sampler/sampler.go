@@ -25,16 +25,14 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// daemon is one sampler process: the config, its store, the rounds and the
-// metrics and health they feed.
+// daemon is one sampler process.
 type daemon struct {
-	cfg     *config.Config
-	store   store.Store
-	s       *sampler.Sampler
-	log     *slog.Logger
-	metrics *metrics
-	// httpLimits bound the -listen server's visitors.
-	httpLimits httpserve.Limits
+	cfg        *config.Config
+	store      store.Store
+	s          *sampler.Sampler
+	log        *slog.Logger
+	metrics    *metrics
+	httpLimits httpserve.Limits // of the -listen server's visitors
 
 	cron  *cron.Cron
 	entry cron.EntryID
@@ -46,10 +44,10 @@ type daemon struct {
 	disagree  map[string]bool      // sites that list other sites, as logged: "site sites" (identity.go)
 	interval  time.Duration        // between two rounds (the schedule's shortest)
 
-	retention retention // store.retention_days: the day last pruned (prune.go)
+	pruned string // the day (in the config's zone) maybePrune last pruned
 }
 
-// newDaemon loads the config, resolves the lanes' keys and opens the store.
+// newDaemon loads the config, resolves the lanes' keys and opens the store;
 // shardFlag, when not empty, overrides the config's shard.
 func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lookupEnv func(string) (string, bool)) (*daemon, error) {
 	cfg, err := config.Load(path)
@@ -62,8 +60,7 @@ func newDaemon(ctx context.Context, path, shardFlag string, log *slog.Logger, lo
 			return nil, cli.Usagef("-shard: %w", err)
 		}
 	}
-	warn := func(msg string, args ...any) { log.Warn(msg, args...) }
-	st, err := config.OpenStore(ctx, cfg, config.Writer, warn, lookupEnv)
+	st, err := config.OpenStore(ctx, cfg, config.Writer, log.Warn, lookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +114,7 @@ func (d *daemon) once(ctx context.Context, stdout io.Writer, force bool) error {
 }
 
 // printRound prints one row per lane of the round: its probe, or why it was
-// skipped. A wait that is a lower bound (the probe timed out before its
-// first token) prints as >30.0, never as a zero wait.
+// skipped.
 func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
 	kinds := map[string]string{}
 	for _, l := range cfg.Lanes {
@@ -177,7 +173,7 @@ func waitText(sm probe.Sample) string {
 }
 
 // run runs rounds on the cron schedule until ctx is cancelled, then waits
-// for the in-flight round to be stored.
+// for the round in flight.
 func (d *daemon) run(ctx context.Context) error {
 	c, schedulerDone := newCron(d.cfg.Location, d.log)
 	id, err := c.AddFunc(d.cfg.Schedule, func() { d.scheduledRound(ctx) })
@@ -268,8 +264,7 @@ func (d *daemon) scheduledRound(ctx context.Context) {
 		"spooled", d.store.Status().Spooled)
 }
 
-// roundTrouble says, for the log, where a round that failed left its
-// points: never nowhere unless the message says "not stored".
+// roundTrouble says, for the log, where a round that failed left its points.
 func roundTrouble(err error) string {
 	var re *store.RefusedError
 	switch {
@@ -283,8 +278,7 @@ func roundTrouble(err error) string {
 	return "round not stored (its reservations, written before the probes, still count them)"
 }
 
-// logSkips logs a lane's back-off once when it starts, not on every
-// skipped round.
+// logSkips logs a lane's back-off once, when it starts.
 func (d *daemon) logSkips(r *sampler.Round) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,11 +1,7 @@
 // Package influxtest runs real InfluxDB 1.8 servers (influxd processes on
 // loopback) for tests: one per test with Start, or one shared by a test
-// binary with URL.
-//
-// The influxd binary comes from $INFLUXD_BIN, else
-// ${LANEWATCH_CACHE:-$HOME/.cache/lanewatch}/bin/influxd (scripts/influxd.sh
-// build puts it there). Without it tests are skipped, except when CI=true,
-// where they fail.
+// binary with URL. TESTING.md says where the binary comes from and when a
+// missing one skips or fails.
 package influxtest
 
 import (
@@ -20,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,9 +35,8 @@ type Options struct {
 	Env      []string // INFLUXDB_* settings over the defaults, e.g. "INFLUXDB_COORDINATOR_MAX_SELECT_POINT=500"
 }
 
-// MaxRowLimit is the servers' max-row-limit for non-chunked queries, as a
-// production server may have: a read that is not chunked comes back cut
-// short ("partial": true).
+// MaxRowLimit is the servers' max-row-limit for non-chunked queries: a read
+// that is not chunked comes back cut short ("partial": true).
 const MaxRowLimit = 1000
 
 // Server is one influxd process with its own data folder and ports.
@@ -57,8 +53,7 @@ type Server struct {
 }
 
 // Start starts an influxd on free loopback ports with data in tb.TempDir and
-// stops it at cleanup. It skips the test when the binary is missing, or
-// fails it when CI=true.
+// stops it at cleanup.
 func Start(tb testing.TB) *Server { return StartWith(tb, Options{}) }
 
 // StartWith is Start with options.
@@ -77,7 +72,7 @@ func StartWith(tb testing.TB, o Options) *Server {
 }
 
 // binary returns bin, or the default binary when bin is "", and skips tb
-// (fails it when CI=true) when it is not there.
+// when it is not there.
 func binary(tb testing.TB, bin string) string {
 	tb.Helper()
 	if bin = cmp.Or(bin, os.Getenv("INFLUXD_BIN")); bin == "" {
@@ -91,21 +86,20 @@ func binary(tb testing.TB, bin string) string {
 }
 
 func start(bin, dir string, o Options) (*Server, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0") // a port nobody listens on right now
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("find a free port: %w", err)
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
 	s := &Server{URL: "http://" + addr, bin: bin, logPath: filepath.Join(dir, "influxd.log")}
-	s.env = append(os.Environ(), "INFLUXDB_HTTP_BIND_ADDRESS="+addr, "INFLUXDB_BIND_ADDRESS=127.0.0.1:0",
+	s.env = slices.Concat(os.Environ(), []string{"INFLUXDB_HTTP_BIND_ADDRESS=" + addr, "INFLUXDB_BIND_ADDRESS=127.0.0.1:0",
 		"INFLUXDB_HTTP_FLUX_ENABLED=true", fmt.Sprintf("INFLUXDB_HTTP_AUTH_ENABLED=%t", o.Auth),
-		"INFLUXDB_HTTP_MAX_ROW_LIMIT="+fmt.Sprint(MaxRowLimit), "INFLUXDB_HTTP_LOG_ENABLED=false",
-		"INFLUXDB_META_DIR="+filepath.Join(dir, "meta"), "INFLUXDB_DATA_DIR="+filepath.Join(dir, "data"),
-		"INFLUXDB_DATA_WAL_DIR="+filepath.Join(dir, "wal"), "INFLUXDB_DATA_QUERY_LOG_ENABLED=false",
+		"INFLUXDB_HTTP_MAX_ROW_LIMIT=" + fmt.Sprint(MaxRowLimit), "INFLUXDB_HTTP_LOG_ENABLED=false",
+		"INFLUXDB_META_DIR=" + filepath.Join(dir, "meta"), "INFLUXDB_DATA_DIR=" + filepath.Join(dir, "data"),
+		"INFLUXDB_DATA_WAL_DIR=" + filepath.Join(dir, "wal"), "INFLUXDB_DATA_QUERY_LOG_ENABLED=false",
 		"INFLUXDB_MONITOR_STORE_ENABLED=false", "INFLUXDB_REPORTING_DISABLED=true",
-		"INFLUXDB_LOGGING_LEVEL=warn", "INFLUXDB_LOGGING_SUPPRESS_LOGO=true")
-	s.env = append(s.env, o.Env...) // the last of a repeated name wins
+		"INFLUXDB_LOGGING_LEVEL=warn", "INFLUXDB_LOGGING_SUPPRESS_LOGO=true"}, o.Env) // the last of a repeated name wins
 	if err := s.run(); err != nil {
 		return nil, err
 	}
@@ -200,8 +194,7 @@ func (s *Server) Restart(tb testing.TB) {
 	}
 }
 
-// CreateDB creates database name on the server (with the admin user when
-// auth is on) and returns name.
+// CreateDB creates database name on the server (Query) and returns name.
 func (s *Server) CreateDB(tb testing.TB, name string) string {
 	tb.Helper()
 	if err := s.Query("CREATE DATABASE " + quoteIdent(name)); err != nil {
@@ -210,15 +203,11 @@ func (s *Server) CreateDB(tb testing.TB, name string) string {
 	return name
 }
 
-// Query runs one InfluxQL statement through POST /query.
-func (s *Server) Query(q string) error { return postQuery(s.URL, s.password, q) }
-
 func (s *Server) logTail() string {
 	b, _ := os.ReadFile(s.logPath)
 	return strings.TrimSpace(string(b[max(0, len(b)-2000):]))
 }
 
-// shared is the server URL starts, for the whole test binary.
 var shared struct {
 	once sync.Once
 	srv  *Server
@@ -227,11 +216,8 @@ var shared struct {
 }
 
 // URL returns the base URL of an InfluxDB 1.8 server for tests that only need
-// databases of their own: $INFLUX_URL when set (a server started by
-// scripts/influxd.sh), else a server started on first use and shared by the
-// whole test binary. A package that uses it should call Main from TestMain so
-// that server is stopped at the end (a death signal stops it anyway if the
-// test binary dies).
+// databases of their own: $INFLUX_URL when set, else a server started on
+// first use and shared by the whole test binary, which Main stops.
 func URL(tb testing.TB) string {
 	tb.Helper()
 	if u := os.Getenv("INFLUX_URL"); u != "" {
@@ -258,8 +244,7 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// StopShared stops the server URL started, if any, and removes its data;
-// for a TestMain that does more than Main.
+// StopShared is Main's end, for a TestMain that does more than Main.
 func StopShared() {
 	if shared.srv != nil {
 		_ = shared.srv.Stop()
@@ -278,12 +263,10 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 func NewDB(tb testing.TB, base string) string {
 	tb.Helper()
 	name := unsafeChars.ReplaceAllString(tb.Name(), "_")
-	name = fmt.Sprintf("t_%s_%d_%d", name[max(0, len(name)-40):], os.Getpid(), dbSeq.Add(1))
-	if err := postQuery(base, "", "CREATE DATABASE "+quoteIdent(name)); err != nil {
-		tb.Fatalf("influxtest: %v", err)
-	}
+	srv := &Server{URL: base}
+	name = srv.CreateDB(tb, fmt.Sprintf("t_%s_%d_%d", name[max(0, len(name)-40):], os.Getpid(), dbSeq.Add(1)))
 	tb.Cleanup(func() {
-		if err := postQuery(base, "", "DROP DATABASE "+quoteIdent(name)); err != nil && ping(base) == nil {
+		if err := srv.Query("DROP DATABASE " + quoteIdent(name)); err != nil && ping(base) == nil {
 			tb.Errorf("influxtest: %v", err)
 		}
 	})
@@ -294,15 +277,16 @@ func quoteIdent(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
-// postQuery posts q, as admin when password is not "".
-func postQuery(base, password, q string) error {
-	req, err := http.NewRequest(http.MethodPost, base+"/query", strings.NewReader(url.Values{"q": {q}}.Encode()))
+// Query runs one InfluxQL statement through POST /query, as admin when the
+// server was started with Auth.
+func (s *Server) Query(q string) error {
+	req, err := http.NewRequest(http.MethodPost, s.URL+"/query", strings.NewReader(url.Values{"q": {q}}.Encode()))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if password != "" {
-		req.SetBasicAuth("admin", password)
+	if s.password != "" {
+		req.SetBasicAuth("admin", s.password)
 	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
