@@ -11,19 +11,14 @@ import (
 type Imported struct {
 	Probes   int // probe points recorded
 	Hourly   int // queue_hourly points rebuilt from them
-	Skipped  int // queue_hourly lines of the input, not imported: they are rebuilt from the probes
-	Deferred int // probe points whose hours wait for the store to be readable (they are in the spool)
+	Skipped  int // queue_hourly lines of the input
+	Deferred int // probes whose hours wait in the spool
 }
 
-// Import records the probe points of a line-protocol stream (an embedded
-// store file, a spool or a dead-letter file) through rec, in order, 5,000
-// points at a time, so that a switch from the file store to InfluxDB keeps
-// its history. The stream's queue_hourly lines are not copied: rec
-// rebuilds the hours of the imported probes from everything the store
-// holds, so an import never rolls an hourly record back to an older or
-// partial aggregate; heartbeats, a sign of life of their day, are not
-// history. Torn, corrupt and unknown lines are skipped and reported to
-// warn (nil discards). On a write error it stops and says after which
+// Import records the probe points of a line-protocol stream through rec,
+// 5,000 at a time; rec rebuilds their hours, so queue_hourly lines are not
+// copied, nor are heartbeats. Torn, corrupt and unknown lines are skipped
+// and reported to warn (nil discards). A write error stops it, naming the
 // line.
 func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg string, args ...any)) (Imported, error) {
 	if warn == nil {
