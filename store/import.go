@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -27,16 +26,19 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 	var res Imported
 	var ps []Probe
 	var last int64
+	var failed error // flush's, which names the line
 	flush := func() error {
 		if len(ps) == 0 {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return &importError{line: last, err: err}
+		err := ctx.Err()
+		var done Recorded
+		if err == nil {
+			done, err = rec.Record(ctx, ps)
 		}
-		done, err := rec.Record(ctx, ps)
 		if err != nil {
-			return &importError{line: last, err: err}
+			failed = fmt.Errorf("import up to line %d: %w", last, err)
+			return failed
 		}
 		res.Probes += len(ps)
 		res.Hourly += len(done.Hourly)
@@ -80,17 +82,8 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 	if err == nil {
 		err = flush()
 	}
-	if described := (*importError)(nil); err != nil && !errors.As(err, &described) {
+	if err != nil && err != failed {
 		err = fmt.Errorf("import: read: %w", err)
 	}
 	return res, err
 }
-
-// importError is a failed Record (or cancellation) during Import.
-type importError struct {
-	line int64
-	err  error
-}
-
-func (e *importError) Error() string { return fmt.Sprintf("import up to line %d: %v", e.line, e.err) }
-func (e *importError) Unwrap() error { return e.err }

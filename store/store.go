@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -185,12 +186,7 @@ func Booked(err error) error {
 
 // JoinErrors is errors.Join on one line ("; " between the errors).
 func JoinErrors(errs ...error) error {
-	var e multiError
-	for _, err := range errs {
-		if err != nil {
-			e = append(e, err)
-		}
-	}
+	e := multiError(slices.DeleteFunc(slices.Clone(errs), func(err error) bool { return err == nil }))
 	switch len(e) {
 	case 0:
 		return nil

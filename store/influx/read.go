@@ -193,19 +193,18 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 	}
 	cols := b.String() + ident(sch.Tags[0].Key) + ", " + ident(sch.Tags[1].Key) + ", " + ident(store.TagSite)
 	where := ""
-	if q.Sites != nil {
+	in := func(tag string, vals []string) {
 		var or []string
-		for _, site := range slices.Sorted(slices.Values(q.Sites)) {
-			or = append(or, ident(store.TagSite)+" = "+quote(site)) // '' matches points without the tag
+		for _, v := range slices.Sorted(slices.Values(vals)) {
+			or = append(or, ident(tag)+" = "+quote(v)) // '' matches points without the tag
 		}
 		where += " AND (" + strings.Join(or, " OR ") + ")"
 	}
+	if q.Sites != nil {
+		in(store.TagSite, q.Sites)
+	}
 	if q.Lanes != nil && len(q.Lanes) <= maxPushedLanes && store.KindFor[T]() != store.KindHeartbeat {
-		var or []string
-		for _, lane := range slices.Sorted(slices.Values(q.Lanes)) {
-			or = append(or, ident(store.TagLane)+" = "+quote(lane))
-		}
-		where += " AND (" + strings.Join(or, " OR ") + ")"
+		in(store.TagLane, q.Lanes)
 	}
 	rows := func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
 		return newReader(f, emit, cols, out)
