@@ -163,10 +163,10 @@ func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	body, err := s.encodeLocked(b)
-	if err != nil {
+	if err := s.writableLocked(); err != nil {
 		return store.JoinErrors(beats, err)
 	}
+	body, _ := store.AppendLines(nil, b) // checked above
 	s.adoptOrWarn()
 	if b.Defer {
 		return store.JoinErrors(beats, s.toSpool(body, b.Len(), errors.New("deferred until the store can be read")))
@@ -206,19 +206,15 @@ func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 	return err
 }
 
-// encodeLocked checks the spool takes writes and returns the points' lines.
-func (s *Spool) encodeLocked(b store.Batch) ([]byte, error) {
+// writableLocked fails on a spool closed or read-only.
+func (s *Spool) writableLocked() error {
 	switch {
 	case s.closed:
-		return nil, fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
+		return fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
 	case s.file == nil:
-		return nil, fmt.Errorf("spool %s: %w", s.o.Path, store.ErrReadOnly)
+		return fmt.Errorf("spool %s: %w", s.o.Path, store.ErrReadOnly)
 	}
-	body, err := store.AppendLines(nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	return body, nil
+	return nil
 }
 
 // Drain replays the spool now: nil when it is empty afterwards, else the
@@ -226,7 +222,7 @@ func (s *Spool) encodeLocked(b store.Batch) ([]byte, error) {
 func (s *Spool) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.encodeLocked(store.Batch{}); err != nil {
+	if err := s.writableLocked(); err != nil {
 		return err
 	}
 	s.adoptOrWarn()
@@ -505,10 +501,7 @@ func (s *Spool) hand(ctx context.Context, b store.Batch) error {
 	if s.closed {
 		return fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
 	}
-	body, err := store.AppendLines(nil, b)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
+	body, _ := store.AppendLines(nil, b) // Write checked the points
 	if err := file.AppendShared(s.inbox, body, true); err != nil {
 		return fmt.Errorf("%d points not stored: %w; inbox %s: %w", b.Len(), cause, s.inbox, err)
 	}
