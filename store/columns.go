@@ -2,13 +2,13 @@ package store
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	lp "github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// Value is one value of a row of a query's answer (InfluxDB's): Kind says
-// which member holds it; 0 is null.
+// Value is one value of a row of a query's answer; Kind 0 is null.
 type Value struct {
 	Kind lp.ValueKind
 	F    float64
@@ -17,8 +17,7 @@ type Value struct {
 	S    []byte // valid until the next row
 }
 
-// Columns reads points of T from the rows of an answer: where its time,
-// tags and fields are among the columns.
+// Columns reads points of T from the rows of an answer.
 type Columns[T Point] struct {
 	s                *schema[T]
 	time, a, b, site int
@@ -28,14 +27,7 @@ type Columns[T Point] struct {
 // NewColumns maps the columns of an answer's series.
 func NewColumns[T Point](cols []string) *Columns[T] {
 	s := schemaOf[T]()
-	at := func(key string) int {
-		for i, c := range cols {
-			if c == key {
-				return i
-			}
-		}
-		return -1
-	}
+	at := func(key string) int { return slices.Index(cols, key) }
 	c := &Columns[T]{s: s, time: at("time"), a: at(s.tags[0]), b: at(s.tags[1]), site: at(TagSite)}
 	for _, f := range s.fields {
 		c.fields = append(c.fields, at(f.key))
@@ -47,9 +39,8 @@ func NewColumns[T Point](cols []string) *Columns[T] {
 var null Value
 
 // Decode reads *p from one row. A number reads as a float or an integer
-// field (an integral float as an integer: JSON writes 3.0 as 3); a field
-// the row lacks, or holds with another type, reads as zero (an optional
-// one as absent).
+// field (JSON writes 3.0 as 3); a field the row lacks, or holds with
+// another type, reads as zero (an optional one as absent).
 func (c *Columns[T]) Decode(n Names, vals []Value, p *T) {
 	var zero T
 	*p = zero

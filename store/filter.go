@@ -7,8 +7,7 @@ import (
 	"time"
 )
 
-// Filter is a Query prepared to test many points: its windows as sorted,
-// merged spans of Unix nanoseconds, its sites and lanes as sets.
+// Filter is a Query prepared to test many points.
 type Filter struct {
 	Spans        [][2]int64 // [from, to), sorted, disjoint
 	sites, lanes map[string]bool
@@ -74,8 +73,7 @@ func (f *Filter) search(ns int64) int {
 	return i
 }
 
-// Selects reports whether the query selects p: its time, site and (but
-// for a heartbeat, which has none) lane.
+// Selects reports whether the query selects p.
 func Selects[T Point](f *Filter, p *T) bool {
 	k := KeyOf(p)
 	return f.Time(k.NS) && (f.sites == nil || f.sites[k.Site]) &&
@@ -84,24 +82,15 @@ func Selects[T Point](f *Filter, p *T) bool {
 
 // Compare orders keys by time, then series.
 func Compare(a, b Key) int {
-	switch {
-	case a.NS != b.NS:
+	if a.NS != b.NS {
 		return cmp.Compare(a.NS, b.NS)
-	case a.A != b.A:
-		return strings.Compare(a.A, b.A)
-	case a.B != b.B:
-		return strings.Compare(a.B, b.B)
 	}
-	return strings.Compare(a.Site, b.Site)
+	return cmp.Or(strings.Compare(a.A, b.A), strings.Compare(a.B, b.B), strings.Compare(a.Site, b.Site))
 }
 
 // Replaces reports whether fresh, written after old with the same key,
-// replaces it as the stores do: always, but that a reservation never
-// replaces a probe. A reservation is written before anything else of its
-// key (its probe, or its release), so one that comes later is a booking
-// the store applied late, a spool replayed, or the dead letter kept while
-// the store took the probe: InfluxDB keeps the probe's fields then (a
-// reservation is the marker field alone), and every read does the same.
+// replaces it: always, but that a reservation never replaces a probe
+// (docs/schema.md#reservations).
 func Replaces[T Point](old, fresh *T) bool {
 	o, ok := any(old).(*Probe)
 	if !ok {
@@ -110,8 +99,7 @@ func Replaces[T Point](old, fresh *T) bool {
 	return any(fresh).(*Probe).Outcome != OutcomeReserved || o.Outcome == OutcomeReserved
 }
 
-// Latest keeps the last point put per key, as a store keeps the last write
-// of a series and time (Replaces), and hands them back in Read's order.
+// Latest keeps the last point put per key (Replaces), in Read's order.
 type Latest[T Point] struct {
 	idx map[Key]int
 	pts []T
@@ -138,8 +126,7 @@ func (l *Latest[T]) Put(p T) {
 // Len is the number of points kept.
 func (l *Latest[T]) Len() int { return len(l.pts) }
 
-// Sorted returns the points by time, then series. It sorts the keys, which
-// the map already holds, rather than the points.
+// Sorted returns the points by time, then series.
 func (l *Latest[T]) Sorted() []T {
 	type entry struct {
 		k Key
@@ -157,8 +144,7 @@ func (l *Latest[T]) Sorted() []T {
 	return out
 }
 
-// clampNano converts t to Unix nanoseconds, saturating outside the range
-// the stores keep.
+// clampNano is t in Unix nanoseconds, saturated to the stores' range.
 func clampNano(t time.Time) int64 {
 	switch {
 	case t.Before(minTime):

@@ -1,10 +1,7 @@
 package store
 
-// The hour keys: the one rule every lanewatch package uses to say which
-// hour an instant belongs to ("2026-11-30T14", wall-clock time in the
-// config's zone), so that the sampler's hourly records, the policy files
-// and every report agree, including in zones whose offset is not a whole
-// number of hours (India, Nepal, Newfoundland) and across DST changes.
+// The hour keys ("2026-11-30T14", wall-clock time in the config's zone):
+// the one rule every package uses, across DST and half-hour zones.
 
 import (
 	"errors"
@@ -14,15 +11,11 @@ import (
 	"time"
 )
 
-// HourLayout is how an hour is written: wall-clock time in the config's zone.
+// HourLayout is how an hour is written.
 const HourLayout = "2006-01-02T15"
 
-// DayLayout is how a day is written.
-const DayLayout = "2006-01-02"
-
-// HourStart returns the start of the wall-clock hour that holds t, as hours run
-// in loc (nil means UTC). In the repeated hour of a fall-back, each instant
-// maps to the start of its own occurrence of that hour. The result is in loc.
+// HourStart returns the start, in loc (nil: UTC), of the wall-clock hour
+// that holds t; in a repeated hour, of t's own occurrence of it.
 func HourStart(t time.Time, loc *time.Location) time.Time {
 	lt := t.In(OrUTC(loc))
 	into := time.Duration(lt.Minute())*time.Minute +
@@ -30,8 +23,7 @@ func HourStart(t time.Time, loc *time.Location) time.Time {
 		time.Duration(lt.Nanosecond())
 	start := lt.Add(-into)
 	if start.Minute() != 0 || start.Second() != 0 || start.Nanosecond() != 0 || start.Hour() != lt.Hour() {
-		// The offset changed inside this hour (a zone whose DST shift is
-		// not a whole hour): fall back to the wall-clock date.
+		// The offset changed inside this hour: use the wall-clock date.
 		start = time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), 0, 0, 0, lt.Location())
 	}
 	return start
@@ -44,10 +36,8 @@ func HourLabel(t time.Time, loc *time.Location) string {
 
 var hourRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}$`)
 
-// ParseHour parses an hour key "YYYY-MM-DDTHH" in loc and returns the start of
-// that hour. A key of another shape ("2026-11-30T5") is a format error; an
-// hour that a DST change skips is an error naming the zone; an hour that a
-// DST change repeats gives its first occurrence.
+// ParseHour parses an hour key in loc and returns the start of that hour
+// (of a repeated hour, its first occurrence; a skipped one is an error).
 func ParseHour(s string, loc *time.Location) (time.Time, error) {
 	loc = OrUTC(loc)
 	if !hourRE.MatchString(s) {
@@ -57,8 +47,7 @@ func ParseHour(s string, loc *time.Location) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("hour %q: want YYYY-MM-DDTHH (%s)", s, dateProblem(err))
 	}
-	// time.ParseInLocation normalises a skipped hour and picks either
-	// occurrence of a repeated one: check, and take the earliest match.
+	// ParseInLocation normalises a skipped hour: take the earliest match.
 	var first time.Time
 	for _, c := range []time.Time{t.Add(-time.Hour), t, t.Add(time.Hour)} {
 		c = HourStart(c, loc)
@@ -74,14 +63,13 @@ func ParseHour(s string, loc *time.Location) (time.Time, error) {
 
 var dayRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 
-// ParseDay parses a day "YYYY-MM-DD" and returns noon of that day in loc (a
-// time that exists on every day, whatever the DST rules).
+// ParseDay parses a day "YYYY-MM-DD" and returns its noon in loc.
 func ParseDay(s string, loc *time.Location) (time.Time, error) {
 	loc = OrUTC(loc)
 	if !dayRE.MatchString(s) {
 		return time.Time{}, fmt.Errorf("day %q: want YYYY-MM-DD", s)
 	}
-	t, err := time.ParseInLocation(DayLayout, s, loc)
+	t, err := time.ParseInLocation(time.DateOnly, s, loc)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("day %q: want YYYY-MM-DD (%s)", s, dateProblem(err))
 	}
@@ -97,15 +85,13 @@ func dateProblem(err error) string {
 	return "out of range"
 }
 
-// DayStart returns the start of the calendar day holding t in loc (the
-// first instant of that date, which a DST change at midnight may move).
+// DayStart returns the first instant of the calendar day holding t in loc.
 func DayStart(t time.Time, loc *time.Location) time.Time {
 	lt := t.In(OrUTC(loc))
 	return time.Date(lt.Year(), lt.Month(), lt.Day(), 0, 0, 0, 0, lt.Location())
 }
 
-// OrUTC returns loc, or time.UTC for nil: the zone of every API here that
-// takes a nil location as UTC.
+// OrUTC returns loc, or time.UTC for nil.
 func OrUTC(loc *time.Location) *time.Location {
 	if loc == nil {
 		return time.UTC
@@ -113,9 +99,8 @@ func OrUTC(loc *time.Location) *time.Location {
 	return loc
 }
 
-// RetentionCut is the cut that keeps days days of probes at now: the
-// start of the hour (in loc) days×24 h before now, so that no hour keeps
-// part of its probes (a rollup of a kept hour sees all of them).
+// RetentionCut keeps days days of probes at now, on an hour's start in loc
+// so that no hour keeps part of its probes.
 func RetentionCut(now time.Time, days int, loc *time.Location) time.Time {
 	return HourStart(now.Add(-time.Duration(days)*24*time.Hour), loc)
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -11,19 +10,14 @@ import (
 type Imported struct {
 	Probes   int // probe points recorded
 	Hourly   int // queue_hourly points rebuilt from them
-	Skipped  int // queue_hourly lines of the input, not imported: they are rebuilt from the probes
-	Deferred int // probe points whose hours wait for the store to be readable (they are in the spool)
+	Skipped  int // queue_hourly lines of the input
+	Deferred int // probes whose hours wait in the spool
 }
 
-// Import records the probe points of a line-protocol stream (an embedded
-// store file, a spool or a dead-letter file) through rec, in order, 5,000
-// points at a time, so that a switch from the file store to InfluxDB keeps
-// its history. The stream's queue_hourly lines are not copied: rec
-// rebuilds the hours of the imported probes from everything the store
-// holds, so an import never rolls an hourly record back to an older or
-// partial aggregate; heartbeats, a sign of life of their day, are not
-// history. Torn, corrupt and unknown lines are skipped and reported to
-// warn (nil discards). On a write error it stops and says after which
+// Import records the probe points of a line-protocol stream through rec,
+// 5,000 at a time; rec rebuilds their hours, so queue_hourly lines are not
+// copied, nor are heartbeats. Torn, corrupt and unknown lines are skipped
+// and reported to warn (nil discards). A write error stops it, naming the
 // line.
 func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg string, args ...any)) (Imported, error) {
 	if warn == nil {
@@ -32,16 +26,19 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 	var res Imported
 	var ps []Probe
 	var last int64
+	var failed error // flush's, which names the line
 	flush := func() error {
 		if len(ps) == 0 {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return &importError{line: last, err: err}
+		err := ctx.Err()
+		var done Recorded
+		if err == nil {
+			done, err = rec.Record(ctx, ps)
 		}
-		done, err := rec.Record(ctx, ps)
 		if err != nil {
-			return &importError{line: last, err: err}
+			failed = fmt.Errorf("import up to line %d: %w", last, err)
+			return failed
 		}
 		res.Probes += len(ps)
 		res.Hourly += len(done.Hourly)
@@ -85,17 +82,8 @@ func Import(ctx context.Context, rec *Recorder, r io.Reader, warn func(msg strin
 	if err == nil {
 		err = flush()
 	}
-	if described := (*importError)(nil); err != nil && !errors.As(err, &described) {
+	if err != nil && err != failed {
 		err = fmt.Errorf("import: read: %w", err)
 	}
 	return res, err
 }
-
-// importError is a failed Record (or cancellation) during Import.
-type importError struct {
-	line int64
-	err  error
-}
-
-func (e *importError) Error() string { return fmt.Sprintf("import up to line %d: %v", e.line, e.err) }
-func (e *importError) Unwrap() error { return e.err }

@@ -15,23 +15,16 @@ import (
 	lp "github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// The stores keep their points in InfluxDB line protocol (the file, a
-// spool, the dead-letter file, and what goes to InfluxDB), one point a
-// line, nanosecond timestamps, read and written by the line-protocol
-// library.
-
-// The range of times the stores accept: InfluxDB 1.x's, so that every
-// stored line imports as is.
+// The range of times the stores accept: InfluxDB 1.x's.
 var (
 	minTime = time.Unix(0, math.MinInt64+2)
 	maxTime = time.Unix(0, math.MaxInt64-1)
 )
 
-// AppendLines appends b's points to dst as lines (probes, hourly points,
-// heartbeats). A point that cannot be stored as is (an empty tag, a float
-// that is not finite, a zero time or one InfluxDB does not keep, a string
-// that is not UTF-8) fails the whole batch, naming it: dst comes back as
-// it was.
+// AppendLines appends b's points to dst as line protocol. A point that
+// cannot be stored as is (an empty tag, a float not finite, a time out of
+// range, a string not UTF-8) fails the whole batch, naming it, and dst
+// comes back as it was.
 func AppendLines(dst []byte, b Batch) ([]byte, error) {
 	var e lp.Encoder
 	e.SetBuffer(dst)
@@ -84,7 +77,7 @@ func encode[T any](e *lp.Encoder, s *schema[T], p *T) error {
 		e.AddTag(TagSite, *site)
 	}
 	for _, f := range s.fields {
-		if f.alone && f.has(p) { // a marker field, written alone
+		if f.alone && f.has(p) {
 			e.AddField(f.key, lp.BoolValue(true))
 			e.EndLine(*at)
 			return e.Err()
@@ -127,7 +120,7 @@ const (
 	KindProbe
 	KindHourly
 	KindHeartbeat
-	KindBlank // a blank line or a comment
+	KindBlank // blank, or a comment
 )
 
 // KindOf classifies a line by its measurement, without decoding it.
@@ -159,8 +152,8 @@ func KindFor[T Point]() Kind {
 	return KindHeartbeat
 }
 
-// LineTime reads the timestamp at the end of a line cheaply. ok is false
-// when the last word is not an integer (the line is then decoded whole).
+// LineTime reads the timestamp at the end of a line cheaply; ok is false
+// when the last word is not an integer.
 func LineTime(line []byte) (ns int64, ok bool) {
 	b := line[bytes.LastIndexByte(line, ' ')+1:]
 	neg := len(b) > 0 && b[0] == '-'
@@ -186,9 +179,7 @@ func LineTime(line []byte) (ns int64, ok bool) {
 	return int64(u), true
 }
 
-// Names interns the strings of the lines one read decodes: a year of
-// probes names a few dozen lanes and outcomes, not millions of strings.
-// A nil Names copies each.
+// Names interns the strings one read decodes; a nil Names copies each.
 type Names map[string]string
 
 // Get returns b as a string, the same string for the same bytes.
@@ -206,9 +197,9 @@ func (n Names) Get(b []byte) string {
 	return s
 }
 
-// Decode decodes one line (without its newline) of T's measurement into
-// *p, which it zeroes first. Tags and fields the schema does not name are
-// ignored; the two tags, one field and the time are required.
+// Decode decodes one line of T's measurement into *p, zeroed first. Unknown
+// tags and fields are ignored; the two tags, a field and the time are
+// required.
 func Decode[T Point](n Names, line []byte, p *T) error {
 	var zero T
 	*p = zero
@@ -261,8 +252,7 @@ func Decode[T Point](n Names, line []byte, p *T) error {
 // noTime is library's time of a line without one.
 const noTime = math.MinInt64
 
-// library reads a line with the line-protocol library, handing its tags
-// and fields on as they come.
+// library reads a line with the line-protocol library.
 func library(line []byte, want string, tag func(k, v []byte), field func(k []byte, v Value) error) (int64, error) {
 	d := lp.NewDecoderWithBytes(line)
 	if !d.Next() {
@@ -311,13 +301,10 @@ func library(line []byte, want string, tag func(k, v []byte), field func(k []byt
 	return t.UnixNano(), nil
 }
 
-// plain reads a line of the shape the stores write, a quarter of the
-// library's cost (a year of probes is decoded in a read): the measurement,
-// tags and field keys of printable ASCII without escapes, quotes or
-// backslashes, decimal numbers, true or false, strings without escapes,
-// and a timestamp. It reads the whole line before it hands anything on
-// (ok false: not plain, the library reads it). The library stays the
-// authority: FuzzDecode checks that whatever plain takes, it reads alike.
+// plain reads a line of the shape the stores write (names of printable
+// ASCII without escapes, plain numbers and strings) at a quarter of the
+// library's cost; ok false leaves the line to the library, which
+// FuzzDecode holds it to.
 func plain(line []byte, want string, tag func(k, v []byte), field func(k []byte, v Value) error) (ns int64, ok bool, err error) {
 	if len(line) <= len(want) || string(line[:len(want)]) != want {
 		return 0, false, nil
@@ -372,9 +359,7 @@ func plain(line []byte, want string, tag func(k, v []byte), field func(k []byte,
 	return ns, true, nil
 }
 
-// word returns the run of plain name characters at i (printable ASCII but
-// for space, comma, equals, the double quote and the backslash; nil when
-// none) and where it ends.
+// word returns the run of plain name characters at i (nil: none) and its end.
 func word(line []byte, i int) ([]byte, int) {
 	j := i
 	for ; j < len(line); j++ {
@@ -388,8 +373,7 @@ func word(line []byte, i int) ([]byte, int) {
 	return line[i:j], j
 }
 
-// quoted moves *e from the opening quote of a plain string (printable
-// ASCII without quotes or backslashes) to its closing one.
+// quoted moves *e from the opening quote of a plain string to its closing one.
 func quoted(line []byte, e *int) bool {
 	for j := *e + 1; j < len(line); j++ {
 		switch c := line[j]; {
@@ -403,9 +387,7 @@ func quoted(line []byte, e *int) bool {
 	return false
 }
 
-// plainValue reads a plain value: a string, true or false,
-// -?digits followed by i (an integer), or -?digits[.digits][e[+-]digits]
-// (a float).
+// plainValue reads a plain string, bool, integer or float.
 func plainValue(b []byte) (Value, bool) {
 	switch {
 	case len(b) >= 2 && b[0] == '"':
@@ -453,16 +435,13 @@ func number(b []byte, float bool) bool {
 	return len(b) == 0
 }
 
-// MaxLine bounds one line; a longer line is corrupt (lanewatch's are under
-// 300 bytes) and is skipped instead of growing memory.
+// MaxLine bounds one line; a longer one is corrupt and skipped.
 const MaxLine = 1 << 20
 
-// ScanLines streams r line by line and calls fn with each line, without
-// its newline, and its one-based number; terminated is false only for a
-// last line without a newline. A line longer than MaxLine goes to long
-// instead. The line is valid during the call only. It checks ctx before
-// each read of r, so that a source without end (a device, a line that
-// never ends) stops when ctx is done, with ctx's error.
+// ScanLines calls fn with each line of r, without its newline (valid
+// during the call), and its one-based number; terminated is false for a
+// last line without one. A line longer than MaxLine goes to long instead.
+// It stops with ctx's error once ctx is done.
 func ScanLines(ctx context.Context, r io.Reader, fn func(n int64, line []byte, terminated bool) error, long func(n int64)) error {
 	return scanLines(ctx, r, 256<<10, fn, long)
 }

@@ -8,18 +8,12 @@ import (
 	"time"
 )
 
-// Recorder writes probe points and keeps the invariant of the schema: every
-// stored queue_hourly point is the Rollup of all stored probe points of its
-// lane, site and hour (hours keyed in its zone).
-//
-// Record reads the probes already stored for the lane-hours a round
-// touches, adds the new ones, and writes the new probes with the refreshed
-// hourly points in one Write (RecordWith takes them from a read the caller
-// made already). When the store cannot be read, the probes are written
-// without their hours (Batch.Defer, Rebuild) and a Spool rebuilds them
-// once it can. So rounds, replays after an outage, restarts in the middle
-// of one, imports and refused-then-imported batches all leave the
-// invariant true.
+// Recorder writes probe points and keeps the invariant: every stored
+// queue_hourly point is the Rollup of all stored probes of its lane-hour
+// (docs/schema.md#the-invariant). It reads the probes stored for the
+// lane-hours a round touches and writes the new probes with the refreshed
+// hours in one Write; when the store cannot be read, it writes the probes
+// alone (Batch.Defer, Rebuild) and a Spool rebuilds their hours later.
 type Recorder struct {
 	store Store
 	loc   *time.Location
@@ -32,40 +26,28 @@ func NewRecorder(st Store, loc *time.Location) *Recorder {
 
 // Recorded says what Record did.
 type Recorded struct {
-	// Hourly are the hourly points written with the probes.
-	Hourly []Hourly
-	// Deferred is true when the store could not be read: the probes wait
-	// in the spool and their hours are rebuilt when it is replayed.
-	Deferred bool
+	Hourly   []Hourly // written with the probes
+	Deferred bool     // the probes wait in the spool, their hours with them
 }
 
-// Record stores the probes and the refreshed hourly point of every lane-hour
-// they fall in. A nil error means every point is durable (in the store, or
-// in a spool). When the store cannot be read for a reason that does not
-// pass, the probes are still written, without their hours, and the error
-// wraps ErrHoursNotRebuilt.
+// Record stores the probes and the refreshed hourly points of their
+// lane-hours. nil means every point is durable. When the store cannot be
+// read for good, the probes are written alone and the error wraps
+// ErrHoursNotRebuilt.
 func (r *Recorder) Record(ctx context.Context, probes []Probe) (Recorded, error) {
 	return r.RecordWith(ctx, probes, Prior{})
 }
 
-// Prior is what a caller read from the store before it records: the probes
-// Query selected, as a Read handed them over.
+// Prior is what a caller read before it records: the probes Query selected.
 type Prior struct {
-	Query  Query
-	Probes []Probe
-	// Rebuild names lane-hours to rewrite beside those the probes fall in
-	// (a sampler's reservations that were never settled: their hours must
-	// count them).
-	Rebuild []LaneHour
+	Query   Query
+	Probes  []Probe
+	Rebuild []LaneHour // to rewrite beside the probes' own
 }
 
-// RecordWith is Record for a caller that read the store already, so that a
-// round reads it once: when prior's query covers every lane-hour the probes
-// touch (its windows span the whole hour, its sites and lanes include the
-// lane-hour's), the stored probes of those hours come from prior.Probes and
-// the store is only written. Otherwise (a zero Prior, or one that misses an
-// hour) it reads them as Record does. Points stored after prior was read
-// are not seen; Record's read narrows that gap to the write.
+// RecordWith is Record for a caller that read the store already: when
+// prior's query covers every lane-hour touched whole, the stored probes
+// come from prior.Probes and the store is only written.
 func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) (Recorded, error) {
 	touched := touchedWith(probes, prior.Rebuild, r.loc)
 	if len(touched) == 0 {
@@ -86,15 +68,11 @@ func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) 
 }
 
 // ErrHoursNotRebuilt is returned (wrapped) by a Recorder that stored the
-// probes (in the store, its spool or its dead-letter file) but could not
-// read what it needs to rebuild their hours: `sampler rollup` rebuilds
-// them once the store can be read.
+// probes but could not read what it needs to rebuild their hours.
 var ErrHoursNotRebuilt = errors.New("probes stored, their hours not rebuilt")
 
-// unread stores probes whose hours cannot be read: a passing failure sends
-// them to the spool alone, and the replay rebuilds their hours; any other
-// (a 401, 403 or 404 while the sampler runs) writes them without their
-// hours, so that the round is never dropped, and says so.
+// unread stores probes whose hours cannot be read: deferred to the spool on
+// a passing failure, else written without their hours, and says so.
 func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recorded, error) {
 	rerr := fmt.Errorf("read the probes of the hour: %w", err)
 	if len(probes) == 0 {
@@ -116,8 +94,7 @@ func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recor
 	return Recorded{}, fmt.Errorf("%w (run sampler rollup once the store can be read): %w", ErrHoursNotRebuilt, rerr)
 }
 
-// touchedWith is the lane-hours the probes fall in and the extra ones,
-// sorted and without repeats.
+// touchedWith is the lane-hours of the probes and the extra ones, sorted.
 func touchedWith(probes []Probe, extra []LaneHour, loc *time.Location) []LaneHour {
 	touched := Touched(probes, loc)
 	for _, t := range extra {
@@ -129,8 +106,7 @@ func touchedWith(probes []Probe, extra []LaneHour, loc *time.Location) []LaneHou
 	return touched
 }
 
-// covers reports whether p's query selects every probe of the lane-hours:
-// their lanes and sites, and each hour whole within one of its windows.
+// covers reports whether p's query selects every probe of the lane-hours.
 func (p Prior) covers(touched []LaneHour) bool {
 	f := p.Query.Filter()
 	if f.Empty() {
@@ -148,9 +124,8 @@ func (p Prior) covers(touched []LaneHour) bool {
 	return true
 }
 
-// rollupOf aggregates the touched lane-hours from the stored probes (a
-// read may return more) and the fresh ones, which replace a stored one of
-// the same key.
+// rollupOf aggregates the touched lane-hours from the stored probes and the
+// fresh ones, which replace stored ones of their key.
 func rollupOf(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []Hourly {
 	in := make(map[LaneHour]bool, len(touched))
 	for _, t := range touched {
@@ -168,9 +143,8 @@ func rollupOf(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []H
 	return Rollup(l.Sorted(), loc)
 }
 
-// Rebuild recomputes the hourly points of the lane-hours from the probes
-// stored for them and writes them: the repair after an outage or an import.
-// It returns the points it wrote. Lane-hours without probes write nothing.
+// Rebuild recomputes and writes the hourly points of the lane-hours from
+// their stored probes, and returns the points it wrote.
 func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHour) ([]Hourly, error) {
 	if len(touched) == 0 {
 		return nil, nil
@@ -187,8 +161,7 @@ func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHo
 	return hourly, nil
 }
 
-// writeHourly writes hourly points in batches of 5,000 and returns how
-// many it wrote.
+// writeHourly writes in batches of 5,000 and returns how many it wrote.
 func writeHourly(ctx context.Context, st Store, hourly []Hourly) (int, error) {
 	n := 0
 	for n < len(hourly) {
@@ -201,8 +174,7 @@ func writeHourly(ctx context.Context, st Store, hourly []Hourly) (int, error) {
 	return n, nil
 }
 
-// queryOf selects the probes of the lane-hours: one window per hour, the
-// lanes and sites they name.
+// queryOf selects the probes of the lane-hours.
 func queryOf(touched []LaneHour) Query {
 	var q Query
 	seen := map[any]bool{}
@@ -231,9 +203,8 @@ const (
 	ProblemOrphan  Problem = "orphan"  // an hourly point without a probe in its lane-hour
 )
 
-// Mismatch is one hourly point that breaks the invariant. Want is the
-// aggregate of the probes (zero for an orphan); Stored the point in the
-// store (zero when missing).
+// Mismatch is one hourly point that breaks the invariant: Want the
+// aggregate (zero for an orphan), Stored the store's (zero when missing).
 type Mismatch struct {
 	Problem Problem
 	Want    Hourly
@@ -264,8 +235,7 @@ func (m Mismatch) String() string {
 	return fmt.Sprintf("%s: hourly point without probes (samples=%d)", at, h.Samples)
 }
 
-// HourSpan widens [from, to) to whole hours of loc, so that every lane-hour
-// it touches is read whole.
+// HourSpan widens [from, to) to whole hours of loc.
 func HourSpan(from, to time.Time, loc *time.Location) Window {
 	end := HourStart(to, loc)
 	if end.Before(to) {
@@ -274,9 +244,8 @@ func HourSpan(from, to time.Time, loc *time.Location) Window {
 	return Window{HourStart(from, loc).UTC(), end.UTC()}
 }
 
-// Check compares every hourly point of the hours in w (widened to whole
-// hours of loc) with the Rollup of the probes of its lane-hour, for the
-// sites given (nil: all). It reads, never writes.
+// Check compares every hourly point of the hours in w (HourSpan) with the
+// Rollup of its probes, for the sites given (nil: all).
 func Check(ctx context.Context, st Store, loc *time.Location, w Window, sites []string) ([]Mismatch, error) {
 	var probes []Probe
 	byKey := map[Key]Hourly{}
@@ -312,10 +281,8 @@ func Check(ctx context.Context, st Store, loc *time.Location, w Window, sites []
 	return out, nil
 }
 
-// RebuildWindow rebuilds every lane-hour that has probes in w (widened to
-// whole hours of loc), for the sites given (nil: all). It is idempotent: run
-// twice, it writes the same points. It returns how many hourly points it
-// wrote.
+// RebuildWindow rebuilds every lane-hour with probes in w (HourSpan), for
+// the sites given (nil: all), and returns how many points it wrote.
 func RebuildWindow(ctx context.Context, st Store, loc *time.Location, w Window, sites []string) (int, error) {
 	probes, err := ReadProbes(ctx, st, Query{Windows: []Window{HourSpan(w.From, w.To, loc)}, Sites: sites})
 	if err != nil {

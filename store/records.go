@@ -9,82 +9,54 @@ import (
 	lp "github.com/influxdata/line-protocol/v2/lineprotocol"
 )
 
-// Probe is one probe point: measurement "probe", tags lane, kind and (when
-// not empty) site, time = probe start.
-//
-// QueueS is the wait from the request written to the first generated token.
-// For a failed probe it is the wait the probe is known to have sat through:
-// exact when a first token came, a lower bound (request written → the probe
-// gave up) when it timed out before one, 0 when nothing is known.
+// Probe is one probe point (docs/schema.md).
 type Probe struct {
 	Lane     string
 	Kind     string
-	Site     string // "" when the sampler has no site: no tag
+	Site     string // "": no tag
 	Time     time.Time
 	QueueS   float64
 	GenS     float64
 	HeadersS float64
-	ConnectS float64 // DNS + connect + TLS of the probe's connection
+	ConnectS float64
 	Tokens   int64
 	OK       bool
 	Outcome  string
 	Status   int64
 
-	// The rate-limit state the lane's answer announced, when it did:
-	// QuotaRemaining requests left (valid when QuotaKnown), and
-	// QuotaResetS, the seconds from the probe's start until the later of
-	// the quota's reset and Retry-After (0: the server said neither).
-	QuotaRemaining int64
+	QuotaRemaining int64 // valid when QuotaKnown
 	QuotaKnown     bool
 	QuotaResetS    float64
 }
 
-// Hourly is one lane-hour point: measurement "queue_hourly", tags lane, kind
-// and (when not empty) site, time = start of the hour in the sampler's zone.
-// A later write with the same series and hour replaces an earlier one.
-//
-// A lane whose kind changed within the hour has one point per kind, each
-// the aggregate of all the lane's probes of that hour (see Rollup).
+// Hourly is one lane-hour point (docs/schema.md), the Rollup of its probes.
 type Hourly struct {
 	Lane        string
 	Kind        string
 	Site        string
 	Hour        time.Time
-	WorstQueueS float64 // max queue_s of ok probes
-	WorstGenS   float64 // max gen_s of ok probes
-	MinTokPerS  float64 // min tokens/gen_s of ok probes
-	Samples     int64   // probes in the hour (ok or not)
-	Failures    int64   // probes that were not ok
-	Eligible    bool    // ≥1 ok probe and no failure
+	WorstQueueS float64
+	WorstGenS   float64
+	MinTokPerS  float64
+	Samples     int64
+	Failures    int64
+	Eligible    bool
 
-	// WorstCensoredS is the longest wait a failed probe of the hour is known
-	// to have sat through: a lower bound of the queue the next attempt may
-	// meet (0: none). See Aggregate.
 	WorstCensoredS float64
 }
 
-// Heartbeat is one sampler's sign of life, written each round: measurement
-// "sampler_heartbeat", tags instance, shard and (when not empty) site, time
-// = the round's start. Of the live instances of one shard and site, the
-// rule of package duty picks the one that probes; the sites that share
-// account quotas check that they list the same sites. Heartbeats are not
-// history: a Spool does not keep them through an outage (they would be
-// stale by the replay), and `sampler import` skips them.
+// Heartbeat is one sampler's sign of life, written each round
+// (docs/schema.md). A Spool does not keep heartbeats, nor does Import.
 type Heartbeat struct {
-	Instance string // tag instance: unique per process
-	Shard    string // tag shard: "I/N" as -shard takes it
-	Site     string // "" when the sampler has no site: no tag
-	Time     time.Time
-	Host     string
-	StartNS  int64 // when the instance started, Unix nanoseconds
-	Version  string
-	// IntervalS is the instance's schedule interval in seconds: its beat
-	// is live for two of them.
+	Instance  string
+	Shard     string // "I/N" as -shard takes it
+	Site      string
+	Time      time.Time
+	Host      string
+	StartNS   int64 // when the instance started, Unix nanoseconds
+	Version   string
 	IntervalS float64
-	// Sites are the sites the instance shares its account quotas with
-	// (budget.Group.Sites), sorted and comma-separated: field sites, absent
-	// when "" (none, or a sampler older than the field).
-	Sites string
+	Sites     string // sorted, comma-separated; "": field absent
 }
 
 // Start returns when the instance started.
@@ -103,11 +75,11 @@ const (
 	TagShard    = "shard"
 )
 
-// Point is one of the stored records.
+// Point is a stored record.
 type Point interface{ Probe | Hourly | Heartbeat }
 
-// Key identifies a point: a later write of the same key replaces it. A and
-// B are its two tags: lane and kind (a heartbeat's instance and shard).
+// Key identifies a point; A and B are its two tags (lane and kind, or
+// instance and shard).
 type Key struct {
 	A, B, Site string
 	NS         int64
@@ -119,10 +91,8 @@ func KeyOf[T Point](p *T) Key {
 	return Key{*a, *b, *site, at.UnixNano()}
 }
 
-// The storage schema, spelled once: each measurement's tags and its fields
-// in the order they are written, each bound to the field of the record it
-// holds. The line codec, InfluxDB's rows and queries, and the docs test
-// (Schemas) are driven by these tables.
+// The storage schema, spelled once: each measurement's tags and fields in
+// the order they are written, bound to the record's fields.
 var (
 	probeSchema = schema[Probe]{
 		measurement: MeasurementProbe,
@@ -137,19 +107,12 @@ var (
 			boolField("ok", func(p *Probe) *bool { return &p.OK }),
 			stringField("outcome", func(p *Probe) *string { return &p.Outcome }),
 			intField("status", func(p *Probe) *int64 { return &p.Status }),
-			// Written when the lane's headers said; a point that has it
-			// is one whose quota is known.
 			intField("quota_remaining", func(p *Probe) *int64 { return &p.QuotaRemaining }).
 				optional(func(p *Probe) bool { return p.QuotaKnown }, func(p *Probe) { p.QuotaKnown = true }),
 			floatField("quota_reset_s", func(p *Probe) *float64 { return &p.QuotaResetS }).
 				optional(func(p *Probe) bool { return p.QuotaResetS != 0 }, nil),
-			// A reservation is written as this field alone, true: InfluxDB
-			// merges the fields of points of one series and time, so a
-			// booking it applies after the probe that settled it (it
-			// answered late, or a spool replayed it) adds this field and
-			// leaves the probe's. A point read with it and no outcome is a
-			// reservation; one with an outcome is what settled the booking.
-			// Last, so that a row's outcome is read before it.
+			// A reservation is this field alone (docs/schema.md#reservations);
+			// last, so that a row's outcome is read before it.
 			{key: "booked", kind: lp.Bool, alone: true,
 				has:  func(p *Probe) bool { return p.Outcome == OutcomeReserved },
 				seen: func(p *Probe) { p.Outcome = cmp.Or(p.Outcome, OutcomeReserved) }},
@@ -189,29 +152,22 @@ var (
 // schema is one measurement bound to the type T of its points.
 type schema[T any] struct {
 	measurement string
-	// tags are the keys of the two tags every point has, in the order id
-	// returns their values; site is the third, written only when not empty.
-	tags   [2]string
-	id     func(*T) (a, b, site *string, at *time.Time)
-	fields []field[T]
+	tags        [2]string // in the order id returns them; site is optional
+	id          func(*T) (a, b, site *string, at *time.Time)
+	fields      []field[T]
 }
 
-// field is one field of a measurement: its key and type, and where in a T
-// its value lives (the one pointer accessor of its type).
+// field is one field: its key, type and the one accessor of its type.
 type field[T any] struct {
-	key  string
-	kind lp.ValueKind
-	f    func(*T) *float64
-	i    func(*T) *int64
-	b    func(*T) *bool
-	s    func(*T) *string
-	// An optional field is written only when has says so; seen, when set,
-	// records that a point read held the field.
-	has  func(*T) bool
-	seen func(*T)
-	// alone marks a marker field: the points has says are written as it
-	// alone, true, and no point is written with it otherwise.
-	alone bool
+	key   string
+	kind  lp.ValueKind
+	f     func(*T) *float64
+	i     func(*T) *int64
+	b     func(*T) *bool
+	s     func(*T) *string
+	has   func(*T) bool // optional: written only when has says so
+	seen  func(*T)      // records that a point read held the field
+	alone bool          // a marker: the points has says are it alone, true
 }
 
 func floatField[T any](key string, f func(*T) *float64) field[T] {
@@ -253,8 +209,7 @@ func (f *field[T]) set(n Names, p *T, v Value) {
 	}
 }
 
-// index returns the position of the field named key, or -1. A line the
-// stores wrote holds its fields in table order, so try is tried first.
+// index returns the position of the field named key, or -1; try first.
 func (s *schema[T]) index(key []byte, try int) int {
 	if try < len(s.fields) && s.fields[try].key == string(key) {
 		return try
@@ -299,8 +254,7 @@ type SchemaField struct {
 	Optional bool   // not on every point
 }
 
-// Schemas returns the storage schema: probe, queue_hourly, then
-// sampler_heartbeat.
+// Schemas returns the storage schema, each measurement as written.
 func Schemas() []Schema {
 	return []Schema{describe(&probeSchema), describe(&hourlySchema), describe(&heartbeatSchema)}
 }
@@ -317,8 +271,7 @@ func describe[T any](s *schema[T]) Schema {
 // SchemaOf is the schema of p's measurement.
 func SchemaOf[T Point](p *T) Schema { return describe(schemaOf[T]()) }
 
-// Marker is the key of the field a point may be written as alone (a
-// reservation's booked), or "".
+// Marker is the key of the field a point may be written as alone, or "".
 func (s Schema) Marker() string {
 	if s.Measurement == MeasurementProbe {
 		return "booked"

@@ -1,6 +1,5 @@
-// Package file is the embedded store: one InfluxDB line-protocol file that
-// rounds are appended to, each in one write and fsync, and the files of a
-// spool. Any of its lines imports into InfluxDB as is.
+// Package file is the embedded store, one line-protocol file appended to a
+// round at a time, and the files of a spool (docs/schema.md).
 package file
 
 import (
@@ -21,53 +20,36 @@ import (
 
 // Options tune Open.
 type Options struct {
-	// ReadOnly opens the file to read it only (policygen): no lock is
-	// taken, so it works while a sampler appends, and Write fails. The
-	// file must exist (fs.ErrNotExist otherwise: a fresh install).
+	// ReadOnly reads an existing file without a lock; Write fails.
 	ReadOnly bool
-	// Beside opens the file beside the writer that holds its lock
-	// (sampler probe next to the daemon): it reads as ReadOnly does, makes
-	// the file and its folder when they do not exist yet, and appends
-	// under the exclusive flock every append and read of the data file
-	// takes, so that the two writers interleave whole rounds.
+	// Beside reads as ReadOnly, makes the file if need be, and appends
+	// under the file's flock beside the writer that holds its lock.
 	Beside bool
-	// Warn receives problems that are not fatal (torn or corrupt lines
-	// skipped); msg is lowercase, args slog-style key/value pairs. The
-	// store never logs by itself. Nil discards them.
+	// Warn receives problems that are not fatal (slog-style); nil discards.
 	Warn func(msg string, args ...any)
 }
 
-// Store is the embedded store. Later lines replace earlier ones of the same
-// measurement, tags and time (a reservation never replaces a probe:
-// store.Replaces).
-//
-// A writer holds an exclusive lock on the resolved path (links followed)
-// plus ".lock" while open, which names it, so that two samplers cannot
-// append to one file however they name it; before each append it checks
-// that the path still names the file it opened (ErrMoved otherwise).
-// Reads hold a shared flock on the file, so they never see half a round,
-// and skip a torn last line or a corrupt line with a warning instead of
-// failing. They go through a sparse index of the file (index.go), which
-// changes what they read, never what they return.
+// Store is the embedded store; a later line replaces an earlier one of its
+// key (store.Replaces). A writer holds the resolved path + ".lock" while
+// open and checks before each append that the path still names its file
+// (ErrMoved). Reads hold a shared flock, skip torn and corrupt lines with a
+// warning, and go through a sparse index (index.go).
 type Store struct {
 	path   string // resolved
 	o      Options
 	mu     sync.RWMutex // a write or prune excludes this process's reads
 	log    *Log         // a writer's; nil when read-only or beside
 	closed bool
-	// For tests: pruneHook runs at the prune's atomic write stages;
-	// noIndex reads without the index.
+	// For tests.
 	pruneHook func(stage, tmp string) error
 	noIndex   bool
 }
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens the line-protocol file at path. For writing it makes the file
-// and its folder if need be and cuts off a torn last line left by a crash;
-// it fails naming the path when another writer holds the file, and when
-// path names anything but a regular file (ErrNotRegular: a device such as
-// /dev/zero, a named pipe, a directory), also through a link.
+// Open opens the file at path; a writer makes it if need be and cuts off a
+// torn last line. It fails naming the path when another writer holds it or
+// it is not a regular file (ErrNotRegular).
 func Open(path string, o Options) (*Store, error) {
 	if o.Warn == nil {
 		o.Warn = func(string, ...any) {}
@@ -108,11 +90,7 @@ func (s *Store) Status() store.Status {
 	return store.Status{Where: s.path, Exclusive: s.log != nil}
 }
 
-// Write appends the batch's points in one write and fsyncs them. An
-// invalid point fails the whole batch before anything is written. Beside
-// a writer, an append starts on a line of its own when the file does not
-// end in a newline (a writer's append cut short, which its next open cuts
-// off).
+// Write appends the batch in one write and fsyncs it.
 func (s *Store) Write(ctx context.Context, b store.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -136,8 +114,7 @@ func (s *Store) Write(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// writable returns the error of op (a write or a prune) on a store that
-// is closed or read-only. s.mu must be held.
+// writable fails op on a store closed or read-only. s.mu must be held.
 func (s *Store) writable(op string) error {
 	switch {
 	case s.closed:
@@ -148,12 +125,9 @@ func (s *Store) writable(op string) error {
 	return nil
 }
 
-// Read hands over the points q selects (store.Store). Each measurement is
-// read in one pass over the parts of the file the index says may hold
-// it, all under one shared flock: a measurement whose lines are in time
-// order give or take scanDisorder goes through a small reorder buffer as
-// it is read (a year of probes is never held), any other is collected and
-// sorted. Fields are all read.
+// Read hands over the points q selects, each measurement in one pass over
+// the blocks the index says may hold it, under one shared flock: through a
+// reorder buffer when the blocks are in order, else collected and sorted.
 func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if err := store.CheckFields(q.Fields); err != nil {
 		return fmt.Errorf("read %s: %w", s.path, err)
@@ -182,7 +156,7 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	return nil
 }
 
-// handError is an error of a Reader's callback, returned as it is.
+// handError is an error of a Reader's callback.
 type handError struct{ err error }
 
 func (e handError) Error() string { return e.err.Error() }
@@ -209,7 +183,7 @@ func (s *Store) read(ctx context.Context, f *store.Filter, r store.Reader) error
 			ordered = ordered && (!blocks[j].needed(i, f) || !blocks[j].disorder[i])
 		}
 		line, end := fn(ordered)
-		lineFn, long := filterLines(ctx, s.path, []store.Kind{k}, f, warn, func(_ store.Kind, l []byte) error { return line(l) })
+		lineFn, long := filterLines(ctx, s.path, k, f, warn, line)
 		for j := 0; j < len(blocks); {
 			if !blocks[j].needed(i, f) {
 				j++
@@ -246,14 +220,11 @@ func (s *Store) read(ctx context.Context, f *store.Filter, r store.Reader) error
 	return nil
 }
 
-// bytesRead counts the bytes of store files the passes of reads went
-// through (tests).
+// bytesRead counts the bytes reads went through (tests).
 var bytesRead atomic.Int64
 
-// sink makes the line function of a pass that hands T's points to emit, in
-// time order: through a reorder buffer as they are read when the lines
-// are ordered (those more than scanDisorder older than the newest held
-// back), else collected and sorted at the end.
+// sink makes the line function of a pass that hands T's points on in time
+// order: through a reorder buffer when ordered, else sorted at the end.
 func sink[T store.Point](f *store.Filter, hand func(T) error) func(bool) (func([]byte) error, func() error) {
 	emit := func(p T) error {
 		if err := hand(p); err != nil {
@@ -320,17 +291,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Prune drops the probe and heartbeat lines older than cut (their
-// timestamp strictly before it) and keeps every other line, in order: the
-// hourly records, newer probes and heartbeats, comments and lines it
-// cannot classify (a probe or heartbeat among them whose timestamp it
-// cannot read). It writes the kept lines to a temp file beside the store,
-// fsyncs it, renames it over the store and fsyncs the folder
-// (internal/atomicfile), holding the store's write lock and an exclusive
-// flock on the old file: a reader sees the old file or the new one, whole;
-// a crash or an error at any step leaves the old file as it was. Lines
-// longer than 1 MiB, which no read returns, are dropped with a warning.
-// Only a writer prunes; it appends to the new file after the rename.
+// Prune drops the probe and heartbeat lines timed before cut and keeps
+// every other line, in order, writing the file anew atomically
+// (internal/atomicfile) under an exclusive flock. Lines longer than
+// MaxLine are dropped with a warning. Only a writer prunes.
 func (s *Store) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) {
 	var st store.Pruned
 	if err := ctx.Err(); err != nil {
@@ -368,7 +332,7 @@ func (s *Store) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) 
 				return ctx.Err()
 			}
 			if !terminated {
-				return nil // none: the lock is held
+				return nil
 			}
 			if k := store.KindOf(line); k == store.KindProbe || k == store.KindHeartbeat {
 				if ns, ok := store.LineTime(line); ok && ns < cut.UnixNano() {
@@ -406,8 +370,7 @@ func (s *Store) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) 
 
 var errBeside = errors.New("only the writer that holds the file prunes it")
 
-// reopen points l at the file its path names now (after a rename over
-// it), keeping the writer lock.
+// reopen points l at the file its path names now, keeping the writer lock.
 func (l *Log) reopen() error {
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
@@ -419,10 +382,8 @@ func (l *Log) reopen() error {
 	return nil
 }
 
-// reorder is a min-heap of points by time, then series, then the order
-// they were put in: equal points pop one after the other, the later put
-// last, so that pop keeps the one a read keeps (store.Replaces). The heap
-// moves small entries; the points stay in their slots until popped.
+// reorder is a min-heap of points by time, series, then the order they
+// were put in, so that pop keeps the one a read keeps (store.Replaces).
 type reorder[T store.Point] struct {
 	h     []entry
 	slots []T
@@ -465,8 +426,7 @@ func (r *reorder[T]) put(p T) {
 	}
 }
 
-// popOne takes the top entry off the heap and returns its slot, which
-// keeps its point until the next put.
+// popOne takes the top entry off the heap and returns its slot.
 func (r *reorder[T]) popOne() int32 {
 	slot := r.h[0].slot
 	r.free = append(r.free, slot)

@@ -10,37 +10,25 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// The sparse index of a store file (path + IndexSuffix) lets a read that
-// wants a few days of a year skip the rest of the file, and tells whether
-// the lines it reads are in time order (so that they can be handed over
-// as they are read). It is a zone map: for each block of about indexBlock
-// bytes and each measurement, the smallest and largest timestamp of its
-// lines, and whether each line was at most scanDisorder older than every
-// line of its measurement before it. A block is read when its span meets
-// the query's, so the index is right however the lines are ordered (an
-// import of older history, a rebuilt hour: that block's span is wide). A
-// block holding a line of no known measurement or whose timestamp the
-// cheap reader cannot read is read by every query, so the warnings and the
-// points read are the ones a read without the index gives.
-//
-// It describes a prefix of the file that ends at a newline, and is used
-// only when it is whole (its CRC), made for this file (device and inode:
-// a prune renames a new file over the store) and the file still begins and
-// ends that prefix with the bytes it had (SHA-256 of the first and the
-// last indexHashSpan bytes). Otherwise a read rebuilds it. Each read
-// describes the lines after the prefix before it reads them, and writes
-// the index anew (atomically) once they are indexMinGrowth or more.
+// The sparse index of a store file (docs/schema.md#the-read-index): per
+// block of about indexBlock bytes and per measurement, the span of its
+// lines' times and whether they came in order give or take scanDisorder.
+// A block whose lines the cheap reader cannot place is read by every
+// query, so reads return what they would without it. It is used only when
+// whole (CRC), made for this file (device, inode) and the file still holds
+// the prefix it describes (SHA-256 of its ends).
 
 // IndexSuffix names the index of a store file: path + IndexSuffix.
 const IndexSuffix = ".idx"
 
-// How an index is cut (variables for the tests, which make them tiny).
+// How an index is cut (variables for the tests).
 var (
 	indexBlock     int64 = 256 << 10 // bytes a block covers at least (the last one may be shorter)
 	indexMinGrowth int64 = 1 << 20   // bytes of new lines before an index is written anew
@@ -51,22 +39,14 @@ const (
 	indexMaxSize = 64 << 20 // bytes of an index file read at most
 	indexMagic   = "LWIDX02\n"
 	// scanDisorder is how much older than a line before it a line may be
-	// and still be handed over in time order: a sampler appends a round's
-	// probes in lane order, their start times a little apart.
+	// and still be handed over in time order.
 	scanDisorder = int64(time.Hour)
 )
 
 // kinds are the measurements an index describes, by their slot.
 var kinds = [3]store.Kind{store.KindProbe, store.KindHourly, store.KindHeartbeat}
 
-func slot(k store.Kind) int {
-	for i, x := range kinds {
-		if x == k {
-			return i
-		}
-	}
-	return -1
-}
+func slot(k store.Kind) int { return slices.Index(kinds[:], k) }
 
 // block is one block of the index: the lines from off on.
 type block struct {
@@ -154,8 +134,7 @@ func (b *builder) add(_ int64, line []byte, terminated bool) error {
 	return nil
 }
 
-// stop ends the blocks before the line being read: its length is unknown
-// (too long) or it is not whole (torn).
+// stop ends the blocks before a line too long or torn.
 func (b *builder) stop() {
 	b.close()
 	b.broken = true
@@ -169,12 +148,10 @@ func (b *builder) close() {
 	}
 }
 
-// describe returns the blocks of the whole open file f (size bytes): its
-// index's, when it has one that describes it, and those of the lines after
-// them, read now; a last block (always read, never in order) covers what
-// follows a line too long or torn. It writes the index anew when the
-// lines it read are enough (best effort: a folder it cannot write to
-// leaves the file without one). use false reads without one (tests).
+// describe returns the blocks of the open file f: its index's, when it
+// describes it, then those of the lines after, read now; a last block,
+// always read, covers what follows a line too long or torn. It writes the
+// index anew, best effort, after indexMinGrowth new bytes.
 func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, error) {
 	var ix *index
 	if use {
@@ -245,9 +222,7 @@ func loadIndex(path string, f *os.File, fi os.FileInfo) *index {
 	return ix
 }
 
-// readIndex reads and decodes the index file at path, refusing anything
-// but a regular file (opening a named pipe would block) and any bytes
-// encodeIndex could not have written: a torn or altered file.
+// readIndex reads and decodes the index file at path.
 func readIndex(path string) (*index, error) {
 	f, err := openShared(path)
 	if err != nil {
@@ -261,8 +236,7 @@ func readIndex(path string) (*index, error) {
 	return decodeIndex(data)
 }
 
-// saveIndex writes the index of b's blocks of f atomically. Failing is no
-// error: the next read describes the file again.
+// saveIndex writes the index of b's blocks of f atomically, best effort.
 func saveIndex(path string, f *os.File, fi os.FileInfo, b *builder) {
 	if len(b.blocks) == 0 || b.end <= 0 {
 		return
@@ -308,8 +282,7 @@ func boolByte(v bool) byte {
 
 var errBadIndex = errors.New("not a valid store index")
 
-// decodeIndex reads encodeIndex's bytes, refusing any that it could not
-// have written: a torn or altered file, blocks out of order.
+// decodeIndex reads encodeIndex's bytes, refusing any it could not write.
 func decodeIndex(data []byte) (*index, error) {
 	le := binary.LittleEndian
 	fixed := len(indexMagic) + 1 + 8*4 + 2*sha256.Size + 8

@@ -16,20 +16,11 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// The line-protocol files of the stores (this one's, a spool's, its inbox
-// and dead-letter file): a writer holds path+".lock" for its life and an
-// exclusive flock on the file for each append, readers a shared flock, so
-// that no one sees half an append.
-
-// ErrMoved is returned (wrapped) by a write when the file at the path is no
-// longer the file the writer opened: it was moved, deleted or replaced
-// while open. Nothing is written to the old file.
+// ErrMoved is returned (wrapped) by a write when the path no longer names
+// the file the writer opened.
 var ErrMoved = errors.New("store file was moved, deleted or replaced while open")
 
-// ErrNotRegular marks (errors.Is) a path refused because it names
-// something other than a regular file: a device such as /dev/zero, a
-// named pipe, a socket or a directory, which would read without end,
-// block or fail obscurely.
+// ErrNotRegular marks (errors.Is) a path that names no regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
 // notRegularError is an ErrNotRegular about one path.
@@ -65,9 +56,8 @@ func (e *notRegularError) Error() string {
 
 func (e *notRegularError) Is(target error) bool { return target == ErrNotRegular }
 
-// CheckRegular fails with an ErrNotRegular naming path when path (its
-// links followed) exists and is not a regular file. A path that cannot be
-// looked at passes: the open that follows creates or reports it.
+// CheckRegular fails with an ErrNotRegular naming path when path (links
+// followed) exists and is not a regular file.
 func CheckRegular(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().IsRegular() {
@@ -80,8 +70,7 @@ func CheckRegular(path string) error {
 	return e
 }
 
-// regular fails with an ErrNotRegular naming path unless the open f is a
-// regular file (what was checked by name may have been replaced since).
+// regular fails with an ErrNotRegular naming path unless f is a regular file.
 func regular(f *os.File, path string) error {
 	fi, err := f.Stat()
 	if err != nil || fi.Mode().IsRegular() {
@@ -90,8 +79,7 @@ func regular(f *os.File, path string) error {
 	return &notRegularError{path: path, mode: fi.Mode().Type()}
 }
 
-// OpenImport opens a line-protocol file to Import, refusing anything but a
-// regular file: /dev/zero, a pipe or a device would be read without end.
+// OpenImport opens a regular file to Import.
 func OpenImport(path string) (*os.File, error) {
 	if err := CheckRegular(path); err != nil {
 		return nil, err
@@ -109,8 +97,7 @@ func OpenImport(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Log is a line-protocol file that one process appends to, holding its
-// writer lock (path+".lock") until Close.
+// Log is a file one process appends to, holding path+".lock" until Close.
 type Log struct {
 	path string
 	f    *os.File
@@ -118,15 +105,13 @@ type Log struct {
 	warn func(string, ...any)
 }
 
-// OpenLog opens the file at path (resolved, its links followed; created
-// with its folder if need be) for appending, or fails naming the holder of
-// its lock; anything but a regular file is refused (ErrNotRegular), but
-// with sink, for a file only appended to (a dead-letter file), which is
-// taken as it is named. A torn last line left by a crash is cut off, with
-// a warning, so that the next append does not glue onto it.
+// OpenLog opens the file at path (resolved; made if need be) for
+// appending, or fails naming the holder of its lock. Without sink (a file
+// only appended to, taken as named) it must be a regular file. A torn last
+// line is cut off with a warning.
 func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 	if !sink {
-		if err := CheckRegular(path); err != nil { // before the lock is made beside it
+		if err := CheckRegular(path); err != nil {
 			return nil, err
 		}
 		var err error
@@ -165,7 +150,7 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 		_ = lock.Close()
 		return nil, err
 	}
-	syncDir(filepath.Dir(path)) // a new file's directory entry must survive a crash too
+	syncDir(filepath.Dir(path))
 	l := &Log{path: path, f: f, lock: lock, warn: warn}
 	if err := l.repairTail(); err != nil {
 		_ = l.Close()
@@ -177,9 +162,8 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 // Path is the file's resolved path.
 func (l *Log) Path() string { return l.path }
 
-// repairTail truncates the file after its last newline when it does not end
-// with one: that tail is a write that never completed (appends fsync whole
-// lines, so it was never acknowledged).
+// repairTail truncates the file after its last newline: the tail is a
+// write never acknowledged.
 func (l *Log) repairTail() error {
 	if err := lockExclusive(l.f); err != nil {
 		return err
@@ -224,10 +208,9 @@ func (l *Log) repairTail() error {
 	return nil
 }
 
-// Append writes b (whole lines) in one write and fsyncs it, under the
-// file's exclusive flock, once it checked that the path still names the
-// file (ErrMoved). On failure it cuts the file back to its size before the
-// write, so that no partial line remains. Its errors do not name the file.
+// Append writes whole lines b in one write and fsyncs it, under the file's
+// flock, once the path still names the file (ErrMoved); a failure cuts the
+// file back. Its errors do not name the file.
 func (l *Log) Append(b []byte) error {
 	if err := l.check(); err != nil || len(b) == 0 {
 		return err
@@ -239,8 +222,8 @@ func (l *Log) Append(b []byte) error {
 	return unpath(appendLocked(l.f, b))
 }
 
-// appendLocked appends b to f, which the caller holds the flock of, and
-// fsyncs it; a failure cuts f back.
+// appendLocked appends b to f, whose flock is held, and fsyncs it; a
+// failure cuts f back.
 func appendLocked(f *os.File, b []byte) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -298,19 +281,15 @@ func (l *Log) Close() error {
 	return err
 }
 
-// AppendShared appends b (whole lines) to the file at path in one write and
-// fsyncs it, under an exclusive flock on the file for that write alone,
-// beside the writer that holds the file's lock (a Beside store, a spool's
-// inbox). create makes the file when it does not exist. A file replaced
-// between the open and the flock (a prune renames a new file over it) is
-// opened again: nothing goes to a file the path no longer names. A file
-// that does not end in a newline (an append cut short by a crash) gets one
-// first. Its errors do not name the file.
+// AppendShared appends whole lines b to the file at path under its flock,
+// beside the writer that holds its lock; create makes it if need be. A file
+// replaced before the flock is opened again; one not ending in a newline
+// gets one first. Its errors do not name the file.
 func AppendShared(path string, b []byte, create bool) error {
 	if len(b) == 0 {
 		return nil
 	}
-	for range 8 { // each retry needs a prune between the open and the flock
+	for range 8 {
 		done, err := appendOnce(path, b, create)
 		if err != nil || done {
 			return unpath(err)
@@ -319,8 +298,7 @@ func AppendShared(path string, b []byte, create bool) error {
 	return ErrMoved
 }
 
-// appendOnce opens the path, takes its flock and appends b unless the path
-// no longer names the file it locked (done false: try again).
+// appendOnce appends b unless the path no longer names the file it locked.
 func appendOnce(path string, b []byte, create bool) (done bool, err error) {
 	flags := os.O_RDWR | os.O_APPEND
 	if create {
@@ -357,11 +335,9 @@ func appendOnce(path string, b []byte, create bool) (done bool, err error) {
 	return true, appendLocked(f, b)
 }
 
-// Take hands the whole lines of the file at path to fn and empties the
-// file if fn returns nil, under the file's exclusive flock, so that no
-// AppendShared lands in between. A missing file is empty, one bigger than
-// max is refused. A torn last line (an append cut short by a crash) is
-// dropped with a warning.
+// Take hands the whole lines of the file at path to fn and empties it if
+// fn returns nil, under its flock. A missing file is empty, one over max
+// refused; a torn last line is dropped with a warning.
 func Take(path string, max int64, warn func(string, ...any), fn func(lines []byte) error) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -402,31 +378,26 @@ func Take(path string, max int64, warn func(string, ...any), fn func(lines []byt
 	return unpath(f.Sync())
 }
 
-// Scan streams the file at path under a shared flock and hands fn each
-// complete line of T's measurement, but for lines whose timestamp (read
-// cheaply, when it can be) lies outside f's windows: fn checks the time of
-// the others once it has decoded them. Lines torn, longer than 1 MiB or of
-// no lanewatch measurement are skipped with a warning (warn nil: none); a
-// line fn finds corrupt (Corrupt) too. Any other error of fn ends the
-// scan. Its errors do not name the file.
+// Scan hands fn each whole line of kind want in the file at path whose
+// cheap timestamp is not outside f's windows, under a shared flock. Torn,
+// long, foreign and Corrupt lines are skipped with a warning (warn nil:
+// none). Its errors do not name the file.
 func Scan(ctx context.Context, path string, want store.Kind, f *store.Filter, warn func(string, ...any), fn func(line []byte) error) error {
 	file, err := openShared(path)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = file.Close() }()
-	line, long := filterLines(ctx, path, []store.Kind{want}, f, warn, func(_ store.Kind, l []byte) error { return fn(l) })
+	line, long := filterLines(ctx, path, want, f, warn, fn)
 	return unpath(store.ScanLines(ctx, file, line, long))
 }
 
-// Corrupt is what a scan's fn returns for a line it cannot decode: the
-// line is skipped, with a warning, and the scan goes on.
+// Corrupt is a scan's fn's error for a line it cannot decode.
 type Corrupt struct{ error }
 
-// filterLines makes the line function of a scan (see Scan) for the kinds
-// wanted, and its function for lines too long.
-func filterLines(ctx context.Context, path string, want []store.Kind, f *store.Filter, warn func(string, ...any),
-	fn func(k store.Kind, line []byte) error) (func(n int64, line []byte, terminated bool) error, func(n int64)) {
+// filterLines makes the line and long-line functions of a scan (Scan).
+func filterLines(ctx context.Context, path string, want store.Kind, f *store.Filter, warn func(string, ...any),
+	fn func(line []byte) error) (func(n int64, line []byte, terminated bool) error, func(n int64)) {
 	if warn == nil {
 		warn = func(string, ...any) {}
 	}
@@ -445,13 +416,13 @@ func filterLines(ctx context.Context, path string, want []store.Kind, f *store.F
 				warn("skipped corrupt line: not a probe or queue_hourly point", "path", path, "line", n)
 				return nil
 			}
-			if !slicesContains(want, k) {
+			if k != want {
 				return nil
 			}
 			if ns, ok := store.LineTime(line); ok && !f.Time(ns) {
 				return nil
 			}
-			if err := fn(k, line); err != nil {
+			if err := fn(line); err != nil {
 				var c Corrupt
 				if !errors.As(err, &c) {
 					return err
@@ -464,18 +435,8 @@ func filterLines(ctx context.Context, path string, want []store.Kind, f *store.F
 		}
 }
 
-func slicesContains(ks []store.Kind, k store.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
-// openShared opens the regular file at path for reading under a shared
-// flock: a named pipe would block the open, a device read without end.
-// Its errors do not name the file: callers do.
+// openShared opens the regular file at path under a shared flock. Its
+// errors do not name the file.
 func openShared(path string) (*os.File, error) {
 	if err := CheckRegular(path); err != nil {
 		var e *notRegularError
@@ -499,8 +460,7 @@ func openShared(path string) (*os.File, error) {
 	return f, nil
 }
 
-// syncDir fsyncs a folder so that entries made in it are durable; best
-// effort: some platforms and file systems cannot.
+// syncDir fsyncs a folder, best effort.
 func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
@@ -508,9 +468,7 @@ func syncDir(dir string) {
 	}
 }
 
-// unpath drops the path from a *fs.PathError ("write: no space left on
-// device"), for callers that name the file themselves; errors.Is still
-// sees the cause.
+// unpath drops the path from a *fs.PathError, for callers that name it.
 func unpath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -519,9 +477,7 @@ func unpath(err error) error {
 	return err
 }
 
-// Resolve returns path absolute with its links followed. For a file that
-// does not exist yet its folder is resolved instead, and a link naming it
-// (a dangling one, whose target the open creates) is followed too.
+// Resolve returns path absolute with its links followed, dangling ones too.
 func Resolve(path string) (string, error) {
 	for links := 0; ; links++ {
 		abs, err := filepath.Abs(path)

@@ -19,22 +19,17 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// An answer of /query comes as MessagePack when the server has it (1.x):
-// decoded straight into typed values, it costs influxd a fifth less CPU
-// than JSON and this side half (BENCHMARKS.md, swings at scale); JSON
-// otherwise. Both are chunked: the server streams the rows, and its
-// max-row-limit, which cuts a plain answer short with only "partial":
-// true to say so, does not apply.
+// An answer of /query comes chunked (max-row-limit does not apply), as
+// MessagePack when the server has it (1.x: cheaper on both sides,
+// BENCHMARKS.md), else JSON.
 const msgpack = "application/x-msgpack"
 
-// rows takes the rows of one series of an answer: the statement's index
-// and the columns, and returns what takes each row's values (valid during
-// the call), and nil at the end of each chunk of them.
+// rows takes one series of an answer and returns what takes each row's
+// values (valid during the call), and nil at each chunk's end.
 type rows func(stmt int, cols []string) (func([]store.Value) error, error)
 
-// query runs the statements in one request through /query and hands the
-// series of the answer to series. Errors are shaped as the client
-// library's, so that classify tells a passing failure from a lasting one.
+// query runs the statements in one request through /query. Errors are
+// shaped as the client library's.
 func (s *Store) query(ctx context.Context, stmts []string, series rows) error {
 	form := url.Values{"q": {strings.Join(stmts, "; ")}, "db": {s.db}, "epoch": {"ns"}, "chunked": {"true"}, "chunk_size": {"10000"}}
 	if s.rp != "" {
@@ -47,14 +42,11 @@ func (s *Store) query(ctx context.Context, stmts []string, series rows) error {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", msgpack+", application/json;q=0.5")
 	if s.loopback {
-		// Go asks for gzip by itself; on loopback that costs influxd a
-		// quarter more CPU and saves nothing.
+		// gzip on loopback costs influxd CPU and saves nothing.
 		req.Header.Set("Accept-Encoding", "identity")
 	}
 	if s.token != "" {
-		// As the client library's writes: 1.x takes "Token user:password",
-		// 2.x an API token. (Basic auth would put the credentials, base64,
-		// where an echoing proxy could return them unredacted.)
+		// As the client library's writes (basic auth could be echoed unredacted).
 		req.Header.Set("Authorization", "Token "+s.token)
 	}
 	resp, err := s.http.Do(req)
@@ -93,9 +85,7 @@ type answered struct{ msg string }
 
 func (e *answered) Error() string { return e.msg }
 
-// answerError shapes a failure as the client library's errors, so that
-// explain and classify treat reads and writes alike: "401 Unauthorized:
-// authorization failed".
+// answerError shapes a failure as the client library's errors.
 func answerError(status int, text string) error {
 	return &ihttp.Error{StatusCode: status, Code: http.StatusText(status), Message: cmp.Or(text, "-")}
 }
@@ -152,8 +142,7 @@ func seriesOf(series rows, stmt, stmts int, cols []string) (func([]store.Value) 
 
 var errValues = errors.New("influxql response: values are not an array of arrays of scalars")
 
-// jsonRows hands row the values of each row of raw, a JSON array of arrays
-// of scalars (valid JSON: the decoder checked it).
+// jsonRows hands row the values of each row of raw, valid JSON.
 func jsonRows(raw []byte, vals []store.Value, row func([]store.Value) error) ([]store.Value, error) {
 	i := skip(raw, 0)
 	if i == len(raw) || raw[i] != '[' {
@@ -211,8 +200,7 @@ func skip(b []byte, i int) int {
 	return i
 }
 
-// jsonValue reads one JSON scalar: a number without a fraction or an
-// exponent as an integer, one with as a float.
+// jsonValue reads one JSON scalar; an integral number as an integer.
 func jsonValue(tok []byte) store.Value {
 	switch {
 	case tok[0] == '"':
@@ -234,9 +222,7 @@ func jsonValue(tok []byte) store.Value {
 	return store.Value{} // null
 }
 
-// unpacker reads a MessagePack answer: one map per chunk, {"results":
-// [{"statement_id", "series": [{"name", "tags", "columns", "values",
-// "partial"}], "messages", "partial", "error"}]} or {"error"}.
+// unpacker reads a MessagePack answer, one map per chunk.
 type unpacker struct {
 	r       *msgp.Reader
 	stmts   int
@@ -271,9 +257,8 @@ func (d *unpacker) key() (string, error) {
 	return string(b), err
 }
 
-// object reads a map whose key list holds an array, each element read by
-// each, and whose key "error" is the server's error; statement_id is
-// kept, other keys (messages, partial) skipped.
+// object reads a map: each element of the array at list, the server's
+// "error", statement_id; other keys are skipped.
 func (d *unpacker) object(list string, each func() error) error {
 	n, err := d.r.ReadMapHeader()
 	for ; err == nil && n > 0; n-- {
@@ -305,8 +290,7 @@ func (d *unpacker) object(list string, each func() error) error {
 	return err
 }
 
-// series reads one series: its columns before its values, as InfluxDB
-// writes them.
+// series reads one series, its columns before its values.
 func (d *unpacker) series(series rows) error {
 	n, err := d.r.ReadMapHeader()
 	d.cols = d.cols[:0]
@@ -390,8 +374,7 @@ func (d *unpacker) row() error {
 	return err
 }
 
-// packedError is the error of a MessagePack error body ({"error": "..."}),
-// or "".
+// packedError is the error of a MessagePack error body, or "".
 func packedError(body []byte) string {
 	n, rest, err := msgp.ReadMapHeaderBytes(body)
 	for ; err == nil && n > 0; n-- {

@@ -1,7 +1,6 @@
 // Package influx stores lanewatch's points in InfluxDB: writes through the
-// client library (/api/v2/write), reads in InfluxQL through /query, which
-// 1.x serves, 2.x through its v1-compatibility API (the bucket's DBRP
-// mapping) and 3.x and the Cloud products too.
+// client library, reads in InfluxQL through /query (on 2.x, the bucket's
+// DBRP mapping).
 package influx
 
 import (
@@ -28,39 +27,21 @@ import (
 
 // Options configure Open.
 type Options struct {
-	// URL of the server, e.g. http://127.0.0.1:8086. Credentials belong in
-	// Token, not here.
-	URL string
-	// Org is the InfluxDB 2.x organization; empty for 1.x.
-	Org string
-	// Bucket is the 2.x bucket, or "database/retention-policy" on 1.x
-	// (e.g. "lanewatch/autogen"). Reads name its database and retention
-	// policy ("db/rp", or the bucket and the default policy): on 2.x the
-	// bucket's DBRP mapping.
-	Bucket string
-	// Token is the 2.x API token, or "user:password" (or empty) on 1.x. It
-	// is never logged, stored or put in an error.
-	Token string
-	// RequestTimeout bounds one HTTP request; 0 means
-	// store.DefaultRequestTimeout.
-	RequestTimeout time.Duration
-	// Warn receives problems that are not fatal; msg is lowercase, args
-	// slog-style key/value pairs. Nil discards.
+	URL    string // e.g. http://127.0.0.1:8086, without credentials
+	Org    string // 2.x; empty for 1.x
+	Bucket string // 2.x's, or "database/retention-policy" on 1.x
+	// Token is 2.x's API token, or "user:password" on 1.x; never printed.
+	Token          string
+	RequestTimeout time.Duration // per request; 0: store.DefaultRequestTimeout
+	// Warn receives problems that are not fatal (slog-style); nil discards.
 	Warn func(msg string, args ...any)
-	// StartUnreachable lets a writer start during an outage: when the read
-	// check fails only because the server cannot be reached (connection
-	// refused or reset, timeout, 408, 429, 5xx), Open warns and returns the
-	// store, whose writes then fail until the server answers (a spool
-	// around it keeps them). A wrong token, a missing bucket or a host that
-	// does not resolve are still errors.
+	// StartUnreachable: when the server cannot be reached at Open (not a
+	// wrong token, bucket or host name), Open warns and returns the store.
 	StartUnreachable bool
 }
 
-// Store keeps points in InfluxDB through blocking writes and InfluxQL
-// reads. It keeps nothing itself: a write that fails fails, a
-// *store.RefusedError when the server refused the points for good (400,
-// 401, 403, 404, 413), any other error when it may go away by itself.
-// Wrap it in a spool to keep points through an outage.
+// Store keeps points in InfluxDB and nothing itself: a write refused for
+// good fails with a *store.RefusedError, any other failure may pass.
 type Store struct {
 	client  influxdb2.Client
 	write   api.WriteAPIBlocking
@@ -71,7 +52,7 @@ type Store struct {
 	// The read path: /query, with db and rp from the bucket.
 	base, db, rp, token string
 	http                *http.Client
-	loopback            bool // the server is on this host: answers uncompressed
+	loopback            bool // answers uncompressed
 
 	mu     sync.Mutex
 	closed bool
@@ -79,10 +60,9 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Open connects to InfluxDB and checks, with a real read of the bucket,
-// that the URL, token and bucket work: Ping and Health would not check
-// auth. Each failure is one line naming the URL (without credentials) and
-// the bucket, never the token.
+// Open connects to InfluxDB and checks the URL, token and bucket with a
+// read. A failure is one line naming the URL (without credentials) and
+// the bucket.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -111,12 +91,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.base, s.token = strings.TrimSuffix(o.URL, "/"), o.Token
 	s.db, s.rp, _ = strings.Cut(o.Bucket, "/")
 	s.loopback = loopback(u.Hostname())
-	// A connection per read: behind a Go reverse proxy, a reused
-	// connection's next response came back empty (200, no body) in the
-	// outage tests. Reads are few (a handful per policy or round).
+	// A connection per read: behind a Go reverse proxy, a reused one's next
+	// answer came back empty in the outage tests.
 	s.http = &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
-	// A read of the database and retention policy the writes go to: a
-	// missing one is an error here.
 	check := fmt.Sprintf("SELECT %s FROM %s WHERE time > now() - 1m LIMIT 1", ident("ok"), ident(store.MeasurementProbe))
 	if err := s.query(ctx, []string{check}, func(int, []string) (func([]store.Value) error, error) { return nil, nil }); err != nil {
 		if !(o.StartUnreachable && unreachable(err)) {
@@ -137,14 +114,12 @@ func loopback(host string) bool {
 // Status names the server and bucket, without credentials.
 func (s *Store) Status() store.Status { return store.Status{Where: s.where} }
 
-// Prune is InfluxDB's to do: old probes and heartbeats are deleted on the
-// server by the bucket's retention (docs/schema.md, Retention).
+// Prune is the bucket's retention's to do.
 func (s *Store) Prune(context.Context, time.Time) (store.Pruned, error) {
 	return store.Pruned{}, fmt.Errorf("%s: old probes and heartbeats are deleted on the server: set the bucket's retention (docs/schema.md, Retention)", s.where)
 }
 
-// Write sends the batch in one request. A permanent refusal is a
-// *store.RefusedError; any other error may go away by itself.
+// Write sends the batch in one request.
 func (s *Store) Write(ctx context.Context, b store.Batch) error {
 	if err := s.checkOpen(); err != nil {
 		return fmt.Errorf("%s: write: %w", s.where, err)
@@ -190,17 +165,15 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// unreachable reports whether err says the server could not be reached or
-// answered with a passing failure, as opposed to a wrong URL, token or bucket.
+// unreachable reports whether err is a passing failure, not a host name
+// that does not resolve.
 func unreachable(err error) bool {
 	var dns *net.DNSError
 	return !errors.As(err, &dns) && transient(err)
 }
 
 // transient reports whether a client error may go away by itself: no HTTP
-// status (network, timeout, cancelled), 408, 429 or 5xx, except a 5xx that
-// says the database or retention policy does not exist or that the token
-// may not read or write it.
+// status, 408, 429 or 5xx, but for a missing bucket or a denied access.
 func transient(err error) bool {
 	var he *ihttp.Error
 	if errors.As(err, &he) && he.StatusCode != 0 {
@@ -213,8 +186,7 @@ func transient(err error) bool {
 }
 
 // deniedAccess reports whether a server's message says the credentials
-// lack a permission: InfluxDB 1.x's "requires READ for database" (or
-// WRITE), "unauthorized" and "authorization failed".
+// lack a permission.
 func deniedAccess(msg string) bool {
 	low := strings.ToLower(msg)
 	return strings.Contains(low, "requires read") || strings.Contains(low, "requires write") ||
@@ -227,8 +199,7 @@ func missingBucket(msg string) bool {
 		strings.Contains(low, "retention policy not found") || strings.Contains(low, "bucket not found")
 }
 
-// classify is explain, marked store.ErrUnavailable when err may go away
-// by itself.
+// classify is explain, marked store.ErrUnavailable when err is transient.
 func (s *Store) classify(err error) error {
 	if transient(err) {
 		return store.Unavailable(s.explain(err))
@@ -236,8 +207,8 @@ func (s *Store) classify(err error) error {
 	return s.explain(err)
 }
 
-// explain turns a client error into one printable line without secrets and
-// with a hint for the usual causes. The result unwraps to err.
+// explain makes a client error one line without secrets, with a hint; it
+// unwraps to err.
 func (s *Store) explain(err error) error {
 	var ue *url.Error
 	msg := err.Error()
@@ -270,8 +241,7 @@ func (s *Store) explain(err error) error {
 	return &cleanError{msg: msg, err: err}
 }
 
-// cleanError carries a printable message for an error whose own text may
-// hold a URL with a query string or credentials.
+// cleanError is a printable message for an error whose text may hold secrets.
 type cleanError struct {
 	msg string
 	err error

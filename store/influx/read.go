@@ -14,18 +14,13 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// How a read cuts its windows: a window of two days or more into at most
-// pieces parts of at least a day, a /query request each, parallel of them
-// read at a time (influxd answers each with one core, and this side
-// decodes one while the server encodes another); the statements of
-// shorter windows share one request.
+// How a read cuts its windows: one of two days or more into at most pieces
+// requests of a day or more, parallel at a time; shorter ones share one.
 const (
 	pieces   = 4
 	minPiece = int64(24 * time.Hour)
 	parallel = 2
-	// maxPushedLanes is the most lanes a statement names; for more, a
-	// predicate of hundreds of comparisons costs InfluxDB more than reading
-	// every lane of the span, and the lanes are picked here.
+	// maxPushedLanes is the most lanes a statement names; more are picked here.
 	maxPushedLanes = 32
 )
 
@@ -33,16 +28,13 @@ const (
 type statement struct {
 	text string
 	span int64
-	// rows makes the reader of one series of the answer; what it hands
-	// on goes to out as batches of points to hand over.
+	// rows makes the reader of one series; it sends batches to out.
 	rows func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error)
 }
 
-// Read hands over the points q selects (store.Store): one statement per
-// measurement and window (see pieces), the fields q names (and a marker
-// field, which InfluxDB needs to return a reservation's row) and the tags
-// as columns, without GROUP BY. InfluxDB answers each statement in time
-// order; the points of one time are sorted here.
+// Read hands over the points q selects: a statement per measurement and
+// window piece, selecting the fields q names (and a marker field) and the
+// tags. InfluxDB answers in time order; each time's points are sorted here.
 func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if err := store.CheckFields(q.Fields); err != nil {
 		return fmt.Errorf("%s: read: %w", s.where, err)
@@ -75,13 +67,13 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	return nil
 }
 
-// handError is an error of a caller's callback, returned as it is.
+// handError is an error of a caller's callback.
 type handError struct{ err error }
 
 func (e *handError) Error() string { return e.err.Error() }
 
-// run runs the requests, parallel at a time, starting them in order, and
-// hands over what each read once the requests before it are done.
+// run runs the requests, parallel at a time, and hands over their points
+// in order.
 func (s *Store) run(ctx context.Context, reqs [][]statement) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -89,8 +81,7 @@ func (s *Store) run(ctx context.Context, reqs [][]statement) error {
 		cancel()
 		wg.Wait()
 	}()
-	// The first failure cancels the other requests and is what the read
-	// returns: theirs are that cancellation.
+	// The first failure cancels the others and is what the read returns.
 	var first error
 	var once sync.Once
 	fail := func(err error) error {
@@ -202,19 +193,18 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 	}
 	cols := b.String() + ident(sch.Tags[0].Key) + ", " + ident(sch.Tags[1].Key) + ", " + ident(store.TagSite)
 	where := ""
-	if q.Sites != nil {
+	in := func(tag string, vals []string) {
 		var or []string
-		for _, site := range slices.Sorted(slices.Values(q.Sites)) {
-			or = append(or, ident(store.TagSite)+" = "+quote(site)) // '' matches points without the tag
+		for _, v := range slices.Sorted(slices.Values(vals)) {
+			or = append(or, ident(tag)+" = "+quote(v)) // '' matches points without the tag
 		}
 		where += " AND (" + strings.Join(or, " OR ") + ")"
 	}
+	if q.Sites != nil {
+		in(store.TagSite, q.Sites)
+	}
 	if q.Lanes != nil && len(q.Lanes) <= maxPushedLanes && store.KindFor[T]() != store.KindHeartbeat {
-		var or []string
-		for _, lane := range slices.Sorted(slices.Values(q.Lanes)) {
-			or = append(or, ident(store.TagLane)+" = "+quote(lane))
-		}
-		where += " AND (" + strings.Join(or, " OR ") + ")"
+		in(store.TagLane, q.Lanes)
 	}
 	rows := func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
 		return newReader(f, emit, cols, out)
@@ -228,9 +218,8 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 	return stmts
 }
 
-// split cuts a span of two days or more into at most pieces parts of at
-// least a day each, on whole hours from its start; in order, disjoint,
-// covering it exactly.
+// split cuts a span of two days or more into at most pieces parts of a day
+// or more, on whole hours from its start.
 func split(sp [2]int64) [][2]int64 {
 	n := (sp[1] - sp[0]) / minPiece
 	if n < 2 { // short, or too long to subtract (the stores' whole range): one piece
@@ -257,11 +246,9 @@ func quote(s string) string {
 	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
 }
 
-// reader decodes the rows of one series of T's answer into points: a
-// field the row lacks, or holds with another type, reads as zero (an
-// optional one as absent). It sorts the points of each time by series,
-// keeps the last of each key (a point with a tag beyond the schema's is a
-// series of its own), and hands them on in batches.
+// reader decodes the rows of one series of T's answer into points, sorts
+// each time's by series, keeps the last of each key, and hands them on in
+// batches.
 type reader[T store.Point] struct {
 	f     *store.Filter
 	emit  func(T) error
@@ -309,13 +296,9 @@ func (rd *reader[T]) row(vals []store.Value) error {
 	return nil
 }
 
-// flush sorts the run by series, keeps it to hand on, the last point of
-// each key, and hands on a batch of runs once there are enough. Within a
-// time InfluxDB's order is its own (and not the same from one time to the
-// next): a run is sorted by its series' ranks among those of the read, an
-// integer each, worked out again when a run as long as the series known
-// brings new ones (an hourly read: at its first hour); a shorter one with
-// new series is sorted by their names.
+// flush sorts the run by series (by their ranks, re-ranked when a long run
+// brings new series; else by name), keeps the last point of each key, and
+// hands on a batch of runs once there are enough.
 func (rd *reader[T]) flush() error {
 	run := rd.run
 	rd.keys, rd.order = rd.keys[:0], rd.order[:0]

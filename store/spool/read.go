@@ -7,19 +7,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"time"
 
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
 )
 
-// Read hands over the points q selects (store.Store), the spool's, its
-// inbox's and the dead letter's merged into the inner store's: a probe the
-// store refused, or has not received yet, was still sent, so budgets,
-// back-offs and the hours rebuilt count it. Refused hourly points are not
-// merged: the hours are rebuilt from the probes, which are. The callbacks
-// run under the spool's read lock: they must not call the spool (a read
-// waits behind a writer waiting for the lock).
+// Read hands over the points q selects, the spool's, its inbox's and the
+// dead-lettered probes merged into the inner store's: a probe refused or
+// not yet delivered was still sent. The local files are read first; a
+// store that cannot be read fails the read (Reader.Local reads the local
+// files alone).
 func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if err := store.CheckFields(q.Fields); err != nil {
 		return fmt.Errorf("spool: read: %w", err)
@@ -58,9 +55,8 @@ func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	return cmp.Or(hm.rest(), pm.rest())
 }
 
-// merger hands over a stream of points in Read's order with local ones,
-// sorted alike, merged in: of two of one key, the local one is the later
-// write (store.Replaces).
+// merger merges sorted local points into a stream in Read's order; of two
+// of one key, the local one is the later write.
 type merger[T store.Point] struct {
 	local []T
 	emit  func(T) error
@@ -98,13 +94,9 @@ func (m *merger[T]) rest() error {
 	return nil
 }
 
-// local adds the probes f selects from the spool's files: the dead-letter
-// file, then the spool, then the inbox. The dead letter and the spool
-// merge in the order they were written in, as neither file holds a point
-// older than one the other got before it. The inbox is read before the
-// spool: a writer's adoption moves lines from the one to the other, and a
-// read in between then sees them twice, never nowhere. s.mu must be held
-// (shared is enough).
+// local adds the probes f selects from the dead-letter file, the spool,
+// then the inbox, which is read first: an adoption in between shows its
+// lines twice, never nowhere. s.mu must be held.
 func (s *Spool) local(ctx context.Context, f *store.Filter, l *store.Latest[store.Probe]) error {
 	var inbox store.Latest[store.Probe]
 	if s.file == nil || inboxHolds(s.inbox) {
@@ -128,13 +120,10 @@ func (s *Spool) local(ctx context.Context, f *store.Filter, l *store.Latest[stor
 	return nil
 }
 
-// merge adds the points of T that f selects in the file at path (the
-// spool, the dead-letter file or the inbox) to l, a later line replacing
-// an earlier one. The spool a writer holds must be readable; a dead-letter
-// file or an inbox that does not exist yet, or a read-only spool's files,
-// merge nothing when they are missing, and warn, once per Spool, when they
-// cannot be read. Lines that do not decode are skipped without a word: the
-// next replay moves the spool's to the dead-letter file and reports them.
+// merge adds the points of T that f selects in the file at path to l. The
+// spool a writer holds must be readable; other files merge nothing when
+// missing, and a read-only spool's warn once when unreadable. Lines that
+// do not decode are skipped: the replay reports them.
 func merge[T store.Point](ctx context.Context, s *Spool, path string, f *store.Filter, l *store.Latest[T]) error {
 	if f.Empty() {
 		return nil
@@ -170,17 +159,18 @@ func merge[T store.Point](ctx context.Context, s *Spool, path string, f *store.F
 	return nil
 }
 
-// inboxHolds reports whether the inbox at path may hold points (it is
-// there and not empty).
+// inboxHolds reports whether the inbox at path is there and not empty.
 func inboxHolds(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Size() > 0
 }
 
 // deadView is the inner store with the dead-lettered probes merged into its
-// reads: what the hours are rebuilt from once the spool's points are all
-// in the inner store or the dead-letter file. Its user holds s.mu.
-type deadView struct{ s *Spool }
+// reads: what hours are rebuilt from. Its user holds s.mu.
+type deadView struct {
+	store.Store // the inner store
+	s           *Spool
+}
 
 func (v deadView) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	var dead store.Latest[store.Probe]
@@ -193,15 +183,8 @@ func (v deadView) Read(ctx context.Context, q store.Query, r store.Reader) error
 	if r.Probe != nil {
 		r.Probe = m.next
 	}
-	if err := v.s.inner.Read(ctx, q, r); err != nil {
+	if err := v.Store.Read(ctx, q, r); err != nil {
 		return err
 	}
 	return m.rest()
 }
-
-func (v deadView) Write(ctx context.Context, b store.Batch) error { return v.s.inner.Write(ctx, b) }
-func (v deadView) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) {
-	return v.s.inner.Prune(ctx, cut)
-}
-func (v deadView) Status() store.Status { return v.s.inner.Status() }
-func (v deadView) Close() error         { return nil }

@@ -19,83 +19,43 @@ import (
 )
 
 // ErrSpoolFull is returned (wrapped) by Write when the inner store cannot
-// take the points and the spool has reached its cap: those points are not
-// stored. The points already spooled are kept.
+// take the points and the spool is at its cap: those points are not stored.
 var ErrSpoolFull = errors.New("spool is full")
 
 // Options configure Open.
 type Options struct {
-	// Path is the spool file (line protocol). Anything but a regular
-	// file is refused (file.ErrNotRegular).
-	Path string
-	// DeadLetter receives the points the inner store refused for good, and
-	// lines of the spool that are not lanewatch points. Empty: Path+".dead".
-	// It is only appended to and read by reads, so it may be any file that
-	// takes writes.
-	DeadLetter string
-	// MaxBytes caps the spool; 0 means store.DefaultSpoolMaxBytes.
-	MaxBytes int64
-	// ReadOnly opens the spool to read only (policygen, reports): no lock
-	// is taken, nothing is replayed or written, and reads merge the
-	// spool's points when the file exists and can be read.
+	Path       string // a regular file (file.ErrNotRegular)
+	DeadLetter string // refused points and foreign lines; "": Path+".dead"
+	MaxBytes   int64  // the spool's cap; 0: store.DefaultSpoolMaxBytes
+	// ReadOnly reads only, without a lock: reads merge the spool's points.
 	ReadOnly bool
-	// Beside opens the spool beside the process that holds it (sampler
-	// probe next to the daemon): it reads as ReadOnly does, and writes go
-	// to the inner store; a write the store fails, for any reason, is
-	// appended to the spool's inbox (Path + store.InboxSuffix) and counts
-	// as stored. The spool's writer moves the inbox into its spool at its
-	// next write and replays it.
+	// Beside reads as ReadOnly and writes to the inner store; what that
+	// fails goes to the inbox (Path + store.InboxSuffix), counted as
+	// stored, for the spool's writer to replay.
 	Beside bool
-	// Hours, when set, keeps the hourly invariant through the spool: once
-	// every spooled point has reached the inner store, and before the
-	// spool is emptied, the hours (keyed in this zone) of the replayed
-	// probes are rebuilt (a failure keeps the spool whole, to be replayed
-	// again), as are those of dead-lettered probes and of a Batch.Rebuild
-	// after the next write that goes through.
+	// Hours, when set, keeps the hourly invariant through the spool (hours
+	// keyed in this zone): the hours of replayed, dead-lettered and
+	// Batch.Rebuild probes are rebuilt once they reach the store.
 	Hours *time.Location
-	// Warn receives problems that are not fatal; msg is lowercase, args
-	// slog-style key/value pairs. Nil discards.
+	// Warn receives problems that are not fatal (slog-style); nil discards.
 	Warn func(msg string, args ...any)
 }
 
-// Spool wraps a store. A write the inner store fails for a passing reason
-// is appended to the spool file (fsynced) and counts as stored; every later
-// write first replays the spool in order, so points reach the store in the
-// order they were written. Points carry fixed timestamps, so a replay that
-// is cut short and done again rewrites the same points. Heartbeats are not
-// spooled: one that cannot be delivered now is stale by the replay.
-//
-// Points the inner store refuses for good (a *store.RefusedError) go to the
-// dead-letter file: for a 400 (InfluxDB's partial write) or a 413 the batch
-// is split until the refused points are found, so the accepted ones are not
-// dead-lettered with them. The spool is emptied only when every point in it
-// is in the inner store or in the dead-letter file, and its hours were
-// rebuilt: when the dead-letter file cannot be written, the spool is kept,
-// refused points wait in it with the later ones, and Write says so. The
-// spool holds only lanewatch points; any other line found in it goes to
-// the dead-letter file at the next replay.
-//
-// Its inbox (Path + store.InboxSuffix) takes the points a process beside
-// the writer could not store (a Beside spool); the writer moves them into
-// the spool at each write, and replays them with it.
-//
-// Reads merge the inner store's points with the dead-lettered probes, the
-// spooled points and the inbox's probes, in that order (a later one is
-// newer; a reservation never replaces a settled probe, store.Replaces).
-// The local files are read first and the store after (a replay in between
-// moves points from the one to the other: a read may see them twice, the
-// same points, never nowhere), and a store that cannot be read fails the
-// read rather than return the spool alone (Reader.Local reads the local
-// files alone).
+// Spool wraps a store (docs/schema.md#the-spool-and-the-dead-letter-file).
+// A write the inner store fails for a passing reason is appended to the
+// spool file and counts as stored; every later write first replays the
+// spool in order. Points refused for good go to the dead-letter file (a
+// 400 or 413 batch split to find them). The spool is emptied only when
+// every point in it is in the store or the dead-letter file and its hours
+// were rebuilt. Heartbeats are not spooled. Reads merge the dead-lettered
+// probes, the spooled points and the inbox's probes into the store's.
 type Spool struct {
 	inner store.Store
 	o     Options
 
-	// mu serialises writes and replays, so the spool keeps its order; reads
-	// hold it shared so that they see the store and the spool at one moment.
-	mu     sync.RWMutex
-	file   *file.Log // nil when read-only or beside
-	dead   *file.Log // opened on first use
+	mu     sync.RWMutex // writes and replays; reads hold it shared
+	file   *file.Log    // nil when read-only or beside
+	dead   *file.Log    // opened on first use
 	closed bool
 
 	inbox      string        // Path + InboxSuffix, resolved
@@ -107,8 +67,7 @@ type Spool struct {
 
 var _ store.Store = (*Spool)(nil)
 
-// Open wraps inner. A writer takes the spool's lock (two samplers cannot
-// share one spool) and counts the points waiting in it.
+// Open wraps inner. A writer takes the spool's lock and counts its points.
 func Open(inner store.Store, o Options) (*Spool, error) {
 	if o.Path == "" {
 		return nil, errors.New("spool: no path")
@@ -137,8 +96,6 @@ func Open(inner store.Store, o Options) (*Spool, error) {
 		return nil, fmt.Errorf("spool: %w", err) // names the path
 	}
 	s.o.Path, s.inbox = f.Path(), f.Path()+store.InboxSuffix
-	// Lines are counted, not decoded: the replay sorts out the ones that
-	// are not lanewatch points and reports them, once.
 	var lines int64
 	err = f.Lines(context.Background(), func(_ int64, line []byte, _ bool) error {
 		if store.KindOf(line) != store.KindBlank {
@@ -155,8 +112,7 @@ func Open(inner store.Store, o Options) (*Spool, error) {
 	if fi, err := os.Stat(s.o.DeadLetter); err == nil && fi.Size() > 0 {
 		s.hasDead.Store(true) // reads merge it: its probes were sent
 		if o.Hours != nil {
-			// Their hours may not count them yet (a crash before the
-			// rebuild): rebuilt at the first write that goes through.
+			// Their hours may not count them yet (a crash before the rebuild).
 			all := store.Between(time.Unix(0, -1<<63), time.Unix(0, 1<<63-1)).Filter()
 			err := file.Scan(context.Background(), s.o.DeadLetter, store.KindProbe, all, nil, func(line []byte) error {
 				var p store.Probe
@@ -176,10 +132,7 @@ func Open(inner store.Store, o Options) (*Spool, error) {
 	return s, nil
 }
 
-// Status is the inner store's, with the spool's files and the points
-// that wait in it: lines, when it was opened with lines of an earlier run
-// (the replay sorts out those that are not lanewatch points); for a Beside
-// spool, the points it left in the inbox.
+// Status is the inner store's, with the spool's files and depth.
 func (s *Spool) Status() store.Status {
 	st := s.inner.Status()
 	st.Spooled, st.Spool, st.Inbox, st.DeadLetter = int(s.depth.Load()), s.o.Path, s.inbox, s.o.DeadLetter
@@ -192,10 +145,8 @@ func (s *Spool) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) 
 }
 
 // Write writes the heartbeats to the inner store, then replays the spool
-// and writes the other points to the inner store (see the type's doc). nil
-// means every point is in the inner store or durably spooled; a
-// *store.RefusedError (wrapped) names points that went to the dead-letter
-// file instead. A Defer batch is spooled without trying the store.
+// and writes the other points. A *store.RefusedError (wrapped) names points
+// that went to the dead-letter file. A Defer batch is spooled at once.
 func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 	if _, err := store.AppendLines(nil, b); err != nil { // an invalid point fails the whole batch
 		return fmt.Errorf("spool: %w", err)
@@ -212,10 +163,10 @@ func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	body, err := s.encodeLocked(b)
-	if err != nil {
+	if err := s.writableLocked(); err != nil {
 		return store.JoinErrors(beats, err)
 	}
+	body, _ := store.AppendLines(nil, b) // checked above
 	s.adoptOrWarn()
 	if b.Defer {
 		return store.JoinErrors(beats, s.toSpool(body, b.Len(), errors.New("deferred until the store can be read")))
@@ -226,9 +177,7 @@ func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 			var re *store.RefusedError
 			var de deadLetterError
 			switch {
-			case errors.As(err, &de):
-				// Refused points wait in the spool for want of a dead-letter
-				// file: queue behind them, and say so.
+			case errors.As(err, &de): // refused points wait in the spool: queue behind them
 				return store.JoinErrors(beats, err, s.toSpool(body, b.Len(), err))
 			case !errors.As(err, &re): // still unreachable: queue behind the older points
 				return store.JoinErrors(beats, s.toSpool(body, b.Len(), err))
@@ -246,8 +195,6 @@ func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 	case refused.Len() > 0:
 		errs = append(errs, s.deadLetter(refused, b.Len(), cause))
 	default:
-		// The points are stored; hours of older refusals not rebuilt yet
-		// are tried again at the next write.
 		if err := s.rebuildPendingLocked(ctx); err != nil {
 			s.o.Warn("hours of dead-lettered probes not rebuilt; tried again at the next write", "err", err.Error())
 		}
@@ -259,28 +206,23 @@ func (s *Spool) Write(ctx context.Context, b store.Batch) error {
 	return err
 }
 
-// encodeLocked checks the spool takes writes and returns the points' lines.
-func (s *Spool) encodeLocked(b store.Batch) ([]byte, error) {
+// writableLocked fails on a spool closed or read-only.
+func (s *Spool) writableLocked() error {
 	switch {
 	case s.closed:
-		return nil, fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
+		return fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
 	case s.file == nil:
-		return nil, fmt.Errorf("spool %s: %w", s.o.Path, store.ErrReadOnly)
+		return fmt.Errorf("spool %s: %w", s.o.Path, store.ErrReadOnly)
 	}
-	body, err := store.AppendLines(nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	return body, nil
+	return nil
 }
 
-// Drain replays the spool now. It returns nil when the spool is empty
-// afterwards (or was), the passing failure that stopped the replay, or a
-// *store.RefusedError for points that went to the dead-letter file.
+// Drain replays the spool now: nil when it is empty afterwards, else the
+// failure that stopped it or a *store.RefusedError.
 func (s *Spool) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.encodeLocked(store.Batch{}); err != nil {
+	if err := s.writableLocked(); err != nil {
 		return err
 	}
 	s.adoptOrWarn()
@@ -290,10 +232,9 @@ func (s *Spool) Drain(ctx context.Context) error {
 	return s.drainLocked(ctx)
 }
 
-// deliver writes b to the inner store. It returns the points the store
-// refused for good (found by splitting a 400 or 413 batch) with the first
-// refusal's cause, or the passing failure that stopped it, in which case
-// none of b counts as delivered.
+// deliver writes b to the inner store and returns the points it refused for
+// good (a 400 or 413 batch split in halves) with the first cause, or the
+// passing failure that stopped it (then none of b counts as delivered).
 func (s *Spool) deliver(ctx context.Context, b store.Batch) (refused store.Batch, cause, err error) {
 	err = s.inner.Write(ctx, store.Batch{Probes: b.Probes, Hourly: b.Hourly})
 	var re *store.RefusedError
@@ -324,9 +265,8 @@ func (s *Spool) deliver(ctx context.Context, b store.Batch) (refused store.Batch
 	return refL, causeL, nil
 }
 
-// deadLetter appends refused points to the dead-letter file. When it cannot,
-// they are spooled instead (the next replay tries again), so nothing is lost,
-// and the refusal says so.
+// deadLetter appends refused points to the dead-letter file, or when it
+// cannot, to the spool, and says so.
 func (s *Spool) deadLetter(refused store.Batch, of int, cause error) error {
 	body, err := store.AppendLines(nil, refused)
 	if err != nil {
@@ -349,23 +289,20 @@ func (s *Spool) deadLetter(refused store.Batch, of int, cause error) error {
 	return re
 }
 
-// rebuildPendingLocked rebuilds the hours of the pending probes
-// (dead-lettered ones: reads count a refused probe in its hour; at open,
-// every probe of the dead-letter file) now that a write went through. A
-// failure keeps them pending and is returned.
+// rebuildPendingLocked rebuilds the hours of the pending probes; a failure
+// keeps them pending.
 func (s *Spool) rebuildPendingLocked(ctx context.Context) error {
 	if len(s.pending) == 0 || s.o.Hours == nil {
 		return nil
 	}
-	if _, err := store.Rebuild(ctx, deadView{s}, s.o.Hours, store.Touched(s.pending, s.o.Hours)); err != nil {
+	if _, err := store.Rebuild(ctx, deadView{s.inner, s}, s.o.Hours, store.Touched(s.pending, s.o.Hours)); err != nil {
 		return fmt.Errorf("spool: the hours of %d dead-lettered probes not rebuilt: %w", len(s.pending), err)
 	}
 	s.pending = nil
 	return nil
 }
 
-// deadLetterError is a failure to write the dead-letter file. Its text does
-// not name the file: callers do.
+// deadLetterError is a failure to write the dead-letter file.
 type deadLetterError struct{ err error }
 
 func (e deadLetterError) Error() string { return e.err.Error() }
@@ -379,7 +316,7 @@ func (s *Spool) appendDead(body []byte) error {
 		}
 		s.dead = d
 	}
-	s.hasDead.Store(true) // a torn append may have left a line or part of one
+	s.hasDead.Store(true) // even a failed append may have left a line
 	if err := s.dead.Append(body); err != nil {
 		return deadLetterError{err}
 	}
@@ -408,10 +345,7 @@ func (s *Spool) toSpool(body []byte, points int, cause error) error {
 	return nil
 }
 
-// drainLocked replays the spool in order, 5,000 points a write. A passing
-// failure stops it and keeps the spool whole; refused points and foreign
-// lines go to the dead-letter file; the spool is emptied only when all of
-// that succeeded and the hours were rebuilt.
+// drainLocked replays the spool in order, 5,000 points a write.
 func (s *Spool) drainLocked(ctx context.Context) error {
 	var (
 		cur        store.Batch
@@ -485,13 +419,11 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	}
 	if s.o.Hours != nil {
 		all := append(replayed, s.pending...)
-		if _, err := store.Rebuild(ctx, deadView{s}, s.o.Hours, store.Touched(all, s.o.Hours)); err != nil {
+		if _, err := store.Rebuild(ctx, deadView{s.inner, s}, s.o.Hours, store.Touched(all, s.o.Hours)); err != nil {
 			return fmt.Errorf("spool %s kept: after replay: %w", s.o.Path, err)
 		}
 	}
 	if err := s.file.Truncate(); err != nil {
-		// Everything went through; an untruncated spool is replayed again
-		// later, which rewrites the same points.
 		s.o.Warn("spool replayed but could not be emptied", "spool", s.o.Path, "err", err.Error())
 		return nil
 	}
@@ -510,9 +442,7 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	return &store.RefusedError{Points: refusedN + foreign, Status: refusedStatus(firstCause), DeadLetter: s.o.DeadLetter, Err: err}
 }
 
-// refusal is the cause of a store's refusal as deliver returns it: the
-// store's error text, with its HTTP status kept for the Spool's own
-// RefusedError.
+// refusal is the cause of a store's refusal, with its HTTP status.
 type refusal struct {
 	status int
 	err    error
@@ -526,9 +456,7 @@ func (r refusal) Error() string {
 }
 func (r refusal) Unwrap() error { return r.err }
 
-// refusedStatus is the HTTP status of the store's refusal within err (0 when
-// there is none, as for lines that are not lanewatch points), so that a
-// Spool's refusal reports the store's status as the bare store's does.
+// refusedStatus is the HTTP status of the refusal within err, or 0.
 func refusedStatus(err error) int {
 	var r refusal
 	if errors.As(err, &r) {
@@ -560,9 +488,7 @@ func (s *Spool) Close() error {
 }
 
 // hand writes the points of a Beside spool: to the inner store (unless
-// the batch is deferred), and, when that fails for any reason, to the
-// inbox, where they count as stored: the spool's writer moves them into
-// its spool at its next write and replays them.
+// deferred), and when that fails, to the inbox.
 func (s *Spool) hand(ctx context.Context, b store.Batch) error {
 	cause := errors.New("deferred until the store can be read")
 	if !b.Defer {
@@ -575,10 +501,7 @@ func (s *Spool) hand(ctx context.Context, b store.Batch) error {
 	if s.closed {
 		return fmt.Errorf("spool %s: %w", s.o.Path, os.ErrClosed)
 	}
-	body, err := store.AppendLines(nil, b)
-	if err != nil {
-		return fmt.Errorf("spool: %w", err)
-	}
+	body, _ := store.AppendLines(nil, b) // Write checked the points
 	if err := file.AppendShared(s.inbox, body, true); err != nil {
 		return fmt.Errorf("%d points not stored: %w; inbox %s: %w", b.Len(), cause, s.inbox, err)
 	}
@@ -588,12 +511,8 @@ func (s *Spool) hand(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// adoptOrWarn moves the inbox's lines into the spool, to be replayed with
-// it, and empties the inbox, under the inbox's flock (a process beside
-// appends under it too); when it cannot, it warns and the inbox waits for
-// the next write. A crash between the two leaves the lines in both: the
-// replay writes the same points twice, which stores them once. s.mu must
-// be held.
+// adoptOrWarn moves the inbox's lines into the spool under the inbox's
+// flock, or warns and leaves them for the next write. s.mu must be held.
 func (s *Spool) adoptOrWarn() {
 	err := file.Take(s.inbox, s.o.MaxBytes, s.o.Warn, func(body []byte) error {
 		points := 0

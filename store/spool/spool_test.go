@@ -921,9 +921,6 @@ func TestBadLines(t *testing.T) {
 		if _, err := store.ReadHourly(ctx, s, store.Between(hour0, hour0.Add(time.Hour))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Newest(ctx, s, store.Between(hour0, hour0.Add(time.Hour))); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if w.count() != 1 {
 		t.Errorf("reads warned: %s", w.all())
@@ -1186,7 +1183,6 @@ func TestDroppedDatabase(t *testing.T) {
 	}{
 		{"Probes", func(st store.Store) error { _, err := store.ReadProbes(ctx, st, q); return err }},
 		{"Hourly", func(st store.Store) error { _, err := store.ReadHourly(ctx, st, q); return err }},
-		{"Newest", func(st store.Store) error { _, err := store.Newest(ctx, st, q); return err }},
 		{"Heartbeats", func(st store.Store) error {
 			_, err := store.ReadHeartbeats(ctx, st, store.Query{Windows: []store.Window{q.Windows[0]}, Sites: []string{""}})
 			return err
