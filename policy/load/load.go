@@ -126,16 +126,21 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 		lanes[l.Name] = true
 	}
 	var froms, tos []time.Time
+	var hours []store.Window
 	for _, pt := range parts {
 		froms = append(froms, pt.end.Add(-max(time.Duration(p.LookbackDays+1)*24*time.Hour, budget.MaxBackoff+time.Hour)))
 		if tos = append(tos, pt.end); p.Calibrated() {
 			froms = append(froms, pt.calFrom)
 		}
 		for _, h := range pt.zone.hours {
+			hours = append(hours, store.Window{From: h.From.Add(-time.Hour), To: h.To.Add(time.Hour)})
 			froms, tos = append(froms, h.From.Add(-time.Hour)), append(tos, h.To.Add(time.Hour))
 		}
 	}
-	q := store.Query{Windows: []store.Window{{From: slices.MinFunc(froms, time.Time.Compare), To: slices.MaxFunc(tos, time.Time.Compare)}}, Sites: sites}
+	// The hourly records of the parts' hours alone (a few hours of each
+	// day under the live rule), and the probes of the whole span.
+	q := store.Query{Windows: hours, Sites: sites}
+	pq := store.Query{Windows: []store.Window{{From: slices.MinFunc(froms, time.Time.Compare), To: slices.MaxFunc(tos, time.Time.Compare)}}, Sites: sites}
 	var seen []string
 	site := func(h store.Hourly) error {
 		if !slices.Contains(seen, h.Site) {
@@ -143,16 +148,16 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 		}
 		return nil
 	}
-	err := st.Read(ctx, q, store.Reader{
-		Hourly: func(h store.Hourly) error {
-			for _, pt := range parts {
-				if pt.zone.keep(h) {
-					pt.record(h)
-				}
+	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
+		for _, pt := range parts {
+			if pt.zone.keep(h) {
+				pt.record(h)
 			}
-			return site(h)
-		},
-		Probe: func(pr store.Probe) error {
+		}
+		return site(h)
+	}})
+	if err == nil {
+		err = st.Read(ctx, pq, store.Reader{Probe: func(pr store.Probe) error {
 			for _, pt := range parts {
 				if pt.zone.probe(pr); lanes[pr.Lane] && pr.Time.Before(pt.end) {
 					pt.newest[[2]string{pr.Lane, pr.Site}] = pr // Read hands them over in time order
@@ -162,8 +167,8 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 				}
 			}
 			return nil
-		},
-	})
+		}})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: read: %w", err)
 	}
