@@ -118,10 +118,12 @@ func TestPropertyMeterFirst(t *testing.T) {
 }
 
 // A slow step's store deadline (the rig's storeTimeout) and its lanes'
-// first-token delays, longer: the round's probes outlast it.
+// first-token delays, longer: the round's probes outlast it. The deadline
+// is long enough that a loaded machine does not pass it between the end
+// of the probes and the record write that has a deadline of its own.
 const (
-	slowStoreTimeout = 250 * time.Millisecond
-	slowFirstToken   = 300 * time.Millisecond
+	slowStoreTimeout = 400 * time.Millisecond
+	slowFirstToken   = 450 * time.Millisecond
 )
 
 var rigLanes = []string{"a", "b", "c"}
