@@ -107,9 +107,15 @@ type rig struct {
 	mu     sync.Mutex
 	clock  time.Time
 	inject func(*fault) // applied to every fault open makes
+	// storeTimeout, when set, is how long each of the sampler's store
+	// calls may take instead of sampler.DefaultStoreTimeout (hasty).
+	storeTimeout time.Duration
 	// openInner opens the store under test; nil is a file store in dir.
 	openInner func() store.Store
 }
+
+// rigStart is a rig's clock when it starts.
+var rigStart = time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC)
 
 // newRig starts a lane server and writes a config of the lanes (each its
 // model on it, timeout 2 s) with the extra top-level YAML and lane YAML.
@@ -122,7 +128,7 @@ func newRig(t *testing.T, spool bool, extra string, lanes map[string]string) *ri
 func newRigWith(t *testing.T, spool bool, extra string, lanes map[string]string, openInner func() store.Store) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), lane: &lane{delay: map[string]time.Duration{}, hang: map[string]bool{}}, spool: spool,
-		clock: time.Date(2026, 12, 1, 23, 40, 0, 0, time.UTC), openInner: openInner}
+		clock: rigStart, openInner: openInner}
 	r.srv = httptest.NewServer(r.lane)
 	t.Cleanup(r.srv.Close)
 	var b strings.Builder
@@ -198,12 +204,79 @@ func (r *rig) open() {
 	if sp, ok := st.(*spool.Spool); ok {
 		r.sp, r.st = sp, spoolFault{r.kill, sp}
 	}
+	r.st = hasty{r.st, r}
 	o, err := r.cfg.SamplerOptions(r.st, nil, config.Shard{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	o.Now = r.now
 	r.s = sampler.New(o)
+}
+
+// hasty brings the deadline of each store call the sampler makes (it sets
+// sampler.DefaultStoreTimeout from the call's context's start) in to the
+// rig's storeTimeout from that same start, so that a round whose probes
+// outlast a store deadline takes a second, not minutes. Deadlines made
+// from one context stay one deadline: a write that shared the probes'
+// context would find its time spent.
+type hasty struct {
+	store.Store
+	r *rig
+}
+
+func (h hasty) shorten(ctx context.Context) (context.Context, context.CancelFunc) {
+	h.r.mu.Lock()
+	d := h.r.storeTimeout
+	h.r.mu.Unlock()
+	dl, ok := ctx.Deadline()
+	if d == 0 || !ok {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, dl.Add(d-sampler.DefaultStoreTimeout))
+}
+
+func (h hasty) Write(ctx context.Context, b store.Batch) error {
+	ctx, cancel := h.shorten(ctx)
+	defer cancel()
+	return h.Store.Write(ctx, b)
+}
+
+func (h hasty) Read(ctx context.Context, q store.Query, rd store.Reader) error {
+	ctx, cancel := h.shorten(ctx)
+	defer cancel()
+	return h.Store.Read(ctx, q, rd)
+}
+
+func (r *rig) setStoreTimeout(d time.Duration) {
+	r.mu.Lock()
+	r.storeTimeout = d
+	r.mu.Unlock()
+}
+
+// beside opens a store beside the rig's writer, as sampler probe does
+// (config.Beside): the file without its lock, behind the spool's inbox
+// when the rig is spooled.
+func (r *rig) beside() store.Store {
+	r.t.Helper()
+	var inner store.Store
+	if r.openInner != nil {
+		inner = r.openInner()
+	} else {
+		f, err := file.Open(filepath.Join(r.dir, "samples.lp"), file.Options{Beside: true})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		inner = f
+	}
+	if !r.spool {
+		return inner
+	}
+	sp, err := spool.Open(inner, spool.Options{Path: filepath.Join(r.dir, "spool.lp"),
+		DeadLetter: filepath.Join(r.dir, "dead.lp"), Hours: r.cfg.Location, Beside: true})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return sp
 }
 
 func (r *rig) close() {

@@ -1,6 +1,7 @@
 package sampler_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,10 +39,15 @@ const (
 	ans503               // a load balancer in front with no backend
 	cut                  // the connection closed mid-request: a network cut
 	lost                 // writes only: influxd took the write, the answer never came back
+	// late is for writes only: the step's first write is held, unanswered,
+	// until the client gives up (its deadline passes: the step's store
+	// deadline is lateStoreTimeout) and spools it, and influxd applies it
+	// only after later writes (applyLate); the step's other writes pass.
+	late
 	nAnswers
 )
 
-var answerNames = [...]string{"pass", "401", "403", "404", "dropped", "413", "400-conflict", "500", "503", "cut", "lost"}
+var answerNames = [...]string{"pass", "401", "403", "404", "dropped", "413", "400-conflict", "500", "503", "cut", "lost", "late"}
 
 func (a answer) String() string { return answerNames[a] }
 
@@ -52,10 +58,13 @@ func (a answer) String() string { return answerNames[a] }
 // exercises, not a wrapper's synthetic errors.
 type faultProxy struct {
 	rp          *httputil.ReverseProxy
+	target      string
 	db          string
 	mu          sync.Mutex
 	read, write answer
 	hits        map[string]int // "write 403": how many requests got that answer
+	held        []*http.Request
+	heldOne     bool // a write of this setting was held (late)
 }
 
 func newFaultProxy(t *testing.T, target, db string) (*faultProxy, string) {
@@ -63,7 +72,7 @@ func newFaultProxy(t *testing.T, target, db string) (*faultProxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &faultProxy{rp: httputil.NewSingleHostReverseProxy(u), db: db, hits: map[string]int{}}
+	p := &faultProxy{rp: httputil.NewSingleHostReverseProxy(u), target: target, db: db, hits: map[string]int{}}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return p, srv.URL
@@ -71,8 +80,28 @@ func newFaultProxy(t *testing.T, target, db string) (*faultProxy, string) {
 
 func (p *faultProxy) set(read, write answer) {
 	p.mu.Lock()
-	p.read, p.write = read, write
+	p.read, p.write, p.heldOne = read, write, false
 	p.mu.Unlock()
+}
+
+// applyLate has influxd apply the writes held (late) now, in the order
+// they came; it reports how many.
+func (p *faultProxy) applyLate() (int, error) {
+	p.mu.Lock()
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	for _, req := range held {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			return 0, fmt.Errorf("influxd answered the late write %s", resp.Status)
+		}
+	}
+	return len(held), nil
 }
 
 func (p *faultProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -81,6 +110,12 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	a, kind := p.read, "read"
 	if isWrite {
 		a, kind = p.write, "write"
+	}
+	if a == late {
+		if p.heldOne {
+			a = pass
+		}
+		p.heldOne = true
 	}
 	p.hits[kind+" "+a.String()]++
 	p.mu.Unlock()
@@ -140,6 +175,17 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		rec := httptest.NewRecorder()
 		p.rp.ServeHTTP(rec, req) // influxd stored it
 		p.hijackClose(w)
+	case late:
+		body, _ := io.ReadAll(req.Body)
+		held, err := http.NewRequest(req.Method, p.target+req.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			panic(err)
+		}
+		held.Header = req.Header.Clone()
+		<-req.Context().Done() // the client timed out: it never learns the write's fate
+		p.mu.Lock()
+		p.held = append(p.held, held)
+		p.mu.Unlock()
 	}
 }
 
@@ -233,9 +279,14 @@ func (p *faultProxy) hijackClose(w http.ResponseWriter) {
 // client's own reading of 401, 403, 404, a dropped database (a read's 200
 // with the statement's error, a write's 404), 413, a field-type conflict, 500,
 // 503, a cut connection and a write that landed but whose answer was lost
-// decides between spool and dead letter. The same three rules hold after
-// every step, and no probe reads twice (a write replayed from the spool
-// after it landed is the same point, not a second one).
+// decides between spool and dead letter; and a write (the step's first:
+// the round's booking) that influxd applies late, after the client timed
+// out and spooled it and after the writes that followed it (issue 28: the
+// booking lands on the probe that settled it). Steps may also have a lane
+// redirect to itself or probes that outlast the store deadline, as in
+// TestPropertyMeterFirst. The same rules hold after every step, no probe
+// reads twice (a write replayed from the spool after it landed is the same
+// point, not a second one), and a settled probe never reads as its booking.
 func TestPropertyMeterFirstProxy(t *testing.T) {
 	base := influxtest.URL(t)
 	hits := map[string]int{}
@@ -266,21 +317,26 @@ func TestPropertyMeterFirstProxy(t *testing.T) {
 	t.Logf("proxy answers: %s", strings.Join(keys, " "))
 }
 
+// lateStoreTimeout is the store deadline of a step whose first write
+// influxd holds (late): the sampler gives up on it that soon.
+const lateStoreTimeout = 300 * time.Millisecond
+
 // proxyAnswer draws one answer: pass half the time, else a fault (lost
-// only for writes, and a quarter of their faults: a write is rarer than
-// a read).
+// and late only for writes, each a sixth of their faults: a write is rarer
+// than a read).
 func proxyAnswer(rnd *rand.Rand, write bool) answer {
 	if rnd.IntN(2) == 0 {
 		return pass
 	}
-	if write && rnd.IntN(4) == 0 {
-		return lost
-	}
-	n := int(cut) // the faults ans401..cut
 	if write {
-		n = int(lost)
+		switch rnd.IntN(6) {
+		case 0:
+			return lost
+		case 1:
+			return late
+		}
 	}
-	return answer(1 + rnd.IntN(n))
+	return answer(1 + rnd.IntN(int(cut))) // the faults ans401..cut
 }
 
 func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() store.Store) {
@@ -296,25 +352,41 @@ func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() store
 		t.Helper()
 		t.Fatalf("seed %d, %d a day: %s\nsteps:\n  %s", seed, perDay, fmt.Sprintf(format, args...), strings.Join(steps, "\n  "))
 	}
+	applyLate := func() {
+		t.Helper()
+		if n, err := p.applyLate(); err != nil {
+			fail("apply the late writes: %v", err)
+		} else if n > 0 {
+			logf("influxd applied %d late writes", n)
+		}
+	}
 	rebuildOwed := false // never set: the spool rebuilds at its next write, which the check's drain is
+	settled := results{}
 	for i := range 30 {
 		r.setClock(r.now().Add(time.Duration(1+rnd.IntN(90)) * time.Minute))
-		r.lane.set("c", 0)
-		interrupt := time.Duration(0)
+		w := world{}
 		killAt := 0
 		read, write := proxyAnswer(rnd, false), proxyAnswer(rnd, true)
-		switch rnd.IntN(8) {
+		switch rnd.IntN(10) {
 		case 0:
 			killAt = 1 // dies writing the reservations: nothing leaves
 		case 1:
 			killAt = 2 // dies after the requests left, before the round's write
 		case 2:
-			r.lane.set("c", 400*time.Millisecond)
-			interrupt = 100 * time.Millisecond
+			w.delay = map[string]time.Duration{"c": 400 * time.Millisecond}
+			w.interrupt = 100 * time.Millisecond
 		case 3:
 			r.setClock(r.now().Add(-time.Duration(1+rnd.IntN(60)) * time.Minute))
 		case 4:
 			r.restart() // before the faults: a new process's open reads the store
+		case 5:
+			w.redirect = rigLanes[rnd.IntN(len(rigLanes))]
+			w.code = 307 + rnd.IntN(2)
+		case 6:
+			w = slowWorld(rnd)
+		}
+		if write == late && w.storeTimeout == 0 {
+			w.storeTimeout = lateStoreTimeout
 		}
 		p.set(read, write)
 		if killAt > 0 {
@@ -322,15 +394,26 @@ func driveProxy(t *testing.T, seed uint64, p *faultProxy, openInner func() store
 			r.kill.killAt = r.kill.writes + killAt
 			r.kill.mu.Unlock()
 		}
-		rd, err := r.round(interrupt)
-		logf("%d: %s read=%s write=%s kill=%d interrupt=%s: probed %d, err %v", i, r.now().Format("01-02T15:04"), read, write, killAt, interrupt, len(rd.Samples), err)
+		tk := w.step(r, led)
+		logf("%d: %s read=%s write=%s kill=%d %s: %s", i, r.now().Format("01-02T15:04"), read, write, killAt, w, tk)
 		p.set(pass, pass)
 		if killAt > 0 {
 			r.restart() // the process died: a new one starts on its files
+		} else {
+			settled.add(tk.rounds)
 		}
+		lateFirst := rnd.IntN(2) == 0 // a held write lands before the spool's replay, or after it
+		if lateFirst {
+			applyLate()
+		}
+		tk.check(w, fail)
 		checkNoTwice(r, fail) // spool not replayed yet: a lost write is in the store and the spool
 		checkMeter(r, led, perDay, &rebuildOwed, fail)
+		if !lateFirst {
+			applyLate()
+		}
 		checkNoTwice(r, fail)
+		settled.check(r, fail)
 	}
 }
 

@@ -36,8 +36,11 @@ func newSampler(cfg *config.Config, st store.Store, lookupEnv func(string) (stri
 type lane struct {
 	delay map[string]time.Duration // by model
 	hang  map[string]bool
-	hits  atomic.Int64
-	mu    sync.Mutex // guards delay and hang once requests are in flight (set, setHang)
+	// redirect, by model: 307 or 308 to the request's own URL instead of
+	// a stream (setRedirect).
+	redirect map[string]int
+	hits     atomic.Int64
+	mu       sync.Mutex // guards delay, hang and redirect once requests are in flight
 	// onHit, when set, is called with each request's number (from 1) as
 	// the request arrives, before any delay: a test can act on what the
 	// server saw rather than on its own clock.
@@ -59,6 +62,17 @@ func (l *lane) setHang(model string, h bool) {
 	l.hang[model] = h
 }
 
+// setRedirect makes a model answer code (307 or 308; 0: a stream again)
+// with its own URL as the Location, as set does its delay.
+func (l *lane) setRedirect(model string, code int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.redirect == nil {
+		l.redirect = map[string]int{}
+	}
+	l.redirect[model] = code
+}
+
 func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n := l.hits.Add(1); l.onHit != nil {
 		l.onHit(n)
@@ -68,6 +82,13 @@ func (l *lane) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	model := ""
 	if i := strings.Index(string(body[:n]), `"model":"`); i >= 0 {
 		model = strings.SplitN(string(body[:n])[i+9:], `"`, 2)[0]
+	}
+	l.mu.Lock()
+	code := l.redirect[model]
+	l.mu.Unlock()
+	if code != 0 {
+		http.Redirect(w, r, r.URL.RequestURI(), code)
+		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
