@@ -11,6 +11,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/storetest"
 )
 
 // countingStore is a real file store that counts the points of each Write.
@@ -73,21 +74,21 @@ func TestImport(t *testing.T) {
 			dst := newCounting(t)
 			rec := store.NewRecorder(dst, time.UTC)
 			if c.before != "" {
-				if _, err := store.Import(ctx, rec, strings.NewReader(c.before), failOnWarn(t)); err != nil {
+				if _, err := store.Import(ctx, rec, strings.NewReader(c.before), storetest.FailOnWarn(t)); err != nil {
 					t.Fatal(err)
 				}
 				dst.writes = nil
 			}
-			var w warnings
-			got, err := store.Import(ctx, rec, strings.NewReader(c.in), w.warn)
+			var w storetest.Warnings
+			got, err := store.Import(ctx, rec, strings.NewReader(c.in), w.Warn)
 			if err != nil || got != c.want {
 				t.Fatalf("Import = %+v, %v; want %+v, nil", got, err, c.want)
 			}
 			if fmt.Sprint(dst.writes) != fmt.Sprint(c.writes) {
 				t.Errorf("writes of %v points, want %v", dst.writes, c.writes)
 			}
-			if c.warn == "" && w.count() > 0 || c.warn != "" && !strings.Contains(w.all(), c.warn) {
-				t.Errorf("warnings %q, want %q", w.all(), c.warn)
+			if c.warn == "" && w.Count() > 0 || c.warn != "" && !strings.Contains(w.All(), c.warn) {
+				t.Errorf("warnings %q, want %q", w.All(), c.warn)
 			}
 			if c.worst >= 0 {
 				hs, err := store.ReadHourly(ctx, dst, store.Between(hour0, hour0.Add(time.Hour)))
@@ -121,7 +122,7 @@ func TestImport(t *testing.T) {
 func TestImportSkipsHeartbeats(t *testing.T) {
 	line := `sampler_heartbeat,instance=h-1-ab,shard=0/1,site=eu host="h",start_ns=42i,version="v0",interval_s=1.5,sites="eu,us" 1700000000000000006` + "\n"
 	dst := newCounting(t)
-	res, err := store.Import(ctx, store.NewRecorder(dst, time.UTC), strings.NewReader(line), failOnWarn(t))
+	res, err := store.Import(ctx, store.NewRecorder(dst, time.UTC), strings.NewReader(line), storetest.FailOnWarn(t))
 	if err != nil || res != (store.Imported{}) || len(dst.writes) != 0 {
 		t.Errorf("import of a heartbeat: %+v, %v, writes %v; want nothing imported", res, err, dst.writes)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,41 +13,6 @@ import (
 )
 
 var ctx = context.Background()
-
-// warnings collects Warn calls.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) warn(msg string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b strings.Builder
-	b.WriteString(msg)
-	for i := 0; i+1 < len(args); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", args[i], args[i+1])
-	}
-	w.msgs = append(w.msgs, b.String())
-}
-
-func (w *warnings) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.msgs, "\n")
-}
-
-func (w *warnings) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.msgs)
-}
-
-func failOnWarn(t *testing.T) func(string, ...any) {
-	return func(msg string, args ...any) {
-		t.Errorf("unexpected warning: %s %v", msg, args)
-	}
-}
 
 // endless is a reader that never ends: its pattern, again and again.
 type endless struct{ pattern []byte }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,47 +19,12 @@ import (
 
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{Warn: failOnWarn(t)})
+		s, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{Warn: storetest.FailOnWarn(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	})
-}
-
-// warnings collects Warn calls.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) warn(msg string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b strings.Builder
-	b.WriteString(msg)
-	for i := 0; i+1 < len(args); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", args[i], args[i+1])
-	}
-	w.msgs = append(w.msgs, b.String())
-}
-
-func (w *warnings) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.msgs, "\n")
-}
-
-func (w *warnings) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.msgs)
-}
-
-func failOnWarn(t *testing.T) func(string, ...any) {
-	return func(msg string, args ...any) {
-		t.Errorf("unexpected warning: %s %v", msg, args)
-	}
 }
 
 var (
@@ -132,8 +96,8 @@ func TestBadLines(t *testing.T) {
 			if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var w warnings
-			s, err := file.Open(path, file.Options{ReadOnly: true, Warn: w.warn})
+			var w storetest.Warnings
+			s, err := file.Open(path, file.Options{ReadOnly: true, Warn: w.Warn})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,11 +109,11 @@ func TestBadLines(t *testing.T) {
 			if len(hs) != c.hourly {
 				t.Errorf("Hourly returned %d points, want %d: %+v", len(hs), c.hourly, hs)
 			}
-			if c.warnHourly == "" && w.count() > 0 {
-				t.Errorf("unexpected warnings: %s", w.all())
+			if c.warnHourly == "" && w.Count() > 0 {
+				t.Errorf("unexpected warnings: %s", w.All())
 			}
-			if c.warnHourly != "" && !strings.Contains(w.all(), c.warnHourly) {
-				t.Errorf("warnings %q do not mention %q", w.all(), c.warnHourly)
+			if c.warnHourly != "" && !strings.Contains(w.All(), c.warnHourly) {
+				t.Errorf("warnings %q do not mention %q", w.All(), c.warnHourly)
 			}
 			ps, err := store.ReadProbes(ctx, s, store.Between(hour0.Add(-time.Hour), hour0.Add(24*time.Hour)))
 			if err != nil {
@@ -185,14 +149,14 @@ func TestAppendAfterTornTail(t *testing.T) {
 	}
 	_ = f.Close()
 
-	var w warnings
-	s, err = file.Open(path, file.Options{Warn: w.warn})
+	var w storetest.Warnings
+	s, err = file.Open(path, file.Options{Warn: w.Warn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !strings.Contains(w.all(), "torn") || !strings.Contains(w.all(), "line=3") {
-		t.Errorf("open warnings = %q, want a torn line 3", w.all())
+	if !strings.Contains(w.All(), "torn") || !strings.Contains(w.All(), "line=3") {
+		t.Errorf("open warnings = %q, want a torn line 3", w.All())
 	}
 	if err := s.Write(ctx, store.Batch{Probes: []store.Probe{probeAt("b", time.Minute, 2)}}); err != nil {
 		t.Fatal(err)
@@ -205,8 +169,8 @@ func TestAppendAfterTornTail(t *testing.T) {
 	if err != nil || len(ps) != 2 || ps[1].Lane != "b" || ps[1].QueueS != 2 {
 		t.Fatalf("Probes = %+v, %v; want a then b(2)", ps, err)
 	}
-	if w.count() != 1 {
-		t.Errorf("warnings after repair: %s", w.all())
+	if w.Count() != 1 {
+		t.Errorf("warnings after repair: %s", w.All())
 	}
 }
 
@@ -274,8 +238,8 @@ func TestReadWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	var warn warnings
-	r, err := file.Open(path, file.Options{ReadOnly: true, Warn: warn.warn})
+	var warn storetest.Warnings
+	r, err := file.Open(path, file.Options{ReadOnly: true, Warn: warn.Warn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,8 +276,8 @@ func TestReadWhileWriting(t *testing.T) {
 			t.Fatalf("reader saw %d probes: half a round", len(ps))
 		}
 	}
-	if warn.count() > 0 {
-		t.Errorf("reader warned: %s", warn.all())
+	if warn.Count() > 0 {
+		t.Errorf("reader warned: %s", warn.All())
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
 	"github.com/lanewatch/lanewatch/store/spool"
+	"github.com/lanewatch/lanewatch/store/storetest"
 )
 
 var all = store.Between(hour0.Add(-48*time.Hour), hour0.Add(48*time.Hour))
@@ -312,11 +313,11 @@ func TestBesideTheWriter(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		r := rand.New(rand.NewPCG(seed, 11))
 		path := filepath.Join(t.TempDir(), "samples.lp")
-		w, err := file.Open(path, file.Options{Warn: failOnWarn(t)})
+		w, err := file.Open(path, file.Options{Warn: storetest.FailOnWarn(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sh, err := file.Open(path, file.Options{Beside: true, Warn: failOnWarn(t)})
+		sh, err := file.Open(path, file.Options{Beside: true, Warn: storetest.FailOnWarn(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

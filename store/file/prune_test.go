@@ -14,6 +14,7 @@ import (
 
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
+	"github.com/lanewatch/lanewatch/store/storetest"
 )
 
 // all is a query for every point the tests write.
@@ -27,7 +28,7 @@ func TestPruneRandom(t *testing.T) {
 	for seed := uint64(1); seed <= 30; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		path := filepath.Join(t.TempDir(), "samples.lp")
-		s, err := file.Open(path, file.Options{Warn: failOnWarn(t)})
+		s, err := file.Open(path, file.Options{Warn: storetest.FailOnWarn(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestPruneRandom(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		ro, err := file.Open(path, file.Options{ReadOnly: true, Warn: failOnWarn(t)})
+		ro, err := file.Open(path, file.Options{ReadOnly: true, Warn: storetest.FailOnWarn(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +151,7 @@ func TestPruneCrash(t *testing.T) {
 		t.Run(stage, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "samples.lp")
-			s, err := file.Open(path, file.Options{Warn: failOnWarn(t)})
+			s, err := file.Open(path, file.Options{Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +225,7 @@ func TestPruneReadOnly(t *testing.T) {
 // rename reads the old file whole; one that opens after reads the new.
 func TestPruneReaderSeesWhole(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "samples.lp")
-	s, err := file.Open(path, file.Options{Warn: failOnWarn(t)})
+	s, err := file.Open(path, file.Options{Warn: storetest.FailOnWarn(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,8 +291,8 @@ func TestPruneLinesRandom(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
 		r := rand.New(rand.NewPCG(seed, 13))
 		path := filepath.Join(t.TempDir(), "samples.lp")
-		var warns warnings
-		s, err := file.Open(path, file.Options{Warn: warns.warn})
+		var warns storetest.Warnings
+		s, err := file.Open(path, file.Options{Warn: warns.Warn})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,8 +424,8 @@ func TestPruneLinesRandom(t *testing.T) {
 		if st != wantSt {
 			t.Errorf("seed %d: cut %s: stats %+v, want %+v", seed, cut.Format(time.RFC3339Nano), st, wantSt)
 		}
-		if n := warns.count(); n != int(wantSt.Long) {
-			t.Errorf("seed %d: %d warnings, want one per long line (%d): %s", seed, n, wantSt.Long, warns.all())
+		if n := warns.Count(); n != int(wantSt.Long) {
+			t.Errorf("seed %d: %d warnings, want one per long line (%d): %s", seed, n, wantSt.Long, warns.All())
 		}
 		after, err := os.ReadFile(path)
 		if err != nil {
@@ -477,7 +478,7 @@ func TestPruneKeepsNewHeartbeats(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "samples.lp")
-			w, err := file.Open(path, file.Options{Warn: failOnWarn(t)})
+			w, err := file.Open(path, file.Options{Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -530,7 +531,7 @@ func TestPruneKeepsNewHeartbeats(t *testing.T) {
 					wantProbes = append(wantProbes, p)
 				}
 			}
-			early, err := file.Open(path, file.Options{ReadOnly: true, Warn: failOnWarn(t)})
+			early, err := file.Open(path, file.Options{ReadOnly: true, Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -552,7 +553,7 @@ func TestPruneKeepsNewHeartbeats(t *testing.T) {
 			if st.Heartbeats != dropped || st.Probes != int64(len(allProbes)-len(wantProbes)) {
 				t.Errorf("stats %+v, want %d heartbeats and %d probes dropped", st, dropped, len(allProbes)-len(wantProbes))
 			}
-			late, err := file.Open(path, file.Options{ReadOnly: true, Warn: failOnWarn(t)})
+			late, err := file.Open(path, file.Options{ReadOnly: true, Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

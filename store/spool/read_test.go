@@ -22,6 +22,7 @@ import (
 	"github.com/lanewatch/lanewatch/store/file"
 	"github.com/lanewatch/lanewatch/store/influx"
 	"github.com/lanewatch/lanewatch/store/spool"
+	"github.com/lanewatch/lanewatch/store/storetest"
 )
 
 // Points spooled while InfluxDB refuses writes are read back by the store
@@ -31,9 +32,9 @@ func TestReadsTheSpool(t *testing.T) {
 	fake := &fakeInflux{plan: slices.Repeat([]int{http.StatusServiceUnavailable}, 100)}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	var w warnings
-	o := influx.Options{URL: srv.URL, Bucket: "b", Warn: w.warn}
-	so := spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: w.warn}
+	var w storetest.Warnings
+	o := influx.Options{URL: srv.URL, Bucket: "b", Warn: w.Warn}
+	so := spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: w.Warn}
 	s1, err := openSpool(o, so)
 	if err != nil {
 		t.Fatal(err)
@@ -101,8 +102,8 @@ func TestReadsTheSpool(t *testing.T) {
 	}
 	fake.setQueryStatus(0)
 
-	if strings.Contains(w.all(), "corrupt") {
-		t.Errorf("warnings %q report corrupt spool lines", w.all())
+	if strings.Contains(w.All(), "corrupt") {
+		t.Errorf("warnings %q report corrupt spool lines", w.All())
 	}
 }
 
@@ -252,8 +253,8 @@ func TestReadOnlySpoolBesideTheWriter(t *testing.T) {
 		t.Fatalf("Write while down = %v, depth %d", err, writer.Status().Spooled)
 	}
 
-	var w warnings
-	reader, err := spool.Open(inner, spool.Options{Path: spoolPath, ReadOnly: true, Warn: w.warn})
+	var w storetest.Warnings
+	reader, err := spool.Open(inner, spool.Options{Path: spoolPath, ReadOnly: true, Warn: w.Warn})
 	if err != nil {
 		t.Fatalf("read-only open beside the writer: %v", err)
 	}
@@ -262,8 +263,8 @@ func TestReadOnlySpoolBesideTheWriter(t *testing.T) {
 	if err := reader.Write(ctx, store.Batch{Probes: ps1}); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("Write on a read-only spool = %v; want a read-only error", err)
 	}
-	if w.count() > 0 {
-		t.Errorf("warnings: %s", w.all())
+	if w.Count() > 0 {
+		t.Errorf("warnings: %s", w.All())
 	}
 
 	t.Run("creates no lock", func(t *testing.T) {
@@ -323,8 +324,8 @@ func TestReadOnlySpoolUnreadable(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := c.path(t.TempDir())
-			var w warnings
-			r, err := spool.Open(inner, spool.Options{Path: path, ReadOnly: true, Warn: w.warn})
+			var w storetest.Warnings
+			r, err := spool.Open(inner, spool.Options{Path: path, ReadOnly: true, Warn: w.Warn})
 			if err != nil {
 				t.Fatalf("read-only open: %v", err)
 			}
@@ -333,8 +334,8 @@ func TestReadOnlySpoolUnreadable(t *testing.T) {
 			if _, err := store.ReadProbes(ctx, r, store.Between(hour0, hour0.Add(time.Hour))); err != nil {
 				t.Errorf("second read: %v", err)
 			}
-			if w.count() != 1 || !strings.Contains(w.all(), path) || strings.Count(w.all(), path) != 1 {
-				t.Errorf("warnings over three reads: %q; want one naming %s once", w.all(), path)
+			if w.Count() != 1 || !strings.Contains(w.All(), path) || strings.Count(w.All(), path) != 1 {
+				t.Errorf("warnings over three reads: %q; want one naming %s once", w.All(), path)
 			}
 		})
 	}

@@ -42,41 +42,6 @@ var (
 	hour0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 )
 
-// warnings collects Warn calls.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) warn(msg string, args ...any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b strings.Builder
-	b.WriteString(msg)
-	for i := 0; i+1 < len(args); i += 2 {
-		fmt.Fprintf(&b, " %v=%v", args[i], args[i+1])
-	}
-	w.msgs = append(w.msgs, b.String())
-}
-
-func (w *warnings) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.msgs, "\n")
-}
-
-func (w *warnings) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.msgs)
-}
-
-func failOnWarn(t *testing.T) func(string, ...any) {
-	return func(msg string, args ...any) {
-		t.Errorf("unexpected warning: %s %v", msg, args)
-	}
-}
-
 func probeAt(lane string, d time.Duration, queue float64) store.Probe {
 	return store.Probe{Lane: lane, Kind: "free", Time: hour0.Add(d), QueueS: queue, GenS: 2, HeadersS: 0.5, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 }
@@ -420,11 +385,11 @@ func TestContract(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
 			dir := t.TempDir()
-			f, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{Warn: failOnWarn(t)})
+			f, err := file.Open(filepath.Join(dir, "samples.lp"), file.Options{Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := spool.Open(f, spool.Options{Path: filepath.Join(dir, "spool.lp"), Hours: time.UTC, Warn: failOnWarn(t)})
+			s, err := spool.Open(f, spool.Options{Path: filepath.Join(dir, "spool.lp"), Hours: time.UTC, Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,8 +399,8 @@ func TestContract(t *testing.T) {
 	t.Run("influx", func(t *testing.T) {
 		base := influxtest.URL(t)
 		storetest.Run(t, func(t *testing.T) store.Store {
-			s, err := openSpool(influx.Options{URL: base, Bucket: influxtest.NewDB(t, base) + "/autogen", Warn: failOnWarn(t)},
-				spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp"), Hours: time.UTC, Warn: failOnWarn(t)})
+			s, err := openSpool(influx.Options{URL: base, Bucket: influxtest.NewDB(t, base) + "/autogen", Warn: storetest.FailOnWarn(t)},
+				spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp"), Hours: time.UTC, Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -454,8 +419,8 @@ func TestOutage(t *testing.T) {
 	t.Run("spool and replay", func(t *testing.T) {
 		db := srv.CreateDB(t, "outage")
 		spoolPath := filepath.Join(t.TempDir(), "spool", "influx.lp")
-		var w warnings
-		s := openSpooled(t, srv.URL, influx.Options{Bucket: db + "/autogen", Warn: w.warn, RequestTimeout: 5 * time.Second}, spool.Options{Path: spoolPath, Warn: w.warn})
+		var w storetest.Warnings
+		s := openSpooled(t, srv.URL, influx.Options{Bucket: db + "/autogen", Warn: w.Warn, RequestTimeout: 5 * time.Second}, spool.Options{Path: spoolPath, Warn: w.Warn})
 		const lanes = 5
 		write := func(r int) {
 			t.Helper()
@@ -501,8 +466,8 @@ func TestOutage(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("hourly after replay:\n got %+v\nwant %+v (the last round's)", got, want)
 		}
-		if !strings.Contains(w.all(), "spooled") || !strings.Contains(w.all(), "replayed") {
-			t.Errorf("warnings %q should report the spooling and the replay", w.all())
+		if !strings.Contains(w.All(), "spooled") || !strings.Contains(w.All(), "replayed") {
+			t.Errorf("warnings %q should report the spooling and the replay", w.All())
 		}
 	})
 
@@ -529,8 +494,8 @@ func TestOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 		srv.Restart(t)
-		var w warnings
-		so.Warn = w.warn
+		var w storetest.Warnings
+		so.Warn = w.Warn
 		s2, err := openSpool(o, so)
 		if err != nil {
 			t.Fatal(err)
@@ -539,8 +504,8 @@ func TestOutage(t *testing.T) {
 		if d := s2.Status().Spooled; d != 6 {
 			t.Fatalf("reopened spool depth %d, want 6", d)
 		}
-		if !strings.Contains(w.all(), "earlier run") {
-			t.Errorf("open warnings %q should mention the waiting points", w.all())
+		if !strings.Contains(w.All(), "earlier run") {
+			t.Errorf("open warnings %q should mention the waiting points", w.All())
 		}
 		ps, hs = round(3, 1)
 		if err := s2.Write(ctx, store.Batch{Probes: ps, Hourly: hs}); err != nil {
@@ -617,7 +582,7 @@ func TestRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			res, err := store.Import(ctx, store.NewRecorder(s, time.UTC), f, failOnWarn(t))
+			res, err := store.Import(ctx, store.NewRecorder(s, time.UTC), f, storetest.FailOnWarn(t))
 			if err != nil || res.Probes != 2 || res.Hourly != 2 {
 				t.Fatalf("Import of dead letters = %+v, %v; want 2 probes and 2 rebuilt hours", res, err)
 			}
@@ -824,8 +789,8 @@ func TestDeadLetterOnFullDiskKeepsTheSpool(t *testing.T) {
 		dir := t.TempDir()
 		spoolPath, dead := filepath.Join(dir, "spool.lp"), fullDisk(t, dir)
 		inner := newSwitchStore(t, "down", 0)
-		var w warnings
-		s, err := spool.Open(inner, spool.Options{Path: spoolPath, DeadLetter: dead, Warn: w.warn})
+		var w storetest.Warnings
+		s, err := spool.Open(inner, spool.Options{Path: spoolPath, DeadLetter: dead, Warn: w.Warn})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -904,11 +869,11 @@ func TestBadLines(t *testing.T) {
 	if err := os.WriteFile(spoolPath, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var w warnings
-	s := openSpooled(t, srv.URL, influx.Options{Bucket: "b", Warn: w.warn},
-		spool.Options{Path: spoolPath, DeadLetter: dead, Warn: w.warn})
-	if w.count() != 1 || !strings.Contains(w.all(), "earlier run") {
-		t.Errorf("open warnings %q; want one about the waiting lines", w.all())
+	var w storetest.Warnings
+	s := openSpooled(t, srv.URL, influx.Options{Bucket: "b", Warn: w.Warn},
+		spool.Options{Path: spoolPath, DeadLetter: dead, Warn: w.Warn})
+	if w.Count() != 1 || !strings.Contains(w.All(), "earlier run") {
+		t.Errorf("open warnings %q; want one about the waiting lines", w.All())
 	}
 
 	// Reads merge the good lines and say nothing about the bad ones: the
@@ -922,8 +887,8 @@ func TestBadLines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if w.count() != 1 {
-		t.Errorf("reads warned: %s", w.all())
+	if w.Count() != 1 {
+		t.Errorf("reads warned: %s", w.All())
 	}
 
 	ps, hs := round(2, 0)
@@ -950,9 +915,9 @@ func TestBadLines(t *testing.T) {
 		t.Errorf("spool not emptied: %d lines, depth %d", countLines(t, spoolPath), s.Status().Spooled)
 	}
 
-	msgs := strings.Split(w.all(), "\n")
+	msgs := strings.Split(w.All(), "\n")
 	if len(msgs) != 2 {
-		t.Fatalf("warnings over open, reads and replay:\n%s\nwant two: the waiting lines, the replay's summary", w.all())
+		t.Fatalf("warnings over open, reads and replay:\n%s\nwant two: the waiting lines, the replay's summary", w.All())
 	}
 	summary := msgs[1]
 	for _, want := range []string{"stored=1", "refused=1", "not_lanewatch_lines=2", dead} {
@@ -963,8 +928,8 @@ func TestBadLines(t *testing.T) {
 	if strings.Contains(summary, "replayed") {
 		t.Errorf("replay summary %q says the refused points were replayed", summary)
 	}
-	if n := strings.Count(w.all(), "not_lanewatch"); n != 1 {
-		t.Errorf("the bad lines are reported %d times:\n%s", n, w.all())
+	if n := strings.Count(w.All(), "not_lanewatch"); n != 1 {
+		t.Errorf("the bad lines are reported %d times:\n%s", n, w.All())
 	}
 
 	t.Run("partial write of new points", func(t *testing.T) {
@@ -1048,7 +1013,7 @@ func TestImportedDeadLettersEnterTheHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := store.Import(ctx, rec, f, failOnWarn(t))
+	res, err := store.Import(ctx, rec, f, storetest.FailOnWarn(t))
 	if err != nil || res.Probes != 18 || res.Skipped != 18 {
 		t.Fatalf("Import = %+v, %v; want the 18 refused probes, their 18 hourly lines skipped", res, err)
 	}
@@ -1203,7 +1168,7 @@ func TestDroppedDatabase(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				db := influxtest.NewDB(t, base)
-				o := influx.Options{URL: c.url(), Bucket: db + "/autogen", Warn: failOnWarn(t)}
+				o := influx.Options{URL: c.url(), Bucket: db + "/autogen", Warn: storetest.FailOnWarn(t)}
 				inner, err := influx.Open(ctx, o)
 				if err != nil {
 					t.Fatal(err)
@@ -1211,7 +1176,7 @@ func TestDroppedDatabase(t *testing.T) {
 				var st store.Store = inner
 				spoolPath := filepath.Join(t.TempDir(), "spool.lp")
 				if spooled {
-					sp, err := spool.Open(inner, spool.Options{Path: spoolPath, Warn: failOnWarn(t)})
+					sp, err := spool.Open(inner, spool.Options{Path: spoolPath, Warn: storetest.FailOnWarn(t)})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -1319,7 +1284,7 @@ func TestHeartbeats(t *testing.T) {
 		open func(t *testing.T) store.Store
 	}{
 		{"file", func(t *testing.T) store.Store {
-			st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{Warn: failOnWarn(t)})
+			st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{Warn: storetest.FailOnWarn(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1327,11 +1292,11 @@ func TestHeartbeats(t *testing.T) {
 			return st
 		}},
 		{"influx", func(t *testing.T) store.Store {
-			return openInflux(t, influxtest.URL(t), influx.Options{Warn: failOnWarn(t)})
+			return openInflux(t, influxtest.URL(t), influx.Options{Warn: storetest.FailOnWarn(t)})
 		}},
 		{"a spool around influx", func(t *testing.T) store.Store {
-			return openSpooled(t, influxtest.URL(t), influx.Options{Warn: failOnWarn(t)},
-				spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: failOnWarn(t)})
+			return openSpooled(t, influxtest.URL(t), influx.Options{Warn: storetest.FailOnWarn(t)},
+				spool.Options{Path: filepath.Join(t.TempDir(), "spool.lp"), Warn: storetest.FailOnWarn(t)})
 		}},
 	}
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

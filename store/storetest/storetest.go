@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -448,4 +449,44 @@ func utc[T store.Point](p T) T {
 		x.Time = x.Time.UTC()
 	}
 	return p
+}
+
+// Warnings collects a store's warnings (its options' Warn), safe for
+// concurrent use.
+type Warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// Warn records one warning: msg and its key=value pairs.
+func (w *Warnings) Warn(msg string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	b.WriteString(msg)
+	for i := 0; i+1 < len(args); i += 2 {
+		fmt.Fprintf(&b, " %v=%v", args[i], args[i+1])
+	}
+	w.msgs = append(w.msgs, b.String())
+}
+
+// All is every warning, a line each.
+func (w *Warnings) All() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.msgs, "\n")
+}
+
+// Count is how many warnings there were.
+func (w *Warnings) Count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.msgs)
+}
+
+// FailOnWarn is a Warn that fails t.
+func FailOnWarn(t testing.TB) func(string, ...any) {
+	return func(msg string, args ...any) {
+		t.Errorf("unexpected warning: %s %v", msg, args)
+	}
 }
