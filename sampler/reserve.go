@@ -114,35 +114,15 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 }
 
 // withdraw stores the bookings confirm withdrew as released (unsent), then
-// rebuilds those of their lane-hours that hold a settled probe: the
-// booking that took the slot may have read one of them, still reserved,
-// into its hour's record. A release that fails leaves them reserved:
-// counted, never fewer than sent.
+// rebuilds their lane-hours: the booking that took the slot may have read
+// one of them, still reserved, into its hour's record (store.Rebuild
+// leaves an hour of reservations alone). A release that fails leaves them
+// reserved: counted, never fewer than sent.
 func (s *Sampler) withdraw(ctx context.Context, lost []store.Probe) {
 	if err := s.opt.Store.Write(ctx, store.Batch{Probes: released(lost)}); err != nil {
 		return
 	}
-	touched := store.Touched(lost, s.opt.Location)
-	q := store.Query{}
-	for _, t := range touched {
-		q.Windows = append(q.Windows, store.Window{From: t.Hour, To: t.Hour.Add(time.Hour)})
-		q.Lanes = append(q.Lanes, t.Lane)
-		q.Sites = append(q.Sites, t.Site)
-	}
-	ps, err := store.ReadProbes(ctx, s.opt.Store, q)
-	if err != nil {
-		return
-	}
-	var settled []store.LaneHour
-	for _, p := range ps {
-		if !store.Sent(p) || p.Outcome == store.OutcomeReserved {
-			continue
-		}
-		if lh := store.Touched([]store.Probe{p}, s.opt.Location)[0]; slices.Contains(touched, lh) && !slices.Contains(settled, lh) {
-			settled = append(settled, lh)
-		}
-	}
-	_, _ = store.Rebuild(ctx, s.opt.Store, s.opt.Location, settled)
+	_, _ = store.Rebuild(ctx, s.opt.Store, s.opt.Location, store.Touched(lost, s.opt.Location))
 }
 
 // groupsQuery selects what confirm reads: the points of the pending

@@ -144,7 +144,12 @@ func rollupOf(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []H
 }
 
 // Rebuild recomputes and writes the hourly points of the lane-hours from
-// their stored probes, and returns the points it wrote.
+// their stored probes, and returns the points it wrote. A lane-hour whose
+// only requests are reservations is left to whoever settles them (the
+// round's record writes the result; a release leaves no request, and an
+// hourly point written now could never be taken back): so a spool that
+// replays a booking before its release never leaves a failure no request
+// caused. sampler rollup (RebuildWindow) counts such a reservation.
 func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHour) ([]Hourly, error) {
 	if len(touched) == 0 {
 		return nil, nil
@@ -154,7 +159,13 @@ func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHo
 	if err != nil {
 		return nil, fmt.Errorf("rebuild hours: %w", err)
 	}
-	hourly := rollupOf(touched, stored, nil, loc)
+	settled := map[LaneHour]bool{}
+	for _, p := range stored {
+		if Sent(p) && p.Outcome != OutcomeReserved {
+			settled[LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}] = true
+		}
+	}
+	hourly := slices.DeleteFunc(rollupOf(touched, stored, nil, loc), func(h Hourly) bool { return !settled[LaneHour{h.Lane, h.Site, h.Hour}] })
 	if n, err := writeHourly(ctx, st, hourly); err != nil {
 		return hourly[:n], fmt.Errorf("rebuild hours: %w", err)
 	}

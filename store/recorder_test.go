@@ -467,3 +467,23 @@ func sameHourly(a, b []store.Hourly) bool {
 	}
 	return true
 }
+
+// Rebuild leaves alone a lane-hour whose only requests are reservations
+// (a spool replays a booking before the release that withdraws it: an
+// hourly point written then could never be taken back), and writes one
+// that holds a settled probe beside a reservation, counting it.
+func TestRebuildLeavesAnHourOfReservationsAlone(t *testing.T) {
+	h1, h2 := hour0, hour0.Add(time.Hour)
+	booked := func(at time.Time) store.Probe {
+		return store.Probe{Lane: "a", Kind: "free", Time: at, Outcome: store.OutcomeReserved}
+	}
+	st := &memStore{probes: []store.Probe{booked(h1.Add(time.Minute)), okProbe("a", h2.Add(time.Minute), 3), booked(h2.Add(2 * time.Minute))}}
+	got, err := store.Rebuild(context.Background(), st, time.UTC, []store.LaneHour{{Lane: "a", Hour: h1}, {Lane: "a", Hour: h2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Hourly{{Lane: "a", Kind: "free", Hour: h2, WorstQueueS: 3, WorstGenS: 1, MinTokPerS: 8, Samples: 2, Failures: 1}}
+	if !sameHourly(got, want) || !sameHourly(st.hourly, want) {
+		t.Errorf("rebuilt %+v, stored %+v; want %+v", got, st.hourly, want)
+	}
+}
