@@ -9,8 +9,8 @@
 # Scope: sampler/budget, policy, probe and report/backtest whole; of store
 # only aggregate.go, recorder.go and reserve.go. gremlins cannot select
 # files, only exclude them (--exclude-files, a regexp over the path inside
-# the package), so every other file of store, and store/storetest and
-# store/lineproto, is excluded by name.
+# the package), so every other file of store, and its sub-packages, are
+# excluded by name.
 #
 # Environment: MUTATE_PKGS (space-separated, default all five),
 # MUTATE_WORKERS (default 2), MUTATE_TIMEOUT_COEFFICIENT (default 5: a
@@ -50,7 +50,7 @@ excludes() {
 			*) printf -- '--exclude-files\n^%s$\n' "${name//./\\.}" ;;
 			esac
 		done
-		printf -- '--exclude-files\n^storetest/\n--exclude-files\n^lineproto/\n'
+		printf -- '--exclude-files\n/\n'
 		;;
 	esac
 }

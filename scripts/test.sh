@@ -100,7 +100,7 @@ if [[ "$fuzztime" == "0" ]]; then
 else
 	echo "== fuzz ($fuzztime per target)"
 	fuzzlog="$(mktemp)"
-	for target in config:FuzzParse probe:FuzzSSE probe:FuzzQuota store:FuzzDecode store/lineproto:FuzzPlainLine store:FuzzFileRead policy:FuzzBookInput policy:FuzzParseFile; do
+	for target in config:FuzzParse probe:FuzzSSE probe:FuzzQuota store:FuzzDecode store:FuzzPlain store/file:FuzzRead policy:FuzzBookInput policy:FuzzParseFile; do
 		pkg="${target%%:*}" name="${target##*:}"
 		if ! fuzz "$pkg" "$name"; then
 			if grep -q "context deadline exceeded" "$fuzzlog" && ! grep -q "Failing input written" "$fuzzlog"; then
