@@ -99,7 +99,7 @@ func start(bin, dir string, o Options) (*Server, error) {
 		"INFLUXDB_META_DIR=" + filepath.Join(dir, "meta"), "INFLUXDB_DATA_DIR=" + filepath.Join(dir, "data"),
 		"INFLUXDB_DATA_WAL_DIR=" + filepath.Join(dir, "wal"), "INFLUXDB_DATA_QUERY_LOG_ENABLED=false",
 		"INFLUXDB_MONITOR_STORE_ENABLED=false", "INFLUXDB_REPORTING_DISABLED=true",
-		"INFLUXDB_LOGGING_LEVEL=warn", "INFLUXDB_LOGGING_SUPPRESS_LOGO=true"}, o.Env) // the last of a repeated name wins
+		"INFLUXDB_LOGGING_LEVEL=warn", "INFLUXDB_LOGGING_SUPPRESS_LOGO=true", "INFLUXDB_COORDINATOR_WRITE_TIMEOUT=60s"}, o.Env) // the last of a repeated name wins
 	if err := s.run(); err != nil {
 		return nil, err
 	}
