@@ -299,3 +299,30 @@ func (s *Server) Query(q string) error {
 	}
 	return nil
 }
+
+// StartNewer is StartWith on the newer InfluxDB 1.x of $INFLUXD_BIN_NEWER
+// (scripts/influxd.sh build 1.13.2): built without its Rust libflux, so
+// only InfluxQL and the writes run, Flux off. Unset, tb skips as for a
+// missing tool (fails under CI=true).
+func StartNewer(tb testing.TB, o Options) *Server {
+	tb.Helper()
+	bin := os.Getenv("INFLUXD_BIN_NEWER")
+	if bin == "" {
+		missingtool.Skip(tb, "influxd 1.13.2", "scripts/influxd.sh build 1.13.2, then INFLUXD_BIN_NEWER=~/.cache/lanewatch/bin/influxd-1.13.2",
+			"INFLUXD_BIN_NEWER is not set; no InfluxDB newer than 1.8 to test against")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		missingtool.Skip(tb, "influxd 1.13.2", "scripts/influxd.sh build 1.13.2", fmt.Sprintf("INFLUXD_BIN_NEWER=%s is not there", bin))
+	}
+	o.Bin, o.Env = bin, append(o.Env, "INFLUXDB_HTTP_FLUX_ENABLED=false")
+	srv := StartWith(tb, o)
+	resp, err := http.Get(srv.URL + "/ping")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if v := resp.Header.Get("X-Influxdb-Version"); v == "" || strings.HasPrefix(v, "1.8.") {
+		tb.Fatalf("%s answers as InfluxDB %q; want a release newer than 1.8", bin, v)
+	}
+	return srv
+}

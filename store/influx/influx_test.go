@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/internal/missingtool"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
 	"github.com/lanewatch/lanewatch/store/influx"
@@ -649,42 +648,9 @@ func TestAuth(t *testing.T) {
 	})
 }
 
-// A newer InfluxDB 1.x than 1.8.10, the one $INFLUXD_BIN_NEWER names:
-// `make test` builds 1.13.2 and sets it (scripts/influxd.sh build 1.13.2, or
-// 1.11.8, builds one by hand). It is built without Flux (libflux, Rust
-// through cgo, cannot be built here), so only the InfluxQL read path and the
-// writes run against it. Unset, the test skips as for a missing tool (and
-// fails under CI).
-func newerServer(t *testing.T, o influxtest.Options) *influxtest.Server {
-	t.Helper()
-	bin := os.Getenv("INFLUXD_BIN_NEWER")
-	if bin == "" {
-		missingtool.Skip(t, "influxd 1.13.2", "scripts/influxd.sh build 1.13.2, then INFLUXD_BIN_NEWER=~/.cache/lanewatch/bin/influxd-1.13.2",
-			"INFLUXD_BIN_NEWER is not set; no InfluxDB newer than 1.8 to test against")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		missingtool.Skip(t, "influxd 1.13.2", "scripts/influxd.sh build 1.13.2", fmt.Sprintf("INFLUXD_BIN_NEWER=%s is not there", bin))
-	}
-	// Its Flux is a stub: with flux-enabled it stops at start ("panic:
-	// flux is not available: this influxd was built without libflux").
-	o.Bin, o.Env = bin, append(o.Env, "INFLUXDB_HTTP_FLUX_ENABLED=false")
-	srv := influxtest.StartWith(t, o)
-	resp, err := http.Get(srv.URL + "/ping")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	v := resp.Header.Get("X-Influxdb-Version")
-	if v == "" || strings.HasPrefix(v, "1.8.") {
-		t.Fatalf("%s answers as InfluxDB %q; want a release newer than 1.8", bin, v)
-	}
-	t.Logf("InfluxDB %s", v)
-	return srv
-}
-
 // The store contract on the newer server.
 func TestNewerContract(t *testing.T) {
-	srv := newerServer(t, influxtest.Options{})
+	srv := influxtest.StartNewer(t, influxtest.Options{})
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := influx.Open(ctx, influx.Options{URL: srv.URL, Bucket: influxtest.NewDB(t, srv.URL) + "/autogen", Warn: failOnWarn(t)})
 		if err != nil {
@@ -696,7 +662,7 @@ func TestNewerContract(t *testing.T) {
 
 // Chunked InfluxQL reads get past the newer server's max-row-limit too.
 func TestNewerReadsPastTheRowLimit(t *testing.T) {
-	srv := newerServer(t, influxtest.Options{})
+	srv := influxtest.StartNewer(t, influxtest.Options{})
 	s := openInflux(t, srv.URL, influx.Options{Bucket: srv.CreateDB(t, "rows") + "/autogen"})
 	n := 3*influxtest.MaxRowLimit + 7
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -717,7 +683,7 @@ func TestNewerReadsPastTheRowLimit(t *testing.T) {
 // With auth on, the token user:password reads and writes; a wrong password
 // fails at open with a hint and without the password.
 func TestNewerAuth(t *testing.T) {
-	srv := newerServer(t, influxtest.Options{Auth: true, Password: "pw-New-2291"})
+	srv := influxtest.StartNewer(t, influxtest.Options{Auth: true, Password: "pw-New-2291"})
 	bucket := srv.CreateDB(t, "lanewatch") + "/autogen"
 	s, err := influx.Open(ctx, influx.Options{URL: srv.URL, Bucket: bucket, Token: "admin:pw-New-2291"})
 	if err != nil {

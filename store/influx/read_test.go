@@ -29,39 +29,8 @@ import (
 	"github.com/lanewatch/lanewatch/store/file"
 	"github.com/lanewatch/lanewatch/store/influx"
 	"github.com/lanewatch/lanewatch/store/spool"
+	"github.com/lanewatch/lanewatch/store/storetest"
 )
-
-// eachRun reads the hourly points q selects from st and hands fn each
-// time's points, a run, once the next time's first point (or the end)
-// came.
-func eachRun(ctx context.Context, st store.Store, q store.Query, fn func([]store.Hourly) error) error {
-	var run []store.Hourly
-	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
-		if len(run) > 0 && !h.Hour.Equal(run[0].Hour) {
-			if err := fn(run); err != nil {
-				return err
-			}
-			run = nil
-		}
-		run = append(run, h)
-		return nil
-	}})
-	if err == nil && len(run) > 0 {
-		err = fn(run)
-	}
-	return err
-}
-
-// eachRuns reads q and returns its runs.
-func eachRuns(t *testing.T, st store.Store, q store.Query) ([][]store.Hourly, error) {
-	t.Helper()
-	var runs [][]store.Hourly
-	err := eachRun(ctx, st, q, func(hs []store.Hourly) error {
-		runs = append(runs, slices.Clone(hs))
-		return nil
-	})
-	return runs, err
-}
 
 // hourlyServer is an InfluxDB whose reads of queue_hourly are answered by
 // answer, as JSON, for each statement of a request (its index and the span
@@ -277,7 +246,7 @@ func TestReadRandomAnswers(t *testing.T) {
 			t.Fatalf("case %d: Hourly gave %d points; want the answer's %d, sorted and unique", n, len(hs), len(want))
 		}
 		queries.Store(0)
-		runs, err := eachRuns(t, st, q)
+		runs, err := storetest.HourlyRuns(st, q)
 		if err != nil {
 			t.Fatalf("case %d: read: %v", n, err)
 		}
@@ -385,7 +354,7 @@ func TestReadHandsOverWhileItReads(t *testing.T) {
 			var late atomic.Bool
 			st := c.open(t, gatedServer(t, gate, &late))
 			var got []store.Hourly
-			err := eachRun(ctx, st, q, func(hs []store.Hourly) error {
+			err := storetest.EachHour(ctx, st, q, func(hs []store.Hourly) error {
 				if len(got) == 0 {
 					close(gate)
 				}
@@ -423,7 +392,7 @@ func TestReadReturnsOnceItsPiecesEnded(t *testing.T) {
 	})
 	for range 50 {
 		var seen string
-		err := eachRun(ctx, st, store.Between(first, hour0), func([]store.Hourly) error {
+		err := storetest.EachHour(ctx, st, store.Between(first, hour0), func([]store.Hourly) error {
 			select { // fn stops the read while the later piece reads
 			case <-asked:
 			case <-time.After(10 * time.Second):
@@ -476,7 +445,7 @@ func TestReadPieceFails(t *testing.T) {
 			defer front.Close()
 			st := openInflux(t, front.URL, influx.Options{Bucket: db + "/autogen"})
 			q := store.Between(first, hour0)
-			runs, err := eachRuns(t, st, q)
+			runs, err := storetest.HourlyRuns(st, q)
 			if err == nil || !strings.Contains(err.Error(), ": read: ") || !strings.Contains(err.Error(), "engine on fire") {
 				t.Fatalf("read with query %d failing = %v; want the read's error with the server's message", failing, err)
 			}
@@ -590,7 +559,7 @@ func TestReadStopsCleanly(t *testing.T) {
 			done := make(chan result, 1)
 			go func() {
 				n := 0
-				err := eachRun(rctx, st, q, func([]store.Hourly) error {
+				err := storetest.EachHour(rctx, st, q, func([]store.Hourly) error {
 					defer func() { n++ }()
 					if c.fn == nil {
 						return nil
@@ -666,7 +635,7 @@ func TestReadRepeatedKey(t *testing.T) {
 		if len(want) != 2*4*24 {
 			t.Fatalf("%s: Hourly = %d points; want one per lane and hour: %d", via.name, len(want), 2*4*24)
 		}
-		runs, err := eachRuns(t, st, q)
+		runs, err := storetest.HourlyRuns(st, q)
 		if err != nil {
 			t.Fatal(err)
 		}

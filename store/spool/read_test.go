@@ -554,7 +554,7 @@ func TestReadFails(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			sp, rctx := c.open(t, filepath.Join(t.TempDir(), "spool.lp"))
 			called := false
-			err := eachRun(rctx, sp, q, func([]store.Hourly) error {
+			err := storetest.EachHour(rctx, sp, q, func([]store.Hourly) error {
 				called = true
 				return nil
 			})
@@ -638,7 +638,7 @@ func TestReadMergesTheSpool(t *testing.T) {
 	if len(want) != len(stored)+1 || !slices.Contains(want, rewrite) || !slices.Contains(want, added) {
 		t.Fatalf("Hourly = %d points; want the %d stored with one rewritten and one added from the spool", len(want), len(stored))
 	}
-	runs, err := eachRuns(t, r, q)
+	runs, err := storetest.HourlyRuns(r, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +668,7 @@ func TestReadWhileTheSpoolWrites(t *testing.T) {
 	var got []store.Hourly
 	read := make(chan error, 1)
 	go func() {
-		read <- eachRun(ctx, sp, store.Between(first, hour0), func(hs []store.Hourly) error {
+		read <- storetest.EachHour(ctx, sp, store.Between(first, hour0), func(hs []store.Hourly) error {
 			if len(got) == 0 {
 				go func() { wrote <- sp.Write(ctx, store.Batch{Hourly: []store.Hourly{late}}) }()
 				time.Sleep(100 * time.Millisecond) // the write waits for the lock meanwhile
@@ -751,37 +751,6 @@ func TestReadsTheSpoolBeforeTheReplay(t *testing.T) {
 		t.Errorf("server holds %d hourly points after the replay, want %d", n, lanes)
 	}
 	wantRead(t, "after the replay", s2, sortProbes(append(append(slices.Clone(ps0), ps1...), ps2...)), hs2)
-}
-
-// eachRun reads the hourly points q selects from st and hands fn each
-// time's points, once the next time's first point (or the end) came.
-func eachRun(ctx context.Context, st store.Store, q store.Query, fn func([]store.Hourly) error) error {
-	var run []store.Hourly
-	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
-		if len(run) > 0 && !h.Hour.Equal(run[0].Hour) {
-			if err := fn(run); err != nil {
-				return err
-			}
-			run = nil
-		}
-		run = append(run, h)
-		return nil
-	}})
-	if err == nil && len(run) > 0 {
-		err = fn(run)
-	}
-	return err
-}
-
-// eachRuns reads q and returns its runs.
-func eachRuns(t *testing.T, st store.Store, q store.Query) ([][]store.Hourly, error) {
-	t.Helper()
-	var runs [][]store.Hourly
-	err := eachRun(ctx, st, q, func(hs []store.Hourly) error {
-		runs = append(runs, slices.Clone(hs))
-		return nil
-	})
-	return runs, err
 }
 
 func hourlyAt(lane string, h int, worst float64) store.Hourly {

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/influxtest"
-	"github.com/lanewatch/lanewatch/internal/missingtool"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
 	"github.com/lanewatch/lanewatch/store/influx"
@@ -1048,43 +1047,10 @@ func TestSecondWriterRefused(t *testing.T) {
 	}
 }
 
-// A newer InfluxDB 1.x than 1.8.10, the one $INFLUXD_BIN_NEWER names:
-// `make test` builds 1.13.2 and sets it (scripts/influxd.sh build 1.13.2, or
-// 1.11.8, builds one by hand). It is built without Flux (libflux, Rust
-// through cgo, cannot be built here), so only the InfluxQL read path and the
-// writes run against it. Unset, the test skips as for a missing tool (and
-// fails under CI).
-func newerServer(t *testing.T, o influxtest.Options) *influxtest.Server {
-	t.Helper()
-	bin := os.Getenv("INFLUXD_BIN_NEWER")
-	if bin == "" {
-		missingtool.Skip(t, "influxd 1.13.2", "scripts/influxd.sh build 1.13.2, then INFLUXD_BIN_NEWER=~/.cache/lanewatch/bin/influxd-1.13.2",
-			"INFLUXD_BIN_NEWER is not set; no InfluxDB newer than 1.8 to test against")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		missingtool.Skip(t, "influxd 1.13.2", "scripts/influxd.sh build 1.13.2", fmt.Sprintf("INFLUXD_BIN_NEWER=%s is not there", bin))
-	}
-	// Its Flux is a stub: with flux-enabled it stops at start ("panic:
-	// flux is not available: this influxd was built without libflux").
-	o.Bin, o.Env = bin, append(o.Env, "INFLUXDB_HTTP_FLUX_ENABLED=false")
-	srv := influxtest.StartWith(t, o)
-	resp, err := http.Get(srv.URL + "/ping")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	v := resp.Header.Get("X-Influxdb-Version")
-	if v == "" || strings.HasPrefix(v, "1.8.") {
-		t.Fatalf("%s answers as InfluxDB %q; want a release newer than 1.8", bin, v)
-	}
-	t.Logf("InfluxDB %s", v)
-	return srv
-}
-
 // An outage of the newer server: spooled rounds replay after its restart,
 // each probe stored once.
 func TestNewerServerReplay(t *testing.T) {
-	srv := newerServer(t, influxtest.Options{})
+	srv := influxtest.StartNewer(t, influxtest.Options{})
 	db := srv.CreateDB(t, "newerspool")
 	const lanes = 3
 	s := openSpooled(t, srv.URL, influx.Options{Bucket: db + "/autogen", RequestTimeout: 5 * time.Second},

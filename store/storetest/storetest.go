@@ -490,3 +490,33 @@ func FailOnWarn(t testing.TB) func(string, ...any) {
 		t.Errorf("unexpected warning: %s %v", msg, args)
 	}
 }
+
+// EachHour reads the hourly points q selects from st and hands fn each
+// time's points, once the next time's first point (or the end) came.
+func EachHour(ctx context.Context, st store.Store, q store.Query, fn func([]store.Hourly) error) error {
+	var run []store.Hourly
+	err := st.Read(ctx, q, store.Reader{Hourly: func(h store.Hourly) error {
+		if len(run) > 0 && !h.Hour.Equal(run[0].Hour) {
+			if err := fn(run); err != nil {
+				return err
+			}
+			run = nil
+		}
+		run = append(run, h)
+		return nil
+	}})
+	if err == nil && len(run) > 0 {
+		err = fn(run)
+	}
+	return err
+}
+
+// HourlyRuns reads q and returns EachHour's runs.
+func HourlyRuns(st store.Store, q store.Query) ([][]store.Hourly, error) {
+	var runs [][]store.Hourly
+	err := EachHour(context.Background(), st, q, func(hs []store.Hourly) error {
+		runs = append(runs, slices.Clone(hs))
+		return nil
+	})
+	return runs, err
+}
