@@ -161,7 +161,7 @@ grep -q '"msg":"round not stored"' "$work/daemon.log" && die "a daemon round was
 
 if [[ "${BENCH_GO:-1}" != 0 ]]; then
 	echo
-	echo "== go test -run '^\$' -bench . -benchmem ${BENCH_FLAGS:-} ./probe ./series ./policy ./cmd/policygen"
-	INFLUX_URL="$influx_url" go test -run '^$' -bench . -benchmem ${BENCH_FLAGS:-} ./probe ./series ./policy ./cmd/policygen
+	echo "== go test -run '^\$' -bench . -benchmem ${BENCH_FLAGS:-} ./probe ./store/file ./store/influx ./policy ./cmd/policygen"
+	INFLUX_URL="$influx_url" go test -run '^$' -bench . -benchmem ${BENCH_FLAGS:-} ./probe ./store/file ./store/influx ./policy ./cmd/policygen
 fi
 exit "$over"

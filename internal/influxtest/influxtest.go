@@ -94,7 +94,7 @@ func start(bin, dir string, o Options) (*Server, error) {
 	_ = l.Close()
 	s := &Server{URL: "http://" + addr, bin: bin, logPath: filepath.Join(dir, "influxd.log")}
 	s.env = slices.Concat(os.Environ(), []string{"INFLUXDB_HTTP_BIND_ADDRESS=" + addr, "INFLUXDB_BIND_ADDRESS=127.0.0.1:0",
-		"INFLUXDB_HTTP_FLUX_ENABLED=true", fmt.Sprintf("INFLUXDB_HTTP_AUTH_ENABLED=%t", o.Auth),
+		fmt.Sprintf("INFLUXDB_HTTP_AUTH_ENABLED=%t", o.Auth),
 		"INFLUXDB_HTTP_MAX_ROW_LIMIT=" + fmt.Sprint(MaxRowLimit), "INFLUXDB_HTTP_LOG_ENABLED=false",
 		"INFLUXDB_META_DIR=" + filepath.Join(dir, "meta"), "INFLUXDB_DATA_DIR=" + filepath.Join(dir, "data"),
 		"INFLUXDB_DATA_WAL_DIR=" + filepath.Join(dir, "wal"), "INFLUXDB_DATA_QUERY_LOG_ENABLED=false",
