@@ -68,7 +68,8 @@ func (s *sim) today(now time.Time) []store.Probe {
 func checkCap(t *testing.T, groups []Group, probes []store.Probe, now time.Time) {
 	t.Helper()
 	for _, g := range groups {
-		day, length := dayOf(g, now)
+		d := dayOf(g, now)
+		day, length := d.start, d.length
 		sent := 0
 		for i := len(probes) - 1; i >= 0 && !probes[i].Time.Before(day); i-- { // probes are in time order
 			if p := probes[i]; slices.Contains(g.Lanes, p.Lane) && !p.Time.After(now) {
