@@ -26,18 +26,17 @@ import (
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
 type metrics struct {
-	reg        *prometheus.Registry
-	probes     *prometheus.CounterVec
-	skipped    *prometheus.CounterVec
-	notStarted *prometheus.CounterVec
-	lastQueue  *prometheus.GaugeVec
-	quotaLeft  *prometheus.GaugeVec
-	budgetLeft *prometheus.GaugeVec
-	roundDur   prometheus.Histogram
-	spool      prometheus.Gauge
-	storeErrs  prometheus.Counter
-	standby    prometheus.Gauge
-	// For the alert rules (deploy/prometheus).
+	reg         *prometheus.Registry
+	probes      *prometheus.CounterVec
+	skipped     *prometheus.CounterVec
+	notStarted  *prometheus.CounterVec
+	lastQueue   *prometheus.GaugeVec
+	quotaLeft   *prometheus.GaugeVec
+	budgetLeft  *prometheus.GaugeVec
+	roundDur    prometheus.Histogram
+	spool       prometheus.Gauge
+	storeErrs   prometheus.Counter
+	standby     prometheus.Gauge
 	lastRound   prometheus.Gauge
 	interval    prometheus.Gauge
 	budgetReset *prometheus.GaugeVec

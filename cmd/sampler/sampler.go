@@ -40,9 +40,9 @@ type daemon struct {
 	mu        sync.Mutex
 	next      time.Time            // when the next scheduled round runs
 	backedOff map[string]time.Time // lanes whose back-off was logged, until when
-	told      map[string]bool      // what the heartbeats said that was logged once (identity.go)
-	disagree  map[string]bool      // sites that list other sites, as logged: "site sites" (identity.go)
-	interval  time.Duration        // between two rounds (the schedule's shortest)
+	told      map[string]bool      // heartbeat news logged once (identity.go)
+	disagree  map[string]bool      // "site sites" logged (identity.go)
+	interval  time.Duration        // the schedule's shortest
 
 	pruned string // the day (in the config's zone) maybePrune last pruned
 }
