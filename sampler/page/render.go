@@ -43,7 +43,7 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 func Render(w io.Writer, p Page) error {
 	v := view{Page: p}
 	v.Location = store.OrUTC(p.Location)
-	v.chart, v.chartErr = checkChart(p.Chart)
+	v.ChartSVG, v.ChartProblem = checkChart(p.Chart)
 	t := template.Must(page.Clone()).Funcs(template.FuncMap{"rfc": v.rfc})
 	if err := t.Execute(w, v); err != nil {
 		return fmt.Errorf("status page: %w", err)
@@ -54,16 +54,9 @@ func Render(w io.Writer, p Page) error {
 // view is what the template sees: the page plus what is derived from it.
 type view struct {
 	Page
-	chart    template.HTML
-	chartErr string
+	ChartSVG     template.HTML // the chart to show inline, "" when none or left out
+	ChartProblem string        // why a non-empty chart was left out
 }
-
-// ChartSVG is the chart to show inline, "" when there is none or it was left
-// out (ChartProblem says why).
-func (v view) ChartSVG() template.HTML { return v.chart }
-
-// ChartProblem says why a non-empty chart was left out, "" otherwise.
-func (v view) ChartProblem() string { return v.chartErr }
 
 // moment is a time to show with how far it is from the page's time.
 type moment struct {
