@@ -107,7 +107,6 @@ func readRegular(path string) ([]byte, error) {
 	return data, err
 }
 
-// modeName names what a file that is not a regular one is.
 func modeName(m fs.FileMode) string {
 	for _, k := range []struct {
 		bit  fs.FileMode

@@ -42,7 +42,6 @@ func (s *Sampler) SetIdentity(id Identity) {
 	s.duty.id = &id
 }
 
-// heartbeat is this sampler's heartbeat at now.
 func (s *Sampler) heartbeat(id *Identity, now time.Time) store.Heartbeat {
 	return store.Heartbeat{Instance: id.Instance, Shard: s.opt.Shard.String(), Site: s.opt.Site, Time: now.Round(0).UTC(),
 		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds(),
@@ -60,7 +59,6 @@ func (s *Sampler) accountSites() []string {
 	return slices.Compact(sites)
 }
 
-// sitesDisagree is the last read's sitesErr.
 func (s *Sampler) sitesDisagree() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

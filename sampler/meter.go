@@ -99,7 +99,6 @@ func (s *Sampler) shared() (map[string]bool, []string) {
 	return lanes, sites
 }
 
-// sent returns the points of ps that stand for requests sent (store.Sent).
 func sent(ps []store.Probe) []store.Probe {
 	return slices.DeleteFunc(ps, func(p store.Probe) bool { return !store.Sent(p) })
 }
@@ -117,7 +116,6 @@ func (s *Sampler) abandoned(ps []store.Probe, now time.Time) []store.LaneHour {
 	return out
 }
 
-// within returns the probes of ps in w of the lanes, in their order.
 func within(ps []store.Probe, w store.Window, lanes []string) []store.Probe {
 	in := map[string]bool{}
 	for _, l := range lanes {

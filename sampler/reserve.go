@@ -159,7 +159,6 @@ func jitter(at time.Time, d time.Duration) time.Time {
 	return at.Add(-d)
 }
 
-// released returns the reservations with outcome unsent.
 func released(booked []store.Probe) []store.Probe {
 	out := slices.Clone(booked)
 	for i := range out {

@@ -223,7 +223,6 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 	return points, nil
 }
 
-// kept returns the elements of xs whose index keep says.
 func kept[T any](xs []T, keep func(i int) bool) []T {
 	var out []T
 	for i, x := range xs {
@@ -357,7 +356,6 @@ func (s *Sampler) settleWithin() time.Duration {
 	return DefaultStoreTimeout + ConfirmWait + s.WorstRound() + DefaultStoreTimeout
 }
 
-// longestTimeout is the longest probe timeout of the owned lanes.
 func (s *Sampler) longestTimeout() time.Duration {
 	var longest time.Duration
 	for _, l := range s.owned {

@@ -81,7 +81,6 @@ func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	return false
 }
 
-// startHeartbeat makes the daemon's rounds write its heartbeat.
 func (d *daemon) startHeartbeat(start time.Time) {
 	id := newIdentity(d.cfg, start)
 	d.s.SetIdentity(id)

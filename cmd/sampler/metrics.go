@@ -48,7 +48,6 @@ type metrics struct {
 	standbyWhy atomic.Pointer[string] // the last round's reason to stand by; nil while active
 }
 
-// newMetrics returns the metrics of a sampler of a site and shard.
 func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), groups: groups}
 	f := promauto.With(m.reg)
@@ -83,7 +82,6 @@ func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	return m
 }
 
-// onStandby reports whether the last round stood by.
 func (m *metrics) onStandby() bool { return m.standbyWhy.Load() != nil }
 
 func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {

@@ -174,7 +174,6 @@ type state struct {
 	mayProbe bool // the current slot is unused and the cap allows one more
 }
 
-// spends is the time of every request of the group's lanes in the input.
 func spends(g *Group, in Input) []time.Time {
 	var out []time.Time
 	for _, p := range in.Probes {
@@ -221,7 +220,6 @@ func SlotOwner(g Group, now time.Time) string {
 	return sites[mod(k+(d.n-mod(d.n, d.m))/d.m, int64(len(sites)))]
 }
 
-// mod is a modulo b, in [0, b).
 func mod(a, b int64) int64 { return (a%b + b) % b }
 
 // Cap is how many probes the group may have sent since its day started, at
