@@ -115,13 +115,6 @@ type Round struct {
 	DutyErr    error          // a heartbeat could not be written or read
 }
 
-// Plan reads from the store what budgets and back-offs need and decides
-// which of the owned lanes a round at now probes.
-func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
-	m := s.meter(ctx, now, now, now)
-	return s.decide(now, force, m, s.owned), m.err
-}
-
 // Run runs one round: it reads the store once, plans, books, probes, and
 // stores the probes, each replacing its reservation. A cancelled ctx stops
 // new probes from starting; interruptible (-once) also cuts those in flight
