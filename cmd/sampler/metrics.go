@@ -42,8 +42,7 @@ type metrics struct {
 	budgetReset *prometheus.GaugeVec
 	groups      []budget.Group
 
-	lastStored atomic.Bool // last round's write succeeded (for /healthz)
-	lastErr    atomic.Pointer[string]
+	lastErr    atomic.Pointer[string] // why the last round was not stored; nil when it was
 	rounds     atomic.Int64
 	standbyWhy atomic.Pointer[string] // the last round's reason to stand by; nil while active
 }
@@ -78,7 +77,6 @@ func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	m.standby = gauges("lanewatch_standby", "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
 		"site", "shard").WithLabelValues(site, shard)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.lastStored.Store(true)
 	return m
 }
 
@@ -94,7 +92,7 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 			why := r.Duty.Reason
 			m.standbyWhy.Store(&why)
 			m.rounds.Add(1)
-			m.lastStored.Store(true) // nothing to store
+			m.lastErr.Store(nil) // nothing to store
 			return
 		}
 	}
@@ -129,8 +127,8 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 		m.lastErr.Store(&msg)
 	} else {
 		m.lastRound.Set(float64(r.Start.UnixMilli()) / 1e3)
+		m.lastErr.Store(nil)
 	}
-	m.lastStored.Store(err == nil)
 }
 
 // problem is why the daemon is unhealthy, "" when it is not.
@@ -138,7 +136,7 @@ func (m *metrics) problem() string {
 	if why := m.standbyWhy.Load(); why != nil {
 		return *why
 	}
-	if e := m.lastErr.Load(); !m.lastStored.Load() && e != nil {
+	if e := m.lastErr.Load(); e != nil {
 		return "last round was not stored: " + *e
 	}
 	return ""

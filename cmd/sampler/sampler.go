@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,15 +125,12 @@ func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
 	fmt.Fprintln(tw, "lane\tkind\toutcome\tstatus\tqueue_s\tgen_s\ttokens\tsource\t")
 	var notes []string
 	for _, sm := range r.Samples {
-		status, src := "-", string(sm.TokensSource)
+		status := "-"
 		if sm.Status != 0 {
 			status = fmt.Sprint(sm.Status)
 		}
-		if src == "" {
-			src = "-"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\t\n",
-			sm.Lane, sm.Kind, sm.Outcome, status, waitText(sm), sm.GenS(), sm.Tokens, src)
+			sm.Lane, sm.Kind, sm.Outcome, status, waitText(sm), sm.GenS(), sm.Tokens, cmp.Or(string(sm.TokensSource), "-"))
 		switch {
 		case sm.RetryAfter != "":
 			notes = append(notes, fmt.Sprintf("%s: %s, Retry-After %s", sm.Lane, sm.Outcome, sm.RetryAfter))
