@@ -40,9 +40,7 @@ func (e *NoFileError) Error() string {
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
 
 // Write writes f as the file of its hour, atomically, creating Dir, and
-// returns its path: <hour>.yaml, or one site's view <hour>.<site>.yaml,
-// which never replaces the merged file. policygen and the sampler both
-// write through it. opts add to its atomicfile options (a test's Hook).
+// returns its path: <hour>.yaml, or one site's view <hour>.<site>.yaml.
 func (d Folder) Write(f policy.File, site string, opts ...atomicfile.Option) (string, error) {
 	data, err := policy.Marshal(f)
 	if err != nil {
@@ -70,10 +68,9 @@ func (d Folder) Read(hour string) (policy.File, []byte, error) {
 }
 
 // ReadFile reads and checks the policy file at path, at most MaxPolicyFile
-// bytes, and returns it with its bytes. Anything but a regular file (a
-// link is followed) is refused before a byte is read, and the open does not
-// wait for a named pipe's writer (O_NONBLOCK): a pipe, /dev/zero or a
-// directory is one error line, not a read that blocks or never ends.
+// bytes, and returns it with its bytes. Anything but a regular file is
+// refused before a byte is read (O_NONBLOCK: a pipe's writer is not waited
+// for).
 func ReadFile(path string) (policy.File, []byte, error) {
 	data, err := readRegular(path)
 	if err != nil {
@@ -110,8 +107,6 @@ func readRegular(path string) ([]byte, error) {
 	return data, err
 }
 
-// modeName names what a file that is not a regular one is, as the stores'
-// refusals do (file.ErrNotRegular).
 func modeName(m fs.FileMode) string {
 	for _, k := range []struct {
 		bit  fs.FileMode
@@ -150,9 +145,8 @@ func (e *NoNextError) Error() string {
 var hourFileRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}\.yaml$`)
 
 // Next returns the first hour from the one holding from on whose policy
-// file (live or forecast) starts a job of class on a lane
-// (policy.Class.Start), reading the files in hour order; a file without
-// the class does not fit, a bad file is an error, none a *NoNextError.
+// file starts a job of class on a lane (policy.Class.Start); a bad file is
+// an error, none a *NoNextError.
 func (d Folder) Next(from time.Time, class string) (Next, error) {
 	loc := store.OrUTC(d.Location)
 	fromLabel := store.HourLabel(store.HourStart(from, loc), loc)

@@ -97,8 +97,7 @@ func JSON(v any) []byte {
 }
 
 // params returns r's parameters, refusing unknown and repeated ones and a
-// missing class (when allowed); "hour" is the hour's label, by default the
-// current hour's.
+// missing class; "hour" is the hour's label, by default the current one's.
 func (s *server) params(r *http.Request, allowed ...string) (map[string]string, error) {
 	out := map[string]string{}
 	for k, vs := range r.URL.Query() {
@@ -218,11 +217,9 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 	return out, nil
 }
 
-// AnswerWithLane is policy.Answer followed by "lane", the lane the action runs on
-// (the book's free lane for retry_free and wait, its paid lane for
-// cut_over; null for stop or none), and "endpoint", that lane from lanes or
-// null, as POST /api/v1/book and policygen book -config answer. A lane
-// lanes lack is an *UnknownLaneError (its Class left for the caller).
+// AnswerWithLane is policy.Answer followed by "lane", the lane the action
+// runs on, and "endpoint", that lane from lanes (docs/api.md); a lane lanes
+// lack is an *UnknownLaneError (its Class left for the caller).
 func AnswerWithLane(in policy.BookInput, p policy.BookPolicy, cut *policy.Cutover, lanes []Lane) ([]byte, error) {
 	out, action, err := policy.Answer(in, p, cut)
 	if err != nil {

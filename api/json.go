@@ -10,9 +10,7 @@ import (
 )
 
 // PolicyJSON converts a policy file, which policy.ParseFile has accepted,
-// node by node into JSON: mappings keep the file's key order, numbers,
-// booleans and nulls stay what YAML reads them as, everything else is a
-// string, and aliases are expanded (docs/api.md).
+// node by node into JSON, keeping the key order (docs/api.md).
 func PolicyJSON(data []byte) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {

@@ -1,8 +1,6 @@
-// Package api answers what retry code and CI jobs ask of the policy files:
-// the hour's policy, the lane a class should run on with its fallback, the
-// next hour a class fits and the retry ledger, in Go (Folder, Choose) and
-// as a read-only JSON API over HTTP (Handler, docs/api.md). It reads
-// policy files and never writes, probes or reads a key.
+// Package api answers what retry code and CI jobs ask of the policy files,
+// in Go (Folder, Choose) and as a read-only JSON API over HTTP (Handler,
+// docs/api.md). It never probes or reads a key.
 package api
 
 import (
@@ -14,8 +12,8 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// Lane is a configured lane with its endpoint, as the answers write it, and
-// the name of the variable that holds its key ("" for none), never a key.
+// Lane is a configured lane with its endpoint and the name of the variable
+// that holds its key, never a key.
 type Lane struct {
 	Lane      string `json:"lane"`
 	Kind      string `json:"kind"` // policy.KindFree or policy.KindPaid
@@ -25,10 +23,8 @@ type Lane struct {
 	APIKeyEnv string `json:"api_key_env"`
 }
 
-// Choice is the lane a job of a class runs on in an hour (Choose), with
-// its endpoint, the first-token wait after which a free attempt is
-// abandoned (the class's cutover_after_s, when there is a fallback) and
-// the fallback: the book's eligible paid lane, where cut_over goes.
+// Choice is the lane a job of a class runs on in an hour (Choose), with the
+// class's cutover_after_s and the book's eligible paid lane as fallback.
 type Choice struct {
 	Lane
 	Hour          string   `json:"hour"`
@@ -55,12 +51,10 @@ func (e *UnknownLaneError) Error() string {
 	return fmt.Sprintf("lane %q of class %q is not in the config", e.Lane, e.Class)
 }
 
-// Choose returns the lane a job of class runs on in f (policy.Class.Start:
-// the class's decision, else its first lane) with its endpoint from lanes:
-// a decision that is free first starts on the book's free lane and cuts
-// over at cutover_after_s when there is a fallback; one that is not starts
-// on the fallback, with no cut-over time. The errors: the class is not in
-// f (policy.File.NamedClass), *NoLaneError, *UnknownLaneError.
+// Choose returns the lane a job of class runs on in f (policy.Class.Start)
+// with its endpoint from lanes, and a cut-over time when it starts free and
+// has a fallback. The errors: policy.File.NamedClass's, *NoLaneError,
+// *UnknownLaneError.
 func Choose(f policy.File, class string, lanes []Lane) (Choice, error) {
 	c, err := f.NamedClass(class)
 	if err != nil {
@@ -93,9 +87,7 @@ func find(lanes []Lane, name string) (Lane, bool) {
 	return lanes[i], true
 }
 
-// WhyNoLane says, per lane of the file, why it is not in the class's lanes:
-// "free: probe_failed; paid: does not fit the 60 s deadline (55 s queue +
-// 19.28 s to generate 800 tokens)".
+// WhyNoLane says, per lane of the file, why it is not in the class's lanes.
 func WhyNoLane(f policy.File, c policy.Class) string {
 	if len(f.Lanes) == 0 {
 		return "the policy file lists no lanes"

@@ -11,15 +11,13 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// Identity is who a sampler daemon is, for its heartbeats (docs/deploy.md,
-// "A shard runs once").
+// Identity is who a sampler daemon is, for its heartbeats.
 type Identity struct {
 	Instance string // unique per process
 	Host     string
 	Version  string
 	Start    time.Time
-	// Interval is the schedule's interval: a heartbeat is live for two.
-	Interval time.Duration
+	Interval time.Duration // the schedule's
 }
 
 // heartbeatReach is the least span of heartbeats a round reads on either
@@ -37,15 +35,13 @@ type dutyState struct {
 	sitesErr     error          // budget.Input.SitesErr from the last read
 }
 
-// SetIdentity makes the rounds write id's heartbeat and stand by while an
-// earlier-started instance of the shard and site is live (package duty).
+// SetIdentity makes the rounds write id's heartbeat and apply package duty.
 func (s *Sampler) SetIdentity(id Identity) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.duty.id = &id
 }
 
-// heartbeat is this sampler's heartbeat at now.
 func (s *Sampler) heartbeat(id *Identity, now time.Time) store.Heartbeat {
 	return store.Heartbeat{Instance: id.Instance, Shard: s.opt.Shard.String(), Site: s.opt.Site, Time: now.Round(0).UTC(),
 		Host: id.Host, StartNS: id.Start.UnixNano(), Version: id.Version, IntervalS: id.Interval.Seconds(),
@@ -63,7 +59,6 @@ func (s *Sampler) accountSites() []string {
 	return slices.Compact(sites)
 }
 
-// sitesDisagree is the last read's sitesErr.
 func (s *Sampler) sitesDisagree() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,7 +68,7 @@ func (s *Sampler) sitesDisagree() error {
 // checkDuty writes this round's heartbeat, reads those of its site and of
 // the sites it shares account quotas with, and decides whether the round
 // at now probes (nil without an Identity); a failed read keeps the last
-// decision (active for the first round).
+// decision.
 func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision, error) {
 	s.mu.Lock()
 	id := s.duty.id
@@ -88,7 +83,6 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 	var beats []store.Heartbeat
 	var rerr error
 	if !s.opt.Store.Status().Exclusive {
-		// (A file store this sampler holds locked has no other writer.)
 		reach := 2 * max(id.Interval, heartbeatReach)
 		sites := append(s.accountSites(), s.opt.Site)
 		beats, rerr = store.ReadHeartbeats(ctx, s.opt.Store, store.Query{Windows: []store.Window{{From: now.Add(-reach), To: now.Add(reach)}}, Sites: sites})
@@ -118,10 +112,9 @@ func (s *Sampler) checkDuty(ctx context.Context, now time.Time) (*duty.Decision,
 	return &d, nil
 }
 
-// healing returns the lane-hours an active round rebuilds beside its own
-// while another instance of the shard is, or was lately, live: those of
-// the probes stored within two intervals and a round of now, whose record
-// the other writer may have clobbered.
+// healing returns the lane-hours of the probes stored lately, which an
+// active round rebuilds while another instance of the shard is or was
+// lately live: the other writer may have clobbered them.
 func (s *Sampler) healing(stored []store.Probe, now time.Time) []store.LaneHour {
 	s.mu.Lock()
 	id, until := s.duty.id, s.duty.overlapUntil

@@ -10,19 +10,18 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// reading is what a plan reads from the store: the newest probe of each
-// owned lane, and the probes a budget counts, from one read (prior), which
-// also holds the hours a round's probes fall in, for the Recorder.
+// reading is what a plan reads from the store in one read: the newest
+// probe of each owned lane, the probes a budget counts, and prior, for the
+// Recorder.
 type reading struct {
 	latest, probes []store.Probe
 	prior          store.Prior
 	err            error
-	local          []store.Probe // when the store could not be read: its spool's and dead-letter file's
+	local          []store.Probe // with err: the spool's and dead-letter file's
 }
 
-// meter reads what a plan at now needs, the owned lanes' probes since since
-// if that is earlier than the groups' days, and the whole hours up to the
-// one holding until, in one read.
+// meter reads what a plan at now needs, the owned lanes' probes since
+// since, and the whole hours up to the one holding until.
 func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) reading {
 	var m reading
 	future := now.Add(FutureReach)
@@ -100,14 +99,12 @@ func (s *Sampler) shared() (map[string]bool, []string) {
 	return lanes, sites
 }
 
-// sent returns the points of ps that stand for requests sent (store.Sent).
 func sent(ps []store.Probe) []store.Probe {
 	return slices.DeleteFunc(ps, func(p store.Probe) bool { return !store.Sent(p) })
 }
 
-// abandoned returns the lane-hours of the reservations in ps booked before
-// now by more than a round can take to settle them (settleWithin): their
-// sampler was killed, so their hours are rebuilt to count them.
+// abandoned returns the lane-hours of the reservations in ps older than
+// settleWithin: their sampler was killed; their hours are rebuilt.
 func (s *Sampler) abandoned(ps []store.Probe, now time.Time) []store.LaneHour {
 	cutoff := now.Add(-s.settleWithin())
 	var out []store.LaneHour
@@ -119,7 +116,6 @@ func (s *Sampler) abandoned(ps []store.Probe, now time.Time) []store.LaneHour {
 	return out
 }
 
-// within returns the probes of ps in w of the lanes, in their order.
 func within(ps []store.Probe, w store.Window, lanes []string) []store.Probe {
 	in := map[string]bool{}
 	for _, l := range lanes {
@@ -134,8 +130,8 @@ func within(ps []store.Probe, w store.Window, lanes []string) []store.Probe {
 	return out
 }
 
-// newest returns the newest of the probes (sorted by time) of each lane and
-// site, sorted by lane and site, as store.Latest does.
+// newest returns the newest of the probes of each lane and site, sorted
+// by lane and site.
 func newest(ps []store.Probe) []store.Probe {
 	type laneSite struct{ lane, site string }
 	idx := map[laneSite]int{}

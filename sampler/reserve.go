@@ -13,10 +13,7 @@ import (
 )
 
 // book returns the reservations of the round's probes (docs/budgets.md,
-// Reservations): probe i is booked at the round's clock now plus its
-// spread offset, moved by a random fraction of a millisecond within its
-// second, and on by a nanosecond while a stored point of the lane holds
-// that time, so that no booking replaces another request.
+// "Reservations"), each at a time no stored point of its lane holds.
 func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored []store.Probe) []store.Probe {
 	if len(targets) == 0 {
 		return nil
@@ -41,18 +38,14 @@ func (s *Sampler) book(targets []probe.Target, offsets []time.Duration, stored [
 	return out
 }
 
-// ConfirmWait bounds how long a round waits, once booked, for the
-// bookings of its quota groups that other samplers made at the same moment
-// to be withdrawn (confirm); past it, its own are withdrawn.
+// ConfirmWait bounds how long confirm waits for other samplers' bookings
+// to be withdrawn; past it, its own are.
 const ConfirmWait = 10 * time.Second
 
-// confirm returns the indexes of the written bookings that must be
-// withdrawn before any request leaves: those of a quota group's lanes
-// that lose the group's slot to a booking another sampler made at the
-// same moment. The rule, and why two bookings never both stand in one
-// slot, are in docs/budgets.md ("Samplers booking at the same moment").
-// force confirms every booking; a read that fails withdraws the bookings
-// still waiting.
+// confirm returns the indexes of the written bookings that lose their
+// group's slot to another sampler's (docs/budgets.md, "Samplers booking at
+// the same moment"). force confirms every booking; a failed read withdraws
+// those still waiting.
 func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked []store.Probe, force bool) []int {
 	groupOf := map[string]int{}
 	for gi, g := range s.opt.Groups {
@@ -113,11 +106,9 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 	}
 }
 
-// withdraw stores the bookings confirm withdrew as released (unsent), then
-// rebuilds their lane-hours: the booking that took the slot may have read
-// one of them, still reserved, into its hour's record (store.Rebuild
-// leaves an hour of reservations alone). A release that fails leaves them
-// reserved: counted, never fewer than sent.
+// withdraw stores the bookings confirm withdrew as released, then rebuilds
+// their lane-hours, which the winner may have read them into; a failed
+// release leaves them counted.
 func (s *Sampler) withdraw(ctx context.Context, lost []store.Probe) {
 	if err := s.opt.Store.Write(ctx, store.Batch{Probes: released(lost)}); err != nil {
 		return
@@ -168,7 +159,6 @@ func jitter(at time.Time, d time.Duration) time.Time {
 	return at.Add(-d)
 }
 
-// released returns the reservations with outcome unsent.
 func released(booked []store.Probe) []store.Probe {
 	out := slices.Clone(booked)
 	for i := range out {
@@ -177,8 +167,7 @@ func released(booked []store.Probe) []store.Probe {
 	return out
 }
 
-// cancelledPoint is the point of a probe the sampler cut short: queue_s is
-// the wait so far (a lower bound unless a first token came).
+// cancelledPoint is the point of a probe the sampler cut short.
 func cancelledPoint(p store.Probe, sm probe.Sample) store.Probe {
 	p.OK, p.Outcome = false, store.OutcomeCancelled
 	switch {

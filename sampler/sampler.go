@@ -1,8 +1,6 @@
 // Package sampler runs the probe rounds: which of its shard's lanes a round
-// probes, the probes, and the round recorded in the store.
-//
-// Budgets and back-offs are in docs/budgets.md, a round's timing in
-// docs/deploy.md; cmd/sampler wires it to flags, cron, logs and HTTP.
+// probes, the probes, and the round recorded in the store (docs/budgets.md,
+// docs/deploy.md).
 package sampler
 
 import (
@@ -23,14 +21,13 @@ import (
 // DefaultStoreTimeout bounds each of a round's store writes on its own.
 const DefaultStoreTimeout = 2 * time.Minute
 
-// storeContext is the context of one store write of a round: a stopping
-// sampler still stores what it sent.
+// storeContext is the context of one store write of a round, which a
+// stopping sampler still makes.
 func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), DefaultStoreTimeout)
 }
 
-// SpreadStep is how far apart a round's probe starts are, so that they do
-// not misread their queue in one CPU burst (BENCHMARKS.md).
+// SpreadStep is how far apart a round's probe starts are (BENCHMARKS.md).
 const (
 	SpreadStep = 2 * time.Millisecond
 	MaxSpread  = 10 * time.Second
@@ -42,8 +39,8 @@ var ErrInterrupted = errors.New("interrupted: the round was cut short; the probe
 // ErrNotBooked is wrapped by a round whose reservations could not be written.
 var ErrNotBooked = errors.New("reservations not written: no lane probed this round")
 
-// FutureReach is how far past now a round reads the store: probes stamped
-// after now (the clock was stepped back) still count.
+// FutureReach is how far past now a round reads the store (a clock
+// stepped back).
 const FutureReach = 366 * 24 * time.Hour
 
 // Options wire a Sampler (config.SamplerOptions builds them).
@@ -108,34 +105,22 @@ type Round struct {
 	Plan     budget.Plan
 	MeterErr error          // the store could not be read: budgets unknown (their lanes skipped)
 	Samples  []probe.Sample // the probes that ran, in config order
-	// NotStarted are lanes the plan chose whose probe never started because
-	// the sampler was stopping (their reservations released).
+	// NotStarted are lanes chosen whose probe never started: the sampler
+	// was stopping.
 	NotStarted []string
-	Points     []store.Probe // as stored, in the plan's order: settled, cancelled or released
+	Points     []store.Probe // as stored, in the plan's order
 	Recorded   store.Recorded
-	Duration   time.Duration // probes and store write
-	// Duty is what package duty said of this round, nil for a sampler
-	// without an Identity; on standby (not Duty.Active) it probed nothing.
-	// DutyErr says why a heartbeat could not be written or read.
-	Duty    *duty.Decision
-	DutyErr error
+	Duration   time.Duration  // probes and store write
+	Duty       *duty.Decision // nil without an Identity; on standby it probed nothing
+	DutyErr    error          // a heartbeat could not be written or read
 }
 
-// Plan reads from the store what budgets and back-offs need and decides
-// which of the owned lanes a round at now probes.
-func (s *Sampler) Plan(ctx context.Context, now time.Time, force bool) (budget.Plan, error) {
-	m := s.meter(ctx, now, now, now)
-	return s.decide(now, force, m, s.owned), m.err
-}
-
-// Run runs one round: it reads the store once, plans, books the round's
-// requests (bookAndProbe), probes, and stores the probes, each replacing
-// its reservation. With interruptible false (the daemon) a cancelled ctx
-// stops new probes from starting and lets those in flight finish; with
-// interruptible true (-once at a terminal) it cuts them short and stores
-// them as cancelled (ErrInterrupted). force probes every owned lane,
-// budgets and back-offs notwithstanding (the probes still count). A
-// sampler with an Identity first applies package duty (duty.go).
+// Run runs one round: it reads the store once, plans, books, probes, and
+// stores the probes, each replacing its reservation. A cancelled ctx stops
+// new probes from starting; interruptible (-once) also cuts those in flight
+// short, stored as cancelled (ErrInterrupted). force probes every owned
+// lane (the probes still count). A sampler with an Identity first applies
+// package duty (duty.go).
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
 	r := &Round{Start: s.opt.Now()}
 	start := time.Now() // monotonic, for the duration
@@ -185,19 +170,16 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	return r, nil
 }
 
-// bookAndProbe books the targets' requests (one write of their
-// reservations, before any leaves; a failed write probes nothing:
-// ErrNotBooked), withdraws those confirm says lost their slot (their lanes
-// move to the plan's skips), probes the rest and returns their points. It
-// fills r's Samples, NotStarted and Points.
+// bookAndProbe books the targets' requests in one write (ErrNotBooked),
+// withdraws those confirm says lost their slot, probes the rest and
+// returns their points. It fills r's Samples, NotStarted and Points.
 func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Target, offsets []time.Duration, m reading, force, interruptible bool) ([]store.Probe, error) {
 	booked := s.book(targets, offsets, m.prior.Probes)
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
 	if len(booked) > 0 {
 		if err := store.Booked(s.opt.Store.Write(storeCtx, store.Batch{Probes: booked})); err != nil {
-			// Release what may have been stored of them; a failure leaves
-			// them reserved, counted (never fewer than sent).
+			// Release what may have been stored; a failure leaves it counted.
 			_ = s.opt.Store.Write(storeCtx, store.Batch{Probes: released(booked)})
 			return nil, fmt.Errorf("%w: %w", ErrNotBooked, err)
 		}
@@ -234,7 +216,6 @@ func (s *Sampler) bookAndProbe(ctx context.Context, r *Round, targets []probe.Ta
 	return points, nil
 }
 
-// kept returns the elements of xs whose index keep says.
 func kept[T any](xs []T, keep func(i int) bool) []T {
 	var out []T
 	for i, x := range xs {
@@ -264,9 +245,8 @@ type probeRun struct {
 }
 
 // probeAll probes the targets, at most Concurrency at once, probe i
-// starting at its offset or when a slot frees, whichever is later. When
-// ctx ends, probes not started yet are not started; probes in flight run
-// on unless interruptible.
+// starting at its offset or when a slot frees, whichever is later, none
+// once ctx ends; probes in flight run on unless interruptible.
 func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, offsets []time.Duration, interruptible bool) []probeRun {
 	probeCtx := context.WithoutCancel(ctx)
 	if interruptible {
@@ -303,9 +283,8 @@ func (s *Sampler) probeAll(ctx context.Context, targets []probe.Target, offsets 
 	return runs
 }
 
-// offsets are the start offsets of a round's n probes: SpreadStep apart,
-// within MaxSpread, shard i of N starting at i×SpreadStep and then every
-// N×SpreadStep, so that N shards together start a probe every SpreadStep.
+// offsets are the start offsets of a round's n probes: shard i of N starts
+// at i×SpreadStep and then every N×SpreadStep, within MaxSpread.
 func (s *Sampler) offsets(n int) []time.Duration {
 	count := s.opt.Shard.Count
 	window := min(time.Duration(n*count)*SpreadStep, MaxSpread)
@@ -333,8 +312,8 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// Point is the stored form (docs/schema.md) of a probe of a sampler at
-// site, booked at its reservation's time, which it replaces.
+// Point is the stored form (docs/schema.md) of a probe at site, booked at
+// its reservation's time.
 func Point(sm probe.Sample, site string, booked time.Time) store.Probe {
 	wait, _ := sm.Wait()
 	return store.Probe{
@@ -357,7 +336,7 @@ func Point(sm probe.Sample, site string, booked time.Time) store.Probe {
 }
 
 // WorstRound is how long a round of the owned lanes can take when every
-// probe runs to its timeout: waves of Concurrency probes, plus the spread.
+// probe runs to its timeout.
 func (s *Sampler) WorstRound() time.Duration {
 	c := max(s.opt.Concurrency, 1)
 	waves := (len(s.owned) + c - 1) / c
@@ -370,7 +349,6 @@ func (s *Sampler) settleWithin() time.Duration {
 	return DefaultStoreTimeout + ConfirmWait + s.WorstRound() + DefaultStoreTimeout
 }
 
-// longestTimeout is the longest probe timeout of the owned lanes.
 func (s *Sampler) longestTimeout() time.Duration {
 	var longest time.Duration
 	for _, l := range s.owned {
@@ -379,8 +357,7 @@ func (s *Sampler) longestTimeout() time.Duration {
 	return longest
 }
 
-// RoundWarning says, with the numbers, when a round could outlast the
-// schedule's interval; "" when it cannot.
+// RoundWarning says when a round could outlast the schedule's interval.
 func (s *Sampler) RoundWarning(interval time.Duration) string {
 	worst := s.WorstRound()
 	if interval <= 0 || worst <= interval {

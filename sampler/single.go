@@ -9,10 +9,8 @@ import (
 	"github.com/lanewatch/lanewatch/probe"
 )
 
-// ProbeLane runs a round of one owned lane (sampler probe): the round Run
-// runs, but its plan covers lane alone, and its hour record is read afresh
-// after the probe. The meter reads every owned lane, so a Sampler that
-// owns the other lanes of lane's quota group counts their requests.
+// ProbeLane runs a round of one owned lane (sampler probe): Run's round,
+// but its plan covers lane alone and its hour is read afresh to record it.
 func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Round, error) {
 	t, ok := s.targets[lane]
 	if !ok {
@@ -34,8 +32,6 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the probe: %w", err)
 	}
-	// Record reads the lane's hour again: a daemon beside this one may have
-	// stored a probe of it since the meter's read.
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
 	rec, err := s.rec.Record(storeCtx, r.Points)

@@ -26,9 +26,8 @@ const (
 	statusChartDays = 7
 )
 
-// Status reads from the store what the status page shows (the caller adds
-// the hour's policy file); a part that cannot be read is left out and said
-// in the page.
+// Status reads from the store what the status page shows but the policy
+// file; a part that cannot be read is said in the page.
 func (s *Sampler) Status(ctx context.Context) page.Page {
 	now := s.opt.Now()
 	p := page.Page{Now: now, Location: s.opt.Location, Site: s.opt.Site, Schedule: s.opt.Schedule, ChartDays: statusChartDays, Healthy: true}

@@ -7,14 +7,10 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-// newCron builds the scheduler: hours in the config's zone, and a chain with
-// SkipIfStillRunning outermost and Recover inside it (in v3.0.1, Recover
-// outside SkipIfStillRunning would leak the skip lock after a panic), so
-// rounds never overlap and a panicking round does not kill the daemon.
-//
-// The returned channel is closed when cron's scheduling goroutine has logged
-// its last line after Stop: cron.Stop's context covers running jobs only, so
-// the daemon waits on both before it returns and nothing logs after it.
+// newCron builds the scheduler: rounds never overlap, and a panicking one
+// does not kill the daemon (Recover inside SkipIfStillRunning, or v3.0.1
+// leaks the skip lock). The channel is closed when cron's scheduler has
+// logged its last line after Stop, which cron.Stop's context does not cover.
 func newCron(loc *time.Location, log *slog.Logger) (*cron.Cron, <-chan struct{}) {
 	l := cronLogger{log: log, stopped: make(chan struct{})}
 	c := cron.New(

@@ -16,9 +16,8 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// newIdentity is this daemon's identity for its heartbeats: host, pid and
-// a random suffix; its interval is the schedule's longest gap plus the
-// jitter, so that a late round is not taken for a dead instance.
+// newIdentity is this daemon's identity for its heartbeats; its interval
+// is the schedule's longest gap plus the jitter.
 func newIdentity(cfg *config.Config, start time.Time) sampler.Identity {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
@@ -54,9 +53,8 @@ func buildVersion() string {
 	return v
 }
 
-// logDuty logs what a round's heartbeat said (an error per round on
-// standby, an ignored heartbeat once per instance) and reports whether the
-// round stood by.
+// logDuty logs what a round's heartbeat said and reports whether the round
+// stood by.
 func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	if r.DutyErr != nil {
 		d.log.Warn("heartbeat: "+r.DutyErr.Error()+" (the last decision stands)", "err", r.DutyErr)
@@ -83,8 +81,6 @@ func (d *daemon) logDuty(r *sampler.Round, wasStandby bool) bool {
 	return false
 }
 
-// startHeartbeat makes the daemon's rounds write its heartbeat and stand
-// by while an earlier-started instance of its shard and site is live.
 func (d *daemon) startHeartbeat(start time.Time) {
 	id := newIdentity(d.cfg, start)
 	d.s.SetIdentity(id)
@@ -93,8 +89,7 @@ func (d *daemon) startHeartbeat(start time.Time) {
 		"live_for", duty.Lifetime(store.Heartbeat{}, id.Interval).String(), "measurement", store.MeasurementHeartbeat)
 }
 
-// logSites logs, once while it lasts, each site that lists other sites
-// than this one's, and when none does any more.
+// logSites logs, once while it lasts, each site that lists other sites.
 func (d *daemon) logSites(disagree []store.Heartbeat) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

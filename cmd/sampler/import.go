@@ -7,9 +7,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/lanewatch/lanewatch/internal/cli"
-
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
 )

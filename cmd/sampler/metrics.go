@@ -26,30 +26,27 @@ import (
 
 // metrics are the sampler's own Prometheus metrics, on a private registry.
 type metrics struct {
-	reg        *prometheus.Registry
-	probes     *prometheus.CounterVec
-	skipped    *prometheus.CounterVec
-	notStarted *prometheus.CounterVec
-	lastQueue  *prometheus.GaugeVec
-	quotaLeft  *prometheus.GaugeVec
-	budgetLeft *prometheus.GaugeVec
-	roundDur   prometheus.Histogram
-	spool      prometheus.Gauge
-	storeErrs  prometheus.Counter
-	standby    prometheus.Gauge
-	// For the alert rules (deploy/prometheus).
+	reg         *prometheus.Registry
+	probes      *prometheus.CounterVec
+	skipped     *prometheus.CounterVec
+	notStarted  *prometheus.CounterVec
+	lastQueue   *prometheus.GaugeVec
+	quotaLeft   *prometheus.GaugeVec
+	budgetLeft  *prometheus.GaugeVec
+	roundDur    prometheus.Histogram
+	spool       prometheus.Gauge
+	storeErrs   prometheus.Counter
+	standby     prometheus.Gauge
 	lastRound   prometheus.Gauge
 	interval    prometheus.Gauge
 	budgetReset *prometheus.GaugeVec
 	groups      []budget.Group
 
-	lastStored atomic.Bool // last round's write succeeded (for /healthz)
-	lastErr    atomic.Pointer[string]
+	lastErr    atomic.Pointer[string] // why the last round was not stored; nil when it was
 	rounds     atomic.Int64
 	standbyWhy atomic.Pointer[string] // the last round's reason to stand by; nil while active
 }
 
-// newMetrics returns the metrics of a sampler of a site and shard.
 func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), groups: groups}
 	f := promauto.With(m.reg)
@@ -80,11 +77,9 @@ func newMetrics(site, shard string, groups []budget.Group) *metrics {
 	m.standby = gauges("lanewatch_standby", "1 while an earlier-started instance of this shard and site probes it and this one stands by, else 0.",
 		"site", "shard").WithLabelValues(site, shard)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.lastStored.Store(true)
 	return m
 }
 
-// onStandby reports whether the last round stood by.
 func (m *metrics) onStandby() bool { return m.standbyWhy.Load() != nil }
 
 func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
@@ -97,7 +92,7 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 			why := r.Duty.Reason
 			m.standbyWhy.Store(&why)
 			m.rounds.Add(1)
-			m.lastStored.Store(true) // nothing to store
+			m.lastErr.Store(nil) // nothing to store
 			return
 		}
 	}
@@ -132,8 +127,8 @@ func (m *metrics) observeRound(r *sampler.Round, err error, spooled int) {
 		m.lastErr.Store(&msg)
 	} else {
 		m.lastRound.Set(float64(r.Start.UnixMilli()) / 1e3)
+		m.lastErr.Store(nil)
 	}
-	m.lastStored.Store(err == nil)
 }
 
 // problem is why the daemon is unhealthy, "" when it is not.
@@ -141,7 +136,7 @@ func (m *metrics) problem() string {
 	if why := m.standbyWhy.Load(); why != nil {
 		return *why
 	}
-	if e := m.lastErr.Load(); !m.lastStored.Load() && e != nil {
+	if e := m.lastErr.Load(); e != nil {
 		return "last round was not stored: " + *e
 	}
 	return ""

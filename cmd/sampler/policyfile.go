@@ -14,9 +14,8 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// writePolicies writes, after a round at now, the policy files of the hour
-// and the next as policygen does, unless policy.write is false, and returns
-// their paths; a failure is logged.
+// writePolicies writes the policy files of the hour and the next, unless
+// policy.write is false, and returns their paths; a failure is logged.
 func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []string) {
 	if !d.cfg.Policy.Write || ctx.Err() != nil {
 		return nil

@@ -20,9 +20,7 @@ import (
 const exitSkipped = 4
 
 // runProbe is `sampler probe -config F -lane NAME [-force]`: one probe of
-// one lane now, beside the daemon (config.Beside), printed as `sampler
-// -once` prints its rows; a lane the budgets or back-offs skip is refused
-// (exit 4) unless -force.
+// one lane now, beside the daemon, printed as `sampler -once` prints it.
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("probe", "sampler probe -config F -lane NAME [-force]", "path to the lanewatch YAML config (required)")
 	laneName := fs.String("lane", "", "the lane to probe (required)")
@@ -71,9 +69,8 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	return err
 }
 
-// probeOptions are the options of a sampler that owns lane and the other
-// lanes of its quota group (so that the meter counts them); only lane has
-// its key.
+// probeOptions are the options of a sampler that owns lane and, counted
+// but without a key, the other lanes of its quota group.
 func probeOptions(cfg *config.Config, st store.Store, lane config.Lane, key string) sampler.Options {
 	var targets []probe.Target
 	for _, l := range cfg.Lanes {

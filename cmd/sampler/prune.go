@@ -11,9 +11,7 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// runPrune is `sampler prune -config F`: store.retention_days applied now,
-// under the store's writer lock (the daemon prunes at its first round of
-// each day).
+// runPrune is `sampler prune -config F`: store.retention_days applied now.
 func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("prune", "sampler prune -config F", "config naming the store and store.retention_days (required)")
 	if err := fs.parse(args, stderr, false); err != nil {

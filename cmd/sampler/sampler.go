@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,9 +41,9 @@ type daemon struct {
 	mu        sync.Mutex
 	next      time.Time            // when the next scheduled round runs
 	backedOff map[string]time.Time // lanes whose back-off was logged, until when
-	told      map[string]bool      // what the heartbeats said that was logged once (identity.go)
-	disagree  map[string]bool      // sites that list other sites, as logged: "site sites" (identity.go)
-	interval  time.Duration        // between two rounds (the schedule's shortest)
+	told      map[string]bool      // heartbeat news logged once (identity.go)
+	disagree  map[string]bool      // "site sites" logged (identity.go)
+	interval  time.Duration        // the schedule's shortest
 
 	pruned string // the day (in the config's zone) maybePrune last pruned
 }
@@ -124,15 +125,12 @@ func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
 	fmt.Fprintln(tw, "lane\tkind\toutcome\tstatus\tqueue_s\tgen_s\ttokens\tsource\t")
 	var notes []string
 	for _, sm := range r.Samples {
-		status, src := "-", string(sm.TokensSource)
+		status := "-"
 		if sm.Status != 0 {
 			status = fmt.Sprint(sm.Status)
 		}
-		if src == "" {
-			src = "-"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\t\n",
-			sm.Lane, sm.Kind, sm.Outcome, status, waitText(sm), sm.GenS(), sm.Tokens, src)
+			sm.Lane, sm.Kind, sm.Outcome, status, waitText(sm), sm.GenS(), sm.Tokens, cmp.Or(string(sm.TokensSource), "-"))
 		switch {
 		case sm.RetryAfter != "":
 			notes = append(notes, fmt.Sprintf("%s: %s, Retry-After %s", sm.Lane, sm.Outcome, sm.RetryAfter))

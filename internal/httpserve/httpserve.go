@@ -1,26 +1,7 @@
 // Package httpserve is the one HTTP server setup of sampler -listen and
-// policygen serve: bounds that keep visitors from taking the descriptors,
-// memory or time the process needs, and that keep its health checks
-// answering beside any number of idle or slow visitors.
-//
-//   - At most MaxConns connections are served at once. When a new one comes
-//     at the cap, the connection that has waited longest for a request (a
-//     keep-alive one left idle, or one whose request has not arrived, or
-//     not whole) is closed to make room for it. Only when every one is in a
-//     request do new ones wait in the kernel's backlog. (So MaxConns+1
-//     descriptors, for the moment it takes to make room.) A flood of new
-//     connections, MaxConns-MaxBusy of them faster than the server reads
-//     one request, could still close a health check's before its request
-//     is read; established visitors, idle or slow, cannot.
-//   - At most MaxBusy requests outside the Always paths (/healthz, /metrics)
-//     are served at once, each counted until its connection is done with
-//     it, body included; more are answered 503 at once, with Retry-After: 1
-//     and the JSON API's error {"error": "...", "code": "busy"}
-//     (docs/api.md), without waiting for their body. Requests to the Always
-//     paths are never refused, and a body sent to them is not waited for.
-//     So all but MaxBusy of the cap are idle, waiting for a request or
-//     answering a health check: one can always make room for the next.
-//   - Deadlines close connections that send or read too slowly or sit idle.
+// policygen serve: bounds on connections, busy requests and time that keep
+// its health checks answering beside any number of idle or slow visitors
+// (docs/deploy.md; the busy answer is in docs/api.md).
 package httpserve
 
 import (
@@ -28,23 +9,22 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
 
-// Limits bound what the visitors of a server can hold.
+// Limits bound what the visitors of a server can hold. At MaxConns, a new
+// connection closes the one that has waited longest for a request; past
+// MaxBusy requests outside the Always paths, a request is answered 503.
 type Limits struct {
-	MaxConns int // connections open at once
-	MaxBusy  int // requests outside Always served at once; below MaxConns
-	// Always are the paths served beyond MaxBusy: cheap answers that
-	// must not wait (health checks, metrics).
-	Always []string
-	// ReadHeader, Read, Write and Idle are the http.Server timeouts.
-	ReadHeader, Read, Write, Idle time.Duration
+	MaxConns                      int
+	MaxBusy                       int
+	Always                        []string
+	ReadHeader, Read, Write, Idle time.Duration // the http.Server timeouts
 }
 
-// DefaultLimits fit a scraper, a health check and a few people or jobs:
-// 32 connections, 16 requests at once outside /healthz and /metrics.
+// DefaultLimits fit a scraper, a health check and a few people or jobs.
 func DefaultLimits() Limits {
 	return Limits{MaxConns: 32, MaxBusy: 16, Always: []string{"/healthz", "/metrics"},
 		ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second, Idle: time.Minute}
@@ -55,12 +35,8 @@ func DefaultLimits() Limits {
 func New(ln net.Listener, h http.Handler, lim Limits) (srv *http.Server, capped net.Listener) {
 	l := &listener{Listener: ln, max: lim.MaxConns, maxBusy: lim.MaxBusy, open: map[*conn]struct{}{}}
 	l.changed = sync.NewCond(&l.mu)
-	always := map[string]bool{}
-	for _, p := range lim.Always {
-		always[p] = true
-	}
 	srv = &http.Server{
-		Handler:           &bounded{h: h, always: always, l: l},
+		Handler:           &bounded{h: h, always: lim.Always, l: l},
 		ReadHeaderTimeout: lim.ReadHeader, ReadTimeout: lim.Read, WriteTimeout: lim.Write, IdleTimeout: lim.Idle,
 		ConnState: l.track,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -72,14 +48,13 @@ func New(ln net.Listener, h http.Handler, lim Limits) (srv *http.Server, capped 
 
 type connKey struct{}
 
-// listener hands out at most max connections and closes the one waiting
-// longest for a request to make room.
+// listener hands out at most max connections.
 type listener struct {
 	net.Listener
 	max, maxBusy int
 
 	mu      sync.Mutex
-	changed *sync.Cond // a connection closed or changed state, or the listener closed
+	changed *sync.Cond
 	open    map[*conn]struct{}
 	busy    int // connections in a request that counts against maxBusy
 	closed  bool
@@ -117,9 +92,7 @@ func (l *listener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// room returns, with l.mu held, once fewer than max connections are open:
-// it closes the connection that has waited longest for a request, or, when
-// every one is in a request, waits for one to leave it.
+// room returns, with l.mu held, once fewer than max connections are open.
 func (l *listener) room() error {
 	for len(l.open) >= l.max {
 		if l.closed {
@@ -164,8 +137,7 @@ func (l *listener) Close() error {
 }
 
 // track follows the server's view of each connection: waiting for a
-// request (new, idle) or in one (active). A request counted against
-// maxBusy counts until its connection leaves it.
+// request (new, idle) or in one (active).
 func (l *listener) track(nc net.Conn, state http.ConnState) {
 	c, ok := nc.(*conn)
 	if !ok {
@@ -186,8 +158,7 @@ func (l *listener) track(nc net.Conn, state http.ConnState) {
 	l.changed.Broadcast()
 }
 
-// takeBusy counts c's request against maxBusy, unless that many are
-// counted already.
+// takeBusy counts c's request against maxBusy, unless that many are.
 func (l *listener) takeBusy(c *conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -201,8 +172,7 @@ func (l *listener) takeBusy(c *conn) bool {
 	return true
 }
 
-// Close closes the connection, then frees its place: never more are open
-// than counted.
+// Close closes the connection, then frees its place.
 func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
@@ -216,13 +186,13 @@ func (c *conn) Close() error {
 // bounded serves h within the listener's busy bound.
 type bounded struct {
 	h      http.Handler
-	always map[string]bool
+	always []string
 	l      *listener
 }
 
 func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c, _ := r.Context().Value(connKey{}).(*conn)
-	if b.always[r.URL.Path] {
+	if slices.Contains(b.always, r.URL.Path) {
 		if r.ContentLength != 0 {
 			dontWaitForBody(w)
 		}
@@ -241,10 +211,8 @@ func (b *bounded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.h.ServeHTTP(w, r)
 }
 
-// dontWaitForBody answers r without reading what remains of its body:
-// the connection closes after the answer instead of waiting for the rest
-// (which a slow client may send at a byte a second until the read
-// timeout).
+// dontWaitForBody closes the connection after the answer instead of
+// reading the rest of the body (a slow client's, until the read timeout).
 func dontWaitForBody(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())

@@ -1,13 +1,9 @@
 // Package budget decides which lanes a sampler round may probe, so that
-// probing never spends the free quota it measures.
-//
-// Its rules are probe budgets shared by the lanes of a quota group and
-// spread over the provider's day, and the back-off a lane's answer asks for
-// (a 429, or a response that says no requests remain). It is pure: no I/O
-// and no clock. The time, the configured groups and the probes already
-// stored come in as arguments, so a restarted or crash-looping sampler,
-// which reads them from the store, never spends twice. The rules are
-// documented in docs/budgets.md.
+// probing never spends the free quota it measures: probe budgets shared by
+// a quota group's lanes and spread over the provider's day, and the
+// back-off a lane's answer asks for. It is pure: the time, the groups and
+// the probes already stored come in as arguments. The rules are
+// docs/budgets.md.
 package budget
 
 import (
@@ -36,21 +32,12 @@ type Group struct {
 	ProbesPerDay int
 	Location     *time.Location // the provider's day; nil means UTC
 	Lanes        []string       // in config order
-	// Sites share the group's budget (quota scope account): its slots
-	// belong to them in turn, in the sorted order of their names whatever
-	// order they are listed in (SlotOwner), and every site counts the
-	// requests of all of them. Empty: the budget is the probing site's
-	// own (scope site).
-	Sites []string
+	Sites        []string       // share the budget's slots in turn (SlotOwner); empty: the site's own
 }
 
 // Backoff returns until when a lane must not be probed after its probe p,
-// and whether p asks for a back-off at all: after a 429, or an answer that
-// said no requests remain, until the later of Retry-After and the quota's
-// reset (p.QuotaResetS), at most MaxBackoff after the probe. A 429 (or a
-// zero remaining) that said neither backs off until the next hour starts in
-// loc: one failed probe already makes the hour ineligible, and more probes
-// of it cannot change that.
+// and whether p asks for a back-off at all (docs/budgets.md, "Back-off");
+// hours are keyed in loc.
 func Backoff(p store.Probe, loc *time.Location) (time.Time, bool) {
 	exhausted := p.Outcome == store.OutcomeRateLimited || (p.QuotaKnown && p.QuotaRemaining <= 0)
 	if !exhausted {
@@ -81,10 +68,9 @@ func (s Skip) String() string {
 type Plan struct {
 	Probe []string // lanes to probe, in config order
 	Skip  []Skip   // lanes left out, in config order
-	// Sent and Left are, per group with a lane in the round, the probes
-	// sent since its day started and the probes its budget still allows
-	// today once this round's are sent. A group whose count is unknown
-	// (Input.MeterErr) is in neither.
+	// Sent and Left are, per group with a lane in the round and a known
+	// count, the probes sent today and those its budget still allows today
+	// once this round's are sent.
 	Sent, Left map[string]int
 }
 
@@ -93,47 +79,22 @@ type Input struct {
 	Now    time.Time
 	Lanes  []string // every lane the round covers, in config order
 	Groups []Group  // quota groups; a lane in none is unbudgeted
-	// Probes holds the requests of the budgeted lanes since (at least)
-	// the start of their group's day: their stored probe points, each a
-	// reservation (store.OutcomeReserved) or the probe that replaced it,
-	// so a request counts once from the moment it was booked, whether or
-	// not its probe was ever stored. Released reservations
-	// (store.OutcomeUnsent) are no requests and are not counted. Nil with
-	// MeterErr set when the store could not be read. With a group of
-	// several Sites, the probes of all of them.
-	Probes []store.Probe
-	// Site is the probing site: a group with Sites probes only in the
-	// slots SlotOwner gives this site.
-	Site string
-	// Latest holds the newest stored probe of each lane (any age up to
-	// MaxBackoff): back-offs and turn order come from it.
-	Latest   []store.Probe
+	// Probes holds the stored probe points of the budgeted lanes (of
+	// every site of a group with Sites) since at least the start of their
+	// group's day; those store.Sent counts are requests. Nil with MeterErr
+	// set when the store could not be read.
+	Probes   []store.Probe
+	Site     string        // the probing site, for SlotOwner
+	Latest   []store.Probe // the newest probe of each lane: back-offs and turn order
 	MeterErr error
-	// SitesErr, when set, says the sites sharing the groups with Sites
-	// do not all list the same sites, so that their slots' owners are in
-	// doubt: those groups probe nothing (SkipSites); their counts are
-	// still reported.
-	SitesErr error
-	// Location keys hours for the back-off of a 429 without a wait.
-	Location *time.Location
-	// Force probes every lane: budgets and back-offs are reported in Left
-	// but not applied (sampler -once -force). The probes still count.
-	Force bool
+	SitesErr error          // the sites sharing a group list other sites: it probes nothing
+	Location *time.Location // keys hours for the back-off of a 429 without a wait
+	Force    bool           // probe every lane, budgets and back-offs reported but not applied
 }
 
-// Decide plans a round. An unbudgeted lane is probed unless it backs off. A
-// group may spend one probe per slot of its day: the day (in the group's
-// zone) is cut into ProbesPerDay slots of equal length, shifted by a whole
-// number of hours that rotates from day to day (Offset), and a round probes
-// the group only if none of its lanes was probed since the current slot
-// began and the day's count stays within
-//
-//	min(ProbesPerDay, 1 + floor(ProbesPerDay × elapsed / day length))
-//
-// so a budget is spread over the day, never spent at midnight, and a slot
-// that no round fell in is not made up later. The probe goes to the lane of
-// the group probed least recently that is not backing off. A group with
-// Sites probes nothing while Input.SitesErr is set.
+// Decide plans a round (docs/budgets.md, "Slots"). An unbudgeted lane is
+// probed unless it backs off; a group probes at most one lane per slot,
+// within Cap, the one probed least recently that is not backing off.
 func Decide(in Input) Plan {
 	plan := Plan{Sent: map[string]int{}, Left: map[string]int{}}
 	latest := map[string]time.Time{}
@@ -213,8 +174,6 @@ type state struct {
 	mayProbe bool // the current slot is unused and the cap allows one more
 }
 
-// spends is the time of every request of the group's lanes the input
-// knows of: its probe points, reserved or settled, but released ones.
 func spends(g *Group, in Input) []time.Time {
 	var out []time.Time
 	for _, p := range in.Probes {
@@ -225,11 +184,10 @@ func spends(g *Group, in Input) []time.Time {
 	return out
 }
 
-// groupState counts the group's requests since its day started. A request
-// stamped after now (a clock stepped back) still counts, and uses the
-// current slot: the requests were sent, whatever the clock says now.
+// groupState counts the group's requests since its day started; one
+// stamped after now (a clock stepped back) still counts and uses the slot.
 func groupState(g Group, now time.Time, site string, spent []time.Time) state {
-	day, _ := dayOf(g, now)
+	day := g.DayStart(now)
 	slotStart, ok := SlotStart(g, now)
 	var st state
 	usedSlot := false
@@ -249,97 +207,63 @@ func groupState(g Group, now time.Time, site string, spent []time.Time) state {
 
 // SlotOwner returns the site whose turn the slot holding now is, for a
 // group shared by Sites ("" without them or before the day's first slot):
-// slot k of day n belongs to sorted[(k + n/m) mod len(Sites)], sorted
-// being the Sites in the order of their names (so sites that list them in
-// another order agree) and m the offset's period (Offset). The owner moves on by one each m days, while
-// the offset runs through its m phases, so each site meets every slot at
-// every phase, and so every hour of the day, within m × len(Sites) days
-// (12 probes a day over 3 sites: 2-hour slots, 6 days). Slots of a site
-// that is down are not used by another: a site down under-spends.
+// slot k of day n belongs to sorted(Sites)[(k + n/m) mod len(Sites)], m
+// being the offset's period (docs/budgets.md, "Sites").
 func SlotOwner(g Group, now time.Time) string {
-	if len(g.Sites) == 0 {
-		return ""
-	}
 	start, ok := SlotStart(g, now)
-	if !ok {
+	if len(g.Sites) == 0 || !ok {
 		return ""
 	}
-	day, length := dayOf(g, now)
-	slot := length / time.Duration(max(g.ProbesPerDay, 1))
-	k := int64(start.Sub(day.Add(Offset(g, now))) / slot)
-	n := dayNumber(day)
-	m := offsetPeriod(slot)
+	d := dayOf(g, now)
+	k := int64(start.Sub(d.start.Add(d.offset())) / d.slot)
 	sites := slices.Sorted(slices.Values(g.Sites))
-	s := int64(len(sites))
-	return sites[(((k+floorDiv(n, m))%s)+s)%s]
+	return sites[mod(k+(d.n-mod(d.n, d.m))/d.m, int64(len(sites)))]
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
+func mod(a, b int64) int64 { return (a%b + b) % b }
 
 // Cap is how many probes the group may have sent since its day started, at
 // now: min(ProbesPerDay, 1 + floor(ProbesPerDay × elapsed / day length)).
 func Cap(g Group, now time.Time) int {
-	day, length := dayOf(g, now)
-	elapsed := now.Sub(day)
-	n := 1 + int(math.Floor(float64(g.ProbesPerDay)*float64(elapsed)/float64(length)))
+	d := dayOf(g, now)
+	n := 1 + int(math.Floor(float64(g.ProbesPerDay)*float64(now.Sub(d.start))/float64(d.length)))
 	return min(g.ProbesPerDay, n)
 }
 
 // SlotStart returns the start of the group's slot that holds now, or false
 // before the day's first slot (which the offset delays).
 func SlotStart(g Group, now time.Time) (time.Time, bool) {
-	day, length := dayOf(g, now)
-	slot := length / time.Duration(max(g.ProbesPerDay, 1))
-	off := Offset(g, now)
-	into := now.Sub(day) - off
+	d := dayOf(g, now)
+	into := now.Sub(d.start) - d.offset()
 	if into < 0 {
 		return time.Time{}, false
 	}
-	k := min(int(into/slot), g.ProbesPerDay-1)
-	return day.Add(off + time.Duration(k)*slot), true
+	k := min(int(into/d.slot), g.ProbesPerDay-1)
+	return d.start.Add(d.offset() + time.Duration(k)*d.slot), true
 }
 
-// Offset is how far the group's first slot of the day holding now starts
-// after midnight: a whole number of hours, (day number mod m) hours, where m
-// is the number of whole hours a slot spans (rounded up). Day after day the
-// slots move through every hour phase, so that over a few days a budgeted
-// lane's probes fall in every hour of the day, not the same hours each day.
-func Offset(g Group, now time.Time) time.Duration {
-	day, length := dayOf(g, now)
+// groupDay is the group's day: its start and length, its slots' length,
+// its number n counted from the Unix epoch's, and m, the whole hours a slot
+// spans rounded up (at least 1), the period of its offset.
+type groupDay struct {
+	start        time.Time
+	length, slot time.Duration
+	n, m         int64
+}
+
+func dayOf(g Group, now time.Time) groupDay {
+	start := store.DayStart(now, g.Location)
+	length := store.DayStart(start.Add(26*time.Hour), g.Location).Sub(start)
 	slot := length / time.Duration(max(g.ProbesPerDay, 1))
-	m := offsetPeriod(slot)
-	if m <= 1 {
-		return 0
-	}
-	n := dayNumber(day)
-	return time.Duration(((n%m)+m)%m) * time.Hour
+	y, mo, d := start.Date()
+	return groupDay{start: start, length: length, slot: slot,
+		n: time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() / 86400,
+		m: max(int64(math.Ceil(float64(slot)/float64(time.Hour))), 1)}
 }
 
-// offsetPeriod is the number of whole hours a slot spans, rounded up (at
-// least 1): the days the offset takes to come round.
-func offsetPeriod(slot time.Duration) int64 {
-	return max(int64(math.Ceil(float64(slot)/float64(time.Hour))), 1)
-}
-
-// dayNumber is the number of the civil day that starts at day, counted
-// from the Unix epoch's.
-func dayNumber(day time.Time) int64 {
-	y, mo, d := day.Date()
-	return time.Date(y, mo, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
-}
-
-// dayOf returns the start and length of the group's day holding now.
-func dayOf(g Group, now time.Time) (time.Time, time.Duration) {
-	day := store.DayStart(now, g.Location)
-	next := store.DayStart(day.Add(26*time.Hour), g.Location)
-	return day, next.Sub(day)
-}
+// offset is how far the day's first slot starts after midnight: (n mod m)
+// hours, so that day after day the slots move through every hour phase.
+func (d groupDay) offset() time.Duration { return time.Duration(mod(d.n, d.m)) * time.Hour }
 
 // DayStart returns the start of the group's day holding now (in its zone).
 func (g Group) DayStart(now time.Time) time.Time { return store.DayStart(now, g.Location) }

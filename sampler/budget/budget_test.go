@@ -68,7 +68,8 @@ func (s *sim) today(now time.Time) []store.Probe {
 func checkCap(t *testing.T, groups []Group, probes []store.Probe, now time.Time) {
 	t.Helper()
 	for _, g := range groups {
-		day, length := dayOf(g, now)
+		d := dayOf(g, now)
+		day, length := d.start, d.length
 		sent := 0
 		for i := len(probes) - 1; i >= 0 && !probes[i].Time.Before(day); i-- { // probes are in time order
 			if p := probes[i]; slices.Contains(g.Lanes, p.Lane) && !p.Time.After(now) {
@@ -509,8 +510,7 @@ func TestSlotOwnerEverySlot(t *testing.T) {
 // days 0 and 1 share 0. 12 a day over 3 sites (m = 2): slot 0 of day -2
 // (offset 0) and of day -1 (offset (-1 mod 2) = 1 h) belong to
 // Sites[(0 - 1) mod 3] = sgp1; slot 0 of days 0 and 1 to Sites[0] = fra1.
-// (budget.go floorDiv: `a%b != 0` → `==`, `a%b` → `a*b`; a truncating
-// division.)
+// (A truncating division in place of the floored n/m fails it.)
 func TestSlotOwnerAcrossTheEpoch(t *testing.T) {
 	g := Group{Name: "or", ProbesPerDay: 12, Location: time.UTC, Lanes: []string{"a"}, Sites: []string{"fra1", "iad1", "sgp1"}}
 	for _, c := range []struct {

@@ -299,7 +299,8 @@ func TestAccountScopeRandom(t *testing.T) {
 func checkSpendCap(t *testing.T, groups []Group, spent []store.Probe, now time.Time) {
 	t.Helper()
 	for _, g := range groups {
-		day, length := dayOf(g, now)
+		d := dayOf(g, now)
+		day, length := d.start, d.length
 		n := 0
 		for _, s := range spent {
 			if slices.Contains(g.Lanes, s.Lane) && !s.Time.Before(day) && !s.Time.After(now) {

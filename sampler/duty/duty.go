@@ -1,18 +1,7 @@
 // Package duty reads the samplers' heartbeats: of the live samplers of one
 // shard and site it picks the one that probes, and it finds the sites that
-// share account quotas but list other sites.
-//
-// Each sampler daemon writes a heartbeat every round (store.Heartbeat). A
-// heartbeat is live for two of its writer's intervals (less a quarter, see
-// Lifetime); one that no sampler could have written is ignored
-// (Plausible). Of the live instances of one shard and site, the one with
-// the earliest start probes, the instance id breaking ties; the others
-// stand by until its heartbeat goes stale. The rule is a pure function of
-// what every instance reads from the one store, so instances that read the
-// same heartbeats agree on exactly one; there is no election and no lease
-// beyond it (docs/deploy.md). The live beats of other sites say which
-// sites they share account quotas with (Decision.Disagree,
-// docs/budgets.md).
+// share account quotas but list other sites. The rule is docs/deploy.md's
+// "A shard runs once"; the sites, docs/budgets.md's "Sites".
 package duty
 
 import (
@@ -27,21 +16,14 @@ import (
 // Decision is what the rule says of one instance.
 type Decision struct {
 	Active bool
-	// Holder is the live instance the rule picks: self when Active.
-	Holder store.Heartbeat
-	// Live is how many live instances of the shard and site it saw, self
-	// included.
-	Live int
-	// Reason says why, in one line for the log and /healthz.
-	Reason string
-	// Ignored holds, once per instance, the beats read that no sampler
-	// could have written (Plausible), in the order read: they count for
-	// nothing.
+	Holder store.Heartbeat // the live instance the rule picks: self when Active
+	Live   int             // live instances of the shard and site, self included
+	Reason string          // why, in one line for the log and /healthz
+	// Ignored holds, once per instance, the beats no sampler could have
+	// written (Plausible), in the order read.
 	Ignored []Ignored
-	// Disagree holds, when self lists the sites it shares account quotas
-	// with (Heartbeat.Sites), the newest live beat of each instance at
-	// another site that lists other sites, sorted by site and instance. A
-	// beat that lists none (a sampler older than the field) says nothing.
+	// Disagree holds the newest live beat of each instance at another site
+	// that lists other sites than self does (disagree).
 	Disagree []store.Heartbeat
 }
 
@@ -51,23 +33,16 @@ type Ignored struct {
 	Err  error
 }
 
-// MaxInterval is the longest interval a sampler's heartbeat can name: a
-// config's schedule runs within five years of each run (config refuses a
-// longer one), plus at most an hour of jitter.
+// MaxInterval is the longest interval a sampler's heartbeat can name: the
+// longest schedule gap config allows plus an hour of jitter.
 const MaxInterval = 5*366*24*time.Hour + time.Hour
 
 // MaxUptime is how long before its heartbeat a sampler may have started.
 const MaxUptime = 10 * 366 * 24 * time.Hour
 
 // Lifetime is how long b is live after its time: two of its writer's
-// intervals (of fallback when b names none), less a quarter interval.
-// Samplers of one schedule run their rounds at the same ticks, so a
-// standby's round finds the active one's last heartbeat almost exactly a
-// whole number of intervals old; at exactly two, a few milliseconds of
-// scheduling would decide. With the quarter off, the round two intervals
-// after the active one's last takes over, every time, while a live
-// instance's newest heartbeat is never older than about one interval (its
-// interval includes the jitter).
+// intervals (of fallback when b names none), less a quarter interval, which
+// keeps a standby's decision off the tick two intervals on.
 func Lifetime(b store.Heartbeat, fallback time.Duration) time.Duration {
 	iv := time.Duration(b.IntervalS * float64(time.Second))
 	if iv <= 0 {
@@ -77,14 +52,9 @@ func Lifetime(b store.Heartbeat, fallback time.Duration) time.Duration {
 }
 
 // Plausible returns why no sampler could have written b, read at now, or
-// nil: its interval_s is not 0 (none named: fallback applies) to
-// MaxInterval; it started after its time by its Lifetime or more (more
-// than a clock stepped back between its start and its round), or more
-// than MaxUptime before it; or its time is its Lifetime or more ahead of
-// now (a beat from a clock far ahead would hold the shard until that
-// clock's time came). Such a beat is forged, corrupt or from a clock far
-// off, and a single one would otherwise hold a shard for as long as it
-// says (interval_s 5e9: 277 years).
+// nil: an interval_s out of [0, MaxInterval], a start its Lifetime or more
+// after its time or MaxUptime before it, or a time its Lifetime or more
+// ahead of now. Such a beat would otherwise hold a shard as long as it says.
 func Plausible(b store.Heartbeat, now time.Time, fallback time.Duration) error {
 	if !(b.IntervalS >= 0 && b.IntervalS <= MaxInterval.Seconds()) {
 		return fmt.Errorf("interval_s %g is not between 0 and %g (%s, the longest a config gives)", b.IntervalS, MaxInterval.Seconds(), MaxInterval)
@@ -112,11 +82,9 @@ func Live(b store.Heartbeat, now time.Time, fallback time.Duration) bool {
 }
 
 // Decide applies the rule for self at now: of self and the live beats of
-// self's shard and site (older beats of one instance give way to its
-// newest; self's own stored beats to self), the earliest start wins, the
-// instance id breaking ties. interval is self's schedule interval, the
-// lifetime of beats that name none. Every implausible beat, of any shard
-// or site, is reported in Ignored.
+// self's shard and site, the earliest start wins, the instance id breaking
+// ties. interval is self's, for beats that name none. Every implausible
+// beat, of any shard or site, is reported in Ignored.
 func Decide(beats []store.Heartbeat, self store.Heartbeat, now time.Time, interval time.Duration) Decision {
 	var ignored []Ignored
 	reported := map[string]bool{}
@@ -164,8 +132,9 @@ func Decide(beats []store.Heartbeat, self store.Heartbeat, now time.Time, interv
 	return d
 }
 
-// disagree returns the newest live beat of each instance at a site but
-// self's, when it lists sites and not self's, sorted by site and instance.
+// disagree returns, when self lists sites, the newest live beat of each
+// instance at another site that lists other sites, sorted by site and
+// instance (a beat that lists none says nothing).
 func disagree(beats []store.Heartbeat, self store.Heartbeat, now time.Time, interval time.Duration) []store.Heartbeat {
 	if self.Sites == "" {
 		return nil

@@ -9,52 +9,33 @@ import (
 	"time"
 )
 
-// DefaultTTL is how long Handler serves a page it rendered before it loads
-// a new one.
-const DefaultTTL = 5 * time.Second
+// TTL is how long Handler serves a page it rendered before it loads a new
+// one.
+const TTL = 5 * time.Second
 
-// ContentSecurityPolicy is the policy the page is served with: nothing may
-// load from anywhere, no script runs; the inline <style> and the inline
-// SVG's style attributes are allowed, and so is the data: favicon that
-// keeps the browser from asking for /favicon.ico.
+// ContentSecurityPolicy lets nothing load and no script run; the inline
+// <style>, the inline SVG's style attributes and the data: favicon are
+// allowed.
 const ContentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-// Option configures Handler.
-type Option func(*handler)
-
-// WithTTL sets how long a rendered page is served before load is called
-// again (DefaultTTL when not given); d <= 0 loads on every request.
-func WithTTL(d time.Duration) Option { return func(h *handler) { h.ttl = d } }
-
-// withClock replaces time.Now, for tests.
-func withClock(now func() time.Time) Option { return func(h *handler) { h.now = now } }
 
 // Handler serves the status page at "/" for GET and HEAD; any other path is
 // 404 (so that a mux's more specific patterns, /metrics and /healthz, are
 // not shadowed when it is mounted at "/") and any other method 405.
 //
-// load is called with the request's context to build the page; the
-// rendered page is kept for the TTL (WithTTL), so that a page reloaded by
-// several people reads the store once per TTL. One load runs at a time:
-// requests that find the page stale while a load runs wait for it (or for
-// their own context) and serve its result. A page whose request was
-// cancelled while it loaded is not kept, since load may have cut its reads
-// short. The page is rendered into a buffer first, so a render error is a
-// clean 500, never half a page.
-func Handler(load func(ctx context.Context) Page, opts ...Option) http.Handler {
-	h := &handler{load: load, ttl: DefaultTTL, now: time.Now, sem: make(chan struct{}, 1)}
-	for _, o := range opts {
-		o(h)
-	}
-	return h
+// load is called with the request's context to build the page, which is
+// kept for the TTL. One load runs at a time: requests that find the page
+// stale wait for it and serve its result. A page whose request was
+// cancelled while it loaded is not kept. A render error is a clean 500,
+// never half a page.
+func Handler(load func(ctx context.Context) Page) http.Handler {
+	return &handler{load: load, now: time.Now, sem: make(chan struct{}, 1)}
 }
 
 type handler struct {
 	load func(ctx context.Context) Page
-	ttl  time.Duration
-	now  func() time.Time
-	sem  chan struct{} // held while a load runs
+	now  func() time.Time // time.Now but in tests
+	sem  chan struct{}    // held while a load runs
 
 	mu   sync.Mutex
 	body []byte    // the last page rendered, nil when none
@@ -113,7 +94,7 @@ func (h *handler) page(ctx context.Context) ([]byte, error) {
 	if err := Render(&buf, p); err != nil {
 		return nil, err
 	}
-	if ctx.Err() == nil && h.ttl > 0 {
+	if ctx.Err() == nil {
 		h.mu.Lock()
 		h.body, h.at = buf.Bytes(), start
 		h.mu.Unlock()
@@ -125,10 +106,7 @@ func (h *handler) page(ctx context.Context) ([]byte, error) {
 func (h *handler) fresh() []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.body == nil || h.ttl <= 0 {
-		return nil
-	}
-	if age := h.now().Sub(h.at); age < 0 || age >= h.ttl {
+	if age := h.now().Sub(h.at); h.body == nil || age < 0 || age >= TTL {
 		return nil
 	}
 	return h.body

@@ -11,9 +11,7 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// Page is everything the status page shows. Strings that came from a lane's
-// server (none today beyond outcomes and numbers, but a Detail may follow)
-// are escaped by html/template like every other value.
+// Page is everything the status page shows.
 type Page struct {
 	Now       time.Time
 	Location  *time.Location // the config's zone: every time is shown in it (nil: UTC)
@@ -36,14 +34,9 @@ type Page struct {
 	PolicyErr     string
 
 	// Chart is the swings chart of the last ChartDays days as an inline
-	// SVG document, empty when there is no data. It is the one value the
-	// page does not escape, so it must be trusted: package swings draws it
-	// with gonum/plot's SVG canvas from numbers, the config's timezone and
-	// lane and class names (which the config limits to [a-z0-9_-]), and
-	// that canvas escapes every text it writes (html.EscapeString); nothing
-	// in it comes from a lane's server. Render checks it still looks like
-	// one plain <svg> element and leaves it out otherwise (see checkChart),
-	// and the handler's Content-Security-Policy allows no script at all.
+	// SVG document, empty when there is no data: the one value the page
+	// does not escape. Package swings draws it from numbers and names the
+	// config limits to [a-z0-9_-], escaping every text; checkChart checks it.
 	Chart     template.HTML
 	ChartDays int
 }
@@ -92,8 +85,8 @@ const (
 	StateIdle    = "no probes"   // no probe stored in the last day
 )
 
-// State sums the lane up in one word for the page: a back-off first (it
-// says when the lane comes back), then a skip, then its newest probe.
+// State sums the lane up in one word: a back-off first, then a skip, then
+// its newest probe.
 func (l Lane) State() string {
 	switch {
 	case !l.BackoffUntil.IsZero():

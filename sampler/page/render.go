@@ -37,15 +37,13 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	},
 }).ParseFS(templateFS, "templates/*.html.tmpl"))
 
-// Render writes p as a complete HTML document. Every value goes through
-// html/template's contextual escaping except p.Chart, which is trusted (see
-// Page.Chart) once checkChart accepts it. Render writes as it goes: a caller
-// that must not send half a page on error renders into a buffer (Handler
-// does).
+// Render writes p as a complete HTML document, as it goes (Handler renders
+// into a buffer). Every value is escaped but p.Chart, once checkChart
+// accepts it.
 func Render(w io.Writer, p Page) error {
 	v := view{Page: p}
 	v.Location = store.OrUTC(p.Location)
-	v.chart, v.chartErr = checkChart(p.Chart)
+	v.ChartSVG, v.ChartProblem = checkChart(p.Chart)
 	t := template.Must(page.Clone()).Funcs(template.FuncMap{"rfc": v.rfc})
 	if err := t.Execute(w, v); err != nil {
 		return fmt.Errorf("status page: %w", err)
@@ -56,16 +54,9 @@ func Render(w io.Writer, p Page) error {
 // view is what the template sees: the page plus what is derived from it.
 type view struct {
 	Page
-	chart    template.HTML
-	chartErr string
+	ChartSVG     template.HTML // the chart to show inline, "" when none or left out
+	ChartProblem string        // why a non-empty chart was left out
 }
-
-// ChartSVG is the chart to show inline, "" when there is none or it was left
-// out (ChartProblem says why).
-func (v view) ChartSVG() template.HTML { return v.chart }
-
-// ChartProblem says why a non-empty chart was left out, "" otherwise.
-func (v view) ChartProblem() string { return v.chartErr }
 
 // moment is a time to show with how far it is from the page's time.
 type moment struct {
@@ -73,7 +64,7 @@ type moment struct {
 	Rel string // "in 25m", "3m ago", "now"
 }
 
-// At is t with how far it is from the page's time, for the "when" template.
+// At is t with how far it is from the page's time.
 func (v view) At(t time.Time) moment { return moment{T: t, Rel: v.Rel(t)} }
 
 // Rel is t relative to the page's time: "in 25m", "3m ago" or "now".
@@ -145,16 +136,14 @@ func fixed(v float64, zeroIsNone bool) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// unsafeChart matches what a chart drawn by package swings never holds and
-// what could run code or leave the <svg> element: elements that script,
-// embed or link, event-handler attributes, javascript: URLs.
+// unsafeChart matches what a swings chart never holds and what could run
+// code or leave the <svg> element.
 var unsafeChart = regexp.MustCompile(`(?i)<\s*/?\s*(script|foreignobject|iframe|object|embed|a|use|image|animate|set|handler|listener)\b|\son[a-z]+\s*=|javascript:`)
 
-// checkChart returns the chart to inline, or why it is left out. The chart
-// is trusted (Page.Chart says why); this is a second line behind that
-// trust, not a sanitizer: it accepts one <svg> element (after an XML
-// declaration and comments, as gonum/plot writes them, which it drops)
-// with nothing after it, and nothing in it that scripts, embeds or links.
+// checkChart returns the chart to inline, or why it is left out: a second
+// line behind the trust in it, not a sanitizer. It accepts one <svg>
+// element, after an XML declaration and comments (dropped), with nothing
+// after it and nothing in it that scripts, embeds or links.
 func checkChart(c template.HTML) (template.HTML, string) {
 	s := strings.TrimSpace(string(c))
 	if s == "" {

@@ -1,14 +1,6 @@
-// Package shard assigns each lane of a configuration to one of N samplers.
-//
-// It uses rendezvous (highest random weight) hashing, so that every lane
-// belongs to exactly one shard, the assignment is the same on every machine
-// and in every run (no map order, no random seed), and going from N to N+1
-// shards moves only the lanes the new shard wins, about 1/(N+1) of them.
-//
-// The lanes of a quota group hash as one key (the group's name), so a group
-// stays on one shard: its budget is counted by one sampler, which reads the
-// group's probes from the store before each spend, and two samplers never
-// race for the same slot.
+// Package shard assigns each lane of a configuration to one of N samplers
+// by rendezvous hashing, the lanes of a quota group as one key
+// (docs/deploy.md, "Sites and shards").
 package shard
 
 import (
@@ -16,8 +8,8 @@ import (
 	"hash/fnv"
 )
 
-// Of returns the shard index, in [0, n), that owns key among n shards. n < 1
-// is taken as 1.
+// Of returns the shard index, in [0, n), that owns key among n shards (n < 1
+// is 1).
 func Of(key string, n int) int {
 	best, owner := uint64(0), 0
 	for i := range max(n, 1) {
@@ -45,8 +37,7 @@ func weight(key string, i int) uint64 {
 	return x
 }
 
-// Key is what a lane hashes as: its quota group's name when it has one, so
-// that a group stays together, else its own name.
+// Key is what a lane hashes as: its quota group's name, else its own.
 func Key(lane, quota string) string {
 	if quota != "" {
 		return "quota:" + quota
