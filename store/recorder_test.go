@@ -487,3 +487,25 @@ func TestRebuildLeavesAnHourOfReservationsAlone(t *testing.T) {
 		t.Errorf("rebuilt %+v, stored %+v; want %+v", got, st.hourly, want)
 	}
 }
+
+// SameHourly: the same point (lane, site, hour as an instant in any zone)
+// with the same values; another hour or another value is not.
+func TestSameHourly(t *testing.T) {
+	at := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	a := store.Hourly{Lane: "free", Kind: "free", Hour: at, WorstQueueS: 5, Samples: 3}
+	for _, tc := range []struct {
+		name string
+		b    func(store.Hourly) store.Hourly
+		want bool
+	}{
+		{"itself", func(h store.Hourly) store.Hourly { return h }, true},
+		{"the hour in another zone", func(h store.Hourly) store.Hourly { h.Hour = h.Hour.In(time.FixedZone("x", 3600)); return h }, true},
+		{"the next hour", func(h store.Hourly) store.Hourly { h.Hour = h.Hour.Add(time.Hour); return h }, false},
+		{"another worst queue", func(h store.Hourly) store.Hourly { h.WorstQueueS = 6; return h }, false},
+		{"another site", func(h store.Hourly) store.Hourly { h.Site = "fra1"; return h }, false},
+	} {
+		if got := store.SameHourly(a, tc.b(a)); got != tc.want {
+			t.Errorf("%s: SameHourly = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
