@@ -32,16 +32,22 @@ func YAML(data []byte) (doc *yaml.Node, more bool, err error) {
 }
 
 func yamlError(data []byte, err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
+	line, msg := yamlMessage(err)
 	if line > 0 {
 		line = failingLine(data, line, msg)
 	}
 	return &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
+}
+
+// yamlMessage splits a yaml.v3 error into its line (0: none) and message.
+func yamlMessage(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, msg
+	}
+	line, _ := strconv.Atoi(m[1])
+	return line, m[2]
 }
 
 // failingLine returns the first line k >= from at which the first k lines
@@ -65,10 +71,7 @@ func failingLine(data []byte, from int, msg string) int {
 		if err == nil {
 			return false
 		}
-		m := strings.TrimPrefix(err.Error(), "yaml: ")
-		if sub := yamlLine.FindStringSubmatch(m); sub != nil {
-			m = sub[2]
-		}
+		_, m := yamlMessage(err)
 		return m == msg
 	}
 	if from > len(ends) {
