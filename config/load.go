@@ -25,21 +25,15 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	cfg, err := Parse(bytes.NewReader(data), filepath.Dir(abs))
-	if err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			ce.File = path
-			return nil, ce
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var ce *Error
+	if errors.As(err, &ce) { // every error of Parse is one
+		ce.File = path
 	}
-	return cfg, nil
+	return cfg, err
 }
 
 // Parse reads a configuration from r; dir is the folder relative paths
-// resolve against. The document is read as a yaml.Node tree, checked against
-// the Config's fields and decoded by yaml.v3 (internal/decode), so an error
-// names the field and its line.
+// resolve against.
 func Parse(r io.Reader, dir string) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
