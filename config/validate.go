@@ -113,9 +113,7 @@ func (c *Config) validateStore() error {
 	switch s.Kind {
 	case StoreFile:
 		s.Path = c.abs(cmp.Or(s.Path, store.DefaultFilePath))
-		if err := notDir("store.path", s.Path, "samples.lp"); err != nil {
-			return err
-		}
+		return notDir("store.path", s.Path, "samples.lp")
 	case StoreInflux:
 		// The file store's default path is no path of an InfluxDB store:
 		// `sampler import` of data/samples.lp into InfluxDB must not take
@@ -140,16 +138,9 @@ func (c *Config) validateStore() error {
 		}
 		s.Spool = c.abs(cmp.Or(s.Spool, store.DefaultSpoolPath))
 		s.DeadLetter = c.abs(cmp.Or(s.DeadLetter, store.DefaultDeadLetterPath))
-		if err := notDir("store.spool", s.Spool, "spool.lp"); err != nil {
-			return err
-		}
-		if err := notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"); err != nil {
-			return err
-		}
-	default:
-		return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
+		return cmp.Or(notDir("store.spool", s.Spool, "spool.lp"), notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"))
 	}
-	return nil
+	return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
 }
 
 // notDir refuses a file path that names a folder, suggesting a file in it.

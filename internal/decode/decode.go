@@ -33,26 +33,22 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	} else if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
+	at := ""
+	switch {
+	case e.File != "" && e.Line > 0:
+		at = fmt.Sprintf("%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		at = e.File + ": "
+	case e.Line > 0:
+		at = fmt.Sprintf("line %d: ", e.Line)
 	}
-	if f := e.Field; f != "" {
-		if r := []rune(f); len(r) > 100 { // a path down deep nesting: its ends say enough
-			f = string(r[:60]) + "..." + string(r[len(r)-30:])
-		}
-		b.WriteString(f)
-		b.WriteString(": ")
+	if r := []rune(e.Field); len(r) > 100 { // a path down deep nesting: its ends say enough
+		at += string(r[:60]) + "..." + string(r[len(r)-30:]) + ": "
+	} else if e.Field != "" {
+		at += e.Field + ": "
 	}
 	// One line, whatever the YAML library quoted back.
-	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
-	return b.String()
+	return at + strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error())
 }
 
 func (e *Error) Unwrap() error { return e.Err }
