@@ -158,13 +158,7 @@ func collect(doc *yaml.Node, ve *jsonschema.ValidationError, opts SchemaOptions,
 	causes := ve.Causes
 	switch ve.ErrorKind.(type) {
 	case *kind.OneOf, *kind.AnyOf:
-		var keep []*jsonschema.ValidationError
-		for _, c := range causes {
-			if !onlyType(c) {
-				keep = append(keep, c)
-			}
-		}
-		if len(keep) > 0 {
+		if keep := slices.DeleteFunc(slices.Clone(causes), onlyType); len(keep) > 0 {
 			causes = keep
 		}
 	}
@@ -256,12 +250,7 @@ func onlyType(ve *jsonschema.ValidationError) bool {
 		_, ok := ve.ErrorKind.(*kind.Type)
 		return ok
 	}
-	for _, c := range ve.Causes {
-		if !onlyType(c) {
-			return false
-		}
-	}
-	return true
+	return len(slices.DeleteFunc(slices.Clone(ve.Causes), onlyType)) == 0
 }
 
 // Line returns the line of field ("attempts[3].queue_s") in doc, or of the

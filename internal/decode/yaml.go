@@ -50,8 +50,8 @@ func yamlMessage(err error) (int, string) {
 	return line, m[2]
 }
 
-// failingLine returns the first line k >= from at which the first k lines
-// of data fail with msg (bisected, then checked); else from.
+// failingLine returns the first line k >= from (from >= 1) at which the
+// first k lines of data fail with msg (bisected); else from.
 func failingLine(data []byte, from int, msg string) int {
 	ends := []int{} // ends[i]: the length of the first i+1 lines
 	for i, b := range data {
@@ -63,11 +63,8 @@ func failingLine(data []byte, from int, msg string) int {
 		ends = append(ends, len(data))
 	}
 	fails := func(k int) bool { // the first k lines fail with msg
-		if k < 1 {
-			return false
-		}
 		var n yaml.Node
-		err := yaml.Unmarshal(data[:ends[min(k, len(ends))-1]], &n)
+		err := yaml.Unmarshal(data[:ends[k-1]], &n)
 		if err == nil {
 			return false
 		}
@@ -77,8 +74,9 @@ func failingLine(data []byte, from int, msg string) int {
 	if from > len(ends) {
 		return from
 	}
+	// Search has seen the first k lines fail (k <= len(ends)) and, for k > from, the first k-1 not.
 	k := from + sort.Search(len(ends)-from+1, func(i int) bool { return fails(from + i) })
-	if k > len(ends) || !fails(k) || k > from && fails(k-1) {
+	if k > len(ends) {
 		return from
 	}
 	return k
