@@ -231,8 +231,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) error
 		return nil
 	case n.Kind != yaml.ScalarNode && !custom:
 		return Errorf(at, path, "want %s, got %s", want[t.Kind()], Describe(n))
-	}
-	if fits(n, t) && !custom {
+	case !custom && fits(n, t):
 		return nil
 	}
 	var te *yaml.TypeError
