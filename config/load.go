@@ -61,12 +61,9 @@ func Parse(r io.Reader, dir string) (*Config, error) {
 
 // UnmarshalYAML reads a Go duration string such as "30s" or "2m".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("want a duration such as \"30s\", got %s", decode.Describe(n))
-	}
-	v, err := time.ParseDuration(n.Value)
+	v, err := time.ParseDuration(n.Value) // a list or mapping has no Value: an error too
 	if err != nil {
-		return fmt.Errorf("want a duration such as \"30s\", got %q", decode.Clip(n.Value))
+		return fmt.Errorf("want a duration such as \"30s\", got %s", decode.Describe(n))
 	}
 	*d = Duration(v)
 	return nil
