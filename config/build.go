@@ -52,8 +52,7 @@ func (c *Config) PolicyParams() policy.Params {
 		p.Lanes = append(p.Lanes, policy.LaneSpec{Name: l.Name, Kind: l.Kind, BasisHours: basis[l.Name]})
 	}
 	for _, k := range c.Policy.Classes {
-		p.Classes = append(p.Classes, policy.ClassSpec{Name: k.Name, DeadlineS: k.DeadlineS, CeilingTokens: k.CeilingTokens,
-			EstTokens: k.EstTokens, PaidUSDPer1k: k.PaidUSDPer1k, Coverage: k.Coverage, Objective: k.Objective})
+		p.Classes = append(p.Classes, policy.ClassSpec(k)) // the same fields, in the same order
 	}
 	return p
 }

@@ -162,10 +162,8 @@ func (s *Shard) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("want I/N such as 2/5, got %s", decode.Describe(n))
 	}
-	sh, err := ParseShard(n.Value)
-	if err == nil {
-		*s = sh
-	}
+	var err error
+	*s, err = ParseShard(n.Value) // a zero Shard on error: the config is not used
 	return err
 }
 
@@ -198,7 +196,6 @@ type Duration time.Duration
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Interval returns the shortest gap of Gaps from now in the config's zone.
-// The sampler warns when a round could outlast it.
 func (c *Config) Interval() time.Duration {
 	shortest, _ := Gaps(c.Schedule, c.Location, time.Now())
 	return shortest

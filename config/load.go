@@ -25,21 +25,15 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	cfg, err := Parse(bytes.NewReader(data), filepath.Dir(abs))
-	if err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			ce.File = path
-			return nil, ce
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var ce *Error
+	if errors.As(err, &ce) { // every error of Parse is one
+		ce.File = path
 	}
-	return cfg, nil
+	return cfg, err
 }
 
 // Parse reads a configuration from r; dir is the folder relative paths
-// resolve against. The document is read as a yaml.Node tree, checked against
-// the Config's fields and decoded by yaml.v3 (internal/decode), so an error
-// names the field and its line.
+// resolve against.
 func Parse(r io.Reader, dir string) (*Config, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -67,12 +61,9 @@ func Parse(r io.Reader, dir string) (*Config, error) {
 
 // UnmarshalYAML reads a Go duration string such as "30s" or "2m".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("want a duration such as \"30s\", got %s", decode.Describe(n))
-	}
-	v, err := time.ParseDuration(n.Value)
+	v, err := time.ParseDuration(n.Value) // a list or mapping has no Value: an error too
 	if err != nil {
-		return fmt.Errorf("want a duration such as \"30s\", got %q", decode.Clip(n.Value))
+		return fmt.Errorf("want a duration such as \"30s\", got %s", decode.Describe(n))
 	}
 	*d = Duration(v)
 	return nil

@@ -50,16 +50,16 @@ func (c *Config) validate() error {
 	}
 	c.Location = loc
 	sched, err := cron.ParseStandard(c.Schedule)
-	if err != nil {
+	now := time.Now().In(loc)
+	switch spec := strings.TrimSpace(c.Schedule); {
+	case err != nil:
 		return fieldErr("schedule", "bad cron spec %q: %v", c.Schedule, err)
-	}
-	if strings.HasPrefix(strings.TrimSpace(c.Schedule), "TZ=") || strings.HasPrefix(strings.TrimSpace(c.Schedule), "CRON_TZ=") {
+	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
 		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
-	}
 	// cron gives up after five years: a "0 0 29 2 *" runs, a "0 0 30 2 *"
 	// never, and an "@every" longer than five years not within them (so no
 	// sampler's heartbeat names an interval beyond duty.MaxInterval).
-	if now := time.Now().In(loc); sched.Next(now).IsZero() || sched.Next(now).After(now.AddDate(5, 0, 0)) {
+	case sched.Next(now).IsZero() || sched.Next(now).After(now.AddDate(5, 0, 0)):
 		return fieldErr("schedule", "%q never runs (no run within 5 years)", c.Schedule)
 	}
 	interval := c.Interval()
@@ -77,35 +77,18 @@ func (c *Config) validate() error {
 	case interval > 0 && c.Jitter.D() >= interval:
 		return fieldErr("jitter", "must be shorter than the schedule's shortest interval (%s), got %s: lower it, or leave it out for the default (a tenth of the interval, at most %s)",
 			interval, c.Jitter.D(), DefaultJitter)
-	}
-	if c.Concurrency < 1 || c.Concurrency > 4096 {
+	case c.Concurrency < 1 || c.Concurrency > 4096:
 		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
-	}
-	if c.Site != "" && !laneName.MatchString(c.Site) {
+	case c.Site != "" && !laneName.MatchString(c.Site):
 		return fieldErr("site", "want [a-z0-9_-]+ or nothing, got %q", c.Site)
 	}
-	if err := c.validateStore(); err != nil {
-		return err
-	}
-	if err := c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout); err != nil {
-		return err
-	}
-	if err := c.validateSites(); err != nil {
-		return err
-	}
-	if err := c.validateQuotas(); err != nil {
-		return err
-	}
-	if len(c.Lanes) == 0 {
-		return fieldErr("lanes", "at least one lane is required")
-	}
-	seen := map[string]int{}
-	for i := range c.Lanes {
-		if err := c.validateLane(i, seen); err != nil {
+	defaults := func() error { return c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout) }
+	for _, check := range []func() error{c.validateStore, defaults, c.validateSites, c.validateQuotas, c.validateLanes, c.validatePolicy} {
+		if err := check(); err != nil {
 			return err
 		}
 	}
-	return c.validatePolicy()
+	return nil
 }
 
 func (c *Config) abs(p string) string {
@@ -117,25 +100,20 @@ func (c *Config) abs(p string) string {
 
 func (c *Config) validateStore() error {
 	s := &c.Store
-	if s.RetentionDays < 0 || s.RetentionDays > 36500 {
+	switch {
+	case s.RetentionDays < 0 || s.RetentionDays > 36500:
 		return fieldErr("store.retention_days", "must be between 0 and 36500 (0 keeps every probe), got %d", s.RetentionDays)
-	}
-	if s.Timeout <= 0 || s.Timeout.D() > time.Hour {
+	case s.Timeout <= 0 || s.Timeout.D() > time.Hour:
 		return fieldErr("store.timeout", "must be > 0 and at most 1h0m0s, got %s", s.Timeout.D())
-	}
-	switch s.QueryLanguage {
-	case "auto", "influxql":
-	case "flux":
+	case s.QueryLanguage == "flux":
 		return fieldErr("store.query_language", "flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set auto")
-	default:
+	case s.QueryLanguage != "auto" && s.QueryLanguage != "influxql":
 		return fieldErr("store.query_language", "want auto or influxql, got %q", s.QueryLanguage)
 	}
 	switch s.Kind {
 	case StoreFile:
 		s.Path = c.abs(cmp.Or(s.Path, store.DefaultFilePath))
-		if err := notDir("store.path", s.Path, "samples.lp"); err != nil {
-			return err
-		}
+		return notDir("store.path", s.Path, "samples.lp")
 	case StoreInflux:
 		// The file store's default path is no path of an InfluxDB store:
 		// `sampler import` of data/samples.lp into InfluxDB must not take
@@ -147,31 +125,22 @@ func (c *Config) validateStore() error {
 			"put the token in the variable named by store.token_env"); err != nil {
 			return err
 		}
-		if s.RetentionDays != 0 {
-			return fieldErr("store.retention_days", "kind file only: on InfluxDB, old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)")
-		}
-		if s.Bucket == "" {
-			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
-		}
-		if s.TokenEnv != "" && !envName.MatchString(s.TokenEnv) {
-			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
-		}
 		s.SpoolMaxBytes = cmp.Or(s.SpoolMaxBytes, store.DefaultSpoolMaxBytes)
-		if s.SpoolMaxBytes < 0 {
+		switch {
+		case s.RetentionDays != 0:
+			return fieldErr("store.retention_days", "kind file only: on InfluxDB, old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)")
+		case s.Bucket == "":
+			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
+		case s.TokenEnv != "" && !envName.MatchString(s.TokenEnv):
+			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
+		case s.SpoolMaxBytes < 0:
 			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
 		}
 		s.Spool = c.abs(cmp.Or(s.Spool, store.DefaultSpoolPath))
 		s.DeadLetter = c.abs(cmp.Or(s.DeadLetter, store.DefaultDeadLetterPath))
-		if err := notDir("store.spool", s.Spool, "spool.lp"); err != nil {
-			return err
-		}
-		if err := notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"); err != nil {
-			return err
-		}
-	default:
-		return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
+		return cmp.Or(notDir("store.spool", s.Spool, "spool.lp"), notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"))
 	}
-	return nil
+	return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
 }
 
 // notDir refuses a file path that names a folder, suggesting a file in it.
@@ -205,17 +174,28 @@ func httpURL(field, raw, example, secret string) error {
 }
 
 func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, timeout *Duration) error {
-	if strings.TrimSpace(*prompt) == "" {
+	switch {
+	case strings.TrimSpace(*prompt) == "":
 		return fieldErr(prefix+".prompt", "must not be empty")
-	}
-	if len(*prompt) > 4096 {
+	case len(*prompt) > 4096:
 		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(*prompt))
-	}
-	if *maxTokens < 1 || *maxTokens > 4096 {
+	case *maxTokens < 1 || *maxTokens > 4096:
 		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
-	}
-	if *timeout <= 0 || timeout.D() > time.Hour {
+	case *timeout <= 0 || timeout.D() > time.Hour:
 		return fieldErr(prefix+".timeout", "must be > 0 and at most 1h (a probe is short), got %s", timeout.D())
+	}
+	return nil
+}
+
+func (c *Config) validateLanes() error {
+	if len(c.Lanes) == 0 {
+		return fieldErr("lanes", "at least one lane is required")
+	}
+	seen := map[string]int{}
+	for i := range c.Lanes {
+		if err := c.validateLane(i, seen); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -226,22 +206,21 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	if err := newName(f+".name", l.Name, "lanes", i, seen); err != nil {
 		return err
 	}
-	if l.Kind != policy.KindFree && l.Kind != policy.KindPaid {
+	switch api := probe.API(l.API); {
+	case l.Kind != policy.KindFree && l.Kind != policy.KindPaid:
 		return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
-	}
-	if api := probe.API(l.API); api != probe.OpenAI && api != probe.Anthropic {
+	case api != probe.OpenAI && api != probe.Anthropic:
 		return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
 	}
 	if err := httpURL(f+".base_url", l.BaseURL, "", "name the key's variable in api_key_env"); err != nil {
 		return err
 	}
-	if strings.TrimSpace(l.Model) == "" {
+	switch {
+	case strings.TrimSpace(l.Model) == "":
 		return fieldErr(f+".model", "must not be empty")
-	}
-	if l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv) {
+	case l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv):
 		return fieldErr(f+".api_key_env", "must name an environment variable, got %q", l.APIKeyEnv)
-	}
-	if l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }) {
+	case l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }):
 		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
 	}
 	l.Prompt = cmp.Or(l.Prompt, c.Probe.Prompt)
@@ -275,17 +254,13 @@ func (c *Config) validateQuotas() error {
 		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
 			return err
 		}
-		switch q.Scope {
-		case "":
-			q.Scope = ScopeAccount
-		case ScopeAccount, ScopeSite:
-		default:
+		q.Scope = cmp.Or(q.Scope, ScopeAccount)
+		switch shared := q.Scope == ScopeAccount && (c.Site != "" || len(c.Sites) > 0) && !slices.Contains(c.Sites, c.Site); {
+		case q.Scope != ScopeAccount && q.Scope != ScopeSite:
 			return fieldErr(f+".scope", "want %s or %s, got %q", ScopeAccount, ScopeSite, q.Scope)
-		}
-		if q.Scope == ScopeAccount && (c.Site != "" || len(c.Sites) > 0) && !slices.Contains(c.Sites, c.Site) {
-			if c.Site == "" {
-				return fieldErr(f+".scope", "account: the sites %s share this quota's budget, so site must name one of them", strings.Join(c.Sites, ", "))
-			}
+		case shared && c.Site == "":
+			return fieldErr(f+".scope", "account: the sites %s share this quota's budget, so site must name one of them", strings.Join(c.Sites, ", "))
+		case shared:
 			return fieldErr("sites", "must list site %q: quotas[%d] %q has scope account, shared by the listed sites (or set its scope: site)", c.Site, i, q.Name)
 		}
 	}
@@ -295,10 +270,10 @@ func (c *Config) validateQuotas() error {
 // validateSites checks the sites list: valid names, each once.
 func (c *Config) validateSites() error {
 	for i, s := range c.Sites {
-		if !laneName.MatchString(s) {
+		switch j := slices.Index(c.Sites, s); {
+		case !laneName.MatchString(s):
 			return fieldErr(fmt.Sprintf("sites[%d]", i), "want [a-z0-9_-]+, got %q", s)
-		}
-		if j := slices.Index(c.Sites, s); j < i {
+		case j < i:
 			return fieldErr(fmt.Sprintf("sites[%d]", i), "%q is already sites[%d]", s, j)
 		}
 	}
@@ -319,29 +294,25 @@ func (c *Config) quotaNames() string {
 
 func (c *Config) validatePolicy() error {
 	p := &c.Policy
-	if p.Out == "" {
-		return fieldErr("policy.out", "must not be empty")
-	}
-	p.Out = c.abs(p.Out)
 	lookback, ok := map[string]int{"calibrated": 14, "max": 7}[p.Rule]
-	if !ok {
-		return fieldErr("policy.rule", "want calibrated or max, got %q", p.Rule)
-	}
 	if p.LookbackDays == LookbackUnset {
 		p.LookbackDays = lookback
 	}
-	if !(p.Coverage > 0 && p.Coverage < 1) {
+	switch r := c.Store.RetentionDays; {
+	case p.Out == "":
+		return fieldErr("policy.out", "must not be empty")
+	case !ok:
+		return fieldErr("policy.rule", "want calibrated or max, got %q", p.Rule)
+	case !(p.Coverage > 0 && p.Coverage < 1):
 		return fieldErr("policy.coverage", "must be above 0 and below 1, got %v", p.Coverage)
-	}
-	if p.LookbackDays < 0 || p.LookbackDays > 366 {
+	case p.LookbackDays < 0 || p.LookbackDays > 366:
 		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
-	}
-	if p.Rule == "calibrated" && p.LookbackDays < 1 {
+	case p.Rule == "calibrated" && p.LookbackDays < 1:
 		return fieldErr("policy.lookback_days", "the calibrated rule learns from at least 1 day, got %d", p.LookbackDays)
-	}
-	if r := c.Store.RetentionDays; p.Rule == "calibrated" && r != 0 && r < 2*p.LookbackDays {
+	case p.Rule == "calibrated" && r != 0 && r < 2*p.LookbackDays:
 		return fieldErr("store.retention_days", "%d days prunes probes the calibrated rule reads: it learns from twice policy.lookback_days (%d), so keep at least %d", r, p.LookbackDays, 2*p.LookbackDays)
 	}
+	p.Out = c.abs(p.Out)
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
 		f := fmt.Sprintf("policy.classes[%d]", i)

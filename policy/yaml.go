@@ -259,10 +259,7 @@ var patternHints = map[string]string{
 }
 
 func patternHint(field string) string {
-	last := field[strings.LastIndex(field, ".")+1:]
-	if i := strings.IndexByte(last, '['); i >= 0 {
-		last = last[:i]
-	}
+	last, _, _ := strings.Cut(field[strings.LastIndex(field, ".")+1:], "[")
 	return patternHints[last]
 }
 

@@ -33,26 +33,22 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			fmt.Fprintf(&b, ":%d", e.Line)
-		}
-		b.WriteString(": ")
-	} else if e.Line > 0 {
-		fmt.Fprintf(&b, "line %d: ", e.Line)
+	at := ""
+	switch {
+	case e.File != "" && e.Line > 0:
+		at = fmt.Sprintf("%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		at = e.File + ": "
+	case e.Line > 0:
+		at = fmt.Sprintf("line %d: ", e.Line)
 	}
-	if f := e.Field; f != "" {
-		if r := []rune(f); len(r) > 100 { // a path down deep nesting: its ends say enough
-			f = string(r[:60]) + "..." + string(r[len(r)-30:])
-		}
-		b.WriteString(f)
-		b.WriteString(": ")
+	if r := []rune(e.Field); len(r) > 100 { // a path down deep nesting: its ends say enough
+		at += string(r[:60]) + "..." + string(r[len(r)-30:]) + ": "
+	} else if e.Field != "" {
+		at += e.Field + ": "
 	}
 	// One line, whatever the YAML library quoted back.
-	b.WriteString(strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error()))
-	return b.String()
+	return at + strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(e.Err.Error())
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -196,17 +192,10 @@ type checker struct {
 	budget int                 // mappings left to check: merges multiply them
 }
 
-var kindNames = map[reflect.Kind]string{reflect.Int: "an integer", reflect.Int64: "an integer",
+// want says what a value of each kind the config and policy files hold is.
+var want = map[reflect.Kind]string{reflect.Int: "an integer", reflect.Int64: "an integer",
 	reflect.Float64: "a number", reflect.Bool: "true or false", reflect.String: "a string",
 	reflect.Slice: "a list", reflect.Struct: "a mapping"}
-
-// want says what a value of type t is, in YAML's terms.
-func want(t reflect.Type) string {
-	if s, ok := kindNames[t.Kind()]; ok {
-		return s
-	}
-	return "a " + t.Kind().String()
-}
 
 // check checks n as a value of type t at path. at is the line to report
 // for n (0: n's own).
@@ -230,10 +219,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) error
 	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct && !custom:
 		return c.mapping(n, t, path, map[string]bool{})
 	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice && !custom:
-		if c.active[n] {
-			return Errorf(at, path, "an alias refers to a value that holds it")
-		}
-		c.active[n] = true
+		c.active[n] = true // a list is entered again only through an alias, refused above
 		defer delete(c.active, n)
 		for i, e := range n.Content {
 			p := Index(path, i)
@@ -244,15 +230,14 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string, at int) error
 		}
 		return nil
 	case n.Kind != yaml.ScalarNode && !custom:
-		return Errorf(at, path, "want %s, got %s", want(t), Describe(n))
-	}
-	if fits(n, t) && !custom {
+		return Errorf(at, path, "want %s, got %s", want[t.Kind()], Describe(n))
+	case !custom && fits(n, t):
 		return nil
 	}
 	var te *yaml.TypeError
 	switch err := n.Decode(reflect.New(t).Interface()); {
 	case errors.As(err, &te) || err == nil && !custom && t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64 && n.ShortTag() != "!!int":
-		return Errorf(at, path, "want %s, got %s", want(t), Describe(n))
+		return Errorf(at, path, "want %s, got %s", want[t.Kind()], Describe(n))
 	case err != nil:
 		return &Error{Line: at, Field: path, Err: err}
 	}
@@ -296,21 +281,13 @@ func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string, set map[str
 	}
 	c.active[n] = true
 	defer delete(c.active, n)
-	keys, first := Keys(t), map[string]int{} // key → line
+	keys, first := Keys(t), map[string]int{}
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, line := n.Content[i], n.Content[i].Line
-		if k.Kind == yaml.AliasNode {
-			k = k.Alias
+		k, line, field, err := mappingKey(n, i, path, first, false)
+		if err != nil {
+			return err
 		}
-		if k.Kind != yaml.ScalarNode {
-			return Errorf(line, path, "want a plain key, got %s", Describe(k))
-		}
-		field := Key(path, k.Value)
-		if l, dup := first[k.Value]; dup {
-			return Errorf(line, field, "key repeated (first set on line %d)", l)
-		}
-		first[k.Value] = line
 		f := slices.Index(keys, k.Value)
 		switch v := n.Content[i+1]; {
 		case k.Value == "<<" && k.ShortTag() == "!!merge":
@@ -341,4 +318,25 @@ func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string, set map[str
 		}
 	}
 	return nil
+}
+
+// mappingKey returns the key at n.Content[i], an alias resolved, with its
+// line and field path; a key that is not a scalar or is in first (key →
+// line, where it goes next) is an error.
+func mappingKey(n *yaml.Node, i int, path string, first map[string]int, json bool) (*yaml.Node, int, string, error) {
+	k, line := n.Content[i], n.Content[i].Line
+	if k.Kind == yaml.AliasNode {
+		k = k.Alias
+	}
+	if k.Kind != yaml.ScalarNode {
+		return nil, 0, "", Errorf(line, path, "want a plain key, got %s", Describe(k))
+	}
+	field := Key(path, k.Value)
+	if l, dup := first[k.Value]; dup && json {
+		return nil, 0, "", Errorf(line, field, "repeated field")
+	} else if dup {
+		return nil, 0, "", Errorf(line, field, "key repeated (first set on line %d)", l)
+	}
+	first[k.Value] = line
+	return k, line, field, nil
 }

@@ -84,10 +84,7 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		what := map[yaml.Kind]string{yaml.MappingNode: "object", yaml.SequenceNode: "array"}[root.Kind]
-		if what == "" {
-			what = "value"
-		}
+		what := map[yaml.Kind]string{yaml.MappingNode: "object", yaml.SequenceNode: "array", yaml.ScalarNode: "value"}[root.Kind]
 		return nil, &Error{Line: lines.at(dec.InputOffset()), Err: fmt.Errorf("unexpected data after the JSON %s", what)}
 	}
 	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Content: []*yaml.Node{root}}, nil

@@ -19,10 +19,9 @@ import (
 
 // SchemaOptions tune Schema.
 type SchemaOptions struct {
-	MaxValues int                       // values once aliases expand; 0: 100000
-	Pattern   func(field string) string // what a string failing a pattern should be; "": quote it
-	JSON      bool                      // speak JSON: "must be an object", "unknown field"
-	Root      string                    // the whole document's name in an error ("input")
+	Pattern func(field string) string // what a string failing a pattern should be; "": quote it
+	JSON    bool                      // speak JSON: "must be an object", "unknown field"
+	Root    string                    // the whole document's name in an error ("input")
 }
 
 // CompileSchema compiles the JSON Schema in data.
@@ -42,16 +41,13 @@ func CompileSchema(data []byte) (*jsonschema.Schema, error) {
 // violation in document order as an *Error naming the field and its line:
 // "line 12: lanes[1].failures: missing". A non-finite number is one too.
 func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
-	if opts.MaxValues <= 0 {
-		opts.MaxValues = 100000
-	}
 	if doc.Kind == yaml.DocumentNode {
 		if len(doc.Content) == 0 {
 			return &Error{Err: errors.New("empty document")}
 		}
 		doc = doc.Content[0]
 	}
-	c := converter{budget: opts.MaxValues, max: opts.MaxValues, json: opts.JSON, active: map[*yaml.Node]bool{}}
+	c := converter{budget: maxValues, json: opts.JSON, active: map[*yaml.Node]bool{}}
 	inst, err := c.value(doc, "", 0)
 	if err != nil {
 		return err
@@ -61,11 +57,8 @@ func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 	if err == nil || !errors.As(err, &ve) {
 		return err
 	}
-	var leaves []*Error
+	var leaves []*Error // never none: an error tree has leaves
 	collect(doc, ve, opts, &leaves)
-	if len(leaves) == 0 {
-		return &Error{Err: errors.New("does not match the schema")}
-	}
 	e := slices.MinFunc(leaves, func(a, b *Error) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.col, b.col)) })
 	if e.Field == "" {
 		e.Field = opts.Root
@@ -73,11 +66,14 @@ func Schema(sch *jsonschema.Schema, doc *yaml.Node, opts SchemaOptions) error {
 	return e
 }
 
+// maxValues bounds the values aliases may expand a document to.
+const maxValues = 100000
+
 // converter turns a YAML tree into the values jsonschema validates.
 type converter struct {
-	budget, max int
-	json        bool
-	active      map[*yaml.Node]bool // the mappings and lists being converted
+	budget int
+	json   bool
+	active map[*yaml.Node]bool // the mappings and lists being converted
 }
 
 func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
@@ -85,7 +81,7 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 		at = n.Line
 	}
 	if c.budget--; c.budget < 0 {
-		return nil, Errorf(at, path, "aliases expand to more than %d values", c.max)
+		return nil, Errorf(at, path, "aliases expand to more than %d values", maxValues)
 	}
 	if n.Kind == yaml.AliasNode {
 		if c.active[n.Alias] {
@@ -105,20 +101,10 @@ func (c *converter) value(n *yaml.Node, path string, at int) (any, error) {
 		m := make(map[string]any, len(n.Content)/2)
 		first := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind == yaml.AliasNode {
-				k = k.Alias
+			k, _, field, err := mappingKey(n, i, path, first, c.json)
+			if err != nil {
+				return nil, err
 			}
-			if k.Kind != yaml.ScalarNode {
-				return nil, Errorf(n.Content[i].Line, path, "want a plain key, got %s", Describe(k))
-			}
-			field := Key(path, k.Value)
-			if l, dup := first[k.Value]; dup && c.json {
-				return nil, Errorf(n.Content[i].Line, field, "repeated field")
-			} else if dup {
-				return nil, Errorf(n.Content[i].Line, field, "key repeated (first set on line %d)", l)
-			}
-			first[k.Value] = n.Content[i].Line
 			v, err := c.value(n.Content[i+1], field, 0)
 			if err != nil {
 				return nil, err
@@ -172,13 +158,7 @@ func collect(doc *yaml.Node, ve *jsonschema.ValidationError, opts SchemaOptions,
 	causes := ve.Causes
 	switch ve.ErrorKind.(type) {
 	case *kind.OneOf, *kind.AnyOf:
-		var keep []*jsonschema.ValidationError
-		for _, c := range causes {
-			if !onlyType(c) {
-				keep = append(keep, c)
-			}
-		}
-		if len(keep) > 0 {
+		if keep := slices.DeleteFunc(slices.Clone(causes), onlyType); len(keep) > 0 {
 			causes = keep
 		}
 	}
@@ -270,12 +250,7 @@ func onlyType(ve *jsonschema.ValidationError) bool {
 		_, ok := ve.ErrorKind.(*kind.Type)
 		return ok
 	}
-	for _, c := range ve.Causes {
-		if !onlyType(c) {
-			return false
-		}
-	}
-	return true
+	return len(slices.DeleteFunc(slices.Clone(ve.Causes), onlyType)) == 0
 }
 
 // Line returns the line of field ("attempts[3].queue_s") in doc, or of the
@@ -324,9 +299,6 @@ func locate(n *yaml.Node, loc []string) (string, *yaml.Node, bool) {
 
 // ratString writes r as its shortest decimal.
 func ratString(r *big.Rat) string {
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	f, _ := r.Float64()
+	f, _ := r.Float64() // the schemas' bounds are exact in a float64
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }

@@ -32,20 +32,26 @@ func YAML(data []byte) (doc *yaml.Node, more bool, err error) {
 }
 
 func yamlError(data []byte, err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	}
+	line, msg := yamlMessage(err)
 	if line > 0 {
 		line = failingLine(data, line, msg)
 	}
 	return &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
 }
 
-// failingLine returns the first line k >= from at which the first k lines
-// of data fail with msg (bisected, then checked); else from.
+// yamlMessage splits a yaml.v3 error into its line (0: none) and message.
+func yamlMessage(err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	m := yamlLine.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, msg
+	}
+	line, _ := strconv.Atoi(m[1])
+	return line, m[2]
+}
+
+// failingLine returns the first line k >= from (from >= 1) at which the
+// first k lines of data fail with msg (bisected); else from.
 func failingLine(data []byte, from int, msg string) int {
 	ends := []int{} // ends[i]: the length of the first i+1 lines
 	for i, b := range data {
@@ -57,25 +63,20 @@ func failingLine(data []byte, from int, msg string) int {
 		ends = append(ends, len(data))
 	}
 	fails := func(k int) bool { // the first k lines fail with msg
-		if k < 1 {
-			return false
-		}
 		var n yaml.Node
-		err := yaml.Unmarshal(data[:ends[min(k, len(ends))-1]], &n)
+		err := yaml.Unmarshal(data[:ends[k-1]], &n)
 		if err == nil {
 			return false
 		}
-		m := strings.TrimPrefix(err.Error(), "yaml: ")
-		if sub := yamlLine.FindStringSubmatch(m); sub != nil {
-			m = sub[2]
-		}
+		_, m := yamlMessage(err)
 		return m == msg
 	}
 	if from > len(ends) {
 		return from
 	}
+	// Search has seen the first k lines fail (k <= len(ends)) and, for k > from, the first k-1 not.
 	k := from + sort.Search(len(ends)-from+1, func(i int) bool { return fails(from + i) })
-	if k > len(ends) || !fails(k) || k > from && fails(k-1) {
+	if k > len(ends) {
 		return from
 	}
 	return k
