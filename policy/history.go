@@ -27,7 +27,7 @@ type lookKey struct {
 
 // laneHistory is one lane's records and what its figures keep of them.
 type laneHistory struct {
-	byHour   map[int64][]rec       // hour start (Unix s) → one record per site
+	byHour   hourIndex             // hour start (Unix s) → one record per site
 	ever     int                   // records with samples
 	looks    map[memoKey]*lookMemo // LaneAt's lookback figures
 	lastMemo int64                 // at least the latest hour of looks
@@ -51,7 +51,7 @@ func (lh *laneHistory) hour(k int64) []rec {
 	if k == lh.lastKey && lh.lastRecs != nil {
 		return lh.lastRecs
 	}
-	return lh.byHour[k]
+	return lh.byHour.get(k)
 }
 
 // lookMemo is the lookback part of a lane's figures for one hour and
@@ -116,8 +116,9 @@ func (x *History) Add(r store.Hourly) {
 	if n.Samples > 0 {
 		lh.ever++
 	}
-	lh.byHour[k] = append(rs, n)
-	lh.lastKey, lh.lastRecs = k, lh.byHour[k]
+	rs = append(rs, n)
+	lh.byHour.set(k, rs)
+	lh.lastKey, lh.lastRecs = k, rs
 }
 
 // Drop removes the records and probes of hours before `before`; a
@@ -127,19 +128,13 @@ func (x *History) Drop(before time.Time) {
 	cut := before.Unix()
 	for _, lh := range x.lanes {
 		lh.dropObs(cut)
-		dropped := false
-		for k, rs := range lh.byHour {
-			if k >= cut {
-				continue
-			}
+		dropped := lh.byHour.dropBefore(cut, func(rs []rec) {
 			for i := range rs {
 				if rs[i].Samples > 0 {
 					lh.ever--
 				}
 			}
-			delete(lh.byHour, k)
-			dropped = true
-		}
+		})
 		if dropped {
 			clear(lh.looks)
 			lh.lastKey, lh.lastRecs = 0, nil
@@ -156,7 +151,7 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 	m := &lookMemo{newest: math.MinInt64}
 	lt := h.In(x.loc)
 	for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
-		rs := lh.byHour[u]
+		rs := lh.byHour.get(u)
 		for i := range rs {
 			if rs[i].Samples > 0 {
 				m.stat.add(&rs[i])
