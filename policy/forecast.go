@@ -47,8 +47,9 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			var s stat
 			if lh != nil {
 				for _, u := range x.lookbackHours(d, hr, p.LookbackDays) {
-					for i := range lh.byHour[u] {
-						if r := &lh.byHour[u][i]; r.Samples > 0 {
+					rs := lh.byHour.get(u)
+					for i := range rs {
+						if r := &rs[i]; r.Samples > 0 {
 							s.add(r)
 							sites[r.Site] = true
 						}

@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
@@ -10,10 +11,12 @@ import (
 
 // History indexes hourly records by lane, hour and site, for ForHour and
 // for a replay (policygen backtest) that keeps it up to date. It is not
-// safe for concurrent use.
+// safe for concurrent use, but for LaneAt on distinct lanes: a lane's
+// figures read its own records and probes alone.
 type History struct {
 	loc     *time.Location
 	lanes   map[string]*laneHistory
+	keysMu  sync.Mutex
 	keys    map[lookKey][]int64 // the hours a lookback reads, shared by every lane
 	waitBuf []WaitDist          // ClassesAt's lanes' wait distributions, reused
 }
@@ -27,7 +30,7 @@ type lookKey struct {
 
 // laneHistory is one lane's records and what its figures keep of them.
 type laneHistory struct {
-	byHour   map[int64][]rec       // hour start (Unix s) → one record per site
+	byHour   hourIndex             // hour start (Unix s) → one record per site
 	ever     int                   // records with samples
 	looks    map[memoKey]*lookMemo // LaneAt's lookback figures
 	lastMemo int64                 // at least the latest hour of looks
@@ -51,7 +54,7 @@ func (lh *laneHistory) hour(k int64) []rec {
 	if k == lh.lastKey && lh.lastRecs != nil {
 		return lh.lastRecs
 	}
-	return lh.byHour[k]
+	return lh.byHour.get(k)
 }
 
 // lookMemo is the lookback part of a lane's figures for one hour and
@@ -116,8 +119,9 @@ func (x *History) Add(r store.Hourly) {
 	if n.Samples > 0 {
 		lh.ever++
 	}
-	lh.byHour[k] = append(rs, n)
-	lh.lastKey, lh.lastRecs = k, lh.byHour[k]
+	rs = append(rs, n)
+	lh.byHour.set(k, rs)
+	lh.lastKey, lh.lastRecs = k, rs
 }
 
 // Drop removes the records and probes of hours before `before`; a
@@ -127,19 +131,13 @@ func (x *History) Drop(before time.Time) {
 	cut := before.Unix()
 	for _, lh := range x.lanes {
 		lh.dropObs(cut)
-		dropped := false
-		for k, rs := range lh.byHour {
-			if k >= cut {
-				continue
-			}
+		dropped := lh.byHour.dropBefore(cut, func(rs []rec) {
 			for i := range rs {
 				if rs[i].Samples > 0 {
 					lh.ever--
 				}
 			}
-			delete(lh.byHour, k)
-			dropped = true
-		}
+		})
 		if dropped {
 			clear(lh.looks)
 			lh.lastKey, lh.lastRecs = 0, nil
@@ -156,7 +154,7 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 	m := &lookMemo{newest: math.MinInt64}
 	lt := h.In(x.loc)
 	for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
-		rs := lh.byHour[u]
+		rs := lh.byHour.get(u)
 		for i := range rs {
 			if rs[i].Samples > 0 {
 				m.stat.add(&rs[i])
@@ -175,6 +173,8 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 // lookbackHours is the package's lookbackHours, cached for every lane.
 func (x *History) lookbackHours(d civil, hh, days int) []int64 {
 	k := lookKey{d, hh, days}
+	x.keysMu.Lock()
+	defer x.keysMu.Unlock()
 	if ks, ok := x.keys[k]; ok {
 		return ks
 	}

@@ -131,7 +131,7 @@ func (x *History) failChance(lh *laneHistory, days int) (float64, bool) {
 func (x *History) lane(name string) *laneHistory {
 	lh := x.lanes[name]
 	if lh == nil {
-		lh = &laneHistory{byHour: map[int64][]rec{}, looks: map[memoKey]*lookMemo{}}
+		lh = &laneHistory{looks: map[memoKey]*lookMemo{}}
 		x.lanes[name] = lh
 	}
 	return lh

@@ -194,6 +194,7 @@ type Backtest struct {
 
 	hourNow hourSpan      // the hour of the last instant asked about
 	figs    []policy.Lane // evaluate's scratch: every lane's figures
+	stale   []staleLane   // allFigures' scratch
 
 	rep *replays
 

@@ -131,7 +131,7 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 		if errors.Is(err, errLocked) {
 			b, _ := io.ReadAll(io.LimitReader(lock, 200))
 			holder := strings.TrimSpace(strings.ToValidUTF8(string(b), "?"))
-			return nil, fmt.Errorf("%s is in use by another sampler (%s; lock %s): sampler probe -config F -lane NAME probes beside it",
+			return nil, fmt.Errorf("%s is in use by another sampler (%s; lock %s): sampler probe -lane NAME, with the same -config, probes beside it",
 				path, cmp.Or(holder, "holder unknown"), path+".lock")
 		}
 		return nil, fmt.Errorf("lock %s: %w", path+".lock", err)

@@ -58,7 +58,7 @@ func TestLockNamesItsHolder(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, want := range []string{path + " is in use by another sampler", "pid " + strconv.Itoa(os.Getpid()), "host " + host,
-		"since " + time.Now().UTC().Format("2006-01-02T"), "lock " + path + ".lock", "sampler probe -config F -lane NAME"} {
+		"since " + time.Now().UTC().Format("2006-01-02T"), "lock " + path + ".lock", "sampler probe -lane NAME, with the same -config, probes beside it"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("refusal %q does not say %q", msg, want)
 		}
