@@ -272,7 +272,7 @@ func record(ctx context.Context, rec *store.Recorder, opts lanesim.HistoryOption
 		pending = pending[:0]
 		return ctx.Err()
 	}
-	err := lanesim.HistoryWithTruth(opts, func(day []store.Probe, tr []lanesim.ProbeTruth) error {
+	err := lanesim.History(opts, func(day []store.Probe, tr []lanesim.ProbeTruth) error {
 		if truth != nil {
 			if err := truth(tr); err != nil {
 				return fmt.Errorf("truth: %w", err)

@@ -213,14 +213,8 @@ var DefaultHistoryCurve = Curve{{0, 0.5}, {6, 0.6}, {9, 2.5}, {13, 4}, {17, 2.5}
 const HistoryMaxDays = 3660
 
 // History calls emit with the probes of each generated day, in time order,
-// until emit's first error.
-func History(opts HistoryOptions, emit func(day []store.Probe) error) error {
-	return HistoryWithTruth(opts, func(day []store.Probe, _ []ProbeTruth) error { return emit(day) })
-}
-
-// HistoryWithTruth is History that also hands emit each probe's truth:
-// truth[i] is day[i]'s.
-func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTruth) error) error {
+// and their truth (truth[i] is day[i]'s), until emit's first error.
+func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTruth) error) error {
 	if opts.Days < 1 || opts.Days > HistoryMaxDays {
 		return fmt.Errorf("history: %d days: want 1 to %d", opts.Days, HistoryMaxDays)
 	}

@@ -170,19 +170,12 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(s.Stats())
 }
 
-// chance draws from the seeded source: true with probability p.
-func (s *Server) chance(p float64) bool {
-	s.rngMu.Lock()
-	x := s.rng.Float64()
-	s.rngMu.Unlock()
-	return x < p
-}
-
-// expFloat draws an exponential variate with mean 1.
-func (s *Server) expFloat() float64 {
+// draw takes one variate from the seeded source: (*rand.Rand).Float64 or
+// ExpFloat64.
+func (s *Server) draw(f func(*rand.Rand) float64) float64 {
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()
-	return s.rng.ExpFloat64()
+	return f(s.rng)
 }
 
 // sleep waits for d or until ctx ends; it reports whether the full d passed.

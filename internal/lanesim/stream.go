@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -38,8 +39,8 @@ func (s *Server) replyLen(limit *int) (n int, truncated bool) {
 // keep-alive comments, prefill, paced tokens, end of stream.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id int64, n int, d dialect) {
 	// Both drawn always: the n-th request meets the same faults.
-	limited := s.chance(s.opts.Fail429)
-	failMid := s.chance(s.opts.FailMidstream)
+	limited := s.draw((*rand.Rand).Float64) < s.opts.Fail429
+	failMid := s.draw((*rand.Rand).Float64) < s.opts.FailMidstream
 	log := s.log.With("api", api, "id", id)
 	if limited {
 		s.rateLimited.Add(1)
