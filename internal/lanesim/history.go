@@ -166,11 +166,11 @@ func (p HistoryProfile) Lognormal() bool { return p.Tail == "" }
 // ProbeTruth is the lognormal a generated probe drew its queue from, before
 // the timeout (see HistoryProfile.Lognormal); Outage: the lane was down.
 type ProbeTruth struct {
-	Time    time.Time
-	Lane    string
-	MedianS float64
-	Sigma   float64
-	Outage  bool
+	Time    time.Time `json:"time"`
+	Lane    string    `json:"lane"`
+	MedianS float64   `json:"median_s"`
+	Sigma   float64   `json:"sigma"`
+	Outage  bool      `json:"outage,omitempty"`
 }
 
 // AppendJSON appends t as one JSON object (lanesim history -truth).

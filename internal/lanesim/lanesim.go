@@ -120,11 +120,8 @@ func (s *Server) Close() {
 	})
 }
 
-// Handler serves:
-//
-//	POST /v1/chat/completions  OpenAI chat completions, stream: true only
-//	POST /v1/messages          Anthropic Messages, stream: true only
-//	GET  /healthz              200 with the current Stats as JSON
+// Handler serves both APIs (stream: true only) and GET /healthz, the Stats
+// as JSON.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleOpenAI)

@@ -22,7 +22,7 @@ type dialect interface {
 	begin(sw *sseWriter) error              // once the slot is taken, before prefill
 	token(sw *sseWriter, text string) error // one content delta
 	fail(sw *sseWriter) error               // injected mid-stream error; the stream ends after it
-	end(sw *sseWriter) error                // normal end of stream
+	end(sw *sseWriter, emitted int) error   // normal end of stream, after emitted tokens
 }
 
 // replyLen is how many tokens a reply gets under the request's max_tokens
@@ -144,7 +144,7 @@ func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, 
 	if failMid {
 		return stopAt, d.fail(sw)
 	}
-	return stopAt, d.end(sw)
+	return stopAt, d.end(sw, stopAt)
 }
 
 // sseWriter writes server-sent events and flushes each one.
