@@ -243,9 +243,9 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 			shiftAt = start.AddDate(0, 0, opts.Days*2/3)
 		}
 	}
-	var up *upstream
+	var up *drift
 	if prof.Upstream > 0 {
-		up = &upstream{rng: rand.New(rand.NewPCG(opts.Seed, 0x75707374)), sigma: prof.DaySigma}
+		up = &drift{rng: rand.New(rand.NewPCG(opts.Seed, 0x75707374)), sigma: prof.DaySigma}
 	}
 	lanes := make([]*histLane, len(opts.Lanes))
 	free := 0
@@ -257,7 +257,7 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 		}
 		h := fnv.New64a()
 		h.Write([]byte(l.Name))
-		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
+		hl := &histLane{HistoryLane: l, drift: drift{rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), sigma: prof.DaySigma}, offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
 			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: shiftAt, shiftFactor: shiftFactor, busy429: opts.Busy429Rate, up: up}
 		if l.Kind == "free" {
 			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
@@ -273,7 +273,7 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 	round := 0 // rounds since the start
 	for hour := start.Truncate(time.Hour); hour.Before(end); hour = hour.Add(time.Hour) {
 		if up != nil {
-			up.startHour(up.rng, up.sigma, hour, true)
+			up.startHour(hour, true)
 		}
 		for _, l := range lanes {
 			l.startHour(hour)
@@ -307,8 +307,10 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 }
 
 // drift is the day factor and outages of a lane, or of the upstream the
-// lanes of an upstream profile share.
+// lanes of an upstream profile share, drawn from rng.
 type drift struct {
+	rng       *rand.Rand
+	sigma     float64 // of the day factor's logarithm
 	day       int64
 	dayFactor float64
 	outage    int // hours of outage left, this one included
@@ -316,9 +318,9 @@ type drift struct {
 
 // startHour draws the day factor of a new day and, with outages, whether
 // an outage starts.
-func (d *drift) startHour(rng *rand.Rand, sigma float64, hour time.Time, outages bool) {
+func (d *drift) startHour(hour time.Time, outages bool) {
 	if k := hour.Unix() / 86400; k != d.day || d.dayFactor == 0 {
-		d.day, d.dayFactor = k, math.Exp(sigma*rng.NormFloat64())
+		d.day, d.dayFactor = k, math.Exp(d.sigma*d.rng.NormFloat64())
 	}
 	if !outages {
 		return
@@ -326,21 +328,14 @@ func (d *drift) startHour(rng *rand.Rand, sigma float64, hour time.Time, outages
 	if d.outage > 0 {
 		d.outage--
 	}
-	if d.outage == 0 && rng.Float64() < OutageRate {
-		d.outage = 1 + rng.IntN(4)
+	if d.outage == 0 && d.rng.Float64() < OutageRate {
+		d.outage = 1 + d.rng.IntN(4)
 	}
-}
-
-type upstream struct {
-	drift
-	rng   *rand.Rand
-	sigma float64
 }
 
 // histLane is a lane's generator state.
 type histLane struct {
 	HistoryLane
-	rng         *rand.Rand
 	prof        *HistoryProfile
 	paidFaults  bool
 	shiftAt     time.Time
@@ -349,7 +344,7 @@ type histLane struct {
 	offset      time.Duration // after the round's start
 	median      float64       // free: median queue at curve 1
 	nth         int           // free: the lane's place among the free lanes
-	up          *upstream     // the shared upstream, or nil
+	up          *drift        // the shared upstream, or nil
 	busy        bool          // paid with faults: this hour is busy
 	drift
 	backoff time.Time
@@ -357,7 +352,7 @@ type histLane struct {
 }
 
 func (l *histLane) startHour(hour time.Time) {
-	l.drift.startHour(l.rng, l.prof.DaySigma, hour, l.Kind == "free")
+	l.drift.startHour(hour, l.Kind == "free")
 	if l.Kind != "free" && l.paidFaults {
 		l.busy = l.rng.Float64() < PaidBusyRate
 	}
