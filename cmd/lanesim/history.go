@@ -98,12 +98,8 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bad("-busy429: want a rate from 0 to 1, got %g", *busy429)
 	}
 	opts.Busy429Rate = *busy429
-	if *curve != "" {
-		cv, err := lanesim.ParseCurve(*curve)
-		if err != nil {
-			return bad("-curve: %w", err)
-		}
-		opts.Curve = cv
+	if opts.Curve, err = lanesim.ParseCurve(*curve); err != nil {
+		return bad("-curve: %w", err)
 	}
 	loc := time.UTC
 	var cfg *lwconfig.Config

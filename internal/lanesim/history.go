@@ -363,14 +363,13 @@ func (l *histLane) startHour(hour time.Time) {
 func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store.Probe, ProbeTruth, bool) {
 	p := store.Probe{Lane: l.Name, Kind: l.Kind, Time: t, HeadersS: 0.05, ConnectS: 0.02}
 	tr := ProbeTruth{Time: t, Lane: l.Name}
+	mult := curve.At(float64(t.Hour()) + float64(t.Minute())/60)
 	if l.Kind == "paid" {
-		return l.paidProbe(p, tr, curve)
+		return l.paidProbe(p, tr, mult)
 	}
 	if t.Before(l.backoff) {
 		return p, tr, false
 	}
-	hod := float64(t.Hour()) + float64(t.Minute())/60
-	mult := curve.At(hod)
 	dayFactor, outage := l.dayFactor, l.outage
 	if l.up != nil {
 		dayFactor, outage = l.up.dayFactor, l.up.outage
@@ -421,18 +420,17 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store
 	return p, tr, true
 }
 
-// paidProbe is probe for a paid lane.
-func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, curve Curve) (store.Probe, ProbeTruth, bool) {
+// paidProbe is probe for a paid lane, at load multiplier mult.
+func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, mult float64) (store.Probe, ProbeTruth, bool) {
 	tr.MedianS, tr.Sigma = 0.6, 0.3
-	hod := float64(p.Time.Hour()) + float64(p.Time.Minute())/60
 	if l.paidFaults {
-		tr.MedianS *= 1 + 0.1*(curve.At(hod)-1)
+		tr.MedianS *= 1 + 0.1*(mult-1)
 		if l.busy {
 			tr.MedianS *= 4
 		}
 	}
 	if l.up != nil {
-		tr.MedianS *= math.Pow(curve.At(hod)*l.up.dayFactor, l.prof.Upstream)
+		tr.MedianS *= math.Pow(mult*l.up.dayFactor, l.prof.Upstream)
 		tr.Outage = l.up.outage > 0
 	}
 	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())

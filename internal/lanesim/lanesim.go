@@ -61,7 +61,6 @@ const RetryAfter = "7"
 // Server is one simulated lane. Its zero value is not usable; call New.
 type Server struct {
 	opts  Options
-	log   *slog.Logger
 	queue *fifo
 	clock simClock
 
@@ -99,8 +98,7 @@ func New(opts Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts:   opts,
-		log:    opts.Logger,
-		queue:  newFIFO(opts.Slots),
+		queue:  &fifo{slots: opts.Slots, free: opts.Slots},
 		clock:  newSimClock(time.Now(), opts.ClockOffset, opts.HourLength),
 		ctx:    ctx,
 		cancel: cancel,

@@ -41,7 +41,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id in
 	// Both drawn always: the n-th request meets the same faults.
 	limited := s.draw((*rand.Rand).Float64) < s.opts.Fail429
 	failMid := s.draw((*rand.Rand).Float64) < s.opts.FailMidstream
-	log := s.log.With("api", api, "id", id)
+	log := s.opts.Logger.With("api", api, "id", id)
 	if limited {
 		s.rateLimited.Add(1)
 		w.Header().Set("Retry-After", RetryAfter)
