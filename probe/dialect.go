@@ -29,7 +29,7 @@ func (tl tally) tokens(maxTokens int) (int, TokensSource) {
 }
 
 // decoder applies one SSE event of a dialect to the tally. Its errors are
-// *failure values whose details never quote the event's data.
+// *Error values whose details never quote the event's data.
 type decoder func(ev Event, tl *tally) error
 
 // chatRequest is the body both APIs take: stream_options (OpenAI's) only

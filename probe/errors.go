@@ -45,19 +45,10 @@ var (
 	ErrInvalidTarget = errors.New("invalid target")
 )
 
-// failure is an error that already knows its outcome; the run loop turns it
-// into an *Error.
-type failure struct {
-	outcome Outcome
-	detail  string
-	err     error
-}
-
-func (f *failure) Error() string { return string(f.outcome) + ": " + f.detail }
-func (f *failure) Unwrap() error { return f.err }
-
-func fail(o Outcome, err error, format string, args ...any) *failure {
-	return &failure{outcome: o, detail: fmt.Sprintf(format, args...), err: err}
+// fail is the failure of a step of the probe; Run's finish fills in the
+// rest of the *Error from the Sample.
+func fail(o Outcome, err error, format string, args ...any) *Error {
+	return &Error{Outcome: o, Detail: fmt.Sprintf(format, args...), Err: err}
 }
 
 const maxDetail = 160

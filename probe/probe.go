@@ -174,24 +174,22 @@ func (r *run) finish(err error) (Sample, error) {
 		s.Outcome = OK
 		return *s, nil
 	}
-	var f *failure
+	var f *Error
 	if !errors.As(err, &f) {
 		f = fail(ConnError, err, "unclassified failure")
 	}
-	s.Outcome = f.outcome
-	s.Detail = scrub(f.detail, r.t.APIKey)
+	s.Outcome = f.Outcome
+	s.Detail = scrub(f.Detail, r.t.APIKey)
 	if scrub(s.RetryAfter, r.t.APIKey) != s.RetryAfter {
 		s.RetryAfter = ""
 	}
-	return *s, &Error{
-		Lane: s.Lane, Outcome: s.Outcome, Status: s.Status, RetryAfter: s.RetryAfter,
-		HeadersSeen: s.HeadersSeen, Detail: s.Detail, Err: f.err,
-	}
+	f.Lane, f.Status, f.RetryAfter, f.HeadersSeen, f.Detail = s.Lane, s.Status, s.RetryAfter, s.HeadersSeen, s.Detail
+	return *s, f
 }
 
 // timeout is the failure for a probe whose context ended, ending the
 // Sample at the deadline when that was the cause.
-func (r *run) timeout(ctx context.Context) *failure {
+func (r *run) timeout(ctx context.Context) *Error {
 	now := time.Now()
 	r.s.End = now
 	verb := "deadline exceeded"

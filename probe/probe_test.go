@@ -36,8 +36,8 @@ func TestTimeoutEndsAtTheDeadline(t *testing.T) {
 	<-ctx.Done()
 	time.Sleep(10 * time.Millisecond) // give up well after the deadline
 	r := &run{s: Sample{Start: start}}
-	if f := r.timeout(ctx); f.outcome != Timeout || !r.s.End.Equal(dl) {
-		t.Fatalf("timeout: %s, end %v after start; want timeout, end at the deadline (%v)", f.outcome, r.s.End.Sub(start), dl.Sub(start))
+	if f := r.timeout(ctx); f.Outcome != Timeout || !r.s.End.Equal(dl) {
+		t.Fatalf("timeout: %s, end %v after start; want timeout, end at the deadline (%v)", f.Outcome, r.s.End.Sub(start), dl.Sub(start))
 	}
 
 	past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))

@@ -28,25 +28,24 @@ type SSEReader struct {
 	typ     string
 	hasData bool
 	afterCR bool // last line ended in CR: a following LF belongs to it
-	started bool
 }
 
-// NewSSEReader returns a reader over r that fails with ErrLineTooLong once a
-// line or an event's data exceeds maxLine bytes.
+// NewSSEReader returns a reader over r, past a byte order mark, that fails
+// with ErrLineTooLong once a line or an event's data exceeds maxLine bytes.
 func NewSSEReader(r io.Reader, maxLine int) *SSEReader {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	return &SSEReader{br: bufio.NewReaderSize(r, readBuf), max: maxLine}
+	br := bufio.NewReaderSize(r, readBuf)
+	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
+	}
+	return &SSEReader{br: br, max: maxLine}
 }
 
 // Next returns the next event: io.EOF at the end of input between events,
 // io.ErrUnexpectedEOF inside one.
 func (r *SSEReader) Next() (Event, error) {
-	if !r.started {
-		r.started = true
-		r.skipBOM()
-	}
 	r.data, r.typ, r.hasData = r.data[:0], "", false
 	for {
 		line, err := r.readLine()
@@ -65,13 +64,6 @@ func (r *SSEReader) Next() (Event, error) {
 		if err := r.field(line); err != nil {
 			return Event{}, err
 		}
-	}
-}
-
-func (r *SSEReader) skipBOM() {
-	bom := []byte("\xef\xbb\xbf")
-	if b, _ := r.br.Peek(len(bom)); bytes.Equal(b, bom) {
-		_, _ = r.br.Discard(len(bom))
 	}
 }
 

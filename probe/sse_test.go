@@ -142,7 +142,7 @@ func FuzzSSE(f *testing.F) {
 		for _, e := range a {
 			for _, d := range []decoder{openaiEvent, anthropicEvent} {
 				var tl tally
-				var f *failure
+				var f *Error
 				if err := d(Event{Type: e.typ, Data: []byte(e.data)}, &tl); err != nil && !errors.As(err, &f) {
 					t.Fatalf("decoder error %v is not a classified failure", err)
 				}

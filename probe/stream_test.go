@@ -48,12 +48,12 @@ func TestStreamEndClassifies(t *testing.T) {
 				}
 				return
 			}
-			var f *failure
+			var f *Error
 			if !errors.As(err, &f) {
-				t.Fatalf("streamEnd = %v (%T), want a *failure", err, err)
+				t.Fatalf("streamEnd = %v (%T), want a *Error", err, err)
 			}
-			if f.outcome != c.outcome || f.detail != c.detail || !errors.Is(err, c.cause) {
-				t.Fatalf("streamEnd = %s %q (cause %v), want %s %q wrapping %v", f.outcome, f.detail, f.err, c.outcome, c.detail, c.cause)
+			if f.Outcome != c.outcome || f.Detail != c.detail || !errors.Is(err, c.cause) {
+				t.Fatalf("streamEnd = %s %q (cause %v), want %s %q wrapping %v", f.Outcome, f.Detail, f.Err, c.outcome, c.detail, c.cause)
 			}
 		})
 	}
@@ -61,8 +61,8 @@ func TestStreamEndClassifies(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := &run{t: Target{MaxLine: 64}}
-	var f *failure
-	if err := r.streamEnd(ctx, ErrLineTooLong); !errors.As(err, &f) || f.outcome != Timeout || !errors.Is(err, context.Canceled) {
+	var f *Error
+	if err := r.streamEnd(ctx, ErrLineTooLong); !errors.As(err, &f) || f.Outcome != Timeout || !errors.Is(err, context.Canceled) {
 		t.Fatalf("streamEnd after cancel = %v, want a timeout wrapping context.Canceled", err)
 	}
 }

@@ -98,12 +98,8 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bad("-busy429: want a rate from 0 to 1, got %g", *busy429)
 	}
 	opts.Busy429Rate = *busy429
-	if *curve != "" {
-		cv, err := lanesim.ParseCurve(*curve)
-		if err != nil {
-			return bad("-curve: %w", err)
-		}
-		opts.Curve = cv
+	if opts.Curve, err = lanesim.ParseCurve(*curve); err != nil {
+		return bad("-curve: %w", err)
 	}
 	loc := time.UTC
 	var cfg *lwconfig.Config
@@ -254,9 +250,10 @@ func withTruthFile(path string, force bool, generate func(truthSink) error) erro
 	}, atomicfile.MakeDir(), atomicfile.RemoveStale(time.Hour))
 }
 
-// record generates the history into rec, a batch at a time, and its truth
-// into truth (when not nil).
-func record(ctx context.Context, rec *store.Recorder, opts lanesim.HistoryOptions, batch int, truth truthSink) (historyCount, error) {
+// record generates the history into st, its hours in loc, a batch at a
+// time, and its truth into truth (when not nil); it closes st.
+func record(ctx context.Context, st store.Store, loc *time.Location, opts lanesim.HistoryOptions, batch int, truth truthSink) (historyCount, error) {
+	rec := store.NewRecorder(st, loc)
 	var n historyCount
 	var pending []store.Probe
 	flush := func() error {
@@ -272,7 +269,7 @@ func record(ctx context.Context, rec *store.Recorder, opts lanesim.HistoryOption
 		pending = pending[:0]
 		return ctx.Err()
 	}
-	err := lanesim.HistoryWithTruth(opts, func(day []store.Probe, tr []lanesim.ProbeTruth) error {
+	err := lanesim.History(opts, func(day []store.Probe, tr []lanesim.ProbeTruth) error {
 		if truth != nil {
 			if err := truth(tr); err != nil {
 				return fmt.Errorf("truth: %w", err)
@@ -286,6 +283,9 @@ func record(ctx context.Context, rec *store.Recorder, opts lanesim.HistoryOption
 	})
 	if err == nil {
 		err = flush()
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
 	}
 	return n, err
 }
@@ -315,10 +315,7 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 		if err != nil {
 			return err
 		}
-		n, err = record(ctx, store.NewRecorder(st, loc), opts, historyBatch, truth)
-		if cerr := st.Close(); err == nil {
-			err = cerr
-		}
+		n, err = record(ctx, st, loc, opts, historyBatch, truth)
 		return err
 	}, atomicfile.MakeDir(), atomicfile.RemoveStale(time.Hour))
 	return n, err
@@ -330,9 +327,5 @@ func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesi
 	if err != nil {
 		return historyCount{}, err
 	}
-	n, err := record(ctx, store.NewRecorder(st, cfg.Location), opts, 5_000, truth)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
+	return record(ctx, st, cfg.Location, opts, 5_000, truth)
 }

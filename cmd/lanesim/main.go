@@ -1,8 +1,7 @@
 // Command lanesim is a local stand-in LLM lane for demos, tests and
-// benchmarks. It serves the OpenAI chat completions and Anthropic Messages
-// streaming APIs behind a FIFO queue in front of -slots generation slots, so
-// queue time comes from load: other requests and, with -background, synthetic
-// jobs whose rate follows an optional time-of-day -curve.
+// benchmarks (package lanesim), an exact-delay lane with -exact, and with
+// `lanesim history` a generator of probe history; docs/deploy.md ("A
+// stand-in lane") says how its load is set.
 //
 // Lane config: api openai with base_url http://HOST:PORT/v1, or api anthropic
 // with base_url http://HOST:PORT.
@@ -10,14 +9,6 @@
 // Once listening it prints one line, "lanesim listening on http://HOST:PORT",
 // and with -addr-file writes the URL to that file (removed again on exit). It
 // stops on SIGINT or SIGTERM.
-//
-// With -exact D it is an exact-delay lane instead, for the probe's accuracy
-// benchmark (probe.BenchmarkQueueError): every request gets its first token
-// exactly D after the lane read it, and GET /stats tells when it read and
-// wrote (lanesim.Exact); the queue flags are then ignored.
-//
-// `lanesim history` generates a realistic probe history into a store
-// instead, for demos, tests and backtests (lanesim history -h).
 package main
 
 import (

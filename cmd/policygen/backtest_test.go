@@ -53,7 +53,7 @@ var backtestHistory = lanesim.HistoryOptions{
 func recordHistory(t *testing.T, st store.Store) {
 	t.Helper()
 	rec := store.NewRecorder(st, time.UTC)
-	if err := lanesim.History(backtestHistory, func(day []store.Probe) error {
+	if err := lanesim.History(backtestHistory, func(day []store.Probe, _ []lanesim.ProbeTruth) error {
 		_, err := rec.Record(context.Background(), day)
 		return err
 	}); err != nil {

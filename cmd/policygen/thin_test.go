@@ -29,7 +29,7 @@ func paidOnlyFixture(t *testing.T) string {
 	opts := backtestHistory
 	opts.Lanes = opts.Lanes[2:]
 	rec := store.NewRecorder(st, opts.Start.Location())
-	if err := lanesim.History(opts, func(day []store.Probe) error {
+	if err := lanesim.History(opts, func(day []store.Probe, _ []lanesim.ProbeTruth) error {
 		_, err := rec.Record(context.Background(), day)
 		return err
 	}); err != nil {

@@ -59,7 +59,6 @@ type anthropicStream struct {
 	model     string
 	prompt    int
 	truncated bool
-	emitted   int
 }
 
 func (a *anthropicStream) rateLimited() any {
@@ -92,7 +91,6 @@ func (a *anthropicStream) begin(sw *sseWriter) error {
 }
 
 func (a *anthropicStream) token(sw *sseWriter, text string) error {
-	a.emitted++
 	return events(sw, map[string]any{
 		"type": "content_block_delta", "index": 0,
 		"delta": map[string]any{"type": "text_delta", "text": text},
@@ -103,7 +101,7 @@ func (a *anthropicStream) fail(sw *sseWriter) error {
 	return sw.event("error", anthropicError("overloaded_error", "lanesim: overloaded mid-stream (injected)"))
 }
 
-func (a *anthropicStream) end(sw *sseWriter) error {
+func (a *anthropicStream) end(sw *sseWriter, emitted int) error {
 	reason := "end_turn"
 	if a.truncated {
 		reason = "max_tokens"
@@ -111,6 +109,6 @@ func (a *anthropicStream) end(sw *sseWriter) error {
 	return events(sw, map[string]any{"type": "content_block_stop", "index": 0}, map[string]any{
 		"type":  "message_delta",
 		"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": a.emitted},
+		"usage": map[string]any{"output_tokens": emitted},
 	}, map[string]any{"type": "message_stop"})
 }

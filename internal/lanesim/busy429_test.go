@@ -12,7 +12,7 @@ import (
 func historyProbes(t *testing.T, opts HistoryOptions) []store.Probe {
 	t.Helper()
 	var all []store.Probe
-	if err := History(opts, func(day []store.Probe) error {
+	if err := History(opts, func(day []store.Probe, _ []ProbeTruth) error {
 		all = append(all, day...)
 		return nil
 	}); err != nil {

@@ -166,11 +166,11 @@ func (p HistoryProfile) Lognormal() bool { return p.Tail == "" }
 // ProbeTruth is the lognormal a generated probe drew its queue from, before
 // the timeout (see HistoryProfile.Lognormal); Outage: the lane was down.
 type ProbeTruth struct {
-	Time    time.Time
-	Lane    string
-	MedianS float64
-	Sigma   float64
-	Outage  bool
+	Time    time.Time `json:"time"`
+	Lane    string    `json:"lane"`
+	MedianS float64   `json:"median_s"`
+	Sigma   float64   `json:"sigma"`
+	Outage  bool      `json:"outage,omitempty"`
 }
 
 // AppendJSON appends t as one JSON object (lanesim history -truth).
@@ -213,14 +213,8 @@ var DefaultHistoryCurve = Curve{{0, 0.5}, {6, 0.6}, {9, 2.5}, {13, 4}, {17, 2.5}
 const HistoryMaxDays = 3660
 
 // History calls emit with the probes of each generated day, in time order,
-// until emit's first error.
-func History(opts HistoryOptions, emit func(day []store.Probe) error) error {
-	return HistoryWithTruth(opts, func(day []store.Probe, _ []ProbeTruth) error { return emit(day) })
-}
-
-// HistoryWithTruth is History that also hands emit each probe's truth:
-// truth[i] is day[i]'s.
-func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTruth) error) error {
+// and their truth (truth[i] is day[i]'s), until emit's first error.
+func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTruth) error) error {
 	if opts.Days < 1 || opts.Days > HistoryMaxDays {
 		return fmt.Errorf("history: %d days: want 1 to %d", opts.Days, HistoryMaxDays)
 	}
@@ -249,9 +243,9 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 			shiftAt = start.AddDate(0, 0, opts.Days*2/3)
 		}
 	}
-	var up *upstream
+	var up *drift
 	if prof.Upstream > 0 {
-		up = &upstream{rng: rand.New(rand.NewPCG(opts.Seed, 0x75707374)), sigma: prof.DaySigma}
+		up = &drift{rng: rand.New(rand.NewPCG(opts.Seed, 0x75707374)), sigma: prof.DaySigma}
 	}
 	lanes := make([]*histLane, len(opts.Lanes))
 	free := 0
@@ -263,7 +257,7 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 		}
 		h := fnv.New64a()
 		h.Write([]byte(l.Name))
-		hl := &histLane{HistoryLane: l, rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
+		hl := &histLane{HistoryLane: l, drift: drift{rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), sigma: prof.DaySigma}, offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
 			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: shiftAt, shiftFactor: shiftFactor, busy429: opts.Busy429Rate, up: up}
 		if l.Kind == "free" {
 			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
@@ -279,7 +273,7 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 	round := 0 // rounds since the start
 	for hour := start.Truncate(time.Hour); hour.Before(end); hour = hour.Add(time.Hour) {
 		if up != nil {
-			up.startHour(up.rng, up.sigma, hour, true)
+			up.startHour(hour, true)
 		}
 		for _, l := range lanes {
 			l.startHour(hour)
@@ -313,8 +307,10 @@ func HistoryWithTruth(opts HistoryOptions, emit func(day []store.Probe, truth []
 }
 
 // drift is the day factor and outages of a lane, or of the upstream the
-// lanes of an upstream profile share.
+// lanes of an upstream profile share, drawn from rng.
 type drift struct {
+	rng       *rand.Rand
+	sigma     float64 // of the day factor's logarithm
 	day       int64
 	dayFactor float64
 	outage    int // hours of outage left, this one included
@@ -322,9 +318,9 @@ type drift struct {
 
 // startHour draws the day factor of a new day and, with outages, whether
 // an outage starts.
-func (d *drift) startHour(rng *rand.Rand, sigma float64, hour time.Time, outages bool) {
+func (d *drift) startHour(hour time.Time, outages bool) {
 	if k := hour.Unix() / 86400; k != d.day || d.dayFactor == 0 {
-		d.day, d.dayFactor = k, math.Exp(sigma*rng.NormFloat64())
+		d.day, d.dayFactor = k, math.Exp(d.sigma*d.rng.NormFloat64())
 	}
 	if !outages {
 		return
@@ -332,21 +328,14 @@ func (d *drift) startHour(rng *rand.Rand, sigma float64, hour time.Time, outages
 	if d.outage > 0 {
 		d.outage--
 	}
-	if d.outage == 0 && rng.Float64() < OutageRate {
-		d.outage = 1 + rng.IntN(4)
+	if d.outage == 0 && d.rng.Float64() < OutageRate {
+		d.outage = 1 + d.rng.IntN(4)
 	}
-}
-
-type upstream struct {
-	drift
-	rng   *rand.Rand
-	sigma float64
 }
 
 // histLane is a lane's generator state.
 type histLane struct {
 	HistoryLane
-	rng         *rand.Rand
 	prof        *HistoryProfile
 	paidFaults  bool
 	shiftAt     time.Time
@@ -355,7 +344,7 @@ type histLane struct {
 	offset      time.Duration // after the round's start
 	median      float64       // free: median queue at curve 1
 	nth         int           // free: the lane's place among the free lanes
-	up          *upstream     // the shared upstream, or nil
+	up          *drift        // the shared upstream, or nil
 	busy        bool          // paid with faults: this hour is busy
 	drift
 	backoff time.Time
@@ -363,7 +352,7 @@ type histLane struct {
 }
 
 func (l *histLane) startHour(hour time.Time) {
-	l.drift.startHour(l.rng, l.prof.DaySigma, hour, l.Kind == "free")
+	l.drift.startHour(hour, l.Kind == "free")
 	if l.Kind != "free" && l.paidFaults {
 		l.busy = l.rng.Float64() < PaidBusyRate
 	}
@@ -374,14 +363,13 @@ func (l *histLane) startHour(hour time.Time) {
 func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store.Probe, ProbeTruth, bool) {
 	p := store.Probe{Lane: l.Name, Kind: l.Kind, Time: t, HeadersS: 0.05, ConnectS: 0.02}
 	tr := ProbeTruth{Time: t, Lane: l.Name}
+	mult := curve.At(float64(t.Hour()) + float64(t.Minute())/60)
 	if l.Kind == "paid" {
-		return l.paidProbe(p, tr, curve)
+		return l.paidProbe(p, tr, mult)
 	}
 	if t.Before(l.backoff) {
 		return p, tr, false
 	}
-	hod := float64(t.Hour()) + float64(t.Minute())/60
-	mult := curve.At(hod)
 	dayFactor, outage := l.dayFactor, l.outage
 	if l.up != nil {
 		dayFactor, outage = l.up.dayFactor, l.up.outage
@@ -432,18 +420,17 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store
 	return p, tr, true
 }
 
-// paidProbe is probe for a paid lane.
-func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, curve Curve) (store.Probe, ProbeTruth, bool) {
+// paidProbe is probe for a paid lane, at load multiplier mult.
+func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, mult float64) (store.Probe, ProbeTruth, bool) {
 	tr.MedianS, tr.Sigma = 0.6, 0.3
-	hod := float64(p.Time.Hour()) + float64(p.Time.Minute())/60
 	if l.paidFaults {
-		tr.MedianS *= 1 + 0.1*(curve.At(hod)-1)
+		tr.MedianS *= 1 + 0.1*(mult-1)
 		if l.busy {
 			tr.MedianS *= 4
 		}
 	}
 	if l.up != nil {
-		tr.MedianS *= math.Pow(curve.At(hod)*l.up.dayFactor, l.prof.Upstream)
+		tr.MedianS *= math.Pow(mult*l.up.dayFactor, l.prof.Upstream)
 		tr.Outage = l.up.outage > 0
 	}
 	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())

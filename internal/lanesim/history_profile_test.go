@@ -38,7 +38,7 @@ func genTruth(t *testing.T, opts HistoryOptions) ([]store.Probe, []ProbeTruth) {
 	t.Helper()
 	var ps []store.Probe
 	var ts []ProbeTruth
-	if err := HistoryWithTruth(opts, func(day []store.Probe, truth []ProbeTruth) error {
+	if err := History(opts, func(day []store.Probe, truth []ProbeTruth) error {
 		if len(day) != len(truth) {
 			t.Fatalf("%d probes, %d truths", len(day), len(truth))
 		}
@@ -227,7 +227,7 @@ func TestProfileNamed(t *testing.T) {
 	if _, err := ProfileNamed("gentle"); err == nil || err.Error() != `profile "gentle": want one of `+ProfileNames() {
 		t.Errorf("ProfileNamed(gentle): %v", err)
 	}
-	err := History(HistoryOptions{Days: 1, Profile: "gentle", Lanes: []HistoryLane{{"a", "free"}}}, func([]store.Probe) error { return nil })
+	err := History(HistoryOptions{Days: 1, Profile: "gentle", Lanes: []HistoryLane{{"a", "free"}}}, func([]store.Probe, []ProbeTruth) error { return nil })
 	if err == nil {
 		t.Error("History with an unknown profile: no error")
 	}

@@ -15,7 +15,7 @@ func TestHistoryShift(t *testing.T) {
 	gen := func(o HistoryOptions) ([]store.Probe, []ProbeTruth) {
 		var ps []store.Probe
 		var ts []ProbeTruth
-		if err := HistoryWithTruth(o, func(day []store.Probe, truth []ProbeTruth) error {
+		if err := History(o, func(day []store.Probe, truth []ProbeTruth) error {
 			ps, ts = append(ps, day...), append(ts, truth...)
 			return nil
 		}); err != nil {

@@ -14,7 +14,7 @@ func genHistory(t *testing.T, opts HistoryOptions) []store.Probe {
 	t.Helper()
 	var all []store.Probe
 	days := 0
-	if err := History(opts, func(day []store.Probe) error {
+	if err := History(opts, func(day []store.Probe, _ []ProbeTruth) error {
 		days++
 		all = append(all, day...)
 		return nil
@@ -172,7 +172,7 @@ func TestHistoryBadOptions(t *testing.T) {
 		{Days: 1},
 		{Days: 1, Lanes: []HistoryLane{{"a", "cheap"}}},
 	} {
-		if err := History(o, func([]store.Probe) error { return nil }); err == nil {
+		if err := History(o, func([]store.Probe, []ProbeTruth) error { return nil }); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}

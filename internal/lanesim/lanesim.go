@@ -61,7 +61,6 @@ const RetryAfter = "7"
 // Server is one simulated lane. Its zero value is not usable; call New.
 type Server struct {
 	opts  Options
-	log   *slog.Logger
 	queue *fifo
 	clock simClock
 
@@ -99,8 +98,7 @@ func New(opts Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		opts:   opts,
-		log:    opts.Logger,
-		queue:  newFIFO(opts.Slots),
+		queue:  &fifo{slots: opts.Slots, free: opts.Slots},
 		clock:  newSimClock(time.Now(), opts.ClockOffset, opts.HourLength),
 		ctx:    ctx,
 		cancel: cancel,
@@ -120,11 +118,8 @@ func (s *Server) Close() {
 	})
 }
 
-// Handler serves:
-//
-//	POST /v1/chat/completions  OpenAI chat completions, stream: true only
-//	POST /v1/messages          Anthropic Messages, stream: true only
-//	GET  /healthz              200 with the current Stats as JSON
+// Handler serves both APIs (stream: true only) and GET /healthz, the Stats
+// as JSON.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleOpenAI)
@@ -170,19 +165,12 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(s.Stats())
 }
 
-// chance draws from the seeded source: true with probability p.
-func (s *Server) chance(p float64) bool {
-	s.rngMu.Lock()
-	x := s.rng.Float64()
-	s.rngMu.Unlock()
-	return x < p
-}
-
-// expFloat draws an exponential variate with mean 1.
-func (s *Server) expFloat() float64 {
+// draw takes one variate from the seeded source: (*rand.Rand).Float64 or
+// ExpFloat64.
+func (s *Server) draw(f func(*rand.Rand) float64) float64 {
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()
-	return s.rng.ExpFloat64()
+	return f(s.rng)
 }
 
 // sleep waits for d or until ctx ends; it reports whether the full d passed.

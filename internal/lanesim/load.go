@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,15 +116,11 @@ func newSimClock(start time.Time, offset, hourLength time.Duration) simClock {
 	return simClock{start: start, offset: offset, speed: speed}
 }
 
-// at returns the simulated time at real time now.
-func (c simClock) at(now time.Time) time.Time {
-	elapsed := float64(now.Sub(c.start)) * c.speed
-	return c.start.Add(c.offset).Add(time.Duration(elapsed))
-}
-
-// hour returns the simulated hour of day in UTC, with its fraction.
+// hour returns the simulated hour of day in UTC at real time now, with its
+// fraction.
 func (c simClock) hour(now time.Time) float64 {
-	t := c.at(now).UTC()
+	elapsed := float64(now.Sub(c.start)) * c.speed
+	t := c.start.Add(c.offset).Add(time.Duration(elapsed)).UTC()
 	return float64(t.Hour()) + float64(t.Minute())/60 + float64(t.Second())/3600
 }
 
@@ -136,7 +133,7 @@ func (s *Server) runLoad() {
 	tick := time.NewTicker(loadStep)
 	defer tick.Stop()
 	last := time.Now()
-	need := s.expFloat() // integrated rate still to go before the next arrival
+	need := s.draw((*rand.Rand).ExpFloat64) // integrated rate still to go before the next arrival
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -147,7 +144,7 @@ func (s *Server) runLoad() {
 			need -= s.opts.Background * s.opts.Curve.At(s.clock.hour(now)) * minutes
 			for need <= 0 {
 				s.arrive()
-				need += s.expFloat()
+				need += s.draw((*rand.Rand).ExpFloat64)
 			}
 		}
 	}

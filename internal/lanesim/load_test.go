@@ -99,7 +99,7 @@ func TestSimClock(t *testing.T) {
 }
 
 func TestFIFO(t *testing.T) {
-	q := newFIFO(1)
+	q := &fifo{slots: 1, free: 1}
 	a := q.join()
 	b, c, d := q.join(), q.join(), q.join()
 	granted := func(t *ticket) bool {

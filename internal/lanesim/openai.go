@@ -68,7 +68,6 @@ type openAIStream struct {
 	usage     bool
 	prompt    int
 	truncated bool
-	emitted   int
 }
 
 type oaChunk struct {
@@ -112,7 +111,6 @@ func (o *openAIStream) begin(sw *sseWriter) error {
 }
 
 func (o *openAIStream) token(sw *sseWriter, text string) error {
-	o.emitted++
 	return sw.event("", o.chunk([]oaChoice{{Delta: oaDelta{Content: &text}}}))
 }
 
@@ -120,7 +118,7 @@ func (o *openAIStream) fail(sw *sseWriter) error {
 	return sw.event("", openAIError("server_error", "internal_error", "lanesim: generation failed mid-stream (injected)"))
 }
 
-func (o *openAIStream) end(sw *sseWriter) error {
+func (o *openAIStream) end(sw *sseWriter, emitted int) error {
 	reason := "stop"
 	if o.truncated {
 		reason = "length"
@@ -130,7 +128,7 @@ func (o *openAIStream) end(sw *sseWriter) error {
 	}
 	if o.usage {
 		c := o.chunk([]oaChoice{})
-		c.Usage = &oaUsage{PromptTokens: o.prompt, CompletionTokens: o.emitted, TotalTokens: o.prompt + o.emitted}
+		c.Usage = &oaUsage{PromptTokens: o.prompt, CompletionTokens: emitted, TotalTokens: o.prompt + emitted}
 		if err := sw.event("", c); err != nil {
 			return err
 		}

@@ -21,10 +21,6 @@ type ticket struct {
 	granted bool // guarded by fifo.mu
 }
 
-func newFIFO(slots int) *fifo {
-	return &fifo{slots: slots, free: slots}
-}
-
 // join takes a place at the back of the queue.
 func (q *fifo) join() *ticket {
 	q.mu.Lock()

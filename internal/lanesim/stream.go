@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -21,7 +22,7 @@ type dialect interface {
 	begin(sw *sseWriter) error              // once the slot is taken, before prefill
 	token(sw *sseWriter, text string) error // one content delta
 	fail(sw *sseWriter) error               // injected mid-stream error; the stream ends after it
-	end(sw *sseWriter) error                // normal end of stream
+	end(sw *sseWriter, emitted int) error   // normal end of stream, after emitted tokens
 }
 
 // replyLen is how many tokens a reply gets under the request's max_tokens
@@ -38,9 +39,9 @@ func (s *Server) replyLen(limit *int) (n int, truncated bool) {
 // keep-alive comments, prefill, paced tokens, end of stream.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id int64, n int, d dialect) {
 	// Both drawn always: the n-th request meets the same faults.
-	limited := s.chance(s.opts.Fail429)
-	failMid := s.chance(s.opts.FailMidstream)
-	log := s.log.With("api", api, "id", id)
+	limited := s.draw((*rand.Rand).Float64) < s.opts.Fail429
+	failMid := s.draw((*rand.Rand).Float64) < s.opts.FailMidstream
+	log := s.opts.Logger.With("api", api, "id", id)
 	if limited {
 		s.rateLimited.Add(1)
 		w.Header().Set("Retry-After", RetryAfter)
@@ -143,7 +144,7 @@ func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, 
 	if failMid {
 		return stopAt, d.fail(sw)
 	}
-	return stopAt, d.end(sw)
+	return stopAt, d.end(sw, stopAt)
 }
 
 // sseWriter writes server-sent events and flushes each one.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/lanewatch/lanewatch/store"
 )
@@ -31,16 +30,11 @@ func ReadTruth(path string) (func(*store.Probe) (median, sigma float64, ok bool)
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var t struct {
-			Time    time.Time `json:"time"`
-			Lane    string    `json:"lane"`
-			MedianS float64   `json:"median_s"`
-			Sigma   float64   `json:"sigma"`
-		}
+		var t ProbeTruth
 		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
-		byKey[key{t.Lane, t.Time.UnixNano()}] = ProbeTruth{MedianS: t.MedianS, Sigma: t.Sigma}
+		byKey[key{t.Lane, t.Time.UnixNano()}] = t
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

@@ -68,7 +68,7 @@ func TestForHourCalibratedReadsTheProbes(t *testing.T) {
 	hist := lanesim.HistoryOptions{Start: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Days: 40, Seed: 3,
 		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}}
 	var days [][]store.Probe
-	if err := lanesim.History(hist, func(day []store.Probe) error {
+	if err := lanesim.History(hist, func(day []store.Probe, _ []lanesim.ProbeTruth) error {
 		days = append(days, append([]store.Probe(nil), day...))
 		return nil
 	}); err != nil {

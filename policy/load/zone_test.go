@@ -26,7 +26,7 @@ func zoneHistory(t *testing.T) [][]store.Probe {
 	var days [][]store.Probe
 	err := lanesim.History(lanesim.HistoryOptions{Start: time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), Days: 10, Seed: 5,
 		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "free2", Kind: "free"}, {Name: "paid", Kind: "paid"}}},
-		func(day []store.Probe) error {
+		func(day []store.Probe, _ []lanesim.ProbeTruth) error {
 			days = append(days, append([]store.Probe(nil), day...))
 			return nil
 		})

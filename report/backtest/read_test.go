@@ -45,7 +45,7 @@ func historyFile(t *testing.T, late []store.Probe) *file.Store {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	rec := store.NewRecorder(st, time.UTC)
-	if err := lanesim.History(backtestHistory, func(day []store.Probe) error {
+	if err := lanesim.History(backtestHistory, func(day []store.Probe, _ []lanesim.ProbeTruth) error {
 		_, err := rec.Record(context.Background(), day)
 		return err
 	}); err != nil {
