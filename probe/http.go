@@ -106,10 +106,11 @@ func (r *run) redirect(resp *http.Response) string {
 		return "; redirect to an unparsable Location"
 	}
 	u := redact.URL(loc.String())
-	lower := strings.ToLower(u)
-	if unesc, err := url.PathUnescape(lower); err == nil {
+	lower := u
+	if unesc, err := url.PathUnescape(u); err == nil {
 		lower = unesc
 	}
+	lower = strings.ToLower(lower)
 	notWord := func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '-' && c != '_' }
 	for _, w := range strings.FieldsFunc(strings.ToLower(r.t.Prompt), notWord) {
 		if len(w) >= minPromptWord && strings.Contains(lower, w) {

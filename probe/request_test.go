@@ -132,8 +132,9 @@ func checkBody(t *testing.T, body map[string]any, wantUsage bool) {
 // budget booked, and a redirect followed would re-post the body (a 307 or
 // 308) as a second, unbooked request, or carry the key to another host.
 // The redirect is an http_error naming where it pointed: its URL without
-// credentials or query, withheld when it repeats a word of the prompt (a
-// server could echo the prompt there).
+// credentials or query, withheld when it repeats a word of the prompt of
+// six characters or more, escaped or not (a server could echo the prompt
+// there).
 func TestRedirectNotFollowed(t *testing.T) {
 	other := &recorder{next: okOpenAIStream}
 	otherURL := serve(t, other)
@@ -149,9 +150,12 @@ func TestRedirectNotFollowed(t *testing.T) {
 			return strings.Replace(otherURL, "://", "://u:"+testKey+"@", 1) + "/x#" + testKey
 		}, "redirect to " + otherURL + "/x"},
 		{"echoing the prompt", func(string) string { return otherURL + "/PROMPTMARK-a64" }, "redirect to a Location that repeats the prompt (withheld)"},
+		{"echoing the prompt escaped", func(string) string { return otherURL + "/PROMPTM%41RK-a64" }, "redirect to a Location that repeats the prompt (withheld)"},
+		{"echoing a six-letter word", func(string) string { return otherURL + "/x/sixlet" }, "redirect to a Location that repeats the prompt (withheld)"},
+		{"a shorter word of the prompt", func(string) string { return otherURL + "/reply" }, "redirect to " + otherURL + "/reply"},
 		{"no Location", func(string) string { return "" }, "redirect without a Location"},
 	} {
-		for _, code := range []int{301, 302, 303, 307, 308} {
+		for _, code := range []int{300, 301, 302, 303, 307, 308, 399} { // the 3xx range, its ends too
 			t.Run(c.name+"/"+fmt.Sprint(code), func(t *testing.T) {
 				var posts atomic.Int64
 				var self string
@@ -164,7 +168,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 					w.WriteHeader(code)
 				}))
 				tg := target(OpenAI, self)
-				tg.Prompt = "Reply with ok, PROMPTMARK-a64"
+				tg.Prompt = "Reply with ok, PROMPTMARK-a64 sixlet"
 				s, err := Run(context.Background(), tg)
 				if n := posts.Load(); n != 1 {
 					t.Errorf("the lane got %d POSTs, want 1", n)
