@@ -49,6 +49,17 @@ func TestDecide(t *testing.T) {
 		{"free not eligible", with(func(in *DecisionInput) { in.FreeEligible = false }), Plan{Score: Score{1, 1, 7}}},
 		{"nothing fits", with(func(in *DecisionInput) { in.DeadlineS = 6 }), Plan{Score: Score{TimeS: 6}}},
 		{"NaN deadline", with(func(in *DecisionInput) { in.DeadlineS = math.NaN() }), Plan{}},
+		{"infinite deadline: no time left", with(func(in *DecisionInput) { in.DeadlineS = math.Inf(1) }), Plan{}},
+		{"negative deadline: no time left", with(func(in *DecisionInput) { in.DeadlineS = -5 }), Plan{}},
+		// 2 + 5 s of the paid lane end at the 7 s deadline: it fits.
+		{"the paid attempt ends at the deadline", with(func(in *DecisionInput) { in.DeadlineS = 7 }), Plan{Score: Score{1, 1, 7}}},
+		// A free lane whose generation time is unknown has no plan.
+		{"time: free generation not finite", with(func(in *DecisionInput) { in.Objective, in.FreeGenS = ObjectiveTime, math.NaN() }),
+			Plan{Score: Score{1, 1, 7}}},
+		// Money ties at 0, so time decides among the cut-overs, as under time.
+		{"cost: a paid attempt costing nothing, a fast free lane", with(func(in *DecisionInput) {
+			in.PaidUSD, in.FreeGenS, in.PaidQueueS, in.Free = 0, 1, 20, WaitsOf(1, 1, 2, 2, 3)
+		}), Plan{Cutover{3, true}, Score{1, 0, (1+1+2+2+3+5)/6.0 + (3+25)/6.0}, 5.0 / 6}},
 		// A free paid lane: money ties, time decides, as under time.
 		{"a paid attempt costing nothing", with(func(in *DecisionInput) { in.PaidUSD = 0 }), Plan{Score: Score{1, 0, 7}}},
 	} {
@@ -56,6 +67,30 @@ func TestDecide(t *testing.T) {
 		if got.Cutover != tc.want.Cutover || math.Abs(got.Met-tc.want.Met) > 1e-9 || math.Abs(got.USD-tc.want.USD) > 1e-9 ||
 			math.Abs(got.TimeS-tc.want.TimeS) > 1e-9 || math.Abs(got.Ships-tc.want.Ships) > 1e-9 {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// FreeFirst's own plans, which order a class's lanes: none without a wait
+// seen; with a paid attempt that fits only at once (latest cut-over 0), no
+// cut-over at 0 s but the free lane held as long as it can ship.
+func TestFreeFirst(t *testing.T) {
+	with := func(f func(*DecisionInput)) DecisionInput { in := decideBase(); f(&in); return in }
+	alone := Plan{Cutover{6, true}, Score{1.0 / 6, 0, (5+1)/6.0 + 5.0/6*7}, 1.0 / 6}
+	for _, tc := range []struct {
+		name string
+		in   DecisionInput
+		want Plan
+		ok   bool
+	}{
+		{"no wait seen", with(func(in *DecisionInput) { in.Free = WaitsOf() }), Plan{}, false},
+		{"cost: the paid lane fits only at once", with(func(in *DecisionInput) { in.DeadlineS, in.FreeGenS = 7, 1 }), alone, true},
+		{"time: the paid lane fits only at once", with(func(in *DecisionInput) { in.DeadlineS, in.FreeGenS, in.Objective = 7, 1, ObjectiveTime }), alone, true},
+	} {
+		got, ok := tc.in.FreeFirst()
+		if ok != tc.ok || got.Cutover != tc.want.Cutover || math.Abs(got.Met-tc.want.Met) > 1e-9 || math.Abs(got.USD-tc.want.USD) > 1e-9 ||
+			math.Abs(got.TimeS-tc.want.TimeS) > 1e-9 || math.Abs(got.Ships-tc.want.Ships) > 1e-9 {
+			t.Errorf("%s: got %+v %v, want %+v %v", tc.name, got, ok, tc.want, tc.ok)
 		}
 	}
 }
