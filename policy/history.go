@@ -3,7 +3,6 @@ package policy
 import (
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/lanewatch/lanewatch/store"
@@ -11,12 +10,10 @@ import (
 
 // History indexes hourly records by lane, hour and site, for ForHour and
 // for a replay (policygen backtest) that keeps it up to date. It is not
-// safe for concurrent use, but for LaneAt on distinct lanes: a lane's
-// figures read its own records and probes alone.
+// safe for concurrent use.
 type History struct {
 	loc     *time.Location
 	lanes   map[string]*laneHistory
-	keysMu  sync.Mutex
 	keys    map[lookKey][]int64 // the hours a lookback reads, shared by every lane
 	waitBuf []WaitDist          // ClassesAt's lanes' wait distributions, reused
 }
@@ -173,8 +170,6 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 // lookbackHours is the package's lookbackHours, cached for every lane.
 func (x *History) lookbackHours(d civil, hh, days int) []int64 {
 	k := lookKey{d, hh, days}
-	x.keysMu.Lock()
-	defer x.keysMu.Unlock()
 	if ks, ok := x.keys[k]; ok {
 		return ks
 	}

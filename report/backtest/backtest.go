@@ -194,7 +194,6 @@ type Backtest struct {
 
 	hourNow hourSpan      // the hour of the last instant asked about
 	figs    []policy.Lane // evaluate's scratch: every lane's figures
-	stale   []staleLane   // allFigures' scratch
 
 	rep *replays
 

@@ -1,8 +1,6 @@
 package backtest
 
 import (
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/lanewatch/lanewatch/policy"
@@ -56,63 +54,15 @@ func (b *Backtest) hourOf(t time.Time) hourSpan {
 // figures returns lane l's figures under params i at t, from the cache
 // while the lane, the history and the hour are the same.
 func (b *Backtest) figures(l *lane, i int, st policy.LaneState, t time.Time) *policy.Lane {
-	start := b.hourOf(t).start
-	if !b.fresh(l, i, st, start) {
-		b.refresh(l, i, st, start)
-	}
-	return &l.figs[i].lane
-}
-
-// fresh says whether lane l's cached figures under params i hold for the
-// hour starting at start.
-func (b *Backtest) fresh(l *lane, i int, st policy.LaneState, start time.Time) bool {
 	f := &l.figs[i]
-	return f.ok && f.hour == start.Unix() && f.version == l.version && f.epoch == b.epoch && f.until.Equal(st.QuotaUntil)
-}
-
-// refresh computes lane l's figures under params i at the hour's start, as
-// policygen -hour does: the calibrated rule's figure is then that of the
-// lane's newest probe (or the hour's start).
-func (b *Backtest) refresh(l *lane, i int, st policy.LaneState, start time.Time) {
-	l.figs[i] = figures{ok: true, hour: start.Unix(), version: l.version, epoch: b.epoch, until: st.QuotaUntil,
-		lane: b.hist.LaneAt(b.params[i], l.spec, st, start)}
-}
-
-// allFigures returns every lane's figures under params i at t in buf,
-// refreshing the stale ones on two goroutines when there are several: a
-// lane's figures read only its own history (policy.History.LaneAt).
-func (b *Backtest) allFigures(buf []policy.Lane, i int, t time.Time) []policy.Lane {
-	start := b.hourOf(t).start
-	b.stale = b.stale[:0]
-	for _, l := range b.order {
-		if st := b.state(l, t); !b.fresh(l, i, st, start) {
-			b.stale = append(b.stale, staleLane{l, st})
-		}
+	h := b.hourOf(t).start.Unix()
+	if !f.ok || f.hour != h || f.version != l.version || f.epoch != b.epoch || !f.until.Equal(st.QuotaUntil) {
+		// At the hour's start, as policygen -hour: the calibrated rule's
+		// figure is then that of the lane's newest probe (or the hour's start).
+		*f = figures{ok: true, hour: h, version: l.version, epoch: b.epoch, until: st.QuotaUntil,
+			lane: b.hist.LaneAt(b.params[i], l.spec, st, b.hourOf(t).start)}
 	}
-	refresh := func(ls []staleLane) {
-		for _, s := range ls {
-			b.refresh(s.l, i, s.st, start)
-		}
-	}
-	if half := len(b.stale) / 2; half > 0 && runtime.GOMAXPROCS(0) > 1 {
-		var wg sync.WaitGroup
-		wg.Go(func() { refresh(b.stale[half:]) })
-		refresh(b.stale[:half])
-		wg.Wait()
-	} else {
-		refresh(b.stale)
-	}
-	buf = buf[:0]
-	for _, l := range b.order {
-		buf = append(buf, l.figs[i].lane)
-	}
-	return buf
-}
-
-// staleLane is a lane whose figures allFigures refreshes, and its state.
-type staleLane struct {
-	l  *lane
-	st policy.LaneState
+	return &f.lane
 }
 
 // prune drops from the history the hours no policy at or after now can

@@ -1,10 +1,7 @@
 package backtest
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -119,65 +116,5 @@ func TestTrimKeepsTheBackoffAFutureJobMeets(t *testing.T) {
 	}
 	if r.ProbesRead != 4099 || r.Ignored != len(pad) {
 		t.Errorf("read %d, ignored %d; want 4099 and %d", r.ProbesRead, r.Ignored, len(pad))
-	}
-}
-
-// The lanes' figures refreshed on two goroutines are each lane's own
-// (policy.History.LaneAt) at every hour, and the report is the one a
-// single goroutine gives: six free lanes of random queues and failures,
-// calibrated.
-func TestFiguresOnTwoGoroutinesEqualOne(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 2))
-	p := params(3)
-	p.Rule = policy.RuleCalibrated
-	var ps []store.Probe
-	from, to := day0, day0.AddDate(0, 0, 6)
-	for i := range 6 {
-		name := fmt.Sprintf("free%d", i)
-		p.Lanes = append(p.Lanes, policy.LaneSpec{Name: name, Kind: "free"})
-		for _, q := range rounds(from, to, func(time.Time) (float64, bool) { return 1 + 30*r.Float64(), r.IntN(30) > 0 }) {
-			if q.Lane == "free" {
-				q.Lane, q.Time = name, q.Time.Add(time.Duration(i)*time.Second)
-				ps = append(ps, q)
-			} else if i == 0 {
-				ps = append(ps, q)
-			}
-		}
-	}
-	slices.SortStableFunc(ps, func(a, b store.Probe) int { return a.Time.Compare(b.Time) })
-	opts := Options{Params: p, From: from.AddDate(0, 0, 3), To: to}
-	prev := runtime.GOMAXPROCS(1)
-	defer runtime.GOMAXPROCS(prev)
-	one := run(t, opts, ps)
-
-	runtime.GOMAXPROCS(2)
-	b, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hour time.Time
-	for _, q := range ps {
-		if err := b.Add(q); err != nil {
-			t.Fatal(err)
-		}
-		if h := q.Time.Truncate(time.Hour); !h.Equal(hour) {
-			hour = h
-			b.epoch++ // every lane's figures stale
-			got := b.allFigures(nil, b.decide, q.Time)
-			for k, l := range b.order {
-				want := b.hist.LaneAt(b.params[b.decide], l.spec, b.state(l, q.Time), hour)
-				if !reflect.DeepEqual(got[k], want) {
-					t.Fatalf("seed %d, %v, lane %s: figures\n %+v\nwant %+v", seed, q.Time, l.spec.Name, got[k], want)
-				}
-			}
-		}
-	}
-	if two := b.Report(); !reflect.DeepEqual(one, two) {
-		t.Errorf("seed %d: reports differ:\none %+v\ntwo %+v", seed, one.Decisions, two.Decisions)
-	}
-	if len(one.Decisions) == 0 {
-		t.Fatal("no decisions replayed")
 	}
 }

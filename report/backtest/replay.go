@@ -127,7 +127,10 @@ func (b *Backtest) evaluate(j *job) {
 	if j.tune {
 		return // fallback@T alone: no decision to take
 	}
-	b.figs = b.allFigures(b.figs, b.decide, j.t0)
+	b.figs = b.figs[:0]
+	for _, l := range b.order {
+		b.figs = append(b.figs, *b.figures(l, b.decide, b.state(l, j.t0), j.t0))
+	}
 	rs := b.rep
 	classes := b.hist.ClassesAt(rs.params, b.figs, b.hourOf(j.t0).start)
 	j.cuts = make([][]jobCut, len(rs.deadlines))
