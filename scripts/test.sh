@@ -46,15 +46,16 @@ scripts/influxd.sh build
 eval "$(scripts/influxd.sh start | grep '^INFLUX_URL=')"
 export INFLUX_URL
 export INFLUXD_BIN="${INFLUXD_BIN:-${LANEWATCH_CACHE:-$HOME/.cache/lanewatch}/bin/influxd}"
-# A newer 1.x without Flux for series' TestInfluxNewer* (the InfluxQL path
-# and the writes): built once into the cache, 1-3 CPU minutes the first time.
+# A newer 1.x without Flux for the tests that start one (influxtest.StartNewer:
+# the store's InfluxQL path and writes, the Grafana queries): built once into
+# the cache, 1-3 CPU minutes the first time.
 # A build that fails (no module proxy) is listed as a skip, and fails CI.
 if [[ -z "${INFLUXD_BIN_NEWER:-}" ]]; then
 	newer_version=1.13.2
 	if scripts/influxd.sh build "$newer_version"; then
 		export INFLUXD_BIN_NEWER="${LANEWATCH_CACHE:-$HOME/.cache/lanewatch}/bin/influxd-$newer_version"
 	else
-		skipped+=("scripts/influxd.sh build $newer_version failed: series' TestInfluxNewer* skip (no newer InfluxDB 1.x to test against)")
+		skipped+=("scripts/influxd.sh build $newer_version failed: the influxtest.StartNewer tests skip (no newer InfluxDB 1.x to test against)")
 	fi
 fi
 
