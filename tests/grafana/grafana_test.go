@@ -290,8 +290,10 @@ func TestQueries(t *testing.T) {
 				}
 			})
 
-			t.Run("panel 1 worst queue of the ok probes", func(t *testing.T) {
-				lanes := byLane(t, query("panel 1 A", all))
+			// hourly checks a panel's series: one row an hour for each lane, the
+			// paid lane's at 2 s, the free lane's as free says of hour i.
+			hourly := func(t *testing.T, key string, free func(i int) float64) {
+				lanes := byLane(t, query(key, all))
 				for _, lane := range []string{"free", "paid"} {
 					rows := lanes[lane].Values
 					if len(rows) != days*24 {
@@ -299,40 +301,26 @@ func TestQueries(t *testing.T) {
 					}
 					for _, r := range rows {
 						at, v := point(t, r)
-						i := int(at.Sub(start) / time.Hour)
 						want := 2.0
 						if lane == "free" {
-							want = freeWorst(i/24, i%24) // not the 120 s of the failed probe at hour 3
-						}
-						if v != want {
-							t.Errorf("%s %s: queue %v, want %v (max of the ok probes)", lane, at.Format("2006-01-02T15"), v, want)
-						}
-					}
-				}
-			})
-
-			t.Run("panel 2 the hourly records, a failed probe's wait counted", func(t *testing.T) {
-				lanes := byLane(t, query("panel 2 A", all))
-				for _, lane := range []string{"free", "paid"} {
-					rows := lanes[lane].Values
-					if len(rows) != days*24 {
-						t.Errorf("%s: %d rows, want %d (one per hour)", lane, len(rows), days*24)
-					}
-					for _, r := range rows {
-						at, v := point(t, r)
-						i := int(at.Sub(start) / time.Hour)
-						want := 2.0
-						if lane == "free" {
-							want = freeWorst(i/24, i%24)
-							if i%24 == 3 {
-								want = 120 // worst_censored_s: the timeout waited that long
-							}
+							want = free(int(at.Sub(start) / time.Hour))
 						}
 						if v != want {
 							t.Errorf("%s %s: %v, want %v", lane, at.Format("2006-01-02T15"), v, want)
 						}
 					}
 				}
+			}
+			t.Run("panel 1 worst queue of the ok probes", func(t *testing.T) {
+				hourly(t, "panel 1 A", func(i int) float64 { return freeWorst(i/24, i%24) }) // not the failed probe's 120 s at hour 3
+			})
+			t.Run("panel 2 the hourly records, a failed probe's wait counted", func(t *testing.T) {
+				hourly(t, "panel 2 A", func(i int) float64 {
+					if i%24 == 3 {
+						return 120 // worst_censored_s: the timeout waited that long
+					}
+					return freeWorst(i/24, i%24)
+				})
 			})
 
 			t.Run("panel 3 eligibility per hour", func(t *testing.T) {
