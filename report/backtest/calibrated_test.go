@@ -3,6 +3,7 @@ package backtest
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -233,6 +234,35 @@ func TestOracleOfAConstantLane(t *testing.T) {
 			o.Misses != 0 || o.OracleMisses != 0 || o.OracleCoverage != 1 {
 			t.Errorf("%s: oracle %+v", kind, o)
 		}
+	}
+}
+
+// A truth the oracle cannot use leaves its probe out, as does a truth
+// that says it does not know: of the free lane's three probes an hour only
+// the :07 one (sigma 0, a point mass) counts; at :27 the truth is invalid
+// in turn (median NaN, 0 or -1; sigma -1, NaN or +Inf), at :47 not known.
+func TestOracleLeavesOutWhatItCannotUse(t *testing.T) {
+	bad := [][2]float64{{math.NaN(), 0.5}, {0, 0.5}, {-1, 0.5}, {12.5, -1}, {12.5, math.NaN()}, {12.5, math.Inf(1)}}
+	opts := Options{Params: calibratedParams(14), From: day0.AddDate(0, 0, 15), To: day0.AddDate(0, 0, 17),
+		Truth: func(p *store.Probe) (float64, float64, bool) {
+			if p.Lane != "free" {
+				return 1, 0.1, true
+			}
+			switch p.Time.Minute() {
+			case 7:
+				return 12.5, 0, true
+			case 27:
+				b := bad[p.Time.Hour()%len(bad)]
+				return b[0], b[1], true
+			}
+			return 12.5, 0.5, false
+		}}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 12.5, true }))
+	if o := kindCal(t, r, policy.RuleCalibrated, 14, 0.95, "free").Oracle; o == nil || o.Probes != 48 || o.OracleMisses != 0 {
+		t.Errorf("free: oracle %+v, want the 48 probes of :07 alone, none missed by a point mass at their wait", o)
+	}
+	if o := kindCal(t, r, policy.RuleCalibrated, 14, 0.95, "paid").Oracle; o == nil || o.Probes != 144 {
+		t.Errorf("paid: oracle %+v, want its 144 probes", o)
 	}
 }
 
