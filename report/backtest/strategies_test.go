@@ -510,3 +510,89 @@ func TestBaselinesSections(t *testing.T) {
 		}
 	}
 }
+
+// The tuner on its own: bestFallback's order (met, then paid tokens, then
+// time, then the first T); the weekly pick made at each week's first job
+// from the tuneDays days before that week alone, the days no later window
+// holds dropped; the hourly pick falling back to the frozen one at an hour
+// without tuning jobs.
+func TestTunerPicks(t *testing.T) {
+	acc := func(runs ...baseRun) tuneAcc {
+		var a tuneAcc
+		for i := range runs {
+			a.add(&runs[i])
+		}
+		return a
+	}
+	met := func(tokens int64, s float64) baseRun { return baseRun{met: true, paidTokens: tokens, timeS: s} }
+	missed := baseRun{}
+	for _, tc := range []struct {
+		name string
+		accs []tuneAcc
+		want int
+	}{
+		{"no jobs", []tuneAcc{{}, {}}, -1},
+		{"more met wins", []tuneAcc{acc(met(0, 1), missed), acc(met(900, 9), met(900, 9))}, 1},
+		{"then fewer paid tokens", []tuneAcc{acc(met(900, 1), met(0, 1)), acc(met(100, 9), met(0, 9))}, 1},
+		{"then less time", []tuneAcc{acc(met(0, 5), met(0, 5)), acc(met(0, 4), met(0, 5))}, 1},
+		{"then the first T", []tuneAcc{acc(met(0, 5)), acc(met(0, 5))}, 0},
+		{"a fallback without jobs is skipped", []tuneAcc{{}, acc(missed)}, 1},
+	} {
+		if got := bestFallback(tc.accs); got != tc.want {
+			t.Errorf("%s: bestFallback = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+
+	// Two fallbacks, tuneDays 2. Days -2 and -1 (tuning) favour T#1; week
+	// 1's window, days 5 and 6, T#0 on the whole (3 to 1); days 4 and 7,
+	// just outside it, T#1 by far; week 2's, days 12 and 13, T#1.
+	tn := newTuner(2, 2)
+	day := func(d int64, good int, n int) {
+		accs := make([]tuneAcc, 2)
+		for range n {
+			accs[good].add(&baseRun{met: true, timeS: 1})
+			accs[1-good].add(&baseRun{})
+		}
+		tn.days[d] = accs
+	}
+	day(-2, 1, 1)
+	day(-1, 1, 1)
+	tn.frozen = []tuneAcc{acc(missed), acc(met(0, 1))}
+	tn.hourly[3] = []tuneAcc{acc(met(0, 1)), acc(missed)}
+	tn.pick(2, 0)
+	if tn.fixed != 1 || tn.weekly != 1 || tn.byHour[3] != 0 || tn.byHour[4] != 1 {
+		t.Errorf("week 0: fixed %d weekly %d hourly[3] %d hourly[4] %d, want 1 1 0 1 (hour 4 has no tuning job: the frozen pick)",
+			tn.fixed, tn.weekly, tn.byHour[3], tn.byHour[4])
+	}
+	day(4, 1, 9) // after week 0's pick, which drops the days before 5
+	day(5, 0, 3)
+	day(6, 1, 1)
+	day(7, 1, 9)
+	tn.pick(2, 6) // the same week: no new pick
+	if len(tn.weeks) != 1 {
+		t.Errorf("picks %v after two jobs of week 0, want one", tn.weeks)
+	}
+	day(12, 1, 1)
+	day(13, 1, 1)
+	tn.pick(2, 7) // week 1 from days 5 and 6
+	if tn.weekly != 0 {
+		t.Errorf("week 1: weekly %d, want 0 (days 5 and 6)", tn.weekly)
+	}
+	first := newTuner(2, 2) // a window whose first scored job is in week 1
+	first.days[5] = []tuneAcc{acc(missed), acc(met(0, 1))}
+	if first.pick(2, 7); first.weekly != 1 {
+		t.Errorf("a first pick in week 1: weekly %d, want 1 (day 5)", first.weekly)
+	}
+	day(18, 0, 1) // already in (a later job's day): 18 is in no later window, 19 in week 3's [19, 21)
+	day(19, 0, 1)
+	tn.pick(2, 14) // week 2 from days 12 and 13
+	if tn.weekly != 1 || !slices.Equal(tn.weeks, []int{1, 0, 1}) {
+		t.Errorf("week 2: weekly %d, picks %v, want 1 and [1 0 1]", tn.weekly, tn.weeks)
+	}
+	if _, kept := tn.days[18]; kept {
+		t.Error("day 18 kept after week 2's pick; no later window holds it")
+	}
+	if _, kept := tn.days[19]; !kept {
+		t.Error("day 19 dropped at week 2's pick; week 3's window holds it")
+	}
+}
