@@ -187,6 +187,41 @@ func TestReplayWithoutAFreeLane(t *testing.T) {
 	}
 }
 
+// Without a paid lane, under a rule that decides (calibrated): when the
+// free lane ships in 5 + 10 s, lanewatch sends each job there with no
+// cut-over, as naive does; when its 55 s queue leaves no plan that meets
+// the 60 s deadline, lanewatch sends nothing (the decision is to stop)
+// while naive still tries.
+func TestReplayDecidedWithoutAPaidLane(t *testing.T) {
+	for _, tc := range []struct {
+		queue     float64
+		met       int
+		median    string
+		lanewatch int64 // attempts
+	}{{5, 3, "15", 3}, {55, 0, "null", 0}} {
+		p := calibratedParams(1)
+		p.Lanes = p.Lanes[:1]
+		from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+		opts := Options{Params: p, From: from, To: from.Add(2 * time.Hour)}
+		var ps []store.Probe
+		for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return tc.queue, true }) {
+			if pr.Lane == "free" {
+				ps = append(ps, pr)
+			}
+		}
+		r := run(t, opts, ps)
+		naive, lw := decision(t, r, "interactive", "naive"), decision(t, r, "interactive", "lanewatch")
+		for _, d := range []Decision{naive, lw} {
+			if d.Jobs != 3 || d.Met != tc.met || f(d.MedianTimeS) != tc.median || d.PaidUSD != 0 {
+				t.Errorf("queue %v s, %s: %+v (median %s), want 3 jobs, %d met, median %s, nothing paid", tc.queue, d.Strategy, d, f(d.MedianTimeS), tc.met, tc.median)
+			}
+		}
+		if naive.Attempts < 3 || lw.Attempts != tc.lanewatch {
+			t.Errorf("queue %v s: attempts naive %d, lanewatch %d; want at least 3 and %d", tc.queue, naive.Attempts, lw.Attempts, tc.lanewatch)
+		}
+	}
+}
+
 // A failed attempt burns the failed probe's tokens, but never more than
 // the job's est_tokens (issue 22 #15: `min(w.tokens, est)` → `w.tokens`).
 // Every free probe fails after 6 s with 16 tokens; the class estimates 10.
