@@ -12,18 +12,10 @@ type hourIndex struct {
 }
 
 // slot returns the index of hour start k in slots and whether k is on the
-// grid (it may be out of range).
+// grid (it may be out of range; off the grid it means nothing).
 func (x *hourIndex) slot(k int64) (int64, bool) {
 	d := k - x.base
-	return floorDiv(d, 3600), d%3600 == 0
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
+	return d / 3600, d%3600 == 0
 }
 
 // get returns the records of hour start k.
