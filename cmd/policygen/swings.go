@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
@@ -78,15 +79,15 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 		return fmt.Errorf("swings: store: read hourly records: %w", err)
 	}
 	if *lane != "" {
-		l, ok := rep.Lane(*lane)
-		if !ok {
+		i := slices.IndexFunc(rep.Lanes, func(l swings.LaneReport) bool { return l.Name == *lane })
+		if i < 0 {
 			names := make([]string, len(rep.Lanes))
 			for i, l := range rep.Lanes {
 				names[i] = l.Name
 			}
 			return fmt.Errorf("swings: unknown lane %q (lanes: %s)", *lane, strings.Join(names, ", "))
 		}
-		rep.Lanes = []swings.LaneReport{l}
+		rep.Lanes = rep.Lanes[i : i+1]
 	}
 	// The chart goes first: a report on stdout means everything was written.
 	if *svg != "" {

@@ -92,8 +92,8 @@ type JSONHour struct {
 	MedianCensored bool `json:"median_censored"`
 }
 
-// JSON converts the report to its JSON document.
-func (r *Report) JSON() JSONReport {
+// WriteJSON writes the report as one indented JSON document (see JSONReport).
+func WriteJSON(w io.Writer, r *Report) error {
 	loc := r.location()
 	stamp := func(t time.Time) string {
 		if t.IsZero() {
@@ -130,14 +130,9 @@ func (r *Report) JSON() JSONReport {
 		}
 		out.Lanes = append(out.Lanes, jl)
 	}
-	return out
-}
-
-// WriteJSON writes the report as one indented JSON document (see JSONReport).
-func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(r.JSON()); err != nil {
+	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("json: %w", err)
 	}
 	return nil
