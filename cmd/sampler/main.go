@@ -1,12 +1,6 @@
 // Command sampler probes the configured lanes on a cron schedule and stores
-// the probes with their hourly records.
-//
-//	sampler -config F [-shard I/N]     # daemon: cron rounds until SIGINT/SIGTERM
-//	sampler -config F -once [-force]   # one round now, print the samples, exit
-//	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
-//	sampler rollup -config F [-days N] [-check]  # rebuild (or check) the hourly records from the probes
-//	sampler prune -config F            # drop probes and heartbeats older than store.retention_days now
-//	sampler probe -config F -lane NAME [-force]  # probe one lane now, beside the daemon
+// the probes with their hourly records; its subcommands import, rollup,
+// prune and probe one lane (sampler -h lists them).
 package main
 
 import (
