@@ -29,8 +29,8 @@ has their keys). -svg FILE draws the chart instead (PNG when FILE ends in
 
 `
 
-// maxSwingsDays bounds -days (ten years of hourly records).
-const maxSwingsDays = 3660
+// maxDays bounds the -days of swings and backtest (ten years).
+const maxDays = 3660
 
 // runSwings is `policygen swings`.
 func (e *env) runSwings(ctx context.Context, args []string) error {
@@ -52,7 +52,7 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := fset.inRange("days", *days, 1, maxSwingsDays); err != nil {
+	if err := fset.inRange("days", *days, 1, maxDays); err != nil {
 		return err
 	}
 	if *logY && *svg == "" {
