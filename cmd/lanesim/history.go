@@ -145,11 +145,14 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var n historyCount
 	generate := func(truth truthSink) error {
-		var err error
 		if path != "" {
+			var err error
 			n, err = historyToFile(ctx, path, *force, opts, loc, truth)
-		} else {
-			n, err = historyToConfigStore(ctx, cfg, opts, stderr, truth)
+			return err
+		}
+		st, err := lwconfig.OpenStore(ctx, cfg, lwconfig.Writer, cli.Warner("lanesim history", stderr), os.LookupEnv)
+		if err == nil {
+			n, err = record(ctx, st, cfg.Location, opts, 5_000, truth)
 		}
 		return err
 	}
@@ -319,13 +322,4 @@ func historyToFile(ctx context.Context, path string, force bool, opts lanesim.Hi
 		return err
 	}, atomicfile.MakeDir(), atomicfile.RemoveStale(time.Hour))
 	return n, err
-}
-
-// historyToConfigStore adds the history to the config's (InfluxDB) store.
-func historyToConfigStore(ctx context.Context, cfg *lwconfig.Config, opts lanesim.HistoryOptions, stderr io.Writer, truth truthSink) (historyCount, error) {
-	st, err := lwconfig.OpenStore(ctx, cfg, lwconfig.Writer, cli.Warner("lanesim history", stderr), os.LookupEnv)
-	if err != nil {
-		return historyCount{}, err
-	}
-	return record(ctx, st, cfg.Location, opts, 5_000, truth)
 }

@@ -37,23 +37,19 @@ func main() {
 	os.Exit(cli.Exit("lanesim", err, os.Stderr)) // err as one line, and the exit status
 }
 
-// config is what the flags say.
-type config struct {
-	listen   string
-	addrFile string
-	exact    time.Duration
-	level    slog.Level
-	opts     lanesim.Options
-}
-
-func parseFlags(args []string, stderr io.Writer) (config, error) {
-	c := config{opts: lanesim.DefaultOptions()}
-	o := &c.opts
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "history" {
+		return runHistory(ctx, args[1:], stdout, stderr)
+	}
+	var listen, addrFile string
+	var exact time.Duration
+	var level slog.Level
+	o := lanesim.DefaultOptions()
 	fs := flag.NewFlagSet("lanesim", flag.ContinueOnError)
-	fs.StringVar(&c.listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
-	fs.StringVar(&c.addrFile, "addr-file", "", "write the server URL to this file once listening (atomically; removed on exit)")
-	fs.TextVar(&c.level, "log-level", slog.LevelInfo, "log level: debug logs every request")
-	fs.DurationVar(&c.exact, "exact", 0, "serve every request with exactly this wait to its first token, and its timing at GET /stats (the probe's accuracy benchmark; the queue flags are ignored)")
+	fs.StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
+	fs.StringVar(&addrFile, "addr-file", "", "write the server URL to this file once listening (atomically; removed on exit)")
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "log level: debug logs every request")
+	fs.DurationVar(&exact, "exact", 0, "serve every request with exactly this wait to its first token, and its timing at GET /stats (the probe's accuracy benchmark; the queue flags are ignored)")
 
 	fs.IntVar(&o.Slots, "slots", o.Slots, "generation slots; requests beyond them wait in a FIFO queue")
 	fs.DurationVar(&o.Prefill, "prefill", o.Prefill, "time to first token once a request holds a slot")
@@ -73,77 +69,64 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the fault and arrival draws (0: from the clock)")
 
 	if err := cli.Parse(fs, args, stderr); err != nil {
-		return c, err
+		return err
 	}
-	bad := func(format string, a ...any) (config, error) { return c, cli.Usagef(format, a...) }
 	switch {
 	case fs.NArg() > 0:
-		return bad("unexpected argument %q", fs.Arg(0))
-	case c.exact < 0:
-		return bad("-exact %s: want 0 or more", c.exact)
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
+	case exact < 0:
+		return cli.Usagef("-exact %s: want 0 or more", exact)
 	case o.Slots < 1:
-		return bad("-slots %d: want at least 1", o.Slots)
+		return cli.Usagef("-slots %d: want at least 1", o.Slots)
 	case o.Tokens < 0:
-		return bad("-tokens %d: want 0 or more", o.Tokens)
+		return cli.Usagef("-tokens %d: want 0 or more", o.Tokens)
 	case o.Prefill < 0 || o.TokenInterval < 0 || o.KeepAlive < 0 || o.BackgroundHold < 0:
-		return bad("-prefill, -token-interval, -keepalive and -background-hold must not be negative")
+		return cli.Usagef("-prefill, -token-interval, -keepalive and -background-hold must not be negative")
 	case o.Background < 0:
-		return bad("-background %g: want 0 or more", o.Background)
+		return cli.Usagef("-background %g: want 0 or more", o.Background)
 	case o.BackgroundBuffer < 0:
-		return bad("-background-buffer %d: want 0 or more", o.BackgroundBuffer)
+		return cli.Usagef("-background-buffer %d: want 0 or more", o.BackgroundBuffer)
 	case *hourSeconds < 0:
-		return bad("-hour-seconds %g: want 0 or more", *hourSeconds)
+		return cli.Usagef("-hour-seconds %g: want 0 or more", *hourSeconds)
 	case !(o.Fail429 >= 0 && o.Fail429 <= 1):
-		return bad("-fail-429 %g: want a probability from 0 to 1", o.Fail429)
+		return cli.Usagef("-fail-429 %g: want a probability from 0 to 1", o.Fail429)
 	case !(o.FailMidstream >= 0 && o.FailMidstream <= 1):
-		return bad("-fail-midstream %g: want a probability from 0 to 1", o.FailMidstream)
+		return cli.Usagef("-fail-midstream %g: want a probability from 0 to 1", o.FailMidstream)
 	}
 	cv, err := lanesim.ParseCurve(*curve)
 	if err != nil {
-		return bad("-curve: %w", err)
+		return cli.Usagef("-curve: %w", err)
 	}
 	o.Curve = cv
 	o.HourLength = time.Duration(*hourSeconds * float64(time.Second))
-	return c, nil
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "history" {
-		return runHistory(ctx, args[1:], stdout, stderr)
-	}
-	c, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.level}))
-	c.opts.Logger = log
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	o.Logger = log
 
 	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", c.listen)
+	ln, err := lc.Listen(ctx, "tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	sim := lanesim.New(c.opts)
+	sim := lanesim.New(o)
 	defer sim.Close()
 	srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	srv.RegisterOnShutdown(sim.Close) // ends open streams so Shutdown can finish
-	if c.exact > 0 {
-		srv.Handler = lanesim.Exact(c.exact)
+	if exact > 0 {
+		srv.Handler = lanesim.Exact(exact)
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String()
-	if c.addrFile != "" {
-		if err := atomicfile.Write(c.addrFile, []byte(url)); err != nil {
+	if addrFile != "" {
+		if err := atomicfile.Write(addrFile, []byte(url)); err != nil {
 			_ = srv.Close()
 			return fmt.Errorf("addr file: %w", err)
 		}
-		defer os.Remove(c.addrFile)
+		defer os.Remove(addrFile)
 	}
 	fmt.Fprintf(stdout, "lanesim listening on %s\n", url)
-	o := c.opts
-	log.Info("lanesim started", "url", url, "exact", c.exact, "slots", o.Slots, "prefill", o.Prefill,
+	log.Info("lanesim started", "url", url, "exact", exact, "slots", o.Slots, "prefill", o.Prefill,
 		"token_interval", o.TokenInterval, "tokens", o.Tokens, "background_per_min", o.Background,
 		"background_hold", o.BackgroundHold, "curve", o.Curve.String(), "hour_length", o.HourLength,
 		"fail_429", o.Fail429, "fail_midstream", o.FailMidstream)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/lanesim"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/report/backtest"
@@ -33,9 +34,6 @@ baselines (-tune: the tuned ones). docs/backtest.md defines every figure,
 the replay's world, and the table, csv and json layouts.
 
 `
-
-// maxBacktestDays bounds -days (ten years).
-const maxBacktestDays = 3660
 
 // runBacktest is `policygen backtest`.
 func (e *env) runBacktest(ctx context.Context, args []string) error {
@@ -71,7 +69,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 			c, err := strconv.ParseFloat(s, 64)
 			return c, err == nil && policy.CheckCoverage(c) == nil
 		})
-	err := cmp.Or(errFormat, fs.inRange("days", *days, 1, maxBacktestDays), errLookback, errRule, errCoverage,
+	err := cmp.Or(errFormat, fs.inRange("days", *days, 1, maxDays), errLookback, errRule, errCoverage,
 		fs.inRange("warmup", *warmupFlag, 0, backtest.MaxLookbackDays))
 	if err != nil {
 		return err
@@ -137,12 +135,12 @@ func list[T any](name, s, want string, most int, parse func(string) (T, bool)) (
 	for part := range strings.SplitSeq(s, ",") {
 		v, ok := parse(strings.TrimSpace(part))
 		if !ok {
-			return nil, usagef("backtest: -%s: want comma-separated %s, got %q", name, want, clip(s))
+			return nil, cli.Usagef("backtest: -%s: want comma-separated %s, got %q", name, want, clip(s))
 		}
 		out = append(out, v)
 	}
 	if most > 0 && len(out) > most {
-		return nil, usagef("backtest: -%s: want at most %d values, got %d", name, most, len(out))
+		return nil, cli.Usagef("backtest: -%s: want at most %d values, got %d", name, most, len(out))
 	}
 	return out, nil
 }

@@ -45,15 +45,15 @@ the lane the action runs on: what POST /api/v1/book answers. With
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usagef("book: unexpected argument %q (the input comes on stdin)", fs.Arg(0))
+		return cli.Usagef("book: unexpected argument %q (the input comes on stdin)", fs.Arg(0))
 	case *policyPath != "" && *configPath != "":
-		return usagef("book: -policy and -config exclude each other")
+		return cli.Usagef("book: -policy and -config exclude each other")
 	case *configPath == "" && (*hourFlag != "" || *dirFlag != ""):
-		return usagef("book: -hour and -dir go with -config")
+		return cli.Usagef("book: -hour and -dir go with -config")
 	case *configPath != "" && *className == "":
-		return usagef("book: -config goes with -class")
+		return cli.Usagef("book: -config goes with -class")
 	case *configPath == "" && (*policyPath == "") != (*className == ""):
-		return usagef("book: -policy and -class go together")
+		return cli.Usagef("book: -policy and -class go together")
 	}
 	var file *policy.File // the file the book comes from, if any
 	var where string      // what its errors start with
@@ -122,7 +122,7 @@ func folderOf(cfg *config.Config, cmd, dir string) (api.Folder, error) {
 	if dir != "" {
 		var err error
 		if folder.Dir, err = filepath.Abs(dir); err != nil {
-			return folder, usagef("%s: -dir: %w", cmd, err)
+			return folder, cli.Usagef("%s: -dir: %w", cmd, err)
 		}
 	}
 	return folder, nil
@@ -134,7 +134,7 @@ func folderOf(cfg *config.Config, cmd, dir string) (api.Folder, error) {
 func (e *env) hourFile(cmd string, cfg *config.Config, configPath, hourFlag, dir string) (policy.File, string, error) {
 	h, err := e.hourArg(hourFlag, cfg.Location)
 	if err != nil {
-		return policy.File{}, "", usagef("%s: -hour: %w", cmd, err)
+		return policy.File{}, "", cli.Usagef("%s: -hour: %w", cmd, err)
 	}
 	folder, err := folderOf(cfg, cmd, dir)
 	if err != nil {

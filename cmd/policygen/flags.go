@@ -35,7 +35,7 @@ func (f *cmdFlags) usagef(format string, args ...any) error {
 	if f.name != "" {
 		format = f.name + ": " + format
 	}
-	return usagef(format, args...)
+	return cli.Usagef(format, args...)
 }
 
 // parse parses args and refuses arguments (argHint follows the message) and a missing -config.

@@ -11,6 +11,7 @@ import (
 	"github.com/lanewatch/lanewatch/api"
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
+	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/policy/load"
 	"github.com/lanewatch/lanewatch/store"
@@ -40,7 +41,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 		return err
 	}
 	if *hourFlag != "" && *dayFlag != "" {
-		return usagef("-hour and -day exclude each other")
+		return cli.Usagef("-hour and -day exclude each other")
 	}
 	cfg, err := config.Load(*fs.config)
 	if err != nil {
@@ -49,23 +50,23 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	loc, out := cfg.Location, cfg.Policy.Out
 	if *outFlag != "" {
 		if out, err = filepath.Abs(*outFlag); err != nil {
-			return usagef("-out: %w", err)
+			return cli.Usagef("-out: %w", err)
 		}
 	}
 	var sites []string
 	if *siteFlag != "" {
 		if !config.ValidName(*siteFlag) {
-			return usagef("-site: want [a-z0-9_-]+, got %q", clip(*siteFlag))
+			return cli.Usagef("-site: want [a-z0-9_-]+, got %q", clip(*siteFlag))
 		}
 		sites = []string{*siteFlag}
 	}
 	var day, h time.Time
 	if *dayFlag != "" {
 		if day, err = parseDay(*dayFlag, e.now, loc); err != nil {
-			return usagef("-day: %w", err)
+			return cli.Usagef("-day: %w", err)
 		}
 	} else if h, err = e.hourArg(*hourFlag, loc); err != nil {
-		return usagef("-hour: %w", err)
+		return cli.Usagef("-hour: %w", err)
 	}
 	st, err := e.openStore(ctx, cfg, "every lane is never_sampled")
 	if err != nil {
@@ -115,10 +116,10 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 func unknownSite(site, own string, seen []string) error {
 	known := slices.DeleteFunc(append(slices.Clone(seen), own), func(s string) bool { return s == "" })
 	if len(known) == 0 {
-		return usagef("-site: unknown site %q (no stored record carries a site, and the config sets none)", site)
+		return cli.Usagef("-site: unknown site %q (no stored record carries a site, and the config sets none)", site)
 	}
 	slices.Sort(known)
-	return usagef("-site: unknown site %q (sites: %s)", site, strings.Join(slices.Compact(known), ", "))
+	return cli.Usagef("-site: unknown site %q (sites: %s)", site, strings.Join(slices.Compact(known), ", "))
 }
 
 // parseDay reads -day: YYYY-MM-DD, today or tomorrow (in loc), as noon of

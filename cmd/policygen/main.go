@@ -27,8 +27,6 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
-
 // exitCode prints err as one line and maps it to the exit status.
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("policygen", err, stderr) }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lanewatch/lanewatch/internal/atomicfile"
@@ -28,8 +29,8 @@ has their keys). -svg FILE draws the chart instead (PNG when FILE ends in
 
 `
 
-// maxSwingsDays bounds -days (ten years of hourly records).
-const maxSwingsDays = 3660
+// maxDays bounds the -days of swings and backtest (ten years).
+const maxDays = 3660
 
 // runSwings is `policygen swings`.
 func (e *env) runSwings(ctx context.Context, args []string) error {
@@ -51,7 +52,7 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := fset.inRange("days", *days, 1, maxSwingsDays); err != nil {
+	if err := fset.inRange("days", *days, 1, maxDays); err != nil {
 		return err
 	}
 	if *logY && *svg == "" {
@@ -78,15 +79,15 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 		return fmt.Errorf("swings: store: read hourly records: %w", err)
 	}
 	if *lane != "" {
-		l, ok := rep.Lane(*lane)
-		if !ok {
+		i := slices.IndexFunc(rep.Lanes, func(l swings.LaneReport) bool { return l.Name == *lane })
+		if i < 0 {
 			names := make([]string, len(rep.Lanes))
 			for i, l := range rep.Lanes {
 				names[i] = l.Name
 			}
 			return fmt.Errorf("swings: unknown lane %q (lanes: %s)", *lane, strings.Join(names, ", "))
 		}
-		rep.Lanes = []swings.LaneReport{l}
+		rep.Lanes = rep.Lanes[i : i+1]
 	}
 	// The chart goes first: a report on stdout means everything was written.
 	if *svg != "" {

@@ -1,12 +1,6 @@
 // Command sampler probes the configured lanes on a cron schedule and stores
-// the probes with their hourly records.
-//
-//	sampler -config F [-shard I/N]     # daemon: cron rounds until SIGINT/SIGTERM
-//	sampler -config F -once [-force]   # one round now, print the samples, exit
-//	sampler import -config F FILE...   # move an embedded store or a spool into the configured store
-//	sampler rollup -config F [-days N] [-check]  # rebuild (or check) the hourly records from the probes
-//	sampler prune -config F            # drop probes and heartbeats older than store.retention_days now
-//	sampler probe -config F -lane NAME [-force]  # probe one lane now, beside the daemon
+// the probes with their hourly records; its subcommands import, rollup,
+// prune and probe one lane (sampler -h lists them).
 package main
 
 import (
@@ -16,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
@@ -28,21 +23,25 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// subcommand is the flag set of `sampler NAME`, with its usage line and
-// -config, which parse requires.
+// subcommand is the flag set of `sampler NAME` (or of the daemon, NAME ""),
+// with its usage line and -config, which parse requires.
 type subcommand struct {
 	*flag.FlagSet
-	name   string
+	prefix string // of its usage errors: "import: ", or "" for the daemon's
 	config *string
 }
 
 func newSubcommand(name, usage, configHelp string) subcommand {
-	fs := flag.NewFlagSet("sampler "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(strings.TrimSpace("sampler "+name), flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: %s\n", usage)
 		fs.PrintDefaults()
 	}
-	return subcommand{fs, name, fs.String("config", "", configHelp)}
+	prefix := ""
+	if name != "" {
+		prefix = name + ": "
+	}
+	return subcommand{fs, prefix, fs.String("config", "", configHelp)}
 }
 
 // parse parses args: -config is required, and arguments after the flags
@@ -53,9 +52,9 @@ func (c subcommand) parse(args []string, stderr io.Writer, takesArgs bool) error
 	}
 	switch {
 	case !takesArgs && c.NArg() > 0:
-		return cli.Usagef("%s: unexpected argument %q", c.name, c.Arg(0))
+		return cli.Usagef("%sunexpected argument %q", c.prefix, c.Arg(0))
 	case *c.config == "":
-		return cli.Usagef("%s: -config is required", c.name)
+		return cli.Usagef("%s-config is required", c.prefix)
 	}
 	return nil
 }
@@ -64,38 +63,21 @@ func (c subcommand) parse(args []string, stderr io.Writer, takesArgs bool) error
 func exitCode(err error, stderr io.Writer) int { return cli.Exit("sampler", err, stderr) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "import":
-			return runImport(ctx, args[1:], stdout, stderr, lookupEnv)
-		case "rollup":
-			return runRollup(ctx, args[1:], stdout, stderr, lookupEnv)
-		case "prune":
-			return runPrune(ctx, args[1:], stdout, stderr, lookupEnv)
-		case "probe":
-			return runProbe(ctx, args[1:], stdout, stderr, lookupEnv)
-		}
+	subs := map[string]func(context.Context, []string, io.Writer, io.Writer, func(string) (string, bool)) error{
+		"import": runImport, "rollup": runRollup, "prune": runPrune, "probe": runProbe}
+	if len(args) > 0 && subs[args[0]] != nil {
+		return subs[args[0]](ctx, args[1:], stdout, stderr, lookupEnv)
 	}
-	fs := flag.NewFlagSet("sampler", flag.ContinueOnError)
-	configPath := fs.String("config", "", "path to the lanewatch YAML config (required)")
+	fs := newSubcommand("", "sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n       sampler probe -config F -lane NAME [-force]",
+		"path to the lanewatch YAML config (required)")
 	once := fs.Bool("once", false, "run one round now, print the samples and exit")
 	force := fs.Bool("force", false, "with -once: probe every lane, budgets and back-offs notwithstanding (the probes count)")
 	shardFlag := fs.String("shard", "", "probe only shard `I/N` of the lanes (overrides the config's shard), e.g. 2/5")
 	listen := fs.String("listen", "", "serve the status page /, /metrics, /healthz and the JSON API /api/v1/ (docs/api.md) on this address, e.g. 127.0.0.1:9464")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n       sampler probe -config F -lane NAME [-force]\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, stderr); err != nil {
+	if err := fs.parse(args, stderr, false); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if *configPath == "" {
-		return cli.Usagef("-config is required")
 	}
 	if *force && !*once {
 		return cli.Usagef("-force goes with -once")
@@ -104,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	d, err := newDaemon(ctx, *configPath, *shardFlag, log, lookupEnv)
+	d, err := newDaemon(ctx, *fs.config, *shardFlag, log, lookupEnv)
 	if err != nil {
 		return err
 	}

@@ -208,9 +208,8 @@ type Sites struct {
 	cur      []*inLane
 	touched  []*inLane
 	done     map[int64]bool
-	started  bool
 	curNS    int64
-	gen      int
+	gen      int // the hours begun so far
 	in       bool
 	closed   bool // refused (an Add failed) or finished: Add and Finish refuse
 }
@@ -243,8 +242,8 @@ func (s *Sites) Add(hs []store.Hourly) bool {
 	b, bc := s.b, s.bc
 	for i := range hs {
 		h := &hs[i]
-		if ns := h.Hour.UnixNano(); !s.started || ns != s.curNS {
-			if s.started {
+		if ns := h.Hour.UnixNano(); s.gen == 0 || ns != s.curNS {
+			if s.gen > 0 {
 				s.flush()
 				s.done[s.curNS] = true
 			}
@@ -252,7 +251,7 @@ func (s *Sites) Add(hs []store.Hourly) bool {
 				s.closed = true
 				return false
 			}
-			s.started, s.curNS = true, ns
+			s.curNS = ns
 			s.gen++
 			s.in = b.setHour(h.Hour)
 			bc.setHour(h.Hour)
@@ -320,9 +319,7 @@ func (s *Sites) Finish() (*Report, bool) {
 		return nil, false
 	}
 	s.closed = true
-	if s.started {
-		s.flush()
-	}
+	s.flush()
 	sitesOf := make(map[string][]string, len(s.all))
 	for _, li := range s.all {
 		sitesOf[li.name] = li.list

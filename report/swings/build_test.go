@@ -53,7 +53,7 @@ func TestDaysCountsCalendarDays(t *testing.T) {
 				recs = append(recs, store.Hourly{Lane: "a", Kind: "free", Hour: d, WorstQueueS: 1, Samples: 1})
 			}
 			r := swings.Compute(recs, swings.Options{Location: time.UTC})
-			l, ok := r.Lane("a")
+			l, ok := laneOf(r, "a")
 			if !ok {
 				t.Fatal("lane a missing")
 			}
@@ -91,7 +91,7 @@ func TestLaneKind(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := swings.Compute(c.recs, swings.Options{Location: time.UTC, Lanes: c.lanes})
-			l, ok := r.Lane("a")
+			l, ok := laneOf(r, "a")
 			if !ok {
 				t.Fatal("lane a missing")
 			}

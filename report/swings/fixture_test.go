@@ -1,6 +1,7 @@
 package swings_test
 
 import (
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/report/swings"
@@ -89,4 +90,13 @@ func censoredReport() *swings.Report {
 		Lanes:   []swings.Lane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}},
 		Classes: []swings.ClassLine{{Name: "interactive", DeadlineS: 60}, {Name: "batch", DeadlineS: 600}},
 	})
+}
+
+// laneOf returns the lane of r named name, or false.
+func laneOf(r *swings.Report, name string) (swings.LaneReport, bool) {
+	i := slices.IndexFunc(r.Lanes, func(l swings.LaneReport) bool { return l.Name == name })
+	if i < 0 {
+		return swings.LaneReport{}, false
+	}
+	return r.Lanes[i], true
 }

@@ -199,16 +199,6 @@ func Compute(recs []store.Hourly, opt Options) *Report {
 	return b.finish(opt.Lanes)
 }
 
-// Lane returns the lane named name, or false.
-func (r *Report) Lane(name string) (LaneReport, bool) {
-	for _, l := range r.Lanes {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return LaneReport{}, false
-}
-
 // swingOf finds the peak and quietest hours by median; ties go to the earliest hour.
 func swingOf(hours []HourStat) Swing {
 	var s Swing

@@ -216,7 +216,7 @@ func TestCompute(t *testing.T) {
 				t.Errorf("first record %v, want %v", r.First, tc.first)
 			}
 			for _, w := range tc.hours {
-				l, _ := r.Lane(w.lane)
+				l, _ := laneOf(r, w.lane)
 				h := l.Hours[w.hour]
 				if h.Hour != w.hour {
 					t.Errorf("%s hour %d: Hour field %d", w.lane, w.hour, h.Hour)
@@ -233,7 +233,7 @@ func TestCompute(t *testing.T) {
 				}
 			}
 			for _, w := range tc.swings {
-				l, _ := r.Lane(w.lane)
+				l, _ := laneOf(r, w.lane)
 				s := l.Swing
 				if s.OK != w.ok || s.PeakHour != w.peak || s.QuietHour != w.quiet || s.PeakS != w.peakS || s.QuietS != w.quietS ||
 					s.SwingS != w.swingS || s.HasRatio != w.hasRatio || math.Abs(s.Ratio-w.ratio) > 1e-12 {
@@ -283,7 +283,7 @@ func TestComputeOrderIndependent(t *testing.T) {
 // the JSON).
 func TestCensored(t *testing.T) {
 	r := censoredReport()
-	free, _ := r.Lane("free")
+	free, _ := laneOf(r, "free")
 	for _, tc := range []struct {
 		hour                 int
 		worst, median        float64
