@@ -142,15 +142,7 @@ func KindOf(line []byte) Kind {
 }
 
 // KindFor is the Kind of T's lines.
-func KindFor[T Point]() Kind {
-	switch schemaOf[T]().measurement {
-	case MeasurementProbe:
-		return KindProbe
-	case MeasurementHourly:
-		return KindHourly
-	}
-	return KindHeartbeat
-}
+func KindFor[T Point]() Kind { return schemaOf[T]().kind }
 
 // LineTime reads the timestamp at the end of a line cheaply; ok is false
 // when the last word is not an integer.

@@ -96,6 +96,7 @@ func KeyOf[T Point](p *T) Key {
 var (
 	probeSchema = schema[Probe]{
 		measurement: MeasurementProbe,
+		kind:        KindProbe,
 		tags:        [2]string{TagLane, TagKind},
 		id:          func(p *Probe) (*string, *string, *string, *time.Time) { return &p.Lane, &p.Kind, &p.Site, &p.Time },
 		fields: []field[Probe]{
@@ -120,6 +121,7 @@ var (
 	}
 	hourlySchema = schema[Hourly]{
 		measurement: MeasurementHourly,
+		kind:        KindHourly,
 		tags:        [2]string{TagLane, TagKind},
 		id:          func(h *Hourly) (*string, *string, *string, *time.Time) { return &h.Lane, &h.Kind, &h.Site, &h.Hour },
 		fields: []field[Hourly]{
@@ -134,6 +136,7 @@ var (
 	}
 	heartbeatSchema = schema[Heartbeat]{
 		measurement: MeasurementHeartbeat,
+		kind:        KindHeartbeat,
 		tags:        [2]string{TagInstance, TagShard},
 		id: func(b *Heartbeat) (*string, *string, *string, *time.Time) {
 			return &b.Instance, &b.Shard, &b.Site, &b.Time
@@ -152,6 +155,7 @@ var (
 // schema is one measurement bound to the type T of its points.
 type schema[T any] struct {
 	measurement string
+	kind        Kind
 	tags        [2]string // in the order id returns them; site is optional
 	id          func(*T) (a, b, site *string, at *time.Time)
 	fields      []field[T]
