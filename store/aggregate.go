@@ -34,10 +34,8 @@ func Busy(p Probe) bool {
 func Sent(p Probe) bool { return p.Outcome != OutcomeUnsent }
 
 // Aggregate folds the probes of one lane-hour into its hourly point, by
-// the rules of docs/schema.md (queue_hourly) and docs/policy.md#a-short-429:
-// a busy 429 that is its hour's only 429 and a cancelled probe are no
-// failures, a reservation is a failure of unknown wait, an unsent one is
-// left out, and so are non-finite measurements.
+// the rules of docs/schema.md (queue_hourly) and docs/policy.md#a-short-429;
+// non-finite measurements are left out.
 func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 	h := Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour}
 	ok := 0
