@@ -34,15 +34,18 @@ func Busy(p Probe) bool {
 func Sent(p Probe) bool { return p.Outcome != OutcomeUnsent }
 
 // Aggregate folds the probes of one lane-hour into its hourly point, by
-// the rules of docs/schema.md (queue_hourly) and docs/policy.md#a-short-429:
-// a busy 429 that is its hour's only 429 and a cancelled probe are no
-// failures, a reservation is a failure of unknown wait, an unsent one is
-// left out, and so are non-finite measurements.
+// the rules of docs/schema.md (queue_hourly) and docs/policy.md#a-short-429;
+// non-finite measurements are left out.
 func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 	h := Hourly{Lane: lane, Kind: kind, Site: site, Hour: hour}
 	ok := 0
 	rate := math.Inf(1)
 	limited := 0
+	worst := func(w *float64, v float64) {
+		if num.Finite(v) && v > *w {
+			*w = v
+		}
+	}
 	for _, p := range probes {
 		if Sent(p) && p.Outcome == OutcomeRateLimited {
 			limited++
@@ -57,25 +60,16 @@ func Aggregate(lane, kind, site string, hour time.Time, probes []Probe) Hourly {
 			if p.Outcome != OutcomeCancelled && (limited > 1 || !Busy(p)) {
 				h.Failures++
 			}
-			if p.Outcome == OutcomeReserved {
-				continue // its wait is unknown
-			}
-			if bound := p.QueueS; num.Finite(bound) && bound > h.WorstCensoredS {
-				h.WorstCensoredS = bound
+			if p.Outcome != OutcomeReserved { // a reservation's wait is unknown
+				worst(&h.WorstCensoredS, p.QueueS)
 			}
 			continue
 		}
 		ok++
-		if num.Finite(p.QueueS) && p.QueueS > h.WorstQueueS {
-			h.WorstQueueS = p.QueueS
-		}
-		if num.Finite(p.GenS) && p.GenS > h.WorstGenS {
-			h.WorstGenS = p.GenS
-		}
+		worst(&h.WorstQueueS, p.QueueS)
+		worst(&h.WorstGenS, p.GenS)
 		if num.Finite(p.GenS) && p.GenS > 0 {
-			if r := float64(p.Tokens) / p.GenS; r < rate {
-				rate = r
-			}
+			rate = min(rate, float64(p.Tokens)/p.GenS)
 		}
 	}
 	if !math.IsInf(rate, 1) {

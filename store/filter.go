@@ -123,9 +123,6 @@ func (l *Latest[T]) Put(p T) {
 	l.idx[k] = last
 }
 
-// Len is the number of points kept.
-func (l *Latest[T]) Len() int { return len(l.pts) }
-
 // Sorted returns the points by time, then series.
 func (l *Latest[T]) Sorted() []T {
 	type entry struct {

@@ -142,41 +142,18 @@ func KindOf(line []byte) Kind {
 }
 
 // KindFor is the Kind of T's lines.
-func KindFor[T Point]() Kind {
-	switch schemaOf[T]().measurement {
-	case MeasurementProbe:
-		return KindProbe
-	case MeasurementHourly:
-		return KindHourly
-	}
-	return KindHeartbeat
-}
+func KindFor[T Point]() Kind { return schemaOf[T]().kind }
 
 // LineTime reads the timestamp at the end of a line cheaply; ok is false
 // when the last word is not an integer.
 func LineTime(line []byte) (ns int64, ok bool) {
 	b := line[bytes.LastIndexByte(line, ' ')+1:]
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 || len(b) == len(line) {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
+	if len(b) < len(line) && number(b, false) {
+		if ns, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+			return ns, true
 		}
-		u = u*10 + uint64(c-'0')
 	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	if neg {
-		return -int64(u), true
-	}
-	return int64(u), true
+	return 0, false
 }
 
 // Names interns the strings one read decodes; a nil Names copies each.

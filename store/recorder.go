@@ -8,12 +8,9 @@ import (
 	"time"
 )
 
-// Recorder writes probe points and keeps the invariant: every stored
-// queue_hourly point is the Rollup of all stored probes of its lane-hour
-// (docs/schema.md#the-invariant). It reads the probes stored for the
-// lane-hours a round touches and writes the new probes with the refreshed
-// hours in one Write; when the store cannot be read, it writes the probes
-// alone (Batch.Defer, Rebuild) and a Spool rebuilds their hours later.
+// Recorder writes probe points and keeps the invariant
+// (docs/schema.md#the-invariant); when the store cannot be read, it writes
+// the probes alone (Batch.Defer, Rebuild) and a Spool rebuilds their hours.
 type Recorder struct {
 	store Store
 	loc   *time.Location
@@ -144,12 +141,8 @@ func rollupOf(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []H
 }
 
 // Rebuild recomputes and writes the hourly points of the lane-hours from
-// their stored probes, and returns the points it wrote. A lane-hour whose
-// only requests are reservations is left to whoever settles them (the
-// round's record writes the result; a release leaves no request, and an
-// hourly point written now could never be taken back): so a spool that
-// replays a booking before its release never leaves a failure no request
-// caused. sampler rollup (RebuildWindow) counts such a reservation.
+// their stored probes, and returns the points it wrote; it leaves alone a
+// lane-hour whose only requests are reservations (docs/schema.md#the-invariant).
 func Rebuild(ctx context.Context, st Store, loc *time.Location, touched []LaneHour) ([]Hourly, error) {
 	if len(touched) == 0 {
 		return nil, nil

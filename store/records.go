@@ -96,6 +96,7 @@ func KeyOf[T Point](p *T) Key {
 var (
 	probeSchema = schema[Probe]{
 		measurement: MeasurementProbe,
+		kind:        KindProbe,
 		tags:        [2]string{TagLane, TagKind},
 		id:          func(p *Probe) (*string, *string, *string, *time.Time) { return &p.Lane, &p.Kind, &p.Site, &p.Time },
 		fields: []field[Probe]{
@@ -120,6 +121,7 @@ var (
 	}
 	hourlySchema = schema[Hourly]{
 		measurement: MeasurementHourly,
+		kind:        KindHourly,
 		tags:        [2]string{TagLane, TagKind},
 		id:          func(h *Hourly) (*string, *string, *string, *time.Time) { return &h.Lane, &h.Kind, &h.Site, &h.Hour },
 		fields: []field[Hourly]{
@@ -134,6 +136,7 @@ var (
 	}
 	heartbeatSchema = schema[Heartbeat]{
 		measurement: MeasurementHeartbeat,
+		kind:        KindHeartbeat,
 		tags:        [2]string{TagInstance, TagShard},
 		id: func(b *Heartbeat) (*string, *string, *string, *time.Time) {
 			return &b.Instance, &b.Shard, &b.Site, &b.Time
@@ -152,6 +155,7 @@ var (
 // schema is one measurement bound to the type T of its points.
 type schema[T any] struct {
 	measurement string
+	kind        Kind
 	tags        [2]string // in the order id returns them; site is optional
 	id          func(*T) (a, b, site *string, at *time.Time)
 	fields      []field[T]
@@ -237,14 +241,9 @@ func schemaOf[T Point]() *schema[T] {
 // Schema describes one measurement of the storage schema (docs/schema.md).
 type Schema struct {
 	Measurement string
-	Tags        []SchemaTag   // in the order they are written
+	Tags        []string      // in the order they are written; the last, site, is optional
 	Fields      []SchemaField // in the order they are written
-}
-
-// SchemaTag is one tag key of a measurement.
-type SchemaTag struct {
-	Key      string
-	Optional bool // not on every point
+	Marker      string        // the field a point may be written as alone, or ""
 }
 
 // SchemaField is one field of a measurement.
@@ -261,23 +260,18 @@ func Schemas() []Schema {
 
 func describe[T any](s *schema[T]) Schema {
 	t0, t1 := min(s.tags[0], s.tags[1]), max(s.tags[0], s.tags[1]) // written in lexical order
-	d := Schema{Measurement: s.measurement, Tags: []SchemaTag{{Key: t0}, {Key: t1}, {Key: TagSite, Optional: true}}}
+	d := Schema{Measurement: s.measurement, Tags: []string{t0, t1, TagSite}}
 	for _, f := range s.fields {
 		d.Fields = append(d.Fields, SchemaField{Key: f.key, Type: f.kind.String(), Optional: f.has != nil})
+		if f.alone {
+			d.Marker = f.key
+		}
 	}
 	return d
 }
 
 // SchemaOf is the schema of p's measurement.
 func SchemaOf[T Point](p *T) Schema { return describe(schemaOf[T]()) }
-
-// Marker is the key of the field a point may be written as alone, or "".
-func (s Schema) Marker() string {
-	if s.Measurement == MeasurementProbe {
-		return "booked"
-	}
-	return ""
-}
 
 // CheckFields fails naming a key of Query.Fields that no measurement has.
 func CheckFields(keys []string) error {

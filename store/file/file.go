@@ -64,19 +64,17 @@ func Open(path string, o Options) (*Store, error) {
 	} else if err == nil {
 		s.path, err = Resolve(path)
 	}
-	if err == nil && o.Beside {
-		if err = os.MkdirAll(filepath.Dir(s.path), 0o755); err == nil {
-			var f *os.File
-			if f, err = os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+	if err == nil && s.log == nil {
+		flag := os.O_RDONLY
+		if o.Beside {
+			flag |= os.O_CREATE
+			err = os.MkdirAll(filepath.Dir(s.path), 0o755)
+		}
+		var f *os.File
+		if err == nil {
+			if f, err = openRegular(s.path, flag, s.path); err == nil {
 				_ = f.Close()
 			}
-		}
-	}
-	if err == nil && s.log == nil {
-		var f *os.File
-		if f, err = os.Open(s.path); err == nil {
-			err = regular(f, s.path)
-			_ = f.Close()
 		}
 	}
 	if err != nil {
@@ -291,10 +289,8 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Prune drops the probe and heartbeat lines timed before cut and keeps
-// every other line, in order, writing the file anew atomically
-// (internal/atomicfile) under an exclusive flock. Lines longer than
-// MaxLine are dropped with a warning. Only a writer prunes.
+// Prune drops the probe and heartbeat lines timed before cut, writing the
+// file anew (docs/schema.md, the file store's retention). Only a writer prunes.
 func (s *Store) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) {
 	var st store.Pruned
 	if err := ctx.Err(); err != nil {

@@ -17,13 +17,9 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// The sparse index of a store file (docs/schema.md#the-read-index): per
-// block of about indexBlock bytes and per measurement, the span of its
-// lines' times and whether they came in order give or take scanDisorder.
-// A block whose lines the cheap reader cannot place is read by every
-// query, so reads return what they would without it. It is used only when
-// whole (CRC), made for this file (device, inode) and the file still holds
-// the prefix it describes (SHA-256 of its ends).
+// The sparse index of a store file (docs/schema.md#the-read-index). A
+// block whose lines the cheap reader cannot place is read by every query,
+// so reads return what they would without the index.
 
 // IndexSuffix names the index of a store file: path + IndexSuffix.
 const IndexSuffix = ".idx"

@@ -80,21 +80,25 @@ func regular(f *os.File, path string) error {
 }
 
 // OpenImport opens a regular file to Import.
-func OpenImport(path string) (*os.File, error) {
+func OpenImport(path string) (*os.File, error) { return openRegular(path, os.O_RDONLY, path) }
+
+// openRegular opens path (os.OpenFile's flag) when it names a regular
+// file, links followed; its errors name the file as name ("": not at all).
+func openRegular(path string, flag int, name string) (*os.File, error) {
 	if err := CheckRegular(path); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err == nil {
-		err = regular(f, path)
-	}
-	if err != nil {
-		if f != nil {
-			_ = f.Close()
+		if e := (*notRegularError)(nil); name == "" && errors.As(err, &e) {
+			e.path, e.target = "", ""
 		}
 		return nil, err
 	}
-	return f, nil
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err == nil {
+		if err = regular(f, name); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	return f, err
 }
 
 // Log is a file one process appends to, holding path+".lock" until Close.
@@ -304,14 +308,11 @@ func appendOnce(path string, b []byte, create bool) (done bool, err error) {
 	if create {
 		flags |= os.O_CREATE
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := openRegular(path, flags, path)
 	if err != nil {
 		return false, err
 	}
 	defer func() { _ = f.Close() }()
-	if err := regular(f, path); err != nil {
-		return false, err
-	}
 	if err := lockExclusive(f); err != nil {
 		return false, fmt.Errorf("lock: %w", err)
 	}
@@ -339,7 +340,7 @@ func appendOnce(path string, b []byte, create bool) (done bool, err error) {
 // fn returns nil, under its flock. A missing file is empty, one over max
 // refused; a torn last line is dropped with a warning.
 func Take(path string, max int64, warn func(string, ...any), fn func(lines []byte) error) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openRegular(path, os.O_RDWR, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -347,9 +348,6 @@ func Take(path string, max int64, warn func(string, ...any), fn func(lines []byt
 		return unpath(err)
 	}
 	defer func() { _ = f.Close() }()
-	if err := regular(f, path); err != nil {
-		return err
-	}
 	if err := lockExclusive(f); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
@@ -438,20 +436,9 @@ func filterLines(ctx context.Context, path string, want store.Kind, f *store.Fil
 // openShared opens the regular file at path under a shared flock. Its
 // errors do not name the file.
 func openShared(path string) (*os.File, error) {
-	if err := CheckRegular(path); err != nil {
-		var e *notRegularError
-		if errors.As(err, &e) {
-			e.path, e.target = "", ""
-		}
-		return nil, err
-	}
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY, "")
 	if err != nil {
 		return nil, unpath(err)
-	}
-	if err := regular(f, ""); err != nil {
-		_ = f.Close()
-		return nil, err
 	}
 	if err := lockShared(f); err != nil {
 		_ = f.Close()

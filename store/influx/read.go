@@ -184,14 +184,14 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 		for _, fd := range sch.Fields {
 			fields = append(fields, fd.Key)
 		}
-	} else if m := sch.Marker(); m != "" {
-		fields = append(fields, m) // InfluxDB leaves out a row whose fields are all absent
+	} else if sch.Marker != "" {
+		fields = append(fields, sch.Marker) // InfluxDB leaves out a row whose fields are all absent
 	}
 	var b strings.Builder
 	for _, fd := range fields {
 		b.WriteString(ident(fd) + ", ")
 	}
-	cols := b.String() + ident(sch.Tags[0].Key) + ", " + ident(sch.Tags[1].Key) + ", " + ident(store.TagSite)
+	cols := b.String() + ident(sch.Tags[0]) + ", " + ident(sch.Tags[1]) + ", " + ident(store.TagSite)
 	where := ""
 	in := func(tag string, vals []string) {
 		var or []string

@@ -108,7 +108,7 @@ func (m *merger[T]) rest() error {
 // lines twice, never nowhere. s.mu must be held.
 func (s *Spool) local(ctx context.Context, f *store.Filter, l *store.Latest[store.Probe]) error {
 	var inbox store.Latest[store.Probe]
-	if s.file == nil || inboxHolds(s.inbox) {
+	if fi, err := os.Stat(s.inbox); s.file == nil || (err == nil && fi.Size() > 0) {
 		if err := merge(ctx, s, s.inbox, f, &inbox); err != nil {
 			return err
 		}
@@ -166,12 +166,6 @@ func merge[T store.Point](ctx context.Context, s *Spool, path string, f *store.F
 		}
 	}
 	return nil
-}
-
-// inboxHolds reports whether the inbox at path is there and not empty.
-func inboxHolds(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Size() > 0
 }
 
 // deadView is the inner store with the dead-lettered probes merged into its

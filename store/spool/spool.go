@@ -42,13 +42,8 @@ type Options struct {
 }
 
 // Spool wraps a store (docs/schema.md#the-spool-and-the-dead-letter-file).
-// A write the inner store fails for a passing reason is appended to the
-// spool file and counts as stored; every later write first replays the
-// spool in order. Points refused for good go to the dead-letter file (a
-// 400 or 413 batch split to find them). The spool is emptied only when
-// every point in it is in the store or the dead-letter file and its hours
-// were rebuilt. Heartbeats are not spooled. Reads merge the dead-lettered
-// probes, the spooled points and the inbox's probes into the store's.
+// The spool is emptied only when every point in it is in the store or the
+// dead-letter file and its hours were rebuilt. Heartbeats are not spooled.
 type Spool struct {
 	inner store.Store
 	o     Options

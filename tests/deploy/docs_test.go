@@ -253,8 +253,8 @@ func TestDocsSchemaFields(t *testing.T) {
 			sec = sec[:j]
 		}
 		for _, tag := range m.Tags {
-			if !strings.Contains(sec, "`"+tag.Key+"`") {
-				t.Errorf("docs/schema.md %s: tag %s is not named", head, tag.Key)
+			if !strings.Contains(sec, "`"+tag+"`") {
+				t.Errorf("docs/schema.md %s: tag %s is not named", head, tag)
 			}
 		}
 		var want, got []string
