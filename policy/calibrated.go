@@ -352,9 +352,18 @@ func (w *orderedWindow[T]) len() int { return len(w.sorted) }
 func (w *orderedWindow[T]) add(t int64, v T) {
 	w.items = append(w.items, windowItem[T]{t, v})
 	if !w.lazy {
-		i, _ := slices.BinarySearchFunc(w.sorted, v, w.cmp)
+		i, _ := w.search(v)
 		w.sorted = slices.Insert(w.sorted, i, v)
 	}
+}
+
+// search finds v in the sorted values; float64 windows compare directly,
+// not through cmp (a replay's hottest loop).
+func (w *orderedWindow[T]) search(v T) (int, bool) {
+	if s, ok := any(w.sorted).([]float64); ok {
+		return slices.BinarySearch(s, any(v).(float64))
+	}
+	return slices.BinarySearchFunc(w.sorted, v, w.cmp)
 }
 
 // view returns the sorted values of a lazy window's items from from on.
@@ -388,7 +397,7 @@ func (w *orderedWindow[T]) kth(from int64, k int) T {
 	var buf [16]int
 	pos := buf[:0]
 	for _, it := range stale {
-		i, _ := slices.BinarySearchFunc(w.sorted, it.v, w.cmp)
+		i, _ := w.search(it.v)
 		for slices.Contains(pos, i) {
 			i++
 		}
@@ -411,7 +420,10 @@ func (w *orderedWindow[T]) evict(from int64) {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++
-		if i, ok := slices.BinarySearchFunc(w.sorted, it.v, w.cmp); ok && !w.lazy {
+		if w.lazy {
+			continue
+		}
+		if i, ok := w.search(it.v); ok {
 			w.sorted = slices.Delete(w.sorted, i, i+1)
 		}
 	}

@@ -33,6 +33,7 @@ type laneHistory struct {
 	lastMemo int64                 // at least the latest hour of looks
 	lastKey  int64                 // the hour of the newest Add
 	lastRecs []rec                 // and its records
+	blocks   [24][]rec             // by UTC hour of day, where an hour's first record goes
 	obs      []obsEntry            // AddProbe's, in time order
 	obsBase  int                   // observations dropped from obs's front
 	cals     []laneCal             // one per lookback
@@ -116,7 +117,16 @@ func (x *History) Add(r store.Hourly) {
 	if n.Samples > 0 {
 		lh.ever++
 	}
-	rs = append(rs, n)
+	if len(rs) == 0 { // from the hour of day's block: a lookback's records sit together in memory
+		b := &lh.blocks[(k/3600%24+24)%24]
+		if len(*b) == 0 {
+			*b = make([]rec, 32)
+		}
+		rs, *b = (*b)[:1:1], (*b)[1:]
+		rs[0] = n
+	} else {
+		rs = append(rs, n)
+	}
 	lh.byHour.set(k, rs)
 	lh.lastKey, lh.lastRecs = k, rs
 }
