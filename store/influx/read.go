@@ -246,6 +246,9 @@ func quote(s string) string {
 	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
 }
 
+// batchSize is how many points a reader hands on at once.
+const batchSize = 4096
+
 // reader decodes the rows of one series of T's answer into points, sorts
 // each time's by series, keeps the last of each key, and hands them on in
 // batches.
@@ -334,6 +337,9 @@ func (rd *reader[T]) flush() error {
 			return cmp.Or(store.Compare(rd.keys[a&(1<<32-1)], rd.keys[b&(1<<32-1)]), cmp.Compare(a&(1<<32-1), b&(1<<32-1)))
 		})
 	}
+	if rd.done == nil { // a batch's whole size at once: hand gives its array away
+		rd.done = make([]T, 0, max(batchSize, len(run)))
+	}
 	for j, o := range rd.order {
 		i := o & (1<<32 - 1)
 		if j+1 < len(rd.order) {
@@ -348,7 +354,7 @@ func (rd *reader[T]) flush() error {
 		rd.done = append(rd.done, run[i])
 	}
 	rd.run = run[:0]
-	if len(rd.done) < 4096 {
+	if len(rd.done) < batchSize {
 		return nil
 	}
 	return rd.hand()
