@@ -645,3 +645,97 @@ func calibratedQuantile(t *testing.T, p CalibratedParams, obs []QueueObs, at tim
 	}
 	return c.Quantile(at, cov)
 }
+
+// Within counts and sums the distribution's live waits at most s, each
+// moved to the level (exp(P(h) + L + d)): the same as a count over its
+// hours' items one by one, at every s, with items of other hours gone
+// stale in place and s above the largest wait (the shortcut) or below.
+func TestWaitDistWithinIsACountOfItsWaits(t *testing.T) {
+	c := newCal(t, CalibratedParams{})
+	for i, ts := range rounds(calStart, 20) {
+		v := 10 * math.Exp(0.6*math.Sin(float64(i)*0.7))
+		if ts.Hour() == 14 && ts.Minute() == 27 {
+			v = 80 // a slower round in the hour asked for
+		}
+		mustAdd(t, c, QueueObs{Time: ts, Value: v})
+	}
+	// Half a day on, the 13h and 15h items of 14 days ago are stale
+	// but still held.
+	at := calStart.AddDate(0, 0, 20).Add(14*time.Hour + 50*time.Minute)
+	c.p.Location = time.UTC
+	w, ok := c.Waits(at)
+	if !ok || w.N() == 0 {
+		t.Fatal("no waits")
+	}
+	var waits []float64
+	stale := 0
+	for j := range 24 {
+		if w.hours&(1<<j) == 0 {
+			continue
+		}
+		for _, it := range c.waits[j].items[c.waits[j].head:] {
+			if it.t < w.from {
+				stale++
+				continue
+			}
+			waits = append(waits, math.Exp(w.base+it.v.d))
+		}
+	}
+	if len(waits) != w.N() {
+		t.Fatalf("N() = %d, %d live waits", w.N(), len(waits))
+	}
+	slices.Sort(waits)
+	for _, s := range []float64{0, 1, waits[0] * 1.001, 5, 9, 10, 11, 15, 30, waits[len(waits)-1] * 0.999, waits[len(waits)-1] * 2} {
+		n, sum := 0, 0.0
+		for _, v := range waits {
+			if v <= s {
+				n++
+				sum += v
+			}
+		}
+		gotN, gotSum := w.Within(s)
+		if gotN != n || math.Abs(gotSum-sum) > 1e-9*math.Max(1, sum) {
+			t.Errorf("Within(%g) = %d, %g; want %d, %g (%d waits, %d stale)", s, gotN, gotSum, n, sum, len(waits), stale)
+		}
+	}
+}
+
+// Waits widens to the neighbouring hours only while it holds fewer than
+// MinWaitSamples, out to the hour opposite (12 away), and answers false
+// when the lane has no ok wait at all.
+func TestCalibratorWaitsWidening(t *testing.T) {
+	t.Run("exactly enough in the hour: its own alone", func(t *testing.T) {
+		c := newCal(t, CalibratedParams{})
+		mustAdd(t, c, QueueObs{Time: calStart.Add(time.Hour), Value: 10}) // a profile to measure the first against
+		for d := range MinWaitSamples / 3 {
+			for _, h := range []int{13, 14, 15} {
+				for _, m := range []int{7, 27, 47} {
+					mustAdd(t, c, QueueObs{Time: calStart.AddDate(0, 0, d).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute), Value: 10})
+				}
+			}
+		}
+		w, ok := c.Waits(calStart.AddDate(0, 0, MinWaitSamples/3).Add(14 * time.Hour))
+		if !ok || w.N() != MinWaitSamples || w.hours != hoursSet(14) {
+			t.Errorf("%d waits over hours %b, want %d of 14h alone", w.N(), w.hours, MinWaitSamples)
+		}
+	})
+	t.Run("only the opposite hour has waits", func(t *testing.T) {
+		c := newCal(t, CalibratedParams{})
+		for d := range 5 {
+			mustAdd(t, c, QueueObs{Time: calStart.AddDate(0, 0, d).Add(2*time.Hour + 7*time.Minute), Value: 10})
+		}
+		w, ok := c.Waits(calStart.AddDate(0, 0, 5).Add(14 * time.Hour))
+		if !ok || w.N() != 4 || w.hours&hoursSet(2) == 0 {
+			t.Errorf("ok %v, %d waits over hours %b, want the 2h's 4", ok, w.N(), w.hours)
+		}
+	})
+	t.Run("timeouts alone: no wait", func(t *testing.T) {
+		c := newCal(t, CalibratedParams{})
+		for i, ts := range rounds(calStart, 3) {
+			mustAdd(t, c, QueueObs{Time: ts, Value: 60 + float64(i%3), Censored: true})
+		}
+		if w, ok := c.Waits(calStart.AddDate(0, 0, 3)); ok || w.N() != 0 {
+			t.Errorf("ok %v with %d waits, want none", ok, w.N())
+		}
+	})
+}
