@@ -226,3 +226,49 @@ func TestClassBookTieBreakEitherOrder(t *testing.T) {
 		})
 	}
 }
+
+// With decisions (the calibrated rule's waits), a class starts on the
+// plan its objective scores best, whatever the lanes' figures say of
+// speed: the free lane whose waits ship beats one with a smaller
+// next_queue_s whose waits never ship; a lane with no token rate (no
+// next_gen_s) is never a start; and lanes with a plan come before one
+// without.
+func TestClassesDecidedStart(t *testing.T) {
+	cs := ClassSpec{Name: "c", DeadlineS: 60, CeilingTokens: 4000, EstTokens: 600, PaidUSDPer1k: 0.002}
+	fast := make([]float64, 40) // ships in a second or two
+	for i := range fast {
+		fast[i] = 1 + float64(i%3)/2
+	}
+	slow := make([]float64, 40) // the free lane's waits: past the deadline
+	for i := range slow {
+		slow[i] = 70 + float64(i)
+	}
+	for _, tc := range []struct {
+		name  string
+		lanes []Lane
+		waits map[string][]float64
+		start string
+		list  []string
+	}{
+		{"the free lane whose waits ship, not the one with the smaller figure",
+			[]Lane{mtFig("ships", KindFree, 20, 80, true), mtFig("stuck", KindFree, 2, 80, true), mtFig("p", KindPaid, 5, 40, true)},
+			map[string][]float64{"ships": fast, "stuck": slow}, "ships", []string{"ships", "p", "stuck"}},
+		{"no token rate: never the start",
+			[]Lane{mtFig("norate", KindFree, 1, 0, true), mtFig("p", KindPaid, 5, 40, true)},
+			map[string][]float64{"norate": fast}, "p", []string{"p"}},
+		{"lanes with a plan before one without (its generation fills the deadline)",
+			[]Lane{mtFig("ships", KindFree, 5, 80, true), mtFig("af", KindFree, 0, 10, true), mtFig("zp", KindPaid, 2, 40, true)},
+			map[string][]float64{"ships": fast, "af": fast}, "ships", []string{"ships", "zp", "af"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			waits := func(i int) (WaitDist, bool) {
+				ws, ok := tc.waits[tc.lanes[i].Name]
+				return WaitsOf(ws...), ok
+			}
+			got := classesWith(Params{Classes: []ClassSpec{cs}}, tc.lanes, nil, waits, nil)
+			if start, _ := got[0].Start(); start != tc.start || !slices.Equal(got[0].Lanes, tc.list) {
+				t.Errorf("start %q, lanes %v; want %q, %v (book %+v, cut-over %+v)", start, got[0].Lanes, tc.start, tc.list, got[0].Book, got[0].Cutover)
+			}
+		})
+	}
+}
