@@ -251,8 +251,8 @@ func TestClassesDecidedStart(t *testing.T) {
 		list  []string
 	}{
 		{"the free lane whose waits ship, not the one with the smaller figure",
-			[]Lane{mtFig("ships", KindFree, 20, 80, true), mtFig("stuck", KindFree, 2, 80, true), mtFig("p", KindPaid, 5, 40, true)},
-			map[string][]float64{"ships": fast, "stuck": slow}, "ships", []string{"ships", "p", "stuck"}},
+			[]Lane{mtFig("ships", KindFree, 20, 80, true), mtFig("stuck", KindFree, 2, 80, true), mtFig("zp", KindPaid, 5, 40, true)},
+			map[string][]float64{"ships": fast, "stuck": slow}, "ships", []string{"ships", "zp", "stuck"}}, // by score, not by name
 		{"no token rate: never the start",
 			[]Lane{mtFig("norate", KindFree, 1, 0, true), mtFig("p", KindPaid, 5, 40, true)},
 			map[string][]float64{"norate": fast}, "p", []string{"p"}},
@@ -268,6 +268,39 @@ func TestClassesDecidedStart(t *testing.T) {
 			got := classesWith(Params{Classes: []ClassSpec{cs}}, tc.lanes, nil, waits, nil)
 			if start, _ := got[0].Start(); start != tc.start || !slices.Equal(got[0].Lanes, tc.list) {
 				t.Errorf("start %q, lanes %v; want %q, %v (book %+v, cut-over %+v)", start, got[0].Lanes, tc.start, tc.list, got[0].Book, got[0].Cutover)
+			}
+		})
+	}
+}
+
+// Start: free first starts on the book's free lane and cuts over only to
+// an eligible paid lane; a decision that is not free first goes straight
+// to the paid lane when one is eligible, else to the first lane listed; a
+// class without a decision (the worst-of rule) starts on its first lane.
+func TestClassStart(t *testing.T) {
+	freeFirst, paidFirst := &Cutover{AfterS: 30, FreeFirst: true}, &Cutover{}
+	for _, tc := range []struct {
+		name     string
+		cut      *Cutover
+		lanes    []string
+		paid     string
+		eligible bool
+		lane     string
+		cuts     bool
+	}{
+		{"free first, paid eligible", freeFirst, []string{"f", "p"}, "p", true, "f", true},
+		{"free first, paid not eligible", freeFirst, []string{"f"}, "p", false, "f", false},
+		{"free first, no paid lane", freeFirst, []string{"f"}, "", false, "f", false},
+		{"paid first", paidFirst, []string{"f", "p"}, "p", true, "p", false},
+		{"paid first, paid not eligible: the first lane", paidFirst, []string{"f"}, "p", false, "f", false},
+		{"paid first, another free lane listed first", paidFirst, []string{"g", "f", "p"}, "p", true, "g", false},
+		{"no decision", nil, []string{"f", "p"}, "p", true, "f", false},
+		{"nothing listed", paidFirst, nil, "p", false, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Class{Cutover: tc.cut, Lanes: tc.lanes, Book: BookPolicy{FreeLane: "f", FreeEligible: true, PaidLane: tc.paid, PaidEligible: tc.eligible}}
+			if lane, cuts := c.Start(); lane != tc.lane || cuts != tc.cuts {
+				t.Errorf("Start() = %q, %v; want %q, %v", lane, cuts, tc.lane, tc.cuts)
 			}
 		})
 	}
