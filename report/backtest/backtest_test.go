@@ -772,3 +772,40 @@ func TestExtendedShape(t *testing.T) {
 		})
 	}
 }
+
+// The decisions take the config's coverage among the coverages scored.
+func TestDecisionsUseTheConfigsCoverage(t *testing.T) {
+	p := params(7)
+	p.Rule, p.Coverage = policy.RuleCalibrated, 0.9
+	b, err := New(Options{Params: p, Coverages: []float64{0.8, 0.9}, From: day0, To: day0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Report(); r.DecisionRule != policy.RuleCalibrated || f(r.DecisionCoverage) != "0.9" {
+		t.Errorf("decision_rule %q, decision_coverage %s; want calibrated, 0.9", r.DecisionRule, f(r.DecisionCoverage))
+	}
+}
+
+// The history keeps, for a run that scores the calibrated rule (twice its
+// lookback) and the max rule, every day the max rule's lookback reads: the
+// free lane's 50 s at 10:00 seven days before From sets the max rule's
+// figure then (a ratio of 10 over its 5 s), through the daily prunes.
+func TestHistoryKeepsTheLookbackOfEveryRule(t *testing.T) {
+	spike := day0.AddDate(0, 0, 1).Add(10 * time.Hour)
+	free := func(at time.Time) (float64, bool) {
+		if !at.Before(spike) && at.Before(spike.Add(time.Hour)) {
+			return 50, true
+		}
+		return 5, true
+	}
+	from := day0.AddDate(0, 0, 8).Add(10 * time.Hour)
+	opts := Options{Params: params(7), Rules: []string{policy.RuleCalibrated, policy.RuleMax}, From: from, To: from.Add(time.Hour)}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, free))
+	i := slices.IndexFunc(r.Calibration, func(c Calibration) bool { return c.Rule == policy.RuleMax })
+	if i < 0 {
+		t.Fatal("no calibration of the max rule")
+	}
+	if c := r.Calibration[i].Lanes[0]; c.Lane != "free" || c.Probes != 3 || f(c.MedianRatio) != "10" {
+		t.Errorf("max rule, lane %s: %d probes, median ratio %s; want 3 at 10", c.Lane, c.Probes, f(c.MedianRatio))
+	}
+}
