@@ -581,3 +581,36 @@ func TestLanewatchBaselineSendsNothingWithoutALane(t *testing.T) {
 		t.Errorf("no lane listed: %+v", r)
 	}
 }
+
+// Under the worst-of rule (no decision) lanewatch follows the ledger: a
+// failed free attempt is an error, then the paid lane while policy.Book
+// cuts over. It never sends at or after the deadline: a free attempt that
+// fails past it ends the job at 60 s even when the book, whose paid figure
+// is 0 s, would still cut over to a paid lane that would answer at once;
+// and it sends at most maxBaselineAttempts (a paid lane with no probe to
+// meet fails fast, 1 s an attempt, for 200,000 s).
+func TestLedgerBaseline(t *testing.T) {
+	t0 := day0.UnixNano()
+	for _, tc := range []struct {
+		name     string
+		d        float64
+		paid     []event
+		attempts int64
+	}{
+		{"a failure past the deadline", 60, []event{{t: t0 + 60e9, ok: true, tokens: 16}}, 1},
+		{"fast paid failures", 200000, nil, maxBaselineAttempts},
+	} {
+		free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		free.tl.ev = []event{{t: t0, queue: 70}}
+		paid := &lane{spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+		paid.tl.ev = tc.paid
+		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
+		bp := policy.BookPolicy{DeadlineS: tc.d, CeilingTokens: 4000, NextEstTokens: 800,
+			FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
+		r := baseRun{b: b, t0: t0, d: tc.d, est: 800}
+		r.play(baseStrategy{kind: baseLanewatch}, jobCut{book: bp, first: "free"})
+		if r.met || r.attempts != tc.attempts || r.freeReq != 1 {
+			t.Errorf("%s: met %v, %d attempts, %d free; want not met, %d, 1", tc.name, r.met, r.attempts, r.freeReq, tc.attempts)
+		}
+	}
+}
