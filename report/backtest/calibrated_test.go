@@ -354,3 +354,18 @@ func TestOracleLeavesOutA429AndALanesFirstProbe(t *testing.T) {
 		}
 	}
 }
+
+// At coverage 0.5 the oracle's figure is the true median (z = 0 exactly):
+// a lane that always waits its true median is covered at every probe, so
+// the oracle misses none.
+func TestOracleAtCoverageOneHalf(t *testing.T) {
+	p := calibratedParams(1)
+	p.Coverage = 0.5
+	from := day0.AddDate(0, 0, 3).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(time.Hour),
+		Truth: func(*store.Probe) (float64, float64, bool) { return 12.5, 0.5, true }}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 12.5, true }))
+	if o := kindCal(t, r, policy.RuleCalibrated, 1, 0.5, "free").Oracle; o == nil || o.Probes != 3 || o.OracleMisses != 0 || o.OracleCoverage != 1 {
+		t.Errorf("oracle %+v, want 3 probes, none missed (oracle coverage 1)", o)
+	}
+}

@@ -121,14 +121,18 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 }
 
 // normalQuantile returns the standard normal's p-quantile (0 < p < 1), by
-// bisection on the CDF: exact to 1e-12.
+// bisection on the CDF: exact to 1e-12, and exact where the bisection meets
+// it (0 for 0.5).
 func normalQuantile(p float64) float64 {
 	lo, hi := -40.0, 40.0
 	for range 200 {
 		mid := (lo + hi) / 2
-		if 0.5*math.Erfc(-mid/math.Sqrt2) < p {
+		switch c := 0.5 * math.Erfc(-mid/math.Sqrt2); {
+		case c == p:
+			return mid
+		case c < p:
 			lo = mid
-		} else {
+		default:
 			hi = mid
 		}
 		if hi-lo < 1e-12 {
