@@ -155,6 +155,17 @@ func TestNoBaselinesByDefault(t *testing.T) {
 	}
 }
 
+// TuneDays is 0..MaxLookbackDays days.
+func TestTuneDaysBounds(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	for days, want := range map[int]string{366: "", 367: "tune 367: want 0..366 days"} {
+		_, err := New(Options{Params: params(1), From: from, To: from.Add(time.Hour), Fallbacks: []float64{5}, TuneDays: days})
+		if got := errString(err); got != want {
+			t.Errorf("tune %d: error %q, want %q", days, got, want)
+		}
+	}
+}
+
 func TestBaselineOptionsChecked(t *testing.T) {
 	from := day0.AddDate(0, 0, 2)
 	for _, o := range []Options{
@@ -483,7 +494,7 @@ func TestBaselinesSections(t *testing.T) {
 		csv          string
 	}{
 		{"none", Report{}, nil, []string{"baselines"}, ""},
-		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
+		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out", "tuned:"},
 			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens,tuned_s\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0,\n"},
 		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
 	} {
