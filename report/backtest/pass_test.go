@@ -138,3 +138,24 @@ func TestWarmupStartsAtTheLanesFirstProbe(t *testing.T) {
 		t.Errorf("free: %d probes scored (09:00: %d, 10:00: %d), want 42 (0, 3)", c.Probes, c.Hours[9].Probes, c.Hours[10].Probes)
 	}
 }
+
+// Without a warm-up every probe is scored, even across a fall-back: in
+// Berlin on 2026-10-25 the free lane is first probed at 02:07 CEST, in the
+// first of the two 02:00 hours (time.Date gives the second one for that
+// wall clock); its three probes there and the three of 02:00 CET are all
+// scored.
+func TestNoWarmupAcrossAFallBack(t *testing.T) {
+	p := params(0)
+	p.Location = mustLocBT(t, "Europe/Berlin")
+	from := time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC) // 02:00 CEST
+	opts := Options{Params: p, Coverages: []float64{0.9}, From: from, To: from.Add(2 * time.Hour)}
+	var ps []store.Probe
+	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
+		if pr.Lane == "paid" || !pr.Time.Before(from) {
+			ps = append(ps, pr)
+		}
+	}
+	if c := laneCal(t, run(t, opts, ps), 0, "free"); c.Probes != 6 || c.Hours[2].Probes != 6 {
+		t.Errorf("free: %d probes scored (02:00: %d), want 6 (6)", c.Probes, c.Hours[2].Probes)
+	}
+}
