@@ -267,7 +267,7 @@ func TestOracleLeavesOutWhatItCannotUse(t *testing.T) {
 }
 
 func TestNormalQuantile(t *testing.T) {
-	for _, c := range []struct{ p, z float64 }{{0.5, 0}, {0.95, 1.6448536269514722}, {0.99, 2.3263478740408408}, {0.9, 1.2815515655446004}} {
+	for _, c := range []struct{ p, z float64 }{{0.5, 0}, {0.05, -1.6448536269514722}, {0.95, 1.6448536269514722}, {0.99, 2.3263478740408408}, {0.9, 1.2815515655446004}} {
 		if z := normalQuantile(c.p); z-c.z > 1e-9 || c.z-z > 1e-9 {
 			t.Errorf("normalQuantile(%v) = %v, want %v", c.p, z, c.z)
 		}

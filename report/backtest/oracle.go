@@ -127,12 +127,13 @@ func normalQuantile(p float64) float64 {
 	lo, hi := -40.0, 40.0
 	for range 200 {
 		mid := (lo + hi) / 2
-		switch c := 0.5 * math.Erfc(-mid/math.Sqrt2); {
-		case c == p:
+		c := 0.5 * math.Erfc(-mid/math.Sqrt2)
+		if c == p {
 			return mid
-		case c < p:
+		}
+		if c < p {
 			lo = mid
-		default:
+		} else {
 			hi = mid
 		}
 		if hi-lo < 1e-12 {
