@@ -12,9 +12,10 @@ import (
 // no longer marks the lane ineligible for 10:47 and 11:07; under
 // HeldBusy429, the rule before, it does, as a failed probe does
 // (TestOneFailedProbe); a long wait (10 minutes) is a failure under both.
-// A 429 without a wait is a failure under any S; one at S is busy. A held
-// 429 that is its site's only probe (site b) is a failure too: its site's
-// record of 10:00 fails 10:47 and the whole of 11:00, which reads it.
+// A 429 without a wait is a failure under any S; one at S is busy; a held
+// one is a failure whatever its wait (1 s). A held 429 that is its site's
+// only probe (site b) is a failure too: its site's record of 10:00 fails
+// 10:47 and the whole of 11:00, which reads it.
 // Busy429S at store.BusyMaxS replays the default rule, report for report.
 func TestOneBusy429(t *testing.T) {
 	at := day0.AddDate(0, 0, 9).Add(10*time.Hour + 27*time.Minute)
@@ -37,6 +38,7 @@ func TestOneBusy429(t *testing.T) {
 		{"busy", "", 7, 0, 0, 0},
 		{"busy, held", "", 7, HeldBusy429, 2, 1},
 		{"busy, held, its site's only probe", "b", 7, HeldBusy429, 4, 3},
+		{"a 1 s wait, held", "", 1, HeldBusy429, 2, 1},
 		{"busy, S below its wait", "", 7, 5, 2, 1},
 		{"busy, S at its wait", "", 7, 7, 0, 0},
 		{"no wait, S above it", "", 0, 900, 2, 1},

@@ -331,6 +331,28 @@ func TestTunedBaselines(t *testing.T) {
 	}
 }
 
+// The tuned baselines tune on their TuneDays days alone, not on the older
+// history a longer lookback reads: with a 35 s deadline, on the tuning day
+// (a 20 s queue) fallback@10 and @30 both meet every job, @30 for nothing;
+// on the 13 days before it (55 s) only @10 meets (@30 cuts over at 30 s
+// and the paid lane's 6 s miss). Tuned on its day, tuned picks 30.
+func TestTunedBaselinesTuneOnTheirDaysAlone(t *testing.T) {
+	p := params(14)
+	p.Classes[0].DeadlineS = 35
+	from := day0.AddDate(0, 0, 15)
+	opts := Options{Params: p, From: from, To: from.Add(6 * time.Hour), Fallbacks: []float64{10, 30}, TuneDays: 1}
+	queue := func(at time.Time) (float64, bool) {
+		if at.Before(from.AddDate(0, 0, -1)) {
+			return 55, true
+		}
+		return 20, true
+	}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To.Add(2*time.Hour), queue))
+	if got := baseline(t, r, "interactive", 35, StrategyTuned).TunedS; !slices.Equal(got, []float64{30}) {
+		t.Errorf("tuned picked %v, want [30]", got)
+	}
+}
+
 // The tuned baselines may pick the grid's first T: on a lane that always
 // answers in 5 s every fallback@T meets every job for nothing, and the
 // shortest, 10 s, wins; each tuned row replays the window's jobs as
