@@ -670,3 +670,142 @@ func TestLongDeadlineWaitsForTheLanesRecovery(t *testing.T) {
 		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
 	}
 }
+
+// ReadFrom reaches back twice the lookback when any rule scored is the
+// calibrated one, and a day before the tuning window when the tuned
+// baselines are asked for (TuneDays with Fallbacks; TuneDays alone asks
+// for nothing).
+func TestReadFromForTheCalibratorsAndTheTuning(t *testing.T) {
+	from := time.Date(2026, 11, 9, 10, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want time.Time
+	}{
+		{"a calibrated rule among the rules: 14 days", Options{Params: params(7), Rules: []string{policy.RuleMax, policy.RuleCalibrated}},
+			time.Date(2026, 10, 26, 8, 0, 0, 0, time.UTC)},
+		{"10 tuning days: 11 days", Options{Params: params(7), TuneDays: 10, Fallbacks: []float64{30}},
+			time.Date(2026, 10, 29, 8, 0, 0, 0, time.UTC)},
+		{"10 tuning days without fallbacks: 7 days", Options{Params: params(7), TuneDays: 10},
+			time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)},
+		{"fallbacks without tuning days: 0 days", Options{Params: params(0), Fallbacks: []float64{30}},
+			time.Date(2026, 11, 9, 8, 0, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.From, tc.opts.To = from, from.Add(time.Hour)
+			if got := tc.opts.ReadFrom(); !got.Equal(tc.want) {
+				t.Errorf("ReadFrom %s, want %s", got.UTC(), tc.want)
+			}
+		})
+	}
+}
+
+// New takes up to MaxCoverages distinct coverages, a warm-up of
+// 0..MaxLookbackDays days, and for the calibrated rule a lookback of at
+// least a day.
+func TestNewOptionBounds(t *testing.T) {
+	covs := func(n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = 0.5 + float64(i)/100
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(o *Options)
+		want string // "" for no error
+	}{
+		{"16 coverages", func(o *Options) { o.Coverages = covs(16) }, ""},
+		{"17 coverages", func(o *Options) { o.Coverages = covs(17) }, "17 coverages: want at most 16"},
+		{"warm-up 0", func(o *Options) { o.WarmupDays = 0 }, ""},
+		{"warm-up 366", func(o *Options) { o.WarmupDays = 366 }, ""},
+		{"warm-up 367", func(o *Options) { o.WarmupDays = 367 }, "warm-up 367: want 0..366 days"},
+		{"warm-up -1", func(o *Options) { o.WarmupDays = -1 }, "warm-up -1: want 0..366 days"},
+		{"calibrated, 1 day", func(o *Options) { o.Rules, o.Lookbacks = []string{policy.RuleCalibrated}, []int{1} }, ""},
+		{"calibrated, 0 days", func(o *Options) { o.Rules, o.Lookbacks = []string{policy.RuleCalibrated}, []int{0, 1} },
+			"lookback 0: the calibrated rule learns from at least 1 day"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Params: params(7), From: day0, To: day0.Add(time.Hour)}
+			tc.edit(&opts)
+			_, err := New(opts)
+			if got := errString(err); got != tc.want {
+				t.Fatalf("error %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The report has the extended shape (a rule per calibration, the
+// decisions' rule) when a coverage, a warm-up, a truth or the calibrated
+// rule is asked for, each alone; and the decisions follow the one rule
+// asked for.
+func TestExtendedShape(t *testing.T) {
+	truth := func(*store.Probe) (float64, float64, bool) { return 1, 0.1, true }
+	for _, tc := range []struct {
+		name string
+		edit func(o *Options)
+		rule string // the report's decision_rule; "" for the old shape
+	}{
+		{"nothing asked", func(*Options) {}, ""},
+		{"a coverage", func(o *Options) { o.Coverages = []float64{0.9} }, policy.RuleMax},
+		{"a warm-up", func(o *Options) { o.WarmupDays = 1 }, policy.RuleMax},
+		{"a truth", func(o *Options) { o.Truth = truth }, policy.RuleMax},
+		{"the calibrated rule alone", func(o *Options) { o.Rules = []string{policy.RuleCalibrated} }, policy.RuleCalibrated},
+		{"both rules: the config's decides", func(o *Options) { o.Rules = []string{policy.RuleCalibrated, policy.RuleMax} }, policy.RuleMax},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Params: params(7), From: day0, To: day0.Add(time.Hour)}
+			tc.edit(&opts)
+			b, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := b.Report()
+			if r.DecisionRule != tc.rule {
+				t.Errorf("decision_rule %q, want %q", r.DecisionRule, tc.rule)
+			}
+			if ext := tc.rule != ""; (r.Calibration[0].Rule != "") != ext {
+				t.Errorf("calibration rule %q; extended shape %v", r.Calibration[0].Rule, ext)
+			}
+		})
+	}
+}
+
+// The decisions take the config's coverage among the coverages scored.
+func TestDecisionsUseTheConfigsCoverage(t *testing.T) {
+	p := params(7)
+	p.Rule, p.Coverage = policy.RuleCalibrated, 0.9
+	b, err := New(Options{Params: p, Coverages: []float64{0.8, 0.9}, From: day0, To: day0.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Report(); r.DecisionRule != policy.RuleCalibrated || f(r.DecisionCoverage) != "0.9" {
+		t.Errorf("decision_rule %q, decision_coverage %s; want calibrated, 0.9", r.DecisionRule, f(r.DecisionCoverage))
+	}
+}
+
+// The history keeps, for a run that scores the calibrated rule (twice its
+// lookback) and the max rule, every day the max rule's lookback reads: the
+// free lane's 50 s at 10:00 seven days before From sets the max rule's
+// figure then (a ratio of 10 over its 5 s), through the daily prunes.
+func TestHistoryKeepsTheLookbackOfEveryRule(t *testing.T) {
+	spike := day0.AddDate(0, 0, 1).Add(10 * time.Hour)
+	free := func(at time.Time) (float64, bool) {
+		if !at.Before(spike) && at.Before(spike.Add(time.Hour)) {
+			return 50, true
+		}
+		return 5, true
+	}
+	from := day0.AddDate(0, 0, 8).Add(10 * time.Hour)
+	opts := Options{Params: params(7), Rules: []string{policy.RuleCalibrated, policy.RuleMax}, From: from, To: from.Add(time.Hour)}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, free))
+	i := slices.IndexFunc(r.Calibration, func(c Calibration) bool { return c.Rule == policy.RuleMax })
+	if i < 0 {
+		t.Fatal("no calibration of the max rule")
+	}
+	if c := r.Calibration[i].Lanes[0]; c.Lane != "free" || c.Probes != 3 || f(c.MedianRatio) != "10" {
+		t.Errorf("max rule, lane %s: %d probes, median ratio %s; want 3 at 10", c.Lane, c.Probes, f(c.MedianRatio))
+	}
+}

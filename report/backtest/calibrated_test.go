@@ -267,9 +267,105 @@ func TestOracleLeavesOutWhatItCannotUse(t *testing.T) {
 }
 
 func TestNormalQuantile(t *testing.T) {
-	for _, c := range []struct{ p, z float64 }{{0.5, 0}, {0.95, 1.6448536269514722}, {0.99, 2.3263478740408408}, {0.9, 1.2815515655446004}} {
+	for _, c := range []struct{ p, z float64 }{{0.5, 0}, {0.05, -1.6448536269514722}, {0.95, 1.6448536269514722}, {0.99, 2.3263478740408408}, {0.9, 1.2815515655446004}} {
 		if z := normalQuantile(c.p); z-c.z > 1e-9 || c.z-z > 1e-9 {
 			t.Errorf("normalQuantile(%v) = %v, want %v", c.p, z, c.z)
 		}
+	}
+}
+
+// The oracle's figures at their edges, on the free lane's three probes of
+// one hour (max rule, target 0.95): a lane that queues 0 s has no ratio;
+// a truth far below every wait (a point mass at 1e-50 s) gives the oracle
+// a median ratio of 0 and the rule no finite ratio to it; a failure cut at
+// an infinite wait counts as covered (its wait unknown, as coverage_all
+// counts it); and the oracle covers a wait its figure at the target's z
+// equals.
+func TestOracleFiguresAtTheirEdges(t *testing.T) {
+	// at is the true median (sigma 1) whose figure at the target's z is
+	// 12.5 s to the last bit: a wait there is covered.
+	zt, at := normalQuantile(TargetCoverage), math.Exp(math.Log(12.5)-normalQuantile(TargetCoverage))
+	for i := 0; math.Log(12.5)-math.Log(at) != zt; i++ {
+		if i == 64 {
+			t.Fatalf("no median puts 12.5 s at z %v", zt)
+		}
+		if math.Log(12.5)-math.Log(at) > zt {
+			at = math.Nextafter(at, math.Inf(1))
+		} else {
+			at = math.Nextafter(at, 0)
+		}
+	}
+	for _, tc := range []struct {
+		name            string
+		queue           float64
+		ok              bool
+		median, sigma   float64
+		oracleRatio     string
+		ratioToOracle   string
+		misses, oMisses int
+	}{
+		{"no wait", 0, true, 12.5, 0.5, "null", "null", 0, 0},
+		{"a truth far below the waits", 12.5, true, 1e-50, 0, "0", "null", 1, 3},
+		{"failures cut at an infinite wait", math.Inf(1), false, 12.5, 0.5, "null", "null", 0, 0},
+		{"a wait at the oracle's figure", 12.5, true, at, 1, "1", "1", 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+			opts := Options{Params: params(1), From: from, To: from.Add(time.Hour),
+				Truth: func(*store.Probe) (float64, float64, bool) { return tc.median, tc.sigma, true }}
+			r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(at time.Time) (float64, bool) {
+				if at.Before(from) {
+					return 5, true
+				}
+				return tc.queue, tc.ok
+			}))
+			o := kindCal(t, r, policy.RuleMax, 1, 0, "free").Oracle
+			if o == nil || o.Probes != 3 || f(o.OracleMedianRatio) != tc.oracleRatio || f(o.RatioToOracle) != tc.ratioToOracle ||
+				o.Misses != tc.misses || o.OracleMisses != tc.oMisses {
+				t.Fatalf("oracle %+v (median ratio %s, ratio to it %s); want 3 probes, %s, %s, %d and %d misses",
+					o, f(o.OracleMedianRatio), f(o.RatioToOracle), tc.oracleRatio, tc.ratioToOracle, tc.misses, tc.oMisses)
+			}
+		})
+	}
+}
+
+// The oracle leaves out a 429 and a lane's first probe (no policy before
+// it), as coverage_all does: with a lookback of 0 (no warm-up), the free
+// lane first probed at 10:07 inside the window, its 10:27 probe a 429,
+// only the 10:47 one counts; the paid lane's three all do.
+func TestOracleLeavesOutA429AndALanesFirstProbe(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(0), From: from, To: from.Add(time.Hour),
+		Truth: func(*store.Probe) (float64, float64, bool) { return 5, 0.5, true }}
+	var ps []store.Probe
+	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
+		switch {
+		case p.Lane == "free" && p.Time.Before(from):
+			continue
+		case p.Lane == "free" && p.Time.Minute() == 27:
+			p.OK, p.Outcome, p.Status, p.QueueS, p.QuotaResetS = false, store.OutcomeRateLimited, 429, 0, 7
+		}
+		ps = append(ps, p)
+	}
+	r := run(t, opts, ps)
+	for kind, want := range map[string]int{"free": 1, "paid": 3} {
+		if o := kindCal(t, r, policy.RuleMax, 0, 0, kind).Oracle; o == nil || o.Probes != want {
+			t.Errorf("%s: oracle %+v, want %d probes", kind, o, want)
+		}
+	}
+}
+
+// At coverage 0.5 the oracle's figure is the true median (z = 0 exactly):
+// a lane that always waits its true median is covered at every probe, so
+// the oracle misses none.
+func TestOracleAtCoverageOneHalf(t *testing.T) {
+	p := calibratedParams(1)
+	p.Coverage = 0.5
+	from := day0.AddDate(0, 0, 3).Add(10 * time.Hour)
+	opts := Options{Params: p, From: from, To: from.Add(time.Hour),
+		Truth: func(*store.Probe) (float64, float64, bool) { return 12.5, 0.5, true }}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 12.5, true }))
+	if o := kindCal(t, r, policy.RuleCalibrated, 1, 0.5, "free").Oracle; o == nil || o.Probes != 3 || o.OracleMisses != 0 || o.OracleCoverage != 1 {
+		t.Errorf("oracle %+v, want 3 probes, none missed (oracle coverage 1)", o)
 	}
 }

@@ -121,12 +121,17 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 }
 
 // normalQuantile returns the standard normal's p-quantile (0 < p < 1), by
-// bisection on the CDF: exact to 1e-12.
+// bisection on the CDF: exact to 1e-12, and exact where the bisection meets
+// it (0 for 0.5).
 func normalQuantile(p float64) float64 {
 	lo, hi := -40.0, 40.0
 	for range 200 {
 		mid := (lo + hi) / 2
-		if 0.5*math.Erfc(-mid/math.Sqrt2) < p {
+		c := 0.5 * math.Erfc(-mid/math.Sqrt2)
+		if c == p {
+			return mid
+		}
+		if c < p {
 			lo = mid
 		} else {
 			hi = mid

@@ -84,8 +84,8 @@ func (b *Backtest) prune(now time.Time) {
 }
 
 // trim drops the probes no pending job can meet any more: those before the
-// newest probe of each lane at or before the oldest job that may still
-// arrive or wait.
+// newest probe of each lane before the oldest job that may still arrive or
+// wait.
 func (b *Backtest) trim() {
 	if !b.any {
 		return

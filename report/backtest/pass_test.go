@@ -118,3 +118,44 @@ func TestTrimKeepsTheBackoffAFutureJobMeets(t *testing.T) {
 		t.Errorf("read %d, ignored %d; want 4099 and %d", r.ProbesRead, r.Ignored, len(pad))
 	}
 }
+
+// With a warm-up (WarmupDays, the extended shape), a lane first probed
+// inside the window is scored from its first probe's hour a day on: the
+// free lane starts at 10:07 on the window's first day, so of its 114
+// probes the 42 from 10:00 the next day are scored.
+func TestWarmupStartsAtTheLanesFirstProbe(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	opts := Options{Params: params(1), WarmupDays: 1, From: from, To: from.AddDate(0, 0, 2)}
+	start := from.Add(10*time.Hour + 7*time.Minute)
+	var ps []store.Probe
+	for _, p := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
+		if p.Lane == "paid" || !p.Time.Before(start) {
+			ps = append(ps, p)
+		}
+	}
+	r := run(t, opts, ps)
+	if c := laneCal(t, r, 1, "free"); c.Probes != 42 || c.Hours[9].Probes != 0 || c.Hours[10].Probes != 3 {
+		t.Errorf("free: %d probes scored (09:00: %d, 10:00: %d), want 42 (0, 3)", c.Probes, c.Hours[9].Probes, c.Hours[10].Probes)
+	}
+}
+
+// Without a warm-up every probe is scored, even across a fall-back: in
+// Berlin on 2026-10-25 the free lane is first probed at 02:07 CEST, in the
+// first of the two 02:00 hours (time.Date gives the second one for that
+// wall clock); its three probes there and the three of 02:00 CET are all
+// scored.
+func TestNoWarmupAcrossAFallBack(t *testing.T) {
+	p := params(0)
+	p.Location = mustLocBT(t, "Europe/Berlin")
+	from := time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC) // 02:00 CEST
+	opts := Options{Params: p, Coverages: []float64{0.9}, From: from, To: from.Add(2 * time.Hour)}
+	var ps []store.Probe
+	for _, pr := range rounds(opts.ReadFrom(), opts.To, func(time.Time) (float64, bool) { return 5, true }) {
+		if pr.Lane == "paid" || !pr.Time.Before(from) {
+			ps = append(ps, pr)
+		}
+	}
+	if c := laneCal(t, run(t, opts, ps), 0, "free"); c.Probes != 6 || c.Hours[2].Probes != 6 {
+		t.Errorf("free: %d probes scored (02:00: %d), want 6 (6)", c.Probes, c.Hours[2].Probes)
+	}
+}

@@ -104,14 +104,41 @@ func (failing) Read(context.Context, store.Query, store.Reader) error {
 	return errors.New("disk on fire")
 }
 
-// A store error ends the backtest with it, as does a cancelled context.
+// failingLate is a store whose reads fail after one probe.
+type failingLate struct{ store.Store }
+
+func (failingLate) Read(_ context.Context, _ store.Query, r store.Reader) error {
+	if err := r.Probe(store.Probe{Lane: "free", Kind: "free", Time: backtestOptions.From, QueueS: 1, OK: true, Outcome: "ok"}); err != nil {
+		return err
+	}
+	return errors.New("disk on fire")
+}
+
+// A store error ends the backtest with it, even after some probes were
+// read, as does a cancelled context.
 func TestBacktestStopsOnErrors(t *testing.T) {
-	if _, _, err := backtest.Read(context.Background(), failing{}, backtestOptions); err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") {
-		t.Errorf("store error: %v", err)
+	for _, st := range []store.Store{failing{}, failingLate{}} {
+		if _, _, err := backtest.Read(context.Background(), st, backtestOptions); err == nil || !strings.Contains(err.Error(), "store: read probes: disk on fire") {
+			t.Errorf("%T: store error: %v", st, err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, _, err := backtest.Read(ctx, historyFile(t, nil), backtestOptions); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// A store with no probe in the window gives the report of nothing read,
+// and no first probe.
+func TestBacktestOfAnEmptyStore(t *testing.T) {
+	st, err := file.Open(filepath.Join(t.TempDir(), "samples.lp"), file.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rep, first, err := backtest.Read(context.Background(), st, backtestOptions)
+	if err != nil || rep.ProbesRead != 0 || !first.IsZero() {
+		t.Errorf("read %d probes, the first at %s, error %v; want none, no first, no error", rep.ProbesRead, first, err)
 	}
 }

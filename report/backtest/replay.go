@@ -46,10 +46,12 @@ func (tl *timeline) add(p store.Probe, loc *time.Location) {
 	tl.ev = append(tl.ev, e)
 }
 
-// trim drops the events before the newest one at or before t.
+// trim drops the events before the newest one before t: an attempt at or
+// after t meets the events from t on and reads the back-off of the one
+// before them, even when an event is at t itself.
 func (tl *timeline) trim(t int64) {
 	live := tl.ev[tl.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].t > t }) // first after t
+	i := sort.Search(len(live), func(i int) bool { return live[i].t >= t }) // first at or after t
 	if i > 1 {
 		tl.head += i - 1
 	}

@@ -7,6 +7,7 @@ import (
 
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
@@ -579,5 +580,107 @@ func TestLanewatchBaselineSendsNothingWithoutALane(t *testing.T) {
 	r.play(baseStrategy{kind: baseLanewatch}, jobCut{decided: true, book: bp})
 	if r.attempts != 0 || r.freeReq != 0 || r.paidTokens != 0 || r.met {
 		t.Errorf("no lane listed: %+v", r)
+	}
+}
+
+// Under the worst-of rule (no decision) lanewatch follows the ledger: a
+// failed free attempt is an error, then the paid lane while policy.Book
+// cuts over. It never sends at or after the deadline: a free attempt that
+// fails past it ends the job at 60 s even when the book, whose paid figure
+// is 0 s, would still cut over to a paid lane that would answer at once;
+// and it sends at most maxBaselineAttempts (a paid lane with no probe to
+// meet fails fast, 1 s an attempt, for 200,000 s).
+func TestLedgerBaseline(t *testing.T) {
+	t0 := day0.UnixNano()
+	for _, tc := range []struct {
+		name     string
+		d        float64
+		paid     []event
+		attempts int64
+	}{
+		{"a failure past the deadline", 60, []event{{t: t0 + 60e9, ok: true, tokens: 16}}, 1},
+		{"fast paid failures", 200000, nil, maxBaselineAttempts},
+	} {
+		free := &lane{spec: policy.LaneSpec{Name: "free", Kind: policy.KindFree}}
+		free.tl.ev = []event{{t: t0, queue: 70}}
+		paid := &lane{spec: policy.LaneSpec{Name: "paid", Kind: policy.KindPaid}}
+		paid.tl.ev = tc.paid
+		b := &Backtest{naive: free, paid: paid, lanes: map[string]*lane{"free": free, "paid": paid}}
+		bp := policy.BookPolicy{DeadlineS: tc.d, CeilingTokens: 4000, NextEstTokens: 800,
+			FreeEligible: true, PaidEligible: true, FreeLane: "free", PaidLane: "paid"}
+		r := baseRun{b: b, t0: t0, d: tc.d, est: 800}
+		r.play(baseStrategy{kind: baseLanewatch}, jobCut{book: bp, first: "free"})
+		if r.met || r.attempts != tc.attempts || r.freeReq != 1 {
+			t.Errorf("%s: met %v, %d attempts, %d free; want not met, %d, 1", tc.name, r.met, r.attempts, r.freeReq, tc.attempts)
+		}
+	}
+}
+
+// Trimming a timeline at t changes nothing an attempt at or after t
+// meets, ties included: on random timelines (probes on whole seconds, some
+// asking for a back-off) meet(u) for every u >= t, on a second or between,
+// is the same before and after trim(t), t itself often a probe's instant.
+func TestTrimKeepsWhatLaterAttemptsMeet(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 29))
+	const s = int64(time.Second)
+	for range 500 {
+		var full timeline
+		at := int64(0)
+		for range 1 + rng.IntN(12) {
+			at += s * int64(rng.IntN(4))
+			e := event{t: at, queue: float64(rng.IntN(5)), ok: rng.IntN(3) > 0}
+			if rng.IntN(3) == 0 {
+				e.ok, e.backoff = false, at+s*int64(1+rng.IntN(8))
+			}
+			full.ev = append(full.ev, e)
+		}
+		cut := s * int64(rng.IntN(int(at/s)+2))
+		trimmed := timeline{ev: slices.Clone(full.ev)}
+		trimmed.trim(cut)
+		for u := cut; u <= at+10*s; u += s / 2 {
+			if got, want := trimmed.meet(u), full.meet(u); got != want {
+				t.Fatalf("events %+v trimmed at %d: meet(%d) %+v, want %+v", full.ev, cut, u, got, want)
+			}
+		}
+	}
+}
+
+// A job that arrives at the instant of another lane's probe still meets
+// the back-off the probe before asked for, after a trim at that instant.
+// The paid lane answers 11:25 with a 429 (back-off to 11:35) and 11:29:10
+// and 11:30:20 with 1 s, 160 tok/s; the free probe at 11:30:10 brings a
+// job at 11:29:10 and is the replay's 4096th probe (the padding before it
+// is of a lane not configured), so the replay trims at 11:29:10. The
+// job's paid strategy fails fast at 11:29:10 (the 429 is the newest probe
+// before it), then meets 11:30:20: 1 + 1 + 5 = 7 s, two attempts.
+func TestTrimAtAProbesInstantKeepsTheBackoffBeforeIt(t *testing.T) {
+	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour)}
+	ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
+	at := func(h, m, s int) time.Time {
+		return day0.AddDate(0, 0, 2).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
+	}
+	ps = append(ps,
+		store.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
+		probe("paid", "paid", at(11, 29, 10), 1, 160),
+	)
+	pad := make([]store.Probe, 4095-len(ps))
+	for i := range pad {
+		pad[i] = probe("unconfigured", "free", opts.ReadFrom(), 1, 1)
+	}
+	ps = append(append(pad, ps...),
+		probe("free", "free", at(11, 30, 10), 5, 80),
+		probe("paid", "paid", at(11, 30, 20), 1, 160),
+		probe("paid", "paid", at(12, 40, 0), 1, 160),
+	)
+	r := run(t, opts, ps)
+	want := Decision{Class: "interactive", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(7), PaidUSD: 0.0016, Attempts: 2}
+	if got := decision(t, r, "interactive", "paid"); !reflect.DeepEqual(got, want) {
+		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+	}
+	if r.ProbesRead != len(ps) || r.Ignored != len(pad) {
+		t.Errorf("read %d, ignored %d; want %d and %d", r.ProbesRead, r.Ignored, len(ps), len(pad))
 	}
 }

@@ -155,6 +155,17 @@ func TestNoBaselinesByDefault(t *testing.T) {
 	}
 }
 
+// TuneDays is 0..MaxLookbackDays days.
+func TestTuneDaysBounds(t *testing.T) {
+	from := day0.AddDate(0, 0, 2)
+	for days, want := range map[int]string{366: "", 367: "tune 367: want 0..366 days"} {
+		_, err := New(Options{Params: params(1), From: from, To: from.Add(time.Hour), Fallbacks: []float64{5}, TuneDays: days})
+		if got := errString(err); got != want {
+			t.Errorf("tune %d: error %q, want %q", days, got, want)
+		}
+	}
+}
+
 func TestBaselineOptionsChecked(t *testing.T) {
 	from := day0.AddDate(0, 0, 2)
 	for _, o := range []Options{
@@ -317,6 +328,28 @@ func TestTunedBaselines(t *testing.T) {
 		if want := policy.Round(float64(tc.jobs)*job, 4); tc.b.PaidUSD != want || tc.b.Met != tc.b.Jobs {
 			t.Errorf("%s: met %d of %d, paid %v; want all met, paid %v", tc.b.Strategy, tc.b.Met, tc.b.Jobs, tc.b.PaidUSD, want)
 		}
+	}
+}
+
+// The tuned baselines tune on their TuneDays days alone, not on the older
+// history a longer lookback reads: with a 35 s deadline, on the tuning day
+// (a 20 s queue) fallback@10 and @30 both meet every job, @30 for nothing;
+// on the 13 days before it (55 s) only @10 meets (@30 cuts over at 30 s
+// and the paid lane's 6 s miss). Tuned on its day, tuned picks 30.
+func TestTunedBaselinesTuneOnTheirDaysAlone(t *testing.T) {
+	p := params(14)
+	p.Classes[0].DeadlineS = 35
+	from := day0.AddDate(0, 0, 15)
+	opts := Options{Params: p, From: from, To: from.Add(6 * time.Hour), Fallbacks: []float64{10, 30}, TuneDays: 1}
+	queue := func(at time.Time) (float64, bool) {
+		if at.Before(from.AddDate(0, 0, -1)) {
+			return 55, true
+		}
+		return 20, true
+	}
+	r := run(t, opts, rounds(opts.ReadFrom(), opts.To.Add(2*time.Hour), queue))
+	if got := baseline(t, r, "interactive", 35, StrategyTuned).TunedS; !slices.Equal(got, []float64{30}) {
+		t.Errorf("tuned picked %v, want [30]", got)
 	}
 }
 
@@ -483,7 +516,7 @@ func TestBaselinesSections(t *testing.T) {
 		csv          string
 	}{
 		{"none", Report{}, nil, []string{"baselines"}, ""},
-		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out"},
+		{"one row", Report{Baselines: one}, []string{"\nbaselines: ", "naive"}, []string{"left out", "tuned:"},
 			"\nclass,deadline_s,strategy,jobs,met,met_pct,paid_usd,median_time_s,p90_time_s,free_requests,abandoned_free_requests,burned_free_tokens,tuned_s\nc,60,naive,2,1,50,0,1.25,1.25,3,0,0,\n"},
 		{"one row, 2 left out", Report{Baselines: one, DroppedBaselines: 2}, []string{"(2 replays left out"}, nil, ""},
 	} {
