@@ -583,3 +583,23 @@ func calibratedFigure(x *History, lh *laneHistory, days int, t time.Time, cov fl
 	}
 	return c.Quantile(later(t, c.last), cov)
 }
+
+// A lane's first probes may be ones the failure chain skips (a cancelled
+// or reserved probe with a wait, kept for the calibrated rule alone); the
+// chain then starts at the first probe that counts.
+func TestFailChanceAfterProbesThatDoNotCount(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 7, 0, 0, time.UTC)
+	x := NewHistory(time.UTC)
+	var chain []store.Probe
+	for i, o := range []string{store.OutcomeCancelled, store.OutcomeReserved, "ok", "timeout", "ok", "ok"} {
+		p := store.Probe{Lane: "free", Kind: KindFree, Time: at.Add(time.Duration(i) * 20 * time.Minute), QueueS: 3, OK: o == "ok", Outcome: o}
+		x.AddProbe(p)
+		if _, counts := probeFailed(p); counts {
+			chain = append(chain, p)
+		}
+	}
+	got, ok := x.failChance(x.lanes["free"], 1)
+	if want := chainChance(chain, 1); !ok || math.Abs(got-want) > 1e-12 {
+		t.Errorf("chance %v, %v; want %v", got, ok, want)
+	}
+}
