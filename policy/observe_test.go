@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -586,20 +587,29 @@ func calibratedFigure(x *History, lh *laneHistory, days int, t time.Time, cov fl
 
 // A lane's first probes may be ones the failure chain skips (a cancelled
 // or reserved probe with a wait, kept for the calibrated rule alone); the
-// chain then starts at the first probe that counts.
+// chain then starts at the first probe that counts, and probes that never
+// count make none.
 func TestFailChanceAfterProbesThatDoNotCount(t *testing.T) {
 	at := time.Date(2026, 11, 1, 0, 7, 0, 0, time.UTC)
 	x := NewHistory(time.UTC)
 	var chain []store.Probe
-	for i, o := range []string{store.OutcomeCancelled, store.OutcomeReserved, "ok", "timeout", "ok", "ok"} {
+	for i, o := range []string{store.OutcomeCancelled, store.OutcomeReserved, "ok", "timeout", "ok", "ok", "ok"} {
 		p := store.Probe{Lane: "free", Kind: KindFree, Time: at.Add(time.Duration(i) * 20 * time.Minute), QueueS: 3, OK: o == "ok", Outcome: o}
 		x.AddProbe(p)
 		if _, counts := probeFailed(p); counts {
 			chain = append(chain, p)
 		}
 	}
-	got, ok := x.failChance(x.lanes["free"], 1)
-	if want := chainChance(chain, 1); !ok || math.Abs(got-want) > 1e-12 {
-		t.Errorf("chance %v, %v; want %v", got, ok, want)
+	for _, days := range []int{1, 0} { // 0: the default lookback
+		got, ok := x.failChance(x.lanes["free"], days)
+		if want := chainChance(chain, cmp.Or(days, DefaultCalibratedLookbackDays)); !ok || math.Abs(got-want) > 1e-12 {
+			t.Errorf("lookback %d: chance %v, %v; want %v", days, got, ok, want)
+		}
+	}
+	// Probes that never count make no chain at all.
+	skipped := NewHistory(time.UTC)
+	skipped.AddProbe(store.Probe{Lane: "free", Kind: KindFree, Time: at, QueueS: 3, Outcome: store.OutcomeCancelled})
+	if got, ok := skipped.failChance(skipped.lanes["free"], 1); ok {
+		t.Errorf("a chance %v from a cancelled probe alone", got)
 	}
 }
