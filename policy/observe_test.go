@@ -5,11 +5,10 @@ import (
 	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"slices"
 
 	"github.com/lanewatch/lanewatch/store"
 )
