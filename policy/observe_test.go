@@ -290,6 +290,34 @@ func TestDropKeepsTheCalibratedFigures(t *testing.T) {
 	}
 }
 
+// Drop keeps what a calibrator learned from the dropped hours, not only
+// the figures of a flat lane: on waits that swing, every later figure is
+// the one of a History that never dropped.
+func TestDropKeepsWhatTheCalibratorLearned(t *testing.T) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	swing := func(tt time.Time) (float64, bool) { return 10 * math.Exp(0.6*math.Sin(float64(tt.Unix())/5000)), true }
+	ps, _ := obsHistory(start.AddDate(0, 0, 30), 30, swing)
+	later, _ := obsHistory(start.AddDate(0, 0, 31), 1, swing)
+	p := obsParams(RuleCalibrated)
+	spec := p.Lanes[0]
+	kept, dropped := NewHistory(time.UTC), NewHistory(time.UTC)
+	for _, x := range []*History{kept, dropped} {
+		for _, pr := range ps {
+			x.AddProbe(pr)
+		}
+		x.LaneAt(p, spec, LaneState{}, start.AddDate(0, 0, 30))
+	}
+	dropped.Drop(start.AddDate(0, 0, 10))
+	for i, pr := range later {
+		kept.AddProbe(pr)
+		dropped.AddProbe(pr)
+		at := pr.Time.Add(time.Minute)
+		if k, d := kept.LaneAt(p, spec, LaneState{}, at), dropped.LaneAt(p, spec, LaneState{}, at); k.NextQueueS != d.NextQueueS {
+			t.Fatalf("probe %d (%s): next_queue_s %v after Drop, %v without", i, pr.Time, d.NextQueueS, k.NextQueueS)
+		}
+	}
+}
+
 // A History answers each lookback with its own calibrator (a replay sweeps
 // several on one History): asked under 7 days and then 14, it gives what a
 // History asked under one of them alone gives. The lane waits 40 s for its
