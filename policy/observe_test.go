@@ -260,61 +260,47 @@ func TestProbeObsRules(t *testing.T) {
 // the calibrated rule takes the shift).
 // (observe.go calibrated: the count a calibrator resumes from,
 // `c.fed-lh.obsBase` → `+` and `lh.obsBase + len(lh.obs)` → `-`.)
+// Waits that swing tell a calibrator that kept what it learned from one
+// fed afresh from what Drop left; the flat lane ends at its new 40 s.
 func TestDropKeepsTheCalibratedFigures(t *testing.T) {
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	ps, _ := obsHistory(start.AddDate(0, 0, 30), 30, func(time.Time) (float64, bool) { return 10, true })
-	later, _ := obsHistory(start.AddDate(0, 0, 31), 1, func(time.Time) (float64, bool) { return 40, true })
-	p := obsParams(RuleCalibrated)
-	spec := p.Lanes[0]
-	kept, dropped := NewHistory(time.UTC), NewHistory(time.UTC)
-	for _, x := range []*History{kept, dropped} {
-		for _, pr := range ps {
-			x.AddProbe(pr)
-		}
-		x.LaneAt(p, spec, LaneState{}, start.AddDate(0, 0, 30))
-	}
-	dropped.Drop(start.AddDate(0, 0, 10))
-	var last float64
-	for i, pr := range later {
-		kept.AddProbe(pr)
-		dropped.AddProbe(pr)
-		at := pr.Time.Add(time.Minute)
-		k, d := kept.LaneAt(p, spec, LaneState{}, at), dropped.LaneAt(p, spec, LaneState{}, at)
-		if k.NextQueueS != d.NextQueueS {
-			t.Fatalf("probe %d (%s): next_queue_s %v after Drop, %v without", i, pr.Time, d.NextQueueS, k.NextQueueS)
-		}
-		last = d.NextQueueS
-	}
-	if last != 40 {
-		t.Errorf("next_queue_s %v at the end of the 40 s day, want 40", last)
-	}
-}
-
-// Drop keeps what a calibrator learned from the dropped hours, not only
-// the figures of a flat lane: on waits that swing, every later figure is
-// the one of a History that never dropped.
-func TestDropKeepsWhatTheCalibratorLearned(t *testing.T) {
-	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	swing := func(tt time.Time) (float64, bool) { return 10 * math.Exp(0.6*math.Sin(float64(tt.Unix())/5000)), true }
-	ps, _ := obsHistory(start.AddDate(0, 0, 30), 30, swing)
-	later, _ := obsHistory(start.AddDate(0, 0, 31), 1, swing)
-	p := obsParams(RuleCalibrated)
-	spec := p.Lanes[0]
-	kept, dropped := NewHistory(time.UTC), NewHistory(time.UTC)
-	for _, x := range []*History{kept, dropped} {
-		for _, pr := range ps {
-			x.AddProbe(pr)
-		}
-		x.LaneAt(p, spec, LaneState{}, start.AddDate(0, 0, 30))
-	}
-	dropped.Drop(start.AddDate(0, 0, 10))
-	for i, pr := range later {
-		kept.AddProbe(pr)
-		dropped.AddProbe(pr)
-		at := pr.Time.Add(time.Minute)
-		if k, d := kept.LaneAt(p, spec, LaneState{}, at), dropped.LaneAt(p, spec, LaneState{}, at); k.NextQueueS != d.NextQueueS {
-			t.Fatalf("probe %d (%s): next_queue_s %v after Drop, %v without", i, pr.Time, d.NextQueueS, k.NextQueueS)
-		}
+	for _, tc := range []struct {
+		name          string
+		before, after func(time.Time) (float64, bool)
+		last          float64 // the figure at the end; 0: any
+	}{
+		{"flat", func(time.Time) (float64, bool) { return 10, true }, func(time.Time) (float64, bool) { return 40, true }, 40},
+		{"swinging", swing, swing, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps, _ := obsHistory(start.AddDate(0, 0, 30), 30, tc.before)
+			later, _ := obsHistory(start.AddDate(0, 0, 31), 1, tc.after)
+			p := obsParams(RuleCalibrated)
+			spec := p.Lanes[0]
+			kept, dropped := NewHistory(time.UTC), NewHistory(time.UTC)
+			for _, x := range []*History{kept, dropped} {
+				for _, pr := range ps {
+					x.AddProbe(pr)
+				}
+				x.LaneAt(p, spec, LaneState{}, start.AddDate(0, 0, 30))
+			}
+			dropped.Drop(start.AddDate(0, 0, 10))
+			var last float64
+			for i, pr := range later {
+				kept.AddProbe(pr)
+				dropped.AddProbe(pr)
+				at := pr.Time.Add(time.Minute)
+				k, d := kept.LaneAt(p, spec, LaneState{}, at), dropped.LaneAt(p, spec, LaneState{}, at)
+				if k.NextQueueS != d.NextQueueS {
+					t.Fatalf("probe %d (%s): next_queue_s %v after Drop, %v without", i, pr.Time, d.NextQueueS, k.NextQueueS)
+				}
+				last = d.NextQueueS
+			}
+			if tc.last != 0 && last != tc.last {
+				t.Errorf("next_queue_s %v at the end of the later day, want %v", last, tc.last)
+			}
+		})
 	}
 }
 
