@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lanewatch/lanewatch/policy"
 	"github.com/lanewatch/lanewatch/store"
 )
 
@@ -73,49 +72,6 @@ func TestFiguresOfANewHourAreTakenAnew(t *testing.T) {
 	want := Decision{Class: "interactive", Strategy: "lanewatch", Jobs: 6, Met: 3, MetPct: 50, MedianTimeS: fp(6), PaidUSD: 0.0048, Attempts: 3}
 	if got := decision(t, r, "interactive", "lanewatch"); !reflect.DeepEqual(got, want) {
 		t.Errorf("lanewatch\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
-	}
-}
-
-// Trimming keeps, for a job that has yet to arrive, the probe before its
-// arrival whose back-off it may meet (backtest.go's trim from
-// `latest.Add(-ArrivalLead)` → `+`, with no job waiting). The paid lane
-// answers 11:25 with a 429 (back-off to 11:35) and 11:29:40 and 11:30:20
-// with 1 s, 160 tok/s; the replay trims at its 4096th probe (11:30, the
-// padding before it is of a lane not configured); the free lane's probe at
-// 11:30:10 brings a job at 11:29:10. Its paid strategy fails fast for 31
-// attempts (the 429 is the newest probe until 11:29:40), then meets
-// 11:30:20: 31 + 1 + 5 = 37 s.
-func TestTrimKeepsTheBackoffAFutureJobMeets(t *testing.T) {
-	p := params(1)
-	p.Lanes = append(p.Lanes, policy.LaneSpec{Name: "spare", Kind: "paid"})
-	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
-	opts := Options{Params: p, From: from, To: from.Add(3 * time.Hour)}
-	ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
-	at := func(h, m, s int) time.Time {
-		return day0.AddDate(0, 0, 2).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
-	}
-	ps = append(ps,
-		store.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
-		probe("paid", "paid", at(11, 29, 40), 1, 160),
-	)
-	pad := make([]store.Probe, 4095-len(ps))
-	for i := range pad {
-		pad[i] = probe("unconfigured", "free", opts.ReadFrom(), 1, 1)
-	}
-	spare := probe("spare", "paid", at(11, 30, 0), 1, 160)
-	spare.OK, spare.Outcome, spare.Status = false, "http_error", 503
-	ps = append(append(pad, ps...), spare,
-		probe("free", "free", at(11, 30, 10), 5, 80),
-		probe("paid", "paid", at(11, 30, 20), 1, 160),
-		probe("paid", "paid", at(12, 40, 0), 1, 160),
-	)
-	r := run(t, opts, ps)
-	want := Decision{Class: "interactive", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(37), PaidUSD: 0.0016, Attempts: 32}
-	if got := decision(t, r, "interactive", "paid"); !reflect.DeepEqual(got, want) {
-		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
-	}
-	if r.ProbesRead != 4099 || r.Ignored != len(pad) {
-		t.Errorf("read %d, ignored %d; want 4099 and %d", r.ProbesRead, r.Ignored, len(pad))
 	}
 }
 

@@ -647,40 +647,61 @@ func TestTrimKeepsWhatLaterAttemptsMeet(t *testing.T) {
 	}
 }
 
-// A job that arrives at the instant of another lane's probe still meets
-// the back-off the probe before asked for, after a trim at that instant.
-// The paid lane answers 11:25 with a 429 (back-off to 11:35) and 11:29:10
-// and 11:30:20 with 1 s, 160 tok/s; the free probe at 11:30:10 brings a
-// job at 11:29:10 and is the replay's 4096th probe (the padding before it
-// is of a lane not configured), so the replay trims at 11:29:10. The
-// job's paid strategy fails fast at 11:29:10 (the 429 is the newest probe
-// before it), then meets 11:30:20: 1 + 1 + 5 = 7 s, two attempts.
-func TestTrimAtAProbesInstantKeepsTheBackoffBeforeIt(t *testing.T) {
-	from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
-	opts := Options{Params: params(1), From: from, To: from.Add(3 * time.Hour)}
-	ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
+// Trimming keeps the probe before a job's arrival whose back-off the job
+// meets. The paid lane answers 11:25 with a 429 (back-off to 11:35), then
+// with 1 s, 160 tok/s at PAID and 11:30:20; the free probe at 11:30:10
+// brings a job at 11:29:10; the replay trims at its 4096th probe (the
+// padding before it is of a lane not configured).
+//   - at the job's instant (PAID 11:29:10, the 4096th): the job's paid
+//     strategy fails fast at 11:29:10 (the 429 is the newest probe before
+//     it), then meets 11:30:20: 1 + 1 + 5 = 7 s, two attempts;
+//   - ahead of a job yet to arrive (PAID 11:29:40, a spare paid lane's 503
+//     at 11:30 the 4096th; pass.go's trim from `b.latest.Add(-ArrivalLead)`
+//     → `+`): it fails fast for 31 attempts until 11:29:40, then meets
+//     11:30:20: 31 + 1 + 5 = 37 s.
+func TestTrimKeepsTheBackoffAJobMeets(t *testing.T) {
 	at := func(h, m, s int) time.Time {
 		return day0.AddDate(0, 0, 2).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(s)*time.Second)
 	}
-	ps = append(ps,
-		store.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
-		probe("paid", "paid", at(11, 29, 10), 1, 160),
-	)
-	pad := make([]store.Probe, 4095-len(ps))
-	for i := range pad {
-		pad[i] = probe("unconfigured", "free", opts.ReadFrom(), 1, 1)
-	}
-	ps = append(append(pad, ps...),
-		probe("free", "free", at(11, 30, 10), 5, 80),
-		probe("paid", "paid", at(11, 30, 20), 1, 160),
-		probe("paid", "paid", at(12, 40, 0), 1, 160),
-	)
-	r := run(t, opts, ps)
-	want := Decision{Class: "interactive", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(7), PaidUSD: 0.0016, Attempts: 2}
-	if got := decision(t, r, "interactive", "paid"); !reflect.DeepEqual(got, want) {
-		t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
-	}
-	if r.ProbesRead != len(ps) || r.Ignored != len(pad) {
-		t.Errorf("read %d, ignored %d; want %d and %d", r.ProbesRead, r.Ignored, len(ps), len(pad))
+	spare := probe("spare", "paid", at(11, 30, 0), 1, 160)
+	spare.OK, spare.Outcome, spare.Status = false, "http_error", 503
+	for _, tc := range []struct {
+		name     string
+		paid     time.Time
+		extra    []store.Probe
+		median   float64
+		attempts int64
+	}{
+		{"at the job's instant", at(11, 29, 10), nil, 7, 2},
+		{"ahead of a job yet to arrive", at(11, 29, 40), []store.Probe{spare}, 37, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := params(1)
+			p.Lanes = append(p.Lanes, policy.LaneSpec{Name: "spare", Kind: "paid"})
+			from := day0.AddDate(0, 0, 2).Add(10 * time.Hour)
+			opts := Options{Params: p, From: from, To: from.Add(3 * time.Hour)}
+			ps := rounds(opts.ReadFrom(), from, func(time.Time) (float64, bool) { return 5, true })
+			ps = append(ps,
+				store.Probe{Lane: "paid", Kind: "paid", Time: at(11, 25, 0), Outcome: "rate_limited", Status: 429, QuotaResetS: 600},
+				probe("paid", "paid", tc.paid, 1, 160),
+			)
+			pad := make([]store.Probe, 4095-len(ps))
+			for i := range pad {
+				pad[i] = probe("unconfigured", "free", opts.ReadFrom(), 1, 1)
+			}
+			ps = append(append(append(pad, ps...), tc.extra...),
+				probe("free", "free", at(11, 30, 10), 5, 80),
+				probe("paid", "paid", at(11, 30, 20), 1, 160),
+				probe("paid", "paid", at(12, 40, 0), 1, 160),
+			)
+			r := run(t, opts, ps)
+			want := Decision{Class: "interactive", Strategy: "paid", Jobs: 1, Met: 1, MetPct: 100, MedianTimeS: fp(tc.median), PaidUSD: 0.0016, Attempts: tc.attempts}
+			if got := decision(t, r, "interactive", "paid"); !reflect.DeepEqual(got, want) {
+				t.Errorf("paid\n got %+v (median %s)\nwant %+v", got, f(got.MedianTimeS), want)
+			}
+			if r.ProbesRead != len(ps) || r.Ignored != len(pad) {
+				t.Errorf("read %d, ignored %d; want %d and %d", r.ProbesRead, r.Ignored, len(ps), len(pad))
+			}
+		})
 	}
 }
