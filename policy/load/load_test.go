@@ -403,3 +403,49 @@ policy:
 		}
 	}
 }
+
+// The live read reaches as far back as last_sample and back-offs need,
+// beyond the hours whose records it reads: a lane last probed a day past
+// its lookback still has its last_sample, and a 429 that asked for 26 h
+// (the longest back-off) a little over a day before the hour still keeps
+// its lane out, even with lookback_days 0.
+func TestForHourReachesTheNewestProbes(t *testing.T) {
+	h := time.Date(2026, 11, 20, 14, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		lookback int
+		probe    store.Probe
+		reason   string
+		until    time.Time
+	}{
+		{"a day past the lookback", 7,
+			store.Probe{Lane: "a", Kind: "free", Time: h.Add(-7*24*time.Hour - 20*time.Hour), QueueS: 2, GenS: 1, Tokens: 16, OK: true, Outcome: "ok"},
+			policy.ReasonNoRecentSample, time.Time{}},
+		{"a back-off of 26 h", 0,
+			store.Probe{Lane: "a", Kind: "free", Time: h.Add(-25*time.Hour - 30*time.Minute), Outcome: store.OutcomeRateLimited, Status: 429, QuotaResetS: 26 * 3600},
+			policy.ReasonQuotaExhausted, h.Add(30 * time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st, err := file.Open(filepath.Join(dir, "s.lp"), file.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := store.NewRecorder(st, time.UTC).Record(context.Background(), []store.Probe{tc.probe}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			cfg := parse(t, dir, fmt.Sprintf(`store: {kind: file, path: s.lp}
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
+policy: {rule: max, lookback_days: %d}
+`, tc.lookback))
+			l := forHour(t, openReader(t, cfg), cfg, h).Lanes[0]
+			if !l.LastSample.Equal(tc.probe.Time) || l.Reason != tc.reason || !l.Until.Equal(tc.until) {
+				t.Errorf("last_sample %v, reason %s, until %v; want %v, %s, %v", l.LastSample, l.Reason, l.Until, tc.probe.Time, tc.reason, tc.until)
+			}
+		})
+	}
+}
