@@ -175,6 +175,10 @@ func TestTimezoneChangedProbesPruned(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "timezone Asia/Kathmandu") || !strings.Contains(err.Error(), "set timezone back") {
 		t.Fatalf("ForHour over pruned probes of hours keyed in UTC: %v; want one line naming timezone and the fix", err)
 	}
+	var gone, of int
+	if _, scanErr := fmt.Sscanf(err.Error()[strings.Index(err.Error(), " and ")+5:], "%d of its %d probes", &gone, &of); scanErr != nil || gone <= 0 || gone > of {
+		t.Errorf("%v: want how many of the hour's probes are gone (%d of %d)", err, gone, of)
+	}
 	// The hours the probes still cover are rebuilt (a lookback that no
 	// longer reaches the pruned days).
 	cfg1 := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
