@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -558,5 +559,50 @@ func TestWrittenLinesArePlain(t *testing.T) {
 		if err != nil || fmt.Sprint(got) != fmt.Sprint(p) {
 			t.Fatalf("line %d: %q reads as %+v, %v; want %+v", i, lines[0], got, err, p)
 		}
+	}
+}
+
+// TestDecimalIsParseFloat: the fast path reads every decimal it takes as
+// strconv.ParseFloat does, bit for bit (the sign of zero too), and leaves
+// the rest to it.
+func TestDecimalIsParseFloat(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	cases := []string{"0", "-0", "0.0", "-0.0", "1", "11.692553250344035", "0.44", "999999999999999", "-999999999999999",
+		"0.000000000000001", "123456789012345", "1234567890123456", "1.", ".5", "-", "", "1e5", "1.5.5", "--1", "0x10", "1_0"}
+	for range 200000 {
+		digits := make([]byte, 1+r.IntN(17))
+		for i := range digits {
+			digits[i] = byte('0' + r.IntN(10))
+		}
+		s := string(digits)
+		if k := r.IntN(len(digits) + 1); k > 0 && k < len(digits) {
+			s = s[:k] + "." + s[k:]
+		}
+		if r.IntN(2) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	taken := 0
+	for _, s := range cases {
+		got, ok := decimal([]byte(s))
+		want, err := strconv.ParseFloat(s, 64)
+		if !ok {
+			continue
+		}
+		taken++
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("decimal(%q) = %v (%#x), strconv.ParseFloat = %v (%#x), %v", s, got, math.Float64bits(got), want, math.Float64bits(want), err)
+		}
+	}
+	for _, s := range []string{"1.", ".5", "-", "", "1e5", "1.5.5", "--1", "1234567890123456"} {
+		if _, ok := decimal([]byte(s)); ok {
+			t.Errorf("decimal(%q) took what it must leave to strconv.ParseFloat", s)
+		}
+	}
+	if taken < len(cases)/2 {
+		t.Errorf("the fast path took %d of %d decimals", taken, len(cases))
 	}
 }
