@@ -146,7 +146,7 @@ func (lh *laneHistory) dropObs(cut int64) {
 	if n == 0 {
 		return
 	}
-	lh.obs = append(lh.obs[:0], lh.obs[n:]...)
+	lh.obs = lh.obs[n:] // not copied down: append moves the rest when it grows
 	lh.obsBase += n
 }
 
