@@ -32,7 +32,7 @@ const (
 // parameters (delete the folder to regenerate).
 func benchHistory(tb testing.TB) string {
 	tb.Helper()
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("lanewatch-policygen-bench-v1-%dlanes-%ddays-%s", benchLanes, benchDays, benchHour))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("lanewatch-policygen-bench-v2-%dlanes-%ddays-%s", benchLanes, benchDays, benchHour))
 	ready := filepath.Join(dir, "ready")
 	if _, err := os.Stat(ready); err == nil {
 		return dir
@@ -92,7 +92,7 @@ func benchHistory(tb testing.TB) string {
 						kind = "paid"
 					}
 					p := store.Probe{Lane: fmt.Sprintf("lane-%02d", i), Kind: kind, Time: at.Add(time.Duration(rng.Int64N(int64(time.Second)))),
-						QueueS: float64(i%7) + diurnal + rng.Float64()*20, GenS: 0.2 + rng.Float64(), HeadersS: 0.05 + rng.Float64()/10,
+						QueueS: ns(float64(i%7) + diurnal + rng.Float64()*20), GenS: ns(0.2 + rng.Float64()), HeadersS: ns(0.05 + rng.Float64()/10),
 						Tokens: 16, OK: true, Outcome: "ok", Status: 200}
 					if rng.IntN(100) == 0 {
 						p.OK, p.Outcome, p.Status, p.QueueS, p.GenS, p.Tokens = false, "timeout", 0, 0, 0, 0
@@ -118,6 +118,10 @@ func benchHistory(tb testing.TB) string {
 	tb.Logf("generated %d probe points and as many hourly points (%d MiB) in %s: %s", nProbes, fi.Size()>>20, time.Since(start).Round(time.Second), dir)
 	return dir
 }
+
+// ns is x seconds as the sampler stores a measured duration: whole
+// nanoseconds, in seconds.
+func ns(x float64) float64 { return time.Duration(x * 1e9).Seconds() }
 
 // benchRules are the rules the year benchmarks run under: the worst-of
 // rule with the lookback the history was generated for (7 days), and the
