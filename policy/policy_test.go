@@ -897,6 +897,28 @@ func TestFileSites(t *testing.T) {
 	}
 }
 
+// A lane's fail share is its failure chain's chance when it has one, else
+// its failures over its samples, at most 1 and never below 0; a lane
+// without samples has none (0, not NaN and not 1).
+func TestFailShareIsFailuresOverSamples(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    Lane
+		want float64
+	}{
+		{"no samples", Lane{}, 0},
+		{"failures without samples", Lane{Failures: 2}, 0},
+		{"1 of 4", Lane{Samples: 4, Failures: 1}, 0.25},
+		{"more failures than samples", Lane{Samples: 2, Failures: 3}, 1},
+		{"negative failures", Lane{Samples: 2, Failures: -1}, 0},
+		{"the chain's", Lane{Samples: 4, Failures: 1, chained: true, failP: 0.6}, 0.6},
+	} {
+		if got := tc.l.FailShare(); got != tc.want {
+			t.Errorf("%s: %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // NamedClass names the classes a file has, or says it has none.
 func TestNamedClassErrors(t *testing.T) {
 	f := File{Hour: "2026-11-30T14", Classes: []Class{{Name: "interactive"}, {Name: "batch"}}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -63,7 +64,8 @@ func marshal(t *testing.T, f policy.File) []byte {
 // The calibrated rule's live file from a store: the same whether the
 // embedded file streams its probes in time order or must be read whole (an
 // import appended older history late), and what policy.ForHourProbes makes
-// of the store's probes of twice the window.
+// of the store's probes of twice the window, lookback_days 0 (the default)
+// included.
 func TestForHourCalibratedReadsTheProbes(t *testing.T) {
 	hist := lanesim.HistoryOptions{Start: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Days: 40, Seed: 3,
 		Lanes: []lanesim.HistoryLane{{Name: "free", Kind: "free"}, {Name: "paid", Kind: "paid"}}}
@@ -117,23 +119,33 @@ policy:
 		f := forHour(t, st, cfg, h)
 		data := marshal(t, f)
 		files = append(files, data)
-		if name == "a.lp" {
+		if name != "a.lp" {
+			continue
+		}
+		if f.Rule != policy.RuleCalibrated || !bytes.Contains(data, []byte("coverage: 0.9\n")) {
+			t.Errorf("not a calibrated file with the class's coverage:\n%s", data)
+		}
+		// lookback_days 14 (the config's default), 3, and 0, which only
+		// Params can say and policy reads as the default 14: twice that
+		// window of probes, 28 days.
+		for _, tc := range []struct{ lookback, window int }{{14, 14}, {3, 3}, {0, 14}} {
 			p := cfg.PolicyParams()
+			p.LookbackDays = tc.lookback
+			got, _, err := load.ForHour(context.Background(), st, p, h, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			end := h.Add(time.Hour)
 			basis, lookback := p.ReadHours(h)
 			windows := []store.Window{{From: basis[0], To: end}}
 			for _, c := range lookback {
 				windows = append(windows, store.Window{From: c, To: c.Add(time.Hour)})
 			}
-			ps, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -28), To: end}}})
+			ps, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.AddDate(0, 0, -2*tc.window), To: end}}})
 			hs, _ := store.ReadHourly(context.Background(), st, store.Query{Windows: windows})
 			latest, _ := store.ReadProbes(context.Background(), st, store.Query{Windows: []store.Window{{From: end.Add(-3 * time.Hour), To: end}}})
-			want := marshal(t, policy.ForHourProbes(p, hs, ps, policy.States(latest, cfg.Location), h))
-			if !bytes.Equal(data, want) {
-				t.Errorf("load.ForHour:\n%s\npolicy.ForHourProbes of the store's probes:\n%s", data, want)
-			}
-			if f.Rule != policy.RuleCalibrated || !bytes.Contains(data, []byte("coverage: 0.9\n")) {
-				t.Errorf("not a calibrated file with the class's coverage:\n%s", data)
+			if g, w := marshal(t, got), marshal(t, policy.ForHourProbes(p, hs, ps, policy.States(latest, cfg.Location), h)); !bytes.Equal(g, w) {
+				t.Errorf("lookback %d: load.ForHour:\n%s\npolicy.ForHourProbes of the store's probes:\n%s", tc.lookback, g, w)
 			}
 		}
 	}
@@ -408,22 +420,29 @@ policy:
 // beyond the hours whose records it reads: a lane last probed a day past
 // its lookback still has its last_sample, and a 429 that asked for 26 h
 // (the longest back-off) a little over a day before the hour still keeps
-// its lane out, even with lookback_days 0.
+// its lane out, even with lookback_days 0. And as far back as a lane's
+// basis, when that lies further: in a quota group of two lanes probed once
+// a day (a basis of 49 h) with lookback_days 0, a probe in the first hour
+// of the basis is its lane's last_sample and its basis record.
 func TestForHourReachesTheNewestProbes(t *testing.T) {
 	h := time.Date(2026, 11, 20, 14, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string
 		lookback int
+		perDay   int // the quota group of lanes a and b: probes a day (0: no group)
 		probe    store.Probe
 		reason   string
 		until    time.Time
 	}{
-		{"a day past the lookback", 7,
+		{"a day past the lookback", 7, 0,
 			store.Probe{Lane: "a", Kind: "free", Time: h.Add(-7*24*time.Hour - 20*time.Hour), QueueS: 2, GenS: 1, Tokens: 16, OK: true, Outcome: "ok"},
 			policy.ReasonNoRecentSample, time.Time{}},
-		{"a back-off of 26 h", 0,
+		{"a back-off of 26 h", 0, 0,
 			store.Probe{Lane: "a", Kind: "free", Time: h.Add(-25*time.Hour - 30*time.Minute), Outcome: store.OutcomeRateLimited, Status: 429, QuotaResetS: 26 * 3600},
 			policy.ReasonQuotaExhausted, h.Add(30 * time.Minute)},
+		{"a basis of 49 h", 0, 1,
+			store.Probe{Lane: "a", Kind: "free", Time: h.Add(-49*time.Hour + 10*time.Minute), QueueS: 2, GenS: 1, Tokens: 16, OK: true, Outcome: "ok"},
+			policy.ReasonOK, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -437,15 +456,117 @@ func TestForHourReachesTheNewestProbes(t *testing.T) {
 			if err := st.Close(); err != nil {
 				t.Fatal(err)
 			}
-			cfg := parse(t, dir, fmt.Sprintf(`store: {kind: file, path: s.lp}
-lanes:
+			lanes := `lanes:
   - {name: a, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m}
-policy: {rule: max, lookback_days: %d}
-`, tc.lookback))
+`
+			if tc.perDay > 0 {
+				lanes = fmt.Sprintf(`quotas: [{name: q, probes_per_day: %d}]
+lanes:
+  - {name: a, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m, quota: q}
+  - {name: b, kind: free, api: openai, base_url: "http://127.0.0.1:1/v1", model: m, quota: q}
+`, tc.perDay)
+			}
+			cfg := parse(t, dir, fmt.Sprintf(`store: {kind: file, path: s.lp}
+%spolicy: {rule: max, lookback_days: %d}
+`, lanes, tc.lookback))
 			l := forHour(t, openReader(t, cfg), cfg, h).Lanes[0]
 			if !l.LastSample.Equal(tc.probe.Time) || l.Reason != tc.reason || !l.Until.Equal(tc.until) {
 				t.Errorf("last_sample %v, reason %s, until %v; want %v, %s, %v", l.LastSample, l.Reason, l.Until, tc.probe.Time, tc.reason, tc.until)
 			}
 		})
+	}
+}
+
+// A forecast from a store is what policy.ForecastProbes makes of the
+// store's records and probes, under both rules: the records of the
+// lookback days (the earliest day's first hour too), the calibrated rule's
+// probes of twice its window, and each lane's newest probe before the day.
+func TestForecastIsForecastProbesOfTheStore(t *testing.T) {
+	days := zoneHistory(t)
+	dir := t.TempDir()
+	st := recordIn(t, filepath.Join(dir, "x.lp"), time.UTC, days)
+	defer st.Close()
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	all := store.Between(day.AddDate(0, 0, -30), day.AddDate(0, 0, 2))
+	recs, err := store.ReadHourly(ctx, st, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes, err := store.ReadProbes(ctx, st, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := map[[2]string]store.Probe{}
+	for _, pr := range probes {
+		if pr.Time.Before(day) {
+			newest[[2]string{pr.Lane, pr.Site}] = pr
+		}
+	}
+	states := policy.States(slices.Collect(maps.Values(newest)), time.UTC)
+	for _, rule := range []string{policy.RuleMax, policy.RuleCalibrated} {
+		t.Run(rule, func(t *testing.T) {
+			p := zoneConfig(t, dir, "UTC", rule).PolicyParams()
+			var window []store.Probe // the calibrated rule's, twice lookback_days before the day
+			for _, pr := range probes {
+				if !pr.Time.Before(day.AddDate(0, 0, -2*p.LookbackDays)) {
+					window = append(window, pr)
+				}
+			}
+			got, _, err := load.Forecast(ctx, st, p, day, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := policy.ForecastProbes(p, recs, window, states, day)
+			if len(got) != len(want) {
+				t.Fatalf("%d files; want %d", len(got), len(want))
+			}
+			for i := range want {
+				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
+					t.Errorf("forecast %s: load.Forecast\n%s\npolicy.ForecastProbes of the store\n%s", want[i].Hour, g, w)
+				}
+			}
+		})
+	}
+}
+
+// The sampler's two files after a round come from one read that spans
+// both, yet each is what its own read makes: on ten days of three lanes,
+// under both rules, the live file is ForHour's and the next hour's is
+// Forecast's, the next hour in the same day (the forecast's day starts
+// before the live window, so the read reaches further back than the live
+// rule learns from) or the next.
+func TestLiveAndNextIsForHourAndForecast(t *testing.T) {
+	days := zoneHistory(t)
+	dir := t.TempDir()
+	st := recordIn(t, filepath.Join(dir, "x.lp"), time.UTC, days)
+	defer st.Close()
+	ctx := context.Background()
+	for _, rule := range []string{policy.RuleMax, policy.RuleCalibrated} {
+		p := zoneConfig(t, dir, "UTC", rule).PolicyParams()
+		for _, at := range []time.Time{time.Date(2026, 11, 29, 14, 30, 0, 0, time.UTC), time.Date(2026, 11, 29, 23, 30, 0, 0, time.UTC)} {
+			got, err := load.LiveAndNext(ctx, st, p, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, _, err := load.ForHour(ctx, st, p, at, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := at.Add(time.Hour).Truncate(time.Hour)
+			day, _, err := load.Forecast(ctx, st, p, next, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []policy.File{live, day[next.Hour()]}
+			if len(got) != len(want) {
+				t.Fatalf("%s at %s: %d files; want 2", rule, at, len(got))
+			}
+			for i := range want {
+				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
+					t.Errorf("%s: LiveAndNext at %s, file %d:\n%s\nwant\n%s", rule, at, i, g, w)
+				}
+			}
+		}
 	}
 }

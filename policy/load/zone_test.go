@@ -187,3 +187,113 @@ func TestTimezoneChangedProbesPruned(t *testing.T) {
 		t.Fatalf("lookback 1 within the probes kept: %v", err)
 	}
 }
+
+// every10 is an ok probe of lane every 10 minutes in [from, to), waiting
+// 2 s, 30 s at slow.
+func every10(lane string, from, to, slow time.Time) []store.Probe {
+	var ps []store.Probe
+	for t := from; t.Before(to); t = t.Add(10 * time.Minute) {
+		p := store.Probe{Lane: lane, Kind: "free", Time: t, QueueS: 2, GenS: 1, Tokens: 16, OK: true, Outcome: "ok", Status: 200}
+		if t.Equal(slow) {
+			p.QueueS = 30
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// An hour keyed in another zone is rebuilt only from all the probes it
+// counted. Read in Kathmandu at 2026-11-29 14:00 with lookback_days 1, the
+// first such hour is 09:00 UTC on the 28th, of 6 probes; the error says
+// how many of them are gone, whether retention pruned the hour whole or
+// part way, or a hole lies in the probes after older ones (points deleted
+// from InfluxDB by hand).
+func TestTimezoneChangedHourMissingProbes(t *testing.T) {
+	hour := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	probes := every10("free", hour.Add(-9*time.Hour), hour.Add(25*time.Hour), time.Time{})
+	for _, tc := range []struct {
+		name     string
+		prune    time.Time            // retention's cut (zero: none)
+		keep     func(time.Time) bool // the probes stored (nil: all)
+		gone, of int                  // 0 of 0: no error
+	}{
+		{"every probe there", time.Time{}, nil, 0, 0},
+		{"pruned whole", hour.Add(time.Hour), nil, 6, 6},
+		{"pruned part way", hour.Add(25 * time.Minute), nil, 3, 6},
+		{"a hole after older probes", time.Time{}, func(t time.Time) bool { return !t.Before(hour.Add(40*time.Minute)) || t.Before(hour) }, 4, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st, err := file.Open(filepath.Join(dir, "x.lp"), file.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			stored := probes
+			if tc.keep != nil {
+				stored = nil
+				for _, p := range probes {
+					if tc.keep(p.Time) {
+						stored = append(stored, p)
+					}
+				}
+			}
+			// The hours as a sampler in UTC recorded them, from every probe.
+			if err := st.Write(context.Background(), store.Batch{Probes: stored, Hourly: store.Rollup(probes, time.UTC)}); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.prune.IsZero() {
+				if _, err := st.Prune(context.Background(), tc.prune); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
+			cfg.Policy.LookbackDays = 1
+			_, _, err = load.ForHour(context.Background(), st, cfg.PolicyParams(), time.Date(2026, 11, 29, 14, 0, 0, 0, cfg.Location), nil)
+			if tc.of == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want := fmt.Sprintf("lane free at 2026-11-28T09:00:00Z was keyed in another zone and %d of its %d probes are no longer stored", tc.gone, tc.of)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("ForHour: %v; want the error that says %q", err, want)
+			}
+		})
+	}
+}
+
+// A store sampled in Kathmandu, then for a day in UTC, read in Kathmandu:
+// the hours keyed in UTC are rebuilt from their probes, and an hour keyed
+// in Kathmandu stands as recorded, though retention pruned part of its
+// probes (a 30 s wait among them): the same file as before the prune.
+func TestTimezoneChangedKeepsTheHoursKeyedInTheZone(t *testing.T) {
+	npt, err := time.LoadLocation("Asia/Kathmandu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	st, err := file.Open(filepath.Join(dir, "x.lp"), file.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// The lookback hour, 14:00 in Kathmandu on the 28th, is 08:15 UTC.
+	record(t, st, npt, [][]store.Probe{every10("free", day, day.Add(24*time.Hour), day.Add(8*time.Hour+20*time.Minute))})
+	record(t, st, time.UTC, [][]store.Probe{every10("free", day.Add(24*time.Hour), day.Add(34*time.Hour), time.Time{})})
+	cfg := zoneConfig(t, dir, "Asia/Kathmandu", policy.RuleMax)
+	cfg.Policy.LookbackDays = 1
+	h := time.Date(2026, 11, 29, 14, 0, 0, 0, npt)
+	before := marshal(t, forHour(t, st, cfg, h))
+	if !bytes.Contains(before, []byte("next_queue_s: 30")) {
+		t.Fatalf("before the prune, no lane with the lookback hour's 30 s wait:\n%s", before)
+	}
+	if _, err := st.Prune(context.Background(), day.Add(8*time.Hour+35*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if after := marshal(t, forHour(t, st, cfg, h)); !bytes.Equal(after, before) {
+		t.Errorf("after retention pruned part of an hour keyed in the zone:\n%s\nwant as before\n%s", after, before)
+	}
+}
