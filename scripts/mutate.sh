@@ -19,7 +19,10 @@
 # lower the workers when the run says so), MUTATE_LOGS (directory for one
 # log per package, default a temporary one, kept), INFLUXD_BIN (as for
 # `make test`: set, the InfluxDB tests of store run against every mutant
-# too; unset, they skip and a run is faster).
+# too; unset, they skip and a run is faster), MUTATE_MEM_GB (default 8:
+# the address space each worker's tests may take, so that a mutant that
+# makes a loop endless and grows memory is stopped before the machine's
+# out-of-memory killer picks a process; 0: no limit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,8 +65,11 @@ for pkg in "${pkgs[@]}"; do
 	echo "== gremlins unleash ./$pkg (log: $log)"
 	# -count=1: gremlins times each mutant against the unmutated coverage
 	# run, and a cached one takes no time, so every mutant would time out.
-	GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1" "$gremlins" unleash --invert-logical --workers "$workers" --timeout-coefficient "$coefficient" \
-		"${ex[@]}" "./$pkg" >"$log" 2>&1 || { echo "gremlins failed on $pkg:"; tail -20 "$log"; exit 1; }
+	(
+	[[ "${MUTATE_MEM_GB:-8}" == 0 ]] || ulimit -v $(("${MUTATE_MEM_GB:-8}" * 1024 * 1024))
+	GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1" exec "$gremlins" unleash --invert-logical --workers "$workers" --timeout-coefficient "$coefficient" \
+		"${ex[@]}" "./$pkg" >"$log" 2>&1
+	) || { echo "gremlins failed on $pkg:"; tail -20 "$log"; exit 1; }
 	grep -E '^ *(LIVED|TIMED OUT|NOT VIABLE) ' "$log" || true
 	grep -E '^(Killed|Timed out|Test efficacy|Mutator coverage):' "$log"
 	if ! grep -qE '^Timed out: 0,' "$log"; then
