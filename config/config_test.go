@@ -430,6 +430,7 @@ func TestSecretsFromEnv(t *testing.T) {
 		{"empty", "EMPTY", "", "environment variable EMPTY is empty"},
 		{"blank", "BLANK", "", "environment variable BLANK is empty"},
 		{"none named", "", "", ""},
+		{"a key in its place, withheld", "sk_live_4f9a0c2e7b", "", "environment variable (its name withheld: it does not look like one) is not set"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -439,7 +440,7 @@ func TestSecretsFromEnv(t *testing.T) {
 				v      string
 				err    error
 				prefix string
-			}{"APIKey": {key, kerr, "lane a: "}, "Token": {tok, terr, "store.token_env: "}} {
+			}{"APIKey": {key, kerr, "lane a: api_key_env: "}, "Token": {tok, terr, "store.token_env: "}} {
 				if got.v != c.want {
 					t.Errorf("%s = %q, want %q", who, got.v, c.want)
 				}

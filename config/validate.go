@@ -26,6 +26,22 @@ func ValidName(s string) bool { return laneName.MatchString(s) }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// notAName is the error of a key variable's name that is none: what is
+// there may be the key itself, so it is never echoed.
+const notAName = "must be the name of an environment variable (letters, digits, _), not the key: put the key in a variable and name the variable here"
+
+// shownName is a key variable's name as an error may show it: a name in
+// the usual form (FREE_LANE_KEY) as it is; any other, which may be a key
+// pasted in its place, withheld.
+func shownName(name string) string {
+	if upperName.MatchString(name) && len(name) <= 64 {
+		return name
+	}
+	return "(its name withheld: it does not look like one)"
+}
+
+var upperName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
 func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
 }
@@ -132,7 +148,7 @@ func (c *Config) validateStore() error {
 		case s.Bucket == "":
 			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
 		case s.TokenEnv != "" && !envName.MatchString(s.TokenEnv):
-			return fieldErr("store.token_env", "must name an environment variable, got %q", s.TokenEnv)
+			return fieldErr("store.token_env", notAName)
 		case s.SpoolMaxBytes < 0:
 			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
 		}
@@ -219,7 +235,7 @@ func (c *Config) validateLane(i int, seen map[string]int) error {
 	case strings.TrimSpace(l.Model) == "":
 		return fieldErr(f+".model", "must not be empty")
 	case l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv):
-		return fieldErr(f+".api_key_env", "must name an environment variable, got %q", l.APIKeyEnv)
+		return fieldErr(f+".api_key_env", notAName)
 	case l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }):
 		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
 	}
@@ -344,7 +360,7 @@ func (c *Config) validatePolicy() error {
 // variable that is unset or empty is an error naming the variable, never a
 // value.
 func (l Lane) APIKey(lookup func(string) (string, bool)) (string, error) {
-	return secret(lookup, l.APIKeyEnv, "lane "+l.Name)
+	return secret(lookup, l.APIKeyEnv, "lane "+l.Name+": api_key_env")
 }
 
 // Token returns the store token from the environment as APIKey does.
@@ -362,9 +378,9 @@ func secret(lookup func(string) (string, bool), name, who string) (string, error
 	v, ok := lookup(name)
 	switch {
 	case !ok:
-		return "", fmt.Errorf("%s: environment variable %s is not set", who, name)
+		return "", fmt.Errorf("%s: environment variable %s is not set", who, shownName(name))
 	case strings.TrimSpace(v) == "":
-		return "", fmt.Errorf("%s: environment variable %s is empty", who, name)
+		return "", fmt.Errorf("%s: environment variable %s is empty", who, shownName(name))
 	}
 	return v, nil
 }
