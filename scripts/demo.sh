@@ -65,7 +65,7 @@ cat <<EOF
   mkdir -p my && cp examples/lanewatch.yaml my/   # set its lanes and keys (docs/config.md); it stores in data/, writes policies/
   bin/sampler -config my/lanewatch.yaml -once      # one round now: is every lane ok?
   bin/sampler -config my/lanewatch.yaml -listen 127.0.0.1:9464   # the daemon: a round at each tick of its schedule
-  open http://127.0.0.1:9464/                      # its status page; /metrics and /api/v1/policy beside it
+  xdg-open http://127.0.0.1:9464/                  # its status page; /metrics and /api/v1/policy beside it
   bin/policygen lane -config my/lanewatch.yaml -class interactive   # in CI (docs/deploy.md, docs/ci/)
 The stored probes are in $demo/samples.lp; the README's backtest figures: make figures (docs/backtest.md).
 EOF

@@ -7,8 +7,8 @@
 #
 # First one generated history (lanesim history: the harsh profile, seed 1,
 # the paid lane's rare faults on), 57 days ending 2026-11-29T00Z so that
-# the 28 scored days have every lookback's warm-up, on the demo's lanes and
-# classes, and its whole backtest. Then the decisions against the
+# the 28 scored days have every lookback's warm-up, lanes free, free2 and
+# paid, classes interactive and batch, and its whole backtest. Then the decisions against the
 # baselines people write (scripts/heldout.sh): on the worlds lanewatch's
 # constants are chosen on (harsh and mild, seeds 1-3), and on the held-out
 # families (seeds 201-203). BIN names the folder holding lanesim and

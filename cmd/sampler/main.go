@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	if len(args) > 0 && subs[args[0]] != nil {
 		return subs[args[0]](ctx, args[1:], stdout, stderr, lookupEnv)
 	}
-	fs := newSubcommand("", "sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n       sampler probe -config F -lane NAME [-force]",
+	fs := newSubcommand("", "sampler -config F [-shard I/N] [-once [-force]] [-listen ADDR] [-log-format text|json] [-log-level L]\n       sampler import -config F FILE...\n       sampler rollup -config F [-days N] [-check]\n       sampler prune -config F\n       sampler probe -config F -lane NAME [-force]",
 		"path to the lanewatch YAML config (required)")
 	once := fs.Bool("once", false, "run one round now, print the samples and exit")
 	force := fs.Bool("force", false, "with -once: probe every lane, budgets and back-offs notwithstanding (the probes count)")

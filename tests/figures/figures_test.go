@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,11 +160,16 @@ func TestREADMEFiguresAreMakeFigures(t *testing.T) {
 		t.Fatalf("the coverage summary %q", cov)
 	}
 
+	jobs := regexp.MustCompile(`lanewatch follows the policy \([a-z]+, lookback (\d+) days`).FindStringSubmatch(raw)
+	if jobs == nil {
+		t.Fatalf("make figures' output does not say which policy the jobs follow:\n%s", raw)
+	}
 	prose := []string{
+		fmt.Sprintf("The jobs follow the config's policy (lookback %s).", jobs[1]),
 		fmt.Sprintf("On it, lookback %s: **coverage %s** of the free lanes' attempts waited at most `next_queue_s` (`cov_all` %s, the failed probes' known waits counted too), median ratio %s, p90 %s; the paid lane's median ratio is %s.",
 			free[1], free[9], free[10], free[11], free[12], paid[6]),
 		fmt.Sprintf("The naive loop (%s %% of interactive deadlines met against lanewatch's %s %%)", naive[4], lanewatch[4]),
-		fmt.Sprintf("| backtest on 28 generated days, lookback %s (`make figures`) | coverage %s; decisions lost in %s of %s cells of the held-out worlds (%s of %s on the worlds the constants were chosen on); coverage_all within 2 points of its target in %d of %d held-out histories |",
+		fmt.Sprintf("| backtest on 28 generated days, lookback %s (`make figures`) | coverage %s; decisions lost in %s of %s held-out cells (%s of %s tuning cells); coverage_all within 2 points in %d of %d held-out histories |",
 			free[1], free[9], held[0], held[2], dev[0], dev[2], histories-off, histories),
 	}
 	flat := strings.Join(strings.Fields(readme), " ")
