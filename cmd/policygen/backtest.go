@@ -164,7 +164,8 @@ func clip(s string) string {
 
 // thinNote says in one line why a backtest's figures stand on thin
 // history, or "" when they do not: no probe of the config's lanes in the
-// window (every table is zeros), no job replayed, or no probe on the
+// window (every table is zeros), probes there but none with its warm-up
+// behind it (first in the window), no job replayed, or no probe on the
 // first day of the warm-up (first: the first probe read, zero if none), so
 // that the window's first policies had less history than lookback_days.
 func thinNote(rep *backtest.Report, first time.Time) string {
@@ -173,7 +174,11 @@ func thinNote(rep *backtest.Report, first time.Time) string {
 	if len(rep.Calibration) > 0 {
 		scored = rep.Calibration[0].All.Probes
 	}
-	if scored == 0 {
+	switch {
+	case scored == 0 && !first.IsZero() && !first.Before(rep.From) && first.Before(rep.To):
+		return fmt.Sprintf("no probe was scored from %s to %s: the first one read is at %s, and a lane's probes are scored once it has its warm-up of history; sample longer, or shorten -lookback",
+			rep.From.Format(day), rep.To.Format(day), first.UTC().Format(time.RFC3339))
+	case scored == 0:
 		return fmt.Sprintf("no probe of the config's lanes from %s to %s: the tables are empty; sample first, or move the window (-end, -days)",
 			rep.From.Format(day), rep.To.Format(day))
 	}

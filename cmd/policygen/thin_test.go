@@ -56,6 +56,8 @@ func TestBacktestThinHistoryNote(t *testing.T) {
 			"policygen: backtest: note: thin history: no probe on the first day of the 7-day warm-up (from 2026-10-25T22), so the window's first policies had less history than lookback_days; figures from a longer history differ: sample for 9 days or more, or shorten -days or -lookback\n"},
 		{"no probe in the window", full, []string{"-days", "2", "-end", "2026-12-01T00"},
 			"policygen: backtest: note: no probe of the config's lanes from 2026-11-29T00 to 2026-12-01T00: the tables are empty; sample first, or move the window (-end, -days)\n"},
+		{"probes in the window, none with its warm-up", full, []string{"-days", "2", "-end", "2026-11-01T00", "-lookback", "7", "-rule", "calibrated"},
+			"policygen: backtest: note: no probe was scored from 2026-10-30T00 to 2026-11-01T00: the first one read is at 2026-10-30T00:07:00Z, and a lane's probes are scored once it has its warm-up of history; sample longer, or shorten -lookback\n"},
 		{"no job replayed", paidOnlyFixture(t), []string{"-days", "2", "-lookback", "1,3"},
 			"policygen: backtest: note: no job was replayed: jobs arrive a minute before each probe of lane free, which has none in the window; the decision table is empty\n"},
 	} {
