@@ -46,6 +46,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var level slog.Level
 	o := lanesim.DefaultOptions()
 	fs := flag.NewFlagSet("lanesim", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: lanesim [flags]        a stand-in lane: OpenAI and Anthropic streaming APIs\n       lanesim history [flags]  weeks of generated probe history (lanesim history -h)")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on (port 0: any free port)")
 	fs.StringVar(&addrFile, "addr-file", "", "write the server URL to this file once listening (atomically; removed on exit)")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "log level: debug logs every request")

@@ -183,8 +183,8 @@ func TestRunUsage(t *testing.T) {
 			if tt.wantErr != "" && !strings.Contains(printed.String(), tt.wantErr) {
 				t.Errorf("stderr line %q does not mention %q", printed.String(), tt.wantErr)
 			}
-			if tt.name == "help" && !strings.Contains(stderr.String(), "-slots") {
-				t.Errorf("-h printed no usage: %q", stderr.String())
+			if tt.name == "help" && (!strings.Contains(stderr.String(), "-slots") || !strings.Contains(stderr.String(), "lanesim history")) {
+				t.Errorf("-h printed no usage naming the flags and lanesim history: %q", stderr.String())
 			}
 		})
 	}
