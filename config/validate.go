@@ -69,7 +69,8 @@ func (c *Config) validate() error {
 	now := time.Now().In(loc)
 	switch spec := strings.TrimSpace(c.Schedule); {
 	case err != nil:
-		return fieldErr("schedule", "bad cron spec %q: %v", c.Schedule, err)
+		msg, _, _ := strings.Cut(err.Error(), ": [") // cron lists the fields again
+		return fieldErr("schedule", "bad cron spec %q: %s", c.Schedule, msg)
 	case strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ="):
 		return fieldErr("schedule", "set the zone with timezone:, not inside the cron spec")
 	// cron gives up after five years: a "0 0 29 2 *" runs, a "0 0 30 2 *"
