@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -158,11 +159,41 @@ policy:
 // with Probes, as from InfluxDB.
 type plainStore struct{ store.Store }
 
+// projected hands over a probe's fields only where the read names them
+// (store.Query.Fields), the rest zero, as InfluxDB does: a policy that
+// reads a field its read left out differs from one read in full.
+type projected struct{ store.Store }
+
+func (s projected) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	if q.Fields == nil || r.Probe == nil {
+		return s.Store.Read(ctx, q, r)
+	}
+	next, has := r.Probe, func(k string) bool { return slices.Contains(q.Fields, k) }
+	r.Probe = func(p store.Probe) error {
+		if p.Outcome == store.OutcomeReserved { // the marker field alone: always read
+			return next(store.Probe{Lane: p.Lane, Kind: p.Kind, Site: p.Site, Time: p.Time, Outcome: p.Outcome})
+		}
+		for k, v := range map[string]any{"queue_s": &p.QueueS, "gen_s": &p.GenS, "headers_s": &p.HeadersS, "connect_s": &p.ConnectS,
+			"tokens": &p.Tokens, "ok": &p.OK, "outcome": &p.Outcome, "status": &p.Status, "quota_reset_s": &p.QuotaResetS} {
+			if !has(k) {
+				reflect.ValueOf(v).Elem().SetZero()
+			}
+		}
+		if !has("quota_remaining") {
+			p.QuotaRemaining, p.QuotaKnown = 0, false
+		}
+		return next(p)
+	}
+	return s.Store.Read(ctx, q, r)
+}
+
 // A live file is the same whether the store streams its probes in time
-// order (the file store's index) or hands them over from a whole read:
-// random stores of 40 days, mostly in time order, with days imported late
-// (in the window or before it), probes written twice, reservations and
-// timeouts, under both rules.
+// order (the file store's index) or hands them over from a whole read, and
+// whether or not it leaves out the fields the read does not name: random
+// stores of 40 days, mostly in time order, with days imported late (in the
+// window or before it), probes written twice, reservations, timeouts,
+// HTTP errors and 429s (busy, or a quota spent), quota headers, under both
+// rules.
 func TestForHourStreamedIsForHourRead(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
@@ -190,6 +221,14 @@ func TestForHourStreamedIsForHourRead(t *testing.T) {
 							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, "timeout", 20, 0, 0, 0
 						case 1:
 							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, store.OutcomeReserved, 0, 0, 0, 0
+						case 2: // a 429: busy (a short Retry-After) or a spent quota, reset or not announced
+							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, store.OutcomeRateLimited, 0.2, 0, 0, 429
+							p.QuotaResetS = []float64{0, 7, 3600}[r.IntN(3)]
+							p.QuotaKnown, p.QuotaRemaining = r.IntN(2) == 0, 0
+						case 3: // served, with the quota's headers: spent or not
+							p.QuotaKnown, p.QuotaRemaining, p.QuotaResetS = true, int64(r.IntN(2)), 600
+						case 4: // an HTTP error, a 429 among them
+							p.OK, p.Outcome, p.QueueS, p.GenS, p.Tokens, p.Status = false, "http_error", 0.5, 0, 0, []int64{429, 500}[r.IntN(2)]
 						}
 						day = append(day, p)
 						if r.IntN(40) == 0 { // written twice, the second wins
@@ -231,8 +270,12 @@ policy:
 				st := openReader(t, cfg)
 				for range 4 {
 					h := start.Add(time.Duration(24*30+r.IntN(24*11)) * time.Hour)
-					if a, b := marshal(t, forHour(t, st, cfg, h)), marshal(t, forHour(t, plainStore{st}, cfg, h)); !bytes.Equal(a, b) {
+					a, b := marshal(t, forHour(t, st, cfg, h)), marshal(t, forHour(t, plainStore{st}, cfg, h))
+					if !bytes.Equal(a, b) {
 						t.Errorf("%s %s: streamed\n%s\nread whole\n%s", rule, h.Format(time.RFC3339), a, b)
+					}
+					if c := marshal(t, forHour(t, projected{st}, cfg, h)); !bytes.Equal(b, c) {
+						t.Errorf("%s %s: read whole\n%s\nthe fields read alone\n%s", rule, h.Format(time.RFC3339), b, c)
 					}
 				}
 			}
