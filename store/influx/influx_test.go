@@ -376,6 +376,11 @@ func TestReadsPastTheRowLimit(t *testing.T) {
 	if err != nil || len(got) != n {
 		t.Fatalf("read %d of %d probes, %v", len(got), n, err)
 	}
+	for i, p := range got { // batches of the reader handed over and filled again: each point read once, as written
+		if p.QueueS != float64(i) || !p.Time.Equal(ps[i].Time) || p.Lane != ps[i].Lane {
+			t.Fatalf("probe %d read as %+v, written as %+v", i, p, ps[i])
+		}
+	}
 }
 
 // A server whose coordinator limits a select (max-select-point,

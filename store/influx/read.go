@@ -261,6 +261,7 @@ type reader[T store.Point] struct {
 	done  []T // sorted runs not handed on yet
 	ns    int64
 	names store.Names
+	free  chan []T // batches handed on and read, to fill again
 	// flush's: the run's series and order, the ranks of the series.
 	keys   []store.Key
 	order  []uint64 // rank << 32 | index in the run
@@ -269,7 +270,8 @@ type reader[T store.Point] struct {
 }
 
 func newReader[T store.Point](f *store.Filter, emit func(T) error, cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
-	rd := &reader[T]{f: f, emit: emit, out: out, cols: store.NewColumns[T](cols), ns: math.MinInt64, names: store.Names{}, ranks: map[store.Key]int{}}
+	rd := &reader[T]{f: f, emit: emit, out: out, cols: store.NewColumns[T](cols), ns: math.MinInt64, names: store.Names{}, ranks: map[store.Key]int{},
+		free: make(chan []T, 2)}
 	return rd.row, rd.end
 }
 
@@ -337,8 +339,13 @@ func (rd *reader[T]) flush() error {
 			return cmp.Or(store.Compare(rd.keys[a&(1<<32-1)], rd.keys[b&(1<<32-1)]), cmp.Compare(a&(1<<32-1), b&(1<<32-1)))
 		})
 	}
-	if rd.done == nil { // a batch's whole size at once: hand gives its array away
-		rd.done = make([]T, 0, max(batchSize, len(run)))
+	if rd.done == nil { // a batch's whole size at once: hand gives its array away, and the reader back
+		select {
+		case b := <-rd.free:
+			rd.done = b
+		default:
+			rd.done = make([]T, 0, max(batchSize, len(run)))
+		}
 	}
 	for j, o := range rd.order {
 		i := o & (1<<32 - 1)
@@ -368,6 +375,10 @@ func (rd *reader[T]) hand() error {
 			if err := rd.emit(p); err != nil {
 				return err
 			}
+		}
+		select { // emit took copies: the array can be filled again
+		case rd.free <- batch[:0]:
+		default:
 		}
 		return nil
 	})
