@@ -53,6 +53,19 @@ func forHour(t *testing.T, st store.Store, cfg *config.Config, at time.Time) pol
 	return f
 }
 
+// sameFiles fails t unless got holds want's files, byte for byte.
+func sameFiles(t *testing.T, what string, got, want []policy.File) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d files; want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
+			t.Errorf("%s, file %s:\n%s\nwant\n%s", what, want[i].Hour, g, w)
+		}
+	}
+}
+
 func marshal(t *testing.T, f policy.File) []byte {
 	t.Helper()
 	b, err := policy.Marshal(f)
@@ -438,11 +451,7 @@ policy:
 				t.Fatal(err)
 			}
 			want := []policy.File{forHour(t, st, cfg, at), day[next.Hour()]}
-			for i := range want {
-				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
-					t.Errorf("%s: LiveAndNext at %s, file %d:\n%s\nwant\n%s", rule, at, i, g, w)
-				}
-			}
+			sameFiles(t, fmt.Sprintf("%s: LiveAndNext at %s", rule, at), got, want)
 		}
 		// A site's view reads it alone; a site without a record in the
 		// span (a -site typo) then looks up the sites there.
@@ -561,14 +570,7 @@ func TestForecastIsForecastProbesOfTheStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := policy.ForecastProbes(p, recs, window, states, day)
-			if len(got) != len(want) {
-				t.Fatalf("%d files; want %d", len(got), len(want))
-			}
-			for i := range want {
-				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
-					t.Errorf("forecast %s: load.Forecast\n%s\npolicy.ForecastProbes of the store\n%s", want[i].Hour, g, w)
-				}
-			}
+			sameFiles(t, "load.Forecast against policy.ForecastProbes of the store", got, want)
 		})
 	}
 }
@@ -602,14 +604,7 @@ func TestLiveAndNextIsForHourAndForecast(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []policy.File{live, day[next.Hour()]}
-			if len(got) != len(want) {
-				t.Fatalf("%s at %s: %d files; want 2", rule, at, len(got))
-			}
-			for i := range want {
-				if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
-					t.Errorf("%s: LiveAndNext at %s, file %d:\n%s\nwant\n%s", rule, at, i, g, w)
-				}
-			}
+			sameFiles(t, fmt.Sprintf("%s: LiveAndNext at %s", rule, at), got, want)
 		}
 	}
 }

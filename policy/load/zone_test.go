@@ -149,11 +149,7 @@ func zoneChanged(t *testing.T, dir string, utc store.Store, native func(*testing
 				if err != nil {
 					t.Fatal(err)
 				}
-				for i := range want {
-					if g, w := marshal(t, got[i]), marshal(t, want[i]); !bytes.Equal(g, w) {
-						t.Errorf("forecast %s: from hours keyed in UTC\n%s\nwant\n%s", want[i].Hour, g, w)
-					}
-				}
+				sameFiles(t, "forecast from hours keyed in UTC", got, want)
 			})
 		}
 	}
