@@ -115,7 +115,7 @@ func (pt *part) states() []policy.LaneState {
 // probeFields are the probe fields a policy reads: a lane's back-off
 // (budget.Backoff) and, under the calibrated rule, its observations
 // (policy.ProbeObs) and failure chain. On InfluxDB each field left out is
-// a column the server does not read (a year's -hour at 3,000 lane-sites
+// a column the server does not read (an -hour over 3,000 lane-sites
 // under rule max: 1.7 M rows of 3 fields, not 10).
 func probeFields(p policy.Params) []string {
 	f := []string{"outcome", "quota_remaining", "quota_reset_s"}
