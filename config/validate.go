@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/policy"
@@ -19,28 +20,18 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+var (
+	laneName  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	upperName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+)
 
 // ValidName reports whether s is a valid lane or site name: [a-z0-9_-]+.
 func ValidName(s string) bool { return laneName.MatchString(s) }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // notAName is the error of a key variable's name that is none: what is
 // there may be the key itself, so it is never echoed.
 const notAName = "must be the name of an environment variable (letters, digits, _), not the key: put the key in a variable and name the variable here"
-
-// shownName is a key variable's name as an error may show it: a name in
-// the usual form (FREE_LANE_KEY) as it is; any other, which may be a key
-// pasted in its place, withheld.
-func shownName(name string) string {
-	if upperName.MatchString(name) && len(name) <= 64 {
-		return name
-	}
-	return "(its name withheld: it does not look like one)"
-}
-
-var upperName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
@@ -99,7 +90,7 @@ func (c *Config) validate() error {
 	case c.Site != "" && !laneName.MatchString(c.Site):
 		return fieldErr("site", "want [a-z0-9_-]+ or nothing, got %q", c.Site)
 	}
-	defaults := func() error { return c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout) }
+	defaults := func() error { return validateProbe("probe", c.Probe.Prompt, c.Probe.MaxTokens, c.Probe.Timeout) }
 	for _, check := range []func() error{c.validateStore, defaults, c.validateSites, c.validateQuotas, c.validateLanes, c.validatePolicy} {
 		if err := check(); err != nil {
 			return err
@@ -190,15 +181,15 @@ func httpURL(field, raw, example, secret string) error {
 	return nil
 }
 
-func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, timeout *Duration) error {
+func validateProbe(prefix, prompt string, maxTokens int, timeout Duration) error {
 	switch {
-	case strings.TrimSpace(*prompt) == "":
+	case strings.TrimSpace(prompt) == "":
 		return fieldErr(prefix+".prompt", "must not be empty")
-	case len(*prompt) > 4096:
-		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(*prompt))
-	case *maxTokens < 1 || *maxTokens > 4096:
-		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
-	case *timeout <= 0 || timeout.D() > time.Hour:
+	case len(prompt) > 4096:
+		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(prompt))
+	case maxTokens < 1 || maxTokens > 4096:
+		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", maxTokens)
+	case timeout <= 0 || timeout.D() > time.Hour:
 		return fieldErr(prefix+".timeout", "must be > 0 and at most 1h (a probe is short), got %s", timeout.D())
 	}
 	return nil
@@ -208,43 +199,46 @@ func (c *Config) validateLanes() error {
 	if len(c.Lanes) == 0 {
 		return fieldErr("lanes", "at least one lane is required")
 	}
+	var quotas []string
+	for _, q := range c.Quotas {
+		quotas = append(quotas, q.Name)
+	}
 	seen := map[string]int{}
 	for i := range c.Lanes {
-		if err := c.validateLane(i, seen); err != nil {
+		l, f := &c.Lanes[i], decode.Index("lanes", i)
+		if err := newName(f+".name", l.Name, "lanes", i, seen); err != nil {
+			return err
+		}
+		switch api := probe.API(l.API); {
+		case l.Kind != policy.KindFree && l.Kind != policy.KindPaid:
+			return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
+		case api != probe.OpenAI && api != probe.Anthropic:
+			return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
+		}
+		if err := httpURL(f+".base_url", l.BaseURL, "", "name the key's variable in api_key_env"); err != nil {
+			return err
+		}
+		switch {
+		case strings.TrimSpace(l.Model) == "":
+			return fieldErr(f+".model", "must not be empty")
+		case l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv):
+			return fieldErr(f+".api_key_env", notAName)
+		case l.Quota != "" && !slices.Contains(quotas, l.Quota):
+			list := "no quotas are defined"
+			if len(quotas) > 0 {
+				list = "quotas: " + strings.Join(quotas, ", ")
+			}
+			return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, list)
+		}
+		l.Prompt = cmp.Or(l.Prompt, c.Probe.Prompt)
+		l.MaxTokens = cmp.Or(l.MaxTokens, c.Probe.MaxTokens)
+		l.Timeout = cmp.Or(l.Timeout, c.Probe.Timeout)
+		l.IncludeUsage = cmp.Or(l.IncludeUsage, c.Probe.IncludeUsage, new(true))
+		if err := validateProbe(f, l.Prompt, l.MaxTokens, l.Timeout); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (c *Config) validateLane(i int, seen map[string]int) error {
-	l := &c.Lanes[i]
-	f := fmt.Sprintf("lanes[%d]", i)
-	if err := newName(f+".name", l.Name, "lanes", i, seen); err != nil {
-		return err
-	}
-	switch api := probe.API(l.API); {
-	case l.Kind != policy.KindFree && l.Kind != policy.KindPaid:
-		return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
-	case api != probe.OpenAI && api != probe.Anthropic:
-		return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
-	}
-	if err := httpURL(f+".base_url", l.BaseURL, "", "name the key's variable in api_key_env"); err != nil {
-		return err
-	}
-	switch {
-	case strings.TrimSpace(l.Model) == "":
-		return fieldErr(f+".model", "must not be empty")
-	case l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv):
-		return fieldErr(f+".api_key_env", notAName)
-	case l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }):
-		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
-	}
-	l.Prompt = cmp.Or(l.Prompt, c.Probe.Prompt)
-	l.MaxTokens = cmp.Or(l.MaxTokens, c.Probe.MaxTokens)
-	l.Timeout = cmp.Or(l.Timeout, c.Probe.Timeout)
-	l.IncludeUsage = cmp.Or(l.IncludeUsage, c.Probe.IncludeUsage, new(true))
-	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
 }
 
 // zone loads the IANA time zone name; "" and "Local" are not IANA names.
@@ -260,7 +254,7 @@ func (c *Config) validateQuotas() error {
 	var err error
 	seen := map[string]int{}
 	for i := range c.Quotas {
-		q, f := &c.Quotas[i], fmt.Sprintf("quotas[%d]", i)
+		q, f := &c.Quotas[i], decode.Index("quotas", i)
 		if err := newName(f+".name", q.Name, "quotas", i, seen); err != nil {
 			return err
 		}
@@ -289,24 +283,12 @@ func (c *Config) validateSites() error {
 	for i, s := range c.Sites {
 		switch j := slices.Index(c.Sites, s); {
 		case !laneName.MatchString(s):
-			return fieldErr(fmt.Sprintf("sites[%d]", i), "want [a-z0-9_-]+, got %q", s)
+			return fieldErr(decode.Index("sites", i), "want [a-z0-9_-]+, got %q", s)
 		case j < i:
-			return fieldErr(fmt.Sprintf("sites[%d]", i), "%q is already sites[%d]", s, j)
+			return fieldErr(decode.Index("sites", i), "%q is already sites[%d]", s, j)
 		}
 	}
 	return nil
-}
-
-// quotaNames lists the quotas for an error message.
-func (c *Config) quotaNames() string {
-	if len(c.Quotas) == 0 {
-		return "no quotas are defined"
-	}
-	names := make([]string, len(c.Quotas))
-	for i, q := range c.Quotas {
-		names[i] = q.Name
-	}
-	return "quotas: " + strings.Join(names, ", ")
 }
 
 func (c *Config) validatePolicy() error {
@@ -332,7 +314,7 @@ func (c *Config) validatePolicy() error {
 	p.Out = c.abs(p.Out)
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
-		f := fmt.Sprintf("policy.classes[%d]", i)
+		f := decode.Index("policy.classes", i)
 		if err := newName(f+".name", cl.Name, "policy.classes", i, seen); err != nil {
 			return err
 		}
@@ -376,12 +358,18 @@ func secret(lookup func(string) (string, bool), name, who string) (string, error
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	// A name in the usual form (FREE_LANE_KEY) is shown; any other may be a
+	// key pasted in its place.
+	shown := "(its name withheld: it does not look like one)"
+	if upperName.MatchString(name) && len(name) <= 64 {
+		shown = name
+	}
 	v, ok := lookup(name)
 	switch {
 	case !ok:
-		return "", fmt.Errorf("%s: environment variable %s is not set", who, shownName(name))
+		return "", fmt.Errorf("%s: environment variable %s is not set", who, shown)
 	case strings.TrimSpace(v) == "":
-		return "", fmt.Errorf("%s: environment variable %s is empty", who, shownName(name))
+		return "", fmt.Errorf("%s: environment variable %s is empty", who, shown)
 	}
 	return v, nil
 }
