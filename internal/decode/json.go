@@ -33,7 +33,7 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 	var stack []*yaml.Node // the open objects and arrays, outermost first
 	var root *yaml.Node
 	nodes := 0
-	for {
+	for root == nil || len(stack) > 0 {
 		tok, err := dec.Token()
 		line := lineAt(dec.InputOffset())
 		if err != nil {
@@ -50,44 +50,41 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			stack = stack[:len(stack)-1]
-		} else {
-			if nodes++; nodes > maxNodes {
-				return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("more than %d JSON values", maxNodes)}
+			continue
+		}
+		if nodes++; nodes > maxNodes {
+			return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("more than %d JSON values", maxNodes)}
+		}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Line: line}
+		switch v := tok.(type) {
+		case json.Delim:
+			if len(stack) >= maxDepth {
+				return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("nested more than %d deep", maxDepth)}
 			}
-			n := &yaml.Node{Kind: yaml.ScalarNode, Line: line}
-			switch v := tok.(type) {
-			case json.Delim:
-				if len(stack) >= maxDepth {
-					return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("nested more than %d deep", maxDepth)}
-				}
-				n.Kind, n.Tag = yaml.MappingNode, "!!map"
-				if v == '[' {
-					n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
-				}
-			case string:
-				n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
-			case json.Number:
-				n.Tag, n.Value = "!!int", string(v)
-				if strings.ContainsAny(string(v), ".eE") || len(strings.TrimPrefix(string(v), "-")) > 18 {
-					n.Tag = "!!float" // a fraction, an exponent, or maybe beyond int64
-				}
-			case bool:
-				n.Tag, n.Value = "!!bool", fmt.Sprint(v)
-			case nil:
-				n.Tag, n.Value = "!!null", "null"
+			n.Kind, n.Tag = yaml.MappingNode, "!!map"
+			if v == '[' {
+				n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
 			}
-			if len(stack) == 0 {
-				root = n
-			} else {
-				top := stack[len(stack)-1]
-				top.Content = append(top.Content, n)
+		case string:
+			n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
+		case json.Number:
+			n.Tag, n.Value = "!!int", string(v)
+			if strings.ContainsAny(string(v), ".eE") || len(strings.TrimPrefix(string(v), "-")) > 18 {
+				n.Tag = "!!float" // a fraction, an exponent, or maybe beyond int64
 			}
-			if n.Kind != yaml.ScalarNode {
-				stack = append(stack, n)
-			}
+		case bool:
+			n.Tag, n.Value = "!!bool", fmt.Sprint(v)
+		case nil:
+			n.Tag, n.Value = "!!null", "null"
 		}
 		if len(stack) == 0 {
-			break
+			root = n
+		} else {
+			top := stack[len(stack)-1]
+			top.Content = append(top.Content, n)
+		}
+		if n.Kind != yaml.ScalarNode {
+			stack = append(stack, n)
 		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
