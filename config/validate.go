@@ -86,23 +86,20 @@ func (c *Config) validate() error {
 			c.Jitter = Duration(min(DefaultJitter, interval/10))
 		}
 	}
-	if err := cmp.Or(
+	// Every check runs; the first failing one, in this order, is the error.
+	return cmp.Or(
 		failIf(c.Jitter < 0, "jitter", "must be >= 0, got %s", c.Jitter.D()),
 		failIf(c.Jitter.D() > time.Hour, "jitter", "must be at most 1h, got %s", c.Jitter.D()),
 		failIf(interval > 0 && c.Jitter.D() >= interval, "jitter", "must be shorter than the schedule's shortest interval (%s), got %s: lower it, or leave it out for the default (a tenth of the interval, at most %s)",
 			interval, c.Jitter.D(), DefaultJitter),
 		failIf(c.Concurrency < 1 || c.Concurrency > 4096, "concurrency", "must be between 1 and 4096, got %d", c.Concurrency),
 		failIf(c.Site != "" && !laneName.MatchString(c.Site), "site", "want [a-z0-9_-]+ or nothing, got %q", c.Site),
-	); err != nil {
-		return err
-	}
-	defaults := func() error { return validateProbe("probe", c.Probe.Prompt, c.Probe.MaxTokens, c.Probe.Timeout) }
-	for _, check := range []func() error{c.validateStore, defaults, c.validateSites, c.validateQuotas, c.validateLanes, c.validatePolicy} {
-		if err := check(); err != nil {
-			return err
-		}
-	}
-	return nil
+		c.validateStore(),
+		validateProbe("probe", c.Probe.Prompt, c.Probe.MaxTokens, c.Probe.Timeout),
+		c.validateSites(),
+		c.validateQuotas(),
+		c.validateLanes(),
+		c.validatePolicy())
 }
 
 func (c *Config) abs(p string) string {
