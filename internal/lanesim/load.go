@@ -67,22 +67,16 @@ func (c Curve) At(h float64) float64 {
 	if h < 0 {
 		h += 24
 	}
-	i, _ := slices.BinarySearchFunc(c, h, func(p CurvePoint, h float64) int {
-		if p.Hour <= h {
-			return -1
-		}
-		return 1
-	})
-	var prev, next CurvePoint
-	switch i {
+	i := slices.IndexFunc(c, func(p CurvePoint) bool { return p.Hour > h })
+	if i < 0 {
+		i = len(c)
+	}
+	prev, next := c[(i+len(c)-1)%len(c)], c[i%len(c)]
+	switch i { // round midnight
 	case 0:
-		prev, next = c[len(c)-1], c[0]
 		prev.Hour -= 24
 	case len(c):
-		prev, next = c[len(c)-1], c[0]
 		next.Hour += 24
-	default:
-		prev, next = c[i-1], c[i]
 	}
 	span := next.Hour - prev.Hour
 	if span <= 0 {
@@ -172,14 +166,11 @@ func (s *Server) arrive() {
 		if !granted {
 			select {
 			case <-t.ready:
-				s.bgWaiting.Add(-1)
-			case <-s.ctx.Done():
-				s.bgWaiting.Add(-1)
-				s.queue.leave(t)
-				return
+			case <-s.ctx.Done(): // Close: sleep returns at once, leave withdraws
 			}
+			s.bgWaiting.Add(-1)
 		}
 		sleep(s.ctx, s.opts.BackgroundHold)
-		s.queue.release()
+		s.queue.leave(t)
 	})
 }

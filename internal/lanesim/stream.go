@@ -28,11 +28,10 @@ type dialect interface {
 // replyLen is how many tokens a reply gets under the request's max_tokens
 // (nil: no limit), and whether that limit cut it short.
 func (s *Server) replyLen(limit *int) (n int, truncated bool) {
-	n = s.opts.Tokens
-	if limit != nil && *limit < n {
+	if limit != nil && *limit < s.opts.Tokens {
 		return *limit, true
 	}
-	return n, false
+	return s.opts.Tokens, false
 }
 
 // serve runs one streamed request: fault draws, headers, the FIFO wait with
@@ -94,15 +93,14 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 		return nil
 	default:
 	}
-	var tick <-chan time.Time
-	comment := s.opts.KeepAlive > 0
-	if comment {
+	var tick <-chan time.Time // nil without keep-alive comments
+	if s.opts.KeepAlive > 0 {
 		tk := time.NewTicker(s.opts.KeepAlive)
 		defer tk.Stop()
 		tick = tk.C
 	}
 	for {
-		if comment {
+		if tick != nil {
 			if err := sw.comment("queued"); err != nil {
 				s.queue.leave(t)
 				return err
@@ -112,7 +110,6 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 		case <-t.ready:
 			return nil
 		case <-tick:
-			comment = true
 		case <-ctx.Done():
 			s.queue.leave(t)
 			return ctx.Err()
@@ -172,21 +169,13 @@ func (sw *sseWriter) comment(text string) error {
 	return sw.write(": " + text + "\n\n")
 }
 
-// event writes an event named name ("": unnamed) whose data is v as JSON,
-// or v itself if it is a string.
+// event writes an event named name ("": unnamed) whose data is v as JSON.
 func (sw *sseWriter) event(name string, v any) error {
-	data, ok := v.(string)
-	if !ok {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode event: %w", err)
-		}
-		data = string(b)
-	}
+	data, _ := json.Marshal(v) // cannot fail: maps and structs of strings and ints
 	if name != "" {
 		name = "event: " + name + "\n"
 	}
-	return sw.write(name + "data: " + data + "\n\n")
+	return sw.write(name + "data: " + string(data) + "\n\n")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
