@@ -165,8 +165,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(s.Stats())
 }
 
-// draw takes one variate from the seeded source: (*rand.Rand).Float64 or
-// ExpFloat64.
+// draw takes one variate, f, from the seeded source.
 func (s *Server) draw(f func(*rand.Rand) float64) float64 {
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()

@@ -118,13 +118,10 @@ func (c simClock) hour(now time.Time) float64 {
 	return float64(t.Hour()) + float64(t.Minute())/60 + float64(t.Second())/3600
 }
 
-// loadStep is how often the background generator integrates its arrival rate.
-const loadStep = 50 * time.Millisecond
-
 // runLoad runs the background load until Close: a Poisson process whose
-// rate (Background per minute × the curve) is integrated every loadStep.
+// rate (Background per minute × the curve) is integrated every 50 ms.
 func (s *Server) runLoad() {
-	tick := time.NewTicker(loadStep)
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	last := time.Now()
 	need := s.draw((*rand.Rand).ExpFloat64) // integrated rate still to go before the next arrival

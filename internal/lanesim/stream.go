@@ -9,12 +9,6 @@ import (
 	"time"
 )
 
-// tokenText is the text of every generated token.
-const tokenText = "tok "
-
-// maxBody caps a request body.
-const maxBody = 1 << 20
-
 // dialect writes one API's stream events; the Server owns queueing, pacing
 // and faults.
 type dialect interface {
@@ -134,7 +128,7 @@ func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, 
 		if i > 0 && !sleep(ctx, s.opts.TokenInterval) {
 			return i, ctx.Err()
 		}
-		if err := d.token(sw, tokenText); err != nil {
+		if err := d.token(sw, "tok "); err != nil {
 			return i, err
 		}
 	}
@@ -184,9 +178,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decodeBody reads a JSON request body of at most maxBody bytes.
+// decodeBody reads a JSON request body of at most 1 MiB.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("request body: %w", err)
 	}
