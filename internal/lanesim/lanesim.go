@@ -66,7 +66,6 @@ type Server struct {
 
 	ctx    context.Context // cancelled by Close: ends streams and background jobs
 	cancel context.CancelFunc
-	once   sync.Once
 	wg     sync.WaitGroup // background generator and jobs
 
 	rngMu sync.Mutex
@@ -84,9 +83,7 @@ type Server struct {
 // New builds a Server and starts its background load generator, if any.
 // Call Close to stop it.
 func New(opts Options) *Server {
-	if opts.Slots < 1 {
-		opts.Slots = 1
-	}
+	opts.Slots = max(opts.Slots, 1)
 	opts.Tokens = max(opts.Tokens, 0)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -110,12 +107,11 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Close ends every open stream and the background load; it is idempotent.
+// Close ends every open stream and the background load; it is idempotent
+// (concurrent Waits are safe: only runLoad, itself in wg, adds to wg).
 func (s *Server) Close() {
-	s.once.Do(func() {
-		s.cancel()
-		s.wg.Wait()
-	})
+	s.cancel()
+	s.wg.Wait()
 }
 
 // Handler serves both APIs (stream: true only) and GET /healthz, the Stats
