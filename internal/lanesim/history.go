@@ -248,9 +248,7 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 	lanes := make([]*histLane, len(opts.Lanes))
 	free := 0
 	for i, l := range opts.Lanes {
-		switch l.Kind {
-		case "free", "paid":
-		default:
+		if l.Kind != "free" && l.Kind != "paid" {
 			return fmt.Errorf("history: lane %q: kind %q: want free or paid", l.Name, l.Kind)
 		}
 		h := fnv.New64a()
@@ -391,11 +389,12 @@ func (l *histLane) probe(t time.Time) (store.Probe, ProbeTruth, bool) {
 	if l.prof.Tail == TailMixture && l.rng.Float64() < l.prof.SlowShare {
 		q *= l.prof.SlowFactor
 	}
+	inBurst := l.burst
+	l.burst = false // unless this probe is a burst's 429
 	switch {
 	case outage > 0:
 		p.QueueS, p.Outcome = l.opts.Timeout.Seconds(), "timeout"
-		l.burst = false
-	case (l.burst && burst < 0.5) || (!l.burst && burst < Burst429Rate):
+	case (inBurst && burst < 0.5) || (!inBurst && burst < Burst429Rate):
 		reset := time.Duration(10+l.rng.IntN(51)) * time.Minute
 		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, reset.Seconds()
 		p.QuotaKnown, p.QuotaRemaining = true, 0
@@ -403,14 +402,12 @@ func (l *histLane) probe(t time.Time) (store.Probe, ProbeTruth, bool) {
 	case l.opts.Busy429Rate > 0 && l.rng.Float64() < min(1, l.opts.Busy429Rate*mult):
 		wait := time.Duration(math.Exp(math.Log(busy429MaxS)*l.rng.Float64()) * float64(time.Second)).Round(time.Second)
 		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, wait.Seconds()
-		l.backoff, l.burst = t.Add(wait), false
+		l.backoff = t.Add(wait)
 	case q >= l.opts.Timeout.Seconds():
 		p.QueueS, p.Outcome = l.opts.Timeout.Seconds(), "timeout"
-		l.burst = false
 	default:
 		p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
 		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
-		l.burst = false
 	}
 	return p, tr, true
 }
