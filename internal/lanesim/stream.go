@@ -80,7 +80,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id in
 }
 
 // wait holds the request in the queue until its ticket is granted, with a
-// ": queued" comment at once and every KeepAlive.
+// ": queued" SSE comment (clients ignore it) at once and every KeepAlive.
 func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	select {
 	case <-t.ready:
@@ -95,7 +95,7 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	}
 	for {
 		if tick != nil {
-			if err := sw.comment("queued"); err != nil {
+			if err := sw.write(": queued\n\n"); err != nil {
 				s.queue.leave(t)
 				return err
 			}
@@ -156,11 +156,6 @@ func (sw *sseWriter) write(s string) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	return sw.flush()
-}
-
-// comment writes ": text", which SSE clients ignore.
-func (sw *sseWriter) comment(text string) error {
-	return sw.write(": " + text + "\n\n")
 }
 
 // event writes an event named name ("": unnamed) whose data is v as JSON.
