@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lanewatch/lanewatch/internal/decode"
 	"github.com/lanewatch/lanewatch/internal/num"
 	"github.com/lanewatch/lanewatch/internal/redact"
 	"github.com/lanewatch/lanewatch/policy"
@@ -19,31 +20,30 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
-var laneName = regexp.MustCompile(`^[a-z0-9_-]+$`)
+var (
+	laneName  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	upperName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+)
 
 // ValidName reports whether s is a valid lane or site name: [a-z0-9_-]+.
 func ValidName(s string) bool { return laneName.MatchString(s) }
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // notAName is the error of a key variable's name that is none: what is
 // there may be the key itself, so it is never echoed.
 const notAName = "must be the name of an environment variable (letters, digits, _), not the key: put the key in a variable and name the variable here"
 
-// shownName is a key variable's name as an error may show it: a name in
-// the usual form (FREE_LANE_KEY) as it is; any other, which may be a key
-// pasted in its place, withheld.
-func shownName(name string) string {
-	if upperName.MatchString(name) && len(name) <= 64 {
-		return name
-	}
-	return "(its name withheld: it does not look like one)"
-}
-
-var upperName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-
 func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// failIf is fieldErr when bad holds, else nil: in a cmp.Or of checks, the
+// first that fails is the error.
+func failIf(bad bool, field, format string, args ...any) error {
+	if !bad {
+		return nil
+	}
+	return fieldErr(field, format, args...)
 }
 
 // newName checks name, at field, of item i of list: a valid name, not the
@@ -86,26 +86,20 @@ func (c *Config) validate() error {
 			c.Jitter = Duration(min(DefaultJitter, interval/10))
 		}
 	}
-	switch {
-	case c.Jitter < 0:
-		return fieldErr("jitter", "must be >= 0, got %s", c.Jitter.D())
-	case c.Jitter.D() > time.Hour:
-		return fieldErr("jitter", "must be at most 1h, got %s", c.Jitter.D())
-	case interval > 0 && c.Jitter.D() >= interval:
-		return fieldErr("jitter", "must be shorter than the schedule's shortest interval (%s), got %s: lower it, or leave it out for the default (a tenth of the interval, at most %s)",
-			interval, c.Jitter.D(), DefaultJitter)
-	case c.Concurrency < 1 || c.Concurrency > 4096:
-		return fieldErr("concurrency", "must be between 1 and 4096, got %d", c.Concurrency)
-	case c.Site != "" && !laneName.MatchString(c.Site):
-		return fieldErr("site", "want [a-z0-9_-]+ or nothing, got %q", c.Site)
-	}
-	defaults := func() error { return c.validateProbe("probe", &c.Probe.Prompt, &c.Probe.MaxTokens, &c.Probe.Timeout) }
-	for _, check := range []func() error{c.validateStore, defaults, c.validateSites, c.validateQuotas, c.validateLanes, c.validatePolicy} {
-		if err := check(); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Every check runs; the first failing one, in this order, is the error.
+	return cmp.Or(
+		failIf(c.Jitter < 0, "jitter", "must be >= 0, got %s", c.Jitter.D()),
+		failIf(c.Jitter.D() > time.Hour, "jitter", "must be at most 1h, got %s", c.Jitter.D()),
+		failIf(interval > 0 && c.Jitter.D() >= interval, "jitter", "must be shorter than the schedule's shortest interval (%s), got %s: lower it, or leave it out for the default (a tenth of the interval, at most %s)",
+			interval, c.Jitter.D(), DefaultJitter),
+		failIf(c.Concurrency < 1 || c.Concurrency > 4096, "concurrency", "must be between 1 and 4096, got %d", c.Concurrency),
+		failIf(c.Site != "" && !laneName.MatchString(c.Site), "site", "want [a-z0-9_-]+ or nothing, got %q", c.Site),
+		c.validateStore(),
+		validateProbe("probe", c.Probe.Prompt, c.Probe.MaxTokens, c.Probe.Timeout),
+		c.validateSites(),
+		c.validateQuotas(),
+		c.validateLanes(),
+		c.validatePolicy())
 }
 
 func (c *Config) abs(p string) string {
@@ -117,15 +111,13 @@ func (c *Config) abs(p string) string {
 
 func (c *Config) validateStore() error {
 	s := &c.Store
-	switch {
-	case s.RetentionDays < 0 || s.RetentionDays > 36500:
-		return fieldErr("store.retention_days", "must be between 0 and 36500 (0 keeps every probe), got %d", s.RetentionDays)
-	case s.Timeout <= 0 || s.Timeout.D() > time.Hour:
-		return fieldErr("store.timeout", "must be > 0 and at most 1h0m0s, got %s", s.Timeout.D())
-	case s.QueryLanguage == "flux":
-		return fieldErr("store.query_language", "flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set auto")
-	case s.QueryLanguage != "auto" && s.QueryLanguage != "influxql":
-		return fieldErr("store.query_language", "want auto or influxql, got %q", s.QueryLanguage)
+	if err := cmp.Or(
+		failIf(s.RetentionDays < 0 || s.RetentionDays > 36500, "store.retention_days", "must be between 0 and 36500 (0 keeps every probe), got %d", s.RetentionDays),
+		failIf(s.Timeout <= 0 || s.Timeout.D() > time.Hour, "store.timeout", "must be > 0 and at most 1h0m0s, got %s", s.Timeout.D()),
+		failIf(s.QueryLanguage == "flux", "store.query_language", "flux is no longer read: lanewatch reads InfluxQL through /query (on InfluxDB 2.x its v1-compatibility API, with the bucket's DBRP mapping); remove the key or set auto"),
+		failIf(s.QueryLanguage != "auto" && s.QueryLanguage != "influxql", "store.query_language", "want auto or influxql, got %q", s.QueryLanguage),
+	); err != nil {
+		return err
 	}
 	switch s.Kind {
 	case StoreFile:
@@ -143,19 +135,15 @@ func (c *Config) validateStore() error {
 			return err
 		}
 		s.SpoolMaxBytes = cmp.Or(s.SpoolMaxBytes, store.DefaultSpoolMaxBytes)
-		switch {
-		case s.RetentionDays != 0:
-			return fieldErr("store.retention_days", "kind file only: on InfluxDB, old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)")
-		case s.Bucket == "":
-			return fieldErr("store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)")
-		case s.TokenEnv != "" && !envName.MatchString(s.TokenEnv):
-			return fieldErr("store.token_env", notAName)
-		case s.SpoolMaxBytes < 0:
-			return fieldErr("store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes)
-		}
 		s.Spool = c.abs(cmp.Or(s.Spool, store.DefaultSpoolPath))
 		s.DeadLetter = c.abs(cmp.Or(s.DeadLetter, store.DefaultDeadLetterPath))
-		return cmp.Or(notDir("store.spool", s.Spool, "spool.lp"), notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"))
+		return cmp.Or(
+			failIf(s.RetentionDays != 0, "store.retention_days", "kind file only: on InfluxDB, old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)"),
+			failIf(s.Bucket == "", "store.bucket", "required for kind influx (a bucket, or db/rp on InfluxDB 1.8)"),
+			failIf(s.TokenEnv != "" && !envName.MatchString(s.TokenEnv), "store.token_env", notAName),
+			failIf(s.SpoolMaxBytes < 0, "store.spool_max_bytes", "must be > 0, got %d", s.SpoolMaxBytes),
+			notDir("store.spool", s.Spool, "spool.lp"),
+			notDir("store.dead_letter", s.DeadLetter, "dead-letter.lp"))
 	}
 	return fieldErr("store.kind", "want %s or %s, got %q", StoreFile, StoreInflux, s.Kind)
 }
@@ -190,61 +178,48 @@ func httpURL(field, raw, example, secret string) error {
 	return nil
 }
 
-func (c *Config) validateProbe(prefix string, prompt *string, maxTokens *int, timeout *Duration) error {
-	switch {
-	case strings.TrimSpace(*prompt) == "":
-		return fieldErr(prefix+".prompt", "must not be empty")
-	case len(*prompt) > 4096:
-		return fieldErr(prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(*prompt))
-	case *maxTokens < 1 || *maxTokens > 4096:
-		return fieldErr(prefix+".max_tokens", "must be between 1 and 4096, got %d", *maxTokens)
-	case *timeout <= 0 || timeout.D() > time.Hour:
-		return fieldErr(prefix+".timeout", "must be > 0 and at most 1h (a probe is short), got %s", timeout.D())
-	}
-	return nil
+func validateProbe(prefix, prompt string, maxTokens int, timeout Duration) error {
+	return cmp.Or(
+		failIf(strings.TrimSpace(prompt) == "", prefix+".prompt", "must not be empty"),
+		failIf(len(prompt) > 4096, prefix+".prompt", "is %d bytes; a probe prompt is short (at most 4096)", len(prompt)),
+		failIf(maxTokens < 1 || maxTokens > 4096, prefix+".max_tokens", "must be between 1 and 4096, got %d", maxTokens),
+		failIf(timeout <= 0 || timeout.D() > time.Hour, prefix+".timeout", "must be > 0 and at most 1h (a probe is short), got %s", timeout.D()))
 }
 
 func (c *Config) validateLanes() error {
 	if len(c.Lanes) == 0 {
 		return fieldErr("lanes", "at least one lane is required")
 	}
+	var quotas []string
+	for _, q := range c.Quotas {
+		quotas = append(quotas, q.Name)
+	}
+	list := "no quotas are defined"
+	if len(quotas) > 0 {
+		list = "quotas: " + strings.Join(quotas, ", ")
+	}
 	seen := map[string]int{}
 	for i := range c.Lanes {
-		if err := c.validateLane(i, seen); err != nil {
+		l, f := &c.Lanes[i], decode.Index("lanes", i)
+		l.Prompt = cmp.Or(l.Prompt, c.Probe.Prompt)
+		l.MaxTokens = cmp.Or(l.MaxTokens, c.Probe.MaxTokens)
+		l.Timeout = cmp.Or(l.Timeout, c.Probe.Timeout)
+		l.IncludeUsage = cmp.Or(l.IncludeUsage, c.Probe.IncludeUsage, new(true))
+		api := probe.API(l.API)
+		if err := cmp.Or(
+			newName(f+".name", l.Name, "lanes", i, seen),
+			failIf(l.Kind != policy.KindFree && l.Kind != policy.KindPaid, f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind),
+			failIf(api != probe.OpenAI && api != probe.Anthropic, f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API),
+			httpURL(f+".base_url", l.BaseURL, "", "name the key's variable in api_key_env"),
+			failIf(strings.TrimSpace(l.Model) == "", f+".model", "must not be empty"),
+			failIf(l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv), f+".api_key_env", notAName),
+			failIf(l.Quota != "" && !slices.Contains(quotas, l.Quota), f+".quota", "%q is not a quotas[] name (%s)", l.Quota, list),
+			validateProbe(f, l.Prompt, l.MaxTokens, l.Timeout),
+		); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (c *Config) validateLane(i int, seen map[string]int) error {
-	l := &c.Lanes[i]
-	f := fmt.Sprintf("lanes[%d]", i)
-	if err := newName(f+".name", l.Name, "lanes", i, seen); err != nil {
-		return err
-	}
-	switch api := probe.API(l.API); {
-	case l.Kind != policy.KindFree && l.Kind != policy.KindPaid:
-		return fieldErr(f+".kind", "want %s or %s, got %q", policy.KindFree, policy.KindPaid, l.Kind)
-	case api != probe.OpenAI && api != probe.Anthropic:
-		return fieldErr(f+".api", "want %s or %s, got %q", probe.OpenAI, probe.Anthropic, l.API)
-	}
-	if err := httpURL(f+".base_url", l.BaseURL, "", "name the key's variable in api_key_env"); err != nil {
-		return err
-	}
-	switch {
-	case strings.TrimSpace(l.Model) == "":
-		return fieldErr(f+".model", "must not be empty")
-	case l.APIKeyEnv != "" && !envName.MatchString(l.APIKeyEnv):
-		return fieldErr(f+".api_key_env", notAName)
-	case l.Quota != "" && !slices.ContainsFunc(c.Quotas, func(q Quota) bool { return q.Name == l.Quota }):
-		return fieldErr(f+".quota", "%q is not a quotas[] name (%s)", l.Quota, c.quotaNames())
-	}
-	l.Prompt = cmp.Or(l.Prompt, c.Probe.Prompt)
-	l.MaxTokens = cmp.Or(l.MaxTokens, c.Probe.MaxTokens)
-	l.Timeout = cmp.Or(l.Timeout, c.Probe.Timeout)
-	l.IncludeUsage = cmp.Or(l.IncludeUsage, c.Probe.IncludeUsage, new(true))
-	return c.validateProbe(f, &l.Prompt, &l.MaxTokens, &l.Timeout)
 }
 
 // zone loads the IANA time zone name; "" and "Local" are not IANA names.
@@ -257,28 +232,23 @@ func zone(field, name string) (*time.Location, error) {
 }
 
 func (c *Config) validateQuotas() error {
-	var err error
 	seen := map[string]int{}
 	for i := range c.Quotas {
-		q, f := &c.Quotas[i], fmt.Sprintf("quotas[%d]", i)
-		if err := newName(f+".name", q.Name, "quotas", i, seen); err != nil {
-			return err
-		}
-		if q.ProbesPerDay < 1 || q.ProbesPerDay > 100000 {
-			return fieldErr(f+".probes_per_day", "must be between 1 and 100000, got %d", q.ProbesPerDay)
-		}
+		q, f := &c.Quotas[i], decode.Index("quotas", i)
 		q.Timezone = cmp.Or(q.Timezone, "UTC")
-		if q.Location, err = zone(f+".timezone", q.Timezone); err != nil {
-			return err
-		}
 		q.Scope = cmp.Or(q.Scope, ScopeAccount)
-		switch shared := q.Scope == ScopeAccount && (c.Site != "" || len(c.Sites) > 0) && !slices.Contains(c.Sites, c.Site); {
-		case q.Scope != ScopeAccount && q.Scope != ScopeSite:
-			return fieldErr(f+".scope", "want %s or %s, got %q", ScopeAccount, ScopeSite, q.Scope)
-		case shared && c.Site == "":
-			return fieldErr(f+".scope", "account: the sites %s share this quota's budget, so site must name one of them", strings.Join(c.Sites, ", "))
-		case shared:
-			return fieldErr("sites", "must list site %q: quotas[%d] %q has scope account, shared by the listed sites (or set its scope: site)", c.Site, i, q.Name)
+		loc, zoneErr := zone(f+".timezone", q.Timezone)
+		q.Location = loc
+		shared := q.Scope == ScopeAccount && (c.Site != "" || len(c.Sites) > 0) && !slices.Contains(c.Sites, c.Site)
+		if err := cmp.Or(
+			newName(f+".name", q.Name, "quotas", i, seen),
+			failIf(q.ProbesPerDay < 1 || q.ProbesPerDay > 100000, f+".probes_per_day", "must be between 1 and 100000, got %d", q.ProbesPerDay),
+			zoneErr,
+			failIf(q.Scope != ScopeAccount && q.Scope != ScopeSite, f+".scope", "want %s or %s, got %q", ScopeAccount, ScopeSite, q.Scope),
+			failIf(shared && c.Site == "", f+".scope", "account: the sites %s share this quota's budget, so site must name one of them", strings.Join(c.Sites, ", ")),
+			failIf(shared, "sites", "must list site %q: quotas[%d] %q has scope account, shared by the listed sites (or set its scope: site)", c.Site, i, q.Name),
+		); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -287,26 +257,15 @@ func (c *Config) validateQuotas() error {
 // validateSites checks the sites list: valid names, each once.
 func (c *Config) validateSites() error {
 	for i, s := range c.Sites {
-		switch j := slices.Index(c.Sites, s); {
-		case !laneName.MatchString(s):
-			return fieldErr(fmt.Sprintf("sites[%d]", i), "want [a-z0-9_-]+, got %q", s)
-		case j < i:
-			return fieldErr(fmt.Sprintf("sites[%d]", i), "%q is already sites[%d]", s, j)
+		j := slices.Index(c.Sites, s)
+		if err := cmp.Or(
+			failIf(!laneName.MatchString(s), decode.Index("sites", i), "want [a-z0-9_-]+, got %q", s),
+			failIf(j < i, decode.Index("sites", i), "%q is already sites[%d]", s, j),
+		); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// quotaNames lists the quotas for an error message.
-func (c *Config) quotaNames() string {
-	if len(c.Quotas) == 0 {
-		return "no quotas are defined"
-	}
-	names := make([]string, len(c.Quotas))
-	for i, q := range c.Quotas {
-		names[i] = q.Name
-	}
-	return "quotas: " + strings.Join(names, ", ")
 }
 
 func (c *Config) validatePolicy() error {
@@ -315,42 +274,32 @@ func (c *Config) validatePolicy() error {
 	if p.LookbackDays == LookbackUnset {
 		p.LookbackDays = lookback
 	}
-	switch r := c.Store.RetentionDays; {
-	case p.Out == "":
-		return fieldErr("policy.out", "must not be empty")
-	case !ok:
-		return fieldErr("policy.rule", "want calibrated or max, got %q", p.Rule)
-	case !(p.Coverage > 0 && p.Coverage < 1):
-		return fieldErr("policy.coverage", "must be above 0 and below 1, got %v", p.Coverage)
-	case p.LookbackDays < 0 || p.LookbackDays > 366:
-		return fieldErr("policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays)
-	case p.Rule == "calibrated" && p.LookbackDays < 1:
-		return fieldErr("policy.lookback_days", "the calibrated rule learns from at least 1 day, got %d", p.LookbackDays)
-	case p.Rule == "calibrated" && r != 0 && r < 2*p.LookbackDays:
-		return fieldErr("store.retention_days", "%d days prunes probes the calibrated rule reads: it learns from twice policy.lookback_days (%d), so keep at least %d", r, p.LookbackDays, 2*p.LookbackDays)
+	r, calibrated := c.Store.RetentionDays, p.Rule == "calibrated"
+	if err := cmp.Or(
+		failIf(p.Out == "", "policy.out", "must not be empty"),
+		failIf(!ok, "policy.rule", "want calibrated or max, got %q", p.Rule),
+		failIf(!(p.Coverage > 0 && p.Coverage < 1), "policy.coverage", "must be above 0 and below 1, got %v", p.Coverage),
+		failIf(p.LookbackDays < 0 || p.LookbackDays > 366, "policy.lookback_days", "must be between 0 and 366, got %d", p.LookbackDays),
+		failIf(calibrated && p.LookbackDays < 1, "policy.lookback_days", "the calibrated rule learns from at least 1 day, got %d", p.LookbackDays),
+		failIf(calibrated && r != 0 && r < 2*p.LookbackDays, "store.retention_days", "%d days prunes probes the calibrated rule reads: it learns from twice policy.lookback_days (%d), so keep at least %d", r, p.LookbackDays, 2*p.LookbackDays),
+	); err != nil {
+		return err
 	}
 	p.Out = c.abs(p.Out)
 	seen := map[string]int{}
 	for i, cl := range p.Classes {
-		f := fmt.Sprintf("policy.classes[%d]", i)
-		if err := newName(f+".name", cl.Name, "policy.classes", i, seen); err != nil {
+		f := decode.Index("policy.classes", i)
+		if err := cmp.Or(
+			newName(f+".name", cl.Name, "policy.classes", i, seen),
+			failIf(!num.Finite(cl.DeadlineS) || cl.DeadlineS <= 0, f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS),
+			failIf(cl.CeilingTokens <= 0, f+".ceiling_tokens", "must be > 0, got %d", cl.CeilingTokens),
+			failIf(cl.EstTokens <= 0, f+".est_tokens", "must be > 0, got %d", cl.EstTokens),
+			failIf(cl.EstTokens > cl.CeilingTokens, f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens),
+			failIf(!num.Finite(cl.PaidUSDPer1k) || cl.PaidUSDPer1k < 0, f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k),
+			failIf(cl.Coverage != 0 && !(cl.Coverage > 0 && cl.Coverage < 1), f+".coverage", "must be above 0 and below 1 (or left out: policy.coverage), got %v", cl.Coverage),
+			failIf(cl.Objective != "" && !slices.Contains(policy.Objectives, cl.Objective), f+".objective", "want %s, got %q", strings.Join(policy.Objectives, " or "), cl.Objective),
+		); err != nil {
 			return err
-		}
-		switch {
-		case !num.Finite(cl.DeadlineS) || cl.DeadlineS <= 0:
-			return fieldErr(f+".deadline_s", "must be a finite number > 0, got %v", cl.DeadlineS)
-		case cl.CeilingTokens <= 0:
-			return fieldErr(f+".ceiling_tokens", "must be > 0, got %d", cl.CeilingTokens)
-		case cl.EstTokens <= 0:
-			return fieldErr(f+".est_tokens", "must be > 0, got %d", cl.EstTokens)
-		case cl.EstTokens > cl.CeilingTokens:
-			return fieldErr(f+".est_tokens", "%d is above ceiling_tokens %d: no attempt could fit", cl.EstTokens, cl.CeilingTokens)
-		case !num.Finite(cl.PaidUSDPer1k) || cl.PaidUSDPer1k < 0:
-			return fieldErr(f+".paid_usd_per_1k", "must be a finite number >= 0, got %v", cl.PaidUSDPer1k)
-		case cl.Coverage != 0 && !(cl.Coverage > 0 && cl.Coverage < 1):
-			return fieldErr(f+".coverage", "must be above 0 and below 1 (or left out: policy.coverage), got %v", cl.Coverage)
-		case cl.Objective != "" && !slices.Contains(policy.Objectives, cl.Objective):
-			return fieldErr(f+".objective", "want %s, got %q", strings.Join(policy.Objectives, " or "), cl.Objective)
 		}
 	}
 	return nil
@@ -376,12 +325,18 @@ func secret(lookup func(string) (string, bool), name, who string) (string, error
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
+	// A name in the usual form (FREE_LANE_KEY) is shown; any other may be a
+	// key pasted in its place.
+	shown := "(its name withheld: it does not look like one)"
+	if upperName.MatchString(name) && len(name) <= 64 {
+		shown = name
+	}
 	v, ok := lookup(name)
 	switch {
 	case !ok:
-		return "", fmt.Errorf("%s: environment variable %s is not set", who, shownName(name))
+		return "", fmt.Errorf("%s: environment variable %s is not set", who, shown)
 	case strings.TrimSpace(v) == "":
-		return "", fmt.Errorf("%s: environment variable %s is empty", who, shownName(name))
+		return "", fmt.Errorf("%s: environment variable %s is empty", who, shown)
 	}
 	return v, nil
 }

@@ -63,7 +63,6 @@ type Calibrator struct {
 	window int64 // nanoseconds
 
 	hours [24]orderedWindow[profileKey] // by hour of day
-	all   orderedWindow[profileKey]
 	resid orderedWindow[float64]
 	waits [24]orderedWindow[waitResid] // by hour of day, the uncensored residuals d
 
@@ -89,7 +88,6 @@ func NewCalibrator(p CalibratedParams) *Calibrator {
 		c.hours[i].cmp = cmpProfileKey
 		c.waits[i].cmp = func(a, b waitResid) int { return cmp.Compare(a.d, b.d) }
 	}
-	c.all.cmp, c.all.lazy = cmpProfileKey, true // read only for an hour without observations
 	c.resid.cmp = cmp.Compare[float64]
 	return c
 }
@@ -143,7 +141,6 @@ func (c *Calibrator) Add(o QueueObs) error {
 	}
 	k := profileKey{censored: o.Censored, v: lv}
 	c.hours[h].add(t, k)
-	c.all.add(t, k)
 	return nil
 }
 
@@ -271,7 +268,6 @@ func (c *Calibrator) evict(t int64, h int) {
 	from := t - c.window
 	c.hours[h].evict(from)
 	c.waits[h].evict(from)
-	c.all.evict(from)
 	c.resid.evict(from)
 }
 
@@ -282,10 +278,16 @@ func (c *Calibrator) profile(h int, from int64) (float64, bool) {
 	if n := w.len() - len(w.stale(from)); n > 0 {
 		return w.kth(from, n/2+1).v, true
 	}
-	s := c.all.view(from)
+	var s []profileKey
+	for i := range c.hours {
+		for _, it := range c.hours[i].live(from) {
+			s = append(s, it.v)
+		}
+	}
 	if len(s) == 0 {
 		return 0, false
 	}
+	slices.SortFunc(s, cmpProfileKey)
 	return s[len(s)/2].v, true
 }
 
@@ -332,11 +334,10 @@ func cmpProfileKey(a, b profileKey) int {
 	return cmp.Compare(a.v, b.v)
 }
 
-// orderedWindow holds the values of a time window in arrival order and,
-// unless lazy (sorted only when asked: view), sorted by cmp.
+// orderedWindow holds the values of a time window in arrival order and
+// sorted by cmp.
 type orderedWindow[T any] struct {
 	cmp    func(a, b T) int
-	lazy   bool
 	items  []windowItem[T]
 	head   int
 	sorted []T
@@ -351,10 +352,8 @@ func (w *orderedWindow[T]) len() int { return len(w.sorted) }
 
 func (w *orderedWindow[T]) add(t int64, v T) {
 	w.items = append(w.items, windowItem[T]{t, v})
-	if !w.lazy {
-		i, _ := w.search(v)
-		w.sorted = slices.Insert(w.sorted, i, v)
-	}
+	i, _ := w.search(v)
+	w.sorted = slices.Insert(w.sorted, i, v)
 }
 
 // search finds v in the sorted values; float64 windows compare directly,
@@ -366,15 +365,9 @@ func (w *orderedWindow[T]) search(v T) (int, bool) {
 	return slices.BinarySearchFunc(w.sorted, v, w.cmp)
 }
 
-// view returns the sorted values of a lazy window's items from from on.
-func (w *orderedWindow[T]) view(from int64) []T {
-	live := w.items[w.head+len(w.stale(from)):]
-	s := make([]T, len(live))
-	for i, it := range live {
-		s[i] = it.v
-	}
-	slices.SortFunc(s, w.cmp)
-	return s
+// live returns the items from from on.
+func (w *orderedWindow[T]) live(from int64) []windowItem[T] {
+	return w.items[w.head+len(w.stale(from)):]
 }
 
 // stale returns the items before from that evict(from) would drop.
@@ -420,9 +413,6 @@ func (w *orderedWindow[T]) evict(from int64) {
 		it := w.items[w.head]
 		w.items[w.head] = windowItem[T]{}
 		w.head++
-		if w.lazy {
-			continue
-		}
 		if i, ok := w.search(it.v); ok {
 			w.sorted = slices.Delete(w.sorted, i, i+1)
 		}

@@ -94,18 +94,11 @@ func classesWith(p Params, lanes []Lane, queues [][]float64, waits func(i int) (
 		// by name), eligible ones first.
 		choose := func(kind string) (*laneCand, bool) {
 			var best *laneCand
-			for _, eligibleOnly := range []bool{true, false} {
-				for i := range cands {
-					x := &cands[i]
-					if !x.ok || x.kind != kind || (eligibleOnly && !x.eligible) {
-						continue
-					}
-					if best == nil || x.faster(best) {
-						best = x
-					}
-				}
-				if best != nil {
-					break
+			for i := range cands {
+				x := &cands[i]
+				if x.ok && x.kind == kind && (best == nil || x.eligible && !best.eligible ||
+					x.eligible == best.eligible && x.faster(best)) {
+					best = x
 				}
 			}
 			return best, best != nil

@@ -68,14 +68,9 @@ func (l *Lane) setReason(lh *laneHistory, state LaneState, quota, none, failed b
 		l.Reason = ReasonOK
 	}
 	l.Eligible = l.Reason == ReasonOK
-	l.LastSample = wholeSecond(state.LastSample)
-}
-
-func wholeSecond(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
+	if !state.LastSample.IsZero() {
+		l.LastSample = state.LastSample.UTC().Truncate(time.Second) // a file holds whole seconds
 	}
-	return t.UTC().Truncate(time.Second) // a file holds whole seconds
 }
 
 // stat accumulates a lane's set of records.

@@ -46,14 +46,9 @@ func ForecastProbes(p Params, recs []store.Hourly, probes []store.Probe, states 
 			state := stateOf(states, spec.Name)
 			var s stat
 			if lh != nil {
-				for _, u := range x.lookbackHours(d, hr, p.LookbackDays) {
-					rs := lh.byHour.get(u)
-					for i := range rs {
-						if r := &rs[i]; r.Samples > 0 {
-							s.add(r)
-							sites[r.Site] = true
-						}
-					}
+				for r := range x.lookbackRecs(lh, d, hr, p.LookbackDays) {
+					s.add(r)
+					sites[r.Site] = true
 				}
 			}
 			l := s.lane(spec)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -160,14 +161,9 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 	}
 	m := &lookMemo{newest: math.MinInt64}
 	lt := h.In(x.loc)
-	for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), days) {
-		rs := lh.byHour.get(u)
-		for i := range rs {
-			if rs[i].Samples > 0 {
-				m.stat.add(&rs[i])
-				m.newest = max(m.newest, u)
-			}
-		}
+	for r := range x.lookbackRecs(lh, civilOf(lt), lt.Hour(), days) {
+		m.stat.add(r)
+		m.newest = max(m.newest, r.At)
 	}
 	if len(lh.looks) >= 32 {
 		clear(lh.looks)
@@ -175,6 +171,21 @@ func (x *History) lookback(lh *laneHistory, days int, h time.Time) *lookMemo {
 	lh.looks[k] = m
 	lh.lastMemo = max(lh.lastMemo, k.hour)
 	return m
+}
+
+// lookbackRecs yields the lane's records with samples of wall-clock hour
+// hh on each of the days days before date d.
+func (x *History) lookbackRecs(lh *laneHistory, d civil, hh, days int) iter.Seq[*rec] {
+	return func(yield func(*rec) bool) {
+		for _, u := range x.lookbackHours(d, hh, days) {
+			rs := lh.byHour.get(u)
+			for i := range rs {
+				if rs[i].Samples > 0 && !yield(&rs[i]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // lookbackHours is the package's lookbackHours, cached for every lane.

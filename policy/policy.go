@@ -300,17 +300,13 @@ func (x *History) laneAt(p Params, spec LaneSpec, state LaneState, t, h, now tim
 		}
 	}
 	if lh != nil && !looked {
-		for _, u := range x.lookbackHours(civilOf(lt), lt.Hour(), p.LookbackDays) {
-			rs := lh.byHour.get(u)
-			for i := range rs {
-				r := &rs[i]
-				if r.Samples <= 0 || slices.ContainsFunc(bases, func(b *rec) bool { return b.Site == r.Site && b.At == r.At }) {
-					continue // none, or a basis record already counted
-				}
-				s.add(r)
-				if sites != nil {
-					sites[r.Site] = true
-				}
+		for r := range x.lookbackRecs(lh, civilOf(lt), lt.Hour(), p.LookbackDays) {
+			if slices.ContainsFunc(bases, func(b *rec) bool { return b.Site == r.Site && b.At == r.At }) {
+				continue // a basis record already counted
+			}
+			s.add(r)
+			if sites != nil {
+				sites[r.Site] = true
 			}
 		}
 	}

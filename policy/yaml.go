@@ -37,7 +37,7 @@ func Marshal(f File) ([]byte, error) {
 	if len(f.Sites) > 0 {
 		e.add(root, "sites", flow(f.Sites))
 	}
-	lanes := seq()
+	lanes := &yaml.Node{Kind: yaml.SequenceNode}
 	for i, l := range f.Lanes {
 		at := fmt.Sprintf("lanes[%d]", i)
 		n := e.mapping(
@@ -56,7 +56,7 @@ func Marshal(f File) ([]byte, error) {
 		lanes.Content = append(lanes.Content, n)
 	}
 	e.add(root, "lanes", lanes)
-	classes := seq()
+	classes := &yaml.Node{Kind: yaml.SequenceNode}
 	for i, c := range f.Classes {
 		at := fmt.Sprintf("classes[%d]", i)
 		n := e.mapping(
@@ -180,8 +180,6 @@ func timeOrNull(t time.Time) *yaml.Node {
 	return quoted(t.UTC().Format(time.RFC3339))
 }
 
-func seq() *yaml.Node { return &yaml.Node{Kind: yaml.SequenceNode} }
-
 // flow is a flow sequence of strings ([a, b]).
 func flow(ss []string) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
@@ -247,20 +245,17 @@ type classBookDoc struct {
 // schema is policy/policy.schema.json, compiled once.
 var schema = sync.OnceValues(func() (*jsonschema.Schema, error) { return decode.CompileSchema(SchemaJSON) })
 
-// patternHints say what a string failing a pattern of the schema should be.
-var patternHints = map[string]string{
-	"hour":        "want YYYY-MM-DDTHH",
-	"last_sample": "want an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SSZ)",
-	"until":       "want an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SSZ)",
-	"name":        "want [A-Za-z0-9_.-]+",
-	"lanes":       "want [A-Za-z0-9_.-]+",
-	"free_lane":   "want [A-Za-z0-9_.-]+",
-	"paid_lane":   "want [A-Za-z0-9_.-]+",
-}
-
+// patternHint says what a string failing a pattern of the schema should be.
 func patternHint(field string) string {
-	last, _, _ := strings.Cut(field[strings.LastIndex(field, ".")+1:], "[")
-	return patternHints[last]
+	switch last, _, _ := strings.Cut(field[strings.LastIndex(field, ".")+1:], "["); last {
+	case "hour":
+		return "want YYYY-MM-DDTHH"
+	case "last_sample", "until":
+		return "want an RFC 3339 time in UTC (YYYY-MM-DDTHH:MM:SSZ)"
+	case "name", "lanes", "free_lane", "paid_lane":
+		return "want [A-Za-z0-9_.-]+"
+	}
+	return ""
 }
 
 // ParseFile reads a policy file, checked against policy.schema.json (the

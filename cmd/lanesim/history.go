@@ -93,11 +93,10 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *truthPath != "" && !prof.Lognormal() {
 		return bad("-truth: the %s profile's waits are not lognormal: it has no truth an oracle can read", prof.Name)
 	}
-	opts := lanesim.HistoryOptions{Days: *days, Seed: *seed, Timeout: *timeout, Profile: *profile, PaidFaults: *paidFaults}
+	opts := lanesim.HistoryOptions{Days: *days, Seed: *seed, Timeout: *timeout, Profile: *profile, PaidFaults: *paidFaults, Busy429Rate: *busy429}
 	if !(*busy429 >= 0 && *busy429 <= 1) {
 		return bad("-busy429: want a rate from 0 to 1, got %g", *busy429)
 	}
-	opts.Busy429Rate = *busy429
 	if opts.Curve, err = lanesim.ParseCurve(*curve); err != nil {
 		return bad("-curve: %w", err)
 	}
@@ -144,9 +143,8 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bad("-truth: %s is the store file", path)
 	}
 	var n historyCount
-	generate := func(truth truthSink) error {
+	generate := func(truth truthSink) (err error) {
 		if path != "" {
-			var err error
 			n, err = historyToFile(ctx, path, *force, opts, loc, truth)
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -22,18 +23,24 @@ const maxDepth = 1000
 func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	lines := lineCounter{data: data, line: 1}
+	var nl []int // the offset of each '\n'
+	for i, b := range data {
+		if b == '\n' {
+			nl = append(nl, i)
+		}
+	}
+	lineAt := func(off int64) int { return sort.SearchInts(nl, int(off)) + 1 }
 	var stack []*yaml.Node // the open objects and arrays, outermost first
 	var root *yaml.Node
 	nodes := 0
-	for {
+	for root == nil || len(stack) > 0 {
 		tok, err := dec.Token()
-		line := lines.at(dec.InputOffset())
+		line := lineAt(dec.InputOffset())
 		if err != nil {
 			var se *json.SyntaxError
 			switch {
 			case errors.As(err, &se):
-				return nil, &Error{Line: lines.at(se.Offset), Field: pathOf(stack), Err: fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)}
+				return nil, &Error{Line: lineAt(se.Offset), Field: pathOf(stack), Err: fmt.Errorf("not valid JSON at byte %d: %w", se.Offset, err)}
 			case errors.Is(err, io.EOF) && root == nil && len(stack) == 0:
 				return nil, &Error{Err: errors.New("no JSON value")}
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -43,49 +50,46 @@ func JSON(data []byte, maxNodes int) (*yaml.Node, error) {
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			stack = stack[:len(stack)-1]
-		} else {
-			if nodes++; nodes > maxNodes {
-				return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("more than %d JSON values", maxNodes)}
+			continue
+		}
+		if nodes++; nodes > maxNodes {
+			return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("more than %d JSON values", maxNodes)}
+		}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Line: line}
+		switch v := tok.(type) {
+		case json.Delim:
+			if len(stack) >= maxDepth {
+				return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("nested more than %d deep", maxDepth)}
 			}
-			n := &yaml.Node{Kind: yaml.ScalarNode, Line: line}
-			switch v := tok.(type) {
-			case json.Delim:
-				if len(stack) >= maxDepth {
-					return nil, &Error{Line: line, Field: pathOf(stack), Err: fmt.Errorf("nested more than %d deep", maxDepth)}
-				}
-				n.Kind, n.Tag = yaml.MappingNode, "!!map"
-				if v == '[' {
-					n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
-				}
-			case string:
-				n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
-			case json.Number:
-				n.Tag, n.Value = "!!int", string(v)
-				if strings.ContainsAny(string(v), ".eE") || len(strings.TrimPrefix(string(v), "-")) > 18 {
-					n.Tag = "!!float" // a fraction, an exponent, or maybe beyond int64
-				}
-			case bool:
-				n.Tag, n.Value = "!!bool", fmt.Sprint(v)
-			case nil:
-				n.Tag, n.Value = "!!null", "null"
+			n.Kind, n.Tag = yaml.MappingNode, "!!map"
+			if v == '[' {
+				n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
 			}
-			if len(stack) == 0 {
-				root = n
-			} else {
-				top := stack[len(stack)-1]
-				top.Content = append(top.Content, n)
+		case string:
+			n.Tag, n.Value, n.Style = "!!str", v, yaml.DoubleQuotedStyle
+		case json.Number:
+			n.Tag, n.Value = "!!int", string(v)
+			if strings.ContainsAny(string(v), ".eE") || len(strings.TrimPrefix(string(v), "-")) > 18 {
+				n.Tag = "!!float" // a fraction, an exponent, or maybe beyond int64
 			}
-			if n.Kind != yaml.ScalarNode {
-				stack = append(stack, n)
-			}
+		case bool:
+			n.Tag, n.Value = "!!bool", fmt.Sprint(v)
+		case nil:
+			n.Tag, n.Value = "!!null", "null"
 		}
 		if len(stack) == 0 {
-			break
+			root = n
+		} else {
+			top := stack[len(stack)-1]
+			top.Content = append(top.Content, n)
+		}
+		if n.Kind != yaml.ScalarNode {
+			stack = append(stack, n)
 		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		what := map[yaml.Kind]string{yaml.MappingNode: "object", yaml.SequenceNode: "array", yaml.ScalarNode: "value"}[root.Kind]
-		return nil, &Error{Line: lines.at(dec.InputOffset()), Err: fmt.Errorf("unexpected data after the JSON %s", what)}
+		return nil, &Error{Line: lineAt(dec.InputOffset()), Err: fmt.Errorf("unexpected data after the JSON %s", what)}
 	}
 	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Content: []*yaml.Node{root}}, nil
 }
@@ -106,21 +110,4 @@ func pathOf(stack []*yaml.Node) string {
 		}
 	}
 	return path
-}
-
-// lineCounter maps byte offsets, mostly increasing, to 1-based lines.
-type lineCounter struct {
-	data []byte
-	off  int64
-	line int
-}
-
-func (c *lineCounter) at(off int64) int {
-	off = min(max(off, 0), int64(len(c.data)))
-	if off < c.off {
-		c.off, c.line = 0, 1
-	}
-	c.line += bytes.Count(c.data[c.off:off], []byte{'\n'})
-	c.off = off
-	return c.line
 }

@@ -21,22 +21,17 @@ var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 func YAML(data []byte) (doc *yaml.Node, more bool, err error) {
 	doc = &yaml.Node{Kind: yaml.DocumentNode}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return &yaml.Node{Kind: yaml.DocumentNode}, false, nil
+	if err := dec.Decode(doc); errors.Is(err, io.EOF) {
+		return &yaml.Node{Kind: yaml.DocumentNode}, false, nil
+	} else if err != nil {
+		line, msg := yamlMessage(err)
+		if line > 0 {
+			line = failingLine(data, line, msg)
 		}
-		return nil, false, yamlError(data, err)
+		return nil, false, &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
 	}
 	var next yaml.Node
 	return doc, dec.Decode(&next) == nil, nil
-}
-
-func yamlError(data []byte, err error) *Error {
-	line, msg := yamlMessage(err)
-	if line > 0 {
-		line = failingLine(data, line, msg)
-	}
-	return &Error{Line: line, Err: errors.New("not valid YAML: " + msg)}
 }
 
 // yamlMessage splits a yaml.v3 error into its line (0: none) and message.
@@ -71,10 +66,8 @@ func failingLine(data []byte, from int, msg string) int {
 		_, m := yamlMessage(err)
 		return m == msg
 	}
-	if from > len(ends) {
-		return from
-	}
-	// Search has seen the first k lines fail (k <= len(ends)) and, for k > from, the first k-1 not.
+	// Search has seen the first k lines fail (k <= len(ends)) and, for k > from, the first k-1 not;
+	// it searches nothing when from > len(ends).
 	k := from + sort.Search(len(ends)-from+1, func(i int) bool { return fails(from + i) })
 	if k > len(ends) {
 		return from

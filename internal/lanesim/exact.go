@@ -36,8 +36,7 @@ func Exact(delay time.Duration) http.Handler {
 		recs := held
 		held = map[string]ExactRecord{}
 		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(recs)
+		writeJSON(w, http.StatusOK, recs)
 	})
 	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))

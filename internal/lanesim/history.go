@@ -225,22 +225,20 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	curve := opts.Curve
-	if curve == nil {
-		curve = prof.Curve
+	// opts resolved, for the lanes to read
+	if opts.Curve == nil {
+		opts.Curve = prof.Curve
 	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultHistoryTimeout
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultHistoryTimeout
 	}
 	start := opts.Start.UTC()
-	shiftAt, shiftFactor := opts.ShiftAt, opts.ShiftFactor
 	if prof.Shift > 0 {
-		if shiftFactor == 0 {
-			shiftFactor = prof.Shift
+		if opts.ShiftFactor == 0 {
+			opts.ShiftFactor = prof.Shift
 		}
-		if shiftAt.IsZero() {
-			shiftAt = start.AddDate(0, 0, opts.Days*2/3)
+		if opts.ShiftAt.IsZero() {
+			opts.ShiftAt = start.AddDate(0, 0, opts.Days*2/3)
 		}
 	}
 	var up *drift
@@ -250,15 +248,13 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 	lanes := make([]*histLane, len(opts.Lanes))
 	free := 0
 	for i, l := range opts.Lanes {
-		switch l.Kind {
-		case "free", "paid":
-		default:
+		if l.Kind != "free" && l.Kind != "paid" {
 			return fmt.Errorf("history: lane %q: kind %q: want free or paid", l.Name, l.Kind)
 		}
 		h := fnv.New64a()
 		h.Write([]byte(l.Name))
 		hl := &histLane{HistoryLane: l, drift: drift{rng: rand.New(rand.NewPCG(opts.Seed, h.Sum64())), sigma: prof.DaySigma}, offset: time.Duration(i)*150*time.Millisecond + time.Duration(h.Sum64()%100)*time.Millisecond,
-			prof: &prof, paidFaults: opts.PaidFaults, shiftAt: shiftAt, shiftFactor: shiftFactor, busy429: opts.Busy429Rate, up: up}
+			opts: &opts, prof: &prof, up: up}
 		if l.Kind == "free" {
 			hl.median = prof.FirstMedianS + prof.NextMedianS*float64(free)
 			hl.nth = free
@@ -293,7 +289,7 @@ func History(opts HistoryOptions, emit func(day []store.Probe, truth []ProbeTrut
 				if k := prof.ProbeEvery; k > 1 && l.Kind == "free" && round%k != l.nth%k {
 					continue // sparse: not this lane's round
 				}
-				if p, tr, ok := l.probe(at.Add(l.offset), curve, timeout); ok {
+				if p, tr, ok := l.probe(at.Add(l.offset)); ok {
 					day, truth = append(day, p), append(truth, tr)
 				}
 			}
@@ -336,16 +332,13 @@ func (d *drift) startHour(hour time.Time, outages bool) {
 // histLane is a lane's generator state.
 type histLane struct {
 	HistoryLane
-	prof        *HistoryProfile
-	paidFaults  bool
-	shiftAt     time.Time
-	shiftFactor float64
-	busy429     float64
-	offset      time.Duration // after the round's start
-	median      float64       // free: median queue at curve 1
-	nth         int           // free: the lane's place among the free lanes
-	up          *drift        // the shared upstream, or nil
-	busy        bool          // paid with faults: this hour is busy
+	opts   *HistoryOptions // resolved by History
+	prof   *HistoryProfile
+	offset time.Duration // after the round's start
+	median float64       // free: median queue at curve 1
+	nth    int           // free: the lane's place among the free lanes
+	up     *drift        // the shared upstream, or nil
+	busy   bool          // paid with faults: this hour is busy
 	drift
 	backoff time.Time
 	burst   bool // the last probe was a 429
@@ -353,17 +346,17 @@ type histLane struct {
 
 func (l *histLane) startHour(hour time.Time) {
 	l.drift.startHour(hour, l.Kind == "free")
-	if l.Kind != "free" && l.paidFaults {
+	if l.Kind != "free" && l.opts.PaidFaults {
 		l.busy = l.rng.Float64() < PaidBusyRate
 	}
 }
 
 // probe returns the lane's probe at t and its truth, or false when the
 // lane backs off.
-func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store.Probe, ProbeTruth, bool) {
+func (l *histLane) probe(t time.Time) (store.Probe, ProbeTruth, bool) {
 	p := store.Probe{Lane: l.Name, Kind: l.Kind, Time: t, HeadersS: 0.05, ConnectS: 0.02}
 	tr := ProbeTruth{Time: t, Lane: l.Name}
-	mult := curve.At(float64(t.Hour()) + float64(t.Minute())/60)
+	mult := l.opts.Curve.At(float64(t.Hour()) + float64(t.Minute())/60)
 	if l.Kind == "paid" {
 		return l.paidProbe(p, tr, mult)
 	}
@@ -375,8 +368,8 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store
 		dayFactor, outage = l.up.dayFactor, l.up.outage
 	}
 	tr.MedianS = l.median * mult * dayFactor
-	if !l.shiftAt.IsZero() && !t.Before(l.shiftAt) && l.shiftFactor > 0 {
-		tr.MedianS *= l.shiftFactor
+	if !l.opts.ShiftAt.IsZero() && !t.Before(l.opts.ShiftAt) && l.opts.ShiftFactor > 0 {
+		tr.MedianS *= l.opts.ShiftFactor
 	}
 	if wd := t.Weekday(); l.prof.WeekendFactor > 0 && (wd == time.Saturday || wd == time.Sunday) {
 		tr.MedianS *= l.prof.WeekendFactor
@@ -396,26 +389,25 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store
 	if l.prof.Tail == TailMixture && l.rng.Float64() < l.prof.SlowShare {
 		q *= l.prof.SlowFactor
 	}
+	inBurst := l.burst
+	l.burst = false // unless this probe is a burst's 429
 	switch {
 	case outage > 0:
-		p.QueueS, p.Outcome = timeout.Seconds(), "timeout"
-		l.burst = false
-	case (l.burst && burst < 0.5) || (!l.burst && burst < Burst429Rate):
+		p.QueueS, p.Outcome = l.opts.Timeout.Seconds(), "timeout"
+	case (inBurst && burst < 0.5) || (!inBurst && burst < Burst429Rate):
 		reset := time.Duration(10+l.rng.IntN(51)) * time.Minute
 		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, reset.Seconds()
 		p.QuotaKnown, p.QuotaRemaining = true, 0
 		l.backoff, l.burst = t.Add(reset), true
-	case l.busy429 > 0 && l.rng.Float64() < min(1, l.busy429*mult):
+	case l.opts.Busy429Rate > 0 && l.rng.Float64() < min(1, l.opts.Busy429Rate*mult):
 		wait := time.Duration(math.Exp(math.Log(busy429MaxS)*l.rng.Float64()) * float64(time.Second)).Round(time.Second)
 		p.Outcome, p.Status, p.QuotaResetS = string(probe.RateLimited), 429, wait.Seconds()
-		l.backoff, l.burst = t.Add(wait), false
-	case q >= timeout.Seconds():
-		p.QueueS, p.Outcome = timeout.Seconds(), "timeout"
-		l.burst = false
+		l.backoff = t.Add(wait)
+	case q >= l.opts.Timeout.Seconds():
+		p.QueueS, p.Outcome = l.opts.Timeout.Seconds(), "timeout"
 	default:
 		p.QueueS, p.GenS, p.Tokens = round3(q), round3(historyTokens/rate), historyTokens
 		p.OK, p.Outcome, p.Status = true, string(probe.OK), 200
-		l.burst = false
 	}
 	return p, tr, true
 }
@@ -423,7 +415,7 @@ func (l *histLane) probe(t time.Time, curve Curve, timeout time.Duration) (store
 // paidProbe is probe for a paid lane, at load multiplier mult.
 func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, mult float64) (store.Probe, ProbeTruth, bool) {
 	tr.MedianS, tr.Sigma = 0.6, 0.3
-	if l.paidFaults {
+	if l.opts.PaidFaults {
 		tr.MedianS *= 1 + 0.1*(mult-1)
 		if l.busy {
 			tr.MedianS *= 4
@@ -435,7 +427,7 @@ func (l *histLane) paidProbe(p store.Probe, tr ProbeTruth, mult float64) (store.
 	}
 	q := tr.MedianS * math.Exp(tr.Sigma*l.rng.NormFloat64())
 	rate := 120 * (1 + 0.1*(2*l.rng.Float64()-1))
-	if (l.paidFaults && l.rng.Float64() < PaidFailRate) || (tr.Outage && l.rng.Float64() < 0.5) {
+	if (l.opts.PaidFaults && l.rng.Float64() < PaidFailRate) || (tr.Outage && l.rng.Float64() < 0.5) {
 		p.QueueS, p.Outcome, p.Status = round3(q), string(probe.HTTPError), 503
 		return p, tr, true
 	}

@@ -9,7 +9,6 @@ package lanesim
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -66,7 +65,6 @@ type Server struct {
 
 	ctx    context.Context // cancelled by Close: ends streams and background jobs
 	cancel context.CancelFunc
-	once   sync.Once
 	wg     sync.WaitGroup // background generator and jobs
 
 	rngMu sync.Mutex
@@ -84,9 +82,7 @@ type Server struct {
 // New builds a Server and starts its background load generator, if any.
 // Call Close to stop it.
 func New(opts Options) *Server {
-	if opts.Slots < 1 {
-		opts.Slots = 1
-	}
+	opts.Slots = max(opts.Slots, 1)
 	opts.Tokens = max(opts.Tokens, 0)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -110,12 +106,11 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Close ends every open stream and the background load; it is idempotent.
+// Close ends every open stream and the background load; it is idempotent
+// (concurrent Waits are safe: only runLoad, itself in wg, adds to wg).
 func (s *Server) Close() {
-	s.once.Do(func() {
-		s.cancel()
-		s.wg.Wait()
-	})
+	s.cancel()
+	s.wg.Wait()
 }
 
 // Handler serves both APIs (stream: true only) and GET /healthz, the Stats
@@ -124,7 +119,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleOpenAI)
 	mux.HandleFunc("POST /v1/messages", s.handleAnthropic)
-	mux.HandleFunc("GET /healthz", s.handleHealth)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
 	return mux
 }
 
@@ -160,13 +155,7 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(s.Stats())
-}
-
-// draw takes one variate from the seeded source: (*rand.Rand).Float64 or
-// ExpFloat64.
+// draw takes one variate, f, from the seeded source.
 func (s *Server) draw(f func(*rand.Rand) float64) float64 {
 	s.rngMu.Lock()
 	defer s.rngMu.Unlock()

@@ -67,22 +67,16 @@ func (c Curve) At(h float64) float64 {
 	if h < 0 {
 		h += 24
 	}
-	i, _ := slices.BinarySearchFunc(c, h, func(p CurvePoint, h float64) int {
-		if p.Hour <= h {
-			return -1
-		}
-		return 1
-	})
-	var prev, next CurvePoint
-	switch i {
+	i := slices.IndexFunc(c, func(p CurvePoint) bool { return p.Hour > h })
+	if i < 0 {
+		i = len(c)
+	}
+	prev, next := c[(i+len(c)-1)%len(c)], c[i%len(c)]
+	switch i { // round midnight
 	case 0:
-		prev, next = c[len(c)-1], c[0]
 		prev.Hour -= 24
 	case len(c):
-		prev, next = c[len(c)-1], c[0]
 		next.Hour += 24
-	default:
-		prev, next = c[i-1], c[i]
 	}
 	span := next.Hour - prev.Hour
 	if span <= 0 {
@@ -124,13 +118,10 @@ func (c simClock) hour(now time.Time) float64 {
 	return float64(t.Hour()) + float64(t.Minute())/60 + float64(t.Second())/3600
 }
 
-// loadStep is how often the background generator integrates its arrival rate.
-const loadStep = 50 * time.Millisecond
-
 // runLoad runs the background load until Close: a Poisson process whose
-// rate (Background per minute × the curve) is integrated every loadStep.
+// rate (Background per minute × the curve) is integrated every 50 ms.
 func (s *Server) runLoad() {
-	tick := time.NewTicker(loadStep)
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	last := time.Now()
 	need := s.draw((*rand.Rand).ExpFloat64) // integrated rate still to go before the next arrival
@@ -172,14 +163,11 @@ func (s *Server) arrive() {
 		if !granted {
 			select {
 			case <-t.ready:
-				s.bgWaiting.Add(-1)
-			case <-s.ctx.Done():
-				s.bgWaiting.Add(-1)
-				s.queue.leave(t)
-				return
+			case <-s.ctx.Done(): // Close: sleep returns at once, leave withdraws
 			}
+			s.bgWaiting.Add(-1)
 		}
 		sleep(s.ctx, s.opts.BackgroundHold)
-		s.queue.release()
+		s.queue.leave(t)
 	})
 }

@@ -133,5 +133,5 @@ func (o *openAIStream) end(sw *sseWriter, emitted int) error {
 			return err
 		}
 	}
-	return sw.event("", "[DONE]")
+	return sw.write("data: [DONE]\n\n")
 }

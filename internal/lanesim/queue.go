@@ -16,9 +16,8 @@ type fifo struct {
 
 // ticket is one place in the queue. ready is closed when the slot is granted.
 type ticket struct {
-	ready   chan struct{}
-	elem    *list.Element
-	granted bool // guarded by fifo.mu
+	ready chan struct{}
+	elem  *list.Element // its place among the waiters, nil once granted; guarded by fifo.mu
 }
 
 // join takes a place at the back of the queue.
@@ -28,7 +27,6 @@ func (q *fifo) join() *ticket {
 	t := &ticket{ready: make(chan struct{})}
 	if q.free > 0 && q.waiters.Len() == 0 {
 		q.free--
-		t.granted = true
 		close(t.ready)
 		return t
 	}
@@ -39,7 +37,7 @@ func (q *fifo) join() *ticket {
 // leave withdraws a ticket; a granted one hands its slot on.
 func (q *fifo) leave(t *ticket) {
 	q.mu.Lock()
-	if !t.granted {
+	if t.elem != nil {
 		q.waiters.Remove(t.elem)
 		q.mu.Unlock()
 		return
@@ -54,7 +52,7 @@ func (q *fifo) release() {
 	defer q.mu.Unlock()
 	if front := q.waiters.Front(); front != nil {
 		t := q.waiters.Remove(front).(*ticket)
-		t.granted = true
+		t.elem = nil
 		close(t.ready)
 		return
 	}

@@ -9,12 +9,6 @@ import (
 	"time"
 )
 
-// tokenText is the text of every generated token.
-const tokenText = "tok "
-
-// maxBody caps a request body.
-const maxBody = 1 << 20
-
 // dialect writes one API's stream events; the Server owns queueing, pacing
 // and faults.
 type dialect interface {
@@ -28,11 +22,10 @@ type dialect interface {
 // replyLen is how many tokens a reply gets under the request's max_tokens
 // (nil: no limit), and whether that limit cut it short.
 func (s *Server) replyLen(limit *int) (n int, truncated bool) {
-	n = s.opts.Tokens
-	if limit != nil && *limit < n {
+	if limit != nil && *limit < s.opts.Tokens {
 		return *limit, true
 	}
-	return n, false
+	return s.opts.Tokens, false
 }
 
 // serve runs one streamed request: fault draws, headers, the FIFO wait with
@@ -87,23 +80,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, api string, id in
 }
 
 // wait holds the request in the queue until its ticket is granted, with a
-// ": queued" comment at once and every KeepAlive.
+// ": queued" SSE comment (clients ignore it) at once and every KeepAlive.
 func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 	select {
 	case <-t.ready:
 		return nil
 	default:
 	}
-	var tick <-chan time.Time
-	comment := s.opts.KeepAlive > 0
-	if comment {
+	var tick <-chan time.Time // nil without keep-alive comments
+	if s.opts.KeepAlive > 0 {
 		tk := time.NewTicker(s.opts.KeepAlive)
 		defer tk.Stop()
 		tick = tk.C
 	}
 	for {
-		if comment {
-			if err := sw.comment("queued"); err != nil {
+		if tick != nil {
+			if err := sw.write(": queued\n\n"); err != nil {
 				s.queue.leave(t)
 				return err
 			}
@@ -112,7 +104,6 @@ func (s *Server) wait(ctx context.Context, sw *sseWriter, t *ticket) error {
 		case <-t.ready:
 			return nil
 		case <-tick:
-			comment = true
 		case <-ctx.Done():
 			s.queue.leave(t)
 			return ctx.Err()
@@ -137,7 +128,7 @@ func (s *Server) reply(ctx context.Context, sw *sseWriter, n int, failMid bool, 
 		if i > 0 && !sleep(ctx, s.opts.TokenInterval) {
 			return i, ctx.Err()
 		}
-		if err := d.token(sw, tokenText); err != nil {
+		if err := d.token(sw, "tok "); err != nil {
 			return i, err
 		}
 	}
@@ -167,26 +158,13 @@ func (sw *sseWriter) write(s string) error {
 	return sw.flush()
 }
 
-// comment writes ": text", which SSE clients ignore.
-func (sw *sseWriter) comment(text string) error {
-	return sw.write(": " + text + "\n\n")
-}
-
-// event writes an event named name ("": unnamed) whose data is v as JSON,
-// or v itself if it is a string.
+// event writes an event named name ("": unnamed) whose data is v as JSON.
 func (sw *sseWriter) event(name string, v any) error {
-	data, ok := v.(string)
-	if !ok {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode event: %w", err)
-		}
-		data = string(b)
-	}
+	data, _ := json.Marshal(v) // cannot fail: maps and structs of strings and ints
 	if name != "" {
 		name = "event: " + name + "\n"
 	}
-	return sw.write(name + "data: " + data + "\n\n")
+	return sw.write(name + "data: " + string(data) + "\n\n")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -195,9 +173,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decodeBody reads a JSON request body of at most maxBody bytes.
+// decodeBody reads a JSON request body of at most 1 MiB.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("request body: %w", err)
 	}
