@@ -15,7 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
@@ -54,8 +54,7 @@ type Store struct {
 	http                *http.Client
 	loopback            bool // answers uncompressed
 
-	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -146,9 +145,7 @@ func (s *Store) Write(ctx context.Context, b store.Batch) error {
 }
 
 func (s *Store) checkOpen() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return os.ErrClosed
 	}
 	return nil
@@ -156,10 +153,7 @@ func (s *Store) checkOpen() error {
 
 // Close releases the client.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
+	if !s.closed.Swap(true) {
 		s.client.Close()
 	}
 	return nil
