@@ -70,22 +70,13 @@ func (s *Store) query(ctx context.Context, stmts []string, series rows) error {
 		return answerError(resp.StatusCode, text)
 	}
 	if packed {
-		err = (&unpacker{r: msgp.NewReaderSize(resp.Body, 64<<10), stmts: len(stmts)}).answer(series)
-	} else {
-		err = jsonAnswer(resp.Body, len(stmts), series)
+		return (&unpacker{r: msgp.NewReaderSize(resp.Body, 64<<10), stmts: len(stmts)}).answer(series)
 	}
-	if ae := (*answered)(nil); errors.As(err, &ae) {
-		return answerError(http.StatusBadRequest, ae.msg)
-	}
-	return err
+	return jsonAnswer(resp.Body, len(stmts), series)
 }
 
-// answered is an error the server put in a 200 answer.
-type answered struct{ msg string }
-
-func (e *answered) Error() string { return e.msg }
-
-// answerError shapes a failure as the client library's errors.
+// answerError shapes a failure, or an error the server put in a 200
+// answer (400), as the client library's errors.
 func answerError(status int, text string) error {
 	return &ihttp.Error{StatusCode: status, Code: http.StatusText(status), Message: cmp.Or(text, "-")}
 }
@@ -112,11 +103,11 @@ func jsonAnswer(body io.Reader, stmts int, series rows) error {
 			return fmt.Errorf("influxql response: %w", err)
 		}
 		if chunk.Error != "" {
-			return &answered{chunk.Error}
+			return answerError(http.StatusBadRequest, chunk.Error)
 		}
 		for _, r := range chunk.Results {
 			if r.Error != "" {
-				return &answered{r.Error}
+				return answerError(http.StatusBadRequest, r.Error)
 			}
 			for _, sr := range r.Series {
 				row, err := seriesOf(series, r.StatementID, stmts, sr.Columns)
@@ -205,7 +196,7 @@ func (d *unpacker) answer(series rows) error {
 			d.stmt = 0
 			return d.object("series", func() error { return d.series(series) })
 		})
-		if ae := (*answered)(nil); err != nil && !errors.As(err, &ae) {
+		if he := (*ihttp.Error)(nil); err != nil && !errors.As(err, &he) {
 			return fmt.Errorf("influxql response: %w", err)
 		}
 		if err != nil {
@@ -235,7 +226,7 @@ func (d *unpacker) object(list string, each func() error) error {
 			if err != nil {
 				return err
 			}
-			return &answered{msg}
+			return answerError(http.StatusBadRequest, msg)
 		case "statement_id":
 			var id int
 			id, err = d.r.ReadInt()
