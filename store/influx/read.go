@@ -46,8 +46,7 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if err := s.checkOpen(); err != nil {
 		return fmt.Errorf("%s: read: %w", s.where, err)
 	}
-	var stmts []statement
-	stmts = appendStatements(stmts, q, f, r.Hourly)
+	stmts := appendStatements(nil, q, f, r.Hourly)
 	stmts = appendStatements(stmts, q, f, r.Probe)
 	stmts = appendStatements(stmts, q, f, r.Heartbeat)
 	var reqs [][]statement
