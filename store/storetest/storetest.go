@@ -46,11 +46,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("empty store reads nothing", func(t *testing.T) {
 		s := fresh(t)
-		ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
-		hs, herr := store.ReadHourly(ctx, s, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
-		if err != nil || herr != nil || len(ps)+len(hs) != 0 {
-			t.Fatalf("Probes = %v, %v; Hourly = %v, %v; want none", ps, err, hs, herr)
-		}
+		days := store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour))
+		expect(t, store.ReadProbes, s, days)
+		expect(t, store.ReadHourly, s, days)
 		if s.Status().Where == "" {
 			t.Error("Status names no store")
 		}
@@ -222,11 +220,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				if err := s.Write(ctx, c.b); err == nil {
 					t.Fatal("Write accepted an invalid point")
 				}
-				ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-				hs, herr := store.ReadHourly(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-				if err != nil || herr != nil || len(ps)+len(hs) != 0 {
-					t.Fatalf("after a refused batch Probes = %v, %v; Hourly = %v, %v; want none", ps, err, hs, herr)
-				}
+				expect(t, store.ReadProbes, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
+				expect(t, store.ReadHourly, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 			})
 		}
 	})
@@ -346,9 +341,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("an empty batch is a no-op", func(t *testing.T) {
 		s := fresh(t)
 		write(t, s, store.Batch{})
-		if ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour))); err != nil || len(ps) != 0 {
-			t.Fatalf("Probes = %v, %v; want none", ps, err)
-		}
+		expect(t, store.ReadProbes, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 	})
 
 	t.Run("concurrent writers lose nothing", func(t *testing.T) {
