@@ -171,10 +171,8 @@ func unreachable(err error) bool {
 func transient(err error) bool {
 	var he *ihttp.Error
 	if errors.As(err, &he) && he.StatusCode != 0 {
-		if missingBucket(err.Error()) || deniedAccess(err.Error()) {
-			return false
-		}
-		return he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500
+		return (he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500) &&
+			!missingBucket(err.Error()) && !deniedAccess(err.Error())
 	}
 	return true
 }
