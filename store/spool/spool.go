@@ -252,10 +252,7 @@ func (s *Spool) deliver(ctx context.Context, b store.Batch) (refused store.Batch
 		return store.Batch{}, nil, err
 	}
 	refL.Probes, refL.Hourly = append(refL.Probes, refR.Probes...), append(refL.Hourly, refR.Hourly...)
-	if causeL == nil {
-		causeL = causeR
-	}
-	return refL, causeL, nil
+	return refL, cmp.Or(causeL, causeR), nil
 }
 
 // deadLetter appends refused points to the dead-letter file, or when it
