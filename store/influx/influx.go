@@ -47,7 +47,6 @@ type Store struct {
 	write   api.WriteAPIBlocking
 	where   string   // "influx URL bucket B", safe to print
 	secrets []string // strings never to print
-	warn    func(string, ...any)
 
 	// The read path: /query, with db and rp from the bucket.
 	base, db, rp, token string
@@ -70,10 +69,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Bucket == "" {
 		return nil, errors.New("influx: bucket is empty (on InfluxDB 1.x use database/retention-policy, e.g. lanewatch/autogen)")
 	}
-	s := &Store{warn: o.Warn, where: fmt.Sprintf("influx %s bucket %s", redact.URL(o.URL), o.Bucket)}
-	if s.warn == nil {
-		s.warn = func(string, ...any) {}
-	}
+	s := &Store{where: fmt.Sprintf("influx %s bucket %s", redact.URL(o.URL), o.Bucket)}
 	if o.Token != "" {
 		s.secrets = append(s.secrets, o.Token)
 		if _, pw, ok := strings.Cut(o.Token, ":"); ok && len(pw) >= 4 {
@@ -99,7 +95,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			s.client.Close()
 			return nil, fmt.Errorf("%s: read check: %w", s.where, s.explain(err))
 		}
-		s.warn("influx unreachable at start", "store", s.where, "err", s.explain(err).Error())
+		if o.Warn != nil {
+			o.Warn("influx unreachable at start", "store", s.where, "err", s.explain(err).Error())
+		}
 	}
 	return s, nil
 }
