@@ -4,6 +4,7 @@
 package atomicfile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -78,9 +79,7 @@ func WriteFile(path string, fill func(tmp string) error, opts ...Option) (err er
 		opt(&o)
 	}
 	dir, name := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+	dir = cmp.Or(dir, ".")
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("write %s: %w", path, err)

@@ -6,6 +6,7 @@ package crowdtest
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -31,12 +32,7 @@ type Crowd struct {
 // many idle visitors got their answer.
 func Gather(t testing.TB, addr string, c Crowd) int {
 	t.Helper()
-	if c.IdlePath == "" {
-		c.IdlePath = "/healthz"
-	}
-	if c.BodyPath == "" {
-		c.BodyPath = "/"
-	}
+	c.IdlePath, c.BodyPath = cmp.Or(c.IdlePath, "/healthz"), cmp.Or(c.BodyPath, "/")
 	var (
 		mu       sync.Mutex
 		answered int

@@ -63,8 +63,7 @@ type listener struct {
 // conn is a connection the listener handed out.
 type conn struct {
 	net.Conn
-	l    *listener
-	once sync.Once // Close frees its place once
+	l *listener
 	// Guarded by l.mu:
 	waiting time.Time // since when it has waited for a request; zero while in one
 	busy    bool      // in a request that counts against maxBusy
@@ -172,14 +171,13 @@ func (l *listener) takeBusy(c *conn) bool {
 	return true
 }
 
-// Close closes the connection, then frees its place.
+// Close closes the connection, then frees its place (forget is
+// idempotent: a second Close, or one after room closed it, changes nothing).
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		c.l.forget(c)
-		c.l.mu.Unlock()
-	})
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.l.forget(c)
 	return err
 }
 

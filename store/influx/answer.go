@@ -70,22 +70,13 @@ func (s *Store) query(ctx context.Context, stmts []string, series rows) error {
 		return answerError(resp.StatusCode, text)
 	}
 	if packed {
-		err = (&unpacker{r: msgp.NewReaderSize(resp.Body, 64<<10), stmts: len(stmts)}).answer(series)
-	} else {
-		err = jsonAnswer(resp.Body, len(stmts), series)
+		return (&unpacker{r: msgp.NewReaderSize(resp.Body, 64<<10), stmts: len(stmts)}).answer(series)
 	}
-	if ae := (*answered)(nil); errors.As(err, &ae) {
-		return answerError(http.StatusBadRequest, ae.msg)
-	}
-	return err
+	return jsonAnswer(resp.Body, len(stmts), series)
 }
 
-// answered is an error the server put in a 200 answer.
-type answered struct{ msg string }
-
-func (e *answered) Error() string { return e.msg }
-
-// answerError shapes a failure as the client library's errors.
+// answerError shapes a failure, or an error the server put in a 200
+// answer (400), as the client library's errors.
 func answerError(status int, text string) error {
 	return &ihttp.Error{StatusCode: status, Code: http.StatusText(status), Message: cmp.Or(text, "-")}
 }
@@ -112,11 +103,11 @@ func jsonAnswer(body io.Reader, stmts int, series rows) error {
 			return fmt.Errorf("influxql response: %w", err)
 		}
 		if chunk.Error != "" {
-			return &answered{chunk.Error}
+			return answerError(http.StatusBadRequest, chunk.Error)
 		}
 		for _, r := range chunk.Results {
 			if r.Error != "" {
-				return &answered{r.Error}
+				return answerError(http.StatusBadRequest, r.Error)
 			}
 			for _, sr := range r.Series {
 				row, err := seriesOf(series, r.StatementID, stmts, sr.Columns)
@@ -142,62 +133,25 @@ func seriesOf(series rows, stmt, stmts int, cols []string) (func([]store.Value) 
 
 var errValues = errors.New("influxql response: values are not an array of arrays of scalars")
 
-// jsonRows hands row the values of each row of raw, valid JSON.
+// jsonRows hands row the values of each row of raw.
 func jsonRows(raw []byte, vals []store.Value, row func([]store.Value) error) ([]store.Value, error) {
-	i := skip(raw, 0)
-	if i == len(raw) || raw[i] != '[' {
+	var rows [][]json.RawMessage
+	if json.Unmarshal(raw, &rows) != nil || rows == nil {
 		return vals, errValues
 	}
-	for i = skip(raw, i+1); i < len(raw) && raw[i] != ']'; i = skip(raw, i) {
-		if raw[i] == ',' {
-			i++
-			continue
-		}
-		if raw[i] != '[' {
+	for _, r := range rows {
+		if r == nil {
 			return vals, errValues
 		}
 		vals = vals[:0]
-		for i = skip(raw, i+1); i < len(raw) && raw[i] != ']'; i = skip(raw, i) {
-			if raw[i] == ',' {
-				i++
-				continue
-			}
-			j := i + 1
-			if raw[i] == '"' {
-				for j < len(raw) && raw[j] != '"' {
-					if raw[j] == '\\' {
-						j++
-					}
-					j++
-				}
-				j++
-			} else {
-				for j < len(raw) && raw[j] != ',' && raw[j] != ']' && raw[j] > ' ' {
-					j++
-				}
-			}
-			if j > len(raw) {
-				return vals, errValues
-			}
-			vals = append(vals, jsonValue(raw[i:j]))
-			i = j
-		}
-		if i == len(raw) {
-			return vals, errValues
+		for _, tok := range r {
+			vals = append(vals, jsonValue(tok))
 		}
 		if err := row(vals); err != nil {
 			return vals, err
 		}
-		i++
 	}
 	return vals, nil
-}
-
-func skip(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // jsonValue reads one JSON scalar; an integral number as an integer.
@@ -242,7 +196,7 @@ func (d *unpacker) answer(series rows) error {
 			d.stmt = 0
 			return d.object("series", func() error { return d.series(series) })
 		})
-		if ae := (*answered)(nil); err != nil && !errors.As(err, &ae) {
+		if he := (*ihttp.Error)(nil); err != nil && !errors.As(err, &he) {
 			return fmt.Errorf("influxql response: %w", err)
 		}
 		if err != nil {
@@ -272,7 +226,7 @@ func (d *unpacker) object(list string, each func() error) error {
 			if err != nil {
 				return err
 			}
-			return &answered{msg}
+			return answerError(http.StatusBadRequest, msg)
 		case "statement_id":
 			var id int
 			id, err = d.r.ReadInt()

@@ -15,7 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
@@ -47,15 +47,13 @@ type Store struct {
 	write   api.WriteAPIBlocking
 	where   string   // "influx URL bucket B", safe to print
 	secrets []string // strings never to print
-	warn    func(string, ...any)
 
 	// The read path: /query, with db and rp from the bucket.
 	base, db, rp, token string
 	http                *http.Client
 	loopback            bool // answers uncompressed
 
-	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -71,10 +69,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Bucket == "" {
 		return nil, errors.New("influx: bucket is empty (on InfluxDB 1.x use database/retention-policy, e.g. lanewatch/autogen)")
 	}
-	s := &Store{warn: o.Warn, where: fmt.Sprintf("influx %s bucket %s", redact.URL(o.URL), o.Bucket)}
-	if s.warn == nil {
-		s.warn = func(string, ...any) {}
-	}
+	s := &Store{where: fmt.Sprintf("influx %s bucket %s", redact.URL(o.URL), o.Bucket)}
 	if o.Token != "" {
 		s.secrets = append(s.secrets, o.Token)
 		if _, pw, ok := strings.Cut(o.Token, ":"); ok && len(pw) >= 4 {
@@ -100,7 +95,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 			s.client.Close()
 			return nil, fmt.Errorf("%s: read check: %w", s.where, s.explain(err))
 		}
-		s.warn("influx unreachable at start", "store", s.where, "err", s.explain(err).Error())
+		if o.Warn != nil {
+			o.Warn("influx unreachable at start", "store", s.where, "err", s.explain(err).Error())
+		}
 	}
 	return s, nil
 }
@@ -146,9 +143,7 @@ func (s *Store) Write(ctx context.Context, b store.Batch) error {
 }
 
 func (s *Store) checkOpen() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return os.ErrClosed
 	}
 	return nil
@@ -156,10 +151,7 @@ func (s *Store) checkOpen() error {
 
 // Close releases the client.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
+	if !s.closed.Swap(true) {
 		s.client.Close()
 	}
 	return nil
@@ -177,10 +169,8 @@ func unreachable(err error) bool {
 func transient(err error) bool {
 	var he *ihttp.Error
 	if errors.As(err, &he) && he.StatusCode != 0 {
-		if missingBucket(err.Error()) || deniedAccess(err.Error()) {
-			return false
-		}
-		return he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500
+		return (he.StatusCode == 408 || he.StatusCode == 429 || he.StatusCode >= 500) &&
+			!missingBucket(err.Error()) && !deniedAccess(err.Error())
 	}
 	return true
 }

@@ -46,8 +46,7 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if err := s.checkOpen(); err != nil {
 		return fmt.Errorf("%s: read: %w", s.where, err)
 	}
-	var stmts []statement
-	stmts = appendStatements(stmts, q, f, r.Hourly)
+	stmts := appendStatements(nil, q, f, r.Hourly)
 	stmts = appendStatements(stmts, q, f, r.Probe)
 	stmts = appendStatements(stmts, q, f, r.Heartbeat)
 	var reqs [][]statement
@@ -57,23 +56,11 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 		}
 		reqs[len(reqs)-1] = append(reqs[len(reqs)-1], st)
 	}
-	if err := s.run(ctx, reqs); err != nil {
-		var he *handError
-		if errors.As(err, &he) {
-			return he.err
-		}
-		return fmt.Errorf("%s: read: %w", s.where, s.classify(err))
-	}
-	return nil
+	return s.run(ctx, reqs)
 }
 
-// handError is an error of a caller's callback.
-type handError struct{ err error }
-
-func (e *handError) Error() string { return e.err.Error() }
-
 // run runs the requests, parallel at a time, and hands over their points
-// in order.
+// in order. A callback's error comes back as it is.
 func (s *Store) run(ctx context.Context, reqs [][]statement) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -128,11 +115,11 @@ func (s *Store) run(ctx context.Context, reqs [][]statement) error {
 	for _, r := range res {
 		for b := range r.batches {
 			if err := b(); err != nil {
-				return &handError{err}
+				return err
 			}
 		}
 		if r.err != nil {
-			return first
+			return fmt.Errorf("%s: read: %w", s.where, s.classify(first))
 		}
 	}
 	return nil

@@ -70,9 +70,7 @@ func Open(inner store.Store, o Options) (*Spool, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = store.DefaultSpoolMaxBytes
 	}
-	if o.DeadLetter == "" {
-		o.DeadLetter = o.Path + ".dead"
-	}
+	o.DeadLetter = cmp.Or(o.DeadLetter, o.Path+".dead")
 	if o.Warn == nil {
 		o.Warn = func(string, ...any) {}
 	}
@@ -254,10 +252,7 @@ func (s *Spool) deliver(ctx context.Context, b store.Batch) (refused store.Batch
 		return store.Batch{}, nil, err
 	}
 	refL.Probes, refL.Hourly = append(refL.Probes, refR.Probes...), append(refL.Hourly, refR.Hourly...)
-	if causeL == nil {
-		causeL = causeR
-	}
-	return refL, causeL, nil
+	return refL, cmp.Or(causeL, causeR), nil
 }
 
 // deadLetter appends refused points to the dead-letter file, or when it
@@ -437,18 +432,14 @@ func (s *Spool) drainLocked(ctx context.Context) error {
 	return &store.RefusedError{Points: refusedN + foreign, Status: refusedStatus(firstCause), DeadLetter: s.o.DeadLetter, Err: err}
 }
 
-// refusal is the cause of a store's refusal, with its HTTP status.
+// refusal is the cause of a store's refusal (never nil: every
+// RefusedError carries its Err), with its HTTP status.
 type refusal struct {
 	status int
 	err    error
 }
 
-func (r refusal) Error() string {
-	if r.err == nil {
-		return fmt.Sprintf("status %d", r.status)
-	}
-	return r.err.Error()
-}
+func (r refusal) Error() string { return r.err.Error() }
 func (r refusal) Unwrap() error { return r.err }
 
 // refusedStatus is the HTTP status of the refusal within err, or 0.

@@ -46,11 +46,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 	t.Run("empty store reads nothing", func(t *testing.T) {
 		s := fresh(t)
-		ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
-		hs, herr := store.ReadHourly(ctx, s, store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour)))
-		if err != nil || herr != nil || len(ps)+len(hs) != 0 {
-			t.Fatalf("Probes = %v, %v; Hourly = %v, %v; want none", ps, err, hs, herr)
-		}
+		days := store.Between(base.Add(-24*time.Hour), base.Add(24*time.Hour))
+		expect(t, store.ReadProbes, s, days)
+		expect(t, store.ReadHourly, s, days)
 		if s.Status().Where == "" {
 			t.Error("Status names no store")
 		}
@@ -116,16 +114,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		h.WorstQueueS, h.Samples, h.Failures, h.Eligible = 40, 2, 1, false
 		p.QueueS, p.OK, p.Outcome, p.Status = 120, false, "timeout", 0
 		write(t, s, store.Batch{Probes: []store.Probe{p}, Hourly: []store.Hourly{h}})
-		hs, err := store.ReadHourly(ctx, s, store.Between(base, base.Add(2*time.Hour)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertPoints(t, hs, []store.Hourly{h, other})
-		ps, err := store.ReadProbes(ctx, s, hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertPoints(t, ps, []store.Probe{p})
+		expect(t, store.ReadHourly, s, store.Between(base, base.Add(2*time.Hour)), h, other)
+		expect(t, store.ReadProbes, s, hour, p)
 	})
 
 	// A reservation is a request booked and not settled: the probe that
@@ -156,11 +146,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				for _, p := range c.writes {
 					write(t, s, store.Batch{Probes: []store.Probe{p}})
 				}
-				got, err := store.ReadProbes(ctx, s, hour)
-				if err != nil {
-					t.Fatal(err)
-				}
-				assertPoints(t, got, []store.Probe{c.want})
+				expect(t, store.ReadProbes, s, hour, c.want)
 			})
 		}
 	})
@@ -178,20 +164,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		// Written in two rounds, in scrambled order.
 		write(t, s, store.Batch{Probes: probes[:3], Hourly: hourly[:3]})
 		write(t, s, store.Batch{Probes: probes[3:], Hourly: hourly[3:]})
-		ps, err := store.ReadProbes(ctx, s, hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertPoints(t, ps, []store.Probe{at("a", 0), at("b", 0), at("c", 30*time.Minute), at("a", time.Hour-time.Nanosecond)})
-		hs, err := store.ReadHourly(ctx, s, hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertPoints(t, hs, []store.Hourly{hr("a", 0), hr("b", 0), hr("c", 0)})
-		if hs, err = store.ReadHourly(ctx, s, store.Between(base.Add(-time.Hour), base.Add(2*time.Hour))); err != nil {
-			t.Fatal(err)
-		}
-		assertPoints(t, hs, []store.Hourly{hr("a", -1), hr("a", 0), hr("b", 0), hr("c", 0), hr("a", 1), hr("b", 1)})
+		expect(t, store.ReadProbes, s, hour, at("a", 0), at("b", 0), at("c", 30*time.Minute), at("a", time.Hour-time.Nanosecond))
+		expect(t, store.ReadHourly, s, hour, hr("a", 0), hr("b", 0), hr("c", 0))
+		expect(t, store.ReadHourly, s, store.Between(base.Add(-time.Hour), base.Add(2*time.Hour)),
+			hr("a", -1), hr("a", 0), hr("b", 0), hr("c", 0), hr("a", 1), hr("b", 1))
 		for _, r := range []struct {
 			name     string
 			from, to time.Time
@@ -216,18 +192,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			b.Hourly = append(b.Hourly, store.Hourly{Lane: lane, Kind: "paid", Hour: base, Samples: int64(i + 1)})
 		}
 		write(t, s, b)
-		ps, err := store.ReadProbes(ctx, s, hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		assertPoints(t, ps, b.Probes)
-		hs, err := store.ReadHourly(ctx, s, hour)
-		if err != nil {
-			t.Fatal(err)
-		}
+		expect(t, store.ReadProbes, s, hour, b.Probes...)
 		want := slices.Clone(b.Hourly)
 		slices.SortFunc(want, func(a, b store.Hourly) int { return cmp.Compare(a.Lane, b.Lane) })
-		assertPoints(t, hs, want)
+		expect(t, store.ReadHourly, s, hour, want...)
 	})
 
 	t.Run("an invalid point fails the batch and stores nothing", func(t *testing.T) {
@@ -252,11 +220,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				if err := s.Write(ctx, c.b); err == nil {
 					t.Fatal("Write accepted an invalid point")
 				}
-				ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-				hs, herr := store.ReadHourly(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
-				if err != nil || herr != nil || len(ps)+len(hs) != 0 {
-					t.Fatalf("after a refused batch Probes = %v, %v; Hourly = %v, %v; want none", ps, err, hs, herr)
-				}
+				expect(t, store.ReadProbes, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
+				expect(t, store.ReadHourly, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 			})
 		}
 	})
@@ -376,9 +341,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("an empty batch is a no-op", func(t *testing.T) {
 		s := fresh(t)
 		write(t, s, store.Batch{})
-		if ps, err := store.ReadProbes(ctx, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour))); err != nil || len(ps) != 0 {
-			t.Fatalf("Probes = %v, %v; want none", ps, err)
-		}
+		expect(t, store.ReadProbes, s, store.Between(base.Add(-time.Hour), base.Add(time.Hour)))
 	})
 
 	t.Run("concurrent writers lose nothing", func(t *testing.T) {
@@ -417,6 +380,17 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			}
 		}
 	})
+}
+
+// expect reads q from s with read (store.ReadProbes, ReadHourly) and
+// compares the points with want (assertPoints).
+func expect[T store.Point](t *testing.T, read func(context.Context, store.Store, store.Query) ([]T, error), s store.Store, q store.Query, want ...T) {
+	t.Helper()
+	got, err := read(context.Background(), s, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPoints(t, got, want)
 }
 
 // assertPoints compares points in order: their times as instants that must
