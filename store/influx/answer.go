@@ -133,25 +133,62 @@ func seriesOf(series rows, stmt, stmts int, cols []string) (func([]store.Value) 
 
 var errValues = errors.New("influxql response: values are not an array of arrays of scalars")
 
-// jsonRows hands row the values of each row of raw.
+// jsonRows hands row the values of each row of raw, valid JSON.
 func jsonRows(raw []byte, vals []store.Value, row func([]store.Value) error) ([]store.Value, error) {
-	var rows [][]json.RawMessage
-	if json.Unmarshal(raw, &rows) != nil || rows == nil {
+	i := skip(raw, 0)
+	if i == len(raw) || raw[i] != '[' {
 		return vals, errValues
 	}
-	for _, r := range rows {
-		if r == nil {
+	for i = skip(raw, i+1); i < len(raw) && raw[i] != ']'; i = skip(raw, i) {
+		if raw[i] == ',' {
+			i++
+			continue
+		}
+		if raw[i] != '[' {
 			return vals, errValues
 		}
 		vals = vals[:0]
-		for _, tok := range r {
-			vals = append(vals, jsonValue(tok))
+		for i = skip(raw, i+1); i < len(raw) && raw[i] != ']'; i = skip(raw, i) {
+			if raw[i] == ',' {
+				i++
+				continue
+			}
+			j := i + 1
+			if raw[i] == '"' {
+				for j < len(raw) && raw[j] != '"' {
+					if raw[j] == '\\' {
+						j++
+					}
+					j++
+				}
+				j++
+			} else {
+				for j < len(raw) && raw[j] != ',' && raw[j] != ']' && raw[j] > ' ' {
+					j++
+				}
+			}
+			if j > len(raw) {
+				return vals, errValues
+			}
+			vals = append(vals, jsonValue(raw[i:j]))
+			i = j
+		}
+		if i == len(raw) {
+			return vals, errValues
 		}
 		if err := row(vals); err != nil {
 			return vals, err
 		}
+		i++
 	}
 	return vals, nil
+}
+
+func skip(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // jsonValue reads one JSON scalar; an integral number as an integer.
