@@ -10,6 +10,7 @@
 package backtest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,30 +102,18 @@ type entry struct {
 // calibration, kinds, coverage_all): the calibrated rule, a coverage, a
 // warm-up or a truth asked for.
 func (o Options) extended() bool {
-	for _, r := range o.rules() {
-		if r == policy.RuleCalibrated {
-			return true
-		}
-	}
-	return len(o.Coverages) > 0 || o.WarmupDays > 0 || o.Truth != nil
+	return slices.Contains(o.rules(), policy.RuleCalibrated) || len(o.Coverages) > 0 || o.WarmupDays > 0 || o.Truth != nil
 }
 
-// rules returns the rules to score, in policy.Rules order.
+// rules returns the rules to score, in policy.Rules order ("" is max).
 func (o Options) rules() []string {
 	rs := o.Rules
 	if len(rs) == 0 {
 		rs = []string{o.Params.Rule}
 	}
-	var out []string
-	for _, r := range policy.Rules {
-		for _, x := range rs {
-			if x == r || (x == "" && r == policy.RuleMax) {
-				out = append(out, r)
-				break
-			}
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(policy.Rules), func(r string) bool {
+		return !slices.Contains(rs, r) && (r != policy.RuleMax || !slices.Contains(rs, ""))
+	})
 }
 
 // ReadFrom returns the earliest probe the backtest needs: the warm-up
@@ -139,11 +128,7 @@ func (o Options) ReadFrom() time.Time {
 	for _, k := range o.Lookbacks {
 		lb = max(lb, k)
 	}
-	calibrated := o.Params.Calibrated()
-	for _, r := range o.rules() {
-		calibrated = calibrated || r == policy.RuleCalibrated
-	}
-	if calibrated {
+	if o.Params.Calibrated() || slices.Contains(o.rules(), policy.RuleCalibrated) {
 		lb *= 2
 	}
 	if o.tuned() {
@@ -247,33 +232,18 @@ func New(opts Options) (*Backtest, error) {
 	if !opts.From.Before(opts.To) {
 		return nil, fmt.Errorf("empty window [%s, %s)", opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 	}
-	lbs := slices.Clone(opts.Lookbacks)
-	if len(lbs) == 0 {
-		lbs = []int{opts.Params.LookbackDays}
-	}
-	slices.Sort(lbs)
-	lbs = slices.Compact(lbs)
-	if len(lbs) > MaxLookbacks {
-		return nil, fmt.Errorf("%d lookbacks: want at most %d", len(lbs), MaxLookbacks)
-	}
-	for _, k := range lbs {
+	lbs, err := sweep("lookbacks", opts.Lookbacks, MaxLookbacks, func(k int) error {
 		if k < 0 || k > MaxLookbackDays {
-			return nil, fmt.Errorf("lookback %d: want 0..%d days", k, MaxLookbackDays)
+			return fmt.Errorf("lookback %d: want 0..%d days", k, MaxLookbackDays)
 		}
+		return nil
+	}, opts.Params.LookbackDays)
+	if err != nil {
+		return nil, err
 	}
-	covs := slices.Clone(opts.Coverages)
-	if len(covs) == 0 {
-		covs = []float64{opts.Params.CoverageOr()}
-	}
-	slices.Sort(covs)
-	covs = slices.Compact(covs)
-	if len(covs) > MaxCoverages {
-		return nil, fmt.Errorf("%d coverages: want at most %d", len(covs), MaxCoverages)
-	}
-	for _, c := range covs {
-		if err := policy.CheckCoverage(c); err != nil {
-			return nil, err
-		}
+	covs, err := sweep("coverages", opts.Coverages, MaxCoverages, policy.CheckCoverage, opts.Params.CoverageOr())
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range opts.Rules {
 		if r != policy.RuleCalibrated && r != policy.RuleMax {
@@ -364,11 +334,28 @@ func New(opts Options) (*Backtest, error) {
 	for i := range b.cells {
 		b.cells[i] = make([]cell, len(b.order)*24)
 	}
-	var err error
 	if b.rep, err = newReplays(b); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// sweep sorts xs (def when empty) and drops duplicates, then checks that
+// at most most are left and each passes check.
+func sweep[T cmp.Ordered](what string, xs []T, most int, check func(T) error, def ...T) ([]T, error) {
+	if len(xs) == 0 {
+		xs = def
+	}
+	out := slices.Compact(slices.Sorted(slices.Values(xs)))
+	if len(out) > most {
+		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
+	}
+	for _, x := range out {
+		if err := check(x); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Add feeds the next probe. Probes must come in time order (the order

@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -253,6 +254,15 @@ func (b *Backtest) Report() Report {
 		}
 	}
 	var buf []float32
+	// hourly reduces 24 cells, one per hour of day, and their sum (into sum).
+	hourly := func(hs []cell, sum *cell) (Counts, []HourCounts) {
+		out := make([]HourCounts, 24)
+		for h := range out {
+			out[h] = HourCounts{Hour: h, Counts: b.counts(&hs[h], &buf)}
+			sum.merge(&hs[h])
+		}
+		return b.counts(sum, &buf), out
+	}
 	kinds := []string{policy.KindFree, policy.KindPaid}
 	for i, e := range b.entries {
 		cal := Calibration{LookbackDays: e.lookback, Lanes: make([]LaneCalibration, 0, len(b.order))}
@@ -263,46 +273,32 @@ func (b *Backtest) Report() Report {
 				cal.TargetCoverage = &c
 			}
 		}
-		var all cell
-		var allHours [24]cell
-		var kindSum [2]cell
+		var all [24]cell
 		var kindHours [2][24]cell
 		for _, l := range b.order {
-			lc := LaneCalibration{Lane: l.spec.Name, Hours: make([]HourCounts, 24)}
+			hs := b.cells[i][l.idx*24 : l.idx*24+24]
+			lc := LaneCalibration{Lane: l.spec.Name}
+			lc.Counts, lc.Hours = hourly(hs, new(cell))
 			k := slices.Index(kinds, l.spec.Kind)
-			var sum cell
-			for h := range 24 {
-				c := &b.cells[i][l.idx*24+h]
-				lc.Hours[h] = HourCounts{Hour: h, Counts: b.counts(c, &buf)}
-				sum.merge(c)
-				allHours[h].merge(c)
+			for h := range hs {
+				all[h].merge(&hs[h])
 				if k >= 0 {
-					kindHours[k][h].merge(c)
+					kindHours[k][h].merge(&hs[h])
 				}
-			}
-			lc.Counts = b.counts(&sum, &buf)
-			all.merge(&sum)
-			if k >= 0 {
-				kindSum[k].merge(&sum)
 			}
 			cal.Lanes = append(cal.Lanes, lc)
 		}
-		cal.All.Counts = b.counts(&all, &buf)
-		cal.All.Hours = make([]HourCounts, 24)
-		for h := range 24 {
-			cal.All.Hours[h] = HourCounts{Hour: h, Counts: b.counts(&allHours[h], &buf)}
-		}
+		cal.All.Counts, cal.All.Hours = hourly(all[:], new(cell))
 		if b.extended {
 			for k, kind := range kinds {
 				if !slices.ContainsFunc(b.order, func(l *lane) bool { return l.spec.Kind == kind }) {
 					continue
 				}
-				kc := KindCalibration{Kind: kind, Counts: b.counts(&kindSum[k], &buf), Hours: make([]HourCounts, 24)}
-				for h := range 24 {
-					kc.Hours[h] = HourCounts{Hour: h, Counts: b.counts(&kindHours[k][h], &buf)}
-				}
+				kc := KindCalibration{Kind: kind}
+				var sum cell
+				kc.Counts, kc.Hours = hourly(kindHours[k][:], &sum)
 				if b.opts.Truth != nil {
-					kc.Oracle = b.oracleOf(i, kind, &kindSum[k])
+					kc.Oracle = b.oracleOf(i, kind, &sum)
 				}
 				cal.Kinds = append(cal.Kinds, kc)
 			}
@@ -414,55 +410,49 @@ const TargetCoverage = 0.95
 // the one with the highest coverage. Ties go to the lower median ratio,
 // then to the shorter lookback. -1 when no lookback has a coverage.
 func bestLookback(cals []Calibration) int {
-	ratio := func(c Calibration) float64 {
-		if c.All.MedianRatio == nil {
-			return math.Inf(1)
-		}
-		return *c.All.MedianRatio
-	}
-	reach := func(c Calibration) bool { return *c.All.Coverage >= TargetCoverage }
-	best := -1
-	for i, c := range cals {
-		if c.All.Coverage == nil {
-			continue
-		}
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := cals[best]
-		switch {
-		case reach(c) != reach(b):
-			if reach(c) {
-				best = i
-			}
-		case !reach(c) && *c.All.Coverage != *b.All.Coverage:
-			if *c.All.Coverage > *b.All.Coverage {
-				best = i
-			}
-		case ratio(c) < ratio(b):
-			best = i
-		}
-	}
-	return best
+	return best(cals, func(c *Calibration) (cov, ratio *float64) { return c.All.Coverage, c.All.MedianRatio })
 }
 
 // bestByKind is bestLookback in the extended shape: on the free lanes (the
 // paid ones when there is no free lane) and by coverage_all, never on a
 // figure that mixes the kinds.
 func bestByKind(cals []Calibration) int {
-	view := make([]Calibration, len(cals))
-	for i, c := range cals {
-		view[i] = Calibration{LookbackDays: c.LookbackDays}
-		for _, kind := range []string{policy.KindFree, policy.KindPaid} {
-			j := slices.IndexFunc(c.Kinds, func(k KindCalibration) bool { return k.Kind == kind })
-			if j < 0 {
+	return best(cals, func(c *Calibration) (cov, ratio *float64) {
+		k := cmp.Or(c.kind(policy.KindFree), c.kind(policy.KindPaid))
+		if k == nil {
+			return nil, nil
+		}
+		return k.CoverageAll, k.MedianRatio
+	})
+}
+
+// best is bestLookback on the coverage and median ratio view reads.
+func best(cals []Calibration, view func(*Calibration) (cov, ratio *float64)) int {
+	best, bestCov, bestRatio := -1, 0.0, 0.0
+	for i := range cals {
+		cov, ratio := view(&cals[i])
+		if cov == nil {
+			continue
+		}
+		r := math.Inf(1)
+		if ratio != nil {
+			r = *ratio
+		}
+		reach := *cov >= TargetCoverage
+		switch {
+		case best < 0:
+		case reach != (bestCov >= TargetCoverage):
+			if !reach {
 				continue
 			}
-			view[i].All.Counts = c.Kinds[j].Counts
-			view[i].All.Coverage = c.Kinds[j].CoverageAll
-			break
+		case !reach && *cov != bestCov:
+			if *cov < bestCov {
+				continue
+			}
+		case r >= bestRatio:
+			continue
 		}
+		best, bestCov, bestRatio = i, *cov, r
 	}
-	return bestLookback(view)
+	return best
 }

@@ -105,30 +105,24 @@ func (a *baseAcc) add(r *baseRun) {
 	a.attempts += r.attempts
 }
 
-// checkSeconds validates a sweep of seconds.
-func checkSeconds(what string, xs []float64, least float64, most int) ([]float64, error) {
-	out := slices.Clone(xs)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) > most {
-		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
-	}
-	for _, x := range out {
+// seconds checks a value of a sweep of seconds.
+func seconds(what string, least float64) func(float64) error {
+	return func(x float64) error {
 		if !num.Finite(x) || x < least || x > policy.MaxSeconds {
-			return nil, fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
+			return fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
 		}
+		return nil
 	}
-	return out, nil
 }
 
 // newReplays returns the replays Options ask for, and sets b.horizon.
 func newReplays(b *Backtest) (*replays, error) {
 	o := b.opts
-	fbs, err := checkSeconds("fallbacks", o.Fallbacks, MinFallbackS, MaxFallbacks)
+	fbs, err := sweep("fallbacks", o.Fallbacks, MaxFallbacks, seconds("fallbacks", MinFallbackS))
 	if err != nil {
 		return nil, err
 	}
-	dls, err := checkSeconds("deadlines", o.Deadlines, MinAttemptS, MaxDeadlines)
+	dls, err := sweep("deadlines", o.Deadlines, MaxDeadlines, seconds("deadlines", MinAttemptS))
 	if err != nil {
 		return nil, err
 	}
