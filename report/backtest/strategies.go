@@ -364,8 +364,8 @@ func (rs *replays) rows(b *Backtest) []Baseline {
 				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met,
 					PaidUSD:      policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4),
 					FreeRequests: a.freeReq, AbandonedFreeRequests: a.abandoned, BurnedFreeTokens: a.burned}
-				row.MetPct, row.MedianTimeS = a.metPct(), a.time(0.5)
-				row.P90TimeS = a.time(0.9)
+				row.MetPct, row.MedianTimeS = a.metPct(), quantile(a.times, 0.5, 2)
+				row.P90TimeS = quantile(a.times, 0.9, 2)
 				if tuned {
 					row.TunedS = rs.tunedS(rs.tuners[ci][di], s.kind)
 				}
@@ -387,7 +387,7 @@ func (rs *replays) decisions(b *Backtest) []Decision {
 			}
 			a := &rs.acc[ci][si]
 			out = append(out, Decision{Class: c.Name, Strategy: s.name, Jobs: a.jobs, Met: a.met, MetPct: a.metPct(),
-				MedianTimeS: a.time(0.5), BurnedFreeTokens: a.burned, Attempts: a.attempts,
+				MedianTimeS: quantile(a.times, 0.5, 2), BurnedFreeTokens: a.burned, Attempts: a.attempts,
 				PaidUSD: policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4)})
 		}
 	}
@@ -400,16 +400,6 @@ func (a *baseAcc) metPct() float64 {
 		return 0
 	}
 	return policy.Round(100*float64(a.met)/float64(a.jobs), 2)
-}
-
-// time is the q-quantile of the met jobs' times, 2 decimals; nil without one.
-func (a *baseAcc) time(q float64) *float64 {
-	m, ok := percentile(a.times, q)
-	if !ok {
-		return nil
-	}
-	m = policy.Round(m, 2)
-	return &m
 }
 
 // tunedS returns the T (seconds) of each pick of a tuned strategy.
