@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -20,18 +21,16 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 	ext := r.extended()
 	bw := bufio.NewWriter(w)
 	scored := 0
-	if len(r.Calibration) > 0 {
-		if scored = r.Calibration[0].All.Probes; ext {
-			scored = 0
-			for _, k := range r.Calibration[0].Kinds {
-				scored += k.Probes
-			}
+	if ext { // r.Calibration[0] exists: one has a rule
+		for _, k := range r.Calibration[0].Kinds {
+			scored += k.Probes
 		}
-	}
-	if ext {
-		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, orDash(firstName(r)))
+		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, r.Calibration[0].name())
 		fmt.Fprintf(bw, "read from %s; a lane's probes are scored once it has its warm-up of history\n", stamp(r.ReadFrom))
 	} else {
+		if len(r.Calibration) > 0 {
+			scored = r.Calibration[0].All.Probes
+		}
 		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored\n", stamp(r.From), stamp(r.To), r.Timezone, scored)
 		fmt.Fprintf(bw, "warm-up from %s: its probes feed the history, unscored\n", stamp(r.ReadFrom))
 	}
@@ -44,24 +43,14 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 		fmt.Fprintf(bw, "\nlookback sweep, all lanes (* the lowest median ratio at coverage >= %g, else the best coverage)\n", TargetCoverage)
 		fmt.Fprintf(bw, "%-10s %8s %8s %8s %8s %7s %7s %8s %6s\n", "lookback", "probes", "ok", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens")
 		for _, c := range r.Calibration {
-			mark := ""
-			if c.Best {
-				mark = " *"
-			}
 			a := c.All.Counts
-			fmt.Fprintf(bw, "%-10s %8d %8d %8s %8s %7s %7d %8d %6d\n", fmt.Sprintf("%d d%s", c.LookbackDays, mark),
+			fmt.Fprintf(bw, "%-10s %8d %8d %8s %8s %7s %7d %8d %6d\n", fmt.Sprintf("%d d%s", c.LookbackDays, when(c.Best, " *")),
 				a.Probes, a.OK, fmtNum(a.Coverage, 3), fmtNum(a.MedianRatio, 2), fmtNum(a.P90Ratio, 2), a.FalseEligible, a.FalseIneligible, a.CensoredUncovered)
 		}
 	}
-	covAll, covAllHead := "", ""
-	if ext {
-		covAll, covAllHead = " %7s", fmt.Sprintf(" %7s", "cov_all")
-	}
+	covAll, covAllHead := when(ext, " %7s"), when(ext, fmt.Sprintf(" %7s", "cov_all"))
 	for _, c := range r.Calibration {
-		mark := ""
-		if c.Best && len(r.Calibration) > 1 {
-			mark = " (best)"
-		}
+		mark := when(c.Best && len(r.Calibration) > 1, " (best)")
 		title := "lookback " + days(c.LookbackDays)
 		if ext {
 			title = c.name()
@@ -130,10 +119,12 @@ func (c *Calibration) name() string {
 // writeSweepByKind writes the extended shape's sweep, per kind of lane, and the
 // oracle's comparison when the run had the truth.
 func writeSweepByKind(bw *bufio.Writer, r *Report) {
+	best := "" // the kind Best is chosen on: free, else paid
 	for _, kind := range []string{"free", "paid"} {
 		if !slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.kind(kind) != nil }) {
 			continue
 		}
+		best = cmp.Or(best, kind)
 		fmt.Fprintf(bw, "\nsweep, %s lanes (* the lowest median ratio at coverage_all >= %g, else the best coverage_all)\n", kind, TargetCoverage)
 		fmt.Fprintf(bw, "%-24s %7s %7s %7s %8s %8s %7s %7s %6s %8s %5s\n", "rule", "warm-up", "probes", "ok", "coverage", "cov_all", "median×", "p90×", "f_elig", "f_inelig", "cens")
 		for _, c := range r.Calibration {
@@ -141,11 +132,7 @@ func writeSweepByKind(bw *bufio.Writer, r *Report) {
 			if k == nil {
 				continue
 			}
-			mark := ""
-			if c.Best && kind == bestKind(r) {
-				mark = " *"
-			}
-			fmt.Fprintf(bw, "%-24s %7s %7d %7d %8s %8s %7s %7s %6d %8d %5d\n", c.name()+mark, fmt.Sprintf("%d d", c.WarmupDays),
+			fmt.Fprintf(bw, "%-24s %7s %7d %7d %8s %8s %7s %7s %6d %8d %5d\n", c.name()+when(c.Best && kind == best, " *"), fmt.Sprintf("%d d", c.WarmupDays),
 				k.Probes, k.OK, fmtNum(k.Coverage, 3), fmtNum(k.CoverageAll, 3), fmtNum(k.MedianRatio, 2), fmtNum(k.P90Ratio, 2),
 				k.FalseEligible, k.FalseIneligible, k.CensoredUncovered)
 		}
@@ -179,24 +166,6 @@ func (c *Calibration) kind(kind string) *KindCalibration {
 	return nil
 }
 
-// bestKind is the kind Best is chosen on: free, else paid.
-func bestKind(r *Report) string {
-	for _, c := range r.Calibration {
-		if c.kind("free") != nil {
-			return "free"
-		}
-	}
-	return "paid"
-}
-
-// firstName names the first calibration, "" without one.
-func firstName(r *Report) string {
-	if len(r.Calibration) == 0 {
-		return ""
-	}
-	return r.Calibration[0].name()
-}
-
 // writeDecisions writes the decisions table.
 func writeDecisions(bw *bufio.Writer, r *Report) {
 	if r.DroppedReplays > 0 {
@@ -228,6 +197,14 @@ func fmtNum(x *float64, prec int) string {
 		return "-"
 	}
 	return strconv.FormatFloat(*x, 'f', prec, 64)
+}
+
+// when is s when cond holds, else "".
+func when(cond bool, s string) string {
+	if cond {
+		return s
+	}
+	return ""
 }
 
 func orDash(s string) string {

@@ -1,8 +1,9 @@
 package backtest
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -46,13 +47,10 @@ func (tl *timeline) add(p store.Probe, loc *time.Location) {
 	tl.ev = append(tl.ev, e)
 }
 
-// trim drops the events before the newest one before t: an attempt at or
-// after t meets the events from t on and reads the back-off of the one
-// before them, even when an event is at t itself.
+// trim drops the events before the newest one before t: an attempt from t
+// on meets the events from t on and reads the back-off of the one before.
 func (tl *timeline) trim(t int64) {
-	live := tl.ev[tl.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].t >= t }) // first at or after t
-	if i > 1 {
+	if i := tl.search(t); i > 1 {
 		tl.head += i - 1
 	}
 	if tl.head > 256 && tl.head*2 > len(tl.ev) {
@@ -74,13 +72,18 @@ type world struct {
 
 const never = math.MaxInt64
 
+// search returns the index in the live events of the first at or after t.
+func (tl *timeline) search(t int64) int {
+	i, _ := slices.BinarySearchFunc(tl.ev[tl.head:], t, func(e event, t int64) int { return cmp.Compare(e.t, t) })
+	return i
+}
+
 // meet returns what an attempt started at t (Unix ns) meets on the lane:
 // the lane's next probe at or after t within Lookahead, unless the newest
 // probe before t asked for a back-off that still runs (then, as without a
 // probe, it fails fast).
 func (tl *timeline) meet(t int64) world {
-	live := tl.ev[tl.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].t >= t })
+	live, i := tl.ev[tl.head:], tl.search(t)
 	var next *event
 	if i < len(live) {
 		next = &live[i]
