@@ -279,20 +279,23 @@ func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step 
 			r.burned += tokens
 		}
 	}
-	countOne := func() {
-		r.attempts++
+	count := func(n int64) {
+		r.attempts += n
 		if free {
-			r.freeReq++
+			r.freeReq += n
 		}
 	}
+	abandon := func(first float64) step {
+		if free {
+			r.abandoned++
+		}
+		return step{kind: stepAbandoned, end: cancelAt, first: first}
+	}
 	if w.ok {
-		countOne()
+		count(1)
 		first := max(at+w.queue, behind)
 		if first > cancelAt && cancelAt < r.d {
-			if free {
-				r.abandoned++
-			}
-			return step{kind: stepAbandoned, end: cancelAt, first: first}
+			return abandon(first)
 		}
 		gen := 0.0
 		if w.rate > 0 {
@@ -314,11 +317,8 @@ func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step 
 		return step{kind: stepCut, end: r.d}
 	}
 	if at+w.queue > cancelAt && cancelAt < r.d {
-		countOne()
-		if free {
-			r.abandoned++
-		}
-		return step{kind: stepAbandoned, end: cancelAt, first: max(at+w.queue, behind)}
+		count(1)
+		return abandon(max(at+w.queue, behind))
 	}
 	// A run of failures that all meet the same world, none cancelled:
 	// n of them before what they meet changes, the deadline comes or the
@@ -332,10 +332,7 @@ func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step 
 	if nf := math.Ceil((limit - at) / cost); nf > 1 && run {
 		n = int64(min(nf, 1<<40))
 	}
-	r.attempts += n
-	if free {
-		r.freeReq += n
-	}
+	count(n)
 	account(n*min(w.tokens, r.est), false)
 	return step{kind: stepFailed, end: at + min(float64(n)*cost, r.d-at), n: n}
 }

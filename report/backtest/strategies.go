@@ -14,23 +14,18 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// The strategies a job is replayed under (docs/backtest.md): naive, paid
-// and lanewatch, for each class at its deadline (the decisions), and the
-// baselines a careful engineer writes without lanewatch
-// (Options.Fallbacks, Options.Deadlines), at the class's deadline and each
-// of Deadlines.
+// The baselines a careful engineer writes without lanewatch
+// (docs/backtest.md#baselines), replayed at each class's deadline and each
+// of Options.Deadlines beside the decisions' strategies.
 const (
 	// StrategyFallback names fallback@T: the free lane with a first-token
 	// timeout of T seconds, then the paid lane.
 	StrategyFallback = "fallback"
-	// StrategyCancelRetry names cancel-retry@T: cancel the free attempt
-	// at T seconds without a first token and retry the free lane, behind
-	// the cancelled request.
+	// StrategyCancelRetry names cancel-retry@T: cancel the free attempt at
+	// T seconds without a first token and retry free, behind it.
 	StrategyCancelRetry = "cancel-retry"
-	// StrategyTuned, StrategyTunedWeekly and StrategyTunedHourly name the
-	// tuned baselines (Options.TuneDays): the fallback@T an engineer picks
-	// on the days before and then freezes, re-tunes weekly, or picks per
-	// hour of day.
+	// The tuned baselines (Options.TuneDays): the fallback@T picked on the
+	// days before and then frozen, re-tuned weekly, or picked per hour of day.
 	StrategyTuned       = "tuned"
 	StrategyTunedWeekly = "tuned-weekly"
 	StrategyTunedHourly = "tuned-hourly"
@@ -75,13 +70,10 @@ type replays struct {
 	params     policy.Params     // the decisions', with a class per class and deadline
 	dropped    int               // replays left out: their horizon passes the newest probe
 	droppedOwn int               // of them, the decisions' (Strategies at the class's deadline)
-	// The tuned baselines: fallbacks are the indices of the fallback@T
-	// strategies in grid order; tuneFrom the earliest arrival of a
-	// tuning job (zero: no tuning); tuners per class and deadline.
-	fallbacks []int
-	tuneFrom  time.Time
-	tuners    [][]*tuner
-	runs      []baseRun // resolve's scratch: one run per strategy
+	fallbacks  []int             // the fallback@T strategies' indices
+	tuneFrom   time.Time         // the earliest tuning job; zero: no tuning
+	tuners     [][]*tuner        // per class and deadline
+	runs       []baseRun         // resolve's scratch: one run per strategy
 }
 
 func (rs *replays) tuned() bool { return !rs.tuneFrom.IsZero() }
