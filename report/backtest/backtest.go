@@ -177,7 +177,6 @@ type Backtest struct {
 
 	pruneEvery time.Duration // prunePeriod; tests shorten it
 	// Test hooks: each score of a probe, and each probe applied.
-	onScore      func(p *store.Probe, lookback int, l *policy.Lane)
 	onEntryScore func(p *store.Probe, entry int, l *policy.Lane)
 	onApply      func(p *store.Probe, r store.Hourly)
 }
@@ -379,10 +378,9 @@ func (b *Backtest) Add(p store.Probe) error {
 	return nil
 }
 
-// drain applies the probes and takes the policies of the jobs that come
-// before frontier (all of them when all is set), in time order; a job
-// comes before a probe of the same instant (the policy in force just
-// before it).
+// drain applies the probes and takes the policies of the jobs before
+// frontier (all of them with all), in time order; a job comes before a
+// probe of the same instant (the policy in force just before it).
 func (b *Backtest) drain(frontier time.Time, all bool) {
 	for {
 		hasP, hasJ := b.pending.len() > 0, b.created.len() > 0
@@ -409,9 +407,8 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 }
 
 // state returns the lane's policy.LaneState as of now: its newest probe,
-// and the latest back-off any site's newest probe asks for, unless it has
-// ended by now (the live answer at now; under HeldBusy429 it holds for
-// the hour, as policygen -hour at the hour's start said before).
+// and the latest back-off any site's newest probe asks for unless it has
+// ended by now (under HeldBusy429 it holds for the hour).
 func (b *Backtest) state(l *lane, now time.Time) policy.LaneState {
 	s := policy.LaneState{Lane: l.spec.Name, LastSample: l.last}
 	for _, sh := range l.sites {
@@ -464,9 +461,6 @@ func (b *Backtest) apply(p *store.Probe) {
 			pl := b.figures(l, i, st, p.Time)
 			b.cells[i][l.idx*24+hs.hod].add(pl, p)
 			scored = true
-			if b.onScore != nil {
-				b.onScore(p, e.lookback, pl)
-			}
 			if b.onEntryScore != nil {
 				b.onEntryScore(p, i, pl)
 			}

@@ -13,10 +13,9 @@ import (
 )
 
 // WriteTable writes the report as text tables: the sweep, the calibration
-// per calibration entry (per hour of day too with byHour) and the
-// decisions. In the extended shape (extended) the sweep is per kind of lane,
-// never a headline that mixes them, with coverage_all, and the oracle's
-// comparison when the run had the truth.
+// per entry (per hour of day too with byHour) and the decisions. In the
+// extended shape the sweep is per kind of lane, never mixing them, with
+// coverage_all and the oracle's comparison when the run had the truth.
 func WriteTable(w io.Writer, r *Report, byHour bool) error {
 	ext := r.extended()
 	bw := bufio.NewWriter(w)
@@ -89,16 +88,25 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 		decision = days(r.DecisionLookback)
 		if r.DecisionRule != "" {
 			decision = r.DecisionRule + ", lookback " + decision
-			if r.DecisionCoverage != nil {
-				decision += ", coverage " + strconv.FormatFloat(*r.DecisionCoverage, 'f', -1, 64)
-			}
+			decision += when(r.DecisionCoverage != nil, ", coverage "+optNum(r.DecisionCoverage))
 		}
 		decision = "(" + decision + ")"
 	}
 	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
 		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
 	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy %s\n", orDash(r.PaidLane), decision)
-	writeDecisions(bw, r)
+	if r.DroppedReplays > 0 {
+		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedReplays)
+	}
+	fmt.Fprintf(bw, "%-16s %-10s %7s %7s %7s %9s %12s %10s %9s\n", "class", "strategy", "jobs", "met", "met %", "median s", "burned free", "paid USD", "attempts")
+	for _, d := range r.Decisions {
+		fmt.Fprintf(bw, "%-16s %-10s %7d %7d %7.1f %9s %12d %10.4f %9d\n", clipName(d.Class, 16), d.Strategy, d.Jobs, d.Met,
+			d.MetPct, fmtNum(d.MedianTimeS, 1), d.BurnedFreeTokens, d.PaidUSD, d.Attempts)
+	}
+	if len(r.Decisions) == 0 {
+		fmt.Fprintln(bw, "(no classes configured)")
+	}
+	writeBaselinesTable(bw, r)
 	return bw.Flush()
 }
 
@@ -109,11 +117,7 @@ func (r *Report) extended() bool {
 
 // name names a calibration: "calibrated 14 d @0.95", "max 7 d".
 func (c *Calibration) name() string {
-	s := fmt.Sprintf("%s %d d", c.Rule, c.LookbackDays)
-	if c.TargetCoverage != nil {
-		s += " @" + strconv.FormatFloat(*c.TargetCoverage, 'f', -1, 64)
-	}
-	return s
+	return fmt.Sprintf("%s %d d", c.Rule, c.LookbackDays) + when(c.TargetCoverage != nil, " @"+optNum(c.TargetCoverage))
 }
 
 // writeSweepByKind writes the extended shape's sweep, per kind of lane, and the
@@ -148,9 +152,8 @@ func writeSweepByKind(bw *bufio.Writer, r *Report) {
 	for _, c := range r.Calibration {
 		for _, k := range c.Kinds {
 			if o := k.Oracle; o != nil {
-				fmt.Fprintf(bw, "%-24s %-5s %7d %8s %8s %8s %7d %8d %8s\n", c.name(), k.Kind, o.Probes,
-					strconv.FormatFloat(o.Coverage, 'f', 4, 64), fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3),
-					o.Misses, o.OracleMisses, strconv.FormatFloat(o.OracleCoverage, 'f', 4, 64))
+				fmt.Fprintf(bw, "%-24s %-5s %7d %8.4f %8s %8s %7d %8d %8.4f\n", c.name(), k.Kind, o.Probes,
+					o.Coverage, fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3), o.Misses, o.OracleMisses, o.OracleCoverage)
 			}
 		}
 	}
@@ -164,23 +167,6 @@ func (c *Calibration) kind(kind string) *KindCalibration {
 		}
 	}
 	return nil
-}
-
-// writeDecisions writes the decisions table.
-func writeDecisions(bw *bufio.Writer, r *Report) {
-	if r.DroppedReplays > 0 {
-		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedReplays)
-	}
-	fmt.Fprintf(bw, "%-16s %-10s %7s %7s %7s %9s %12s %10s %9s\n", "class", "strategy", "jobs", "met", "met %", "median s", "burned free", "paid USD", "attempts")
-	for _, d := range r.Decisions {
-		fmt.Fprintf(bw, "%-16s %-10s %7d %7d %7s %9s %12d %10s %9d\n", clipName(d.Class, 16), d.Strategy, d.Jobs, d.Met,
-			strconv.FormatFloat(d.MetPct, 'f', 1, 64), fmtNum(d.MedianTimeS, 1), d.BurnedFreeTokens,
-			strconv.FormatFloat(d.PaidUSD, 'f', 4, 64), d.Attempts)
-	}
-	if len(r.Decisions) == 0 {
-		fmt.Fprintln(bw, "(no classes configured)")
-	}
-	writeBaselinesTable(bw, r)
 }
 
 func days(n int) string {
@@ -221,11 +207,10 @@ func clipName(s string, n int) string {
 	return s
 }
 
-// WriteCSV writes the calibration as CSV, a row per calibration entry,
-// lane and hour of day (and "all"). In the extended shape (extended) an
-// entry is a rule, lookback and target coverage, with coverage_all, and
-// the rows per kind ("kind:free") replace those of all lanes: no row mixes
-// the kinds.
+// WriteCSV writes the calibration as CSV, a row per entry, lane and hour
+// of day (and "all"), then the baselines. In the extended shape an entry
+// is a rule, lookback and target coverage, with coverage_all, and the rows
+// per kind ("kind:free") replace those of all lanes.
 func WriteCSV(w io.Writer, r *Report, _ bool) error {
 	ext := r.extended()
 	cw := csv.NewWriter(w)

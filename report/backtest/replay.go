@@ -23,8 +23,7 @@ type event struct {
 	ok      bool
 }
 
-// timeline is a lane's probes that pending jobs may still meet, in time
-// order.
+// timeline is a lane's probes that pending jobs may still meet, in order.
 type timeline struct {
 	ev   []event
 	head int
@@ -106,13 +105,9 @@ func (tl *timeline) meet(t int64) world {
 
 // job is one arrival, replayed per class, deadline and strategy.
 type job struct {
-	t0 time.Time
-	// cuts is what lanewatch follows, per class and deadline: taken at
-	// the arrival from the policy in force then.
-	cuts [][]jobCut
-	// tune marks a job before From, replayed only under the fixed
-	// fallback@T strategies that tune the tuned baselines.
-	tune bool
+	t0   time.Time
+	cuts [][]jobCut // per class and deadline, taken at the arrival
+	tune bool       // a job before From, replayed only to tune the tuned baselines
 }
 
 // jobCut is what lanewatch follows for a class and deadline: the class's
@@ -125,9 +120,8 @@ type jobCut struct {
 	first   string
 }
 
-// evaluate takes the policy in force at the job's arrival: every lane's
-// figures then, and each class's decision at each deadline (what policygen
-// lane and policy.Running answer).
+// evaluate takes the policy in force at the job's arrival: each class's
+// decision at each deadline (what policygen lane and policy.Running answer).
 func (b *Backtest) evaluate(j *job) {
 	if j.tune {
 		return // fallback@T alone: no decision to take
@@ -157,9 +151,8 @@ func (b *Backtest) evaluate(j *job) {
 
 // resolve replays the job for every class, deadline and strategy; at the
 // end (final) those whose horizon passes the newest probe are left out. A
-// tuning job (before From) is replayed under the fallbacks alone, for the
-// tuners; the tuned strategies take the outcome of the fallback@T they
-// pick for the job.
+// tuning job (before From) is replayed under the fallbacks alone; the
+// tuned strategies take the outcome of the fallback@T they pick.
 func (b *Backtest) resolve(j *job, final bool) {
 	rs := b.rep
 	hod := j.t0.In(b.loc).Hour()

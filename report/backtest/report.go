@@ -150,9 +150,8 @@ type Oracle struct {
 }
 
 // Calibration is the calibration under one rule, lookback_days and (the
-// calibrated rule) coverage. Best marks the one bestLookback (the extended
-// shape: bestByKind) picks. Rule, TargetCoverage and WarmupDays are the
-// extended shape's.
+// calibrated rule) coverage; Best marks the one bestLookback (bestByKind)
+// picks. Rule, TargetCoverage and WarmupDays: the extended shape only.
 type Calibration struct {
 	Rule           string            `json:"rule,omitempty"`
 	LookbackDays   int               `json:"lookback_days"`

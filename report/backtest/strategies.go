@@ -209,8 +209,7 @@ func (a *tuneAcc) add(r *baseRun) {
 }
 
 // tuner is the tuned baselines' state for one class and deadline: what
-// each fallback@T did on the tuning jobs (before From), per hour of day,
-// and per day (for the weekly re-tune), and the T each has picked.
+// each fallback@T did on the tuning jobs, and the T each has picked.
 type tuner struct {
 	frozen   []tuneAcc           // the tuning jobs, per fallback
 	hourly   [24][]tuneAcc       // the tuning jobs by hour of day (in the replay's zone)
@@ -313,8 +312,7 @@ func (t *tuner) choice(kind baseKind, hod int) int {
 }
 
 // Baseline is the replay of one class at one deadline under one strategy
-// (docs/backtest.md, "Baselines"). MetPct is rounded to 2 decimals, the
-// times to 2 (null without a met job), PaidUSD to 4.
+// (docs/backtest.md#baselines), rounded as Decision.
 type Baseline struct {
 	Class                 string   `json:"class"`
 	DeadlineS             float64  `json:"deadline_s"`
@@ -433,9 +431,8 @@ func writeBaselinesTable(bw *bufio.Writer, r *Report) {
 	fmt.Fprintf(bw, "%-12s %8s %-15s %5s %6s %9s %6s %6s %7s %7s %9s\n",
 		"class", "deadline", "strategy", "jobs", "met %", "paid USD", "med s", "p90 s", "free", "abandon", "burned")
 	for _, d := range r.Baselines {
-		fmt.Fprintf(bw, "%-12s %8s %-15s %5d %6s %9s %6s %6s %7d %7d %9d\n", clipName(d.Class, 12), secs(d.DeadlineS),
-			clipName(d.Strategy, 15), d.Jobs, strconv.FormatFloat(d.MetPct, 'f', 1, 64), strconv.FormatFloat(d.PaidUSD, 'f', 4, 64),
-			fmtNum(d.MedianTimeS, 1), fmtNum(d.P90TimeS, 1), d.FreeRequests, d.AbandonedFreeRequests, d.BurnedFreeTokens)
+		fmt.Fprintf(bw, "%-12s %8s %-15s %5d %6.1f %9.4f %6s %6s %7d %7d %9d\n", clipName(d.Class, 12), secs(d.DeadlineS), clipName(d.Strategy, 15),
+			d.Jobs, d.MetPct, d.PaidUSD, fmtNum(d.MedianTimeS, 1), fmtNum(d.P90TimeS, 1), d.FreeRequests, d.AbandonedFreeRequests, d.BurnedFreeTokens)
 	}
 }
 
