@@ -394,11 +394,11 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 			b.evaluate(j)
 			b.waiting.push(j)
 		case hasP:
-			p := b.pending.front()
+			p := b.pending.peek()
 			if !all && !p.Time.Before(frontier) {
 				return
 			}
-			b.apply(p)
+			b.apply(&p)
 			b.pending.pop()
 		default:
 			return

@@ -107,10 +107,7 @@ type fifo[T any] struct {
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 func (q *fifo[T]) peek() T  { return q.items[q.head] }
-
-// front points at the head item, until the next push or pop.
-func (q *fifo[T]) front() *T { return &q.items[q.head] }
-func (q *fifo[T]) push(x T)  { q.items = append(q.items, x) }
+func (q *fifo[T]) push(x T) { q.items = append(q.items, x) }
 func (q *fifo[T]) pop() T {
 	x := q.items[q.head]
 	var zero T

@@ -351,11 +351,9 @@ func (rs *replays) rows(b *Backtest) []Baseline {
 				if tuned && a.jobs == 0 {
 					continue // nothing to tune on: no tuning jobs
 				}
-				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met,
-					PaidUSD:      policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4),
+				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met, MetPct: a.metPct(),
+					PaidUSD: policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4), MedianTimeS: quantile(a.times, 0.5, 2), P90TimeS: quantile(a.times, 0.9, 2),
 					FreeRequests: a.freeReq, AbandonedFreeRequests: a.abandoned, BurnedFreeTokens: a.burned}
-				row.MetPct, row.MedianTimeS = a.metPct(), quantile(a.times, 0.5, 2)
-				row.P90TimeS = quantile(a.times, 0.9, 2)
 				if tuned {
 					row.TunedS = rs.tunedS(rs.tuners[ci][di], s.kind)
 				}
