@@ -139,12 +139,8 @@ func newReplays(b *Backtest) (*replays, error) {
 	rs.params = o.Params
 	rs.params.Classes = nil
 	for _, c := range o.Params.Classes {
-		ds := []float64{c.DeadlineS}
-		for _, d := range dls {
-			if d != c.DeadlineS {
-				ds = append(ds, d)
-			}
-		}
+		// its deadline, then the others asked for
+		ds := append([]float64{c.DeadlineS}, slices.DeleteFunc(slices.Clone(dls), func(d float64) bool { return d == c.DeadlineS })...)
 		var hs []time.Duration
 		var ts []*tuner
 		for _, d := range ds {
