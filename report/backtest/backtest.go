@@ -160,7 +160,6 @@ type Backtest struct {
 	created fifo[*job]        // arrived, policy not yet taken
 	waiting fifo[*job]        // policy taken, outcome not yet known
 	latest  time.Time         // newest probe added
-	any     bool
 
 	keep      time.Duration // how far back a policy reads
 	nextPrune time.Time
@@ -345,7 +344,7 @@ func (b *Backtest) Add(p store.Probe) error {
 	if b.finished {
 		return errors.New("Add after Report")
 	}
-	if b.any && p.Time.Before(b.latest) {
+	if p.Time.Before(b.latest) { // latest starts at year 1, before any stored probe (Unix ns)
 		return fmt.Errorf("probe of %s at %s comes after one at %s: probes must be in time order",
 			p.Lane, p.Time.Format(time.RFC3339Nano), b.latest.Format(time.RFC3339Nano))
 	}
@@ -355,7 +354,7 @@ func (b *Backtest) Add(p store.Probe) error {
 		b.ignored++
 		return nil
 	}
-	b.latest, b.any = p.Time, true
+	b.latest = p.Time
 	l.tl.add(p, b.loc)
 	b.pending.push(p)
 	if l == b.clock {

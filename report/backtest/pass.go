@@ -84,9 +84,6 @@ func (b *Backtest) prune(now time.Time) {
 // trim drops the probes no pending job can meet any more: those before the
 // newest probe of each lane before the oldest job that may arrive or wait.
 func (b *Backtest) trim() {
-	if !b.any {
-		return
-	}
 	oldest := b.latest.Add(-ArrivalLead)
 	if b.created.len() > 0 && b.created.peek().t0.Before(oldest) {
 		oldest = b.created.peek().t0
