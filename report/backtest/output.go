@@ -47,7 +47,6 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 				a.Probes, a.OK, fmtNum(a.Coverage, 3), fmtNum(a.MedianRatio, 2), fmtNum(a.P90Ratio, 2), a.FalseEligible, a.FalseIneligible, a.CensoredUncovered)
 		}
 	}
-	covAll, covAllHead := when(ext, " %7s"), when(ext, fmt.Sprintf(" %7s", "cov_all"))
 	for _, c := range r.Calibration {
 		mark := when(c.Best && len(r.Calibration) > 1, " (best)")
 		title := "lookback " + days(c.LookbackDays)
@@ -55,15 +54,12 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 			title = c.name()
 		}
 		fmt.Fprintf(bw, "\ncalibration, %s%s: does the next attempt wait at most next_queue_s?\n", title, mark)
-		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s"+covAllHead+" %7s %7s %6s %8s %5s %6s\n",
-			"lane", "probes", "ok", "covered", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
+		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s%s %7s %7s %6s %8s %5s %6s\n",
+			"lane", "probes", "ok", "covered", "coverage", when(ext, " cov_all"), "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
 		row := func(name string, n Counts) {
-			args := []any{clipName(name, 16), n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3)}
-			if ext {
-				args = append(args, fmtNum(n.CoverageAll, 3))
-			}
-			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s"+covAll+" %7s %7s %6d %8d %5d %6d\n", append(args, fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
-				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)...)
+			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s%s %7s %7s %6d %8d %5d %6d\n", clipName(name, 16), n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3),
+				when(ext, fmt.Sprintf(" %7s", fmtNum(n.CoverageAll, 3))), fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
+				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)
 		}
 		rows := func(name string, n Counts, hs []HourCounts) {
 			row(name, n)
