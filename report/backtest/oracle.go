@@ -82,8 +82,7 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 	}
 	out.Coverage = policy.Round(cov, 4)
 	out.Misses = sum.all - sum.coveredAll
-	sorted := slices.Clone(zs)
-	slices.Sort(sorted)
+	sorted := slices.Sorted(slices.Values(zs))
 	k := min(max(int(math.Ceil(cov*float64(len(sorted))-1e-9)), 1), len(sorted))
 	z := sorted[k-1]
 	if !num.Finite(z) { // every probe is covered by any figure, or none can be

@@ -237,12 +237,7 @@ func bestFallback(accs []tuneAcc) int {
 		if a.jobs == 0 {
 			continue
 		}
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := &accs[best]
-		if a.met > b.met || (a.met == b.met && (a.tokens < b.tokens || (a.tokens == b.tokens && a.timeS < b.timeS))) {
+		if b := &accs[max(best, 0)]; best < 0 || a.met > b.met || (a.met == b.met && (a.tokens < b.tokens || (a.tokens == b.tokens && a.timeS < b.timeS))) {
 			best = i
 		}
 	}
