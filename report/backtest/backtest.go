@@ -1,15 +1,16 @@
 // Package backtest replays a stored lane history against the live policy
 // and reports how well it predicted: calibration (did the next attempt wait
-// at most next_queue_s) and a decision replay of jobs under three retry
+// at most next_queue_s) and a decision replay of jobs under retry
 // strategies.
 //
-// The replay (Backtest) is pure, with no I/O and no clock: the probes come
-// in one at a time, in time order, and the report comes out at the end. Run
-// feeds it from a store, and WriteTable, WriteCSV and WriteJSON render the
+// The replay (Backtest) is pure, with no I/O and no clock: probes come in
+// one at a time, in time order, and the report comes out at the end. Read
+// feeds it from a store; WriteTable, WriteCSV and WriteJSON render the
 // report. What it scores and the world its jobs run in: docs/backtest.md.
 package backtest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,8 +32,13 @@ const (
 	MinAttemptS = 1.0
 	// MaxLookbackDays bounds each lookback (as the config does).
 	MaxLookbackDays = 366
-	// MaxLookbacks bounds how many lookbacks one run scores.
+	// MaxLookbacks and MaxCoverages bound how many lookbacks and coverages
+	// one run scores.
 	MaxLookbacks = 16
+	MaxCoverages = 16
+	// HeldBusy429 is Options.Busy429S for a 429 that is a failure and whose
+	// back-off holds for the rest of the hour.
+	HeldBusy429 = -1
 
 	// prunePeriod is how often the history drops the records no policy can
 	// read any more.
@@ -56,40 +62,30 @@ type Options struct {
 	// Params are the policy parameters; calibration replaces LookbackDays
 	// with each of Lookbacks.
 	Params policy.Params
-	// Lookbacks (0..366, at most MaxLookbacks), Rules and Coverages (at
-	// most MaxCoverages) are the calibrations to score; duplicates dropped,
-	// sorted. Empty: Params'. One rule also sets the decisions'.
+	// Lookbacks, Rules and Coverages are the calibrations to score,
+	// sorted, duplicates dropped; empty: Params'. One rule also sets the
+	// decisions'.
 	Lookbacks []int
 	Rules     []string
 	Coverages []float64
-	// From and To bound the scored window [From, To). Probes before From
-	// are warm-up; probes from To on are ignored.
+	// From and To bound the scored window [From, To); probes before From
+	// are warm-up, probes from To on are ignored.
 	From, To time.Time
 	// WarmupDays > 0: a lane's probe is scored once its hour is that many
 	// days after the lane's first probe read. 0: each lookback's own.
 	WarmupDays int
-	// Truth gives a probe's true lognormal queue (median, sigma), for the
-	// comparison with the oracle.
+	// Truth gives a probe's true lognormal queue, for the oracle.
 	Truth func(p *store.Probe) (median, sigma float64, ok bool)
 	// Fallbacks and Deadlines (seconds) ask for the baselines, TuneDays
 	// with Fallbacks the tuned ones (docs/backtest.md#baselines).
 	Fallbacks, Deadlines []float64
 	TuneDays             int
 	// Busy429S picks the rule for a short 429 (docs/policy.md#a-short-429):
-	// 0 the live one, S > 0 with S in place of store.BusyMaxS, HeldBusy429
-	// every 429 a failure whose back-off holds for the hour.
+	// 0 the live one, S > 0 with S in place of store.BusyMaxS, or HeldBusy429.
 	Busy429S float64
 }
 
-// HeldBusy429 is Options.Busy429S for a 429 that is a failure and whose
-// back-off holds for the rest of the hour.
-const HeldBusy429 = -1
-
-// MaxCoverages bounds how many coverages one run scores.
-const MaxCoverages = 16
-
-// entry is one calibration a run scores: a rule, a lookback and, for the
-// calibrated rule, a coverage; and its warm-up.
+// entry is one calibration a run scores.
 type entry struct {
 	rule     string
 	lookback int
@@ -98,33 +94,20 @@ type entry struct {
 }
 
 // extended says whether the report has the extended shape (a rule per
-// calibration, kinds, coverage_all): the calibrated rule, a coverage, a
-// warm-up or a truth asked for.
+// calibration, kinds, coverage_all).
 func (o Options) extended() bool {
-	for _, r := range o.rules() {
-		if r == policy.RuleCalibrated {
-			return true
-		}
-	}
-	return len(o.Coverages) > 0 || o.WarmupDays > 0 || o.Truth != nil
+	return slices.Contains(o.rules(), policy.RuleCalibrated) || len(o.Coverages) > 0 || o.WarmupDays > 0 || o.Truth != nil
 }
 
-// rules returns the rules to score, in policy.Rules order.
+// rules returns the rules to score, in policy.Rules order ("" is max).
 func (o Options) rules() []string {
 	rs := o.Rules
 	if len(rs) == 0 {
 		rs = []string{o.Params.Rule}
 	}
-	var out []string
-	for _, r := range policy.Rules {
-		for _, x := range rs {
-			if x == r || (x == "" && r == policy.RuleMax) {
-				out = append(out, r)
-				break
-			}
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(policy.Rules), func(r string) bool {
+		return !slices.Contains(rs, r) && (r != policy.RuleMax || !slices.Contains(rs, ""))
+	})
 }
 
 // ReadFrom returns the earliest probe the backtest needs: the warm-up
@@ -139,11 +122,7 @@ func (o Options) ReadFrom() time.Time {
 	for _, k := range o.Lookbacks {
 		lb = max(lb, k)
 	}
-	calibrated := o.Params.Calibrated()
-	for _, r := range o.rules() {
-		calibrated = calibrated || r == policy.RuleCalibrated
-	}
-	if calibrated {
+	if o.Params.Calibrated() || slices.Contains(o.rules(), policy.RuleCalibrated) {
 		lb *= 2
 	}
 	if o.tuned() {
@@ -155,7 +134,6 @@ func (o Options) ReadFrom() time.Time {
 	return t.Add(-time.Duration(o.Params.MaxBasisHours()+1) * time.Hour)
 }
 
-// tuned says whether the run has the tuned baselines.
 func (o Options) tuned() bool { return o.TuneDays > 0 && len(o.Fallbacks) > 0 }
 
 // Backtest is one replay. Feed it every probe from Options.ReadFrom to
@@ -168,7 +146,7 @@ type Backtest struct {
 	probes   bool            // the calibrated rule is scored or decides: the history keeps probes
 	oracle   []oracleObs     // with Truth: the scored probes' truths
 	params   []policy.Params // one per entry, then the config's for the decisions
-	decide   int             // index in params of the decisions' (the config's lookback)
+	decide   int             // index in params of the decisions'
 	hist     *policy.History
 	epoch    int64 // bumped when the history drops old hours: every lane's figures are taken anew
 	lanes    map[string]*lane
@@ -182,27 +160,22 @@ type Backtest struct {
 	created fifo[*job]        // arrived, policy not yet taken
 	waiting fifo[*job]        // policy taken, outcome not yet known
 	latest  time.Time         // newest probe added
-	any     bool
 
 	keep      time.Duration // how far back a policy reads
 	nextPrune time.Time
 
 	cells    [][]cell // [entry][lane*24 + hour of day]
-	read     int      // probes added
-	ignored  int      // probes of lanes not in the config, or from To on
+	read     int
+	ignored  int
 	finished bool
 
 	hourNow hourSpan      // the hour of the last instant asked about
-	figs    []policy.Lane // evaluate's scratch: every lane's figures
-
-	rep *replays
-
-	scratch []store.Probe // records' copy of an hour's probes
+	figs    []policy.Lane // evaluate's scratch
+	rep     *replays
+	scratch []store.Probe // records' scratch
 
 	pruneEvery time.Duration // prunePeriod; tests shorten it
-	// Test hooks: each score of a probe, and each probe applied with the
-	// record it updated.
-	onScore      func(p *store.Probe, lookback int, l *policy.Lane)
+	// Test hooks: each score of a probe, and each probe applied.
 	onEntryScore func(p *store.Probe, entry int, l *policy.Lane)
 	onApply      func(p *store.Probe, r store.Hourly)
 }
@@ -216,7 +189,7 @@ type lane struct {
 	first   time.Time // the hour of the lane's first probe applied; zero: none yet
 	tl      timeline
 	version int64     // bumped by each probe applied
-	figs    []figures // per params: the lane's figures, while they hold
+	figs    []figures // per params
 }
 
 // figures are a lane's figures of one hour, valid while neither the lane
@@ -230,8 +203,8 @@ type figures struct {
 	lane           policy.Lane
 }
 
-// siteHour is the current hour of one lane at one site: its probes so far
-// and where its record is; and the back-off its newest probe asks for.
+// siteHour is the current hour of one lane at one site: its probes so far,
+// and the back-off its newest probe asks for.
 type siteHour struct {
 	site    string
 	hour    time.Time
@@ -247,33 +220,18 @@ func New(opts Options) (*Backtest, error) {
 	if !opts.From.Before(opts.To) {
 		return nil, fmt.Errorf("empty window [%s, %s)", opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 	}
-	lbs := slices.Clone(opts.Lookbacks)
-	if len(lbs) == 0 {
-		lbs = []int{opts.Params.LookbackDays}
-	}
-	slices.Sort(lbs)
-	lbs = slices.Compact(lbs)
-	if len(lbs) > MaxLookbacks {
-		return nil, fmt.Errorf("%d lookbacks: want at most %d", len(lbs), MaxLookbacks)
-	}
-	for _, k := range lbs {
+	lbs, err := sweep("lookbacks", opts.Lookbacks, MaxLookbacks, func(k int) error {
 		if k < 0 || k > MaxLookbackDays {
-			return nil, fmt.Errorf("lookback %d: want 0..%d days", k, MaxLookbackDays)
+			return fmt.Errorf("lookback %d: want 0..%d days", k, MaxLookbackDays)
 		}
+		return nil
+	}, opts.Params.LookbackDays)
+	if err != nil {
+		return nil, err
 	}
-	covs := slices.Clone(opts.Coverages)
-	if len(covs) == 0 {
-		covs = []float64{opts.Params.CoverageOr()}
-	}
-	slices.Sort(covs)
-	covs = slices.Compact(covs)
-	if len(covs) > MaxCoverages {
-		return nil, fmt.Errorf("%d coverages: want at most %d", len(covs), MaxCoverages)
-	}
-	for _, c := range covs {
-		if err := policy.CheckCoverage(c); err != nil {
-			return nil, err
-		}
+	covs, err := sweep("coverages", opts.Coverages, MaxCoverages, policy.CheckCoverage, opts.Params.CoverageOr())
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range opts.Rules {
 		if r != policy.RuleCalibrated && r != policy.RuleMax {
@@ -302,18 +260,12 @@ func New(opts Options) (*Backtest, error) {
 			if r == policy.RuleCalibrated && k < 1 {
 				return nil, fmt.Errorf("lookback %d: the calibrated rule learns from at least 1 day", k)
 			}
-			e := entry{rule: r, lookback: k, warmup: k}
-			if opts.WarmupDays > 0 {
-				e.warmup = opts.WarmupDays
+			cs := []float64{0}
+			if r == policy.RuleCalibrated {
+				b.probes, cs = true, covs
 			}
-			if r == policy.RuleMax {
-				b.entries = append(b.entries, e)
-				continue
-			}
-			b.probes = true
-			for _, c := range covs {
-				e.coverage = c
-				b.entries = append(b.entries, e)
+			for _, c := range cs {
+				b.entries = append(b.entries, entry{rule: r, lookback: k, coverage: c, warmup: cmp.Or(opts.WarmupDays, k)})
 			}
 		}
 	}
@@ -349,10 +301,7 @@ func New(opts Options) (*Backtest, error) {
 			b.paid = l
 		}
 	}
-	b.clock = b.naive
-	if b.clock == nil {
-		b.clock = b.order[0]
-	}
+	b.clock = cmp.Or(b.naive, b.order[0])
 	maxLB := max(lbs[len(lbs)-1], opts.Params.LookbackDays)
 	if b.probes {
 		// The calibrators are made when first asked (at From): the history
@@ -364,22 +313,38 @@ func New(opts Options) (*Backtest, error) {
 	for i := range b.cells {
 		b.cells[i] = make([]cell, len(b.order)*24)
 	}
-	var err error
 	if b.rep, err = newReplays(b); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// Add feeds the next probe. Probes must come in time order (the order
-// store.Store.Probes returns); an earlier probe than the last one is an
-// error. Probes of lanes not in the config, and from To on, are counted and
-// left out.
+// sweep sorts xs (def when empty) and drops duplicates, then checks that
+// at most most are left and each passes check.
+func sweep[T cmp.Ordered](what string, xs []T, most int, check func(T) error, def ...T) ([]T, error) {
+	if len(xs) == 0 {
+		xs = def
+	}
+	out := slices.Compact(slices.Sorted(slices.Values(xs)))
+	if len(out) > most {
+		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
+	}
+	for _, x := range out {
+		if err := check(x); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Add feeds the next probe. Probes must come in time order; an earlier
+// probe than the last one is an error. Probes of lanes not in the config,
+// and from To on, are counted and left out.
 func (b *Backtest) Add(p store.Probe) error {
 	if b.finished {
 		return errors.New("Add after Report")
 	}
-	if b.any && p.Time.Before(b.latest) {
+	if p.Time.Before(b.latest) { // latest starts at year 1, before any stored probe (Unix ns)
 		return fmt.Errorf("probe of %s at %s comes after one at %s: probes must be in time order",
 			p.Lane, p.Time.Format(time.RFC3339Nano), b.latest.Format(time.RFC3339Nano))
 	}
@@ -389,7 +354,7 @@ func (b *Backtest) Add(p store.Probe) error {
 		b.ignored++
 		return nil
 	}
-	b.latest, b.any = p.Time, true
+	b.latest = p.Time
 	l.tl.add(p, b.loc)
 	b.pending.push(p)
 	if l == b.clock {
@@ -402,13 +367,8 @@ func (b *Backtest) Add(p store.Probe) error {
 	}
 	b.drain(p.Time.Add(-ArrivalLead), false)
 	resolved := false
-	for b.waiting.len() > 0 {
-		j := b.waiting.peek()
-		if !j.t0.Add(b.horizon).Before(b.latest) {
-			break
-		}
-		b.resolve(j, false)
-		b.waiting.pop()
+	for b.waiting.len() > 0 && b.waiting.peek().t0.Add(b.horizon).Before(b.latest) {
+		b.resolve(b.waiting.pop(), false)
 		resolved = true
 	}
 	if resolved || b.read%4096 == 0 {
@@ -417,10 +377,9 @@ func (b *Backtest) Add(p store.Probe) error {
 	return nil
 }
 
-// drain applies the probes and takes the policies of the jobs that come
-// before frontier (all of them when all is set), in time order; a job
-// comes before a probe of the same instant (the policy in force just
-// before it).
+// drain applies the probes and takes the policies of the jobs before
+// frontier (all of them with all), in time order; a job comes before a
+// probe of the same instant (the policy in force just before it).
 func (b *Backtest) drain(frontier time.Time, all bool) {
 	for {
 		hasP, hasJ := b.pending.len() > 0, b.created.len() > 0
@@ -434,11 +393,11 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 			b.evaluate(j)
 			b.waiting.push(j)
 		case hasP:
-			p := b.pending.front()
+			p := b.pending.peek()
 			if !all && !p.Time.Before(frontier) {
 				return
 			}
-			b.apply(p)
+			b.apply(&p)
 			b.pending.pop()
 		default:
 			return
@@ -447,9 +406,8 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 }
 
 // state returns the lane's policy.LaneState as of now: its newest probe,
-// and the latest back-off any site's newest probe asks for, unless it has
-// ended by now (the live answer at now; under HeldBusy429 it holds for
-// the hour, as policygen -hour at the hour's start said before).
+// and the latest back-off any site's newest probe asks for unless it has
+// ended by now (under HeldBusy429 it holds for the hour).
 func (b *Backtest) state(l *lane, now time.Time) policy.LaneState {
 	s := policy.LaneState{Lane: l.spec.Name, LastSample: l.last}
 	for _, sh := range l.sites {
@@ -494,18 +452,14 @@ func (b *Backtest) apply(p *store.Probe) {
 	}
 	if !p.Time.Before(b.opts.From) {
 		st := b.state(l, p.Time)
-		hod := hs.hod
 		scored := false
 		for i, e := range b.entries {
 			if !b.warm(l, hs.start, e.warmup) {
 				continue
 			}
 			pl := b.figures(l, i, st, p.Time)
-			b.cells[i][l.idx*24+hod].add(pl, p)
+			b.cells[i][l.idx*24+hs.hod].add(pl, p)
 			scored = true
-			if b.onScore != nil {
-				b.onScore(p, e.lookback, pl)
-			}
 			if b.onEntryScore != nil {
 				b.onEntryScore(p, i, pl)
 			}
@@ -517,18 +471,12 @@ func (b *Backtest) apply(p *store.Probe) {
 	if !p.Time.Before(b.nextPrune) {
 		b.prune(p.Time)
 	}
-	var sh *siteHour
-	for _, s := range l.sites {
-		if s.site == p.Site {
-			sh = s
-			break
-		}
+	i := slices.IndexFunc(l.sites, func(s *siteHour) bool { return s.site == p.Site })
+	if i < 0 {
+		i = len(l.sites)
+		l.sites = append(l.sites, &siteHour{site: p.Site})
 	}
-	if sh == nil {
-		sh = &siteHour{site: p.Site}
-		l.sites = append(l.sites, sh)
-	}
-	hour := b.hourOf(p.Time).start
+	sh, hour := l.sites[i], hs.start
 	if !sh.hour.Equal(hour) {
 		sh.hour, sh.probes = hour, sh.probes[:0]
 	}
@@ -541,9 +489,7 @@ func (b *Backtest) apply(p *store.Probe) {
 	if b.onApply != nil {
 		b.onApply(p, r)
 	}
-	if p.Time.After(l.last) {
-		l.last = p.Time
-	}
+	l.last = p.Time // probes are applied in time order
 	sh.backoff, _ = budget.Backoff(*p, b.loc)
 	l.version++
 }

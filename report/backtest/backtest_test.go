@@ -114,8 +114,8 @@ func TestDoubledQueueIsUncoveredOnceAfterTheChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.onScore = func(p *store.Probe, k int, l *policy.Lane) {
-		if p.Lane == "free" && k == 7 && p.QueueS > l.NextQueueS {
+	b.onEntryScore = func(p *store.Probe, i int, l *policy.Lane) {
+		if p.Lane == "free" && b.entries[i].lookback == 7 && p.QueueS > l.NextQueueS {
 			uncovered = append(uncovered, p.Time)
 		}
 	}
@@ -253,7 +253,8 @@ func TestIncrementalEqualsPolicygen(t *testing.T) {
 			b.pruneEvery = 7 * time.Hour // mid-day, often
 			var before []store.Probe     // probes applied so far
 			scores := 0
-			b.onScore = func(pr *store.Probe, k int, got *policy.Lane) {
+			b.onEntryScore = func(pr *store.Probe, e int, got *policy.Lane) {
+				k := b.entries[e].lookback
 				scores++
 				pk := p
 				pk.LookbackDays = k

@@ -82,8 +82,7 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 	}
 	out.Coverage = policy.Round(cov, 4)
 	out.Misses = sum.all - sum.coveredAll
-	sorted := slices.Clone(zs)
-	slices.Sort(sorted)
+	sorted := slices.Sorted(slices.Values(zs))
 	k := min(max(int(math.Ceil(cov*float64(len(sorted))-1e-9)), 1), len(sorted))
 	z := sorted[k-1]
 	if !num.Finite(z) { // every probe is covered by any figure, or none can be
@@ -120,25 +119,5 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 	return out
 }
 
-// normalQuantile returns the standard normal's p-quantile (0 < p < 1), by
-// bisection on the CDF: exact to 1e-12, and exact where the bisection meets
-// it (0 for 0.5).
-func normalQuantile(p float64) float64 {
-	lo, hi := -40.0, 40.0
-	for range 200 {
-		mid := (lo + hi) / 2
-		c := 0.5 * math.Erfc(-mid/math.Sqrt2)
-		if c == p {
-			return mid
-		}
-		if c < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-		if hi-lo < 1e-12 {
-			break
-		}
-	}
-	return (lo + hi) / 2
-}
+// normalQuantile returns the standard normal's p-quantile (0 < p < 1).
+func normalQuantile(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }

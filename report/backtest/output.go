@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -12,26 +13,23 @@ import (
 )
 
 // WriteTable writes the report as text tables: the sweep, the calibration
-// per calibration entry (per hour of day too with byHour) and the
-// decisions. In the extended shape (extended) the sweep is per kind of lane,
-// never a headline that mixes them, with coverage_all, and the oracle's
-// comparison when the run had the truth.
+// per entry (per hour of day too with byHour) and the decisions. In the
+// extended shape the sweep is per kind of lane, never mixing them, with
+// coverage_all and the oracle's comparison when the run had the truth.
 func WriteTable(w io.Writer, r *Report, byHour bool) error {
 	ext := r.extended()
 	bw := bufio.NewWriter(w)
 	scored := 0
-	if len(r.Calibration) > 0 {
-		if scored = r.Calibration[0].All.Probes; ext {
-			scored = 0
-			for _, k := range r.Calibration[0].Kinds {
-				scored += k.Probes
-			}
+	if ext { // r.Calibration[0] exists: one has a rule
+		for _, k := range r.Calibration[0].Kinds {
+			scored += k.Probes
 		}
-	}
-	if ext {
-		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, orDash(firstName(r)))
+		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored (%s)\n", stamp(r.From), stamp(r.To), r.Timezone, scored, r.Calibration[0].name())
 		fmt.Fprintf(bw, "read from %s; a lane's probes are scored once it has its warm-up of history\n", stamp(r.ReadFrom))
 	} else {
+		if len(r.Calibration) > 0 {
+			scored = r.Calibration[0].All.Probes
+		}
 		fmt.Fprintf(bw, "backtest of %s .. %s (%s): %d probes scored\n", stamp(r.From), stamp(r.To), r.Timezone, scored)
 		fmt.Fprintf(bw, "warm-up from %s: its probes feed the history, unscored\n", stamp(r.ReadFrom))
 	}
@@ -44,38 +42,24 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 		fmt.Fprintf(bw, "\nlookback sweep, all lanes (* the lowest median ratio at coverage >= %g, else the best coverage)\n", TargetCoverage)
 		fmt.Fprintf(bw, "%-10s %8s %8s %8s %8s %7s %7s %8s %6s\n", "lookback", "probes", "ok", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens")
 		for _, c := range r.Calibration {
-			mark := ""
-			if c.Best {
-				mark = " *"
-			}
 			a := c.All.Counts
-			fmt.Fprintf(bw, "%-10s %8d %8d %8s %8s %7s %7d %8d %6d\n", fmt.Sprintf("%d d%s", c.LookbackDays, mark),
+			fmt.Fprintf(bw, "%-10s %8d %8d %8s %8s %7s %7d %8d %6d\n", fmt.Sprintf("%d d%s", c.LookbackDays, when(c.Best, " *")),
 				a.Probes, a.OK, fmtNum(a.Coverage, 3), fmtNum(a.MedianRatio, 2), fmtNum(a.P90Ratio, 2), a.FalseEligible, a.FalseIneligible, a.CensoredUncovered)
 		}
 	}
-	covAll, covAllHead := "", ""
-	if ext {
-		covAll, covAllHead = " %7s", fmt.Sprintf(" %7s", "cov_all")
-	}
 	for _, c := range r.Calibration {
-		mark := ""
-		if c.Best && len(r.Calibration) > 1 {
-			mark = " (best)"
-		}
+		mark := when(c.Best && len(r.Calibration) > 1, " (best)")
 		title := "lookback " + days(c.LookbackDays)
 		if ext {
 			title = c.name()
 		}
 		fmt.Fprintf(bw, "\ncalibration, %s%s: does the next attempt wait at most next_queue_s?\n", title, mark)
-		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s"+covAllHead+" %7s %7s %6s %8s %5s %6s\n",
-			"lane", "probes", "ok", "covered", "coverage", "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
+		fmt.Fprintf(bw, "%-16s %7s %7s %7s %8s%s %7s %7s %6s %8s %5s %6s\n",
+			"lane", "probes", "ok", "covered", "coverage", when(ext, " cov_all"), "median×", "p90×", "f_elig", "f_inelig", "cens", "no_pol")
 		row := func(name string, n Counts) {
-			args := []any{clipName(name, 16), n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3)}
-			if ext {
-				args = append(args, fmtNum(n.CoverageAll, 3))
-			}
-			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s"+covAll+" %7s %7s %6d %8d %5d %6d\n", append(args, fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
-				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)...)
+			fmt.Fprintf(bw, "%-16s %7d %7d %7d %8s%s %7s %7s %6d %8d %5d %6d\n", clipName(name, 16), n.Probes, n.OK, n.Covered, fmtNum(n.Coverage, 3),
+				when(ext, fmt.Sprintf(" %7s", fmtNum(n.CoverageAll, 3))), fmtNum(n.MedianRatio, 2), fmtNum(n.P90Ratio, 2),
+				n.FalseEligible, n.FalseIneligible, n.CensoredUncovered, n.NoPolicy)
 		}
 		rows := func(name string, n Counts, hs []HourCounts) {
 			row(name, n)
@@ -100,16 +84,25 @@ func WriteTable(w io.Writer, r *Report, byHour bool) error {
 		decision = days(r.DecisionLookback)
 		if r.DecisionRule != "" {
 			decision = r.DecisionRule + ", lookback " + decision
-			if r.DecisionCoverage != nil {
-				decision += ", coverage " + strconv.FormatFloat(*r.DecisionCoverage, 'f', -1, 64)
-			}
+			decision += when(r.DecisionCoverage != nil, ", coverage "+optNum(r.DecisionCoverage))
 		}
 		decision = "(" + decision + ")"
 	}
 	fmt.Fprintf(bw, "\ndecisions: a job arrives %s before each probe of %s; naive retries %s,\n",
 		time.Duration(r.ArrivalLeadS*float64(time.Second)), orDash(r.ArrivalLane), orDash(r.NaiveLane))
 	fmt.Fprintf(bw, "paid retries %s; lanewatch follows the policy %s\n", orDash(r.PaidLane), decision)
-	writeDecisions(bw, r)
+	if r.DroppedReplays > 0 {
+		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedReplays)
+	}
+	fmt.Fprintf(bw, "%-16s %-10s %7s %7s %7s %9s %12s %10s %9s\n", "class", "strategy", "jobs", "met", "met %", "median s", "burned free", "paid USD", "attempts")
+	for _, d := range r.Decisions {
+		fmt.Fprintf(bw, "%-16s %-10s %7d %7d %7.1f %9s %12d %10.4f %9d\n", clipName(d.Class, 16), d.Strategy, d.Jobs, d.Met,
+			d.MetPct, fmtNum(d.MedianTimeS, 1), d.BurnedFreeTokens, d.PaidUSD, d.Attempts)
+	}
+	if len(r.Decisions) == 0 {
+		fmt.Fprintln(bw, "(no classes configured)")
+	}
+	writeBaselinesTable(bw, r)
 	return bw.Flush()
 }
 
@@ -120,20 +113,18 @@ func (r *Report) extended() bool {
 
 // name names a calibration: "calibrated 14 d @0.95", "max 7 d".
 func (c *Calibration) name() string {
-	s := fmt.Sprintf("%s %d d", c.Rule, c.LookbackDays)
-	if c.TargetCoverage != nil {
-		s += " @" + strconv.FormatFloat(*c.TargetCoverage, 'f', -1, 64)
-	}
-	return s
+	return fmt.Sprintf("%s %d d", c.Rule, c.LookbackDays) + when(c.TargetCoverage != nil, " @"+optNum(c.TargetCoverage))
 }
 
 // writeSweepByKind writes the extended shape's sweep, per kind of lane, and the
 // oracle's comparison when the run had the truth.
 func writeSweepByKind(bw *bufio.Writer, r *Report) {
+	best := "" // the kind Best is chosen on: free, else paid
 	for _, kind := range []string{"free", "paid"} {
 		if !slices.ContainsFunc(r.Calibration, func(c Calibration) bool { return c.kind(kind) != nil }) {
 			continue
 		}
+		best = cmp.Or(best, kind)
 		fmt.Fprintf(bw, "\nsweep, %s lanes (* the lowest median ratio at coverage_all >= %g, else the best coverage_all)\n", kind, TargetCoverage)
 		fmt.Fprintf(bw, "%-24s %7s %7s %7s %8s %8s %7s %7s %6s %8s %5s\n", "rule", "warm-up", "probes", "ok", "coverage", "cov_all", "median×", "p90×", "f_elig", "f_inelig", "cens")
 		for _, c := range r.Calibration {
@@ -141,11 +132,7 @@ func writeSweepByKind(bw *bufio.Writer, r *Report) {
 			if k == nil {
 				continue
 			}
-			mark := ""
-			if c.Best && kind == bestKind(r) {
-				mark = " *"
-			}
-			fmt.Fprintf(bw, "%-24s %7s %7d %7d %8s %8s %7s %7s %6d %8d %5d\n", c.name()+mark, fmt.Sprintf("%d d", c.WarmupDays),
+			fmt.Fprintf(bw, "%-24s %7s %7d %7d %8s %8s %7s %7s %6d %8d %5d\n", c.name()+when(c.Best && kind == best, " *"), fmt.Sprintf("%d d", c.WarmupDays),
 				k.Probes, k.OK, fmtNum(k.Coverage, 3), fmtNum(k.CoverageAll, 3), fmtNum(k.MedianRatio, 2), fmtNum(k.P90Ratio, 2),
 				k.FalseEligible, k.FalseIneligible, k.CensoredUncovered)
 		}
@@ -161,9 +148,8 @@ func writeSweepByKind(bw *bufio.Writer, r *Report) {
 	for _, c := range r.Calibration {
 		for _, k := range c.Kinds {
 			if o := k.Oracle; o != nil {
-				fmt.Fprintf(bw, "%-24s %-5s %7d %8s %8s %8s %7d %8d %8s\n", c.name(), k.Kind, o.Probes,
-					strconv.FormatFloat(o.Coverage, 'f', 4, 64), fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3),
-					o.Misses, o.OracleMisses, strconv.FormatFloat(o.OracleCoverage, 'f', 4, 64))
+				fmt.Fprintf(bw, "%-24s %-5s %7d %8.4f %8s %8s %7d %8d %8.4f\n", c.name(), k.Kind, o.Probes,
+					o.Coverage, fmtNum(o.OracleMedianRatio, 3), fmtNum(o.RatioToOracle, 3), o.Misses, o.OracleMisses, o.OracleCoverage)
 			}
 		}
 	}
@@ -177,41 +163,6 @@ func (c *Calibration) kind(kind string) *KindCalibration {
 		}
 	}
 	return nil
-}
-
-// bestKind is the kind Best is chosen on: free, else paid.
-func bestKind(r *Report) string {
-	for _, c := range r.Calibration {
-		if c.kind("free") != nil {
-			return "free"
-		}
-	}
-	return "paid"
-}
-
-// firstName names the first calibration, "" without one.
-func firstName(r *Report) string {
-	if len(r.Calibration) == 0 {
-		return ""
-	}
-	return r.Calibration[0].name()
-}
-
-// writeDecisions writes the decisions table.
-func writeDecisions(bw *bufio.Writer, r *Report) {
-	if r.DroppedReplays > 0 {
-		fmt.Fprintf(bw, "(%d replays left out: their deadline + 1 h passes the newest probe)\n", r.DroppedReplays)
-	}
-	fmt.Fprintf(bw, "%-16s %-10s %7s %7s %7s %9s %12s %10s %9s\n", "class", "strategy", "jobs", "met", "met %", "median s", "burned free", "paid USD", "attempts")
-	for _, d := range r.Decisions {
-		fmt.Fprintf(bw, "%-16s %-10s %7d %7d %7s %9s %12d %10s %9d\n", clipName(d.Class, 16), d.Strategy, d.Jobs, d.Met,
-			strconv.FormatFloat(d.MetPct, 'f', 1, 64), fmtNum(d.MedianTimeS, 1), d.BurnedFreeTokens,
-			strconv.FormatFloat(d.PaidUSD, 'f', 4, 64), d.Attempts)
-	}
-	if len(r.Decisions) == 0 {
-		fmt.Fprintln(bw, "(no classes configured)")
-	}
-	writeBaselinesTable(bw, r)
 }
 
 func days(n int) string {
@@ -230,6 +181,14 @@ func fmtNum(x *float64, prec int) string {
 	return strconv.FormatFloat(*x, 'f', prec, 64)
 }
 
+// when is s when cond holds, else "".
+func when(cond bool, s string) string {
+	if cond {
+		return s
+	}
+	return ""
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -244,11 +203,10 @@ func clipName(s string, n int) string {
 	return s
 }
 
-// WriteCSV writes the calibration as CSV, a row per calibration entry,
-// lane and hour of day (and "all"). In the extended shape (extended) an
-// entry is a rule, lookback and target coverage, with coverage_all, and
-// the rows per kind ("kind:free") replace those of all lanes: no row mixes
-// the kinds.
+// WriteCSV writes the calibration as CSV, a row per entry, lane and hour
+// of day (and "all"), then the baselines. In the extended shape an entry
+// is a rule, lookback and target coverage, with coverage_all, and the rows
+// per kind ("kind:free") replace those of all lanes.
 func WriteCSV(w io.Writer, r *Report, _ bool) error {
 	ext := r.extended()
 	cw := csv.NewWriter(w)

@@ -8,10 +8,8 @@ import (
 )
 
 // warm says whether the hour starting at h is at least days days (in the
-// replay's zone) after the hour of the lane's first probe.
-//
-// Only the extended shape has this warm-up: before it, every probe of the
-// window was scored, and a run in the old shape still scores them all.
+// replay's zone) after the hour of the lane's first probe. The old shape
+// has no warm-up: it scores every probe of the window.
 func (b *Backtest) warm(l *lane, h time.Time, days int) bool {
 	if days <= 0 || !b.extended {
 		return true
@@ -84,12 +82,8 @@ func (b *Backtest) prune(now time.Time) {
 }
 
 // trim drops the probes no pending job can meet any more: those before the
-// newest probe of each lane before the oldest job that may still arrive or
-// wait.
+// newest probe of each lane before the oldest job that may arrive or wait.
 func (b *Backtest) trim() {
-	if !b.any {
-		return
-	}
 	oldest := b.latest.Add(-ArrivalLead)
 	if b.created.len() > 0 && b.created.peek().t0.Before(oldest) {
 		oldest = b.created.peek().t0
@@ -110,10 +104,7 @@ type fifo[T any] struct {
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 func (q *fifo[T]) peek() T  { return q.items[q.head] }
-
-// front points at the head item, until the next push or pop.
-func (q *fifo[T]) front() *T { return &q.items[q.head] }
-func (q *fifo[T]) push(x T)  { q.items = append(q.items, x) }
+func (q *fifo[T]) push(x T) { q.items = append(q.items, x) }
 func (q *fifo[T]) pop() T {
 	x := q.items[q.head]
 	var zero T

@@ -1,8 +1,9 @@
 package backtest
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/lanewatch/lanewatch/internal/num"
@@ -22,8 +23,7 @@ type event struct {
 	ok      bool
 }
 
-// timeline is a lane's probes that pending jobs may still meet, in time
-// order.
+// timeline is a lane's probes that pending jobs may still meet, in order.
 type timeline struct {
 	ev   []event
 	head int
@@ -46,13 +46,10 @@ func (tl *timeline) add(p store.Probe, loc *time.Location) {
 	tl.ev = append(tl.ev, e)
 }
 
-// trim drops the events before the newest one before t: an attempt at or
-// after t meets the events from t on and reads the back-off of the one
-// before them, even when an event is at t itself.
+// trim drops the events before the newest one before t: an attempt from t
+// on meets the events from t on and reads the back-off of the one before.
 func (tl *timeline) trim(t int64) {
-	live := tl.ev[tl.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].t >= t }) // first at or after t
-	if i > 1 {
+	if i := tl.search(t); i > 1 {
 		tl.head += i - 1
 	}
 	if tl.head > 256 && tl.head*2 > len(tl.ev) {
@@ -74,13 +71,18 @@ type world struct {
 
 const never = math.MaxInt64
 
+// search returns the index in the live events of the first at or after t.
+func (tl *timeline) search(t int64) int {
+	i, _ := slices.BinarySearchFunc(tl.ev[tl.head:], t, func(e event, t int64) int { return cmp.Compare(e.t, t) })
+	return i
+}
+
 // meet returns what an attempt started at t (Unix ns) meets on the lane:
 // the lane's next probe at or after t within Lookahead, unless the newest
 // probe before t asked for a back-off that still runs (then, as without a
 // probe, it fails fast).
 func (tl *timeline) meet(t int64) world {
-	live := tl.ev[tl.head:]
-	i := sort.Search(len(live), func(i int) bool { return live[i].t >= t })
+	live, i := tl.ev[tl.head:], tl.search(t)
 	var next *event
 	if i < len(live) {
 		next = &live[i]
@@ -103,13 +105,9 @@ func (tl *timeline) meet(t int64) world {
 
 // job is one arrival, replayed per class, deadline and strategy.
 type job struct {
-	t0 time.Time
-	// cuts is what lanewatch follows, per class and deadline: taken at
-	// the arrival from the policy in force then.
-	cuts [][]jobCut
-	// tune marks a job before From, replayed only under the fixed
-	// fallback@T strategies that tune the tuned baselines.
-	tune bool
+	t0   time.Time
+	cuts [][]jobCut // per class and deadline, taken at the arrival
+	tune bool       // a job before From, replayed only to tune the tuned baselines
 }
 
 // jobCut is what lanewatch follows for a class and deadline: the class's
@@ -122,9 +120,8 @@ type jobCut struct {
 	first   string
 }
 
-// evaluate takes the policy in force at the job's arrival: every lane's
-// figures then, and each class's decision at each deadline (what policygen
-// lane and policy.Running answer).
+// evaluate takes the policy in force at the job's arrival: each class's
+// decision at each deadline (what policygen lane and policy.Running answer).
 func (b *Backtest) evaluate(j *job) {
 	if j.tune {
 		return // fallback@T alone: no decision to take
@@ -154,9 +151,8 @@ func (b *Backtest) evaluate(j *job) {
 
 // resolve replays the job for every class, deadline and strategy; at the
 // end (final) those whose horizon passes the newest probe are left out. A
-// tuning job (before From) is replayed under the fallbacks alone, for the
-// tuners; the tuned strategies take the outcome of the fallback@T they
-// pick for the job.
+// tuning job (before From) is replayed under the fallbacks alone; the
+// tuned strategies take the outcome of the fallback@T they pick.
 func (b *Backtest) resolve(j *job, final bool) {
 	rs := b.rep
 	hod := j.t0.In(b.loc).Hour()
@@ -276,20 +272,23 @@ func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step 
 			r.burned += tokens
 		}
 	}
-	countOne := func() {
-		r.attempts++
+	count := func(n int64) {
+		r.attempts += n
 		if free {
-			r.freeReq++
+			r.freeReq += n
 		}
 	}
+	abandon := func(first float64) step {
+		if free {
+			r.abandoned++
+		}
+		return step{kind: stepAbandoned, end: cancelAt, first: first}
+	}
 	if w.ok {
-		countOne()
+		count(1)
 		first := max(at+w.queue, behind)
 		if first > cancelAt && cancelAt < r.d {
-			if free {
-				r.abandoned++
-			}
-			return step{kind: stepAbandoned, end: cancelAt, first: first}
+			return abandon(first)
 		}
 		gen := 0.0
 		if w.rate > 0 {
@@ -311,11 +310,8 @@ func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step 
 		return step{kind: stepCut, end: r.d}
 	}
 	if at+w.queue > cancelAt && cancelAt < r.d {
-		countOne()
-		if free {
-			r.abandoned++
-		}
-		return step{kind: stepAbandoned, end: cancelAt, first: max(at+w.queue, behind)}
+		count(1)
+		return abandon(max(at+w.queue, behind))
 	}
 	// A run of failures that all meet the same world, none cancelled:
 	// n of them before what they meet changes, the deadline comes or the
@@ -329,10 +325,7 @@ func (r *baseRun) attempt(l *lane, at, cancelAt, behind float64, run bool) step 
 	if nf := math.Ceil((limit - at) / cost); nf > 1 && run {
 		n = int64(min(nf, 1<<40))
 	}
-	r.attempts += n
-	if free {
-		r.freeReq += n
-	}
+	count(n)
 	account(n*min(w.tokens, r.est), false)
 	return step{kind: stepFailed, end: at + min(float64(n)*cost, r.d-at), n: n}
 }

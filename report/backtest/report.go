@@ -1,6 +1,7 @@
 package backtest
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -56,6 +57,14 @@ func (c *cell) add(l *policy.Lane, p *store.Probe) {
 	}
 }
 
+// name is the lane's name, "" for none.
+func (l *lane) name() string {
+	if l == nil {
+		return ""
+	}
+	return l.spec.Name
+}
+
 // rateLimited says whether p is a 429: no queue draw, left out of
 // coverage_all (the back-off and quota_exhausted cover it).
 func rateLimited(p *store.Probe) bool {
@@ -75,9 +84,9 @@ func (c *cell) merge(o *cell) {
 	c.ratios = append(c.ratios, o.ratios...)
 }
 
-// Counts is the calibration of a set of probes (see the package comment).
-// Coverage and the ratios are null when there is nothing to compute them
-// from. Coverage is rounded to 4 decimals, the ratios to 3.
+// Counts is the calibration of a set of probes (docs/backtest.md).
+// Coverage (4 decimals) and the ratios (3) are null with nothing to
+// compute them from.
 type Counts struct {
 	Probes            int      `json:"probes"`
 	OK                int      `json:"ok"`
@@ -89,9 +98,8 @@ type Counts struct {
 	FalseIneligible   int      `json:"false_ineligible"`
 	NoPolicy          int      `json:"no_policy"`
 	CensoredUncovered int      `json:"censored_uncovered"`
-	// CoverageAll (the extended shape only) is the coverage of every probe
-	// with a policy but 429s: a failed probe counts as covered when
-	// next_queue_s is at least the wait it was cut at.
+	// CoverageAll (the extended shape only): every probe with a policy but
+	// 429s, a failure covered when next_queue_s is at least its wait.
 	CoverageAll *float64 `json:"coverage_all,omitempty"`
 }
 
@@ -114,8 +122,8 @@ type AllCalibration struct {
 	Hours []HourCounts `json:"hours,omitempty"`
 }
 
-// KindCalibration is the calibration over the lanes of one kind (free,
-// paid), with the oracle's comparison when the run has the truth.
+// KindCalibration is the calibration over the lanes of one kind, with the
+// oracle's comparison when the run has the truth.
 type KindCalibration struct {
 	Kind string `json:"kind"`
 	Counts
@@ -125,31 +133,26 @@ type KindCalibration struct {
 
 // Oracle compares a rule with the oracle that knows each probe's true
 // queue distribution (median × exp(sigma·z)), over the scored probes with
-// a truth, scored like coverage_all. Ratios are rounded to 3 decimals,
-// coverages to 4.
+// a truth, scored like coverage_all (docs/backtest.md).
 type Oracle struct {
 	Probes int `json:"probes"`
-	// Coverage is the rule's coverage_all over these probes; OracleMedianRatio
-	// the oracle's median next/queue ratio at the z where it reaches that
-	// coverage, and RatioToOracle the rule's median ratio over it.
+	// Coverage is the rule's coverage_all; OracleMedianRatio the oracle's
+	// median ratio at the z where it reaches it; RatioToOracle the rule's
+	// median ratio over the oracle's.
 	Coverage          float64  `json:"coverage"`
 	OracleMedianRatio *float64 `json:"oracle_median_ratio"`
 	RatioToOracle     *float64 `json:"ratio_to_oracle"`
-	// Misses are the rule's uncovered probes; OracleMisses the oracle's at
-	// the calibration's target coverage (z = the normal quantile of it),
-	// and OracleCoverage its coverage_all there (max: at TargetCoverage).
+	// Misses are the rule's uncovered probes, OracleMisses and
+	// OracleCoverage the oracle's at the target coverage.
 	Misses         int     `json:"misses"`
 	OracleMisses   int     `json:"oracle_misses"`
 	OracleCoverage float64 `json:"oracle_coverage"`
 }
 
 // Calibration is the calibration under one rule, lookback_days and (the
-// calibrated rule) coverage. Best marks the calibration with the best
-// coverage at the lowest median ratio: the lowest median ratio among those
-// reaching TargetCoverage, else the highest coverage (the extended shape: of
-// the free lanes, by coverage_all; the paid lanes without a free one).
+// calibrated rule) coverage; Best marks the one bestLookback (bestByKind)
+// picks. Rule, TargetCoverage and WarmupDays: the extended shape only.
 type Calibration struct {
-	// Rule, TargetCoverage and WarmupDays: the extended shape only.
 	Rule           string            `json:"rule,omitempty"`
 	LookbackDays   int               `json:"lookback_days"`
 	TargetCoverage *float64          `json:"target_coverage,omitempty"`
@@ -160,9 +163,8 @@ type Calibration struct {
 	All            AllCalibration    `json:"all"`
 }
 
-// Decision is the replay of one class under one strategy. MetPct is
-// rounded to 2 decimals, MedianTimeS to 2 (null without a met job),
-// PaidUSD to 4.
+// Decision is the replay of one class under one strategy (MetPct and
+// MedianTimeS 2 decimals, PaidUSD 4).
 type Decision struct {
 	Class            string   `json:"class"`
 	Strategy         string   `json:"strategy"`
@@ -183,33 +185,28 @@ type Report struct {
 	// ReadFrom is the start of the warm-up: probes from it to From feed the
 	// history but are not scored.
 	ReadFrom time.Time `json:"read_from"`
-	// ProbesRead counts every probe fed; Ignored those of lanes not in the
-	// config (or from To on).
-	ProbesRead int `json:"probes_read"`
-	Ignored    int `json:"ignored"`
-	// BestLookbackDays is the lookback marked Best.
+	// Ignored counts the probes of lanes not in the config, or from To on.
+	ProbesRead       int           `json:"probes_read"`
+	Ignored          int           `json:"ignored"`
 	BestLookbackDays int           `json:"best_lookback_days"`
 	Calibration      []Calibration `json:"calibration"`
-	// NaiveLane and PaidLane are the lanes of the naive and paid
-	// strategies ("" when the config has none: the strategy is left out).
-	NaiveLane string `json:"naive_lane"`
-	PaidLane  string `json:"paid_lane"`
-	// Jobs arrive ArrivalLeadS before each probe of ArrivalLane (the naive
-	// lane, else the first lane).
+	// NaiveLane and PaidLane are "" when the config has none (the strategy
+	// is left out). Jobs arrive ArrivalLeadS before each probe of
+	// ArrivalLane.
+	NaiveLane        string  `json:"naive_lane"`
+	PaidLane         string  `json:"paid_lane"`
 	ArrivalLane      string  `json:"arrival_lane"`
 	ArrivalLeadS     float64 `json:"arrival_lead_s"`
 	DecisionLookback int     `json:"decision_lookback_days"`
-	// DecisionRule and DecisionCoverage (the extended shape only) are the
-	// rest of the decisions' policy: the config's rule and coverage.
+	// DecisionRule and DecisionCoverage: the extended shape only.
 	DecisionRule     string   `json:"decision_rule,omitempty"`
 	DecisionCoverage *float64 `json:"decision_coverage,omitempty"`
 	// DroppedReplays counts job replays left out because their deadline
 	// plus an hour reaches past the newest probe.
 	DroppedReplays int        `json:"dropped_replays"`
 	Decisions      []Decision `json:"decisions"`
-	// Baselines are the baseline replays (Options.Fallbacks,
-	// Options.Deadlines), absent when neither was asked for;
-	// DroppedBaselines counts those left out as DroppedReplays does.
+	// Baselines (absent unless asked for) and DroppedBaselines, counted as
+	// DroppedReplays.
 	Baselines        []Baseline `json:"baselines,omitempty"`
 	DroppedBaselines int        `json:"dropped_baselines,omitempty"`
 }
@@ -234,25 +231,27 @@ func (b *Backtest) Report() Report {
 		ArrivalLeadS:     ArrivalLead.Seconds(),
 		DecisionLookback: b.opts.Params.LookbackDays,
 		DroppedReplays:   b.rep.droppedOwn,
-	}
-	r.ArrivalLane = b.clock.spec.Name
-	if b.naive != nil {
-		r.NaiveLane = b.naive.spec.Name
-	}
-	if b.paid != nil {
-		r.PaidLane = b.paid.spec.Name
+		ArrivalLane:      b.clock.name(),
+		NaiveLane:        b.naive.name(),
+		PaidLane:         b.paid.name(),
 	}
 	if b.extended {
-		r.DecisionRule = b.params[b.decide].Rule
-		if r.DecisionRule == "" {
-			r.DecisionRule = policy.RuleMax
-		}
+		r.DecisionRule = cmp.Or(b.params[b.decide].Rule, policy.RuleMax)
 		if r.DecisionRule == policy.RuleCalibrated {
 			c := b.params[b.decide].CoverageOr()
 			r.DecisionCoverage = &c
 		}
 	}
 	var buf []float32
+	// hourly reduces 24 cells, one per hour of day, and their sum (into sum).
+	hourly := func(hs []cell, sum *cell) (Counts, []HourCounts) {
+		out := make([]HourCounts, 24)
+		for h := range out {
+			out[h] = HourCounts{Hour: h, Counts: b.counts(&hs[h], &buf)}
+			sum.merge(&hs[h])
+		}
+		return b.counts(sum, &buf), out
+	}
 	kinds := []string{policy.KindFree, policy.KindPaid}
 	for i, e := range b.entries {
 		cal := Calibration{LookbackDays: e.lookback, Lanes: make([]LaneCalibration, 0, len(b.order))}
@@ -263,59 +262,43 @@ func (b *Backtest) Report() Report {
 				cal.TargetCoverage = &c
 			}
 		}
-		var all cell
-		var allHours [24]cell
-		var kindSum [2]cell
+		var all [24]cell
 		var kindHours [2][24]cell
 		for _, l := range b.order {
-			lc := LaneCalibration{Lane: l.spec.Name, Hours: make([]HourCounts, 24)}
+			hs := b.cells[i][l.idx*24 : l.idx*24+24]
+			lc := LaneCalibration{Lane: l.spec.Name}
+			lc.Counts, lc.Hours = hourly(hs, new(cell))
 			k := slices.Index(kinds, l.spec.Kind)
-			var sum cell
-			for h := range 24 {
-				c := &b.cells[i][l.idx*24+h]
-				lc.Hours[h] = HourCounts{Hour: h, Counts: b.counts(c, &buf)}
-				sum.merge(c)
-				allHours[h].merge(c)
+			for h := range hs {
+				all[h].merge(&hs[h])
 				if k >= 0 {
-					kindHours[k][h].merge(c)
+					kindHours[k][h].merge(&hs[h])
 				}
-			}
-			lc.Counts = b.counts(&sum, &buf)
-			all.merge(&sum)
-			if k >= 0 {
-				kindSum[k].merge(&sum)
 			}
 			cal.Lanes = append(cal.Lanes, lc)
 		}
-		cal.All.Counts = b.counts(&all, &buf)
-		cal.All.Hours = make([]HourCounts, 24)
-		for h := range 24 {
-			cal.All.Hours[h] = HourCounts{Hour: h, Counts: b.counts(&allHours[h], &buf)}
-		}
+		cal.All.Counts, cal.All.Hours = hourly(all[:], new(cell))
 		if b.extended {
 			for k, kind := range kinds {
 				if !slices.ContainsFunc(b.order, func(l *lane) bool { return l.spec.Kind == kind }) {
 					continue
 				}
-				kc := KindCalibration{Kind: kind, Counts: b.counts(&kindSum[k], &buf), Hours: make([]HourCounts, 24)}
-				for h := range 24 {
-					kc.Hours[h] = HourCounts{Hour: h, Counts: b.counts(&kindHours[k][h], &buf)}
-				}
+				kc := KindCalibration{Kind: kind}
+				var sum cell
+				kc.Counts, kc.Hours = hourly(kindHours[k][:], &sum)
 				if b.opts.Truth != nil {
-					kc.Oracle = b.oracleOf(i, kind, &kindSum[k])
+					kc.Oracle = b.oracleOf(i, kind, &sum)
 				}
 				cal.Kinds = append(cal.Kinds, kc)
 			}
 		}
 		r.Calibration = append(r.Calibration, cal)
 	}
-	best := -1
+	pick := bestLookback
 	if b.extended {
-		best = bestByKind(r.Calibration)
-	} else {
-		best = bestLookback(r.Calibration)
+		pick = bestByKind
 	}
-	if best >= 0 {
+	if best := pick(r.Calibration); best >= 0 {
 		r.Calibration[best].Best = true
 		r.BestLookbackDays = r.Calibration[best].LookbackDays
 	}
@@ -329,39 +312,45 @@ func (b *Backtest) Report() Report {
 // counts reduces a cell, with coverage_all in the extended shape.
 func (b *Backtest) counts(c *cell, buf *[]float32) Counts {
 	n := c.counts(buf)
-	if b.extended && c.all > 0 {
-		v := policy.Round(float64(c.coveredAll)/float64(c.all), 4)
-		n.CoverageAll = &v
+	if b.extended {
+		n.CoverageAll = fraction(c.coveredAll, c.all)
 	}
 	return n
 }
 
 // counts reduces a cell; buf is scratch space for sorting the ratios.
 func (c *cell) counts(buf *[]float32) Counts {
-	n := Counts{
-		Probes: c.probes, OK: c.ok, Covered: c.covered,
+	*buf = append((*buf)[:0], c.ratios...)
+	return Counts{
+		Probes: c.probes, OK: c.ok, Covered: c.covered, Coverage: fraction(c.covered, c.ok),
+		MedianRatio: quantile(*buf, 0.5, 3), P90Ratio: quantile(*buf, 0.9, 3),
 		FalseEligible: c.falseElig, FalseIneligible: c.falseInelig,
 		NoPolicy: c.noPolicy, CensoredUncovered: c.censUncovered,
 	}
-	if c.ok > 0 {
-		v := policy.Round(float64(c.covered)/float64(c.ok), 4)
-		n.Coverage = &v
+}
+
+// fraction is n/of to 4 decimals, nil when of is 0.
+func fraction(n, of int) *float64 {
+	if of == 0 {
+		return nil
 	}
-	*buf = append((*buf)[:0], c.ratios...)
-	if m, ok := percentile(*buf, 0.5); ok {
-		m = policy.Round(m, 3)
-		n.MedianRatio = &m
+	v := policy.Round(float64(n)/float64(of), 4)
+	return &v
+}
+
+// quantile is percentile to prec decimals, nil without xs.
+func quantile(xs []float32, q float64, prec int) *float64 {
+	m, ok := percentile(xs, q)
+	if !ok {
+		return nil
 	}
-	if m, ok := percentile(*buf, 0.9); ok {
-		m = policy.Round(m, 3)
-		n.P90Ratio = &m
-	}
-	return n
+	m = policy.Round(m, prec)
+	return &m
 }
 
 // percentile returns the nearest-rank q-quantile of xs (the value of rank
-// ceil(q·n)), reordering xs (a selection, not a sort: the year's ratios
-// are a million values).
+// ceil(q·n)), reordering xs (a selection, not a sort: a year's ratios are
+// a million values).
 func percentile(xs []float32, q float64) (float64, bool) {
 	if len(xs) == 0 {
 		return 0, false
@@ -414,55 +403,49 @@ const TargetCoverage = 0.95
 // the one with the highest coverage. Ties go to the lower median ratio,
 // then to the shorter lookback. -1 when no lookback has a coverage.
 func bestLookback(cals []Calibration) int {
-	ratio := func(c Calibration) float64 {
-		if c.All.MedianRatio == nil {
-			return math.Inf(1)
-		}
-		return *c.All.MedianRatio
-	}
-	reach := func(c Calibration) bool { return *c.All.Coverage >= TargetCoverage }
-	best := -1
-	for i, c := range cals {
-		if c.All.Coverage == nil {
-			continue
-		}
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := cals[best]
-		switch {
-		case reach(c) != reach(b):
-			if reach(c) {
-				best = i
-			}
-		case !reach(c) && *c.All.Coverage != *b.All.Coverage:
-			if *c.All.Coverage > *b.All.Coverage {
-				best = i
-			}
-		case ratio(c) < ratio(b):
-			best = i
-		}
-	}
-	return best
+	return best(cals, func(c *Calibration) (cov, ratio *float64) { return c.All.Coverage, c.All.MedianRatio })
 }
 
 // bestByKind is bestLookback in the extended shape: on the free lanes (the
 // paid ones when there is no free lane) and by coverage_all, never on a
 // figure that mixes the kinds.
 func bestByKind(cals []Calibration) int {
-	view := make([]Calibration, len(cals))
-	for i, c := range cals {
-		view[i] = Calibration{LookbackDays: c.LookbackDays}
-		for _, kind := range []string{policy.KindFree, policy.KindPaid} {
-			j := slices.IndexFunc(c.Kinds, func(k KindCalibration) bool { return k.Kind == kind })
-			if j < 0 {
+	return best(cals, func(c *Calibration) (cov, ratio *float64) {
+		k := cmp.Or(c.kind(policy.KindFree), c.kind(policy.KindPaid))
+		if k == nil {
+			return nil, nil
+		}
+		return k.CoverageAll, k.MedianRatio
+	})
+}
+
+// best is bestLookback on the coverage and median ratio view reads.
+func best(cals []Calibration, view func(*Calibration) (cov, ratio *float64)) int {
+	best, bestCov, bestRatio := -1, 0.0, 0.0
+	for i := range cals {
+		cov, ratio := view(&cals[i])
+		if cov == nil {
+			continue
+		}
+		r := math.Inf(1)
+		if ratio != nil {
+			r = *ratio
+		}
+		reach := *cov >= TargetCoverage
+		switch {
+		case best < 0:
+		case reach != (bestCov >= TargetCoverage):
+			if !reach {
 				continue
 			}
-			view[i].All.Counts = c.Kinds[j].Counts
-			view[i].All.Coverage = c.Kinds[j].CoverageAll
-			break
+		case !reach && *cov != bestCov:
+			if *cov < bestCov {
+				continue
+			}
+		case r >= bestRatio:
+			continue
 		}
+		best, bestCov, bestRatio = i, *cov, r
 	}
-	return bestLookback(view)
+	return best
 }

@@ -14,23 +14,18 @@ import (
 	"github.com/lanewatch/lanewatch/policy"
 )
 
-// The strategies a job is replayed under (docs/backtest.md): naive, paid
-// and lanewatch, for each class at its deadline (the decisions), and the
-// baselines a careful engineer writes without lanewatch
-// (Options.Fallbacks, Options.Deadlines), at the class's deadline and each
-// of Deadlines.
+// The baselines a careful engineer writes without lanewatch
+// (docs/backtest.md#baselines), replayed at each class's deadline and each
+// of Options.Deadlines beside the decisions' strategies.
 const (
 	// StrategyFallback names fallback@T: the free lane with a first-token
 	// timeout of T seconds, then the paid lane.
 	StrategyFallback = "fallback"
-	// StrategyCancelRetry names cancel-retry@T: cancel the free attempt
-	// at T seconds without a first token and retry the free lane, behind
-	// the cancelled request.
+	// StrategyCancelRetry names cancel-retry@T: cancel the free attempt at
+	// T seconds without a first token and retry free, behind it.
 	StrategyCancelRetry = "cancel-retry"
-	// StrategyTuned, StrategyTunedWeekly and StrategyTunedHourly name the
-	// tuned baselines (Options.TuneDays): the fallback@T an engineer picks
-	// on the days before and then freezes, re-tunes weekly, or picks per
-	// hour of day.
+	// The tuned baselines (Options.TuneDays): the fallback@T picked on the
+	// days before and then frozen, re-tuned weekly, or picked per hour of day.
 	StrategyTuned       = "tuned"
 	StrategyTunedWeekly = "tuned-weekly"
 	StrategyTunedHourly = "tuned-hourly"
@@ -75,13 +70,10 @@ type replays struct {
 	params     policy.Params     // the decisions', with a class per class and deadline
 	dropped    int               // replays left out: their horizon passes the newest probe
 	droppedOwn int               // of them, the decisions' (Strategies at the class's deadline)
-	// The tuned baselines: fallbacks are the indices of the fallback@T
-	// strategies in grid order; tuneFrom the earliest arrival of a
-	// tuning job (zero: no tuning); tuners per class and deadline.
-	fallbacks []int
-	tuneFrom  time.Time
-	tuners    [][]*tuner
-	runs      []baseRun // resolve's scratch: one run per strategy
+	fallbacks  []int             // the fallback@T strategies' indices
+	tuneFrom   time.Time         // the earliest tuning job; zero: no tuning
+	tuners     [][]*tuner        // per class and deadline
+	runs       []baseRun         // resolve's scratch: one run per strategy
 }
 
 func (rs *replays) tuned() bool { return !rs.tuneFrom.IsZero() }
@@ -105,30 +97,24 @@ func (a *baseAcc) add(r *baseRun) {
 	a.attempts += r.attempts
 }
 
-// checkSeconds validates a sweep of seconds.
-func checkSeconds(what string, xs []float64, least float64, most int) ([]float64, error) {
-	out := slices.Clone(xs)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if len(out) > most {
-		return nil, fmt.Errorf("%d %s: want at most %d", len(out), what, most)
-	}
-	for _, x := range out {
+// seconds checks a value of a sweep of seconds.
+func seconds(what string, least float64) func(float64) error {
+	return func(x float64) error {
 		if !num.Finite(x) || x < least || x > policy.MaxSeconds {
-			return nil, fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
+			return fmt.Errorf("%s %v: want %g..%g seconds", what, x, least, policy.MaxSeconds)
 		}
+		return nil
 	}
-	return out, nil
 }
 
 // newReplays returns the replays Options ask for, and sets b.horizon.
 func newReplays(b *Backtest) (*replays, error) {
 	o := b.opts
-	fbs, err := checkSeconds("fallbacks", o.Fallbacks, MinFallbackS, MaxFallbacks)
+	fbs, err := sweep("fallbacks", o.Fallbacks, MaxFallbacks, seconds("fallbacks", MinFallbackS))
 	if err != nil {
 		return nil, err
 	}
-	dls, err := checkSeconds("deadlines", o.Deadlines, MinAttemptS, MaxDeadlines)
+	dls, err := sweep("deadlines", o.Deadlines, MaxDeadlines, seconds("deadlines", MinAttemptS))
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +139,8 @@ func newReplays(b *Backtest) (*replays, error) {
 	rs.params = o.Params
 	rs.params.Classes = nil
 	for _, c := range o.Params.Classes {
-		ds := []float64{c.DeadlineS}
-		for _, d := range dls {
-			if d != c.DeadlineS {
-				ds = append(ds, d)
-			}
-		}
+		// its deadline, then the others asked for
+		ds := append([]float64{c.DeadlineS}, slices.DeleteFunc(slices.Clone(dls), func(d float64) bool { return d == c.DeadlineS })...)
 		var hs []time.Duration
 		var ts []*tuner
 		for _, d := range ds {
@@ -223,8 +205,7 @@ func (a *tuneAcc) add(r *baseRun) {
 }
 
 // tuner is the tuned baselines' state for one class and deadline: what
-// each fallback@T did on the tuning jobs (before From), per hour of day,
-// and per day (for the weekly re-tune), and the T each has picked.
+// each fallback@T did on the tuning jobs, and the T each has picked.
 type tuner struct {
 	frozen   []tuneAcc           // the tuning jobs, per fallback
 	hourly   [24][]tuneAcc       // the tuning jobs by hour of day (in the replay's zone)
@@ -256,12 +237,7 @@ func bestFallback(accs []tuneAcc) int {
 		if a.jobs == 0 {
 			continue
 		}
-		if best < 0 {
-			best = i
-			continue
-		}
-		b := &accs[best]
-		if a.met > b.met || (a.met == b.met && (a.tokens < b.tokens || (a.tokens == b.tokens && a.timeS < b.timeS))) {
+		if b := &accs[max(best, 0)]; best < 0 || a.met > b.met || (a.met == b.met && (a.tokens < b.tokens || (a.tokens == b.tokens && a.timeS < b.timeS))) {
 			best = i
 		}
 	}
@@ -327,8 +303,7 @@ func (t *tuner) choice(kind baseKind, hod int) int {
 }
 
 // Baseline is the replay of one class at one deadline under one strategy
-// (docs/backtest.md, "Baselines"). MetPct is rounded to 2 decimals, the
-// times to 2 (null without a met job), PaidUSD to 4.
+// (docs/backtest.md#baselines), rounded as Decision.
 type Baseline struct {
 	Class                 string   `json:"class"`
 	DeadlineS             float64  `json:"deadline_s"`
@@ -367,11 +342,9 @@ func (rs *replays) rows(b *Backtest) []Baseline {
 				if tuned && a.jobs == 0 {
 					continue // nothing to tune on: no tuning jobs
 				}
-				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met,
-					PaidUSD:      policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4),
+				row := Baseline{Class: c.Name, DeadlineS: d, Strategy: s.name, Jobs: a.jobs, Met: a.met, MetPct: a.metPct(),
+					PaidUSD: policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4), MedianTimeS: quantile(a.times, 0.5, 2), P90TimeS: quantile(a.times, 0.9, 2),
 					FreeRequests: a.freeReq, AbandonedFreeRequests: a.abandoned, BurnedFreeTokens: a.burned}
-				row.MetPct, row.MedianTimeS = a.metPct(), a.time(0.5)
-				row.P90TimeS = a.time(0.9)
 				if tuned {
 					row.TunedS = rs.tunedS(rs.tuners[ci][di], s.kind)
 				}
@@ -393,7 +366,7 @@ func (rs *replays) decisions(b *Backtest) []Decision {
 			}
 			a := &rs.acc[ci][si]
 			out = append(out, Decision{Class: c.Name, Strategy: s.name, Jobs: a.jobs, Met: a.met, MetPct: a.metPct(),
-				MedianTimeS: a.time(0.5), BurnedFreeTokens: a.burned, Attempts: a.attempts,
+				MedianTimeS: quantile(a.times, 0.5, 2), BurnedFreeTokens: a.burned, Attempts: a.attempts,
 				PaidUSD: policy.Round(float64(a.tokens)/1000*c.PaidUSDPer1k, 4)})
 		}
 	}
@@ -406,16 +379,6 @@ func (a *baseAcc) metPct() float64 {
 		return 0
 	}
 	return policy.Round(100*float64(a.met)/float64(a.jobs), 2)
-}
-
-// time is the q-quantile of the met jobs' times, 2 decimals; nil without one.
-func (a *baseAcc) time(q float64) *float64 {
-	m, ok := percentile(a.times, q)
-	if !ok {
-		return nil
-	}
-	m = policy.Round(m, 2)
-	return &m
 }
 
 // tunedS returns the T (seconds) of each pick of a tuned strategy.
@@ -457,9 +420,8 @@ func writeBaselinesTable(bw *bufio.Writer, r *Report) {
 	fmt.Fprintf(bw, "%-12s %8s %-15s %5s %6s %9s %6s %6s %7s %7s %9s\n",
 		"class", "deadline", "strategy", "jobs", "met %", "paid USD", "med s", "p90 s", "free", "abandon", "burned")
 	for _, d := range r.Baselines {
-		fmt.Fprintf(bw, "%-12s %8s %-15s %5d %6s %9s %6s %6s %7d %7d %9d\n", clipName(d.Class, 12), secs(d.DeadlineS),
-			clipName(d.Strategy, 15), d.Jobs, strconv.FormatFloat(d.MetPct, 'f', 1, 64), strconv.FormatFloat(d.PaidUSD, 'f', 4, 64),
-			fmtNum(d.MedianTimeS, 1), fmtNum(d.P90TimeS, 1), d.FreeRequests, d.AbandonedFreeRequests, d.BurnedFreeTokens)
+		fmt.Fprintf(bw, "%-12s %8s %-15s %5d %6.1f %9.4f %6s %6s %7d %7d %9d\n", clipName(d.Class, 12), secs(d.DeadlineS), clipName(d.Strategy, 15),
+			d.Jobs, d.MetPct, d.PaidUSD, fmtNum(d.MedianTimeS, 1), fmtNum(d.P90TimeS, 1), d.FreeRequests, d.AbandonedFreeRequests, d.BurnedFreeTokens)
 	}
 }
 

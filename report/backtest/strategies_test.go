@@ -425,7 +425,7 @@ func TestDecisionsPerClass(t *testing.T) {
 // up to MaxDeadlines deadlines of at least MinAttemptS, each at most
 // policy.MaxSeconds, repeats counted once; the class's own deadline given
 // again in -deadlines is replayed once.
-// (strategies.go checkSeconds: `len(out) > most` → `>=`, `x < least` →
+// (backtest.go sweep: `len(out) > most` → `>=`; strategies.go seconds: `x < least` →
 // `<=`, `x > policy.MaxSeconds` → `>=`; newBaselines `d != c.DeadlineS` →
 // `==`.)
 func TestBaselineSweepBounds(t *testing.T) {
