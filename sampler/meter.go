@@ -29,11 +29,9 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
-		for _, g := range s.opt.Groups {
-			for _, l := range g.Lanes {
-				if slices.Contains(s.owned, l) {
-					lanes = append(lanes, l)
-				}
+		for _, l := range s.owned {
+			if _, ok := s.groupOf[l]; ok {
+				lanes = append(lanes, l)
 			}
 		}
 	}

@@ -68,7 +68,8 @@ type Sampler struct {
 	opt     Options
 	rec     *store.Recorder
 	targets map[string]probe.Target
-	owned   []string // config order
+	owned   []string       // config order
+	groupOf map[string]int // a budgeted lane's index in opt.Groups
 
 	mu     sync.Mutex
 	seen   map[string]store.Probe // newest probe of each lane this process stored
@@ -79,7 +80,7 @@ type Sampler struct {
 // New returns a Sampler of the targets.
 func New(o Options) *Sampler {
 	s := &Sampler{opt: o, rec: store.NewRecorder(o.Store, o.Location), targets: map[string]probe.Target{},
-		seen: map[string]store.Probe{}, detail: map[string]detail{}}
+		groupOf: map[string]int{}, seen: map[string]store.Probe{}, detail: map[string]detail{}}
 	if s.opt.Now == nil {
 		s.opt.Now = time.Now
 	}
@@ -89,6 +90,11 @@ func New(o Options) *Sampler {
 	for _, t := range o.Targets {
 		s.targets[t.Lane] = t
 		s.owned = append(s.owned, t.Lane)
+	}
+	for gi, g := range o.Groups {
+		for _, l := range g.Lanes {
+			s.groupOf[l] = gi
+		}
 	}
 	return s
 }
