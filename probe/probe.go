@@ -47,8 +47,7 @@ func Run(ctx context.Context, t Target) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	r := &run{t: t, s: Sample{Lane: t.Lane, Kind: t.Kind}}
-	err := r.probe(ctx)
-	return r.finish(err)
+	return r.finish(r.probe(ctx))
 }
 
 // run is the state of one probe.
