@@ -130,8 +130,8 @@ type Round struct {
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
 	r := &Round{Start: s.opt.Now()}
 	start := time.Now() // monotonic, for the duration
+	defer func() { r.Duration = time.Since(start) }()
 	if r.Duty, r.DutyErr = s.checkDuty(ctx, r.Start); r.Duty != nil && !r.Duty.Active {
-		r.Duration = time.Since(start)
 		return r, nil // standby: another instance of the shard probes
 	}
 	// One read serves the plan and the hour records the round rewrites.
@@ -144,7 +144,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 		targets = append(targets, s.targets[l])
 	}
 	if ctx.Err() != nil && len(targets) > 0 { // stopping before the round began: book nothing
-		r.NotStarted, r.Duration = slices.Clone(r.Plan.Probe), time.Since(start)
+		r.NotStarted = slices.Clone(r.Plan.Probe)
 		if interruptible {
 			return r, ErrInterrupted
 		}
@@ -152,14 +152,11 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	points, err := s.bookAndProbe(ctx, r, targets, s.offsets(len(targets)), m, force, interruptible)
 	if err != nil {
-		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the round: %w", err)
 	}
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
-	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
-	r.Recorded = rec
-	r.Duration = time.Since(start)
+	r.Recorded, err = s.rec.RecordWith(storeCtx, points, m.prior)
 	if err != nil {
 		return r, fmt.Errorf("store round: %w", err)
 	}
