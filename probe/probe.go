@@ -135,10 +135,7 @@ func (r *run) trace() *httptrace.ClientTrace {
 			}
 			// The start of the last write, not this callback, which may
 			// come late: the server may read the request from then on.
-			r.ct.sent = now
-			if !r.ct.writeStart.IsZero() {
-				r.ct.sent = r.ct.writeStart
-			}
+			r.ct.sent = cmp.Or(r.ct.writeStart, now)
 		},
 	}
 }
