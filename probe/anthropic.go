@@ -1,5 +1,7 @@
 package probe
 
+import "cmp"
+
 // AnthropicVersion is the anthropic-version header the probe sends.
 const AnthropicVersion = "2023-06-01"
 
@@ -28,11 +30,7 @@ func anthropicEvent(ev Event, tl *tally) error {
 	if err := decodeJSON(ev.Data, &e); err != nil {
 		return err
 	}
-	typ := e.Type
-	if typ == "" {
-		typ = ev.Type
-	}
-	switch typ {
+	switch cmp.Or(e.Type, ev.Type) {
 	case "error":
 		return errorEvent(ev.Data)
 	case "content_block_delta":

@@ -56,6 +56,7 @@ type chatMessage struct {
 // (Anthropic; /messages after a base_url ending in /v1).
 func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
 	body := chatRequest{Model: t.Model, Messages: []chatMessage{{Role: "user", Content: t.Prompt}}, MaxTokens: t.MaxTokens, Stream: true}
+	u, err := url.Parse(t.BaseURL)
 	var path string
 	var dec decoder
 	switch t.API {
@@ -66,7 +67,7 @@ func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
 		}
 	case Anthropic:
 		path, dec = "/v1/messages", anthropicEvent
-		if u, err := url.Parse(t.BaseURL); err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
+		if err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") {
 			path = "/messages"
 		}
 	default:
@@ -75,7 +76,6 @@ func newRequest(ctx context.Context, t Target) (*http.Request, decoder, error) {
 	if !validHeaderValue(t.APIKey) {
 		return nil, nil, fail(ConnError, ErrInvalidTarget, "api key holds control characters")
 	}
-	u, err := url.Parse(t.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, nil, fail(ConnError, ErrInvalidTarget, "base_url is not an http(s) URL")
 	}

@@ -21,10 +21,10 @@ import (
 // errBodyPeek is how much of a non-stream body is read to name its error.
 const errBodyPeek = 8 << 10
 
-// newTransport returns a transport for one probe: no shared connections, no
-// transparent compression, HTTP/2 offered over TLS; mark is called just
-// before each write to the connection.
-func newTransport(scheme string, mark func(time.Time)) *http.Transport {
+// transport returns a transport for one probe: no shared connections, no
+// transparent compression, HTTP/2 offered over TLS; its connection marks
+// the start of each write.
+func (r *run) transport(scheme string) *http.Transport {
 	dialer := &net.Dialer{KeepAlive: -1} // the probe is short and bounded
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
@@ -33,7 +33,7 @@ func newTransport(scheme string, mark func(time.Time)) *http.Transport {
 			if err != nil {
 				return nil, err
 			}
-			return &markConn{Conn: c, mark: mark}, nil
+			return &markConn{Conn: c, r: r}, nil
 		},
 		ForceAttemptHTTP2:      scheme == "https",
 		DisableCompression:     true,
@@ -41,14 +41,17 @@ func newTransport(scheme string, mark func(time.Time)) *http.Transport {
 	}
 }
 
-// markConn calls mark with the time just before each write.
+// markConn records in its run's trace the time just before each write.
 type markConn struct {
 	net.Conn
-	mark func(time.Time)
+	r *run
 }
 
 func (c *markConn) Write(p []byte) (int, error) {
-	c.mark(time.Now())
+	now := time.Now()
+	c.r.mu.Lock()
+	c.r.ct.writeStart = now
+	c.r.mu.Unlock()
 	return c.Conn.Write(p)
 }
 

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -27,9 +28,7 @@ func (t Target) withDefaults() Target {
 	orDefault(&t.MaxBytes, DefaultMaxBytes)
 	orDefault(&t.MaxLine, DefaultMaxLine)
 	orDefault(&t.MaxTokens, DefaultMaxTokens)
-	if t.Prompt == "" {
-		t.Prompt = DefaultPrompt
-	}
+	t.Prompt = cmp.Or(t.Prompt, DefaultPrompt)
 	return t
 }
 
@@ -47,8 +46,7 @@ func Run(ctx context.Context, t Target) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	r := &run{t: t, s: Sample{Lane: t.Lane, Kind: t.Kind}}
-	err := r.probe(ctx)
-	return r.finish(err)
+	return r.finish(r.probe(ctx))
 }
 
 // run is the state of one probe.
@@ -59,7 +57,7 @@ type run struct {
 	streamed bool   // the body was read as an event stream
 	url      string // the URL POSTed, redacted, for a Detail
 
-	mu sync.Mutex // guards ct, set from httptrace callbacks and the connection's writer
+	mu sync.Mutex // guards ct, set from httptrace callbacks and markConn
 	ct connTrace
 }
 
@@ -79,7 +77,7 @@ func (r *run) probe(ctx context.Context) error {
 		return err
 	}
 	r.url = redact.URL(req.URL.String()) // the config's URL: safe to name in a Detail
-	tr := newTransport(req.URL.Scheme, r.markWrite)
+	tr := r.transport(req.URL.Scheme)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: noRedirects}
 
@@ -97,13 +95,6 @@ func (r *run) probe(ctx context.Context) error {
 		return err
 	}
 	return r.stream(ctx, body, dec)
-}
-
-// markWrite is called by the connection just before each write.
-func (r *run) markWrite(now time.Time) {
-	r.mu.Lock()
-	r.ct.writeStart = now
-	r.mu.Unlock()
 }
 
 // trace records the connection's phases. Only the first DNS lookup, dial
@@ -144,10 +135,7 @@ func (r *run) trace() *httptrace.ClientTrace {
 			}
 			// The start of the last write, not this callback, which may
 			// come late: the server may read the request from then on.
-			r.ct.sent = now
-			if !r.ct.writeStart.IsZero() {
-				r.ct.sent = r.ct.writeStart
-			}
+			r.ct.sent = cmp.Or(r.ct.writeStart, now)
 		},
 	}
 }

@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 )
@@ -55,29 +56,17 @@ func (r *SSEReader) Next() (Event, error) {
 			}
 			return Event{}, err
 		}
-		if len(line) == 0 {
-			if ev, ok := r.dispatch(); ok {
-				return ev, nil
+		if len(line) == 0 { // the event ends; one without data is not dispatched
+			if r.hasData {
+				return Event{Type: cmp.Or(r.typ, "message"), Data: bytes.TrimSuffix(r.data, []byte("\n"))}, nil
 			}
+			r.data, r.typ = r.data[:0], ""
 			continue
 		}
 		if err := r.field(line); err != nil {
 			return Event{}, err
 		}
 	}
-}
-
-// dispatch ends the current event. An event without data is not dispatched.
-func (r *SSEReader) dispatch() (Event, bool) {
-	if !r.hasData {
-		r.data, r.typ = r.data[:0], ""
-		return Event{}, false
-	}
-	typ := r.typ
-	if typ == "" {
-		typ = "message"
-	}
-	return Event{Type: typ, Data: bytes.TrimSuffix(r.data, []byte("\n"))}, true
 }
 
 // field applies one non-empty line to the event being built.

@@ -4,9 +4,7 @@
 // logs and never stores: it returns a Sample and leaves the rest to the caller.
 package probe
 
-import (
-	"time"
-)
+import "time"
 
 // API names the wire dialect a lane speaks.
 type API string

@@ -59,12 +59,6 @@ func (s *Sampler) accountSites() []string {
 	return slices.Compact(sites)
 }
 
-func (s *Sampler) sitesDisagree() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.duty.sitesErr
-}
-
 // checkDuty writes this round's heartbeat, reads those of its site and of
 // the sites it shares account quotas with, and decides whether the round
 // at now probes (nil without an Identity); a failed read keeps the last

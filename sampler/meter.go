@@ -29,11 +29,9 @@ func (s *Sampler) meter(ctx context.Context, now, since, until time.Time) readin
 	lanes, from := s.owned, since
 	if !since.Before(now) {
 		lanes = nil // the budgeted lanes only
-		for _, g := range s.opt.Groups {
-			for _, l := range g.Lanes {
-				if slices.Contains(s.owned, l) {
-					lanes = append(lanes, l)
-				}
+		for _, l := range s.owned {
+			if _, ok := s.groupOf[l]; ok {
+				lanes = append(lanes, l)
 			}
 		}
 	}
@@ -156,14 +154,15 @@ func newest(ps []store.Probe) []store.Probe {
 // decide plans a round at now from what meter read.
 func (s *Sampler) decide(now time.Time, force bool, m reading, lanes []string) budget.Plan {
 	in := budget.Input{Now: now, Lanes: lanes, Groups: s.opt.Groups, Location: s.opt.Location, Force: force,
-		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.opt.Site, SitesErr: s.sitesDisagree()}
+		Latest: m.latest, Probes: m.probes, MeterErr: m.err, Site: s.opt.Site}
+	s.mu.Lock()
+	in.SitesErr = s.duty.sitesErr
 	if m.err != nil {
 		in.Latest = append(in.Latest, m.local...)
-		s.mu.Lock()
 		for _, p := range s.seen {
 			in.Latest = append(in.Latest, p)
 		}
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 	return budget.Decide(in)
 }

@@ -47,24 +47,18 @@ const ConfirmWait = 10 * time.Second
 // the same moment"). force confirms every booking; a failed read withdraws
 // those still waiting.
 func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked []store.Probe, force bool) []int {
-	groupOf := map[string]int{}
-	for gi, g := range s.opt.Groups {
-		for _, l := range g.Lanes {
-			groupOf[l] = gi
-		}
-	}
-	own := map[bookingKey]bool{}
+	own := map[store.Key]bool{}
 	var pending []int
 	for i, b := range booked {
-		own[keyOf(b)] = true
-		if _, ok := groupOf[b.Lane]; ok && !force {
+		own[store.KeyOf(&b)] = true
+		if _, ok := s.groupOf[b.Lane]; ok && !force {
 			pending = append(pending, i)
 		}
 	}
 	if len(pending) == 0 {
 		return nil
 	}
-	q := s.groupsQuery(now, booked, pending, groupOf)
+	q := s.groupsQuery(now, booked, pending)
 	shared, _ := s.shared()
 	var withdrawn []int
 	deadline := time.Now().Add(ConfirmWait)
@@ -76,12 +70,12 @@ func (s *Sampler) confirm(ctx, storeCtx context.Context, now time.Time, booked [
 		var waiting []int
 		for _, i := range pending {
 			b := booked[i]
-			lanes := s.opt.Groups[groupOf[b.Lane]].Lanes
+			lanes := s.opt.Groups[s.groupOf[b.Lane]].Lanes
 			var others []store.Probe
 			wait := false
 			for _, p := range ps {
 				switch {
-				case own[keyOf(p)] || !store.Sent(p) || !slices.Contains(lanes, p.Lane) || (p.Site != s.opt.Site && !shared[p.Lane]):
+				case own[store.KeyOf(&p)] || !store.Sent(p) || !slices.Contains(lanes, p.Lane) || (p.Site != s.opt.Site && !shared[p.Lane]):
 				case p.Outcome == store.OutcomeReserved && compareBookings(p, b) > 0:
 					wait = true // ordered after b: b waits for its withdrawal
 				default:
@@ -118,12 +112,12 @@ func (s *Sampler) withdraw(ctx context.Context, lost []store.Probe) {
 
 // groupsQuery selects what confirm reads: the points of the pending
 // bookings' groups, from the start of their day to FutureReach.
-func (s *Sampler) groupsQuery(now time.Time, booked []store.Probe, pending []int, groupOf map[string]int) store.Query {
+func (s *Sampler) groupsQuery(now time.Time, booked []store.Probe, pending []int) store.Query {
 	_, sites := s.shared()
 	q := store.Query{Sites: sites}
 	from := now
 	for _, i := range pending {
-		g := s.opt.Groups[groupOf[booked[i].Lane]]
+		g := s.opt.Groups[s.groupOf[booked[i].Lane]]
 		if day := g.DayStart(now); day.Before(from) {
 			from = day
 		}
@@ -136,14 +130,6 @@ func (s *Sampler) groupsQuery(now time.Time, booked []store.Probe, pending []int
 	q.Windows = []store.Window{{From: from.Add(-time.Hour), To: now.Add(FutureReach)}}
 	return q
 }
-
-// bookingKey is a probe point's identity: its series and time.
-type bookingKey struct {
-	lane, kind, site string
-	ns               int64
-}
-
-func keyOf(p store.Probe) bookingKey { return bookingKey{p.Lane, p.Kind, p.Site, p.Time.UnixNano()} }
 
 // compareBookings orders bookings as every sampler orders them.
 func compareBookings(a, b store.Probe) int {

@@ -68,7 +68,8 @@ type Sampler struct {
 	opt     Options
 	rec     *store.Recorder
 	targets map[string]probe.Target
-	owned   []string // config order
+	owned   []string       // config order
+	groupOf map[string]int // a budgeted lane's index in opt.Groups
 
 	mu     sync.Mutex
 	seen   map[string]store.Probe // newest probe of each lane this process stored
@@ -79,7 +80,7 @@ type Sampler struct {
 // New returns a Sampler of the targets.
 func New(o Options) *Sampler {
 	s := &Sampler{opt: o, rec: store.NewRecorder(o.Store, o.Location), targets: map[string]probe.Target{},
-		seen: map[string]store.Probe{}, detail: map[string]detail{}}
+		groupOf: map[string]int{}, seen: map[string]store.Probe{}, detail: map[string]detail{}}
 	if s.opt.Now == nil {
 		s.opt.Now = time.Now
 	}
@@ -89,6 +90,11 @@ func New(o Options) *Sampler {
 	for _, t := range o.Targets {
 		s.targets[t.Lane] = t
 		s.owned = append(s.owned, t.Lane)
+	}
+	for gi, g := range o.Groups {
+		for _, l := range g.Lanes {
+			s.groupOf[l] = gi
+		}
 	}
 	return s
 }
@@ -124,8 +130,8 @@ type Round struct {
 func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, error) {
 	r := &Round{Start: s.opt.Now()}
 	start := time.Now() // monotonic, for the duration
+	defer func() { r.Duration = time.Since(start) }()
 	if r.Duty, r.DutyErr = s.checkDuty(ctx, r.Start); r.Duty != nil && !r.Duty.Active {
-		r.Duration = time.Since(start)
 		return r, nil // standby: another instance of the shard probes
 	}
 	// One read serves the plan and the hour records the round rewrites.
@@ -138,7 +144,7 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 		targets = append(targets, s.targets[l])
 	}
 	if ctx.Err() != nil && len(targets) > 0 { // stopping before the round began: book nothing
-		r.NotStarted, r.Duration = slices.Clone(r.Plan.Probe), time.Since(start)
+		r.NotStarted = slices.Clone(r.Plan.Probe)
 		if interruptible {
 			return r, ErrInterrupted
 		}
@@ -146,14 +152,11 @@ func (s *Sampler) Run(ctx context.Context, force, interruptible bool) (*Round, e
 	}
 	points, err := s.bookAndProbe(ctx, r, targets, s.offsets(len(targets)), m, force, interruptible)
 	if err != nil {
-		r.Duration = time.Since(start)
 		return r, fmt.Errorf("book the round: %w", err)
 	}
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
-	rec, err := s.rec.RecordWith(storeCtx, points, m.prior)
-	r.Recorded = rec
-	r.Duration = time.Since(start)
+	r.Recorded, err = s.rec.RecordWith(storeCtx, points, m.prior)
 	if err != nil {
 		return r, fmt.Errorf("store round: %w", err)
 	}

@@ -18,26 +18,23 @@ func (s *Sampler) ProbeLane(ctx context.Context, lane string, force bool) (*Roun
 	}
 	r := &Round{Start: s.opt.Now()}
 	start := time.Now() // monotonic, for the duration
+	defer func() { r.Duration = time.Since(start) }()
 	m := s.meter(ctx, r.Start, r.Start, r.Start.Add(t.Timeout))
 	r.Plan, r.MeterErr = s.decide(r.Start, force, m, []string{lane}), m.err
 	if !slices.Contains(r.Plan.Probe, lane) {
-		r.Duration = time.Since(start)
 		return r, nil
 	}
 	if ctx.Err() != nil {
-		r.NotStarted, r.Duration = []string{lane}, time.Since(start)
+		r.NotStarted = []string{lane}
 		return r, ErrInterrupted
 	}
-	if _, err := s.bookAndProbe(ctx, r, []probe.Target{t}, []time.Duration{0}, m, force, true); err != nil {
-		r.Duration = time.Since(start)
+	_, err := s.bookAndProbe(ctx, r, []probe.Target{t}, []time.Duration{0}, m, force, true)
+	if err != nil {
 		return r, fmt.Errorf("book the probe: %w", err)
 	}
 	storeCtx, cancel := storeContext(ctx)
 	defer cancel()
-	rec, err := s.rec.Record(storeCtx, r.Points)
-	r.Recorded = rec
-	r.Duration = time.Since(start)
-	if err != nil {
+	if r.Recorded, err = s.rec.Record(storeCtx, r.Points); err != nil {
 		return r, fmt.Errorf("store the probe: %w", err)
 	}
 	if ctx.Err() != nil {

@@ -47,14 +47,11 @@ func (s *Sampler) Status(ctx context.Context) page.Page {
 	for _, pr := range m.probes {
 		byLane[pr.Lane] = append(byLane[pr.Lane], pr)
 	}
-	quotaOf := map[string]string{}
-	for _, g := range s.opt.Groups {
-		for _, l := range g.Lanes {
-			quotaOf[l] = g.Name
-		}
-	}
 	for _, name := range s.owned {
-		l := page.Lane{Name: name, Kind: s.targets[name].Kind, Quota: quotaOf[name]}
+		l := page.Lane{Name: name, Kind: s.targets[name].Kind}
+		if gi, ok := s.groupOf[name]; ok {
+			l.Quota = s.opt.Groups[gi].Name
+		}
 		ps := byLane[name]
 		slices.Reverse(ps)
 		for _, pr := range ps[:min(len(ps), statusProbes)] {

@@ -20,7 +20,6 @@ import (
 	"github.com/lanewatch/lanewatch/config"
 	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/internal/httpserve"
-	"github.com/lanewatch/lanewatch/probe"
 	"github.com/lanewatch/lanewatch/sampler"
 	"github.com/lanewatch/lanewatch/sampler/budget"
 	"github.com/lanewatch/lanewatch/store"
@@ -129,8 +128,13 @@ func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
 		if sm.Status != 0 {
 			status = fmt.Sprint(sm.Status)
 		}
+		wait, exact := sm.Wait()
+		queue := fmt.Sprintf("%.3f", wait)
+		if !exact {
+			queue = fmt.Sprintf(">%.1f", wait) // a lower bound
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.3f\t%d\t%s\t\n",
-			sm.Lane, sm.Kind, sm.Outcome, status, waitText(sm), sm.GenS(), sm.Tokens, cmp.Or(string(sm.TokensSource), "-"))
+			sm.Lane, sm.Kind, sm.Outcome, status, queue, sm.GenS(), sm.Tokens, cmp.Or(string(sm.TokensSource), "-"))
 		switch {
 		case sm.RetryAfter != "":
 			notes = append(notes, fmt.Sprintf("%s: %s, Retry-After %s", sm.Lane, sm.Outcome, sm.RetryAfter))
@@ -158,16 +162,6 @@ func printRound(w io.Writer, cfg *config.Config, r *sampler.Round) {
 	for _, name := range slices.Sorted(maps.Keys(r.Plan.Left)) {
 		fmt.Fprintf(w, "quota %s: %d probes left today\n", name, r.Plan.Left[name])
 	}
-}
-
-// waitText is a probe's queue for a table: exact to the millisecond, or a
-// lower bound as >30.0.
-func waitText(sm probe.Sample) string {
-	wait, exact := sm.Wait()
-	if !exact {
-		return fmt.Sprintf(">%.1f", wait)
-	}
-	return fmt.Sprintf("%.3f", wait)
 }
 
 // run runs rounds on the cron schedule until ctx is cancelled, then waits

@@ -124,7 +124,7 @@ func Decide(in Input) Plan {
 		if in.MeterErr != nil {
 			continue // spent unknown: nothing chosen, nothing reported
 		}
-		st := groupState(*g, in.Now, in.Site, spends(g, in))
+		st := groupState(*g, in.Now, in.Site, in.Probes)
 		plan.Sent[g.Name] = st.sent
 		plan.Left[g.Name] = g.ProbesPerDay - st.sent
 		if !st.mayProbe || (in.SitesErr != nil && len(g.Sites) > 0) {
@@ -174,25 +174,17 @@ type state struct {
 	mayProbe bool // the current slot is unused and the cap allows one more
 }
 
-func spends(g *Group, in Input) []time.Time {
-	var out []time.Time
-	for _, p := range in.Probes {
-		if store.Sent(p) && slices.Contains(g.Lanes, p.Lane) {
-			out = append(out, p.Time)
-		}
-	}
-	return out
-}
-
-// groupState counts the group's requests since its day started; one
-// stamped after now (a clock stepped back) still counts and uses the slot.
-func groupState(g Group, now time.Time, site string, spent []time.Time) state {
+// groupState counts the group's requests in probes since its day started;
+// one stamped after now (a clock stepped back) still counts and uses the
+// slot.
+func groupState(g Group, now time.Time, site string, probes []store.Probe) state {
 	day := g.DayStart(now)
 	slotStart, ok := SlotStart(g, now)
 	var st state
 	usedSlot := false
-	for _, at := range spent {
-		if at.Before(day) {
+	for _, p := range probes {
+		at := p.Time
+		if !store.Sent(p) || !slices.Contains(g.Lanes, p.Lane) || at.Before(day) {
 			continue
 		}
 		st.sent++

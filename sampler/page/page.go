@@ -1,7 +1,5 @@
-// Package page renders the sampler's status page.
-//
-// What the page shows is in docs/deploy.md ("The status page and the
-// swings report").
+// Package page renders the sampler's status page, whose contents
+// docs/deploy.md describes ("The status page and the swings report").
 package page
 
 import (

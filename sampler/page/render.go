@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -23,19 +24,12 @@ var page = template.Must(template.New("page.html.tmpl").Funcs(template.FuncMap{
 	"fixed": fixed,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
 	// share is a part of n, for a meter's low and high marks.
-	"share": func(n int, f float64) string { return strconv.FormatFloat(float64(n)*f, 'f', -1, 64) },
-	"stateClass": func(state string) string {
-		switch state {
-		case StateOK:
-			return "ok"
-		case StateFailing:
-			return "bad"
-		case StateBackoff, StateSkipped:
-			return "warn"
-		}
-		return "muted"
-	},
+	"share":      func(n int, f float64) string { return strconv.FormatFloat(float64(n)*f, 'f', -1, 64) },
+	"stateClass": func(state string) string { return cmp.Or(stateClass[state], "muted") },
 }).ParseFS(templateFS, "templates/*.html.tmpl"))
+
+// stateClass is the CSS class of a lane state's badge.
+var stateClass = map[string]string{StateOK: "ok", StateFailing: "bad", StateBackoff: "warn", StateSkipped: "warn"}
 
 // Render writes p as a complete HTML document, as it goes (Handler renders
 // into a buffer). Every value is escaped but p.Chart, once checkChart
