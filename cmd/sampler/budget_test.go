@@ -277,12 +277,14 @@ func TestOncePrintsCensoredWait(t *testing.T) {
 			row = f
 		}
 	}
-	if len(row) < 5 || row[2] != "timeout" || row[4] != ">1.0" {
-		t.Fatalf("-once output:\n%s\nwant the timeout's queue_s as >1.0", out.String())
-	}
 	ps, hs := readStore(t, filepath.Join(dir, "samples.lp"))
-	if len(ps) != 1 || ps[0].QueueS < 0.9 || len(hs) != 1 || hs[0].WorstCensoredS != ps[0].QueueS {
+	// The wait starts when the request is written, a little after the
+	// 1s timeout's clock does (more on a loaded machine).
+	if len(ps) != 1 || ps[0].QueueS < 0.5 || ps[0].QueueS > 1 || len(hs) != 1 || hs[0].WorstCensoredS != ps[0].QueueS {
 		t.Fatalf("stored %+v and %+v; want the wait as the probe's queue_s and the hour's worst_censored_s", ps, hs)
+	}
+	if want := fmt.Sprintf(">%.1f", ps[0].QueueS); len(row) < 5 || row[2] != "timeout" || row[4] != want {
+		t.Fatalf("-once output:\n%s\nwant the timeout's queue_s as %s (a lower bound)", out.String(), want)
 	}
 }
 
