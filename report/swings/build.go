@@ -119,7 +119,7 @@ func (b *builder) add(l *laneAcc, kind string, worstQ, worstC float64, samples, 
 	if t.After(b.r.Last) {
 		b.r.Last = t
 	}
-	if wv, ok := recordWorst(store.Hourly{WorstQueueS: worstQ, WorstCensoredS: worstC}, samples, failures); ok {
+	if wv, ok := recordWorst(worstQ, worstC, samples, failures); ok {
 		if l.worsts[h] == nil && b.worstN > 0 {
 			l.worsts[h] = make([]worst, 0, b.worstN)
 		}

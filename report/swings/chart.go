@@ -37,11 +37,10 @@ func ChartFormat(path string) string {
 
 // ChartOptions say how WriteChart draws.
 type ChartOptions struct {
-	// Format is "svg" or "png" (see ChartFormat); "" means svg.
-	Format string
+	Format string // "svg" or "png" (see ChartFormat); "" means svg
 	// Log puts the seconds axis on a log scale, so that a lane of a second
-	// is not flattened under one of a minute. Values of 0 sit on the bottom
-	// edge, the power of ten below the smallest value drawn.
+	// is not flattened under one of a minute; 0 sits on the bottom edge,
+	// the power of ten below the smallest value drawn.
 	Log bool
 }
 
@@ -216,7 +215,14 @@ func newChart(r *Report, logY bool) (*chart, error) {
 		sty.Font.Variant = "Sans"
 	}
 	p.Title.TextStyle.Font.Size, p.X.Label.TextStyle.Font.Size, p.Y.Label.TextStyle.Font.Size = 14, 12, 12
-	p.X.Tick.Marker, p.Y.Tick.Marker = hourTicks{}, secondsTicks{}
+	hours := make(plot.ConstantTicks, HoursPerDay) // every third hour labelled
+	for h := range hours {
+		hours[h].Value = float64(h)
+		if h%3 == 0 {
+			hours[h].Label = fmt.Sprintf("%02d", h)
+		}
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = hours, secondsTicks{}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
 	p.Add(grid)
@@ -287,8 +293,7 @@ func newChart(r *Report, logY bool) (*chart, error) {
 	legendSty := sans(11)
 	for i, l := range r.Lanes {
 		c := plotutil.DarkColors[i%len(plotutil.DarkColors)]
-		var med, bounds, fails, runMed, runWorst plotter.XYs
-		var segs [][2]plotter.XYs // runs of consecutive hours: median, worst
+		var med, bounds, fails, runMed, runWorst plotter.XYs // runs: of consecutive hours
 		for _, h := range l.Hours {
 			x := float64(h.Hour)
 			if h.HasQueue() {
@@ -304,7 +309,9 @@ func newChart(r *Report, logY bool) (*chart, error) {
 				runMed, runWorst = append(runMed, pt), append(runWorst, wpt)
 			}
 			if (!h.HasQueue() || h.Hour == HoursPerDay-1) && len(runMed) > 0 {
-				segs = append(segs, [2]plotter.XYs{runMed, runWorst})
+				if err := cmp.Or(add(runWorst, worstStyle(c)), add(runMed, medianStyle(c))); err != nil {
+					return nil, err
+				}
 				runMed, runWorst = nil, nil
 			}
 			if h.Failures > 0 && !h.MedianCensored { // a ring there says it too
@@ -313,11 +320,6 @@ func newChart(r *Report, logY bool) (*chart, error) {
 					v = h.MedianS
 				}
 				fails = append(fails, plotter.XY{X: x, Y: y(v)})
-			}
-		}
-		for _, sg := range segs {
-			if err := cmp.Or(add(sg[1], worstStyle(c)), add(sg[0], medianStyle(c))); err != nil {
-				return nil, err
 			}
 		}
 		if err := cmp.Or(scatter(med, dotStyle(c, i)), scatter(bounds, boundStyle(c, true)), scatter(fails, failStyle(c))); err != nil {
@@ -435,20 +437,6 @@ func deadlineSuffix(c ClassLine) string { return " " + secsLabel(c.DeadlineS) + 
 
 // secsLabel writes seconds without trailing zeros: 60, 0.5, 3600.
 func secsLabel(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// hourTicks labels every third hour and marks the others.
-type hourTicks struct{}
-
-func (hourTicks) Ticks(float64, float64) []plot.Tick {
-	ticks := make([]plot.Tick, HoursPerDay)
-	for h := range ticks {
-		ticks[h].Value = float64(h)
-		if h%3 == 0 {
-			ticks[h].Label = fmt.Sprintf("%02d", h)
-		}
-	}
-	return ticks
-}
 
 // secondsTicks labels the y axis every "nice" step (1, 2, 5, 10, 15, 30 s …).
 type secondsTicks struct{}
