@@ -315,11 +315,7 @@ func newChart(r *Report, logY bool) (*chart, error) {
 				runMed, runWorst = nil, nil
 			}
 			if h.Failures > 0 && !h.MedianCensored { // a ring there says it too
-				v := 0.0
-				if h.HasQueue() {
-					v = h.MedianS
-				}
-				fails = append(fails, plotter.XY{X: x, Y: y(v)})
+				fails = append(fails, plotter.XY{X: x, Y: y(h.MedianS)}) // 0 without a queue
 			}
 		}
 		if err := cmp.Or(scatter(med, dotStyle(c, i)), scatter(bounds, boundStyle(c, true)), scatter(fails, failStyle(c))); err != nil {
@@ -373,7 +369,7 @@ func (ch *chart) layout(dc draw.Canvas) chartLayout {
 	var lay chartLayout
 	legendSty := sans(11)
 	colW := vg.Length(1)
-	for _, e := range append(slices.Clone(ch.lanes), ch.key...) {
+	for _, e := range slices.Concat(ch.lanes, ch.key) {
 		colW = max(colW, vg.Points(24)+legendSty.Width(" "+e.text)*slack+pad)
 	}
 	cols, rows := max(2, int((chartW-2*pad)/colW)), 1 // entryW keeps two
@@ -383,10 +379,10 @@ func (ch *chart) layout(dc draw.Canvas) chartLayout {
 	legendH := vg.Length(rows)*(legendSty.Height("Xg")+vg.Points(4)) + pad
 	colW = (chartW - 2*pad) / vg.Length(cols)
 	for _, g := range [][]entry{ch.lanes, ch.key} {
-		for i := 0; i < len(g); i += rows {
+		for col := range slices.Chunk(g, rows) {
 			leg := plot.NewLegend()
 			leg.Top, leg.Left, leg.Padding, leg.ThumbnailWidth, leg.TextStyle = true, true, vg.Points(4), vg.Points(24), legendSty
-			for _, e := range g[i:min(i+rows, len(g))] {
+			for _, e := range col {
 				leg.Add(e.text, e.thumbs...)
 			}
 			left := pad + vg.Length(len(lay.legends))*colW

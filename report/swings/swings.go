@@ -81,7 +81,7 @@ type HourStat struct {
 	Hour int
 	Days int // calendar days (in the report's timezone) with a record at this hour
 	// Measured counts the records with a queue time or a failed probe's
-	// lower bound; WorstS and MedianS are meaningful when it is > 0.
+	// lower bound; WorstS and MedianS are meaningful when it is > 0 (else 0).
 	Measured int
 	WorstS   float64 // max of the records' worsts
 	Censored bool    // WorstS is a lower bound
