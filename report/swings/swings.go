@@ -200,20 +200,13 @@ func swingOf(hours []HourStat) Swing {
 		if !h.HasQueue() {
 			continue
 		}
-		if !s.OK {
-			s = Swing{OK: true, PeakHour: h.Hour, PeakS: h.MedianS, PeakCensored: h.MedianCensored,
-				QuietHour: h.Hour, QuietS: h.MedianS, QuietCensored: h.MedianCensored}
-			continue
-		}
-		if h.MedianS > s.PeakS {
+		if !s.OK || h.MedianS > s.PeakS {
 			s.PeakHour, s.PeakS, s.PeakCensored = h.Hour, h.MedianS, h.MedianCensored
 		}
-		if h.MedianS < s.QuietS {
+		if !s.OK || h.MedianS < s.QuietS {
 			s.QuietHour, s.QuietS, s.QuietCensored = h.Hour, h.MedianS, h.MedianCensored
 		}
-	}
-	if !s.OK {
-		return s
+		s.OK = true
 	}
 	s.SwingS = s.PeakS - s.QuietS
 	s.LowerBound = s.PeakCensored && !s.QuietCensored
