@@ -14,10 +14,8 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// runBook is `policygen book [-policy FILE -class NAME | -config F -class
-// NAME [-hour H] [-dir DIR]] < attempts.json`. stdin is capped
-// (policy.MaxBookInput) and its read ends when ctx is done (SIGINT,
-// SIGTERM), even while it blocks.
+// runBook is `policygen book`. stdin is capped (policy.MaxBookInput) and
+// its read ends when ctx is done (SIGINT, SIGTERM), even while it blocks.
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
