@@ -278,9 +278,6 @@ func newChart(r *Report, logY bool) (*chart, error) {
 		return nil
 	}
 	scatter := func(pts plotter.XYs, sty draw.GlyphStyle) error {
-		if len(pts) == 0 {
-			return nil
-		}
 		s, err := plotter.NewScatter(pts)
 		if err != nil {
 			return fmt.Errorf("chart: %w", err)
