@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"syscall"
 	"time"
 
@@ -154,7 +153,7 @@ func (d Folder) Next(from time.Time, class string) (Next, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Next{}, fmt.Errorf("policy folder: %w", err)
 	}
-	var labels []string
+	var labels []string // sorted as the hours are: os.ReadDir sorts by name
 	for _, e := range entries {
 		name := e.Name()
 		if !hourFileRE.MatchString(name) || !e.Type().IsRegular() {
@@ -164,7 +163,6 @@ func (d Folder) Next(from time.Time, class string) (Next, error) {
 			labels = append(labels, label)
 		}
 	}
-	slices.Sort(labels) // labels sort as the hours do
 	for _, label := range labels {
 		f, _, err := d.Read(label)
 		if err != nil {

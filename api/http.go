@@ -26,7 +26,7 @@ func Handler(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &server{opts}
+	s := (*server)(&opts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/policy", only(http.MethodGet, s.policy))
 	mux.HandleFunc("/api/v1/lane", only(http.MethodGet, s.lane))
@@ -38,7 +38,7 @@ func Handler(opts Options) http.Handler {
 	return mux
 }
 
-type server struct{ opts Options }
+type server Options
 
 // apiError is an answer that is an error.
 type apiError struct {
@@ -112,8 +112,8 @@ func (s *server) params(r *http.Request, allowed ...string) (map[string]string, 
 	if slices.Contains(allowed, "class") && out["class"] == "" {
 		return nil, fail(http.StatusBadRequest, "bad_request", "class is required (?class=NAME)")
 	}
-	loc := store.OrUTC(s.opts.Folder.Location)
-	h := store.HourStart(s.opts.Now(), loc)
+	loc := store.OrUTC(s.Folder.Location)
+	h := store.HourStart(s.Now(), loc)
 	if label, ok := out["hour"]; ok {
 		var err error
 		if h, err = store.ParseHour(label, loc); err != nil {
@@ -126,7 +126,7 @@ func (s *server) params(r *http.Request, allowed ...string) (map[string]string, 
 
 // read reads the hour's file; a missing one is a 404.
 func (s *server) read(label string) (policy.File, []byte, error) {
-	f, data, err := s.opts.Folder.Read(label)
+	f, data, err := s.Folder.Read(label)
 	var nf *NoFileError
 	if errors.As(err, &nf) {
 		return f, nil, fail(http.StatusNotFound, "no_policy", "no policy file for %s (policygen -hour %s writes it)", nf.Hour, nf.Hour)
@@ -158,7 +158,7 @@ func (s *server) lane(r *http.Request) ([]byte, error) {
 	if _, err := f.NamedClass(q["class"]); err != nil {
 		return nil, fail(http.StatusNotFound, "no_class", "%v", err)
 	}
-	ch, err := Choose(f, q["class"], s.opts.Lanes)
+	ch, err := Choose(f, q["class"], s.Lanes)
 	if nl := (*NoLaneError)(nil); errors.As(err, &nl) {
 		return nil, fail(http.StatusNotFound, "no_lane", "%v", err)
 	}
@@ -170,7 +170,7 @@ func (s *server) next(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.opts.Folder.Next(s.opts.Now(), q["class"])
+	n, err := s.Folder.Next(s.Now(), q["class"])
 	var nn *NoNextError
 	if errors.As(err, &nn) {
 		return nil, fail(http.StatusNotFound, "no_next", "%v", err)
@@ -205,7 +205,7 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 		return nil, fail(http.StatusBadRequest, "bad_request", "%v", err)
 	}
 	c, _ := f.Class(class) // f.Book found it
-	out, err := AnswerWithLane(in, bp, c.Cutover, s.opts.Lanes)
+	out, err := AnswerWithLane(in, bp, c.Cutover, s.Lanes)
 	var unknown *UnknownLaneError
 	switch {
 	case errors.As(err, &unknown):

@@ -163,11 +163,8 @@ func clip(s string) string {
 }
 
 // thinNote says in one line why a backtest's figures stand on thin
-// history, or "" when they do not: no probe of the config's lanes in the
-// window (every table is zeros), probes there but none with its warm-up
-// behind it (first in the window), no job replayed, or no probe on the
-// first day of the warm-up (first: the first probe read, zero if none), so
-// that the window's first policies had less history than lookback_days.
+// history (each case's message says which), or "" when they do not; first
+// is the first probe read, zero if none.
 func thinNote(rep *backtest.Report, first time.Time) string {
 	const day = "2006-01-02T15"
 	scored := 0

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"path/filepath"
 
@@ -14,19 +13,7 @@ import (
 	"github.com/lanewatch/lanewatch/store"
 )
 
-// runBook is `policygen book [-policy FILE -class NAME | -config F -class
-// NAME [-hour H] [-dir DIR]] < attempts.json`. stdin is capped
-// (policy.MaxBookInput) and its read ends when ctx is done (SIGINT,
-// SIGTERM), even while it blocks.
-func (e *env) runBook(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("policygen book", flag.ContinueOnError)
-	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
-	className := fs.String("class", "", "class `name` in the -policy file, or in the hour's file of -config")
-	configPath := fs.String("config", "", "take the class's book from the hour's policy file in policy.out of this `config`, and answer with the lane and its endpoint (with -class)")
-	hourFlag := fs.String("hour", "", "with -config: hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
-	dirFlag := fs.String("dir", "", "with -config: folder of the policy files (default: policy.out of the config)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: policygen book [-policy FILE -class NAME] < attempts.json
+const bookUsage = `usage: policygen book [-policy FILE -class NAME] < attempts.json
        policygen book -config F -class NAME [-hour YYYY-MM-DDTHH] [-dir DIR] < attempts.json
 
 Reads {"attempts": [...], "policy": {...}} on stdin, or with -policy and
@@ -37,10 +24,19 @@ policygen lane reads it), and the answer ends with "lane" and "endpoint",
 the lane the action runs on: what POST /api/v1/book answers. With
 "running_s": S beside the attempts it answers {"action": "wait" |
 "cut_over", "why", "elapsed_s"} from the class's cut-over.
-`)
-		fs.PrintDefaults()
-	}
-	if err := cli.Parse(fs, args, e.stderr); err != nil {
+`
+
+// runBook is `policygen book`. stdin is capped (policy.MaxBookInput) and
+// its read ends when ctx is done (SIGINT, SIGTERM), even while it blocks.
+func (e *env) runBook(ctx context.Context, args []string) error {
+	fs := newFlags("book", bookUsage) // -config is optional here
+	fs.Lookup("config").Usage = "take the class's book from the hour's policy file in policy.out of this `config`, and answer with the lane and its endpoint (with -class)"
+	configPath := fs.config
+	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
+	className := fs.String("class", "", "class `name` in the -policy file, or in the hour's file of -config")
+	hourFlag := fs.String("hour", "", "with -config: hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
+	dirFlag := fs.String("dir", "", "with -config: folder of the policy files (default: policy.out of the config)")
+	if err := cli.Parse(fs.FlagSet, args, e.stderr); err != nil {
 		return err
 	}
 	switch {

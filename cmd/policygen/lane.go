@@ -157,18 +157,13 @@ func output(format string, v any, name, what string, vars [][2]string) ([]byte, 
 // escaped and reopening them. A control character (a newline would start
 // a new variable in $GITHUB_ENV) is an error.
 func shellValue(s string) (string, error) {
-	bare := true
-	for _, r := range s {
-		switch {
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return "", errors.New("holds a control character")
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_./:@%+,=-", r):
-		default:
-			bare = false
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+		return "", errors.New("holds a control character")
 	}
-	if bare {
-		return s, nil
+	if strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_./:@%+,=-", r))
+	}) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'", nil
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'", nil
+	return s, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -47,12 +48,9 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 	formatSet := false
 	fset.Visit(func(f *flag.Flag) { formatSet = formatSet || f.Name == "format" })
 	type writer = func(io.Writer, *swings.Report) error
-	write, err := choose(fset, "format", *format,
+	write, errFormat := choose(fset, "format", *format,
 		option[writer]{"table", swings.WriteTable}, option[writer]{"csv", swings.WriteCSV}, option[writer]{"json", swings.WriteJSON})
-	if err != nil {
-		return err
-	}
-	if err := fset.inRange("days", *days, 1, maxDays); err != nil {
+	if err := cmp.Or(errFormat, fset.inRange("days", *days, 1, maxDays)); err != nil {
 		return err
 	}
 	if *logY && *svg == "" {

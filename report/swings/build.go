@@ -19,16 +19,12 @@ type laneAcc struct {
 
 // builder adds one lane-hour's record at a time to a report.
 type builder struct {
-	r      *Report
-	loc    *time.Location
-	from   time.Time
-	to     time.Time
+	r      *Report // its Location, From and To set
 	lanes  map[string]*laneAcc
 	order  []string
 	worstN int // initial capacity of a lane-hour's worsts: the window's days
 	// The hour of the last setHour, its hour of day and calendar day.
 	hourSet bool
-	hourNS  int64
 	hourT   time.Time
 	hourIn  bool
 	hod     int
@@ -44,7 +40,7 @@ func newBuilder(opt Options) *builder {
 			r.Classes = append(r.Classes, c)
 		}
 	}
-	b := &builder{r: r, loc: loc, from: opt.From, to: opt.To, lanes: map[string]*laneAcc{}, dayIdx: map[int]int{}}
+	b := &builder{r: r, lanes: map[string]*laneAcc{}, dayIdx: map[int]int{}}
 	if !opt.From.IsZero() && opt.To.After(opt.From) {
 		if d := opt.To.Sub(opt.From).Hours() / 24; d < 62 {
 			b.worstN = int(d) + 2
@@ -70,16 +66,16 @@ func (b *builder) lane(name string) *laneAcc {
 // setHour makes t the hour of the next adds and reports whether it lies in
 // the window.
 func (b *builder) setHour(t time.Time) bool {
-	ns := t.UnixNano()
-	if b.hourSet && ns == b.hourNS {
+	if b.hourSet && t.UnixNano() == b.hourT.UnixNano() {
 		return b.hourIn
 	}
-	b.hourSet, b.hourNS, b.hourT = true, ns, t
-	b.hourIn = (b.from.IsZero() || !t.Before(b.from)) && (b.to.IsZero() || t.Before(b.to))
+	b.hourSet, b.hourT = true, t
+	from, to := b.r.From, b.r.To
+	b.hourIn = (from.IsZero() || !t.Before(from)) && (to.IsZero() || t.Before(to))
 	if !b.hourIn {
 		return false
 	}
-	local := t.In(b.loc)
+	local := t.In(b.r.Location)
 	b.hod = local.Hour()
 	y, m, d := local.Date()
 	key := y*10000 + int(m)*100 + d
@@ -119,7 +115,7 @@ func (b *builder) add(l *laneAcc, kind string, worstQ, worstC float64, samples, 
 	if t.After(b.r.Last) {
 		b.r.Last = t
 	}
-	if wv, ok := recordWorst(store.Hourly{WorstQueueS: worstQ, WorstCensoredS: worstC}, samples, failures); ok {
+	if wv, ok := recordWorst(worstQ, worstC, samples, failures); ok {
 		if l.worsts[h] == nil && b.worstN > 0 {
 			l.worsts[h] = make([]worst, 0, b.worstN)
 		}
@@ -130,15 +126,14 @@ func (b *builder) add(l *laneAcc, kind string, worstQ, worstC float64, samples, 
 // finish lists the lanes (those of lanes first, in order, with their kind
 // when it is set; the others by name) and summarises each.
 func (b *builder) finish(lanes []Lane) *Report {
+	for _, cl := range slices.Backward(lanes) { // the first configured kind wins over the records'
+		if l := b.lane(cl.Name); cl.Kind != "" {
+			l.Kind = cl.Kind
+		}
+	}
 	listed := make(map[string]bool, len(lanes))
-	kindSet := map[string]bool{}
 	var order []string
 	for _, cl := range lanes {
-		l := b.lane(cl.Name)
-		// The first configured kind wins over the records'.
-		if cl.Kind != "" && !kindSet[cl.Name] {
-			l.Kind, kindSet[cl.Name] = cl.Kind, true
-		}
 		if !listed[cl.Name] {
 			listed[cl.Name] = true
 			order = append(order, cl.Name)
@@ -159,11 +154,9 @@ func (b *builder) finish(lanes []Lane) *Report {
 		l := b.lanes[name]
 		for h := range l.Hours {
 			st := &l.Hours[h]
-			n := 0
 			for _, w := range l.days[h] {
-				n += bits.OnesCount64(w)
+				st.Days += bits.OnesCount64(w)
 			}
-			st.Days = n
 			w := l.worsts[h]
 			st.Measured = len(w)
 			if len(w) > 0 {

@@ -37,11 +37,10 @@ func ChartFormat(path string) string {
 
 // ChartOptions say how WriteChart draws.
 type ChartOptions struct {
-	// Format is "svg" or "png" (see ChartFormat); "" means svg.
-	Format string
+	Format string // "svg" or "png" (see ChartFormat); "" means svg
 	// Log puts the seconds axis on a log scale, so that a lane of a second
-	// is not flattened under one of a minute. Values of 0 sit on the bottom
-	// edge, the power of ten below the smallest value drawn.
+	// is not flattened under one of a minute; 0 sits on the bottom edge,
+	// the power of ten below the smallest value drawn.
 	Log bool
 }
 
@@ -216,7 +215,14 @@ func newChart(r *Report, logY bool) (*chart, error) {
 		sty.Font.Variant = "Sans"
 	}
 	p.Title.TextStyle.Font.Size, p.X.Label.TextStyle.Font.Size, p.Y.Label.TextStyle.Font.Size = 14, 12, 12
-	p.X.Tick.Marker, p.Y.Tick.Marker = hourTicks{}, secondsTicks{}
+	hours := make(plot.ConstantTicks, HoursPerDay) // every third hour labelled
+	for h := range hours {
+		hours[h].Value = float64(h)
+		if h%3 == 0 {
+			hours[h].Label = fmt.Sprintf("%02d", h)
+		}
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = hours, secondsTicks{}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
 	p.Add(grid)
@@ -272,9 +278,6 @@ func newChart(r *Report, logY bool) (*chart, error) {
 		return nil
 	}
 	scatter := func(pts plotter.XYs, sty draw.GlyphStyle) error {
-		if len(pts) == 0 {
-			return nil
-		}
 		s, err := plotter.NewScatter(pts)
 		if err != nil {
 			return fmt.Errorf("chart: %w", err)
@@ -287,8 +290,7 @@ func newChart(r *Report, logY bool) (*chart, error) {
 	legendSty := sans(11)
 	for i, l := range r.Lanes {
 		c := plotutil.DarkColors[i%len(plotutil.DarkColors)]
-		var med, bounds, fails, runMed, runWorst plotter.XYs
-		var segs [][2]plotter.XYs // runs of consecutive hours: median, worst
+		var med, bounds, fails, runMed, runWorst plotter.XYs // runs: of consecutive hours
 		for _, h := range l.Hours {
 			x := float64(h.Hour)
 			if h.HasQueue() {
@@ -304,20 +306,13 @@ func newChart(r *Report, logY bool) (*chart, error) {
 				runMed, runWorst = append(runMed, pt), append(runWorst, wpt)
 			}
 			if (!h.HasQueue() || h.Hour == HoursPerDay-1) && len(runMed) > 0 {
-				segs = append(segs, [2]plotter.XYs{runMed, runWorst})
+				if err := cmp.Or(add(runWorst, worstStyle(c)), add(runMed, medianStyle(c))); err != nil {
+					return nil, err
+				}
 				runMed, runWorst = nil, nil
 			}
 			if h.Failures > 0 && !h.MedianCensored { // a ring there says it too
-				v := 0.0
-				if h.HasQueue() {
-					v = h.MedianS
-				}
-				fails = append(fails, plotter.XY{X: x, Y: y(v)})
-			}
-		}
-		for _, sg := range segs {
-			if err := cmp.Or(add(sg[1], worstStyle(c)), add(sg[0], medianStyle(c))); err != nil {
-				return nil, err
+				fails = append(fails, plotter.XY{X: x, Y: y(h.MedianS)}) // 0 without a queue
 			}
 		}
 		if err := cmp.Or(scatter(med, dotStyle(c, i)), scatter(bounds, boundStyle(c, true)), scatter(fails, failStyle(c))); err != nil {
@@ -371,7 +366,7 @@ func (ch *chart) layout(dc draw.Canvas) chartLayout {
 	var lay chartLayout
 	legendSty := sans(11)
 	colW := vg.Length(1)
-	for _, e := range append(slices.Clone(ch.lanes), ch.key...) {
+	for _, e := range slices.Concat(ch.lanes, ch.key) {
 		colW = max(colW, vg.Points(24)+legendSty.Width(" "+e.text)*slack+pad)
 	}
 	cols, rows := max(2, int((chartW-2*pad)/colW)), 1 // entryW keeps two
@@ -381,10 +376,10 @@ func (ch *chart) layout(dc draw.Canvas) chartLayout {
 	legendH := vg.Length(rows)*(legendSty.Height("Xg")+vg.Points(4)) + pad
 	colW = (chartW - 2*pad) / vg.Length(cols)
 	for _, g := range [][]entry{ch.lanes, ch.key} {
-		for i := 0; i < len(g); i += rows {
+		for col := range slices.Chunk(g, rows) {
 			leg := plot.NewLegend()
 			leg.Top, leg.Left, leg.Padding, leg.ThumbnailWidth, leg.TextStyle = true, true, vg.Points(4), vg.Points(24), legendSty
-			for _, e := range g[i:min(i+rows, len(g))] {
+			for _, e := range col {
 				leg.Add(e.text, e.thumbs...)
 			}
 			left := pad + vg.Length(len(lay.legends))*colW
@@ -435,20 +430,6 @@ func deadlineSuffix(c ClassLine) string { return " " + secsLabel(c.DeadlineS) + 
 
 // secsLabel writes seconds without trailing zeros: 60, 0.5, 3600.
 func secsLabel(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-
-// hourTicks labels every third hour and marks the others.
-type hourTicks struct{}
-
-func (hourTicks) Ticks(float64, float64) []plot.Tick {
-	ticks := make([]plot.Tick, HoursPerDay)
-	for h := range ticks {
-		ticks[h].Value = float64(h)
-		if h%3 == 0 {
-			ticks[h].Label = fmt.Sprintf("%02d", h)
-		}
-	}
-	return ticks
-}
 
 // secondsTicks labels the y axis every "nice" step (1, 2, 5, 10, 15, 30 s …).
 type secondsTicks struct{}

@@ -26,10 +26,15 @@ func Build(recs []store.Hourly, opt Options, perSite bool) *Report {
 	}
 	var columns bool
 	opt.Lanes, columns = listed(opt.Lanes, sitesOf, perSite)
-	if !columns {
-		return Compute(MergeSites(recs), opt)
+	all := recs
+	if columns { // the records again under their lane@site names
+		all = slices.Clone(recs)
+		for _, h := range recs {
+			h.Lane = siteLane(h.Lane, h.Site)
+			all = append(all, h)
+		}
 	}
-	return Compute(withSiteLanes(recs), opt)
+	return Compute(MergeSites(all), opt)
 }
 
 // listed returns lanes, each followed by its lane@site columns when
@@ -53,17 +58,6 @@ func listed(lanes []Lane, sitesOf map[string][]string, perSite bool) ([]Lane, bo
 		}
 	}
 	return out, true
-}
-
-// withSiteLanes returns the records, then the records again under their
-// lane@site names, merged (MergeSites).
-func withSiteLanes(recs []store.Hourly) []store.Hourly {
-	split := make([]store.Hourly, len(recs))
-	for i, h := range recs {
-		h.Lane = siteLane(h.Lane, h.Site)
-		split[i] = h
-	}
-	return MergeSites(append(slices.Clone(recs), split...))
 }
 
 // siteLane names a lane's column for one site: lane@site ("lane@-" for the

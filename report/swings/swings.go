@@ -45,15 +45,12 @@ type ClassLine struct {
 // Options describe the window a report covers.
 type Options struct {
 	Location *time.Location // keys hours of day; nil means UTC
-	// From and To bound the window: records with From <= Hour < To count;
-	// a zero bound is none.
-	From, To time.Time
-	Days     int // the window asked for, informational
-	// Lanes are listed first, in this order, even with no record; lanes
-	// found only in the records follow, sorted by name.
-	Lanes []Lane
-	// Classes whose deadline the chart draws (those with a finite one > 0).
-	Classes []ClassLine
+	From, To time.Time      // records with From <= Hour < To count; a zero bound is none
+	Days     int            // the window asked for, informational
+	// Lanes are listed first, in order, even with no record; lanes found
+	// only in the records follow, sorted by name.
+	Lanes   []Lane
+	Classes []ClassLine // the chart draws those with a finite deadline > 0
 }
 
 // Report is the time-of-day report of every lane over one window.
@@ -84,7 +81,7 @@ type HourStat struct {
 	Hour int
 	Days int // calendar days (in the report's timezone) with a record at this hour
 	// Measured counts the records with a queue time or a failed probe's
-	// lower bound; WorstS and MedianS are meaningful when it is > 0.
+	// lower bound; WorstS and MedianS are meaningful when it is > 0 (else 0).
 	Measured int
 	WorstS   float64 // max of the records' worsts
 	Censored bool    // WorstS is a lower bound
@@ -132,8 +129,7 @@ type worst struct {
 // once and the sites merge conservatively, worst of the worsts and the sum
 // of probes.
 func MergeSites(hs []store.Hourly) []store.Hourly {
-	// Lane-hours are looked up in maps of one hour's lanes: a store
-	// returns the records by time, so few maps are in use.
+	// Maps per hour: a store returns the records by time, so few are in use.
 	type laneSite struct{ lane, site string }
 	type hour struct {
 		idx  map[string]int // lane → its merged record
@@ -148,11 +144,11 @@ func MergeSites(hs []store.Hourly) []store.Hourly {
 			cur = &hour{idx: map[string]int{}, seen: map[laneSite]bool{}}
 			hoursOf[h.Hour.UnixNano()] = cur
 		}
-		if ks := (laneSite{h.Lane, h.Site}); cur.seen[ks] {
+		ks := laneSite{h.Lane, h.Site}
+		if cur.seen[ks] {
 			continue
-		} else {
-			cur.seen[ks] = true
 		}
+		cur.seen[ks] = true
 		j, ok := cur.idx[h.Lane]
 		if !ok {
 			j = len(recs)
@@ -172,14 +168,14 @@ func MergeSites(hs []store.Hourly) []store.Hourly {
 // of its ok probes' worst queue (when it has an ok probe and the value is
 // finite) and its failed probes' bound (when finite and > 0); the bound
 // wins ties, since the failed probe waited at least that long.
-func recordWorst(rec store.Hourly, samples, failures int64) (worst, bool) {
-	okQ := samples > failures && num.Finite(rec.WorstQueueS)
-	cens := failures > 0 && num.Finite(rec.WorstCensoredS) && rec.WorstCensoredS > 0
+func recordWorst(worstQ, worstC float64, samples, failures int64) (worst, bool) {
+	okQ := samples > failures && num.Finite(worstQ)
+	cens := failures > 0 && num.Finite(worstC) && worstC > 0
 	switch {
-	case cens && (!okQ || rec.WorstCensoredS >= rec.WorstQueueS):
-		return worst{rec.WorstCensoredS, true}, true
+	case cens && (!okQ || worstC >= worstQ):
+		return worst{worstC, true}, true
 	case okQ:
-		return worst{rec.WorstQueueS, false}, true
+		return worst{worstQ, false}, true
 	}
 	return worst{}, false
 }
@@ -190,11 +186,9 @@ func recordWorst(rec store.Hourly, samples, failures int64) (worst, bool) {
 func Compute(recs []store.Hourly, opt Options) *Report {
 	b := newBuilder(opt)
 	for i := range recs {
-		rec := &recs[i]
-		if !b.setHour(rec.Hour) {
-			continue
+		if rec := &recs[i]; b.setHour(rec.Hour) {
+			b.add(b.lane(rec.Lane), rec.Kind, rec.WorstQueueS, rec.WorstCensoredS, rec.Samples, rec.Failures)
 		}
-		b.add(b.lane(rec.Lane), rec.Kind, rec.WorstQueueS, rec.WorstCensoredS, rec.Samples, rec.Failures)
 	}
 	return b.finish(opt.Lanes)
 }
@@ -206,20 +200,13 @@ func swingOf(hours []HourStat) Swing {
 		if !h.HasQueue() {
 			continue
 		}
-		if !s.OK {
-			s = Swing{OK: true, PeakHour: h.Hour, PeakS: h.MedianS, PeakCensored: h.MedianCensored,
-				QuietHour: h.Hour, QuietS: h.MedianS, QuietCensored: h.MedianCensored}
-			continue
-		}
-		if h.MedianS > s.PeakS {
+		if !s.OK || h.MedianS > s.PeakS {
 			s.PeakHour, s.PeakS, s.PeakCensored = h.Hour, h.MedianS, h.MedianCensored
 		}
-		if h.MedianS < s.QuietS {
+		if !s.OK || h.MedianS < s.QuietS {
 			s.QuietHour, s.QuietS, s.QuietCensored = h.Hour, h.MedianS, h.MedianCensored
 		}
-	}
-	if !s.OK {
-		return s
+		s.OK = true
 	}
 	s.SwingS = s.PeakS - s.QuietS
 	s.LowerBound = s.PeakCensored && !s.QuietCensored
@@ -234,7 +221,13 @@ func swingOf(hours []HourStat) Swing {
 // and whether each is a lower bound.
 func summarise(s []worst) (maxS float64, maxCens bool, med float64, medCens bool) {
 	slices.SortFunc(s, func(a, b worst) int {
-		return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(boolInt(a.censored), boolInt(b.censored)))
+		if c := cmp.Compare(a.v, b.v); c != 0 || a.censored == b.censored {
+			return c
+		}
+		if a.censored {
+			return 1
+		}
+		return -1
 	})
 	n := len(s)
 	last := s[n-1]
@@ -246,11 +239,4 @@ func summarise(s []worst) (maxS float64, maxCens bool, med float64, medCens bool
 		medCens = medCens || w.censored
 	}
 	return last.v, last.censored, med, medCens
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

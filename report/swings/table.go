@@ -61,31 +61,27 @@ func WriteTable(w io.Writer, r *Report) error {
 
 	for start := 0; start < len(r.Lanes); start += lanesPerBlock {
 		block := r.Lanes[start:min(start+lanesPerBlock, len(r.Lanes))]
-		var names, heads, rule strings.Builder
-		names.WriteString(strings.Repeat(" ", hourW))
-		heads.WriteString(fmt.Sprintf("%-*s", hourW, "hour"))
-		rule.WriteString(strings.Repeat("-", hourW))
+		names, heads, rule := strings.Repeat(" ", hourW), fmt.Sprintf("%-*s", hourW, "hour"), strings.Repeat("-", hourW)
 		for _, l := range block {
-			names.WriteString(laneSep + fmt.Sprintf("%-*s", cellW, laneLabel(l, cellW)))
-			heads.WriteString(laneSep + fmt.Sprintf("%*s %*s %*s %*s", medW, "med", worstW, "worst", failW, "fail", daysW, "days"))
-			rule.WriteString("-+-" + strings.Repeat("-", cellW))
+			names += laneSep + fmt.Sprintf("%-*s", cellW, laneLabel(l, cellW))
+			heads += laneSep + fmt.Sprintf("%*s %*s %*s %*s", medW, "med", worstW, "worst", failW, "fail", daysW, "days")
+			rule += "-+-" + strings.Repeat("-", cellW)
 		}
 		line("")
-		line("%s", names.String())
-		line("%s", heads.String())
-		line("%s", rule.String())
+		line("%s", names)
+		line("%s", heads)
+		line("%s", rule)
 		for h := range HoursPerDay {
-			var row strings.Builder
-			row.WriteString(fmt.Sprintf("%-*s", hourW, fmt.Sprintf("%02d", h)))
+			row := fmt.Sprintf("%-*s", hourW, fmt.Sprintf("%02d", h))
 			for _, l := range block {
 				st := l.Hours[h]
-				row.WriteString(laneSep + fmt.Sprintf("%*s %*s %*s %*s",
+				row += laneSep + fmt.Sprintf("%*s %*s %*s %*s",
 					medW, boundOrDash(st.MedianS, st.MedianCensored, st.HasQueue(), medW),
 					worstW, boundOrDash(st.WorstS, st.Censored, st.HasQueue(), worstW),
 					failW, failsOrDash(st.Failures, st.Samples, failW),
-					daysW, intOrDash(st.Days)))
+					daysW, intOrDash(st.Days))
 			}
-			line("%s", row.String())
+			line("%s", row)
 		}
 	}
 
