@@ -56,18 +56,15 @@ func Open(path string, o Options) (*Store, error) {
 		o.Warn = func(string, ...any) {}
 	}
 	s := &Store{o: o}
-	err := CheckRegular(path)
-	if err == nil && !o.ReadOnly && !o.Beside {
-		s.log, err = OpenLog(path, false, o.Warn)
-		if err == nil {
+	var err error
+	if !o.ReadOnly && !o.Beside {
+		if s.log, err = OpenLog(path, false, o.Warn); err == nil {
 			s.path = s.log.Path()
 		}
-	} else if err == nil {
+	} else if err = CheckRegular(path); err == nil {
 		s.path, err = Resolve(path)
-	}
-	if err == nil && s.log == nil {
 		flag := os.O_RDONLY
-		if o.Beside {
+		if err == nil && o.Beside {
 			flag |= os.O_CREATE
 			err = os.MkdirAll(filepath.Dir(s.path), 0o755)
 		}
