@@ -28,14 +28,7 @@ var (
 func AppendLines(dst []byte, b Batch) ([]byte, error) {
 	var e lp.Encoder
 	e.SetBuffer(dst)
-	err := encodeAll(&e, "probe", b.Probes)
-	if err == nil {
-		err = encodeAll(&e, "hourly", b.Hourly)
-	}
-	if err == nil {
-		err = encodeAll(&e, "heartbeat", b.Heartbeats)
-	}
-	if err != nil {
+	if err := cmp.Or(encodeAll(&e, "probe", b.Probes), encodeAll(&e, "hourly", b.Hourly), encodeAll(&e, "heartbeat", b.Heartbeats)); err != nil {
 		return dst, err
 	}
 	return e.Bytes(), nil
