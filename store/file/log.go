@@ -193,12 +193,9 @@ func (l *Log) repairTail() error {
 		return nil
 	}
 	var lines int64 // before the cut
-	for off := int64(0); off < cut; off += int64(len(buf)) {
-		b := buf[:min(int64(len(buf)), cut-off)]
-		if _, err := l.f.ReadAt(b, off); err != nil {
-			return err
-		}
-		lines += int64(bytes.Count(b, []byte{'\n'}))
+	count := func(n int64) { lines = n }
+	if err := store.ScanLines(context.Background(), io.NewSectionReader(l.f, 0, cut), func(n int64, _ []byte, _ bool) error { count(n); return nil }, count); err != nil {
+		return err
 	}
 	if err := l.f.Truncate(cut); err != nil {
 		return err
