@@ -199,12 +199,18 @@ func prefixHashes(f *os.File, end int64) (head, tail [sha256.Size]byte, err erro
 // loadIndex returns the index at path when it is whole and describes the
 // open file f, else nil.
 func loadIndex(path string, f *os.File, fi os.FileInfo) *index {
-	ix, err := readIndex(path)
+	r, err := openShared(path)
 	if err != nil {
 		return nil
 	}
+	data, err := io.ReadAll(io.LimitReader(r, indexMaxSize+1))
+	_ = r.Close()
+	var ix *index
+	if err == nil {
+		ix, err = decodeIndex(data)
+	}
 	dev, ino, ok := fileID(fi)
-	if ok != ix.idOK || dev != ix.dev || ino != ix.ino || ix.end > fi.Size() {
+	if err != nil || ok != ix.idOK || dev != ix.dev || ino != ix.ino || ix.end > fi.Size() {
 		return nil
 	}
 	head, tail, err := prefixHashes(f, ix.end)
@@ -216,20 +222,6 @@ func loadIndex(path string, f *os.File, fi os.FileInfo) *index {
 		return nil
 	}
 	return ix
-}
-
-// readIndex reads and decodes the index file at path.
-func readIndex(path string) (*index, error) {
-	f, err := openShared(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, indexMaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	return decodeIndex(data)
 }
 
 // saveIndex writes the index of b's blocks of f atomically, best effort.
