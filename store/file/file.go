@@ -171,104 +171,104 @@ func (s *Store) read(ctx context.Context, f *store.Filter, r store.Reader) error
 	if err != nil {
 		return unpath(err)
 	}
-	warn := s.o.Warn
-	pass := func(k store.Kind, fn func(ordered bool) (func(line []byte) error, func() error)) error {
-		i := slot(k)
-		ordered := true
-		for j := range blocks {
-			ordered = ordered && (!blocks[j].needed(i, f) || !blocks[j].disorder[i])
-		}
-		line, end := fn(ordered)
-		lineFn, long := filterLines(ctx, s.path, k, f, warn, line)
-		for j := 0; j < len(blocks); {
-			if !blocks[j].needed(i, f) {
-				j++
-				continue
-			}
-			to := fi.Size()
-			from := j
-			for j++; j < len(blocks) && blocks[j].needed(i, f); j++ {
-			}
-			if j < len(blocks) {
-				to = blocks[j].off
-			}
-			bytesRead.Add(to - blocks[from].off)
-			if err := scanSection(ctx, file, blocks[from].off, to, blocks[from].line, lineFn, long); err != nil {
-				return unpath(err)
-			}
-		}
-		warn = nil // the next pass reads the same lines: one warning is enough
-		return end()
+	p := &pass{ctx: ctx, path: s.path, file: file, size: fi.Size(), blocks: blocks, f: f, warn: s.o.Warn}
+	err = readKind(p, r.Hourly)
+	if err == nil {
+		err = readKind(p, r.Probe)
 	}
-	if r.Hourly != nil {
-		if err := pass(store.KindHourly, sink(f, r.Hourly)); err != nil {
-			return err
-		}
+	if err == nil {
+		err = readKind(p, r.Heartbeat)
 	}
-	if r.Probe != nil {
-		if err := pass(store.KindProbe, sink(f, r.Probe)); err != nil {
-			return err
-		}
-	}
-	if r.Heartbeat != nil {
-		return pass(store.KindHeartbeat, sink(f, r.Heartbeat))
-	}
-	return nil
+	return err
 }
 
 // bytesRead counts the bytes reads went through (tests).
 var bytesRead atomic.Int64
 
-// sink makes the line function of a pass that hands T's points on in time
-// order: through a reorder buffer when ordered, else sorted at the end.
-func sink[T store.Point](f *store.Filter, hand func(T) error) func(bool) (func([]byte) error, func() error) {
-	emit := func(p T) error {
-		if err := hand(p); err != nil {
+// pass is what one Read's pass over each measurement reads.
+type pass struct {
+	ctx    context.Context
+	path   string
+	file   *os.File
+	size   int64
+	blocks []block
+	f      *store.Filter
+	warn   func(string, ...any)
+}
+
+// readKind hands T's points on to hand (nil: none) in time order, reading
+// the blocks that may hold them: through a reorder buffer when they are in
+// order, else collected and sorted at the end.
+func readKind[T store.Point](p *pass, hand func(T) error) error {
+	if hand == nil {
+		return nil
+	}
+	k := store.KindFor[T]()
+	i := slot(k)
+	ordered := true
+	for j := range p.blocks {
+		ordered = ordered && (!p.blocks[j].needed(i, p.f) || !p.blocks[j].disorder[i])
+	}
+	emit := func(pt T) error {
+		if err := hand(pt); err != nil {
 			return handError{err}
 		}
 		return nil
 	}
-	return func(ordered bool) (func([]byte) error, func() error) {
-		names := store.Names{}
-		var p T
-		var whole store.Latest[T]
-		var buf reorder[T]
-		newest := int64(-1 << 63)
-		line := func(line []byte) error {
-			if err := store.Decode(names, line, &p); err != nil {
-				return Corrupt{err}
-			}
-			if !store.Selects(f, &p) {
-				return nil
-			}
-			if !ordered {
-				whole.Put(p)
-				return nil
-			}
-			buf.put(p)
-			newest = max(newest, store.KeyOf(&p).NS)
-			for buf.len() > 0 && buf.oldest() < newest-scanDisorder {
-				if err := emit(buf.pop()); err != nil {
-					return err
-				}
-			}
+	names := store.Names{}
+	var pt T
+	var whole store.Latest[T]
+	var buf reorder[T]
+	newest := int64(-1 << 63)
+	lineFn, long := filterLines(p.ctx, p.path, k, p.f, p.warn, func(line []byte) error {
+		if err := store.Decode(names, line, &pt); err != nil {
+			return Corrupt{err}
+		}
+		if !store.Selects(p.f, &pt) {
 			return nil
 		}
-		end := func() error {
-			for buf.len() > 0 {
-				if err := emit(buf.pop()); err != nil {
-					return err
-				}
-			}
-			for _, p := range whole.Sorted() {
-				if err := emit(p); err != nil {
-					return err
-				}
-			}
+		if !ordered {
+			whole.Put(pt)
 			return nil
 		}
-		return line, end
+		buf.put(pt)
+		newest = max(newest, store.KeyOf(&pt).NS)
+		for buf.len() > 0 && buf.oldest() < newest-scanDisorder {
+			if err := emit(buf.pop()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	p.warn = nil // the next pass reads the same lines: one warning is enough
+	for j := 0; j < len(p.blocks); {
+		if !p.blocks[j].needed(i, p.f) {
+			j++
+			continue
+		}
+		to := p.size
+		from := j
+		for j++; j < len(p.blocks) && p.blocks[j].needed(i, p.f); j++ {
+		}
+		if j < len(p.blocks) {
+			to = p.blocks[j].off
+		}
+		bytesRead.Add(to - p.blocks[from].off)
+		if err := scanSection(p.ctx, p.file, p.blocks[from].off, to, p.blocks[from].line, lineFn, long); err != nil {
+			return unpath(err)
+		}
 	}
+	for buf.len() > 0 {
+		if err := emit(buf.pop()); err != nil {
+			return err
+		}
+	}
+	for _, pt := range whole.Sorted() {
+		if err := emit(pt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close releases the writer lock. Further calls fail.
