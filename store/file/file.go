@@ -370,9 +370,8 @@ func (l *Log) reopen() error {
 	if err != nil {
 		return unpath(err)
 	}
-	old := l.f
+	_ = l.f.Close()
 	l.f = f
-	_ = old.Close()
 	return nil
 }
 

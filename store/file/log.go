@@ -154,7 +154,10 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 		_ = lock.Close()
 		return nil, err
 	}
-	syncDir(filepath.Dir(path))
+	if d, err := os.Open(filepath.Dir(path)); err == nil { // fsync the folder, best effort
+		_ = d.Sync()
+		_ = d.Close()
+	}
 	l := &Log{path: path, f: f, lock: lock, warn: warn}
 	if err := l.repairTail(); err != nil {
 		_ = l.Close()
@@ -442,14 +445,6 @@ func openShared(path string) (*os.File, error) {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	return f, nil
-}
-
-// syncDir fsyncs a folder, best effort.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
 
 // unpath drops the path from a *fs.PathError, for callers that name it.
