@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -117,18 +118,10 @@ func (l *Latest[T]) Put(p T) {
 
 // Sorted returns the points by time, then series.
 func (l *Latest[T]) Sorted() []T {
-	type entry struct {
-		k Key
-		i int
-	}
-	order := make([]entry, 0, len(l.idx))
-	for k, i := range l.idx {
-		order = append(order, entry{k, i})
-	}
-	slices.SortFunc(order, func(a, b entry) int { return Compare(a.k, b.k) })
-	out := make([]T, len(order))
-	for j, e := range order {
-		out[j] = l.pts[e.i]
+	keys := slices.SortedFunc(maps.Keys(l.idx), Compare)
+	out := make([]T, len(keys))
+	for j, k := range keys {
+		out[j] = l.pts[l.idx[k]]
 	}
 	return out
 }
