@@ -70,27 +70,12 @@ type index struct {
 // builder makes the blocks of the lines it is shown, from off on.
 type builder struct {
 	off, lines int64    // the next line's offset and the lines before it
-	size       int64    // bytes a block covers at least
 	newest     [3]int64 // per kind, of every line before
 	cur        block
 	open       bool
 	blocks     []block
 	end, ended int64 // the end of the last closed block: bytes, lines
 	broken     bool  // offsets no longer known (a line too long, a torn line)
-}
-
-func newBuilder(ix *index, size int64) *builder {
-	b := &builder{size: size, newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
-	if ix != nil {
-		b.off, b.lines, b.blocks = ix.end, ix.lines, ix.blocks
-		for _, k := range ix.blocks {
-			for i := range kinds {
-				b.newest[i] = max(b.newest[i], k.span[i][1])
-			}
-		}
-	}
-	b.end, b.ended = b.off, b.lines
-	return b
 }
 
 func (b *builder) add(_ int64, line []byte, terminated bool) error {
@@ -124,7 +109,7 @@ func (b *builder) add(_ int64, line []byte, terminated bool) error {
 	}
 	b.off += int64(len(line)) + 1
 	b.lines++
-	if b.off-b.cur.off >= b.size {
+	if b.off-b.cur.off >= indexBlock {
 		b.close()
 	}
 	return nil
@@ -149,11 +134,18 @@ func (b *builder) close() {
 // always read, covers what follows a line too long or torn. It writes the
 // index anew, best effort, after indexMinGrowth new bytes.
 func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, error) {
-	var ix *index
+	b := &builder{newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
 	if use {
-		ix = loadIndex(path+IndexSuffix, f, fi)
+		if ix := loadIndex(path+IndexSuffix, f, fi); ix != nil {
+			b.off, b.lines, b.blocks = ix.end, ix.lines, ix.blocks
+			for _, k := range ix.blocks {
+				for i := range kinds {
+					b.newest[i] = max(b.newest[i], k.span[i][1])
+				}
+			}
+		}
 	}
-	b := newBuilder(ix, indexBlock)
+	b.end, b.ended = b.off, b.lines
 	from := b.off
 	if err := scanSection(ctx, f, from, fi.Size(), b.lines, b.add, func(int64) { b.stop() }); err != nil {
 		return nil, err
