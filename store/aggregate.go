@@ -88,17 +88,12 @@ type LaneHour struct {
 // Touched returns the lane-hours the probes fall in, hours keyed in loc,
 // sorted by hour, lane and site.
 func Touched(probes []Probe, loc *time.Location) []LaneHour {
-	seen := map[LaneHour]bool{}
 	var out []LaneHour
 	for _, p := range probes {
-		k := LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
+		out = append(out, LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)})
 	}
 	slices.SortFunc(out, compareLaneHour)
-	return out
+	return slices.Compact(out)
 }
 
 func compareLaneHour(a, b LaneHour) int {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -51,26 +52,18 @@ func (f *Filter) Empty() bool {
 }
 
 // Time reports whether ns lies in one of the windows.
-func (f *Filter) Time(ns int64) bool {
-	i := f.search(ns)
-	return i < len(f.Spans) && f.Spans[i][0] <= ns
-}
+func (f *Filter) Time(ns int64) bool { return f.Overlaps(ns, ns) }
 
 // Overlaps reports whether a window holds a time in [lo, hi].
 func (f *Filter) Overlaps(lo, hi int64) bool {
-	i := f.search(lo)
-	return i < len(f.Spans) && f.Spans[i][0] <= hi
-}
-
-// search is the first span that ends after ns.
-func (f *Filter) search(ns int64) int {
-	i, _ := slices.BinarySearchFunc(f.Spans, ns, func(s [2]int64, t int64) int {
+	// the first span that ends after lo
+	i, _ := slices.BinarySearchFunc(f.Spans, lo, func(s [2]int64, t int64) int {
 		if s[1] <= t {
 			return -1
 		}
 		return 1
 	})
-	return i
+	return i < len(f.Spans) && f.Spans[i][0] <= hi
 }
 
 // Selects reports whether the query selects p.
@@ -125,18 +118,10 @@ func (l *Latest[T]) Put(p T) {
 
 // Sorted returns the points by time, then series.
 func (l *Latest[T]) Sorted() []T {
-	type entry struct {
-		k Key
-		i int
-	}
-	order := make([]entry, 0, len(l.idx))
-	for k, i := range l.idx {
-		order = append(order, entry{k, i})
-	}
-	slices.SortFunc(order, func(a, b entry) int { return Compare(a.k, b.k) })
-	out := make([]T, len(order))
-	for j, e := range order {
-		out[j] = l.pts[e.i]
+	keys := slices.SortedFunc(maps.Keys(l.idx), Compare)
+	out := make([]T, len(keys))
+	for j, k := range keys {
+		out[j] = l.pts[l.idx[k]]
 	}
 	return out
 }

@@ -28,14 +28,7 @@ var (
 func AppendLines(dst []byte, b Batch) ([]byte, error) {
 	var e lp.Encoder
 	e.SetBuffer(dst)
-	err := encodeAll(&e, "probe", b.Probes)
-	if err == nil {
-		err = encodeAll(&e, "hourly", b.Hourly)
-	}
-	if err == nil {
-		err = encodeAll(&e, "heartbeat", b.Heartbeats)
-	}
-	if err != nil {
+	if err := cmp.Or(encodeAll(&e, "probe", b.Probes), encodeAll(&e, "hourly", b.Hourly), encodeAll(&e, "heartbeat", b.Heartbeats)); err != nil {
 		return dst, err
 	}
 	return e.Bytes(), nil
@@ -238,23 +231,15 @@ func library(line []byte, want string, tag func(k, v []byte), field func(k []byt
 	if m, err := d.Measurement(); err != nil || string(m) != want {
 		return 0, cmp.Or(err, fmt.Errorf("measurement %q, want %q", m, want))
 	}
-	for {
-		k, v, err := d.NextTag()
-		if err != nil || k == nil {
-			if err != nil {
-				return 0, err
-			}
-			break
-		}
-		tag(k, v)
-	}
-	for {
-		k, v, err := d.NextField()
+	for k, v, err := d.NextTag(); k != nil || err != nil; k, v, err = d.NextTag() {
 		if err != nil {
 			return 0, err
 		}
-		if k == nil {
-			break
+		tag(k, v)
+	}
+	for k, v, err := d.NextField(); k != nil || err != nil; k, v, err = d.NextField() {
+		if err != nil {
+			return 0, err
 		}
 		val := Value{Kind: v.Kind()}
 		switch val.Kind {

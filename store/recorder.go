@@ -46,7 +46,13 @@ type Prior struct {
 // prior's query covers every lane-hour touched whole, the stored probes
 // come from prior.Probes and the store is only written.
 func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) (Recorded, error) {
-	touched := touchedWith(probes, prior.Rebuild, r.loc)
+	touched := Touched(probes, r.loc)
+	for _, t := range prior.Rebuild {
+		if t.Hour = hourOf(t.Hour, r.loc); !slices.Contains(touched, t) {
+			touched = append(touched, t)
+		}
+	}
+	slices.SortFunc(touched, compareLaneHour)
 	if len(touched) == 0 {
 		return Recorded{}, nil
 	}
@@ -89,18 +95,6 @@ func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recor
 		return Recorded{}, fmt.Errorf("%w (they are rebuilt at the first write after the store can be read again, or by sampler rollup): %w", ErrHoursNotRebuilt, rerr)
 	}
 	return Recorded{}, fmt.Errorf("%w (run sampler rollup once the store can be read): %w", ErrHoursNotRebuilt, rerr)
-}
-
-// touchedWith is the lane-hours of the probes and the extra ones, sorted.
-func touchedWith(probes []Probe, extra []LaneHour, loc *time.Location) []LaneHour {
-	touched := Touched(probes, loc)
-	for _, t := range extra {
-		if t.Hour = hourOf(t.Hour, loc); !slices.Contains(touched, t) {
-			touched = append(touched, t)
-		}
-	}
-	slices.SortFunc(touched, compareLaneHour)
-	return touched
 }
 
 // covers reports whether p's query selects every probe of the lane-hours.

@@ -146,10 +146,9 @@ var ErrUnavailable = errors.New("store unavailable")
 // Unavailable marks err (not nil) as ErrUnavailable, keeping its text.
 func Unavailable(err error) error { return unavailable{err} }
 
-type unavailable struct{ err error }
+type unavailable struct{ error }
 
-func (e unavailable) Error() string        { return e.err.Error() }
-func (e unavailable) Unwrap() error        { return e.err }
+func (e unavailable) Unwrap() error        { return e.error }
 func (e unavailable) Is(target error) bool { return target == ErrUnavailable }
 
 // ErrReadOnly is the error of a write to a store opened to read.

@@ -4,6 +4,7 @@ package file
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,18 +56,15 @@ func Open(path string, o Options) (*Store, error) {
 		o.Warn = func(string, ...any) {}
 	}
 	s := &Store{o: o}
-	err := CheckRegular(path)
-	if err == nil && !o.ReadOnly && !o.Beside {
-		s.log, err = OpenLog(path, false, o.Warn)
-		if err == nil {
+	var err error
+	if !o.ReadOnly && !o.Beside {
+		if s.log, err = OpenLog(path, false, o.Warn); err == nil {
 			s.path = s.log.Path()
 		}
-	} else if err == nil {
+	} else if err = CheckRegular(path); err == nil {
 		s.path, err = Resolve(path)
-	}
-	if err == nil && s.log == nil {
 		flag := os.O_RDONLY
-		if o.Beside {
+		if err == nil && o.Beside {
 			flag |= os.O_CREATE
 			err = os.MkdirAll(filepath.Dir(s.path), 0o755)
 		}
@@ -173,104 +171,104 @@ func (s *Store) read(ctx context.Context, f *store.Filter, r store.Reader) error
 	if err != nil {
 		return unpath(err)
 	}
-	warn := s.o.Warn
-	pass := func(k store.Kind, fn func(ordered bool) (func(line []byte) error, func() error)) error {
-		i := slot(k)
-		ordered := true
-		for j := range blocks {
-			ordered = ordered && (!blocks[j].needed(i, f) || !blocks[j].disorder[i])
-		}
-		line, end := fn(ordered)
-		lineFn, long := filterLines(ctx, s.path, k, f, warn, line)
-		for j := 0; j < len(blocks); {
-			if !blocks[j].needed(i, f) {
-				j++
-				continue
-			}
-			to := fi.Size()
-			from := j
-			for j++; j < len(blocks) && blocks[j].needed(i, f); j++ {
-			}
-			if j < len(blocks) {
-				to = blocks[j].off
-			}
-			bytesRead.Add(to - blocks[from].off)
-			if err := scanSection(ctx, file, blocks[from].off, to, blocks[from].line, lineFn, long); err != nil {
-				return unpath(err)
-			}
-		}
-		warn = nil // the next pass reads the same lines: one warning is enough
-		return end()
+	p := &pass{ctx: ctx, path: s.path, file: file, size: fi.Size(), blocks: blocks, f: f, warn: s.o.Warn}
+	err = readKind(p, r.Hourly)
+	if err == nil {
+		err = readKind(p, r.Probe)
 	}
-	if r.Hourly != nil {
-		if err := pass(store.KindHourly, sink(f, r.Hourly)); err != nil {
-			return err
-		}
+	if err == nil {
+		err = readKind(p, r.Heartbeat)
 	}
-	if r.Probe != nil {
-		if err := pass(store.KindProbe, sink(f, r.Probe)); err != nil {
-			return err
-		}
-	}
-	if r.Heartbeat != nil {
-		return pass(store.KindHeartbeat, sink(f, r.Heartbeat))
-	}
-	return nil
+	return err
 }
 
 // bytesRead counts the bytes reads went through (tests).
 var bytesRead atomic.Int64
 
-// sink makes the line function of a pass that hands T's points on in time
-// order: through a reorder buffer when ordered, else sorted at the end.
-func sink[T store.Point](f *store.Filter, hand func(T) error) func(bool) (func([]byte) error, func() error) {
-	emit := func(p T) error {
-		if err := hand(p); err != nil {
+// pass is what one Read's pass over each measurement reads.
+type pass struct {
+	ctx    context.Context
+	path   string
+	file   *os.File
+	size   int64
+	blocks []block
+	f      *store.Filter
+	warn   func(string, ...any)
+}
+
+// readKind hands T's points on to hand (nil: none) in time order, reading
+// the blocks that may hold them: through a reorder buffer when they are in
+// order, else collected and sorted at the end.
+func readKind[T store.Point](p *pass, hand func(T) error) error {
+	if hand == nil {
+		return nil
+	}
+	k := store.KindFor[T]()
+	i := slot(k)
+	ordered := true
+	for j := range p.blocks {
+		ordered = ordered && (!p.blocks[j].needed(i, p.f) || !p.blocks[j].disorder[i])
+	}
+	emit := func(pt T) error {
+		if err := hand(pt); err != nil {
 			return handError{err}
 		}
 		return nil
 	}
-	return func(ordered bool) (func([]byte) error, func() error) {
-		names := store.Names{}
-		var p T
-		var whole store.Latest[T]
-		var buf reorder[T]
-		newest := int64(-1 << 63)
-		line := func(line []byte) error {
-			if err := store.Decode(names, line, &p); err != nil {
-				return Corrupt{err}
-			}
-			if !store.Selects(f, &p) {
-				return nil
-			}
-			if !ordered {
-				whole.Put(p)
-				return nil
-			}
-			buf.put(p)
-			newest = max(newest, store.KeyOf(&p).NS)
-			for buf.len() > 0 && buf.oldest() < newest-scanDisorder {
-				if err := emit(buf.pop()); err != nil {
-					return err
-				}
-			}
+	names := store.Names{}
+	var pt T
+	var whole store.Latest[T]
+	var buf reorder[T]
+	newest := int64(-1 << 63)
+	lineFn, long := filterLines(p.ctx, p.path, k, p.f, p.warn, func(line []byte) error {
+		if err := store.Decode(names, line, &pt); err != nil {
+			return Corrupt{err}
+		}
+		if !store.Selects(p.f, &pt) {
 			return nil
 		}
-		end := func() error {
-			for buf.len() > 0 {
-				if err := emit(buf.pop()); err != nil {
-					return err
-				}
-			}
-			for _, p := range whole.Sorted() {
-				if err := emit(p); err != nil {
-					return err
-				}
-			}
+		if !ordered {
+			whole.Put(pt)
 			return nil
 		}
-		return line, end
+		buf.put(pt)
+		newest = max(newest, store.KeyOf(&pt).NS)
+		for buf.len() > 0 && buf.oldest() < newest-scanDisorder {
+			if err := emit(buf.pop()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	p.warn = nil // the next pass reads the same lines: one warning is enough
+	for j := 0; j < len(p.blocks); {
+		if !p.blocks[j].needed(i, p.f) {
+			j++
+			continue
+		}
+		to := p.size
+		from := j
+		for j++; j < len(p.blocks) && p.blocks[j].needed(i, p.f); j++ {
+		}
+		if j < len(p.blocks) {
+			to = p.blocks[j].off
+		}
+		bytesRead.Add(to - p.blocks[from].off)
+		if err := scanSection(p.ctx, p.file, p.blocks[from].off, to, p.blocks[from].line, lineFn, long); err != nil {
+			return unpath(err)
+		}
 	}
+	for buf.len() > 0 {
+		if err := emit(buf.pop()); err != nil {
+			return err
+		}
+	}
+	for _, pt := range whole.Sorted() {
+		if err := emit(pt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close releases the writer lock. Further calls fail.
@@ -372,60 +370,45 @@ func (l *Log) reopen() error {
 	if err != nil {
 		return unpath(err)
 	}
-	old := l.f
+	_ = l.f.Close()
 	l.f = f
-	_ = old.Close()
 	return nil
 }
 
-// reorder is a min-heap of points by time, series, then the order they
-// were put in, so that pop keeps the one a read keeps (store.Replaces).
+// reorder is a min-heap of points by key, then the order they were put
+// in, so that pop keeps the one a read keeps (store.Replaces).
 type reorder[T store.Point] struct {
-	h     []entry
-	slots []T
-	free  []int32
-	seq   int64
+	h   []held[T]
+	seq int64
 }
 
-type entry struct {
-	ns, seq int64
-	slot    int32
+type held[T store.Point] struct {
+	p   T
+	k   store.Key
+	seq int64
 }
 
 func (r *reorder[T]) len() int      { return len(r.h) }
-func (r *reorder[T]) oldest() int64 { return r.h[0].ns }
+func (r *reorder[T]) oldest() int64 { return r.h[0].k.NS }
 
 func (r *reorder[T]) less(i, j int) bool {
 	a, b := &r.h[i], &r.h[j]
-	if a.ns != b.ns {
-		return a.ns < b.ns
-	}
-	if c := store.Compare(store.KeyOf(&r.slots[a.slot]), store.KeyOf(&r.slots[b.slot])); c != 0 {
-		return c < 0
-	}
-	return a.seq < b.seq
+	return cmp.Or(store.Compare(a.k, b.k), cmp.Compare(a.seq, b.seq)) < 0
 }
 
 func (r *reorder[T]) put(p T) {
 	r.seq++
-	var slot int32
-	if n := len(r.free); n > 0 {
-		slot, r.free = r.free[n-1], r.free[:n-1]
-		r.slots[slot] = p
-	} else {
-		slot = int32(len(r.slots))
-		r.slots = append(r.slots, p)
-	}
-	r.h = append(r.h, entry{store.KeyOf(&r.slots[slot]).NS, r.seq, slot})
-	for i := len(r.h) - 1; i > 0 && r.less(i, (i-1)/2); i = (i - 1) / 2 {
+	r.h = append(r.h, held[T]{p: p, seq: r.seq})
+	i := len(r.h) - 1
+	r.h[i].k = store.KeyOf(&r.h[i].p) // of the copy in place: p does not move to the heap
+	for ; i > 0 && r.less(i, (i-1)/2); i = (i - 1) / 2 {
 		r.h[i], r.h[(i-1)/2] = r.h[(i-1)/2], r.h[i]
 	}
 }
 
-// popOne takes the top entry off the heap and returns its slot.
-func (r *reorder[T]) popOne() int32 {
-	slot := r.h[0].slot
-	r.free = append(r.free, slot)
+// popOne takes the top entry off the heap.
+func (r *reorder[T]) popOne() held[T] {
+	top := r.h[0]
 	last := len(r.h) - 1
 	r.h[0], r.h = r.h[last], r.h[:last]
 	for i := 0; ; {
@@ -437,7 +420,7 @@ func (r *reorder[T]) popOne() int32 {
 			small = l + 1
 		}
 		if small == i {
-			return slot
+			return top
 		}
 		r.h[i], r.h[small] = r.h[small], r.h[i]
 		i = small
@@ -447,10 +430,10 @@ func (r *reorder[T]) popOne() int32 {
 // pop returns the oldest point, the one a read keeps of its key.
 func (r *reorder[T]) pop() T {
 	best := r.popOne()
-	for len(r.h) > 0 && store.KeyOf(&r.slots[r.h[0].slot]) == store.KeyOf(&r.slots[best]) {
-		if next := r.popOne(); store.Replaces(&r.slots[best], &r.slots[next]) {
+	for len(r.h) > 0 && r.h[0].k == best.k {
+		if next := r.popOne(); store.Replaces(&best.p, &next.p) {
 			best = next
 		}
 	}
-	return r.slots[best]
+	return best.p
 }

@@ -70,27 +70,12 @@ type index struct {
 // builder makes the blocks of the lines it is shown, from off on.
 type builder struct {
 	off, lines int64    // the next line's offset and the lines before it
-	size       int64    // bytes a block covers at least
 	newest     [3]int64 // per kind, of every line before
 	cur        block
 	open       bool
 	blocks     []block
 	end, ended int64 // the end of the last closed block: bytes, lines
 	broken     bool  // offsets no longer known (a line too long, a torn line)
-}
-
-func newBuilder(ix *index, size int64) *builder {
-	b := &builder{size: size, newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
-	if ix != nil {
-		b.off, b.lines, b.blocks = ix.end, ix.lines, ix.blocks
-		for _, k := range ix.blocks {
-			for i := range kinds {
-				b.newest[i] = max(b.newest[i], k.span[i][1])
-			}
-		}
-	}
-	b.end, b.ended = b.off, b.lines
-	return b
 }
 
 func (b *builder) add(_ int64, line []byte, terminated bool) error {
@@ -124,7 +109,7 @@ func (b *builder) add(_ int64, line []byte, terminated bool) error {
 	}
 	b.off += int64(len(line)) + 1
 	b.lines++
-	if b.off-b.cur.off >= b.size {
+	if b.off-b.cur.off >= indexBlock {
 		b.close()
 	}
 	return nil
@@ -149,11 +134,18 @@ func (b *builder) close() {
 // always read, covers what follows a line too long or torn. It writes the
 // index anew, best effort, after indexMinGrowth new bytes.
 func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, error) {
-	var ix *index
+	b := &builder{newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
 	if use {
-		ix = loadIndex(path+IndexSuffix, f, fi)
+		if ix := loadIndex(path+IndexSuffix, f, fi); ix != nil {
+			b.off, b.lines, b.blocks = ix.end, ix.lines, ix.blocks
+			for _, k := range ix.blocks {
+				for i := range kinds {
+					b.newest[i] = max(b.newest[i], k.span[i][1])
+				}
+			}
+		}
 	}
-	b := newBuilder(ix, indexBlock)
+	b.end, b.ended = b.off, b.lines
 	from := b.off
 	if err := scanSection(ctx, f, from, fi.Size(), b.lines, b.add, func(int64) { b.stop() }); err != nil {
 		return nil, err
@@ -199,12 +191,18 @@ func prefixHashes(f *os.File, end int64) (head, tail [sha256.Size]byte, err erro
 // loadIndex returns the index at path when it is whole and describes the
 // open file f, else nil.
 func loadIndex(path string, f *os.File, fi os.FileInfo) *index {
-	ix, err := readIndex(path)
+	r, err := openShared(path)
 	if err != nil {
 		return nil
 	}
+	data, err := io.ReadAll(io.LimitReader(r, indexMaxSize+1))
+	_ = r.Close()
+	var ix *index
+	if err == nil {
+		ix, err = decodeIndex(data)
+	}
 	dev, ino, ok := fileID(fi)
-	if ok != ix.idOK || dev != ix.dev || ino != ix.ino || ix.end > fi.Size() {
+	if err != nil || ok != ix.idOK || dev != ix.dev || ino != ix.ino || ix.end > fi.Size() {
 		return nil
 	}
 	head, tail, err := prefixHashes(f, ix.end)
@@ -216,20 +214,6 @@ func loadIndex(path string, f *os.File, fi os.FileInfo) *index {
 		return nil
 	}
 	return ix
-}
-
-// readIndex reads and decodes the index file at path.
-func readIndex(path string) (*index, error) {
-	f, err := openShared(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, indexMaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	return decodeIndex(data)
 }
 
 // saveIndex writes the index of b's blocks of f atomically, best effort.
@@ -245,26 +229,31 @@ func saveIndex(path string, f *os.File, fi os.FileInfo, b *builder) {
 	}
 }
 
-const blockBytes = 8*2 + 3*16 + 1
+// indexHead and blockRecord are an index file's header and blocks as
+// written after indexMagic: little-endian, packed, then a CRC-32 of it all.
+type indexHead struct {
+	IDOK       uint8
+	Dev, Ino   uint64
+	End, Lines int64
+	Head, Tail [sha256.Size]byte
+	Blocks     uint64
+}
+
+type blockRecord struct {
+	Off, Line int64
+	Span      [3][2]int64
+	Flags     uint8 // bit 0: always; bit 1+i: disorder[i]
+}
 
 func encodeIndex(ix *index) []byte {
 	le := binary.LittleEndian
-	b := append([]byte(indexMagic), boolByte(ix.idOK))
-	for _, v := range []uint64{ix.dev, ix.ino, uint64(ix.end), uint64(ix.lines)} {
-		b = le.AppendUint64(b, v)
-	}
-	b = append(append(b, ix.head[:]...), ix.tail[:]...)
-	b = le.AppendUint64(b, uint64(len(ix.blocks)))
+	b, _ := binary.Append([]byte(indexMagic), le, indexHead{boolByte(ix.idOK), ix.dev, ix.ino, ix.end, ix.lines, ix.head, ix.tail, uint64(len(ix.blocks))})
 	for _, k := range ix.blocks {
-		b = le.AppendUint64(le.AppendUint64(b, uint64(k.off)), uint64(k.line))
-		for _, s := range k.span {
-			b = le.AppendUint64(le.AppendUint64(b, uint64(s[0])), uint64(s[1]))
-		}
-		flags := boolByte(k.always)
+		r := blockRecord{k.off, k.line, k.span, boolByte(k.always)}
 		for i, d := range k.disorder {
-			flags |= boolByte(d) << (i + 1)
+			r.Flags |= boolByte(d) << (i + 1)
 		}
-		b = append(b, flags)
+		b, _ = binary.Append(b, le, r)
 	}
 	return le.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
@@ -281,44 +270,28 @@ var errBadIndex = errors.New("not a valid store index")
 // decodeIndex reads encodeIndex's bytes, refusing any it could not write.
 func decodeIndex(data []byte) (*index, error) {
 	le := binary.LittleEndian
-	fixed := len(indexMagic) + 1 + 8*4 + 2*sha256.Size + 8
-	if len(data) < fixed+4 || !bytes.HasPrefix(data, []byte(indexMagic)) ||
-		crc32.ChecksumIEEE(data[:len(data)-4]) != le.Uint32(data[len(data)-4:]) {
+	var h indexHead
+	end := len(data) - 4
+	if end < len(indexMagic) || !bytes.HasPrefix(data, []byte(indexMagic)) || crc32.ChecksumIEEE(data[:end]) != le.Uint32(data[end:]) {
 		return nil, errBadIndex
 	}
-	p := data[len(indexMagic) : len(data)-4]
-	ix := &index{idOK: p[0] == 1}
-	if p[0] > 1 {
+	p := data[len(indexMagic):end]
+	n, err := binary.Decode(p, le, &h)
+	if err != nil || h.IDOK > 1 || h.Blocks == 0 || uint64(len(p)-n) != h.Blocks*uint64(binary.Size(blockRecord{})) || h.End <= 0 {
 		return nil, errBadIndex
 	}
-	p = p[1:]
-	u64 := func() int64 { v := le.Uint64(p); p = p[8:]; return int64(v) }
-	ix.dev, ix.ino = uint64(u64()), uint64(u64())
-	ix.end, ix.lines = u64(), u64()
-	copy(ix.head[:], p)
-	copy(ix.tail[:], p[sha256.Size:])
-	p = p[2*sha256.Size:]
-	n := uint64(u64())
-	if n == 0 || uint64(len(p)) != n*blockBytes || ix.end <= 0 {
-		return nil, errBadIndex
-	}
-	ix.blocks = make([]block, n)
-	for i := range ix.blocks {
+	recs := make([]blockRecord, h.Blocks)
+	_, _ = binary.Decode(p[n:], le, recs) // cannot fail: the size is checked
+	ix := &index{idOK: h.IDOK == 1, dev: h.Dev, ino: h.Ino, end: h.End, lines: h.Lines, head: h.Head, tail: h.Tail, blocks: make([]block, h.Blocks)}
+	for i, r := range recs {
 		k := &ix.blocks[i]
-		k.off, k.line = u64(), u64()
-		for s := range k.span {
-			k.span[s][0], k.span[s][1] = u64(), u64()
-		}
-		if p[0] > 15 {
-			return nil, errBadIndex
-		}
-		k.always = p[0]&1 != 0
+		*k = block{off: r.Off, line: r.Line, span: r.Span, always: r.Flags&1 != 0}
 		for s := range k.disorder {
-			k.disorder[s] = p[0]&(2<<s) != 0
+			k.disorder[s] = r.Flags&(2<<s) != 0
 		}
-		p = p[1:]
 		switch {
-		case i == 0 && (k.off != 0 || k.line != 0),
+		case r.Flags > 15,
+			i == 0 && (k.off != 0 || k.line != 0),
 			i > 0 && (k.off <= ix.blocks[i-1].off || k.line <= ix.blocks[i-1].line),
 			k.off >= ix.end || k.line >= ix.lines:
 			return nil, errBadIndex

@@ -154,7 +154,10 @@ func OpenLog(path string, sink bool, warn func(string, ...any)) (*Log, error) {
 		_ = lock.Close()
 		return nil, err
 	}
-	syncDir(filepath.Dir(path))
+	if d, err := os.Open(filepath.Dir(path)); err == nil { // fsync the folder, best effort
+		_ = d.Sync()
+		_ = d.Close()
+	}
 	l := &Log{path: path, f: f, lock: lock, warn: warn}
 	if err := l.repairTail(); err != nil {
 		_ = l.Close()
@@ -193,12 +196,9 @@ func (l *Log) repairTail() error {
 		return nil
 	}
 	var lines int64 // before the cut
-	for off := int64(0); off < cut; off += int64(len(buf)) {
-		b := buf[:min(int64(len(buf)), cut-off)]
-		if _, err := l.f.ReadAt(b, off); err != nil {
-			return err
-		}
-		lines += int64(bytes.Count(b, []byte{'\n'}))
+	count := func(n int64) { lines = n }
+	if err := store.ScanLines(context.Background(), io.NewSectionReader(l.f, 0, cut), func(n int64, _ []byte, _ bool) error { count(n); return nil }, count); err != nil {
+		return err
 	}
 	if err := l.f.Truncate(cut); err != nil {
 		return err
@@ -445,14 +445,6 @@ func openShared(path string) (*os.File, error) {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	return f, nil
-}
-
-// syncDir fsyncs a folder, best effort.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
 
 // unpath drops the path from a *fs.PathError, for callers that name it.
