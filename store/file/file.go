@@ -4,7 +4,6 @@ package file
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -375,40 +374,54 @@ func (l *Log) reopen() error {
 	return nil
 }
 
-// reorder is a min-heap of points by key, then the order they were put
-// in, so that pop keeps the one a read keeps (store.Replaces).
+// reorder is a min-heap of points by time, series, then the order they
+// were put in, so that pop keeps the one a read keeps (store.Replaces).
 type reorder[T store.Point] struct {
-	h   []held[T]
-	seq int64
+	h     []entry
+	slots []T
+	free  []int32
+	seq   int64
 }
 
-type held[T store.Point] struct {
-	p   T
-	k   store.Key
-	seq int64
+type entry struct {
+	ns, seq int64
+	slot    int32
 }
 
 func (r *reorder[T]) len() int      { return len(r.h) }
-func (r *reorder[T]) oldest() int64 { return r.h[0].k.NS }
+func (r *reorder[T]) oldest() int64 { return r.h[0].ns }
 
 func (r *reorder[T]) less(i, j int) bool {
 	a, b := &r.h[i], &r.h[j]
-	return cmp.Or(store.Compare(a.k, b.k), cmp.Compare(a.seq, b.seq)) < 0
+	if a.ns != b.ns {
+		return a.ns < b.ns
+	}
+	if c := store.Compare(store.KeyOf(&r.slots[a.slot]), store.KeyOf(&r.slots[b.slot])); c != 0 {
+		return c < 0
+	}
+	return a.seq < b.seq
 }
 
 func (r *reorder[T]) put(p T) {
 	r.seq++
-	r.h = append(r.h, held[T]{p: p, seq: r.seq})
-	i := len(r.h) - 1
-	r.h[i].k = store.KeyOf(&r.h[i].p) // of the copy in place: p does not move to the heap
-	for ; i > 0 && r.less(i, (i-1)/2); i = (i - 1) / 2 {
+	var slot int32
+	if n := len(r.free); n > 0 {
+		slot, r.free = r.free[n-1], r.free[:n-1]
+		r.slots[slot] = p
+	} else {
+		slot = int32(len(r.slots))
+		r.slots = append(r.slots, p)
+	}
+	r.h = append(r.h, entry{store.KeyOf(&r.slots[slot]).NS, r.seq, slot})
+	for i := len(r.h) - 1; i > 0 && r.less(i, (i-1)/2); i = (i - 1) / 2 {
 		r.h[i], r.h[(i-1)/2] = r.h[(i-1)/2], r.h[i]
 	}
 }
 
-// popOne takes the top entry off the heap.
-func (r *reorder[T]) popOne() held[T] {
-	top := r.h[0]
+// popOne takes the top entry off the heap and returns its slot.
+func (r *reorder[T]) popOne() int32 {
+	slot := r.h[0].slot
+	r.free = append(r.free, slot)
 	last := len(r.h) - 1
 	r.h[0], r.h = r.h[last], r.h[:last]
 	for i := 0; ; {
@@ -420,7 +433,7 @@ func (r *reorder[T]) popOne() held[T] {
 			small = l + 1
 		}
 		if small == i {
-			return top
+			return slot
 		}
 		r.h[i], r.h[small] = r.h[small], r.h[i]
 		i = small
@@ -430,10 +443,10 @@ func (r *reorder[T]) popOne() held[T] {
 // pop returns the oldest point, the one a read keeps of its key.
 func (r *reorder[T]) pop() T {
 	best := r.popOne()
-	for len(r.h) > 0 && r.h[0].k == best.k {
-		if next := r.popOne(); store.Replaces(&best.p, &next.p) {
+	for len(r.h) > 0 && store.KeyOf(&r.slots[r.h[0].slot]) == store.KeyOf(&r.slots[best]) {
+		if next := r.popOne(); store.Replaces(&r.slots[best], &r.slots[next]) {
 			best = next
 		}
 	}
-	return best.p
+	return r.slots[best]
 }
