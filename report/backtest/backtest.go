@@ -393,11 +393,11 @@ func (b *Backtest) drain(frontier time.Time, all bool) {
 			b.evaluate(j)
 			b.waiting.push(j)
 		case hasP:
-			p := b.pending.peek()
+			p := b.pending.front()
 			if !all && !p.Time.Before(frontier) {
 				return
 			}
-			b.apply(&p)
+			b.apply(p)
 			b.pending.pop()
 		default:
 			return

@@ -104,7 +104,10 @@ type fifo[T any] struct {
 
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 func (q *fifo[T]) peek() T  { return q.items[q.head] }
-func (q *fifo[T]) push(x T) { q.items = append(q.items, x) }
+
+// front is the head in place: a copy handed to apply would escape.
+func (q *fifo[T]) front() *T { return &q.items[q.head] }
+func (q *fifo[T]) push(x T)  { q.items = append(q.items, x) }
 func (q *fifo[T]) pop() T {
 	x := q.items[q.head]
 	var zero T
