@@ -35,17 +35,20 @@ func NewColumns[T Point](cols []string) *Columns[T] {
 	return c
 }
 
+// null is the value of a column a row lacks.
+var null Value
+
 // Decode reads *p from one row. A number reads as a float or an integer
 // field (JSON writes 3.0 as 3); a field the row lacks, or holds with
 // another type, reads as zero (an optional one as absent).
 func (c *Columns[T]) Decode(n Names, vals []Value, p *T) {
 	var zero T
 	*p = zero
-	get := func(i int) Value { // a column the row lacks is null
+	get := func(i int) *Value {
 		if i >= 0 && i < len(vals) {
-			return vals[i]
+			return &vals[i]
 		}
-		return Value{}
+		return &null
 	}
 	str := func(i int) string {
 		if v := get(i); v.Kind == lp.String {
@@ -58,7 +61,7 @@ func (c *Columns[T]) Decode(n Names, vals []Value, p *T) {
 	*at = time.Unix(0, get(c.time).I).UTC()
 	for i := range c.s.fields {
 		f := &c.s.fields[i]
-		v := get(c.fields[i])
+		v := *get(c.fields[i])
 		switch {
 		case f.kind == lp.Float && v.Kind == lp.Int:
 			v = Value{Kind: lp.Float, F: float64(v.I)}
