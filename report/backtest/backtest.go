@@ -106,7 +106,8 @@ func (o Options) rules() []string {
 		rs = []string{o.Params.Rule}
 	}
 	return slices.DeleteFunc(slices.Clone(policy.Rules), func(r string) bool {
-		return !slices.Contains(rs, r) && (r != policy.RuleMax || !slices.Contains(rs, ""))
+		asked := slices.Contains(rs, r) || r == policy.RuleMax && slices.Contains(rs, "")
+		return !asked
 	})
 }
 

@@ -105,7 +105,8 @@ type fifo[T any] struct {
 func (q *fifo[T]) len() int { return len(q.items) - q.head }
 func (q *fifo[T]) peek() T  { return q.items[q.head] }
 
-// front is the head in place: a copy handed to apply would escape.
+// front points at the head item, until the next push or pop (drain hands
+// it to apply: a copy would escape to the heap).
 func (q *fifo[T]) front() *T { return &q.items[q.head] }
 func (q *fifo[T]) push(x T)  { q.items = append(q.items, x) }
 func (q *fifo[T]) pop() T {

@@ -233,15 +233,17 @@ func newTuner(n, tuneDays int) *tuner {
 func bestFallback(accs []tuneAcc) int {
 	best := -1
 	for i := range accs {
-		a := &accs[i]
-		if a.jobs == 0 {
-			continue
-		}
-		if b := &accs[max(best, 0)]; best < 0 || a.met > b.met || (a.met == b.met && (a.tokens < b.tokens || (a.tokens == b.tokens && a.timeS < b.timeS))) {
+		if accs[i].jobs > 0 && (best < 0 || accs[i].beats(&accs[best])) {
 			best = i
 		}
 	}
 	return best
+}
+
+// beats says whether a met more jobs than b, then paid less, then took
+// less time.
+func (a *tuneAcc) beats(b *tuneAcc) bool {
+	return a.met > b.met || a.met == b.met && (a.tokens < b.tokens || a.tokens == b.tokens && a.timeS < b.timeS)
 }
 
 // sumDays returns the fallbacks' sums over the days [from, to) since From.
