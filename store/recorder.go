@@ -67,7 +67,50 @@ func (r *Recorder) RecordWith(ctx context.Context, probes []Probe, prior Prior) 
 	if err := r.store.Write(ctx, Batch{Probes: probes, Hourly: hourly}); err != nil {
 		return Recorded{}, err
 	}
+	r.recheck(ctx, pendingOthers(touched, stored, probes, r.loc), hourly)
 	return Recorded{Hourly: hourly}, nil
+}
+
+// pendingOthers is the touched lane-hours where stored holds a reservation
+// the fresh probes do not settle: another writer's, settled or released
+// later.
+func pendingOthers(touched []LaneHour, stored, fresh []Probe, loc *time.Location) []LaneHour {
+	own := make(map[Key]bool, len(fresh))
+	for i := range fresh {
+		own[KeyOf(&fresh[i])] = true
+	}
+	var out []LaneHour
+	for i := range stored {
+		p := &stored[i]
+		if t := (LaneHour{p.Lane, p.Site, hourOf(p.Time, loc)}); p.Outcome == OutcomeReserved && !own[KeyOf(p)] && slices.Contains(touched, t) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, compareLaneHour)
+	return slices.Compact(out)
+}
+
+// recheck reads the lane-hours again after wrote was written and rewrites
+// those whose probes moved meanwhile. Another writer may settle or release
+// a reservation counted in wrote and rebuild its hour before wrote lands;
+// whichever writer looks last then sees the settled probes. An hour that
+// still reads as written is left alone, so a stale read never overwrites a
+// newer rebuild. Best effort: on a failed read the hour waits for rollup.
+func (r *Recorder) recheck(ctx context.Context, touched []LaneHour, wrote []Hourly) {
+	if len(touched) == 0 {
+		return
+	}
+	stored, err := ReadProbes(ctx, r.store, queryOf(touched))
+	if err != nil {
+		return
+	}
+	var moved []Hourly
+	for _, h := range rollupOf(touched, stored, nil, r.loc) {
+		if !slices.ContainsFunc(wrote, func(w Hourly) bool { return SameHourly(w, h) }) {
+			moved = append(moved, h)
+		}
+	}
+	_, _ = writeHourly(ctx, r.store, moved)
 }
 
 // ErrHoursNotRebuilt is returned (wrapped) by a Recorder that stored the
