@@ -11,12 +11,13 @@ import (
 // Filter is a Query prepared to test many points.
 type Filter struct {
 	Spans        [][2]int64 // [from, to), sorted, disjoint
+	Newest       bool       // Query.Newest: of each series, the newest point of each span
 	sites, lanes map[string]bool
 }
 
 // Filter prepares q.
 func (q Query) Filter() *Filter {
-	f := &Filter{sites: set(q.Sites), lanes: set(q.Lanes)}
+	f := &Filter{Newest: q.Newest, sites: set(q.Sites), lanes: set(q.Lanes)}
 	for _, w := range q.Windows {
 		if from, to := clampNano(w.From), clampNano(w.To); from < to {
 			f.Spans = append(f.Spans, [2]int64{from, to})
@@ -25,7 +26,7 @@ func (q Query) Filter() *Filter {
 	slices.SortFunc(f.Spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
 	merged := f.Spans[:0]
 	for _, s := range f.Spans {
-		if n := len(merged); n > 0 && s[0] <= merged[n-1][1] {
+		if n := len(merged); n > 0 && (s[0] < merged[n-1][1] || s[0] == merged[n-1][1] && !f.Newest) {
 			merged[n-1][1] = max(merged[n-1][1], s[1])
 			continue
 		}
@@ -56,14 +57,19 @@ func (f *Filter) Time(ns int64) bool { return f.Overlaps(ns, ns) }
 
 // Overlaps reports whether a window holds a time in [lo, hi].
 func (f *Filter) Overlaps(lo, hi int64) bool {
-	// the first span that ends after lo
-	i, _ := slices.BinarySearchFunc(f.Spans, lo, func(s [2]int64, t int64) int {
+	i := f.after(lo)
+	return i < len(f.Spans) && f.Spans[i][0] <= hi
+}
+
+// after returns the index of the first span that ends after ns.
+func (f *Filter) after(ns int64) int {
+	i, _ := slices.BinarySearchFunc(f.Spans, ns, func(s [2]int64, t int64) int {
 		if s[1] <= t {
 			return -1
 		}
 		return 1
 	})
-	return i < len(f.Spans) && f.Spans[i][0] <= hi
+	return i
 }
 
 // Selects reports whether the query selects p.
@@ -124,6 +130,73 @@ func (l *Latest[T]) Sorted() []T {
 		out[j] = l.pts[l.idx[k]]
 	}
 	return out
+}
+
+// NewestOf returns, for a Query.Newest read, a Reader that keeps of each
+// series the newest point r would be handed in each of f's spans, and the
+// func that then hands them to r: hourly points, probes, heartbeats, each
+// in time order. Without Query.Newest it returns r and a no-op.
+func NewestOf(f *Filter, r Reader) (Reader, func() error) {
+	if !f.Newest {
+		return r, func() error { return nil }
+	}
+	h, p, b := newest[Hourly]{f: f}, newest[Probe]{f: f}, newest[Heartbeat]{f: f}
+	nr := Reader{Local: r.Local}
+	if r.Hourly != nil {
+		nr.Hourly = h.put
+	}
+	if r.Probe != nil {
+		nr.Probe = p.put
+	}
+	if r.Heartbeat != nil {
+		nr.Heartbeat = b.put
+	}
+	return nr, func() error {
+		err := h.hand(r.Hourly)
+		if err == nil {
+			err = p.hand(r.Probe)
+		}
+		if err == nil {
+			err = b.hand(r.Heartbeat)
+		}
+		return err
+	}
+}
+
+// newest keeps, of each series, the newest point put of each of f's
+// spans; of two of one key, the later put is the later write (Replaces).
+type newest[T Point] struct {
+	f   *Filter
+	idx map[Key]int // the series, NS its span
+	pts []T
+}
+
+func (n *newest[T]) put(p T) error {
+	if n.idx == nil {
+		n.idx = map[Key]int{}
+	}
+	k := KeyOf(&p)
+	ns := k.NS
+	k.NS = int64(n.f.after(ns))
+	i, ok := n.idx[k]
+	if !ok {
+		n.idx[k] = len(n.pts)
+		n.pts = append(n.pts, p)
+	} else if old := KeyOf(&n.pts[i]).NS; ns > old || ns == old && Replaces(&n.pts[i], &p) {
+		n.pts[i] = p
+	}
+	return nil
+}
+
+// hand hands the points to emit by time, then series, once.
+func (n *newest[T]) hand(emit func(T) error) error {
+	slices.SortFunc(n.pts, func(a, b T) int { return Compare(KeyOf(&a), KeyOf(&b)) })
+	for _, p := range n.pts {
+		if err := emit(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // clampNano is t in Unix nanoseconds, saturated to the stores' range.

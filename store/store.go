@@ -95,11 +95,15 @@ func (w Window) Contains(t time.Time) bool { return !t.Before(w.From) && t.Befor
 // "" is the untagged site) and of one of Lanes (nil: all; not applied to
 // heartbeats). Fields, when set, names the only fields the caller reads:
 // a store may leave the others zero. A key no measurement has is an error.
+// Newest keeps of each series (a measurement's two tags and site) only its
+// newest point in each window: windows that overlap are one, windows that
+// only touch are two.
 type Query struct {
 	Windows []Window
 	Sites   []string
 	Lanes   []string
 	Fields  []string
+	Newest  bool
 }
 
 // Between is the query for every point with from <= time < to.

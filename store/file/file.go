@@ -141,6 +141,7 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 			return fmt.Errorf("read %s: %w", s.path, err)
 		}
 	}
+	r, newest := store.NewestOf(f, r)
 	if err := s.read(ctx, f, r); err != nil {
 		var he handError
 		if errors.As(err, &he) {
@@ -148,7 +149,7 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 		}
 		return fmt.Errorf("read %s: %w", s.path, err)
 	}
-	return nil
+	return newest()
 }
 
 // handError is an error of a Reader's callback.

@@ -46,6 +46,7 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if err := s.checkOpen(); err != nil {
 		return fmt.Errorf("%s: read: %w", s.where, err)
 	}
+	r, newest := store.NewestOf(f, r)
 	stmts := appendStatements(nil, q, f, r.Hourly)
 	stmts = appendStatements(stmts, q, f, r.Probe)
 	stmts = appendStatements(stmts, q, f, r.Heartbeat)
@@ -56,7 +57,10 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 		}
 		reqs[len(reqs)-1] = append(reqs[len(reqs)-1], st)
 	}
-	return s.run(ctx, reqs)
+	if err := s.run(ctx, reqs); err != nil {
+		return err
+	}
+	return newest()
 }
 
 // run runs the requests, parallel at a time, and hands over their points
@@ -196,6 +200,15 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 	rows := func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
 		return newReader(f, emit, cols, out)
 	}
+	if f.Newest { // a window each, its series' newest rows from the server
+		for _, sp := range f.Spans {
+			stmts = append(stmts, statement{span: sp[1] - sp[0], rows: func(cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
+				return newestRows(f, emit, cols, out)
+			}, text: fmt.Sprintf("SELECT %s FROM %s WHERE time >= %d AND time < %d%s GROUP BY %s, %s, %s ORDER BY time DESC LIMIT 1",
+				cols, ident(sch.Measurement), sp[0], sp[1], where, ident(sch.Tags[0]), ident(sch.Tags[1]), ident(store.TagSite))})
+		}
+		return stmts
+	}
 	for _, sp := range f.Spans {
 		for _, p := range split(sp) {
 			stmts = append(stmts, statement{span: p[1] - p[0], rows: rows,
@@ -231,6 +244,33 @@ func ident(s string) string {
 // quote quotes an InfluxQL string literal.
 func quote(s string) string {
 	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
+}
+
+// newestRows reads the rows of a Newest statement, a row per series
+// newest first, and hands on their points (to store.NewestOf's Reader,
+// which orders them) at its end.
+func newestRows[T store.Point](f *store.Filter, emit func(T) error, cols []string, out func(func() error) error) (func([]store.Value) error, func() error) {
+	c, names := store.NewColumns[T](cols), store.Names{}
+	var pts []T
+	row := func(vals []store.Value) error {
+		var p T
+		if vals != nil {
+			if c.Decode(names, vals, &p); store.Selects(f, &p) {
+				pts = append(pts, p)
+			}
+		}
+		return nil
+	}
+	return row, func() error {
+		return out(func() error {
+			for _, p := range pts {
+				if err := emit(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // batchSize is how many points a reader hands on at once.

@@ -24,6 +24,7 @@ func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	f := q.Filter()
+	r, newest := store.NewestOf(f, r)
 	var probes store.Latest[store.Probe]
 	var hourly store.Latest[store.Hourly]
 	if r.Probe != nil {
@@ -61,7 +62,10 @@ func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
 			return err
 		}
 	}
-	return cmp.Or(hm.rest(), pm.rest())
+	if err := cmp.Or(hm.rest(), pm.rest()); err != nil {
+		return err
+	}
+	return newest()
 }
 
 // merger merges sorted local points into a stream in Read's order; of two

@@ -217,6 +217,22 @@ func TestOutageReadsTheSpool(t *testing.T) {
 	merged[0] = v3
 	want := sortProbes(append(merged, ps1...))
 	wantRead(t, "restarted store before the replay", s2, want, hs1)
+	// A newest read merges the spool's points into the server's newest: in
+	// the first ten minutes the spool's rewrite of a probe the server holds.
+	for _, to := range []time.Duration{10 * time.Minute, time.Hour} {
+		var last []store.Probe
+		for i, p := range want {
+			if p.Time.Before(hour0.Add(to)) && !slices.ContainsFunc(want[i+1:], func(q store.Probe) bool {
+				return q.Lane == p.Lane && q.Kind == p.Kind && q.Time.Before(hour0.Add(to))
+			}) {
+				last = append(last, p)
+			}
+		}
+		q := store.Query{Windows: []store.Window{{From: hour0, To: hour0.Add(to)}}, Newest: true}
+		if got, err := store.ReadProbes(ctx, s2, q); err != nil || !slices.Equal(got, last) || len(last) != lanes {
+			t.Errorf("newest probes before %v = %v\n %+v\nwant\n %+v", to, err, got, last)
+		}
+	}
 
 	ps2, hs2 := round(lanes, 2)
 	if err := s2.Write(ctx, store.Batch{Probes: ps2, Hourly: hs2}); err != nil || s2.Status().Spooled != 0 {

@@ -338,6 +338,88 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("a newest read hands each series' newest point of each window", func(t *testing.T) {
+		s := fresh(t)
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		rng := rand.New(rand.NewPCG(seed, 3))
+		first := base.Add(-3 * 24 * time.Hour)
+		lanes, kinds, sites := []string{"a", "b", "x y"}, []string{"free", "paid"}, []string{"", "fra1", "iad1"}
+		for range 3 { // later rounds settle or rewrite some of the earlier's
+			var ps []store.Probe
+			for range 150 {
+				p := store.Probe{Lane: lanes[rng.IntN(len(lanes))], Kind: kinds[rng.IntN(len(kinds))], Site: sites[rng.IntN(len(sites))],
+					Time: first.Add(time.Duration(rng.IntN(3*24*4)) * 15 * time.Minute), Outcome: "ok", OK: true, QueueS: rng.Float64()}
+				if rng.IntN(4) == 0 {
+					p = store.Probe{Lane: p.Lane, Kind: p.Kind, Site: p.Site, Time: p.Time, Outcome: store.OutcomeReserved}
+				}
+				ps = append(ps, p)
+			}
+			write(t, s, store.Batch{Probes: ps})
+		}
+		w := func(from, to int) store.Window {
+			return store.Window{From: first.Add(time.Duration(from) * time.Hour), To: first.Add(time.Duration(to) * time.Hour)}
+		}
+		many := []string{"a", "x y"} // more than a read names: picked after it
+		for i := range 40 {
+			many = append(many, fmt.Sprintf("absent-%02d", i))
+		}
+		for _, c := range []struct {
+			name  string
+			q     store.Query
+			spans []store.Window // the windows as Newest joins them
+		}{
+			{"one window", store.Query{Windows: []store.Window{w(0, 72)}}, []store.Window{w(0, 72)}},
+			{"windows that touch stay apart", store.Query{Windows: []store.Window{w(30, 72), w(0, 30)}}, []store.Window{w(0, 30), w(30, 72)}},
+			{"windows that overlap are one", store.Query{Windows: []store.Window{w(10, 40), w(0, 20), w(50, 60)}}, []store.Window{w(0, 40), w(50, 60)}},
+			{"some sites and fields", store.Query{Windows: []store.Window{w(0, 72)}, Sites: []string{"", "iad1"}, Fields: []string{"outcome", "queue_s"}},
+				[]store.Window{w(0, 72)}},
+			{"42 lanes", store.Query{Windows: []store.Window{w(0, 36), w(36, 72)}, Lanes: many}, []store.Window{w(0, 36), w(36, 72)}},
+		} {
+			// The oracle: each joined window read whole, the last point of
+			// each series kept (a read hands them in time order).
+			var want []store.Probe
+			for _, sp := range c.spans {
+				q := c.q
+				q.Windows = []store.Window{sp}
+				all, err := store.ReadProbes(ctx, s, q)
+				if err != nil {
+					t.Fatalf("%s: whole read: %v", c.name, err)
+				}
+				last := map[store.Key]int{}
+				for i, p := range all {
+					k := store.KeyOf(&p)
+					k.NS = 0
+					last[k] = i
+				}
+				for i, p := range all {
+					k := store.KeyOf(&p)
+					if k.NS = 0; last[k] == i {
+						want = append(want, p)
+					}
+				}
+			}
+			q := c.q
+			q.Newest = true
+			got, err := store.ReadProbes(ctx, s, q)
+			if err != nil || len(want) == 0 {
+				t.Fatalf("%s: Newest: %v (the oracle has %d points)", c.name, err, len(want))
+			}
+			assertPoints(t, got, want)
+		}
+		stop := errors.New("enough")
+		calls := 0
+		err := s.Read(ctx, store.Query{Windows: []store.Window{w(0, 72)}, Newest: true}, store.Reader{Probe: func(store.Probe) error {
+			if calls++; calls == 2 {
+				return stop
+			}
+			return nil
+		}})
+		if err != stop || calls != 2 {
+			t.Errorf("Newest read with a callback failing on its second point = %v after %d calls; want %v after 2", err, calls, stop)
+		}
+	})
+
 	t.Run("an empty batch is a no-op", func(t *testing.T) {
 		s := fresh(t)
 		write(t, s, store.Batch{})
