@@ -15,7 +15,8 @@ import (
 )
 
 // How a read cuts its windows: one of two days or more into at most pieces
-// requests of a day or more, parallel at a time; shorter ones share one.
+// requests of a day or more, parallel at a time; shorter ones share
+// parallel requests.
 const (
 	pieces   = 4
 	minPiece = int64(24 * time.Hour)
@@ -50,12 +51,17 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	stmts := appendStatements(nil, q, f, r.Hourly)
 	stmts = appendStatements(stmts, q, f, r.Probe)
 	stmts = appendStatements(stmts, q, f, r.Heartbeat)
+	// A statement of a day or more is a request; a run of shorter ones is
+	// parallel requests.
 	var reqs [][]statement
-	for i, st := range stmts {
-		if i == 0 || st.span >= minPiece || stmts[i-1].span >= minPiece {
-			reqs = append(reqs, nil)
+	for i := 0; i < len(stmts); {
+		j := i + 1
+		for j < len(stmts) && stmts[i].span < minPiece && stmts[j].span < minPiece {
+			j++
 		}
-		reqs[len(reqs)-1] = append(reqs[len(reqs)-1], st)
+		for n := (j - i + parallel - 1) / parallel; i < j; i += n {
+			reqs = append(reqs, stmts[i:min(i+n, j)])
+		}
 	}
 	if err := s.run(ctx, reqs); err != nil {
 		return err
