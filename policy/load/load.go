@@ -125,11 +125,12 @@ func probeFields(p policy.Params) []string {
 	return f
 }
 
-// read streams one span once and feeds each part: its hours with an hour
-// of margin (for a zone's rebuild), its calibrated rule's probes and its
-// lanes' newest probes as far back as last_sample and back-offs need. It
-// returns the sites of the records read, or when sites have none there
-// every site there (a second read, for a -site typo's usage error).
+// read streams one span once and feeds each part: its hours' records, the
+// probes within an hour of them (for a zone's rebuild), its calibrated
+// rule's probes and its lanes' newest probes as far back as last_sample
+// and back-offs need (under max the newest alone). It returns the sites of
+// the records read, or when sites have none there every site with a record
+// in the whole span (a second read, for a -site typo's usage error).
 func read(ctx context.Context, st store.Store, p policy.Params, sites []string, parts ...*part) ([]string, error) {
 	if st == nil {
 		return nil, nil
@@ -145,15 +146,16 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 		if tos = append(tos, pt.end); p.Calibrated() {
 			froms = append(froms, pt.calFrom)
 		}
+		hours = append(hours, pt.zone.hours...) // a record keyed elsewhere is one of them or none
 		for _, h := range pt.zone.hours {
-			hours = append(hours, store.Window{From: h.From.Add(-time.Hour), To: h.To.Add(time.Hour)})
 			froms, tos = append(froms, h.From.Add(-time.Hour)), append(tos, h.To.Add(time.Hour))
 		}
 	}
 	// The hourly records of the parts' hours alone (a few hours of each
 	// day under the live rule), and the probes of the whole span.
 	q := store.Query{Windows: hours, Sites: sites}
-	pq := store.Query{Windows: []store.Window{{From: slices.MinFunc(froms, time.Time.Compare), To: slices.MaxFunc(tos, time.Time.Compare)}}, Sites: sites}
+	from, to := slices.MinFunc(froms, time.Time.Compare), slices.MaxFunc(tos, time.Time.Compare)
+	pq := store.Query{Windows: []store.Window{{From: from, To: to}}, Sites: sites}
 	var seen []string
 	site := func(h store.Hourly) error {
 		if !slices.Contains(seen, h.Site) {
@@ -172,6 +174,15 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 	if err == nil {
 		if !slices.ContainsFunc(parts, func(pt *part) bool { return pt.zone.foreign != nil }) {
 			pq.Fields = probeFields(p) // a zone's rebuild takes the probes whole
+			// Under max, each part's newest alone: a window up to each end.
+			if !p.Calibrated() {
+				pq.Newest, pq.Windows = true, nil
+				w := store.Window{From: from}
+				for _, pt := range slices.SortedFunc(slices.Values(parts), func(a, b *part) int { return a.end.Compare(b.end) }) {
+					w.To = pt.end
+					pq.Windows, w.From = append(pq.Windows, w), pt.end
+				}
+			}
 		}
 		err = st.Read(ctx, pq, store.Reader{Probe: func(pr store.Probe) error {
 			for _, pt := range parts {
@@ -194,8 +205,7 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 		}
 	}
 	if len(seen) == 0 && sites != nil {
-		q.Sites = nil
-		if err := st.Read(ctx, q, store.Reader{Hourly: site}); err != nil {
+		if err := st.Read(ctx, store.Between(from, to), store.Reader{Hourly: site}); err != nil {
 			return nil, fmt.Errorf("store: read: %w", err)
 		}
 	}

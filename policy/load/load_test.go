@@ -372,6 +372,7 @@ policy:
 type counted struct {
 	*file.Store
 	hourly, probes int
+	newest         bool // the probes' read asked for each series' newest alone
 }
 
 func (c *counted) Read(ctx context.Context, q store.Query, r store.Reader) error {
@@ -380,14 +381,15 @@ func (c *counted) Read(ctx context.Context, q store.Query, r store.Reader) error
 	}
 	if r.Probe != nil {
 		c.probes++
+		c.newest = q.Newest
 	}
 	return c.Store.Read(ctx, q, r)
 }
 
 // A live or forecast file reads the store once: the hourly records and
-// the probes once each, however far back the newest probe of a lane lies
-// (a lane probed a day before, one probed in the hour, one never), under
-// both rules. A lane whose newest probe is in the span read has its
+// the probes once each (under max each series' newest alone), however far
+// back the newest probe of a lane lies (a lane probed a day before, one
+// probed in the hour, one never), under both rules. A lane whose newest probe is in the span read has its
 // last_sample; one never probed is never_sampled.
 func TestPolicyReadsTheStoreOnce(t *testing.T) {
 	dir := t.TempDir()
@@ -420,8 +422,9 @@ policy:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.hourly != 1 || c.probes != 1 {
-			t.Errorf("%s: ForHour read the hourly records %d times and the probes %d times; want once each", rule, c.hourly, c.probes)
+		if c.hourly != 1 || c.probes != 1 || c.newest != (rule == policy.RuleMax) {
+			t.Errorf("%s: ForHour read the hourly records %d times and the probes %d times, newest alone %t; want once each, and the newest under max",
+				rule, c.hourly, c.probes, c.newest)
 		}
 		want := map[string]string{"old": policy.ReasonNoRecentSample, "now": policy.ReasonOK, "never": policy.ReasonNeverSampled}
 		for _, l := range f.Lanes {
