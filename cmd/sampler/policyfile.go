@@ -90,8 +90,8 @@ func (c decisions) Collect(ch chan<- prometheus.Metric) {
 		gauge(nextQueueDesc, l.NextQueueS, l.Name)
 	}
 	for _, cl := range f.Policy.Classes {
-		if cl.Cutover != nil {
-			gauge(cutoverDesc, cl.Cutover.AfterS, cl.Name)
+		if c := cl.Cutover; c != nil {
+			gauge(cutoverDesc, map[bool]float64{true: c.AfterS}[c.FreeFirst], cl.Name) // as the API's null
 		}
 	}
 	if !f.PolicyWritten.IsZero() {

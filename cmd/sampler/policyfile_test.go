@@ -130,6 +130,11 @@ func TestPageAndMetricsReadTheHourFile(t *testing.T) {
 			Lanes:   []string{"other"},
 			Book:    policy.BookPolicy{DeadlineS: 60, CeilingTokens: 4000, NextQueueS: 0.5, NextGenS: 8.89, NextEstTokens: 800, PaidQueueS: 0.5, PaidEligible: true, FreeLane: "free", PaidLane: "other"},
 			Cutover: &policy.Cutover{AfterS: 7.5, FreeFirst: true},
+		}, {
+			Name: "batch", DeadlineS: 900, CeilingTokens: 4000, EstTokens: 800, Coverage: 0.95, Objective: policy.ObjectiveCost,
+			Lanes:   []string{"other"},
+			Book:    policy.BookPolicy{DeadlineS: 900, CeilingTokens: 4000, NextQueueS: 0.5, NextGenS: 8.89, NextEstTokens: 800, PaidQueueS: 0.5, PaidEligible: true, FreeLane: "free", PaidLane: "other"},
+			Cutover: &policy.Cutover{AfterS: 3.25}, // paid first: no cut-over, whatever the figure
 		}},
 	}
 	path, err := d.folder().Write(f, "")
@@ -153,7 +158,8 @@ func TestPageAndMetricsReadTheHourFile(t *testing.T) {
 	for _, want := range []string{
 		`lanewatch_lane_eligible{lane="free"} 0`, `lanewatch_lane_eligible{lane="other"} 1`,
 		`lanewatch_lane_next_queue_seconds{lane="free"} 12.34`, `lanewatch_lane_next_queue_seconds{lane="other"} 0.5`,
-		`lanewatch_class_cutover_seconds{class="interactive"} 7.5`, "lanewatch_policy_file_timestamp_seconds 1.",
+		`lanewatch_class_cutover_seconds{class="interactive"} 7.5`, `lanewatch_class_cutover_seconds{class="batch"} 0` + "\n",
+		"lanewatch_policy_file_timestamp_seconds 1.",
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
