@@ -143,7 +143,7 @@ func (r *Recorder) unread(ctx context.Context, probes []Probe, err error) (Recor
 // covers reports whether p's query selects every probe of the lane-hours.
 func (p Prior) covers(touched []LaneHour) bool {
 	f := p.Query.Filter()
-	if f.Empty() {
+	if f.Empty() || f.Newest {
 		return false
 	}
 	for _, t := range touched {

@@ -371,6 +371,7 @@ func TestRecordWithReadsOnlyWhatThePriorMisses(t *testing.T) {
 		{"lane missing", whole.OfLanes("a"), 1},
 		{"site missing", whole.Site("us"), 1},
 		{"no site", store.Query{Windows: whole.Windows, Sites: []string{}}, 1},
+		{"each series' newest alone", store.Query{Windows: whole.Windows, Newest: true}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -205,7 +205,9 @@ func read(ctx context.Context, st store.Store, p policy.Params, sites []string, 
 		}
 	}
 	if len(seen) == 0 && sites != nil {
-		if err := st.Read(ctx, store.Between(from, to), store.Reader{Hourly: site}); err != nil {
+		all := store.Between(from, to)
+		all.Newest = true // a record of each lane and site is enough
+		if err := st.Read(ctx, all, store.Reader{Hourly: site}); err != nil {
 			return nil, fmt.Errorf("store: read: %w", err)
 		}
 	}

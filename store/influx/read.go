@@ -173,7 +173,7 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 	sch := store.SchemaOf(&zero)
 	var fields []string
 	for _, fd := range sch.Fields {
-		if slices.Contains(q.Fields, fd.Key) {
+		if slices.Contains(q.Fields, fd.Key) && !f.Newest { // a row per series: all, lest one without the named ones hide it
 			fields = append(fields, fd.Key)
 		}
 	}

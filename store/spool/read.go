@@ -180,9 +180,11 @@ type deadView struct {
 }
 
 func (v deadView) Read(ctx context.Context, q store.Query, r store.Reader) error {
+	f := q.Filter()
+	r, newest := store.NewestOf(f, r)
 	var dead store.Latest[store.Probe]
 	if r.Probe != nil && v.s.hasDead.Load() {
-		if err := merge(ctx, v.s, v.s.o.DeadLetter, q.Filter(), &dead); err != nil {
+		if err := merge(ctx, v.s, v.s.o.DeadLetter, f, &dead); err != nil {
 			return err
 		}
 	}
@@ -193,5 +195,8 @@ func (v deadView) Read(ctx context.Context, q store.Query, r store.Reader) error
 	if err := v.Store.Read(ctx, q, r); err != nil {
 		return err
 	}
-	return m.rest()
+	if err := m.rest(); err != nil {
+		return err
+	}
+	return newest()
 }
