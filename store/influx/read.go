@@ -172,17 +172,28 @@ func appendStatements[T store.Point](stmts []statement, q store.Query, f *store.
 	var zero T
 	sch := store.SchemaOf(&zero)
 	var fields []string
+	always := "" // a field each point has but a marker alone
 	for _, fd := range sch.Fields {
-		if slices.Contains(q.Fields, fd.Key) && !f.Newest { // a row per series: all, lest one without the named ones hide it
+		named := slices.Contains(q.Fields, fd.Key)
+		if named {
 			fields = append(fields, fd.Key)
+		}
+		if !fd.Optional && (always == "" || named) {
+			always = fd.Key
 		}
 	}
 	if fields == nil { // none named: every field
 		for _, fd := range sch.Fields {
 			fields = append(fields, fd.Key)
 		}
-	} else if sch.Marker != "" {
-		fields = append(fields, sch.Marker) // InfluxDB leaves out a row whose fields are all absent
+	} else {
+		// InfluxDB leaves out a row whose fields are all absent: such a
+		// field and the marker keep each point's row.
+		for _, k := range []string{always, sch.Marker} {
+			if k != "" && !slices.Contains(fields, k) {
+				fields = append(fields, k)
+			}
+		}
 	}
 	var b strings.Builder
 	for _, fd := range fields {
