@@ -7,7 +7,7 @@
 # each with its reason, are in its history (git log -p TESTING.md).
 #
 # Scope: sampler/budget, policy, probe and report/backtest whole; of store
-# only aggregate.go, recorder.go and reserve.go. gremlins cannot select
+# only aggregate.go, filter.go and recorder.go. gremlins cannot select
 # files, only exclude them (--exclude-files, a regexp over the path inside
 # the package), so every other file of store, and its sub-packages, are
 # excluded by name.
@@ -49,7 +49,7 @@ excludes() {
 		for f in store/*.go; do
 			name="$(basename "$f")"
 			case "$name" in
-			*_test.go | aggregate.go | recorder.go | reserve.go) ;;
+			*_test.go | aggregate.go | filter.go | recorder.go) ;;
 			*) printf -- '--exclude-files\n^%s$\n' "${name//./\\.}" ;;
 			esac
 		done

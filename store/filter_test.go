@@ -30,7 +30,7 @@ func TestNewestOf(t *testing.T) {
 			[]store.Probe{probe("a", "free", 10, "ok"), probe("a", "paid", 20, "ok"), probe("a", "free", 50, "ok"), probe("b", "free", 5, "ok")},
 			[]store.Probe{probe("b", "free", 5, "ok"), probe("a", "paid", 20, "ok"), probe("a", "free", 50, "ok")}},
 		{"touching windows stay apart", []store.Window{w(60, 120), w(0, 60)},
-			[]store.Probe{probe("a", "free", 10, "ok"), probe("a", "free", 50, "ok"), probe("a", "free", 70, "ok")},
+			[]store.Probe{probe("a", "free", 10, "ok"), probe("a", "free", 50, "ok"), probe("a", "free", 60, "ok"), probe("a", "free", 70, "ok")},
 			[]store.Probe{probe("a", "free", 50, "ok"), probe("a", "free", 70, "ok")}},
 		{"overlapping windows are one", []store.Window{w(0, 61), w(60, 120)},
 			[]store.Probe{probe("a", "free", 50, "ok"), probe("a", "free", 70, "ok")},
@@ -40,6 +40,9 @@ func TestNewestOf(t *testing.T) {
 			[]store.Probe{probe("a", "free", 70, "ok")}},
 		{"a later write of the key replaces", []store.Window{w(0, 120)},
 			[]store.Probe{probe("a", "free", 70, store.OutcomeReserved), probe("a", "free", 70, "timeout")},
+			[]store.Probe{probe("a", "free", 70, "timeout")}},
+		{"a later probe replaces a probe", []store.Window{w(0, 120)},
+			[]store.Probe{probe("a", "free", 70, "ok"), probe("a", "free", 70, "timeout")},
 			[]store.Probe{probe("a", "free", 70, "timeout")}},
 		{"a reservation never replaces a probe", []store.Window{w(0, 120)},
 			[]store.Probe{probe("a", "free", 70, "ok"), probe("a", "free", 70, store.OutcomeReserved)},
@@ -89,4 +92,42 @@ func TestNewestOf(t *testing.T) {
 			t.Errorf("flush = %v after %d points handed on; want nil after 1", err, n)
 		}
 	})
+}
+
+// A query selects the points of its windows (from included, to not), its
+// sites and its lanes (not applied to heartbeats); an empty window, an
+// empty list of sites or lanes, or no window at all selects nothing.
+func TestFilter(t *testing.T) {
+	h := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	hour := store.Between(h, h.Add(time.Hour))
+	for _, c := range []struct {
+		name  string
+		q     store.Query
+		empty bool
+		probe store.Probe
+		beat  store.Heartbeat
+		want  [2]bool // the probe, the heartbeat selected
+	}{
+		{"the window's start", hour, false, store.Probe{Lane: "a", Time: h}, store.Heartbeat{Instance: "i", Time: h}, [2]bool{true, true}},
+		{"the window's end", hour, false, store.Probe{Lane: "a", Time: h.Add(time.Hour)}, store.Heartbeat{Instance: "i", Time: h.Add(time.Hour)}, [2]bool{false, false}},
+		{"another site", hour.Site("eu"), false, store.Probe{Lane: "a", Site: "us", Time: h}, store.Heartbeat{Instance: "i", Site: "us", Time: h}, [2]bool{false, false}},
+		{"its site", hour.Site("eu"), false, store.Probe{Lane: "a", Site: "eu", Time: h}, store.Heartbeat{Instance: "i", Site: "eu", Time: h}, [2]bool{true, true}},
+		{"another lane: heartbeats have none", hour.OfLanes("b"), false, store.Probe{Lane: "a", Time: h}, store.Heartbeat{Instance: "a", Time: h}, [2]bool{false, true}},
+		{"its lane", hour.OfLanes("a"), false, store.Probe{Lane: "a", Time: h}, store.Heartbeat{Instance: "a", Time: h}, [2]bool{true, true}},
+		{"no window", store.Query{}, true, store.Probe{}, store.Heartbeat{}, [2]bool{}},
+		{"an empty window", store.Between(h, h), true, store.Probe{Lane: "a", Time: h}, store.Heartbeat{Instance: "i", Time: h}, [2]bool{}},
+		{"no site", store.Query{Windows: hour.Windows, Sites: []string{}}, true, store.Probe{}, store.Heartbeat{}, [2]bool{}},
+		{"no lane", store.Query{Windows: hour.Windows, Lanes: []string{}}, true, store.Probe{}, store.Heartbeat{}, [2]bool{}},
+	} {
+		f := c.q.Filter()
+		if f.Empty() != c.empty {
+			t.Errorf("%s: Empty() = %t, want %t", c.name, f.Empty(), c.empty)
+		}
+		if c.empty {
+			continue
+		}
+		if got := [2]bool{store.Selects(f, &c.probe), store.Selects(f, &c.beat)}; got != c.want {
+			t.Errorf("%s: selects the probe, the heartbeat: %v, want %v", c.name, got, c.want)
+		}
+	}
 }
