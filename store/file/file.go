@@ -167,11 +167,11 @@ func (s *Store) read(ctx context.Context, f *store.Filter, r store.Reader) error
 	if err != nil {
 		return unpath(err)
 	}
-	blocks, err := describe(ctx, s.path, file, fi, !s.noIndex)
+	blocks, series, err := describe(ctx, s.path, file, fi, !s.noIndex)
 	if err != nil {
 		return unpath(err)
 	}
-	p := &pass{ctx: ctx, path: s.path, file: file, size: fi.Size(), blocks: blocks, f: f, warn: s.o.Warn}
+	p := &pass{ctx: ctx, path: s.path, file: file, size: fi.Size(), blocks: blocks, series: series, f: f, warn: s.o.Warn}
 	err = readKind(p, r.Hourly)
 	if err == nil {
 		err = readKind(p, r.Probe)
@@ -192,8 +192,32 @@ type pass struct {
 	file   *os.File
 	size   int64
 	blocks []block
+	series *lastLines // nil: not known
 	f      *store.Filter
 	warn   func(string, ...any)
+}
+
+// uses returns which blocks a read of kind k (its slot) reads: those that
+// may hold lines of f's spans, but with pick, of a newest read's last span
+// only those with its series' newest lines when every one lies before its
+// end; and whether it picked.
+func (p *pass) uses(k int, pick bool) (func(j int) bool, bool) {
+	all := func(j int) bool { return p.blocks[j].needed(k, p.f) }
+	if !pick || !p.f.Newest || p.series == nil {
+		return all, false
+	}
+	last := p.f.Spans[len(p.f.Spans)-1]
+	picked := make([]bool, len(p.blocks))
+	for _, e := range p.series[k] {
+		if e.ns >= last[1] {
+			return all, false
+		}
+		for _, blk := range e.blocks {
+			picked[blk] = picked[blk] || e.ns >= last[0]
+		}
+	}
+	before := &store.Filter{Spans: p.f.Spans[:len(p.f.Spans)-1]}
+	return func(j int) bool { return picked[j] || p.blocks[j].needed(k, before) }, true
 }
 
 // readKind hands T's points on to hand (nil: none) in time order, reading
@@ -203,11 +227,25 @@ func readKind[T store.Point](p *pass, hand func(T) error) error {
 	if hand == nil {
 		return nil
 	}
+	picked, err := scanKind(p, hand, true)
+	if err == nil && picked {
+		// A corrupt line in the blocks of a newest read may hide an older
+		// line in one it left out: read them all; the newest stays.
+		_, err = scanKind(p, hand, false)
+	}
+	return err
+}
+
+// scanKind is readKind, with pick the blocks of a newest read's series
+// alone (pass.uses); it reports whether it did and met a corrupt line.
+func scanKind[T store.Point](p *pass, hand func(T) error, pick bool) (bool, error) {
 	k := store.KindFor[T]()
 	i := slot(k)
+	use, picked := p.uses(i, pick)
+	corrupt := false
 	ordered := true
 	for j := range p.blocks {
-		ordered = ordered && (!p.blocks[j].needed(i, p.f) || !p.blocks[j].disorder[i])
+		ordered = ordered && (!use(j) || !p.blocks[j].disorder[i])
 	}
 	emit := func(pt T) error {
 		if err := hand(pt); err != nil {
@@ -222,6 +260,7 @@ func readKind[T store.Point](p *pass, hand func(T) error) error {
 	newest := int64(-1 << 63)
 	lineFn, long := filterLines(p.ctx, p.path, k, p.f, p.warn, func(line []byte) error {
 		if err := store.Decode(names, line, &pt); err != nil {
+			corrupt = true
 			return Corrupt{err}
 		}
 		if !store.Selects(p.f, &pt) {
@@ -242,33 +281,33 @@ func readKind[T store.Point](p *pass, hand func(T) error) error {
 	})
 	p.warn = nil // the next pass reads the same lines: one warning is enough
 	for j := 0; j < len(p.blocks); {
-		if !p.blocks[j].needed(i, p.f) {
+		if !use(j) {
 			j++
 			continue
 		}
 		to := p.size
 		from := j
-		for j++; j < len(p.blocks) && p.blocks[j].needed(i, p.f); j++ {
+		for j++; j < len(p.blocks) && use(j); j++ {
 		}
 		if j < len(p.blocks) {
 			to = p.blocks[j].off
 		}
 		bytesRead.Add(to - p.blocks[from].off)
 		if err := scanSection(p.ctx, p.file, p.blocks[from].off, to, p.blocks[from].line, lineFn, long); err != nil {
-			return unpath(err)
+			return false, unpath(err)
 		}
 	}
 	for buf.len() > 0 {
 		if err := emit(buf.pop()); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, pt := range whole.Sorted() {
 		if err := emit(pt); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return picked && corrupt, nil
 }
 
 // Close releases the writer lock. Further calls fail.

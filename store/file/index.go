@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -33,7 +34,7 @@ var (
 
 const (
 	indexMaxSize = 64 << 20 // bytes of an index file read at most
-	indexMagic   = "LWIDX02\n"
+	indexMagic   = "LWIDX03\n"
 	// scanDisorder is how much older than a line before it a line may be
 	// and still be handed over in time order.
 	scanDisorder = int64(time.Hour)
@@ -65,7 +66,21 @@ type index struct {
 	end, lines int64 // the indexed prefix: bytes (ending at a newline) and lines
 	head, tail [sha256.Size]byte
 	blocks     []block
+	series     *lastLines // nil: not known
 }
+
+// lastLines are, per kind (its slot), each series' newest line time and
+// the blocks holding lines of the series then: all a newest read before
+// the end of the file reads (Query.Newest).
+type lastLines [3]map[string]*lastAt
+
+type lastAt struct {
+	ns     int64
+	blocks []int32 // in file order
+}
+
+// maxSeries is the most series of a kind a builder follows.
+const maxSeries = 1 << 16
 
 // builder makes the blocks of the lines it is shown, from off on.
 type builder struct {
@@ -74,8 +89,35 @@ type builder struct {
 	cur        block
 	open       bool
 	blocks     []block
-	end, ended int64 // the end of the last closed block: bytes, lines
-	broken     bool  // offsets no longer known (a line too long, a torn line)
+	end, ended int64      // the end of the last closed block: bytes, lines
+	broken     bool       // offsets no longer known (a line too long, a torn line)
+	series     *lastLines // nil: not followed (too many series, or the index knew none)
+}
+
+// note records that the open block holds a line of kind k (its slot) at
+// ns, of the series its bytes before the first unescaped space name.
+func (b *builder) note(k int, line []byte, ns int64) {
+	if b.series == nil {
+		return
+	}
+	i := 0
+	for ; i < len(line) && line[i] != ' '; i++ {
+		if line[i] == '\\' {
+			i++
+		}
+	}
+	key, blk := line[:min(i, len(line))], int32(len(b.blocks))
+	m := b.series[k]
+	switch e := m[string(key)]; {
+	case e == nil && len(m) >= maxSeries:
+		b.series = nil
+	case e == nil:
+		m[string(key)] = &lastAt{ns: ns, blocks: []int32{blk}}
+	case ns > e.ns:
+		e.ns, e.blocks = ns, append(e.blocks[:0], blk)
+	case ns == e.ns && e.blocks[len(e.blocks)-1] != blk:
+		e.blocks = append(e.blocks, blk)
+	}
 }
 
 func (b *builder) add(_ int64, line []byte, terminated bool) error {
@@ -101,6 +143,7 @@ func (b *builder) add(_ int64, line []byte, terminated bool) error {
 			break
 		}
 		i := slot(k)
+		b.note(i, line, ns)
 		b.cur.span[i] = [2]int64{min(b.cur.span[i][0], ns), max(b.cur.span[i][1], ns)}
 		b.cur.disorder[i] = b.cur.disorder[i] || (b.newest[i] != math.MinInt64 && ns < b.newest[i]-scanDisorder)
 		b.newest[i] = max(b.newest[i], ns)
@@ -133,11 +176,12 @@ func (b *builder) close() {
 // describes it, then those of the lines after, read now; a last block,
 // always read, covers what follows a line too long or torn. It writes the
 // index anew, best effort, after indexMinGrowth new bytes.
-func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, error) {
+func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, *lastLines, error) {
 	b := &builder{newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
 	if use {
+		b.series = &lastLines{{}, {}, {}}
 		if ix := loadIndex(path+IndexSuffix, f, fi); ix != nil {
-			b.off, b.lines, b.blocks = ix.end, ix.lines, ix.blocks
+			b.off, b.lines, b.blocks, b.series = ix.end, ix.lines, ix.blocks, ix.series
 			for _, k := range ix.blocks {
 				for i := range kinds {
 					b.newest[i] = max(b.newest[i], k.span[i][1])
@@ -148,7 +192,7 @@ func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use 
 	b.end, b.ended = b.off, b.lines
 	from := b.off
 	if err := scanSection(ctx, f, from, fi.Size(), b.lines, b.add, func(int64) { b.stop() }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bytesRead.Add(fi.Size() - from)
 	b.close()
@@ -159,7 +203,7 @@ func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use 
 	if b.end < fi.Size() { // after a line too long or torn
 		blocks = append(blocks, block{off: b.end, line: b.ended, always: true, disorder: [3]bool{true, true, true}})
 	}
-	return blocks, nil
+	return blocks, b.series, nil
 }
 
 // scanSection streams the lines of f's bytes [from, to) to fn, numbered
@@ -221,7 +265,7 @@ func saveIndex(path string, f *os.File, fi os.FileInfo, b *builder) {
 	if len(b.blocks) == 0 || b.end <= 0 {
 		return
 	}
-	ix := &index{end: b.end, lines: b.ended, blocks: b.blocks}
+	ix := &index{end: b.end, lines: b.ended, blocks: b.blocks, series: b.series}
 	ix.dev, ix.ino, ix.idOK = fileID(fi)
 	var err error
 	if ix.head, ix.tail, err = prefixHashes(f, b.end); err == nil {
@@ -255,7 +299,84 @@ func encodeIndex(ix *index) []byte {
 		}
 		b, _ = binary.Append(b, le, r)
 	}
+	// Then the series, when known: per kind a count, then each series'
+	// name (length, bytes), newest time and blocks (count, indexes).
+	if b = append(b, boolByte(ix.series != nil)); ix.series != nil {
+		for _, m := range ix.series {
+			b = le.AppendUint32(b, uint32(len(m)))
+			for _, key := range slices.Sorted(maps.Keys(m)) {
+				e := m[key]
+				b = append(le.AppendUint16(b, uint16(len(key))), key...)
+				b = le.AppendUint32(le.AppendUint64(b, uint64(e.ns)), uint32(len(e.blocks)))
+				for _, blk := range e.blocks {
+					b = le.AppendUint32(b, uint32(blk))
+				}
+			}
+		}
+	}
 	return le.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// decodeSeries reads encodeIndex's series of an index of n blocks, all of p.
+func decodeSeries(p []byte, n int) (*lastLines, error) {
+	le := binary.LittleEndian
+	take := func(k int) []byte {
+		if k < 0 || len(p) < k {
+			p = nil
+			return nil
+		}
+		v := p[:k]
+		p = p[k:]
+		return v
+	}
+	u32 := func() int {
+		if v := take(4); v != nil {
+			return int(le.Uint32(v))
+		}
+		return -1
+	}
+	known := take(1)
+	if known == nil || known[0] > 1 {
+		return nil, errBadIndex
+	}
+	if known[0] == 0 {
+		if len(p) != 0 {
+			return nil, errBadIndex
+		}
+		return nil, nil
+	}
+	ll := &lastLines{}
+	for k := range ll {
+		count := u32()
+		if count < 0 || count > maxSeries {
+			return nil, errBadIndex
+		}
+		ll[k] = make(map[string]*lastAt, count)
+		for range count {
+			size := take(2)
+			if size == nil {
+				return nil, errBadIndex
+			}
+			key := take(int(le.Uint16(size)))
+			ns, blocks := take(8), u32()
+			if key == nil || ns == nil || blocks < 1 || blocks > n || ll[k][string(key)] != nil {
+				return nil, errBadIndex
+			}
+			e := &lastAt{ns: int64(le.Uint64(ns)), blocks: make([]int32, blocks)}
+			for i := range e.blocks {
+				blk := u32()
+				if blk < 0 || blk >= n || i > 0 && int32(blk) <= e.blocks[i-1] {
+					return nil, errBadIndex
+				}
+				e.blocks[i] = int32(blk)
+			}
+			ll[k][string(key)] = e
+		}
+	}
+	if len(p) != 0 {
+		return nil, errBadIndex
+	}
+	return ll, nil
 }
 
 func boolByte(v bool) byte {
@@ -277,12 +398,16 @@ func decodeIndex(data []byte) (*index, error) {
 	}
 	p := data[len(indexMagic):end]
 	n, err := binary.Decode(p, le, &h)
-	if err != nil || h.IDOK > 1 || h.Blocks == 0 || uint64(len(p)-n) != h.Blocks*uint64(binary.Size(blockRecord{})) || h.End <= 0 {
+	if err != nil || h.IDOK > 1 || h.Blocks == 0 || h.Blocks > uint64(len(p)) || uint64(len(p)-n) < h.Blocks*uint64(binary.Size(blockRecord{})) || h.End <= 0 {
 		return nil, errBadIndex
 	}
 	recs := make([]blockRecord, h.Blocks)
-	_, _ = binary.Decode(p[n:], le, recs) // cannot fail: the size is checked
-	ix := &index{idOK: h.IDOK == 1, dev: h.Dev, ino: h.Ino, end: h.End, lines: h.Lines, head: h.Head, tail: h.Tail, blocks: make([]block, h.Blocks)}
+	m, _ := binary.Decode(p[n:], le, recs) // cannot fail: the size is checked
+	series, err := decodeSeries(p[n+m:], int(h.Blocks))
+	if err != nil {
+		return nil, err
+	}
+	ix := &index{idOK: h.IDOK == 1, dev: h.Dev, ino: h.Ino, end: h.End, lines: h.Lines, head: h.Head, tail: h.Tail, blocks: make([]block, h.Blocks), series: series}
 	for i, r := range recs {
 		k := &ix.blocks[i]
 		*k = block{off: r.Off, line: r.Line, span: r.Span, always: r.Flags&1 != 0}

@@ -2,7 +2,9 @@ package file
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -147,6 +149,12 @@ func (iw *indexWorld) query() store.Query {
 	if r.IntN(3) == 0 {
 		q.Lanes = indexLanes[:1+r.IntN(2)]
 	}
+	if r.IntN(3) == 0 { // a newest read, mostly up to after the newest line (raw's too): the index picks its blocks
+		q.Newest = true
+		if end := time.Unix(0, 1795960800000000000).Add(time.Hour); r.IntN(3) > 0 {
+			q.Windows = append(q.Windows, store.Window{From: iw.newest.Add(-time.Duration(r.Int64N(int64(72 * time.Hour)))), To: end})
+		}
+	}
 	return q
 }
 
@@ -232,9 +240,10 @@ func readsDiffer(got, want readAll) string {
 	return ""
 }
 
-// The index changes nothing a read returns or warns about: random files of
-// probes and hourly points, mostly in time order but with older points,
-// rewritten points, reservations and lines of every kind a scan skips,
+// The index changes nothing a read returns or warns about (a newest read,
+// which reads only its series' newest blocks, nothing it returns): random
+// files of probes and hourly points, mostly in time order but with older
+// points, rewritten points, reservations and lines of every kind a scan skips,
 // read through a read-only store with an index (made at the first read,
 // extended as the file grows, dropped when a prune renames a new file over
 // the store) and through one without, for every read the store has.
@@ -253,6 +262,9 @@ func TestIndexedReadsAreTheScansReads(t *testing.T) {
 					got := readEvery(t, idx, idxLog, q)
 					read := bytesRead.Load() - before
 					want := readEvery(t, plain, plainLog, q)
+					if q.Newest { // it reads less than a scan, so warns of less
+						got.Warned, want.Warned = nil, nil
+					}
 					if d := readsDiffer(got, want); d != "" {
 						t.Fatalf("%s, query %d %+v: through the index, %s", stage, i, q, d)
 					}
@@ -287,6 +299,44 @@ func TestIndexedReadsAreTheScansReads(t *testing.T) {
 				t.Error("no read skipped a block: the index was never used")
 			}
 		})
+	}
+}
+
+// A newest read up to after the file's newest line reads, through the
+// index, the blocks of its series' newest lines alone, and returns what a
+// scan returns; a corrupt newest line has it read them all, for the line
+// before it.
+func TestIndexNewestReadsTheNewestBlocks(t *testing.T) {
+	tinyIndex(t, 300)
+	iw := newIndexWorld(t, 3)
+	ctx := context.Background()
+	for i := range 400 {
+		iw.newest = iw.t0.Add(time.Duration(i) * 10 * time.Minute)
+		if err := iw.w.Write(ctx, store.Batch{Probes: []store.Probe{iw.probe(iw.newest)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx, plain, _, _ := iw.openPair()
+	q := store.Query{Windows: []store.Window{{From: iw.t0, To: iw.newest.Add(time.Hour)}}, Newest: true}
+	if _, err := store.ReadProbes(ctx, idx, store.Between(iw.t0, iw.t0.Add(time.Hour))); err != nil { // writes the index
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(iw.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"the index", "a corrupt newest line of lane a"} {
+		before := bytesRead.Load()
+		got, err := store.ReadProbes(ctx, idx, q)
+		read := bytesRead.Load() - before
+		want, werr := store.ReadProbes(ctx, plain, q)
+		if err != nil || werr != nil || len(want) != 6 || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: through the index %+v, %v; a scan %+v, %v", stage, got, err, want, werr)
+		}
+		if stage == "the index" && read > fi.Size()/10 {
+			t.Errorf("%s: read %d bytes of %d", stage, read, fi.Size())
+		}
+		iw.raw(fmt.Sprintf("probe,kind=free,lane=a queue_s=oops %d\n", iw.newest.Add(time.Minute).UnixNano()))
 	}
 }
 
@@ -524,29 +574,39 @@ func TestDecodeIndexRefuses(t *testing.T) {
 	good := &index{idOK: true, dev: 1, ino: 2, end: 100, lines: 10, blocks: []block{
 		{span: [3][2]int64{{1, 0}, {1, 0}, {1, 0}}, disorder: [3]bool{false, true, false}},
 		{off: 50, line: 5, span: [3][2]int64{{1, 2}, {3, 4}, {5, 6}}, always: true, disorder: [3]bool{true, false, true}},
-	}}
+	}, series: &lastLines{{"probe,kind=free,lane=a": {ns: 2, blocks: []int32{0, 1}}, "probe,kind=free,lane=b\\ c": {ns: -1, blocks: []int32{1}}}, {}, {}}}
 	data := encodeIndex(good)
 	got, err := decodeIndex(data)
 	if err != nil || !reflect.DeepEqual(got, good) {
 		t.Fatalf("round trip: %+v, %v; want %+v", got, err, good)
 	}
+	unknown := *good
+	unknown.series = nil
+	if got, err := decodeIndex(encodeIndex(&unknown)); err != nil || !reflect.DeepEqual(got, &unknown) {
+		t.Fatalf("round trip without series: %+v, %v; want %+v", got, err, &unknown)
+	}
 	bad := func(mod func(*index)) []byte {
 		c := *good
 		c.blocks = slices.Clone(good.blocks)
+		c.series = &lastLines{{"a": {ns: 2, blocks: []int32{0, 1}}}, {}, {}}
 		mod(&c)
 		return encodeIndex(&c)
 	}
 	cases := map[string][]byte{
-		"empty":               nil,
-		"magic only":          []byte(indexMagic),
-		"torn":                data[:len(data)-10],
-		"bad crc":             append(slices.Clone(data[:len(data)-1]), data[len(data)-1]^1),
-		"no blocks":           bad(func(c *index) { c.blocks = nil }),
-		"first block not 0":   bad(func(c *index) { c.blocks[0].off = 1 }),
-		"blocks out of order": bad(func(c *index) { c.blocks[1].off = 0 }),
-		"block past the end":  bad(func(c *index) { c.blocks[1].off = 100 }),
-		"lines past the end":  bad(func(c *index) { c.blocks[1].line = 10 }),
-		"nothing indexed":     bad(func(c *index) { c.end = 0 }),
+		"empty":                nil,
+		"magic only":           []byte(indexMagic),
+		"torn":                 data[:len(data)-10],
+		"bad crc":              append(slices.Clone(data[:len(data)-1]), data[len(data)-1]^1),
+		"no blocks":            bad(func(c *index) { c.blocks = nil }),
+		"first block not 0":    bad(func(c *index) { c.blocks[0].off = 1 }),
+		"blocks out of order":  bad(func(c *index) { c.blocks[1].off = 0 }),
+		"block past the end":   bad(func(c *index) { c.blocks[1].off = 100 }),
+		"lines past the end":   bad(func(c *index) { c.blocks[1].line = 10 }),
+		"nothing indexed":      bad(func(c *index) { c.end = 0 }),
+		"series past a block":  bad(func(c *index) { c.series[0]["a"].blocks = []int32{2} }),
+		"series blocks again":  bad(func(c *index) { c.series[0]["a"].blocks = []int32{1, 1} }),
+		"series without block": bad(func(c *index) { c.series[0]["a"].blocks = nil }),
+		"series bytes after":   binary.LittleEndian.AppendUint32(append(slices.Clone(data[:len(data)-4]), 0), crc32.ChecksumIEEE(append(slices.Clone(data[:len(data)-4]), 0))),
 	}
 	for name, data := range cases {
 		if _, err := decodeIndex(data); err == nil {
