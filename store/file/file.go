@@ -260,7 +260,9 @@ func scanKind[T store.Point](p *pass, hand func(T) error, pick bool) (bool, erro
 	newest := int64(-1 << 63)
 	lineFn, long := filterLines(p.ctx, p.path, k, p.f, p.warn, func(line []byte) error {
 		if err := store.Decode(names, line, &pt); err != nil {
-			corrupt = true
+			if _, ok := store.LineTime(line); ok { // it may be its series' newest: the index noted it
+				corrupt = true
+			}
 			return Corrupt{err}
 		}
 		if !store.Selects(p.f, &pt) {

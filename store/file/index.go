@@ -79,8 +79,13 @@ type lastAt struct {
 	blocks []int32 // in file order
 }
 
-// maxSeries is the most series of a kind a builder follows.
-const maxSeries = 1 << 16
+// What a builder follows of the series at most: past it, none (an index
+// of at most 3 x 2^14 series of keys up to 512 bytes and their blocks).
+const (
+	maxSeries     = 1 << 14 // of a kind
+	maxSeriesKey  = 512     // bytes
+	maxSeriesSize = 1 << 24 // key and block bytes in all
+)
 
 // builder makes the blocks of the lines it is shown, from off on.
 type builder struct {
@@ -92,6 +97,7 @@ type builder struct {
 	end, ended int64      // the end of the last closed block: bytes, lines
 	broken     bool       // offsets no longer known (a line too long, a torn line)
 	series     *lastLines // nil: not followed (too many series, or the index knew none)
+	size       int        // the series' key and block bytes
 }
 
 // note records that the open block holds a line of kind k (its slot) at
@@ -109,14 +115,20 @@ func (b *builder) note(k int, line []byte, ns int64) {
 	key, blk := line[:min(i, len(line))], int32(len(b.blocks))
 	m := b.series[k]
 	switch e := m[string(key)]; {
-	case e == nil && len(m) >= maxSeries:
+	case e == nil && (len(m) >= maxSeries || len(key) > maxSeriesKey):
 		b.series = nil
 	case e == nil:
 		m[string(key)] = &lastAt{ns: ns, blocks: []int32{blk}}
+		b.size += len(key) + 4
 	case ns > e.ns:
+		b.size -= 4 * (len(e.blocks) - 1)
 		e.ns, e.blocks = ns, append(e.blocks[:0], blk)
 	case ns == e.ns && e.blocks[len(e.blocks)-1] != blk:
 		e.blocks = append(e.blocks, blk)
+		b.size += 4
+	}
+	if b.size > maxSeriesSize {
+		b.series = nil
 	}
 }
 
@@ -317,63 +329,52 @@ func encodeIndex(ix *index) []byte {
 	return le.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
-// decodeSeries reads encodeIndex's series of an index of n blocks, all of p.
-func decodeSeries(p []byte, n int) (*lastLines, error) {
-	le := binary.LittleEndian
-	take := func(k int) []byte {
-		if k < 0 || len(p) < k {
-			p = nil
-			return nil
-		}
-		v := p[:k]
-		p = p[k:]
-		return v
-	}
-	u32 := func() int {
-		if v := take(4); v != nil {
-			return int(le.Uint32(v))
-		}
-		return -1
-	}
-	known := take(1)
-	if known == nil || known[0] > 1 {
+// decodeSeries reads encodeIndex's series of an index's blocks, all of p:
+// each series' newest time lies in the spans of the blocks it names.
+func decodeSeries(p []byte, blocks []block) (*lastLines, error) {
+	n := len(blocks)
+	le, r := binary.LittleEndian, bytes.NewReader(p)
+	var known uint8
+	if binary.Read(r, le, &known) != nil || known > 1 || known == 0 && r.Len() > 0 {
 		return nil, errBadIndex
 	}
-	if known[0] == 0 {
-		if len(p) != 0 {
-			return nil, errBadIndex
-		}
+	if known == 0 {
 		return nil, nil
 	}
 	ll := &lastLines{}
 	for k := range ll {
-		count := u32()
-		if count < 0 || count > maxSeries {
+		var count uint32
+		if binary.Read(r, le, &count) != nil || count > maxSeries {
 			return nil, errBadIndex
 		}
 		ll[k] = make(map[string]*lastAt, count)
 		for range count {
-			size := take(2)
-			if size == nil {
+			var size uint16
+			var at struct {
+				NS     int64
+				Blocks uint32
+			}
+			if binary.Read(r, le, &size) != nil || size > maxSeriesKey || int(size) > r.Len() {
 				return nil, errBadIndex
 			}
-			key := take(int(le.Uint16(size)))
-			ns, blocks := take(8), u32()
-			if key == nil || ns == nil || blocks < 1 || blocks > n || ll[k][string(key)] != nil {
+			key := make([]byte, size)
+			_, _ = r.Read(key) // cannot fail: the size is checked
+			if binary.Read(r, le, &at) != nil || at.Blocks < 1 || at.Blocks > uint32(n) || ll[k][string(key)] != nil {
 				return nil, errBadIndex
 			}
-			e := &lastAt{ns: int64(le.Uint64(ns)), blocks: make([]int32, blocks)}
-			for i := range e.blocks {
-				blk := u32()
-				if blk < 0 || blk >= n || i > 0 && int32(blk) <= e.blocks[i-1] {
+			e := &lastAt{ns: at.NS, blocks: make([]int32, at.Blocks)}
+			if binary.Read(r, le, e.blocks) != nil {
+				return nil, errBadIndex
+			}
+			for i, blk := range e.blocks {
+				if blk < 0 || int(blk) >= n || i > 0 && blk <= e.blocks[i-1] || e.ns < blocks[blk].span[k][0] || e.ns > blocks[blk].span[k][1] {
 					return nil, errBadIndex
 				}
-				e.blocks[i] = int32(blk)
 			}
 			ll[k][string(key)] = e
 		}
 	}
-	if len(p) != 0 {
+	if r.Len() > 0 {
 		return nil, errBadIndex
 	}
 	return ll, nil
@@ -403,11 +404,7 @@ func decodeIndex(data []byte) (*index, error) {
 	}
 	recs := make([]blockRecord, h.Blocks)
 	m, _ := binary.Decode(p[n:], le, recs) // cannot fail: the size is checked
-	series, err := decodeSeries(p[n+m:], int(h.Blocks))
-	if err != nil {
-		return nil, err
-	}
-	ix := &index{idOK: h.IDOK == 1, dev: h.Dev, ino: h.Ino, end: h.End, lines: h.Lines, head: h.Head, tail: h.Tail, blocks: make([]block, h.Blocks), series: series}
+	ix := &index{idOK: h.IDOK == 1, dev: h.Dev, ino: h.Ino, end: h.End, lines: h.Lines, head: h.Head, tail: h.Tail, blocks: make([]block, h.Blocks)}
 	for i, r := range recs {
 		k := &ix.blocks[i]
 		*k = block{off: r.Off, line: r.Line, span: r.Span, always: r.Flags&1 != 0}
@@ -421,6 +418,10 @@ func decodeIndex(data []byte) (*index, error) {
 			k.off >= ix.end || k.line >= ix.lines:
 			return nil, errBadIndex
 		}
+	}
+	ix.series, err = decodeSeries(p[n+m:], ix.blocks)
+	if err != nil {
+		return nil, err
 	}
 	return ix, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -325,18 +326,48 @@ func TestIndexNewestReadsTheNewestBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stage := range []string{"the index", "a corrupt newest line of lane a"} {
+	for _, c := range []struct {
+		stage, then string
+	}{
+		{"the index", "probe,kind=free,lane=b queue_s=oops\n"},
+		{"a corrupt line without a time", fmt.Sprintf("probe,kind=free,lane=a queue_s=oops %d\n", iw.newest.Add(time.Minute).UnixNano())},
+		{"a corrupt newest line of lane a", ""},
+	} {
+		if _, err := store.ReadProbes(ctx, idx, store.Between(iw.t0, iw.t0.Add(time.Hour))); err != nil { // the index of the new lines
+			t.Fatal(err)
+		}
 		before := bytesRead.Load()
 		got, err := store.ReadProbes(ctx, idx, q)
 		read := bytesRead.Load() - before
 		want, werr := store.ReadProbes(ctx, plain, q)
 		if err != nil || werr != nil || len(want) != 6 || !reflect.DeepEqual(got, want) {
-			t.Fatalf("%s: through the index %+v, %v; a scan %+v, %v", stage, got, err, want, werr)
+			t.Fatalf("%s: through the index %+v, %v; a scan %+v, %v", c.stage, got, err, want, werr)
 		}
-		if stage == "the index" && read > fi.Size()/10 {
-			t.Errorf("%s: read %d bytes of %d", stage, read, fi.Size())
+		if c.then != "" && read > fi.Size()/10 {
+			t.Errorf("%s: read %d bytes of %d", c.stage, read, fi.Size())
 		}
-		iw.raw(fmt.Sprintf("probe,kind=free,lane=a queue_s=oops %d\n", iw.newest.Add(time.Minute).UnixNano()))
+		iw.raw(c.then)
+	}
+
+	// A lane name past what the index follows: it follows none, and is
+	// still read back.
+	long := iw.probe(iw.newest.Add(time.Hour))
+	long.Lane = strings.Repeat("l", maxSeriesKey)
+	if err := iw.w.Write(ctx, store.Batch{Probes: []store.Probe{long}}); err != nil {
+		t.Fatal(err)
+	}
+	q.Windows[0].To = long.Time.Add(time.Hour)
+	got, err := store.ReadProbes(ctx, idx, q)
+	want, werr := store.ReadProbes(ctx, plain, q)
+	if err != nil || werr != nil || !reflect.DeepEqual(got, want) || len(want) != 7 {
+		t.Fatalf("a long lane: through the index %d probes, %v; a scan %d, %v", len(got), err, len(want), werr)
+	}
+	data, err := os.ReadFile(iw.path + IndexSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix, err := decodeIndex(data); err != nil || ix.series != nil {
+		t.Errorf("the index after a long lane: %v, following series %t; want one following none", err, ix != nil && ix.series != nil)
 	}
 }
 
@@ -572,9 +603,9 @@ func splitLines(data []byte) func(func([]byte) bool) {
 // decodeIndex refuses what encodeIndex could not have written.
 func TestDecodeIndexRefuses(t *testing.T) {
 	good := &index{idOK: true, dev: 1, ino: 2, end: 100, lines: 10, blocks: []block{
-		{span: [3][2]int64{{1, 0}, {1, 0}, {1, 0}}, disorder: [3]bool{false, true, false}},
+		{span: [3][2]int64{{0, 2}, {1, 0}, {1, 0}}, disorder: [3]bool{false, true, false}},
 		{off: 50, line: 5, span: [3][2]int64{{1, 2}, {3, 4}, {5, 6}}, always: true, disorder: [3]bool{true, false, true}},
-	}, series: &lastLines{{"probe,kind=free,lane=a": {ns: 2, blocks: []int32{0, 1}}, "probe,kind=free,lane=b\\ c": {ns: -1, blocks: []int32{1}}}, {}, {}}}
+	}, series: &lastLines{{"probe,kind=free,lane=a": {ns: 2, blocks: []int32{0, 1}}, "probe,kind=free,lane=b\\ c": {ns: 1, blocks: []int32{1}}}, {}, {}}}
 	data := encodeIndex(good)
 	got, err := decodeIndex(data)
 	if err != nil || !reflect.DeepEqual(got, good) {
@@ -593,20 +624,21 @@ func TestDecodeIndexRefuses(t *testing.T) {
 		return encodeIndex(&c)
 	}
 	cases := map[string][]byte{
-		"empty":                nil,
-		"magic only":           []byte(indexMagic),
-		"torn":                 data[:len(data)-10],
-		"bad crc":              append(slices.Clone(data[:len(data)-1]), data[len(data)-1]^1),
-		"no blocks":            bad(func(c *index) { c.blocks = nil }),
-		"first block not 0":    bad(func(c *index) { c.blocks[0].off = 1 }),
-		"blocks out of order":  bad(func(c *index) { c.blocks[1].off = 0 }),
-		"block past the end":   bad(func(c *index) { c.blocks[1].off = 100 }),
-		"lines past the end":   bad(func(c *index) { c.blocks[1].line = 10 }),
-		"nothing indexed":      bad(func(c *index) { c.end = 0 }),
-		"series past a block":  bad(func(c *index) { c.series[0]["a"].blocks = []int32{2} }),
-		"series blocks again":  bad(func(c *index) { c.series[0]["a"].blocks = []int32{1, 1} }),
-		"series without block": bad(func(c *index) { c.series[0]["a"].blocks = nil }),
-		"series bytes after":   binary.LittleEndian.AppendUint32(append(slices.Clone(data[:len(data)-4]), 0), crc32.ChecksumIEEE(append(slices.Clone(data[:len(data)-4]), 0))),
+		"empty":                     nil,
+		"magic only":                []byte(indexMagic),
+		"torn":                      data[:len(data)-10],
+		"bad crc":                   append(slices.Clone(data[:len(data)-1]), data[len(data)-1]^1),
+		"no blocks":                 bad(func(c *index) { c.blocks = nil }),
+		"first block not 0":         bad(func(c *index) { c.blocks[0].off = 1 }),
+		"blocks out of order":       bad(func(c *index) { c.blocks[1].off = 0 }),
+		"block past the end":        bad(func(c *index) { c.blocks[1].off = 100 }),
+		"lines past the end":        bad(func(c *index) { c.blocks[1].line = 10 }),
+		"nothing indexed":           bad(func(c *index) { c.end = 0 }),
+		"series past a block":       bad(func(c *index) { c.series[0]["a"].blocks = []int32{2} }),
+		"series blocks again":       bad(func(c *index) { c.series[0]["a"].blocks = []int32{1, 1} }),
+		"series without block":      bad(func(c *index) { c.series[0]["a"].blocks = nil }),
+		"series time off its block": bad(func(c *index) { c.series[0]["a"].ns = 3 }),
+		"series bytes after":        binary.LittleEndian.AppendUint32(append(slices.Clone(data[:len(data)-4]), 0), crc32.ChecksumIEEE(append(slices.Clone(data[:len(data)-4]), 0))),
 	}
 	for name, data := range cases {
 		if _, err := decodeIndex(data); err == nil {
