@@ -186,8 +186,9 @@ func (b *builder) close() {
 
 // describe returns the blocks of the open file f: its index's, when it
 // describes it, then those of the lines after, read now; a last block,
-// always read, covers what follows a line too long or torn. It writes the
-// index anew, best effort, after indexMinGrowth new bytes.
+// always read, covers what follows a line too long or torn; and, with use,
+// each series' newest lines (nil past the limits). It writes the index
+// anew, best effort, after indexMinGrowth new bytes.
 func describe(ctx context.Context, path string, f *os.File, fi os.FileInfo, use bool) ([]block, *lastLines, error) {
 	b := &builder{newest: [3]int64{math.MinInt64, math.MinInt64, math.MinInt64}}
 	if use {
