@@ -40,7 +40,9 @@ var null Value
 
 // Decode reads *p from one row. A number reads as a float or an integer
 // field (JSON writes 3.0 as 3); a field the row lacks, or holds with
-// another type, reads as zero (an optional one as absent).
+// another type, reads as zero (an optional one as absent). A marker counts
+// only alone: InfluxDB merges a booking and the point settling it into one
+// row, whichever fields a read names.
 func (c *Columns[T]) Decode(n Names, vals []Value, p *T) {
 	var zero T
 	*p = zero
@@ -59,9 +61,14 @@ func (c *Columns[T]) Decode(n Names, vals []Value, p *T) {
 	a, b, site, at := c.s.id(p)
 	*a, *b, *site = str(c.a), str(c.b), str(c.site)
 	*at = time.Unix(0, get(c.time).I).UTC()
+	others := false
 	for i := range c.s.fields {
 		f := &c.s.fields[i]
 		v := *get(c.fields[i])
+		if f.alone && others {
+			continue
+		}
+		others = others || v.Kind != 0
 		switch {
 		case f.kind == lp.Float && v.Kind == lp.Int:
 			v = Value{Kind: lp.Float, F: float64(v.I)}

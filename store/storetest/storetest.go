@@ -147,6 +147,13 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 					write(t, s, store.Batch{Probes: []store.Probe{p}})
 				}
 				expect(t, store.ReadProbes, s, hour, c.want)
+				// A read naming fields without the outcome tells them apart too.
+				named := hour
+				named.Fields = []string{"queue_s"}
+				got, err := store.ReadProbes(ctx, s, named)
+				if err != nil || len(got) != 1 || (got[0].Outcome == store.OutcomeReserved) != (c.want.Outcome == store.OutcomeReserved) {
+					t.Fatalf("read naming queue_s: %+v, %v; want one point, reserved: %v", got, err, c.want.Outcome == store.OutcomeReserved)
+				}
 			})
 		}
 	})
