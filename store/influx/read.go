@@ -302,6 +302,7 @@ type reader[T store.Point] struct {
 	out   func(func() error) error
 	cols  *store.Columns[T]
 	run   []T
+	p     T   // the row being read: here, not on the heap each row
 	done  []T // sorted runs not handed on yet
 	ns    int64
 	names store.Names
@@ -326,12 +327,12 @@ func (rd *reader[T]) row(vals []store.Value) error {
 		}
 		return rd.hand()
 	}
-	var p T
-	rd.cols.Decode(rd.names, vals, &p)
-	if !store.Selects(rd.f, &p) {
+	p := &rd.p
+	rd.cols.Decode(rd.names, vals, p)
+	if !store.Selects(rd.f, p) {
 		return nil
 	}
-	ns := store.KeyOf(&p).NS
+	ns := store.KeyOf(p).NS
 	switch {
 	case ns < rd.ns:
 		return errors.New("influxql answer not in time order")
@@ -341,7 +342,7 @@ func (rd *reader[T]) row(vals []store.Value) error {
 		}
 	}
 	rd.ns = ns
-	rd.run = append(rd.run, p)
+	rd.run = append(rd.run, *p)
 	return nil
 }
 
