@@ -148,8 +148,7 @@ func DecodeBookInput(data []byte, withPolicy bool) (BookInput, error) {
 		}
 	}
 	if doc.RunningS != nil {
-		r := c.number("running_s", *doc.RunningS, MaxSeconds)
-		in.RunningS = &r
+		in.RunningS = new(c.number("running_s", *doc.RunningS, MaxSeconds))
 	}
 	if c.err != nil {
 		return BookInput{}, c.err

@@ -95,12 +95,10 @@ func (b *Backtest) oracleOf(i int, kind string, sum *cell) *Oracle {
 		}
 	}
 	if m, ok := percentile(ratios, 0.5); ok {
-		om := policy.Round(m, 3)
-		out.OracleMedianRatio = &om
+		out.OracleMedianRatio = new(policy.Round(m, 3))
 		ratios = append(ratios[:0], sum.ratios...)
 		if rm, ok := percentile(ratios, 0.5); ok && m > 0 {
-			x := policy.Round(rm/m, 3)
-			out.RatioToOracle = &x
+			out.RatioToOracle = new(policy.Round(rm/m, 3))
 		}
 	}
 	target := e.coverage

@@ -238,8 +238,7 @@ func (b *Backtest) Report() Report {
 	if b.extended {
 		r.DecisionRule = cmp.Or(b.params[b.decide].Rule, policy.RuleMax)
 		if r.DecisionRule == policy.RuleCalibrated {
-			c := b.params[b.decide].CoverageOr()
-			r.DecisionCoverage = &c
+			r.DecisionCoverage = new(b.params[b.decide].CoverageOr())
 		}
 	}
 	var buf []float32
@@ -258,8 +257,7 @@ func (b *Backtest) Report() Report {
 		if b.extended {
 			cal.Rule, cal.WarmupDays = e.rule, e.warmup
 			if e.rule == policy.RuleCalibrated {
-				c := e.coverage
-				cal.TargetCoverage = &c
+				cal.TargetCoverage = new(e.coverage)
 			}
 		}
 		var all [24]cell
@@ -334,8 +332,7 @@ func fraction(n, of int) *float64 {
 	if of == 0 {
 		return nil
 	}
-	v := policy.Round(float64(n)/float64(of), 4)
-	return &v
+	return new(policy.Round(float64(n)/float64(of), 4))
 }
 
 // quantile is percentile to prec decimals, nil without xs.
@@ -344,8 +341,7 @@ func quantile(xs []float32, q float64, prec int) *float64 {
 	if !ok {
 		return nil
 	}
-	m = policy.Round(m, prec)
-	return &m
+	return new(policy.Round(m, prec))
 }
 
 // percentile returns the nearest-rank q-quantile of xs (the value of rank

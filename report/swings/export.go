@@ -102,18 +102,17 @@ func WriteJSON(w io.Writer, r *Report) error {
 		Records: r.Records, Lanes: []JSONLane{},
 	}
 	if r.Records > 0 {
-		f, l := stamp(r.First), stamp(r.Last)
-		out.First, out.Last = &f, &l
+		out.First, out.Last = new(stamp(r.First)), new(stamp(r.Last))
 	}
 	for _, l := range r.Lanes {
 		jl := JSONLane{Name: l.Name, Kind: l.Kind, Records: l.Records, Samples: l.Samples, Failures: l.Failures}
 		if s := l.Swing; s.OK {
-			jl.PeakHour, jl.PeakS = ptr(s.PeakHour), ms(s.PeakS)
-			jl.QuietHour, jl.QuietS = ptr(s.QuietHour), ms(s.QuietS)
+			jl.PeakHour, jl.PeakS = new(s.PeakHour), ms(s.PeakS)
+			jl.QuietHour, jl.QuietS = new(s.QuietHour), ms(s.QuietS)
 			jl.SwingS = ms(s.SwingS)
 			jl.PeakCensored, jl.QuietCensored, jl.SwingCensored = s.PeakCensored, s.QuietCensored, s.LowerBound
 			if s.HasRatio {
-				jl.Ratio = ptr(math.Round(s.Ratio*1000) / 1000)
+				jl.Ratio = new(math.Round(s.Ratio*1000) / 1000)
 			}
 		}
 		for _, h := range l.Hours {
@@ -134,7 +133,5 @@ func WriteJSON(w io.Writer, r *Report) error {
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // ms rounds seconds to milliseconds.
-func ms(x float64) *float64 { return ptr(math.Round(x*1000) / 1000) }
+func ms(x float64) *float64 { return new(math.Round(x*1000) / 1000) }
