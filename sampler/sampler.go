@@ -305,10 +305,8 @@ func waitUntil(ctx context.Context, t time.Time) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-time.After(d): // an unreferenced timer is collected (Go 1.23)
 		return true
 	case <-ctx.Done():
 		return false
