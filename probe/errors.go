@@ -53,9 +53,8 @@ func fail(o Outcome, err error, format string, args ...any) *Error {
 
 const maxDetail = 160
 
-// safeToken returns s if it is a short machine token (an error type, a media
-// type, a code), else "". Anything a server sends passes through it before
-// it may reach a Detail.
+// safeToken returns s if it is a short machine token (letters, digits and
+// "_.:/+-"), else "": what an error may quote of a configured value.
 func safeToken(s string) string {
 	if len(s) == 0 || len(s) > 48 {
 		return ""
