@@ -31,7 +31,7 @@ the lane the action runs on: what POST /api/v1/book answers. With
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := newFlags("book", bookUsage) // -config is optional here
 	fs.Lookup("config").Usage = "take the class's book from the hour's policy file in policy.out of this `config`, and answer with the lane and its endpoint (with -class)"
-	configPath := fs.config
+	configPath := fs.Config
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
 	className := fs.String("class", "", "class `name` in the -policy file, or in the hour's file of -config")
 	hourFlag := fs.String("hour", "", "with -config: hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
