@@ -76,12 +76,11 @@ func (e *env) runBook(ctx context.Context, args []string) error {
 	var cut *policy.Cutover // the class's cut-over in the file
 	if file != nil {
 		// ParseFile holds the book to the same bounds as stdin's.
-		b, err := file.Book(*className)
+		c, err := file.NamedClass(*className)
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		c, _ := file.Class(*className) // file.Book found it
-		fromFile, cut = &b, c.Cutover
+		fromFile, cut = &c.Book, c.Cutover
 	}
 	data, err := readInput(ctx, e.stdin, policy.MaxBookInput)
 	if err != nil {
