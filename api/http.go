@@ -196,7 +196,7 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	bp, err := f.Book(class)
+	c, err := f.NamedClass(class)
 	if err != nil {
 		return nil, fail(http.StatusNotFound, "no_class", "%v", err)
 	}
@@ -204,8 +204,7 @@ func (s *server) book(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, fail(http.StatusBadRequest, "bad_request", "%v", err)
 	}
-	c, _ := f.Class(class) // f.Book found it
-	out, err := AnswerWithLane(in, bp, c.Cutover, s.Lanes)
+	out, err := AnswerWithLane(in, c.Book, c.Cutover, s.Lanes)
 	var unknown *UnknownLaneError
 	switch {
 	case errors.As(err, &unknown):

@@ -26,9 +26,9 @@ const (
 	// schedule's shortest interval, at most this.
 	DefaultJitter      = 30 * time.Second
 	DefaultConcurrency = 64
-	// LookbackUnset and jitterUnset stand for a value the file leaves out
+	// lookbackUnset and jitterUnset stand for a value the file leaves out
 	// until validation gives it the rule's or the schedule's default.
-	LookbackUnset = math.MinInt
+	lookbackUnset = math.MinInt
 	jitterUnset   = Duration(math.MinInt64)
 )
 
@@ -56,7 +56,7 @@ func Default() *Config {
 			MaxTokens: probe.DefaultMaxTokens,
 			Timeout:   Duration(probe.DefaultTimeout),
 		},
-		Policy: Policy{Out: "policies", Write: true, LookbackDays: LookbackUnset, Rule: "calibrated", Coverage: 0.95},
+		Policy: Policy{Out: "policies", Write: true, LookbackDays: lookbackUnset, Rule: "calibrated", Coverage: 0.95},
 	}
 }
 

@@ -271,7 +271,7 @@ func (c *Config) validateSites() error {
 func (c *Config) validatePolicy() error {
 	p := &c.Policy
 	lookback, ok := map[string]int{"calibrated": 14, "max": 7}[p.Rule]
-	if p.LookbackDays == LookbackUnset {
+	if p.LookbackDays == lookbackUnset {
 		p.LookbackDays = lookback
 	}
 	r, calibrated := c.Store.RetentionDays, p.Rule == "calibrated"

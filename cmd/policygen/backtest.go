@@ -86,7 +86,7 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		return err
 	}
 	if *tuneFlag > 0 && len(fallbacks) == 0 {
-		return fs.usagef("-tune needs -fallback: it picks among their T")
+		return fs.Usagef("-tune needs -fallback: it picks among their T")
 	}
 	busy := 0.0
 	switch *busyFlag {
@@ -95,16 +95,16 @@ func (e *env) runBacktest(ctx context.Context, args []string) error {
 		busy = backtest.HeldBusy429
 	default:
 		if busy, err = strconv.ParseFloat(*busyFlag, 64); err != nil || !(busy > 0 && busy <= 1e9) {
-			return fs.usagef("-busy429: want held or seconds above 0, got %q", clip(*busyFlag))
+			return fs.Usagef("-busy429: want held or seconds above 0, got %q", clip(*busyFlag))
 		}
 	}
-	cfg, err := config.Load(*fs.config)
+	cfg, err := config.Load(*fs.Config)
 	if err != nil {
 		return err
 	}
 	to, err := e.hourArg(*endFlag, cfg.Location)
 	if err != nil {
-		return fs.usagef("-end: %w", err)
+		return fs.Usagef("-end: %w", err)
 	}
 	to = to.In(cfg.Location)
 	opts := backtest.Options{Params: cfg.PolicyParams(), Lookbacks: lookbacks, From: to.AddDate(0, 0, -*days), To: to,

@@ -31,7 +31,7 @@ the lane the action runs on: what POST /api/v1/book answers. With
 func (e *env) runBook(ctx context.Context, args []string) error {
 	fs := newFlags("book", bookUsage) // -config is optional here
 	fs.Lookup("config").Usage = "take the class's book from the hour's policy file in policy.out of this `config`, and answer with the lane and its endpoint (with -class)"
-	configPath := fs.config
+	configPath := fs.Config
 	policyPath := fs.String("policy", "", "policy `file` to take the class's book from (with -class)")
 	className := fs.String("class", "", "class `name` in the -policy file, or in the hour's file of -config")
 	hourFlag := fs.String("hour", "", "with -config: hour `YYYY-MM-DDTHH` in the config's timezone (default: the current hour)")
@@ -76,12 +76,11 @@ func (e *env) runBook(ctx context.Context, args []string) error {
 	var cut *policy.Cutover // the class's cut-over in the file
 	if file != nil {
 		// ParseFile holds the book to the same bounds as stdin's.
-		b, err := file.Book(*className)
+		c, err := file.NamedClass(*className)
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		c, _ := file.Class(*className) // file.Book found it
-		fromFile, cut = &b, c.Cutover
+		fromFile, cut = &c.Book, c.Cutover
 	}
 	data, err := readInput(ctx, e.stdin, policy.MaxBookInput)
 	if err != nil {

@@ -10,32 +10,16 @@ import (
 	"github.com/lanewatch/lanewatch/internal/cli"
 )
 
-// cmdFlags is the flag set of one policygen command with what they share:
-// -config, the usage text, the checks after parsing, one wording of errors.
+// cmdFlags is the flag set of one policygen command: -config, the usage
+// text, the checks after parsing, one wording of errors.
 type cmdFlags struct {
-	*flag.FlagSet
-	name   string // the subcommand ("swings"); "" for the policy command
-	config *string
+	*cli.Command
+	name string // the subcommand ("swings"); "" for the policy command
 }
 
 // newFlags starts the flags of `policygen name`; -h prints usage, then the flags.
 func newFlags(name, usage string) *cmdFlags {
-	full := strings.TrimSpace("policygen " + name)
-	f := &cmdFlags{FlagSet: flag.NewFlagSet(full, flag.ContinueOnError), name: name}
-	f.config = f.String("config", "", "path to the lanewatch YAML config (required)")
-	f.Usage = func() {
-		fmt.Fprint(f.Output(), usage)
-		f.PrintDefaults()
-	}
-	return f
-}
-
-// usagef returns a usage error (exit status 2) that names the subcommand.
-func (f *cmdFlags) usagef(format string, args ...any) error {
-	if f.name != "" {
-		format = f.name + ": " + format
-	}
-	return cli.Usagef(format, args...)
+	return &cmdFlags{cli.NewCommand("policygen", name, usage, "path to the lanewatch YAML config (required)"), name}
 }
 
 // parse parses args and refuses arguments (argHint follows the message) and a missing -config.
@@ -46,13 +30,7 @@ func (f *cmdFlags) parse(args []string, stderr io.Writer, argHint string) error 
 		}
 		return fmt.Errorf("%s: %w", f.name, err)
 	}
-	switch {
-	case f.NArg() > 0:
-		return f.usagef("unexpected argument %q%s", f.Arg(0), argHint)
-	case *f.config == "":
-		return f.usagef("-config is required")
-	}
-	return nil
+	return f.Check(false, argHint)
 }
 
 // option is one value a flag may take and what it selects.
@@ -72,13 +50,13 @@ func choose[T any](f *cmdFlags, flagName, got string, opts ...option[T]) (T, err
 	}
 	var zero T
 	want := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-	return zero, f.usagef("-%s: want %s, got %q", flagName, want, clip(got))
+	return zero, f.Usagef("-%s: want %s, got %q", flagName, want, clip(got))
 }
 
 // inRange refuses an integer flag outside [lo, hi]: "-days: want 1 to 3660, got 0".
 func (f *cmdFlags) inRange(flagName string, v, lo, hi int) error {
 	if v < lo || v > hi {
-		return f.usagef("-%s: want %d to %d, got %d", flagName, lo, hi, v)
+		return f.Usagef("-%s: want %d to %d, got %d", flagName, lo, hi, v)
 	}
 	return nil
 }

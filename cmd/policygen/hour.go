@@ -43,7 +43,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	if *hourFlag != "" && *dayFlag != "" {
 		return cli.Usagef("-hour and -day exclude each other")
 	}
-	cfg, err := config.Load(*fs.config)
+	cfg, err := config.Load(*fs.Config)
 	if err != nil {
 		return err
 	}

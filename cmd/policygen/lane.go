@@ -49,15 +49,15 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 		return err
 	}
 	if *className == "" {
-		return fset.usagef("-class is required")
+		return fset.Usagef("-class is required")
 	}
 	if _, err := choose(fset, "format", *format, option[bool]{"name", true}, option[bool]{"json", true}, option[bool]{"env", true}, option[bool]{"dotenv", true}); err != nil {
 		return err
 	}
 	if *next && *hourFlag != "" {
-		return fset.usagef("-next and -hour exclude each other")
+		return fset.Usagef("-next and -hour exclude each other")
 	}
-	cfg, err := config.Load(*fset.config)
+	cfg, err := config.Load(*fset.Config)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (e *env) runLane(ctx context.Context, args []string) error {
 	if *next {
 		out, err = e.laneNext(cfg, *className, *format, *dirFlag)
 	} else {
-		out, err = e.laneChoice(cfg, *fset.config, *className, *format, *hourFlag, *dirFlag)
+		out, err = e.laneChoice(cfg, *fset.Config, *className, *format, *hourFlag, *dirFlag)
 	}
 	if err != nil {
 		return err

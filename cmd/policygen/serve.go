@@ -35,7 +35,7 @@ func (e *env) runServe(ctx context.Context, args []string) error {
 	if err := fset.parse(args, e.stderr, ""); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*fset.config)
+	cfg, err := config.Load(*fset.Config)
 	if err != nil {
 		return err
 	}

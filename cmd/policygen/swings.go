@@ -54,9 +54,9 @@ func (e *env) runSwings(ctx context.Context, args []string) error {
 		return err
 	}
 	if *logY && *svg == "" {
-		return fset.usagef("-log goes with -svg (it scales the chart)")
+		return fset.Usagef("-log goes with -svg (it scales the chart)")
 	}
-	cfg, err := config.Load(*fset.config)
+	cfg, err := config.Load(*fset.Config)
 	if err != nil {
 		return err
 	}

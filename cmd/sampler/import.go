@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/store"
 	"github.com/lanewatch/lanewatch/store/file"
 )
@@ -17,13 +16,13 @@ import (
 // configured store; points keep their timestamps, so a second run rewrites.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("import", "sampler import -config F FILE...", "config naming the destination store (required)")
-	if err := fs.parse(args, stderr, true); err != nil {
+	if err := parse(fs, args, stderr, true); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return cli.Usagef("import: name at least one line-protocol file")
+		return fs.Usagef("name at least one line-protocol file")
 	}
-	cfg, err := config.Load(*fs.config)
+	cfg, err := config.Load(*fs.Config)
 	if err != nil {
 		return err
 	}

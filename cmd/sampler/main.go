@@ -5,12 +5,9 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/lanewatch/lanewatch/internal/cli"
@@ -23,40 +20,19 @@ func main() {
 	os.Exit(exitCode(err, os.Stderr))
 }
 
-// subcommand is the flag set of `sampler NAME` (or of the daemon, NAME ""),
-// with its usage line and -config, which parse requires.
-type subcommand struct {
-	*flag.FlagSet
-	prefix string // of its usage errors: "import: ", or "" for the daemon's
-	config *string
-}
-
-func newSubcommand(name, usage, configHelp string) subcommand {
-	fs := flag.NewFlagSet(strings.TrimSpace("sampler "+name), flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s\n", usage)
-		fs.PrintDefaults()
-	}
-	prefix := ""
-	if name != "" {
-		prefix = name + ": "
-	}
-	return subcommand{fs, prefix, fs.String("config", "", configHelp)}
+// newSubcommand starts the flags of `sampler NAME` (or of the daemon, NAME
+// ""), with its usage line and -config, which parse requires.
+func newSubcommand(name, usage, configHelp string) *cli.Command {
+	return cli.NewCommand("sampler", name, "usage: "+usage+"\n", configHelp)
 }
 
 // parse parses args: -config is required, and arguments after the flags
 // only where takesArgs.
-func (c subcommand) parse(args []string, stderr io.Writer, takesArgs bool) error {
+func parse(c *cli.Command, args []string, stderr io.Writer, takesArgs bool) error {
 	if err := cli.Parse(c.FlagSet, args, stderr); err != nil {
 		return err
 	}
-	switch {
-	case !takesArgs && c.NArg() > 0:
-		return cli.Usagef("%sunexpected argument %q", c.prefix, c.Arg(0))
-	case *c.config == "":
-		return cli.Usagef("%s-config is required", c.prefix)
-	}
-	return nil
+	return c.Check(takesArgs, "")
 }
 
 // exitCode prints err as one line and maps it to the exit status.
@@ -76,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	listen := fs.String("listen", "", "serve the status page /, /metrics, /healthz and the JSON API /api/v1/ (docs/api.md) on this address, e.g. 127.0.0.1:9464")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	if err := fs.parse(args, stderr, false); err != nil {
+	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
 	if *force && !*once {
@@ -86,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	d, err := newDaemon(ctx, *fs.config, *shardFlag, log, lookupEnv)
+	d, err := newDaemon(ctx, *fs.Config, *shardFlag, log, lookupEnv)
 	if err != nil {
 		return err
 	}

@@ -25,13 +25,13 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 	fs := newSubcommand("probe", "sampler probe -config F -lane NAME [-force]", "path to the lanewatch YAML config (required)")
 	laneName := fs.String("lane", "", "the lane to probe (required)")
 	force := fs.Bool("force", false, "probe even when the lane's budget is spent or it backs off (the probe counts)")
-	if err := fs.parse(args, stderr, false); err != nil {
+	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
 	if *laneName == "" {
-		return cli.Usagef("probe: -lane is required")
+		return fs.Usagef("-lane is required")
 	}
-	cfg, err := config.Load(*fs.config)
+	cfg, err := config.Load(*fs.Config)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		for i, l := range cfg.Lanes {
 			names[i] = l.Name
 		}
-		return cli.Usagef("probe: -lane: no lane %q in %s; its lanes: %s", *laneName, *fs.config, strings.Join(names, ", "))
+		return fs.Usagef("-lane: no lane %q in %s; its lanes: %s", *laneName, *fs.Config, strings.Join(names, ", "))
 	}
 	lane := cfg.Lanes[i]
 	key, err := lane.APIKey(lookupEnv)

@@ -14,10 +14,10 @@ import (
 // runPrune is `sampler prune -config F`: store.retention_days applied now.
 func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, lookupEnv func(string) (string, bool)) error {
 	fs := newSubcommand("prune", "sampler prune -config F", "config naming the store and store.retention_days (required)")
-	if err := fs.parse(args, stderr, false); err != nil {
+	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*fs.config)
+	cfg, err := config.Load(*fs.Config)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func runPrune(ctx context.Context, args []string, stdout, stderr io.Writer, look
 		return fmt.Errorf("prune: store.kind is %s: old probe and heartbeat points are deleted on the server (docs/schema.md, Retention)", cfg.Store.Kind)
 	}
 	if cfg.Store.RetentionDays == 0 {
-		fmt.Fprintf(stdout, "store.retention_days is 0 in %s: every probe is kept, nothing pruned\n", *fs.config)
+		fmt.Fprintf(stdout, "store.retention_days is 0 in %s: every probe is kept, nothing pruned\n", *fs.Config)
 		return nil
 	}
 	st, err := config.OpenStore(ctx, cfg, config.Writer, slog.New(slog.NewTextHandler(stderr, nil)).Warn, lookupEnv)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lanewatch/lanewatch/config"
-	"github.com/lanewatch/lanewatch/internal/cli"
 	"github.com/lanewatch/lanewatch/store"
 )
 
@@ -39,13 +38,13 @@ func runRollup(ctx context.Context, args []string, stdout, stderr io.Writer, loo
 	fs := newSubcommand("rollup", "sampler rollup -config F [-days N] [-check]", "config naming the store (required)")
 	days := fs.Int("days", 7, "the last `N` days")
 	check := fs.Bool("check", false, "report hourly records that are not the aggregate of their probes and exit 1; write nothing")
-	if err := fs.parse(args, stderr, false); err != nil {
+	if err := parse(fs, args, stderr, false); err != nil {
 		return err
 	}
 	if *days < 1 || *days > 3660 {
-		return cli.Usagef("rollup: -days %d: want 1 to 3660", *days)
+		return fs.Usagef("-days %d: want 1 to 3660", *days)
 	}
-	cfg, err := config.Load(*fs.config)
+	cfg, err := config.Load(*fs.Config)
 	if err != nil {
 		return err
 	}

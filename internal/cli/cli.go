@@ -95,3 +95,43 @@ func Warner(prog string, w io.Writer) func(msg string, args ...any) {
 		_, _ = io.WriteString(w, b.String())
 	}
 }
+
+// Command is the flag set of a command or of one of its subcommands, with
+// the -config that Check requires.
+type Command struct {
+	*flag.FlagSet
+	Config *string
+	prefix string // of its usage errors: "import: ", or "" for the command itself
+}
+
+// NewCommand starts the flags of `prog name` (name "": of prog itself);
+// -h prints usage, then the flags.
+func NewCommand(prog, name, usage, configHelp string) *Command {
+	fs := flag.NewFlagSet(strings.TrimSpace(prog+" "+name), flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	c := &Command{FlagSet: fs, Config: fs.String("config", "", configHelp)}
+	if name != "" {
+		c.prefix = name + ": "
+	}
+	return c
+}
+
+// Usagef is Usagef with the subcommand's name first: "import: ...".
+func (c *Command) Usagef(format string, args ...any) error {
+	return Usagef(c.prefix+format, args...)
+}
+
+// Check refuses, once c has parsed, an argument unless takesArgs (argHint
+// follows the message) and a missing -config.
+func (c *Command) Check(takesArgs bool, argHint string) error {
+	switch {
+	case !takesArgs && c.NArg() > 0:
+		return c.Usagef("unexpected argument %q%s", c.Arg(0), argHint)
+	case *c.Config == "":
+		return c.Usagef("-config is required")
+	}
+	return nil
+}

@@ -94,9 +94,9 @@ func Describe(n *yaml.Node) string {
 	return strconv.Quote(Clip(n.Value))
 }
 
-// UnknownKey reports key as unknown, suggesting the nearest of keys within
+// unknownKey reports key as unknown, suggesting the nearest of keys within
 // two edits (fewer than key's bytes), or one it begins.
-func UnknownKey(key string, keys []string) error {
+func unknownKey(key string, keys []string) error {
 	best, bestD := "", math.MaxInt
 	for _, k := range keys {
 		d := editDistance(key, k)
@@ -296,7 +296,7 @@ func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string, set map[str
 				merges = v.Content
 			}
 		case f < 0 || k.Value == "":
-			return &Error{Line: line, Field: field, Err: UnknownKey(k.Value, keys)}
+			return &Error{Line: line, Field: field, Err: unknownKey(k.Value, keys)}
 		case !set[k.Value]:
 			set[k.Value] = true
 			c.lines[field] = line
