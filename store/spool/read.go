@@ -143,7 +143,7 @@ func merge[T store.Point](ctx context.Context, s *Spool, path string, f *store.F
 	}
 	var got []T // merged only once the whole file was read
 	names := store.Names{}
-	err := file.Scan(ctx, path, store.KindFor[T](), f, nil, func(line []byte) error {
+	err := file.Scan(ctx, path, store.KindFor[T](), f, func(line []byte) error {
 		var p T
 		if store.Decode(names, line, &p) == nil && store.Selects(f, &p) {
 			got = append(got, p)
