@@ -215,22 +215,17 @@ func writeHourly(ctx context.Context, st Store, hourly []Hourly) (int, error) {
 	return n, nil
 }
 
-// queryOf selects the probes of the lane-hours.
+// queryOf selects the probes of the lane-hours (Filter joins the windows).
 func queryOf(touched []LaneHour) Query {
 	var q Query
-	seen := map[any]bool{}
 	for _, t := range touched {
-		if !seen[t.Hour] {
-			q.Windows = append(q.Windows, Window{t.Hour, t.Hour.Add(time.Hour)})
-		}
-		if !seen["lane "+t.Lane] {
-			q.Lanes = append(q.Lanes, t.Lane)
-		}
-		if !seen["site "+t.Site] {
-			q.Sites = append(q.Sites, t.Site)
-		}
-		seen[t.Hour], seen["lane "+t.Lane], seen["site "+t.Site] = true, true, true
+		q.Windows = append(q.Windows, Window{t.Hour, t.Hour.Add(time.Hour)})
+		q.Lanes = append(q.Lanes, t.Lane)
+		q.Sites = append(q.Sites, t.Site)
 	}
+	slices.Sort(q.Lanes)
+	slices.Sort(q.Sites)
+	q.Lanes, q.Sites = slices.Compact(q.Lanes), slices.Compact(q.Sites)
 	return q
 }
 

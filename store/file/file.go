@@ -258,7 +258,7 @@ func scanKind[T store.Point](p *pass, hand func(T) error, pick bool) (bool, erro
 	var whole store.Latest[T]
 	var buf reorder[T]
 	newest := int64(-1 << 63)
-	lineFn, long := filterLines(p.ctx, p.path, k, p.f, p.warn, func(line []byte) error {
+	lineFn, long := filterLines(p.path, k, p.f, p.warn, func(line []byte) error {
 		if err := store.Decode(names, line, &pt); err != nil {
 			if _, ok := store.LineTime(line); ok { // it may be its series' newest: the index noted it
 				corrupt = true
@@ -363,9 +363,6 @@ func (s *Store) Prune(ctx context.Context, cut time.Time) (store.Pruned, error) 
 		defer func() { _ = out.Close() }()
 		bw := bufio.NewWriterSize(out, 1<<20)
 		err = store.ScanLines(ctx, io.NewSectionReader(locked, 0, 1<<62), func(n int64, line []byte, terminated bool) error {
-			if n&0xffff == 0 && ctx.Err() != nil {
-				return ctx.Err()
-			}
 			if !terminated {
 				return nil
 			}

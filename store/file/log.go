@@ -206,9 +206,7 @@ func (l *Log) repairTail() error {
 	if err := l.f.Sync(); err != nil {
 		return err
 	}
-	if l.warn != nil {
-		l.warn("removed torn last line (a write cut short by a crash)", "path", l.path, "line", lines+1, "bytes", size-cut)
-	}
+	l.warn("removed torn last line (a write cut short by a crash)", "path", l.path, "line", lines+1, "bytes", size-cut)
 	return nil
 }
 
@@ -378,33 +376,29 @@ func Take(path string, max int64, warn func(string, ...any), fn func(lines []byt
 
 // Scan hands fn each whole line of kind want in the file at path whose
 // cheap timestamp is not outside f's windows, under a shared flock. Torn,
-// long, foreign and Corrupt lines are skipped with a warning (warn nil:
-// none). Its errors do not name the file.
-func Scan(ctx context.Context, path string, want store.Kind, f *store.Filter, warn func(string, ...any), fn func(line []byte) error) error {
+// long, foreign and Corrupt lines are skipped. Its errors do not name the
+// file.
+func Scan(ctx context.Context, path string, want store.Kind, f *store.Filter, fn func(line []byte) error) error {
 	file, err := openShared(path)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = file.Close() }()
-	line, long := filterLines(ctx, path, want, f, warn, fn)
+	line, long := filterLines(path, want, f, nil, fn)
 	return unpath(store.ScanLines(ctx, file, line, long))
 }
 
 // Corrupt is a scan's fn's error for a line it cannot decode.
 type Corrupt struct{ error }
 
-// filterLines makes the line and long-line functions of a scan (Scan).
-func filterLines(ctx context.Context, path string, want store.Kind, f *store.Filter, warn func(string, ...any),
+// filterLines makes the line and long-line functions of a scan (Scan);
+// ScanLines stops the scan once its context is done.
+func filterLines(path string, want store.Kind, f *store.Filter, warn func(string, ...any),
 	fn func(line []byte) error) (func(n int64, line []byte, terminated bool) error, func(n int64)) {
 	if warn == nil {
 		warn = func(string, ...any) {}
 	}
 	return func(n int64, line []byte, terminated bool) error {
-			if n&0xffff == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
 			if !terminated {
 				warn("skipped torn last line (no newline: a write cut short, or one in progress)", "path", path, "line", n)
 				return nil

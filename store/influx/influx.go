@@ -118,8 +118,8 @@ func (s *Store) Prune(context.Context, time.Time) (store.Pruned, error) {
 
 // Write sends the batch in one request.
 func (s *Store) Write(ctx context.Context, b store.Batch) error {
-	if err := s.checkOpen(); err != nil {
-		return fmt.Errorf("%s: write: %w", s.where, err)
+	if s.closed.Load() {
+		return fmt.Errorf("%s: write: %w", s.where, os.ErrClosed)
 	}
 	body, err := store.AppendLines(nil, b)
 	if err != nil {
@@ -138,13 +138,6 @@ func (s *Store) Write(ctx context.Context, b store.Batch) error {
 			status = he.StatusCode
 		}
 		return &store.RefusedError{Points: b.Len(), Status: status, Err: fmt.Errorf("%s: %w", s.where, s.explain(err))}
-	}
-	return nil
-}
-
-func (s *Store) checkOpen() error {
-	if s.closed.Load() {
-		return os.ErrClosed
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -44,8 +45,8 @@ func (s *Store) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	if r.Local || f.Empty() {
 		return nil
 	}
-	if err := s.checkOpen(); err != nil {
-		return fmt.Errorf("%s: read: %w", s.where, err)
+	if s.closed.Load() {
+		return fmt.Errorf("%s: read: %w", s.where, os.ErrClosed)
 	}
 	r, newest := store.NewestOf(f, r)
 	stmts := appendStatements(nil, q, f, r.Hourly)

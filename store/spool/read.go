@@ -39,24 +39,17 @@ func (s *Spool) Read(ctx context.Context, q store.Query, r store.Reader) error {
 	}
 	hm, pm := &merger[store.Hourly]{local: hourly.Sorted(), emit: r.Hourly}, &merger[store.Probe]{local: probes.Sorted(), emit: r.Probe}
 	if !r.Local {
-		inner := store.Reader{Heartbeat: r.Heartbeat}
 		// Nothing local to merge (the spool empty, as it mostly is): the
 		// inner store's points go straight through.
-		switch {
-		case len(hm.local) > 0:
+		inner := store.Reader{Hourly: r.Hourly, Probe: r.Probe}
+		if len(hm.local) > 0 {
 			inner.Hourly = hm.next
-		case r.Hourly != nil:
-			inner.Hourly = r.Hourly
 		}
-		switch {
-		case r.Probe == nil:
-		case len(hm.local) > 0 || len(pm.local) > 0:
+		if r.Probe != nil && (len(hm.local) > 0 || len(pm.local) > 0) {
 			inner.Probe = func(p store.Probe) error { return cmp.Or(hm.rest(), pm.next(p)) }
-		default:
-			inner.Probe = r.Probe
 		}
 		if r.Heartbeat != nil {
-			inner.Heartbeat = func(b store.Heartbeat) error { return cmp.Or(cmp.Or(hm.rest(), pm.rest()), r.Heartbeat(b)) }
+			inner.Heartbeat = func(b store.Heartbeat) error { return cmp.Or(hm.rest(), pm.rest(), r.Heartbeat(b)) }
 		}
 		if err := s.inner.Read(ctx, q, inner); err != nil {
 			return err
@@ -143,7 +136,7 @@ func merge[T store.Point](ctx context.Context, s *Spool, path string, f *store.F
 	}
 	var got []T // merged only once the whole file was read
 	names := store.Names{}
-	err := file.Scan(ctx, path, store.KindFor[T](), f, nil, func(line []byte) error {
+	err := file.Scan(ctx, path, store.KindFor[T](), f, func(line []byte) error {
 		var p T
 		if store.Decode(names, line, &p) == nil && store.Selects(f, &p) {
 			got = append(got, p)

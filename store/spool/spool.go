@@ -107,7 +107,7 @@ func Open(inner store.Store, o Options) (*Spool, error) {
 		if o.Hours != nil {
 			// Their hours may not count them yet (a crash before the rebuild).
 			all := store.Between(time.Unix(0, -1<<63), time.Unix(0, 1<<63-1)).Filter()
-			err := file.Scan(context.Background(), s.o.DeadLetter, store.KindProbe, all, nil, func(line []byte) error {
+			err := file.Scan(context.Background(), s.o.DeadLetter, store.KindProbe, all, func(line []byte) error {
 				var p store.Probe
 				if store.Decode(nil, line, &p) == nil {
 					s.pending = append(s.pending, p)
