@@ -39,17 +39,17 @@ func (e *NoFileError) Error() string {
 func (d Folder) Path(hour string) string { return filepath.Join(d.Dir, hour+".yaml") }
 
 // Write writes f as the file of its hour, atomically, creating Dir, and
-// returns its path: <hour>.yaml, or one site's view <hour>.<site>.yaml.
-func (d Folder) Write(f policy.File, site string, opts ...atomicfile.Option) (string, error) {
-	data, err := policy.Marshal(f)
-	if err != nil {
-		return "", fmt.Errorf("policy %s: %w", f.Hour, err)
+// returns its path (<hour>.yaml, or one site's view <hour>.<site>.yaml)
+// and bytes.
+func (d Folder) Write(f policy.File, site string, opts ...atomicfile.Option) (path string, data []byte, err error) {
+	if data, err = policy.Marshal(f); err != nil {
+		return "", nil, fmt.Errorf("policy %s: %w", f.Hour, err)
 	}
-	path := d.Path(f.Hour)
+	path = d.Path(f.Hour)
 	if site != "" {
 		path = filepath.Join(d.Dir, f.Hour+"."+site+".yaml")
 	}
-	return path, atomicfile.Write(path, data, append([]atomicfile.Option{atomicfile.MakeDir()}, opts...)...)
+	return path, data, atomicfile.Write(path, data, append([]atomicfile.Option{atomicfile.MakeDir()}, opts...)...)
 }
 
 // Read is ReadFile of the hour labelled hour (store.HourLabel), checked to

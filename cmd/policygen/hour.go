@@ -94,7 +94,7 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 	atomicfile.RemoveStaleTemps(out, staleTemp)
 	folder := api.Folder{Dir: out, Location: loc}
 	for i, f := range files {
-		path, err := folder.Write(f, *siteFlag, atomicfile.Hook(e.writeHook))
+		path, data, err := folder.Write(f, *siteFlag, atomicfile.Hook(e.writeHook))
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,6 @@ func (e *env) runPolicy(ctx context.Context, args []string) error {
 			if i > 0 {
 				fmt.Fprintln(e.stdout, "---")
 			}
-			data, _ := policy.Marshal(f) // as written: Write marshalled it
 			fmt.Fprintf(e.stdout, "# wrote %s\n%s", path, data)
 		} else {
 			fmt.Fprintln(e.stdout, path)

@@ -28,7 +28,7 @@ func (d *daemon) writePolicies(ctx context.Context, now time.Time) (paths []stri
 			break
 		}
 		var path string
-		if path, err = d.folder().Write(f, ""); err == nil {
+		if path, _, err = d.folder().Write(f, ""); err == nil {
 			paths = append(paths, path)
 		}
 	}

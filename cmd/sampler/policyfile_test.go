@@ -137,7 +137,7 @@ func TestPageAndMetricsReadTheHourFile(t *testing.T) {
 			Cutover: &policy.Cutover{AfterS: 3.25}, // paid first: no cut-over, whatever the figure
 		}},
 	}
-	path, err := d.folder().Write(f, "")
+	path, _, err := d.folder().Write(f, "")
 	if err != nil {
 		t.Fatal(err)
 	}
