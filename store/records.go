@@ -112,7 +112,7 @@ var (
 			floatField("quota_reset_s", func(p *Probe) *float64 { return &p.QuotaResetS }).
 				optional(func(p *Probe) bool { return p.QuotaResetS != 0 }, nil),
 			// A reservation is this field alone (docs/schema.md#reservations);
-			// last, so that a row's outcome is read before it.
+			// last, so that a row's other fields are read before it.
 			{key: "booked", kind: lp.Bool, alone: true,
 				has:  func(p *Probe) bool { return p.Outcome == OutcomeReserved },
 				seen: func(p *Probe) { p.Outcome = cmp.Or(p.Outcome, OutcomeReserved) }},
